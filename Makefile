@@ -1,0 +1,32 @@
+# TinyStore KV: `make demo` and `make test` do all set-up on a fresh machine
+# with Rust, Python 3, Node and Go. Each part of the project adds its own
+# targets in mk/*.mk and appends them to TEST_TARGETS (and DEMO_TARGETS).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# One target triple for every cargo, maturin and napi build, so they share
+# one set of artifacts instead of compiling SQLite once per tool.
+export CARGO_BUILD_TARGET ?= $(shell rustc -vV | sed -n 's/^host: //p')
+ROOT := $(abspath .)
+TARGET_DIR := $(ROOT)/target/$(CARGO_BUILD_TARGET)
+
+TEST_TARGETS :=
+DEMO_TARGETS :=
+BENCH_TARGETS :=
+
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: help test demo bench
+help:
+	@echo "make test    build everything and run every test"
+	@echo "make demo    build everything and run the handbook's chat in each language"
+	@echo "make bench   run the benchmarks against the peers (slow; not in CI)"
+
+test: $(TEST_TARGETS)
+	@echo "make test: all passed ($(TEST_TARGETS))"
+
+demo: $(DEMO_TARGETS)
+
+bench: $(BENCH_TARGETS)

@@ -1,0 +1,443 @@
+//! The writer: one thread that owns kv.db's write connection and commits
+//! every write waiting when it is free as one group.
+//!
+//! Invariants:
+//! - A group is one `BEGIN IMMEDIATE` transaction; each write runs in its own
+//!   savepoint, so a write that fails rolls back alone (KV-15).
+//! - A write is answered only after the group's `COMMIT` returned, which with
+//!   `synchronous=FULL` means synced. A failed commit answers
+//!   `OutcomeUnknown` to every write of the group that had succeeded.
+//! - Answers are given by completions (callbacks) on the writer thread, in
+//!   queue order, so no caller parks a thread to wait: a binding resolves its
+//!   Promise or Future from here. The blocking Rust calls are the completion
+//!   form plus a one-shot channel.
+//! - A write cancelled before its group starts is never run.
+//! - `tx` takes the same connection in the caller's thread, so a transaction
+//!   and a group never interleave.
+
+use std::cell::Cell as StdCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+use crate::clock::Clock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::storage;
+
+/// The most writes one group commits.
+const GROUP_MAX_WRITES: usize = 1024;
+/// The most bytes of values one group carries; a heavier write goes alone.
+const GROUP_MAX_BYTES: usize = 8 << 20;
+
+thread_local! {
+    /// Set on the writer thread: a blocking write from a completion would
+    /// wait for itself.
+    static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
+    /// The writers whose connection this thread holds in a `tx`.
+    static IN_TX: StdCell<usize> = const { StdCell::new(0) };
+}
+
+/// What a write sees while it runs: the connection inside the group's
+/// transaction, the time, and the file's revision counter.
+pub struct WriteCtx<'a> {
+    pub(crate) conn: &'a Connection,
+    /// The store's clock when the group started, in ms.
+    pub(crate) now: i64,
+    rev: i64,
+    dirty: bool,
+}
+
+impl<'a> WriteCtx<'a> {
+    /// A new revision of the file: the version of what this write writes.
+    /// Versions never repeat because the counter lives in the file and
+    /// moves inside the same transaction as the write.
+    pub(crate) fn next_version(&mut self) -> i64 {
+        self.rev += 1;
+        self.dirty = true;
+        self.rev
+    }
+}
+
+/// A write waiting for its group.
+trait WriteOp: Send {
+    fn cancelled(&self) -> bool;
+    fn weight(&self) -> usize;
+    /// Runs inside its savepoint; returns whether it failed (to roll back).
+    fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
+    /// Answers the caller. `commit` is the commit's failure, if any;
+    /// `refused` answers a write that never ran.
+    fn finish(self: Box<Self>, commit: Option<&Error>, refused: Option<Error>);
+}
+
+struct Job<T, F, C> {
+    work: Option<F>,
+    done: Option<C>,
+    out: Option<Result<T>>,
+    cancel: Option<Arc<AtomicBool>>,
+    weight: usize,
+}
+
+impl<T, F, C> WriteOp for Job<T, F, C>
+where
+    T: Send,
+    F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send,
+    C: FnOnce(Result<T>) + Send,
+{
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Acquire))
+    }
+    fn weight(&self) -> usize {
+        self.weight
+    }
+    fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
+        let work = self.work.take().expect("a write runs once");
+        let out = work(ctx);
+        let failed = out.is_err();
+        self.out = Some(out);
+        failed
+    }
+    fn finish(mut self: Box<Self>, commit: Option<&Error>, refused: Option<Error>) {
+        let out = match (self.out.take(), commit, refused) {
+            (_, _, Some(e)) => Err(e),
+            (Some(Ok(_)), Some(e), _) => Err(Error::outcome_unknown(e)),
+            (Some(r), _, _) => r,
+            (None, _, None) => Err(Error::new(
+                ErrorKind::Cancelled,
+                "the write was cancelled before it started",
+            )),
+        };
+        if let Some(done) = self.done.take() {
+            done(out);
+        }
+    }
+}
+
+/// A handle that lets a caller give up on a write before it starts.
+#[derive(Clone, Debug)]
+pub struct Ticket(Arc<AtomicBool>);
+
+impl Ticket {
+    /// Gives up on the write: if its group has not started, it never runs
+    /// and its completion gets `Cancelled`.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+struct Queue {
+    ops: VecDeque<Box<dyn WriteOp>>,
+    closed: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    conn: Mutex<Option<Connection>>,
+    clock: Clock,
+}
+
+/// The writer of one store.
+pub(crate) struct Writer {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`.
+    pub fn start(conn: Connection, clock: Clock) -> Result<Writer> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                ops: VecDeque::new(),
+                closed: false,
+            }),
+            wake: Condvar::new(),
+            conn: Mutex::new(Some(conn)),
+            clock,
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("tinystore-writer".into())
+            .spawn(move || run(s))?;
+        Ok(Writer {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues `work` for the next group and returns at once; `done` gets its
+    /// result on the writer thread once the group committed.
+    pub fn submit<T, F, C>(&self, weight: usize, work: F, done: C) -> Result<Ticket>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+        C: FnOnce(Result<T>) + Send + 'static,
+    {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let job = Box::new(Job {
+            work: Some(work),
+            done: Some(done),
+            out: None,
+            cancel: Some(cancel.clone()),
+            weight,
+        });
+        let mut q = lock(&self.shared.queue);
+        if q.closed {
+            return Err(Error::closed());
+        }
+        q.ops.push_back(job);
+        drop(q);
+        self.shared.wake.notify_one();
+        Ok(Ticket(cancel))
+    }
+
+    /// Runs `work` in the next group and waits for its commit.
+    pub fn call<T, F>(&self, weight: usize, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+    {
+        if ON_WRITER.with(|w| w.get()) {
+            return Err(Error::invalid(
+                "a blocking write was called from inside a write's completion; use the completion form",
+            ));
+        }
+        if IN_TX.with(|t| t.get()) == self.id() {
+            return Err(Error::invalid(
+                "a write outside the transaction was called from inside it; use the transaction's handles (tx.with)",
+            ));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(weight, work, move |r| {
+            let _ = tx.send(r);
+        })?;
+        rx.recv().unwrap_or_else(|_| Err(Error::closed()))
+    }
+
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+
+    /// Runs `work` alone in its own transaction, in this thread: the
+    /// all-or-nothing `tx`. `Ok` commits, an error rolls everything back.
+    pub fn exclusive<T>(&self, work: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
+        if IN_TX.with(|t| t.get()) == self.id() {
+            return Err(Error::invalid(
+                "a transaction was opened inside another on the same store",
+            ));
+        }
+        if ON_WRITER.with(|w| w.get()) {
+            return Err(Error::invalid(
+                "a transaction was opened from inside a write's completion",
+            ));
+        }
+        let guard = lock(&self.shared.conn);
+        let conn = guard.as_ref().ok_or_else(Error::closed)?;
+        let now = self.shared.clock.now_millis();
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let mut ctx = WriteCtx {
+            conn,
+            now,
+            rev: 0,
+            dirty: false,
+        };
+        let out = storage::revision(conn).and_then(|rev| {
+            ctx.rev = rev;
+            IN_TX.with(|t| t.set(self.id()));
+            let out = work(&mut ctx);
+            IN_TX.with(|t| t.set(0));
+            out
+        });
+        let out = out.and_then(|v| {
+            if ctx.dirty {
+                storage::set_revision(conn, ctx.rev)?;
+            }
+            Ok(v)
+        });
+        match out {
+            Ok(v) => match conn.execute_batch("COMMIT") {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    Err(Error::outcome_unknown(&e.into()))
+                }
+            },
+            Err(e) => {
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops taking writes, commits those queued, and stops the thread.
+    pub fn close(&self) {
+        lock(&self.shared.queue).closed = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = lock(&self.thread).take() {
+            let _ = t.join();
+        }
+        lock(&self.shared.conn).take();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in a completion must not wedge the store: the state behind
+    // these locks stays consistent because every update is a single push,
+    // pop or flag.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The writer thread: take a group, commit it, answer it, repeat.
+fn run(shared: Arc<Shared>) {
+    ON_WRITER.with(|w| w.set(true));
+    loop {
+        let group = {
+            let mut q = lock(&shared.queue);
+            while q.ops.is_empty() && !q.closed {
+                q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+            }
+            if q.ops.is_empty() {
+                return; // closed and drained
+            }
+            take_group(&mut q.ops)
+        };
+        let (group, cancelled): (Vec<_>, Vec<_>) = group.into_iter().partition(|op| !op.cancelled());
+        for op in cancelled {
+            op.finish(None, None);
+        }
+        if group.is_empty() {
+            continue;
+        }
+        let guard = lock(&shared.conn);
+        let Some(conn) = guard.as_ref() else {
+            drop(guard);
+            for op in group {
+                op.finish(None, Some(Error::closed()));
+            }
+            continue;
+        };
+        let leftover = commit_group(conn, shared.clock.now_millis(), group);
+        drop(guard);
+        if !leftover.is_empty() {
+            let mut q = lock(&shared.queue);
+            for op in leftover.into_iter().rev() {
+                q.ops.push_front(op);
+            }
+        }
+    }
+}
+
+fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    while let Some(op) = ops.front() {
+        if !group.is_empty() && (group.len() >= GROUP_MAX_WRITES || bytes + op.weight() > GROUP_MAX_BYTES) {
+            break;
+        }
+        bytes += op.weight();
+        group.push(ops.pop_front().expect("front was there"));
+    }
+    group
+}
+
+/// Commits one group and answers it. Returns the writes that never ran
+/// because SQLite ended the transaction under them; they go back in front
+/// of the queue.
+fn commit_group(conn: &Connection, now: i64, mut group: Vec<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let e = Error::from(e);
+        for op in group {
+            op.finish(None, Some(e.clone()));
+        }
+        return Vec::new();
+    }
+    let rev = match storage::revision(conn) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            for op in group {
+                op.finish(None, Some(e.clone()));
+            }
+            return Vec::new();
+        }
+    };
+    let mut ctx = WriteCtx {
+        conn,
+        now,
+        rev,
+        dirty: false,
+    };
+    let mut ran = 0;
+    let mut aborted: Option<Error> = None;
+    while ran < group.len() {
+        if let Err(e) = conn.execute_batch("SAVEPOINT w") {
+            aborted = Some(e.into());
+            break;
+        }
+        let failed = group[ran].run(&mut ctx);
+        ran += 1;
+        if conn.is_autocommit() {
+            // SQLite rolled the whole transaction back (a full disk, an I/O
+            // error): nothing of this group is in the file.
+            aborted = Some(Error::new(
+                ErrorKind::Io,
+                "SQLite rolled back the group's transaction after an I/O failure; nothing of it was written",
+            ));
+            break;
+        }
+        let end = if failed {
+            "ROLLBACK TO w; RELEASE w"
+        } else {
+            "RELEASE w"
+        };
+        if let Err(e) = conn.execute_batch(end) {
+            aborted = Some(e.into());
+            break;
+        }
+    }
+    let leftover = group.split_off(ran);
+    let commit = match aborted {
+        Some(e) => {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            // Nothing was written: answer each write that ran with the
+            // sure failure, not OutcomeUnknown.
+            for op in group {
+                op.finish(None, Some(e.clone()));
+            }
+            return leftover;
+        }
+        None => {
+            let saved = if ctx.dirty {
+                storage::set_revision(conn, ctx.rev)
+            } else {
+                Ok(())
+            };
+            match saved.and_then(|()| conn.execute_batch("COMMIT").map_err(Error::from)) {
+                Ok(()) => None,
+                Err(e) => {
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
+                    }
+                    Some(e)
+                }
+            }
+        }
+    };
+    for op in group {
+        op.finish(commit.as_ref(), None);
+    }
+    leftover
+}

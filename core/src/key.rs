@@ -1,0 +1,335 @@
+//! Keys, owners and the byte path that joins them.
+//!
+//! A path is each owner as `01 name 00`, then the key as `02 name`, with a
+//! NUL inside a name written `00 FF`. Invariants that follow:
+//! - different splits of owners and key never give one path;
+//! - a branch's own keys are the range `[prefix·02, prefix·03)` and its whole
+//!   subtree `[prefix·01, prefix·03)`, so listing and clearing are range scans;
+//! - paths sort as the text of their keys does, since `00 FF` sorts below `01`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// The longest path of owners and key, in encoded bytes.
+pub const MAX_PATH: usize = 1024;
+
+const OWNER: u8 = 0x01;
+const KEY: u8 = 0x02;
+const END: u8 = 0x03;
+
+/// What can name a key or an owner: text, bytes, or an integer, which is its
+/// decimal spelling (so `42` and `"42"` are one key).
+pub trait AsKey {
+    /// The bytes of the key's text.
+    fn key_bytes(&self) -> Cow<'_, [u8]>;
+}
+
+impl AsKey for str {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.as_bytes())
+    }
+}
+impl AsKey for String {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.as_bytes())
+    }
+}
+impl AsKey for [u8] {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self)
+    }
+}
+impl<const N: usize> AsKey for [u8; N] {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self)
+    }
+}
+impl AsKey for Vec<u8> {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self)
+    }
+}
+impl AsKey for Key {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.0)
+    }
+}
+impl<T: AsKey + ?Sized> AsKey for &T {
+    fn key_bytes(&self) -> Cow<'_, [u8]> {
+        (**self).key_bytes()
+    }
+}
+macro_rules! int_keys {
+    ($($t:ty),*) => {$(
+        impl AsKey for $t {
+            fn key_bytes(&self) -> Cow<'_, [u8]> {
+                Cow::Owned(self.to_string().into_bytes())
+            }
+        }
+    )*};
+}
+int_keys!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
+/// A key as the store keeps it: the bytes of its text.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(pub Vec<u8>);
+
+impl Key {
+    /// The key as text, when it is UTF-8 (keys written as text always are).
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// The key's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&show(&self.0))
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({:?})", show(&self.0))
+    }
+}
+
+impl PartialEq<str> for Key {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+impl PartialEq<&str> for Key {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+/// Text for a name in a message: itself when UTF-8 and printable, escaped otherwise.
+pub(crate) fn show(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if !s.chars().any(char::is_control) => s.to_owned(),
+        _ => bytes
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_graphic() || b == b' ' {
+                    (b as char).to_string()
+                } else {
+                    format!("\\x{b:02x}")
+                }
+            })
+            .collect(),
+    }
+}
+
+fn escape_into(out: &mut Vec<u8>, name: &[u8]) {
+    for &b in name {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+}
+
+/// The owners of a branch: their names, for messages, and their encoded prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Branch {
+    owners: Vec<Vec<u8>>,
+    prefix: Vec<u8>,
+}
+
+impl Branch {
+    /// The root of a handle: no owners.
+    pub fn root() -> Branch {
+        Branch::default()
+    }
+
+    /// The branch of `owner` under this one. An empty owner is refused at
+    /// the first call on the branch, where the bucket can be named.
+    pub fn child(&self, owner: &[u8]) -> Branch {
+        let mut b = self.clone();
+        b.owners.push(owner.to_vec());
+        b.prefix.push(OWNER);
+        escape_into(&mut b.prefix, owner);
+        b.prefix.push(0);
+        b
+    }
+
+    /// The encoded prefix of this branch.
+    pub fn prefix(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// The owners' names.
+    pub fn owners(&self) -> &[Vec<u8>] {
+        &self.owners
+    }
+
+    /// Checks the owners, naming the handle on failure.
+    pub fn check(&self, handle: &str) -> Result<()> {
+        if self.owners.iter().any(|o| o.is_empty()) {
+            return Err(Error::invalid("an owner is empty").at(handle, self.show_with(None)));
+        }
+        if self.prefix.len() + 2 > MAX_PATH {
+            return Err(
+                Error::invalid(format!("the path of owners is over {MAX_PATH} bytes")).at(handle, self.show_with(None))
+            );
+        }
+        Ok(())
+    }
+
+    /// The path of `key` in this branch, checked: not empty, at most 1 KiB.
+    pub fn path(&self, handle: &str, key: &[u8]) -> Result<Vec<u8>> {
+        self.check(handle)?;
+        if key.is_empty() {
+            return Err(Error::invalid("a key is empty").at(handle, self.show_with(Some(key))));
+        }
+        let mut p = Vec::with_capacity(self.prefix.len() + key.len() + 1);
+        p.extend_from_slice(&self.prefix);
+        p.push(KEY);
+        escape_into(&mut p, key);
+        if p.len() > MAX_PATH {
+            return Err(Error::invalid(format!(
+                "the path of owners and key is {} bytes, over {MAX_PATH}",
+                p.len()
+            ))
+            .at(handle, self.show_with(Some(key))));
+        }
+        Ok(p)
+    }
+
+    /// `owner/owner/key`, for errors and listings.
+    pub fn show_with(&self, key: Option<&[u8]>) -> String {
+        let mut parts: Vec<String> = self.owners.iter().map(|o| show(o)).collect();
+        if let Some(k) = key {
+            parts.push(show(k));
+        }
+        parts.join("/")
+    }
+
+    /// The range of this branch's own keys.
+    pub fn own_keys(&self) -> (Vec<u8>, Vec<u8>) {
+        let mut lo = self.prefix.clone();
+        lo.push(KEY);
+        let mut hi = self.prefix.clone();
+        hi.push(END);
+        (lo, hi)
+    }
+
+    /// The range of this branch and every branch under it.
+    pub fn subtree(&self) -> (Vec<u8>, Vec<u8>) {
+        let mut lo = self.prefix.clone();
+        lo.push(OWNER);
+        let mut hi = self.prefix.clone();
+        hi.push(END);
+        (lo, hi)
+    }
+
+    /// The key of a path in this branch's own range.
+    pub fn key_of(&self, path: &[u8]) -> Result<Key> {
+        let rest = path
+            .strip_prefix(self.prefix.as_slice())
+            .and_then(|r| r.strip_prefix(&[KEY]))
+            .ok_or_else(|| Error::corrupt("a path does not belong to its branch"))?;
+        let mut key = Vec::with_capacity(rest.len());
+        let mut i = 0;
+        while i < rest.len() {
+            key.push(rest[i]);
+            if rest[i] == 0 {
+                if rest.get(i + 1) != Some(&0xFF) {
+                    return Err(Error::corrupt("a path holds an unescaped NUL"));
+                }
+                i += 1;
+            }
+            i += 1;
+        }
+        Ok(Key(key))
+    }
+
+    /// The path after which a listing resumes, from a cursor key.
+    pub fn after(&self, key: &[u8]) -> Vec<u8> {
+        let mut p = self.prefix.clone();
+        p.push(KEY);
+        escape_into(&mut p, key);
+        p
+    }
+}
+
+/// Splits a full path into owners and key (for tools that list a whole bucket).
+pub fn split_path(path: &[u8]) -> Result<(Vec<Vec<u8>>, Key)> {
+    let bad = || Error::corrupt(format!("a path does not decode: {}", show(path)));
+    let mut owners = Vec::new();
+    let mut i = 0;
+    loop {
+        let tag = *path.get(i).ok_or_else(bad)?;
+        i += 1;
+        let mut name = Vec::new();
+        loop {
+            match path.get(i) {
+                None if tag == KEY => return Ok((owners, Key(name))),
+                None => return Err(bad()),
+                Some(0) if path.get(i + 1) == Some(&0xFF) => {
+                    name.push(0);
+                    i += 2;
+                }
+                Some(0) if tag == OWNER => {
+                    i += 1;
+                    break;
+                }
+                Some(0) => return Err(bad()),
+                Some(&b) => {
+                    name.push(b);
+                    i += 1;
+                }
+            }
+        }
+        if tag != OWNER {
+            return Err(bad());
+        }
+        owners.push(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv01_splits_never_collide() {
+        let a = Branch::root().child(b"a").child(b"b").path("t", b"c").unwrap();
+        let b = Branch::root().child(b"a/b").path("t", b"c").unwrap();
+        let c = Branch::root().child(b"a\0b").path("t", b"c").unwrap();
+        let d = Branch::root().child(b"a").path("t", b"b\0c").unwrap();
+        let all = [&a, &b, &c, &d];
+        for (i, x) in all.iter().enumerate() {
+            for y in &all[i + 1..] {
+                assert_ne!(x, y);
+            }
+        }
+        assert_eq!(split_path(&c).unwrap().0, vec![b"a\0b".to_vec()]);
+        assert_eq!(Branch::root().child(b"a").key_of(&d).unwrap().0, b"b\0c");
+    }
+
+    #[test]
+    fn kv09_paths_sort_as_keys() {
+        let r = Branch::root();
+        let mut keys: Vec<&[u8]> = vec![b"a", b"a\0b", b"a\x01", b"1", b"10", b"9", b"b"];
+        let mut paths: Vec<Vec<u8>> = keys.iter().map(|k| r.path("t", k).unwrap()).collect();
+        keys.sort();
+        paths.sort();
+        let back: Vec<Vec<u8>> = paths.iter().map(|p| r.key_of(p).unwrap().0).collect();
+        assert_eq!(back, keys.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn kv01_integer_is_decimal_text() {
+        assert_eq!(42i64.key_bytes().as_ref(), b"42");
+        assert_eq!((-7i32).key_bytes().as_ref(), b"-7");
+    }
+}

@@ -1,0 +1,54 @@
+//! TinyStore KV: an application's current state in one SQLite file.
+//!
+//! Sessions, one-time codes, rate limits, plan quotas, counters and the
+//! answers of requests sent twice, in `kv.db` inside a store's directory,
+//! with expiry that needs no cleanup job. The same engine serves Python,
+//! TypeScript and Go, and all of them share the file format.
+//!
+//! ```
+//! use std::time::Duration;
+//! # let dir = tempfile::tempdir().unwrap();
+//! let store = tinystore::Store::open(dir.path())?;
+//! let sessions = store.bucket::<String>("sessions").idle(Duration::from_secs(30 * 86400)).open()?;
+//! sessions.under(7).set("digest-of-token", &"web".to_string())?;
+//! assert_eq!(sessions.under(7).get("digest-of-token")?.as_deref(), Some("web"));
+//! sessions.under(7).clear()?; // sign out everywhere
+//! assert!(!sessions.under(7).has("digest-of-token")?);
+//! # Ok::<(), tinystore::Error>(())
+//! ```
+//!
+//! The layers: [`storage`] holds every SQL statement; the writer commits
+//! waiting writes as one group; [`RawBucket`] holds the rules of keys,
+//! versions and expiry; [`Bucket`] adds serde types. `docs/format.md`
+//! describes the file.
+
+mod bucket;
+mod clock;
+mod codec;
+mod error;
+mod group_commit;
+mod key;
+mod maintain;
+mod raw;
+mod readers;
+mod spans;
+pub mod storage;
+mod store;
+mod tx;
+mod values;
+
+pub use bucket::{Bucket, BucketBuilder, KeyCall};
+pub use clock::{Clock, from_millis, to_millis};
+pub use codec::{decode, encode};
+pub use error::{Error, ErrorKind, Result};
+pub use group_commit::Ticket;
+pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
+pub use maintain::Maintenance;
+pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
+pub use spans::{parse_duration, parse_rate};
+pub use store::{FILE_NAME, Options, Store, check_name};
+pub use tx::{Tx, TxBucket, View, ViewBucket};
+pub use values::{
+    CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
+    WriteOptions,
+};

@@ -1,0 +1,130 @@
+//! Durations as text (`"15m"`, `"1h30m"`) and rates (`"5/m"`, `"100/5h"`).
+//!
+//! One grammar for every language: the bindings pass the user's text here
+//! rather than parse it themselves. A duration is units from largest to
+//! smallest, each at most once: `w d h m s ms`. A rate is a count, a slash,
+//! and a span with an optional number (`"5/m"` is five a minute).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+const UNITS: [(&str, u64); 6] = [
+    ("w", 7 * 24 * 3_600_000),
+    ("d", 24 * 3_600_000),
+    ("h", 3_600_000),
+    ("m", 60_000),
+    ("s", 1_000),
+    ("ms", 1),
+];
+
+/// Parses a duration such as `"15m"`, `"30d"`, `"1h30m"` or `"250ms"`.
+///
+/// ```
+/// # use std::time::Duration;
+/// assert_eq!(tinystore::parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+/// assert!(tinystore::parse_duration("90mins").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let bad = |why: &str| {
+        Error::invalid(format!(
+            "duration {text:?} {why}: write units from largest to smallest, each once, as \"15m\", \"30d\" or \"1h30m\" (units w d h m s ms)"
+        ))
+    };
+    if text.is_empty() {
+        return Err(bad("is empty"));
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut next_unit = 0; // index into UNITS: units must come in order
+    let mut total: u64 = 0;
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        if start == i {
+            return Err(bad("has no number before a unit"));
+        }
+        let n: u64 = text[start..i].parse().map_err(|_| bad("is too long"))?;
+        let ustart = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let unit = &text[ustart..i];
+        let Some(pos) = UNITS.iter().position(|(u, _)| *u == unit) else {
+            return Err(bad(&format!("has an unknown unit {unit:?}")));
+        };
+        if pos < next_unit {
+            return Err(bad("repeats a unit or puts a smaller one first"));
+        }
+        next_unit = pos + 1;
+        total = n
+            .checked_mul(UNITS[pos].1)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| bad("is too long"))?;
+    }
+    Ok(Duration::from_millis(total))
+}
+
+/// Parses a rate such as `"5/m"`, `"100/5h"` or `"300/7d"` into a count and a span.
+///
+/// ```
+/// # use std::time::Duration;
+/// assert_eq!(tinystore::parse_rate("100/5h").unwrap(), (100, Duration::from_secs(5 * 3600)));
+/// ```
+pub fn parse_rate(text: &str) -> Result<(u64, Duration)> {
+    let bad = |why: &str| {
+        Error::invalid(format!(
+            "rate {text:?} {why}: write a count and a span, as \"5/m\", \"100/5h\" or \"300/7d\""
+        ))
+    };
+    let Some((count, span)) = text.split_once('/') else {
+        return Err(bad("has no '/'"));
+    };
+    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("does not start with a count"));
+    }
+    let count: u64 = count.parse().map_err(|_| bad("has too large a count"))?;
+    let span_text = if span.starts_with(|c: char| c.is_ascii_digit()) {
+        span.to_owned()
+    } else {
+        format!("1{span}")
+    };
+    let span = parse_duration(&span_text).map_err(|_| bad("has no span after '/'"))?;
+    if count == 0 {
+        return Err(bad("lets nothing through"));
+    }
+    if span.is_zero() {
+        return Err(bad("has an empty span"));
+    }
+    Ok((count, span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv18_durations_parse_and_refuse() {
+        assert_eq!(parse_duration("15m").unwrap(), Duration::from_secs(900));
+        assert_eq!(
+            parse_duration("2w3d4h5m6s7ms").unwrap(),
+            Duration::from_millis(((14 + 3) * 24 * 3600 + 4 * 3600 + 5 * 60 + 6) * 1000 + 7)
+        );
+        for bad in ["", "1hr", "30m1h", "90mins", "m", "1h1h", "-5m", "1.5h", " 1h"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad}");
+            assert!(e.message().contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn kv18_rates_parse_and_refuse() {
+        assert_eq!(parse_rate("5/m").unwrap(), (5, Duration::from_secs(60)));
+        assert_eq!(parse_rate("300/7d").unwrap(), (300, Duration::from_secs(7 * 86400)));
+        for bad in ["", "5", "/m", "0/m", "5/0s", "5/x", "a/m", "5/1h1h"] {
+            assert_eq!(parse_rate(bad).unwrap_err().kind(), crate::ErrorKind::Invalid, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Opening kv.db: refuse what is not ours before anything is written, then
+//! create or migrate the schema.
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::sql;
+use crate::error::{Error, ErrorKind, Result};
+
+/// How long a connection waits for another process's writer or checkpoint.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Checks the first bytes of an existing file without opening it in SQLite,
+/// so a file that is not a database is left exactly as it was.
+fn check_header(path: &Path) -> Result<()> {
+    let mut f = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))),
+    };
+    let mut head = [0u8; 16];
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    if n == 0 {
+        return Ok(()); // an empty file: SQLite treats it as a new database
+    }
+    if n < 16 || &head != SQLITE_MAGIC {
+        return Err(Error::corrupt(format!(
+            "{} is not a SQLite database, so it is not a TinyStore file; it was left as it was",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Settings every connection of the store carries.
+fn configure(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // 2 MiB of page cache per connection: enough for the hot part of the tree.
+    conn.pragma_update(None, "cache_size", -2048)?;
+    Ok(())
+}
+
+/// Opens the write connection of `path`, creating or migrating the schema.
+/// A file of another application or a newer format is refused untouched.
+pub fn open_writer(path: &Path) -> Result<Connection> {
+    check_header(path)?;
+    let existed = path.exists();
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| opened(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    if existed {
+        // Read-only checks first: nothing is written to a file that is not ours.
+        check_owner(&conn, path)?;
+    }
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(|e| opened(path, e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "{}: the file system does not allow WAL (journal_mode is {mode})",
+                path.display()
+            ),
+        ));
+    }
+    configure(&conn)?;
+    migrate(&conn, path)?;
+    Ok(conn)
+}
+
+/// Opens a reader: read-only statements, no schema work.
+pub fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| opened(path, e))?;
+    configure(&conn)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
+
+fn opened(path: &Path, e: rusqlite::Error) -> Error {
+    let err = Error::from(e);
+    Error::new(err.kind(), format!("{}: {}", path.display(), err.message()))
+}
+
+/// Refuses a database that is not ours, or is of a newer format.
+fn check_owner(conn: &Connection, path: &Path) -> Result<()> {
+    let app: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .map_err(|e| opened(path, e))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables: i64 = conn.query_row(sql::TABLE_COUNT, [], |r| r.get(0))?;
+    if app == 0 && version == 0 && tables == 0 {
+        return Ok(()); // an empty database: ours to create
+    }
+    if app != sql::APPLICATION_ID {
+        return Err(Error::invalid(format!(
+            "{} belongs to another application (application_id {app:#x}, not TinyStore's {:#x}); it was left as it was",
+            path.display(),
+            sql::APPLICATION_ID
+        )));
+    }
+    if version > sql::FORMAT_VERSION {
+        return Err(Error::invalid(format!(
+            "{} has format version {version}, newer than this build reads ({}); upgrade TinyStore to open it. It was left as it was",
+            path.display(),
+            sql::FORMAT_VERSION
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the migrations this file lacks, in one transaction. Two processes
+/// creating one file at once serialize on `BEGIN IMMEDIATE`; the second
+/// finds the work done.
+fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let run = || -> Result<()> {
+        check_owner(conn, path)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        for (i, step) in sql::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            conn.execute_batch(step)?;
+            conn.pragma_update(None, "user_version", i as i64 + 1)?;
+        }
+        if version == 0 {
+            conn.pragma_update(None, "application_id", sql::APPLICATION_ID)?;
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(Error::from),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}

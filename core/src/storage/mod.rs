@@ -1,0 +1,378 @@
+//! The storage layer: every statement on kv.db, behind the few operations
+//! the handles need. A second backend (PostgreSQL) would implement these.
+//!
+//! Functions here take a connection and run inside whatever transaction the
+//! caller holds: a group's savepoint, a `tx`, or none for a plain read.
+
+pub mod file;
+pub mod sql;
+
+use rusqlite::{Connection, OptionalExtension, named_params, params};
+
+use crate::error::{Error, Result};
+use crate::raw::{Raw, SPILL_OVER};
+
+/// The kinds of handle a name can hold (KV-2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A bucket of values.
+    Values,
+    /// Counters.
+    Counters,
+    /// A rate limit.
+    RateLimit,
+    /// A quota.
+    Quota,
+    /// Answers of `once`.
+    Once,
+    /// Typed settings.
+    Config,
+}
+
+impl Kind {
+    /// The kind as the file spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Values => "values",
+            Kind::Counters => "counters",
+            Kind::RateLimit => "rate_limit",
+            Kind::Quota => "quota",
+            Kind::Once => "once",
+            Kind::Config => "config",
+        }
+    }
+
+    /// A kind from the file's spelling.
+    pub fn parse(s: &str) -> Option<Kind> {
+        Some(match s {
+            "values" => Kind::Values,
+            "counters" => Kind::Counters,
+            "rate_limit" => Kind::RateLimit,
+            "quota" => Kind::Quota,
+            "once" => Kind::Once,
+            "config" => Kind::Config,
+            _ => return None,
+        })
+    }
+
+    /// The kind in words, for messages.
+    pub fn words(self) -> &'static str {
+        match self {
+            Kind::Values => "a bucket of values",
+            Kind::Counters => "counters",
+            Kind::RateLimit => "a rate limit",
+            Kind::Quota => "a quota",
+            Kind::Once => "a once",
+            Kind::Config => "a config",
+        }
+    }
+}
+
+/// A live row with its value.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// The revision that wrote the value.
+    pub version: i64,
+    /// When it expires, in ms on the store's clock.
+    pub expires: Option<i64>,
+    /// The value.
+    pub value: Raw,
+}
+
+/// A row as a write sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct CellMeta {
+    /// The revision that wrote it.
+    pub version: i64,
+    /// Its expiry.
+    pub expires: Option<i64>,
+    /// Its spilled row, if any.
+    pub spill: Option<i64>,
+    /// Whether it is live: not expired, not hidden by a clear.
+    pub live: bool,
+}
+
+/// Finds a handle's name: its id and kind.
+pub fn find_bucket(conn: &Connection, name: &str) -> Result<Option<(i64, String)>> {
+    let mut st = conn.prepare_cached(sql::BUCKET_FIND)?;
+    Ok(st.query_row([name], |r| Ok((r.get(0)?, r.get(1)?))).optional()?)
+}
+
+/// Registers a name with its kind, or finds it; refuses another kind (KV-2).
+pub fn register_bucket(conn: &Connection, name: &str, kind: Kind) -> Result<i64> {
+    conn.prepare_cached(sql::BUCKET_INSERT)?
+        .execute(params![name, kind.as_str()])?;
+    let (id, found) = find_bucket(conn, name)?.ok_or_else(|| Error::corrupt("a name vanished"))?;
+    check_kind(name, &found, kind)?;
+    Ok(id)
+}
+
+/// Refuses a name that holds another kind of handle.
+pub fn check_kind(name: &str, found: &str, want: Kind) -> Result<()> {
+    if found == want.as_str() {
+        return Ok(());
+    }
+    let held = Kind::parse(found).map(Kind::words).unwrap_or(found);
+    Err(Error::invalid(format!(
+        "the name {name:?} holds {held}, so it cannot open as {}",
+        want.words()
+    ))
+    .in_bucket(name))
+}
+
+/// Every handle's name: id, name and kind.
+pub fn list_buckets(conn: &Connection) -> Result<Vec<(i64, String, String)>> {
+    let mut st = conn.prepare_cached(sql::BUCKET_LIST)?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The file's last revision.
+pub fn revision(conn: &Connection) -> Result<i64> {
+    Ok(conn.prepare_cached(sql::REVISION_GET)?.query_row([], |r| r.get(0))?)
+}
+
+/// Records the file's last revision.
+pub fn set_revision(conn: &Connection, rev: i64) -> Result<()> {
+    conn.prepare_cached(sql::REVISION_SET)?.execute([rev])?;
+    Ok(())
+}
+
+/// Reads a live row with its value.
+pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
+    let mut st = conn.prepare_cached(sql::CELL_GET)?;
+    let mut rows = st.query(named_params! {":bucket": bucket, ":path": path, ":now": now})?;
+    match rows.next()? {
+        None => Ok(None),
+        Some(r) => Ok(Some(Cell {
+            version: r.get(0)?,
+            expires: r.get(1)?,
+            value: Raw::from_sql(r.get_ref(2)?)?,
+        })),
+    }
+}
+
+/// Whether a live row is there: its version and expiry.
+pub fn has(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<(i64, Option<i64>)>> {
+    let mut st = conn.prepare_cached(sql::CELL_HAS)?;
+    Ok(st
+        .query_row(named_params! {":bucket": bucket, ":path": path, ":now": now}, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
+/// The row as a write sees it, live or not.
+pub fn meta(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<CellMeta>> {
+    let mut st = conn.prepare_cached(sql::CELL_META)?;
+    Ok(st
+        .query_row(named_params! {":bucket": bucket, ":path": path, ":now": now}, |r| {
+            Ok(CellMeta {
+                version: r.get(0)?,
+                expires: r.get(1)?,
+                spill: r.get(2)?,
+                live: r.get(3)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Writes a row, spilling a large value, and frees the spill it replaces.
+pub fn put(
+    conn: &Connection,
+    bucket: i64,
+    path: &[u8],
+    version: i64,
+    expires: Option<i64>,
+    value: &Raw,
+    old_spill: Option<i64>,
+) -> Result<()> {
+    value.check_size()?;
+    if let Some(id) = old_spill {
+        conn.prepare_cached(sql::SPILL_DELETE)?.execute([id])?;
+    }
+    let (inline, spill) = match value {
+        Raw::Bytes(b) if b.len() > SPILL_OVER => {
+            conn.prepare_cached(sql::SPILL_INSERT)?.execute([b])?;
+            (&Raw::Null, Some(conn.last_insert_rowid()))
+        }
+        v => (v, None),
+    };
+    conn.prepare_cached(sql::CELL_UPSERT)?
+        .execute(params![bucket, path, version, expires, inline, spill])?;
+    Ok(())
+}
+
+/// Deletes a row and its spill.
+pub fn delete(conn: &Connection, bucket: i64, path: &[u8], spill: Option<i64>) -> Result<()> {
+    conn.prepare_cached(sql::CELL_DELETE)?.execute(params![bucket, path])?;
+    if let Some(id) = spill {
+        conn.prepare_cached(sql::SPILL_DELETE)?.execute([id])?;
+    }
+    Ok(())
+}
+
+/// Gives a row a new expiry, keeping its value and version.
+pub fn set_expiry(conn: &Connection, bucket: i64, path: &[u8], expires: Option<i64>) -> Result<()> {
+    conn.prepare_cached(sql::CELL_EXPIRE)?
+        .execute(params![bucket, path, expires])?;
+    Ok(())
+}
+
+/// Renews a row only if it still has the version and expiry a read saw.
+pub fn renew(
+    conn: &Connection,
+    bucket: i64,
+    path: &[u8],
+    seen_version: i64,
+    seen_expires: Option<i64>,
+    until: i64,
+) -> Result<bool> {
+    let n = conn
+        .prepare_cached(sql::CELL_RENEW)?
+        .execute(params![bucket, path, seen_version, seen_expires, until])?;
+    Ok(n > 0)
+}
+
+/// One row of a scan.
+#[derive(Debug)]
+pub struct ScanRow {
+    /// The full path.
+    pub path: Vec<u8>,
+    /// The row.
+    pub cell: Cell,
+}
+
+/// Live rows with paths in `(after, hi)`, in path order, at most `limit`,
+/// stopping before the row whose value would pass `max_bytes` (the first row
+/// always comes, so a page is never empty while rows remain).
+pub fn scan(
+    conn: &Connection,
+    bucket: i64,
+    after: &[u8],
+    hi: &[u8],
+    now: i64,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<(Vec<ScanRow>, bool)> {
+    let mut st = conn.prepare_cached(sql::CELL_SCAN)?;
+    let mut rows = st.query(named_params! {
+        ":bucket": bucket, ":after": after, ":hi": hi, ":now": now, ":limit": (limit + 1) as i64,
+    })?;
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(r) = rows.next()? {
+        let value = Raw::from_sql(r.get_ref(3)?)?;
+        let size = value.encoded_len();
+        if out.len() == limit || (!out.is_empty() && bytes + size > max_bytes) {
+            return Ok((out, true));
+        }
+        bytes += size;
+        out.push(ScanRow {
+            path: r.get(0)?,
+            cell: Cell {
+                version: r.get(1)?,
+                expires: r.get(2)?,
+                value,
+            },
+        });
+    }
+    Ok((out, false))
+}
+
+/// How many rows a subtree holds, counting at most `bound`.
+pub fn count_subtree(conn: &Connection, bucket: i64, lo: &[u8], hi: &[u8], bound: usize) -> Result<usize> {
+    let n: i64 = conn
+        .prepare_cached(sql::SUBTREE_COUNT)?
+        .query_row(params![bucket, lo, hi, bound as i64], |r| r.get(0))?;
+    Ok(n as usize)
+}
+
+/// Deletes a subtree's rows and their spills.
+pub fn delete_subtree(conn: &Connection, bucket: i64, lo: &[u8], hi: &[u8]) -> Result<usize> {
+    conn.prepare_cached(sql::SUBTREE_SPILLS)?
+        .execute(params![bucket, lo, hi])?;
+    Ok(conn
+        .prepare_cached(sql::SUBTREE_DELETE)?
+        .execute(params![bucket, lo, hi])?)
+}
+
+/// Hides every row of a subtree at or before `revision`.
+pub fn mark_cleared(conn: &Connection, bucket: i64, lo: &[u8], hi: &[u8], revision: i64) -> Result<()> {
+    conn.prepare_cached(sql::MARK_UPSERT)?
+        .execute(params![bucket, lo, hi, revision])?;
+    Ok(())
+}
+
+/// Deletes up to `batch` rows hidden by clear marks, and the marks that have
+/// none left. Returns how many rows went.
+pub fn sweep_cleared(conn: &Connection, batch: usize) -> Result<usize> {
+    let marks: Vec<(i64, Vec<u8>, Vec<u8>, i64)> = conn
+        .prepare_cached(sql::MARKS)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut done = 0;
+    for (bucket, lo, hi, cleared) in marks {
+        if done >= batch {
+            break;
+        }
+        let rows: Vec<(Vec<u8>, Option<i64>)> = conn
+            .prepare_cached(sql::MARKED_ROWS)?
+            .query_map(params![bucket, lo, hi, cleared, (batch - done) as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let n = rows.len();
+        for (path, spill) in rows {
+            delete(conn, bucket, &path, spill)?;
+        }
+        done += n;
+        if done < batch {
+            // Fewer than asked: none left under this mark.
+            conn.prepare_cached(sql::MARK_DELETE)?
+                .execute(params![bucket, lo, cleared])?;
+        }
+    }
+    Ok(done)
+}
+
+/// Deletes up to `batch` expired rows, oldest first. Returns how many went.
+pub fn sweep_expired(conn: &Connection, now: i64, batch: usize) -> Result<usize> {
+    let rows: Vec<(i64, Vec<u8>, Option<i64>)> = conn
+        .prepare_cached(sql::EXPIRED_ROWS)?
+        .query_map(params![now, batch as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let n = rows.len();
+    for (bucket, path, spill) in rows {
+        delete(conn, bucket, &path, spill)?;
+    }
+    Ok(n)
+}
+
+/// How many expired rows wait for a sweep.
+pub fn count_expired(conn: &Connection, now: i64) -> Result<usize> {
+    let n: i64 = conn
+        .prepare_cached(sql::EXPIRED_COUNT)?
+        .query_row([now], |r| r.get(0))?;
+    Ok(n as usize)
+}
+
+/// Counts of the file's rows: cells, spilled values, clear marks, names.
+pub fn stats(conn: &Connection) -> Result<(usize, usize, usize, usize)> {
+    Ok(conn.prepare_cached(sql::STATS)?.query_row([], |r| {
+        Ok((
+            r.get::<_, i64>(0)? as usize,
+            r.get::<_, i64>(1)? as usize,
+            r.get::<_, i64>(2)? as usize,
+            r.get::<_, i64>(3)? as usize,
+        ))
+    })?)
+}
+
+/// How many rows, live or not, a handle holds.
+pub fn bucket_rows(conn: &Connection, bucket: i64) -> Result<usize> {
+    let n: i64 = conn
+        .prepare_cached(sql::BUCKET_ROWS)?
+        .query_row([bucket], |r| r.get(0))?;
+    Ok(n as usize)
+}

@@ -1,0 +1,153 @@
+//! Every SQL statement of TinyStore, as named constants.
+//!
+//! Nothing outside `storage` knows SQL. Statements are prepared once per
+//! connection through rusqlite's statement cache. `:now` is always the
+//! store's clock in milliseconds, never SQLite's.
+
+/// SQLite `application_id` of kv.db: "TKVS".
+pub const APPLICATION_ID: i32 = 0x544b_5653;
+
+/// The migrations, in order; `user_version` is how many have run. Until
+/// 0.1.0 is published the first may still be edited in place.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the cells of every handle, spilled values, clear marks, the revision.
+    "CREATE TABLE buckets (
+        id   INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL
+    ) STRICT;
+    CREATE TABLE cells (
+        bucket  INTEGER NOT NULL,
+        path    BLOB NOT NULL,
+        version INTEGER NOT NULL,
+        expires INTEGER,
+        value   ANY,
+        spill   INTEGER,
+        PRIMARY KEY (bucket, path)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX cells_expiry ON cells (expires) WHERE expires IS NOT NULL;
+    CREATE TABLE spilled (
+        id    INTEGER PRIMARY KEY,
+        value BLOB NOT NULL
+    ) STRICT;
+    CREATE TABLE branches (
+        bucket  INTEGER NOT NULL,
+        lo      BLOB NOT NULL,
+        hi      BLOB NOT NULL,
+        cleared INTEGER NOT NULL,
+        PRIMARY KEY (bucket, lo)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE meta (
+        name  TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO meta (name, value) VALUES ('revision', 0);
+    CREATE TABLE runs (
+        bucket  INTEGER NOT NULL,
+        path    BLOB NOT NULL,
+        holder  TEXT NOT NULL,
+        until   INTEGER NOT NULL,
+        PRIMARY KEY (bucket, path)
+    ) STRICT, WITHOUT ROWID;",
+];
+
+/// The format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub const TABLE_COUNT: &str = "SELECT count(*) FROM sqlite_schema WHERE type = 'table'";
+
+/// A row is hidden when a clear mark over its path is at or after its version.
+macro_rules! visible {
+    ($c:literal) => {
+        concat!(
+            "(",
+            $c,
+            ".expires IS NULL OR ",
+            $c,
+            ".expires > :now) AND NOT EXISTS (SELECT 1 FROM branches b WHERE b.bucket = ",
+            $c,
+            ".bucket AND ",
+            $c,
+            ".version <= b.cleared AND ",
+            $c,
+            ".path >= b.lo AND ",
+            $c,
+            ".path < b.hi)"
+        )
+    };
+}
+
+pub const BUCKET_FIND: &str = "SELECT id, kind FROM buckets WHERE name = ?1";
+pub const BUCKET_INSERT: &str = "INSERT INTO buckets (name, kind) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING";
+pub const BUCKET_LIST: &str = "SELECT id, name, kind FROM buckets ORDER BY name";
+
+pub const REVISION_GET: &str = "SELECT value FROM meta WHERE name = 'revision'";
+pub const REVISION_SET: &str = "UPDATE meta SET value = ?1 WHERE name = 'revision'";
+
+/// A live row with its value, the spilled one when it has one.
+pub const CELL_GET: &str = concat!(
+    "SELECT c.version, c.expires, coalesce(s.value, c.value) FROM cells c LEFT JOIN spilled s ON s.id = c.spill
+     WHERE c.bucket = :bucket AND c.path = :path AND ",
+    visible!("c")
+);
+
+/// Whether a live row is there, without reading its value.
+pub const CELL_HAS: &str = concat!(
+    "SELECT c.version, c.expires FROM cells c WHERE c.bucket = :bucket AND c.path = :path AND ",
+    visible!("c")
+);
+
+/// The row as a write sees it: dead rows too, so their spill can be freed.
+pub const CELL_META: &str = concat!(
+    "SELECT c.version, c.expires, c.spill, (",
+    visible!("c"),
+    ") FROM cells c WHERE c.bucket = :bucket AND c.path = :path"
+);
+
+pub const CELL_UPSERT: &str = "INSERT INTO cells (bucket, path, version, expires, value, spill)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version, expires = excluded.expires,
+       value = excluded.value, spill = excluded.spill";
+
+pub const CELL_DELETE: &str = "DELETE FROM cells WHERE bucket = ?1 AND path = ?2";
+
+pub const CELL_EXPIRE: &str = "UPDATE cells SET expires = ?3 WHERE bucket = ?1 AND path = ?2";
+
+/// An idle renewal: only a row still at the version and expiry the read saw.
+pub const CELL_RENEW: &str = "UPDATE cells SET expires = ?5
+     WHERE bucket = ?1 AND path = ?2 AND version = ?3 AND expires IS ?4";
+
+pub const SPILL_INSERT: &str = "INSERT INTO spilled (value) VALUES (?1)";
+pub const SPILL_DELETE: &str = "DELETE FROM spilled WHERE id = ?1";
+
+/// A page of a branch's own keys, after a path, in path order.
+pub const CELL_SCAN: &str = concat!(
+    "SELECT c.path, c.version, c.expires, coalesce(s.value, c.value) FROM cells c LEFT JOIN spilled s ON s.id = c.spill
+     WHERE c.bucket = :bucket AND c.path > :after AND c.path < :hi AND ",
+    visible!("c"),
+    " ORDER BY c.path LIMIT :limit"
+);
+
+/// Rows of a subtree, up to a bound, to choose between deleting and marking.
+pub const SUBTREE_COUNT: &str = "SELECT count(*) FROM (SELECT 1 FROM cells
+     WHERE bucket = ?1 AND path >= ?2 AND path < ?3 LIMIT ?4)";
+pub const SUBTREE_SPILLS: &str = "DELETE FROM spilled WHERE id IN (SELECT spill FROM cells
+     WHERE bucket = ?1 AND path >= ?2 AND path < ?3 AND spill IS NOT NULL)";
+pub const SUBTREE_DELETE: &str = "DELETE FROM cells WHERE bucket = ?1 AND path >= ?2 AND path < ?3";
+pub const MARK_UPSERT: &str = "INSERT INTO branches (bucket, lo, hi, cleared) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (bucket, lo) DO UPDATE SET cleared = excluded.cleared, hi = excluded.hi";
+
+pub const MARKS: &str = "SELECT bucket, lo, hi, cleared FROM branches";
+/// The hidden rows under one mark, a batch at a time.
+pub const MARKED_ROWS: &str = "SELECT path, spill FROM cells
+     WHERE bucket = ?1 AND path >= ?2 AND path < ?3 AND version <= ?4 LIMIT ?5";
+pub const MARK_DELETE: &str = "DELETE FROM branches WHERE bucket = ?1 AND lo = ?2 AND cleared = ?3";
+
+/// Expired rows, oldest first, a batch at a time.
+pub const EXPIRED_ROWS: &str = "SELECT bucket, path, spill FROM cells
+     WHERE expires IS NOT NULL AND expires <= ?1 ORDER BY expires LIMIT ?2";
+pub const EXPIRED_COUNT: &str = "SELECT count(*) FROM cells WHERE expires IS NOT NULL AND expires <= ?1";
+
+pub const STATS: &str = "SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM spilled),
+     (SELECT count(*) FROM branches), (SELECT count(*) FROM buckets)";
+pub const BUCKET_ROWS: &str = "SELECT count(*) FROM cells WHERE bucket = ?1";

@@ -1,0 +1,270 @@
+//! The store: one directory, one kv.db, one writer, a few readers, and the
+//! background work that keeps the file small.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::group_commit::{WriteCtx, Writer};
+use crate::maintain::{self, Flush, Maintenance, Renewals};
+use crate::readers::Readers;
+use crate::storage::{self, Kind};
+
+/// The file inside a store's directory.
+pub const FILE_NAME: &str = "kv.db";
+
+/// How a store opens.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    clock: Option<SystemTime>,
+    readers: Option<usize>,
+}
+
+impl Options {
+    /// The options of an ordinary store: the system clock, background work on.
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// A test clock that starts at `start`. The store is then manual: nothing
+    /// runs in the background, and [`Store::maintain`] does the flushes and
+    /// sweeps when the test says.
+    pub fn test_clock(mut self, start: SystemTime) -> Options {
+        self.clock = Some(start);
+        self
+    }
+
+    /// How many reader connections to keep (default: one per core, 2 to 8).
+    pub fn readers(mut self, n: usize) -> Options {
+        self.readers = Some(n);
+        self
+    }
+}
+
+/// An open store. Cheap to clone; every clone is the same store. The store
+/// closes at [`Store::close`] or when the last clone and handle are dropped.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<StoreInner>,
+}
+
+pub(crate) struct StoreInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) clock: Clock,
+    pub(crate) writer: Writer,
+    pub(crate) readers: Readers,
+    pub(crate) renewals: Renewals,
+    flushers: Mutex<Vec<Weak<dyn Flush>>>,
+    closed: AtomicBool,
+    background: Mutex<Option<(JoinHandle<()>, Arc<Stop>)>>,
+}
+
+impl Store {
+    /// Opens the store in `dir`, creating the directory and kv.db if needed.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let store = tinystore::Store::open(dir.path().join("data"))?;
+    /// let codes = store.bucket::<i64>("sign-in-codes").ttl(std::time::Duration::from_secs(900)).open()?;
+    /// codes.set("5f2b", &42)?;
+    /// assert_eq!(codes.take("5f2b")?, Some(42));
+    /// assert_eq!(codes.take("5f2b")?, None);
+    /// # Ok::<(), tinystore::Error>(())
+    /// ```
+    pub fn open(dir: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(dir, Options::default())
+    }
+
+    /// Opens the store in `dir` with `options`.
+    pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::new(crate::ErrorKind::Io, format!("{}: {e}", dir.display())))?;
+        let file = dir.join(FILE_NAME);
+        let clock = match options.clock {
+            Some(t) => Clock::manual(t),
+            None => Clock::system(),
+        };
+        let conn = storage::file::open_writer(&file)?;
+        let n = options
+            .readers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));
+        let readers = Readers::open(&file, n)?;
+        let writer = Writer::start(conn, clock.clone())?;
+        let inner = Arc::new(StoreInner {
+            dir,
+            clock,
+            writer,
+            readers,
+            renewals: Renewals::default(),
+            flushers: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            background: Mutex::new(None),
+        });
+        if !inner.clock.is_manual() {
+            maintain::start_background(&inner);
+        }
+        Ok(Store { inner })
+    }
+
+    /// The directory of the store.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The path of kv.db.
+    pub fn file(&self) -> PathBuf {
+        self.inner.dir.join(FILE_NAME)
+    }
+
+    /// The store's clock: expiry is judged on it. A test clock can be moved.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// Whether the store runs no background work (it has a test clock).
+    pub fn is_manual(&self) -> bool {
+        self.inner.clock.is_manual()
+    }
+
+    /// Flushes what memory holds (counters, rate limits, renewals), deletes
+    /// rows hidden by clears and expired rows in bounded batches, and says
+    /// how many of each. An ordinary store does this by itself; a store with
+    /// a test clock only when this is called.
+    pub fn maintain(&self) -> Result<Maintenance> {
+        self.inner.check_open()?;
+        maintain::run(&self.inner, true)
+    }
+
+    /// Writes what memory holds and closes the file. Calls after this, on
+    /// the store or its handles, are `Closed`.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+
+    /// Whether the store is closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Every name in the file, with its kind, by name.
+    pub fn names(&self) -> Result<Vec<(String, String)>> {
+        self.inner.check_open()?;
+        self.inner.readers.with(|c| {
+            Ok(storage::list_buckets(c)?
+                .into_iter()
+                .map(|(_, name, kind)| (name, kind))
+                .collect())
+        })
+    }
+
+    #[allow(dead_code)] // used by the counters and rate limits
+    pub(crate) fn register_flush(&self, f: Weak<dyn Flush>) {
+        let mut fl = self.inner.flushers.lock().unwrap_or_else(|p| p.into_inner());
+        fl.retain(|w| w.strong_count() > 0);
+        fl.push(f);
+    }
+
+    /// Finds or registers the name of a handle of `kind`, refusing a name of
+    /// another kind (KV-2).
+    pub(crate) fn register(&self, name: &str, kind: Kind) -> Result<i64> {
+        check_name(name)?;
+        self.inner.check_open()?;
+        let found = self.inner.readers.with(|c| storage::find_bucket(c, name))?;
+        if let Some((id, k)) = found {
+            storage::check_kind(name, &k, kind)?;
+            return Ok(id);
+        }
+        let owned = name.to_owned();
+        self.inner.writer.call(0, move |w: &mut WriteCtx<'_>| {
+            storage::register_bucket(w.conn, &owned, kind)
+        })
+    }
+}
+
+impl StoreInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::closed())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn flushers(&self) -> Vec<Arc<dyn Flush>> {
+        let fl = self.flushers.lock().unwrap_or_else(|p| p.into_inner());
+        fl.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    pub(crate) fn set_background(&self, handle: JoinHandle<()>, stop: Arc<Stop>) {
+        *self.background.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, stop));
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some((handle, stop)) = self.background.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            stop.1.notify_all();
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+        // Flush memory while the writer still takes writes.
+        let flushed = maintain::flush_memory(self, true);
+        self.writer.close();
+        self.readers.close();
+        flushed.map(|_| ())
+    }
+}
+
+impl Drop for StoreInner {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            log::error!("tinystore: closing {} lost what memory held: {e}", self.dir.display());
+        }
+    }
+}
+
+/// Checks a handle's name: `[a-z0-9][a-z0-9_-]{0,63}` (KV-2).
+pub fn check_name(name: &str) -> Result<()> {
+    let b = name.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "the name {name:?} is not a handle name: use 1 to 64 of a-z, 0-9, '_' and '-', starting with a letter or digit"
+        )))
+    }
+}
+
+/// A flag the background thread waits on, set to stop it.
+pub(crate) type Stop = (Mutex<bool>, Condvar);
+
+/// Waits out `d` or until `stop` is set; returns whether to stop.
+pub(crate) fn pause(stop: &(Mutex<bool>, Condvar), d: Duration) -> bool {
+    let deadline = Instant::now() + d;
+    let mut g = stop.0.lock().unwrap_or_else(|p| p.into_inner());
+    while !*g {
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        g = stop
+            .1
+            .wait_timeout(g, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    true
+}

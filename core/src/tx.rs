@@ -1,0 +1,234 @@
+//! Transactions (KV-16): `tx` writes several handles all or nothing; `view`
+//! reads one snapshot.
+//!
+//! A `tx` holds the write connection alone, in the caller's thread, for as
+//! long as its closure runs: keep it short. Its writes run the same
+//! functions a group runs, inline. Handles borrow the transaction, so a
+//! handle cannot outlive it.
+
+use std::cell::RefCell;
+
+use rusqlite::Connection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::bucket::Bucket;
+use crate::codec::{decode, encode};
+use crate::error::{Error, Result};
+use crate::group_commit::WriteCtx;
+use crate::key::AsKey;
+use crate::raw::Raw;
+use crate::store::Store;
+use crate::values::{self, Created, Entry, Expiry, ListOptions, Page, RawBucket, Target, Version, WriteOptions};
+
+/// An open transaction: see [`Store::tx`].
+pub struct Tx<'a, 'c> {
+    store: &'a Store,
+    ctx: RefCell<&'a mut WriteCtx<'c>>,
+}
+
+/// An open read snapshot: see [`Store::view`].
+pub struct View<'a> {
+    store: &'a Store,
+    conn: &'a Connection,
+    now: i64,
+}
+
+impl Store {
+    /// Runs `f` in one transaction: every write in it commits together, or,
+    /// if `f` returns an error, none does.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = tinystore::Store::open(dir.path())?;
+    /// let stock = store.bucket::<i64>("stock").open()?;
+    /// let orders = store.bucket::<String>("orders").open()?;
+    /// stock.set("apples", &1)?;
+    /// store.tx(|tx| {
+    ///     let left = tx.with(&stock).get("apples")?.unwrap_or(0);
+    ///     tx.with(&stock).set("apples", &(left - 1))?;
+    ///     tx.with(&orders).set("o-1", &"apples".to_string())?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(stock.get("apples")?, Some(0));
+    /// # Ok::<(), tinystore::Error>(())
+    /// ```
+    pub fn tx<R>(&self, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
+        self.inner.check_open()?;
+        self.inner.writer.exclusive(|ctx| {
+            let tx = Tx {
+                store: self,
+                ctx: RefCell::new(ctx),
+            };
+            f(&tx)
+        })
+    }
+
+    /// Runs `f` on one read snapshot: every read in it sees the file as it
+    /// was at its first read. A view cannot write.
+    pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
+        self.inner.check_open()?;
+        let now = self.inner.clock.now_millis();
+        self.inner.readers.with(|conn| {
+            conn.execute_batch("BEGIN DEFERRED")?;
+            let out = f(&View { store: self, conn, now });
+            let _ = conn.execute_batch("COMMIT");
+            out
+        })
+    }
+}
+
+fn same_store(a: &Store, b: &RawBucket) -> Result<()> {
+    if std::sync::Arc::ptr_eq(&a.inner, &b.core.store.inner) {
+        Ok(())
+    } else {
+        Err(Error::invalid("a handle of another store was used in this transaction").in_bucket(b.name()))
+    }
+}
+
+impl<'a, 'c> Tx<'a, 'c> {
+    /// The bucket inside this transaction.
+    pub fn with<'t, T>(&'t self, bucket: &'t Bucket<T>) -> TxBucket<'t, 'a, 'c, T>
+    where
+        T: Serialize + DeserializeOwned + Send + 'static,
+    {
+        TxBucket { tx: self, bucket }
+    }
+
+    /// Runs `f` with the transaction's write context.
+    pub(crate) fn run<R>(&self, f: impl FnOnce(&mut WriteCtx<'c>) -> Result<R>) -> Result<R> {
+        let mut ctx = self
+            .ctx
+            .try_borrow_mut()
+            .map_err(|_| Error::invalid("a transaction is already busy"))?;
+        f(&mut ctx)
+    }
+
+    /// The store of this transaction.
+    pub fn store(&self) -> &Store {
+        self.store
+    }
+}
+
+/// A bucket inside a transaction.
+pub struct TxBucket<'t, 'a, 'c, T> {
+    tx: &'t Tx<'a, 'c>,
+    bucket: &'t Bucket<T>,
+}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> TxBucket<'_, '_, '_, T> {
+    fn target(&self, key: impl AsKey) -> Result<Target> {
+        let raw = self.bucket.raw();
+        same_store(self.tx.store, raw)?;
+        Target::new(&raw.core, &raw.branch, &key.key_bytes())
+    }
+
+    /// The value of a live key, as this transaction sees it.
+    pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
+        Ok(self.entry(key)?.map(|e| e.value))
+    }
+
+    /// The value with its version and expiry.
+    pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
+        let t = self.target(key)?;
+        let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
+        cell.map(|c| {
+            Ok(Entry {
+                value: decode(&c.value).map_err(|e| t.name(e))?,
+                key: crate::Key(t.key.clone()),
+                version: Version(c.version),
+                expires_at: c.expires.map(crate::clock::from_millis),
+            })
+        })
+        .transpose()
+    }
+
+    /// Whether a live key is there.
+    pub fn has(&self, key: impl AsKey) -> Result<bool> {
+        Ok(self.entry(key)?.is_some())
+    }
+
+    /// Writes a value.
+    pub fn set(&self, key: impl AsKey, value: &T) -> Result<Version> {
+        self.set_with(key, value, WriteOptions::default())
+    }
+
+    /// Writes a value with a call's own expiry or version check.
+    pub fn set_with(&self, key: impl AsKey, value: &T, opts: WriteOptions) -> Result<Version> {
+        let t = self.target(key)?;
+        let raw = encode(value).map_err(|e| t.name(e))?;
+        self.tx.run(|w| t.op_set(w, &raw, opts))
+    }
+
+    /// Writes a value if the key is absent; says whether it did.
+    pub fn create(&self, key: impl AsKey, value: &T) -> Result<bool> {
+        let t = self.target(key)?;
+        let raw: Raw = encode(value).map_err(|e| t.name(e))?;
+        Ok(matches!(
+            self.tx.run(|w| t.op_create(w, &raw, None))?,
+            Created::Written(_)
+        ))
+    }
+
+    /// Reads and deletes a key.
+    pub fn take(&self, key: impl AsKey) -> Result<Option<T>> {
+        let t = self.target(key)?;
+        self.tx.run(|w| t.op_take(w, None, |e| decode::<T>(&e.value)))
+    }
+
+    /// Deletes a key.
+    pub fn delete(&self, key: impl AsKey) -> Result<bool> {
+        let t = self.target(key)?;
+        self.tx.run(|w| t.op_delete(w, None))
+    }
+
+    /// Gives a live key a new expiry.
+    pub fn expire(&self, key: impl AsKey, expiry: impl Into<Expiry>) -> Result<bool> {
+        let t = self.target(key)?;
+        let e = expiry.into();
+        self.tx.run(|w| t.op_expire(w, e, None))
+    }
+
+    /// Clears the branch; more than 10,000 keys is `Limit` inside a transaction.
+    pub fn clear(&self) -> Result<()> {
+        let raw = self.bucket.raw();
+        same_store(self.tx.store, raw)?;
+        self.tx.run(|w| values::op_clear(&raw.core, &raw.branch, w, true))
+    }
+}
+
+impl<'a> View<'a> {
+    /// The bucket inside this snapshot, for reads.
+    pub fn with<'v, T>(&'v self, bucket: &'v Bucket<T>) -> ViewBucket<'v, 'a, T>
+    where
+        T: Serialize + DeserializeOwned + Send + 'static,
+    {
+        ViewBucket { view: self, bucket }
+    }
+}
+
+/// A bucket inside a read snapshot. It has no writes.
+pub struct ViewBucket<'v, 'a, T> {
+    view: &'v View<'a>,
+    bucket: &'v Bucket<T>,
+}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> ViewBucket<'_, '_, T> {
+    /// The value of a live key in this snapshot. Renews nothing.
+    pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
+        let raw = self.bucket.raw();
+        same_store(self.view.store, raw)?;
+        let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
+        match t.read(self.view.conn, self.view.now)? {
+            Some(c) => Ok(Some(decode(&c.value).map_err(|e| t.name(e))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A page of the branch's own keys in this snapshot.
+    pub fn list(&self, opts: &ListOptions) -> Result<Page<Raw>> {
+        let raw = self.bucket.raw();
+        same_store(self.view.store, raw)?;
+        values::list_on(&raw.core, &raw.branch, self.view.conn, self.view.now, opts)
+    }
+}

@@ -1,0 +1,735 @@
+//! Buckets of values, untyped: the rules of keys, versions and expiry
+//! (KV-4 to KV-10) on rows of [`Raw`] values.
+//!
+//! [`RawBucket`] is what the bindings call: every write has a blocking form
+//! and a completion form (`*_then`). The typed [`crate::Bucket`] is a
+//! `RawBucket` plus the serde codec. Each write is a function of the
+//! group's [`WriteCtx`], so a `tx` runs the very same code inline.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::clock::{duration_millis, from_millis, to_millis};
+use crate::error::{Error, Result};
+use crate::group_commit::{Ticket, WriteCtx};
+use crate::key::{AsKey, Branch, Key};
+use crate::raw::Raw;
+use crate::storage::{self, Cell, Kind};
+use crate::store::Store;
+
+/// The most keys one page of `list` holds.
+pub const MAX_PAGE: usize = 1000;
+/// The keys of a page when the call does not say.
+pub const DEFAULT_PAGE: usize = 100;
+/// The most bytes of values one page holds.
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
+/// A branch with more keys than this is hidden by a clear mark and deleted
+/// by maintenance, instead of deleted in one write.
+pub const CLEAR_BOUND: usize = 10_000;
+/// An idle key with less than this left is renewed before its read returns.
+const LAST_MINUTE: i64 = 60_000;
+
+/// The revision of the file that wrote a value. Versions never repeat, and
+/// compare only for equality; as text they are the decimal revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version(pub(crate) i64);
+
+impl Version {
+    /// The revision as a number, for bindings that carry it across.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+
+    /// A version from the number [`Version::get`] gave.
+    pub fn from_raw(v: i64) -> Version {
+        Version(v)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Version {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Version> {
+        s.parse()
+            .map(Version)
+            .map_err(|_| Error::invalid(format!("{s:?} is not a version")))
+    }
+}
+
+/// A key with its value, version and expiry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry<T> {
+    /// The key, without its owners.
+    pub key: Key,
+    /// The value.
+    pub value: T,
+    /// The revision that wrote the value.
+    pub version: Version,
+    /// When the key expires, if it does.
+    pub expires_at: Option<SystemTime>,
+}
+
+/// When a key expires: a span from now or a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// This long from now.
+    In(Duration),
+    /// At this time; a time in the past makes the key absent at once.
+    At(SystemTime),
+}
+
+impl From<Duration> for Expiry {
+    fn from(d: Duration) -> Expiry {
+        Expiry::In(d)
+    }
+}
+
+impl From<SystemTime> for Expiry {
+    fn from(t: SystemTime) -> Expiry {
+        Expiry::At(t)
+    }
+}
+
+impl Expiry {
+    fn at(self, now: i64) -> i64 {
+        match self {
+            Expiry::In(d) => now.saturating_add(duration_millis(d)),
+            Expiry::At(t) => to_millis(t),
+        }
+    }
+}
+
+/// A write's own options: its expiry and the version it expects.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// The key's new expiry, replacing the bucket's `ttl` and a live key's own.
+    pub expiry: Option<Expiry>,
+    /// Apply only to a live key at this version; otherwise `Conflict`.
+    pub if_version: Option<Version>,
+}
+
+/// Where a listing starts and how much a page holds.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Start after this key (the `next` of the page before).
+    pub after: Option<Key>,
+    /// Keys a page holds, 1 to 1000 (100 when not given).
+    pub limit: Option<usize>,
+}
+
+/// One page of a listing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page<T> {
+    /// The entries, in the byte order of their keys.
+    pub entries: Vec<Entry<T>>,
+    /// The cursor of the next page, when there may be one.
+    pub next: Option<Key>,
+}
+
+/// What `create` found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Created<T> {
+    /// The key was absent and now holds the value at this version.
+    Written(Version),
+    /// The key was there: its entry, unchanged.
+    Found(Entry<T>),
+}
+
+/// The options and identity of one bucket, shared by its branches.
+pub(crate) struct BucketCore {
+    pub store: Store,
+    pub name: String,
+    pub id: i64,
+    pub ttl: Option<i64>,
+    pub idle: Option<i64>,
+}
+
+/// Checks a bucket's expiry options: not both, not zero.
+pub(crate) fn check_spans(name: &str, ttl: Option<Duration>, idle: Option<Duration>) -> Result<()> {
+    if ttl.is_some() && idle.is_some() {
+        return Err(Error::invalid("a bucket takes ttl or idle, not both").in_bucket(name));
+    }
+    if ttl.is_some_and(|d| d.is_zero()) || idle.is_some_and(|d| d.is_zero()) {
+        return Err(Error::invalid("a ttl or idle of zero would expire every key at once").in_bucket(name));
+    }
+    Ok(())
+}
+
+impl BucketCore {
+    pub(crate) fn open(
+        store: &Store,
+        name: &str,
+        kind: Kind,
+        ttl: Option<Duration>,
+        idle: Option<Duration>,
+    ) -> Result<Arc<BucketCore>> {
+        crate::store::check_name(name)?;
+        check_spans(name, ttl, idle)?;
+        let id = store.register(name, kind)?;
+        Ok(Arc::new(BucketCore {
+            store: store.clone(),
+            name: name.to_owned(),
+            id,
+            ttl: ttl.map(duration_millis),
+            idle: idle.map(duration_millis),
+        }))
+    }
+
+    /// The expiry a write gives: its own, else a live key's (not in an idle
+    /// bucket, where a write renews), else the bucket's.
+    fn expiry(&self, now: i64, own: Option<Expiry>, live: Option<Option<i64>>) -> Option<i64> {
+        if let Some(e) = own {
+            return Some(e.at(now));
+        }
+        if let Some(term) = self.idle {
+            return Some(now.saturating_add(term));
+        }
+        match live {
+            Some(kept) => kept,
+            None => self.ttl.map(|t| now.saturating_add(t)),
+        }
+    }
+}
+
+/// One key of one bucket, owned, so that a write can travel to the writer.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub core: Arc<BucketCore>,
+    pub branch: Branch,
+    pub key: Vec<u8>,
+    pub path: Vec<u8>,
+}
+
+impl Target {
+    pub(crate) fn new(core: &Arc<BucketCore>, branch: &Branch, key: &[u8]) -> Result<Target> {
+        let path = branch.path(&core.name, key)?;
+        Ok(Target {
+            core: core.clone(),
+            branch: branch.clone(),
+            key: key.to_vec(),
+            path,
+        })
+    }
+
+    /// Names this key in an error.
+    pub(crate) fn name(&self, e: Error) -> Error {
+        if e.path().is_some() {
+            return e;
+        }
+        e.at(&self.core.name, self.branch.show_with(Some(&self.key)))
+    }
+
+    fn conflict(&self, what: &str) -> Error {
+        self.name(Error::conflict(what.to_owned()))
+    }
+
+    fn entry(&self, cell: Cell) -> Entry<Raw> {
+        Entry {
+            key: Key(self.key.clone()),
+            value: cell.value,
+            version: Version(cell.version),
+            expires_at: cell.expires.map(from_millis),
+        }
+    }
+
+    /// Reads the key on `conn`, without renewal.
+    pub(crate) fn read(&self, conn: &rusqlite::Connection, now: i64) -> Result<Option<Cell>> {
+        storage::get(conn, self.core.id, &self.path, now).map_err(|e| self.name(e))
+    }
+
+    fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {
+        let Some(want) = want else { return Ok(()) };
+        match live {
+            Some(m) if m.version == want.0 => Ok(()),
+            Some(m) => Err(self.conflict(&format!("the key is at version {}, not {}", m.version, want))),
+            None => Err(self.conflict(&format!("the key is absent, not at version {want}"))),
+        }
+    }
+
+    fn live_meta(&self, w: &WriteCtx<'_>) -> Result<(Option<storage::CellMeta>, Option<storage::CellMeta>)> {
+        let m = storage::meta(w.conn, self.core.id, &self.path, w.now)?;
+        Ok((m, m.filter(|m| m.live)))
+    }
+
+    // ---- the writes, as functions of the group ----
+
+    pub(crate) fn op_set(&self, w: &mut WriteCtx<'_>, value: &Raw, opts: WriteOptions) -> Result<Version> {
+        value.check_size().map_err(|e| self.name(e))?;
+        let mut run = || {
+            let (any, live) = self.live_meta(w)?;
+            self.check_version(live.as_ref(), opts.if_version)?;
+            let expires = self.core.expiry(w.now, opts.expiry, live.map(|m| m.expires));
+            let version = w.next_version();
+            storage::put(
+                w.conn,
+                self.core.id,
+                &self.path,
+                version,
+                expires,
+                value,
+                any.and_then(|m| m.spill),
+            )?;
+            Ok(Version(version))
+        };
+        run().map_err(|e| self.name(e))
+    }
+
+    pub(crate) fn op_create(&self, w: &mut WriteCtx<'_>, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+        value.check_size().map_err(|e| self.name(e))?;
+        let mut run = || {
+            if let Some(cell) = self.read(w.conn, w.now)? {
+                return Ok(Created::Found(self.entry(cell)));
+            }
+            let any = storage::meta(w.conn, self.core.id, &self.path, w.now)?;
+            let expires = self.core.expiry(w.now, expiry, None);
+            let version = w.next_version();
+            storage::put(
+                w.conn,
+                self.core.id,
+                &self.path,
+                version,
+                expires,
+                value,
+                any.and_then(|m| m.spill),
+            )?;
+            Ok(Created::Written(Version(version)))
+        };
+        run().map_err(|e| self.name(e))
+    }
+
+    /// Reads and deletes in one write. `decode` runs inside the write's
+    /// savepoint: a value that does not decode is `Corrupt` and stays.
+    pub(crate) fn op_take<T>(
+        &self,
+        w: &mut WriteCtx<'_>,
+        if_version: Option<Version>,
+        decode: impl FnOnce(Entry<Raw>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let run = || {
+            let Some(cell) = self.read(w.conn, w.now)? else {
+                return match if_version {
+                    Some(v) => Err(self.conflict(&format!("the key is absent, not at version {v}"))),
+                    None => Ok(None),
+                };
+            };
+            if let Some(v) = if_version
+                && v.0 != cell.version
+            {
+                return Err(self.conflict(&format!("the key is at version {}, not {v}", cell.version)));
+            }
+            let spill = storage::meta(w.conn, self.core.id, &self.path, w.now)?.and_then(|m| m.spill);
+            let value = decode(self.entry(cell))?;
+            storage::delete(w.conn, self.core.id, &self.path, spill)?;
+            Ok(Some(value))
+        };
+        run().map_err(|e| self.name(e))
+    }
+
+    pub(crate) fn op_delete(&self, w: &mut WriteCtx<'_>, if_version: Option<Version>) -> Result<bool> {
+        let run = || {
+            let (any, live) = self.live_meta(w)?;
+            self.check_version(live.as_ref(), if_version)?;
+            let Some(m) = any else { return Ok(false) };
+            storage::delete(w.conn, self.core.id, &self.path, m.spill)?;
+            Ok(live.is_some())
+        };
+        run().map_err(|e| self.name(e))
+    }
+
+    pub(crate) fn op_expire(&self, w: &mut WriteCtx<'_>, expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
+        let run = || {
+            let (_, live) = self.live_meta(w)?;
+            self.check_version(live.as_ref(), if_version)?;
+            if live.is_none() {
+                return Ok(false);
+            }
+            storage::set_expiry(w.conn, self.core.id, &self.path, Some(expiry.at(w.now)))?;
+            Ok(true)
+        };
+        run().map_err(|e| self.name(e))
+    }
+}
+
+/// Clears a branch and every branch under it. Small branches are deleted in
+/// this write; larger ones are hidden by a mark at a new revision, which
+/// hides every row written before it, and deleted by maintenance.
+pub(crate) fn op_clear(core: &BucketCore, branch: &Branch, w: &mut WriteCtx<'_>, in_tx: bool) -> Result<()> {
+    let named = |e: Error| e.at(&core.name, branch.show_with(None));
+    branch.check(&core.name)?;
+    let (lo, hi) = branch.subtree();
+    let n = storage::count_subtree(w.conn, core.id, &lo, &hi, CLEAR_BOUND + 1).map_err(named)?;
+    if n <= CLEAR_BOUND {
+        storage::delete_subtree(w.conn, core.id, &lo, &hi).map_err(named)?;
+        return Ok(());
+    }
+    if in_tx {
+        return Err(named(Error::limit(format!(
+            "a clear of more than {CLEAR_BOUND} keys cannot run inside a transaction"
+        ))));
+    }
+    let version = w.next_version();
+    storage::mark_cleared(w.conn, core.id, &lo, &hi, version).map_err(named)
+}
+
+/// A bucket of [`Raw`] values: every call of a bucket, on rows as they are
+/// kept. Bindings convert their language's values to `Raw` and call this.
+#[derive(Clone)]
+pub struct RawBucket {
+    pub(crate) core: Arc<BucketCore>,
+    pub(crate) branch: Branch,
+}
+
+impl fmt::Debug for RawBucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RawBucket({:?} under {:?})",
+            self.core.name,
+            self.branch.show_with(None)
+        )
+    }
+}
+
+impl RawBucket {
+    /// Opens the bucket `name` with a `ttl` or an `idle` span (not both).
+    pub fn open(store: &Store, name: &str, ttl: Option<Duration>, idle: Option<Duration>) -> Result<RawBucket> {
+        Ok(RawBucket {
+            core: BucketCore::open(store, name, Kind::Values, ttl, idle)?,
+            branch: Branch::root(),
+        })
+    }
+
+    /// The bucket's name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// The branch of `owner` under this one.
+    pub fn under(&self, owner: impl AsKey) -> RawBucket {
+        RawBucket {
+            core: self.core.clone(),
+            branch: self.branch.child(&owner.key_bytes()),
+        }
+    }
+
+    /// The owners of this branch.
+    pub fn owners(&self) -> &[Vec<u8>] {
+        self.branch.owners()
+    }
+
+    fn target(&self, key: &[u8]) -> Result<Target> {
+        self.core.store.inner.check_open()?;
+        Target::new(&self.core, &self.branch, key)
+    }
+
+    /// Reads a live key with its version and expiry. In an idle bucket the
+    /// read asks for a renewal (written about a second later), or renews a key
+    /// in its last minute before it returns.
+    pub fn entry(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
+        let t = self.target(key)?;
+        let inner = &self.core.store.inner;
+        let now = inner.clock.now_millis();
+        let Some(mut cell) = inner.readers.with(|c| t.read(c, now))? else {
+            return Ok(None);
+        };
+        if let Some(renewed) = self.renew(&t, cell.version, cell.expires, now)? {
+            cell.expires = Some(renewed);
+        }
+        Ok(Some(t.entry(cell)))
+    }
+
+    /// Whether a live key is there (renewing it as `entry` does).
+    pub fn has(&self, key: &[u8]) -> Result<bool> {
+        let t = self.target(key)?;
+        let inner = &self.core.store.inner;
+        let now = inner.clock.now_millis();
+        let found = inner
+            .readers
+            .with(|c| storage::has(c, self.core.id, &t.path, now))
+            .map_err(|e| t.name(e))?;
+        let Some((version, expires)) = found else {
+            return Ok(false);
+        };
+        self.renew(&t, version, expires, now)?;
+        Ok(true)
+    }
+
+    /// Renews an idle key once a thirtieth of its span has passed: queued
+    /// for the next flush, or now if it is in its last minute.
+    fn renew(&self, t: &Target, version: i64, expires: Option<i64>, now: i64) -> Result<Option<i64>> {
+        let (Some(term), Some(exp)) = (self.core.idle, expires) else {
+            return Ok(None);
+        };
+        let left = exp - now;
+        if left > term - term / 30 {
+            return Ok(None);
+        }
+        let until = now.saturating_add(term);
+        let inner = &self.core.store.inner;
+        if left >= LAST_MINUTE {
+            inner
+                .renewals
+                .ask(self.core.id, t.path.clone(), version, expires, until);
+            return Ok(None);
+        }
+        let (id, path) = (self.core.id, t.path.clone());
+        let done = inner
+            .writer
+            .call(0, move |w: &mut WriteCtx<'_>| {
+                storage::renew(w.conn, id, &path, version, expires, until)
+            })
+            .map_err(|e| t.name(e))?;
+        Ok(done.then_some(until))
+    }
+
+    /// A page of this branch's own keys, in the byte order of their text.
+    /// Renews nothing.
+    pub fn list(&self, opts: &ListOptions) -> Result<Page<Raw>> {
+        let inner = &self.core.store.inner;
+        inner.check_open()?;
+        self.branch.check(&self.core.name)?;
+        let now = inner.clock.now_millis();
+        inner.readers.with(|c| list_on(&self.core, &self.branch, c, now, opts))
+    }
+
+    /// Every key of this branch, a page at a time, holding no snapshot
+    /// between pages.
+    pub fn all(&self) -> impl Iterator<Item = Result<Entry<Raw>>> + '_ {
+        Pages::new(move |opts| self.list(opts))
+    }
+
+    fn write<T: Send + 'static>(
+        &self,
+        t: Target,
+        weight: usize,
+        op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let inner = &self.core.store.inner;
+        inner.writer.call(weight, move |w: &mut WriteCtx<'_>| op(&t, w))
+    }
+
+    fn write_then<T: Send + 'static>(
+        &self,
+        t: Target,
+        weight: usize,
+        op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+        done: impl FnOnce(Result<T>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let inner = &self.core.store.inner;
+        inner.writer.submit(weight, move |w: &mut WriteCtx<'_>| op(&t, w), done)
+    }
+
+    /// Writes `value`, durably, and returns its version.
+    pub fn set(&self, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
+        let t = self.target(key)?;
+        self.write(t, value.encoded_len(), move |t, w| t.op_set(w, &value, opts))
+    }
+
+    /// The completion form of [`RawBucket::set`]: returns at once, and `done`
+    /// gets the result on the writer thread once the write is durable.
+    pub fn set_then(
+        &self,
+        key: &[u8],
+        value: Raw,
+        opts: WriteOptions,
+        done: impl FnOnce(Result<Version>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        self.write_then(t, value.encoded_len(), move |t, w| t.op_set(w, &value, opts), done)
+    }
+
+    /// Writes `value` only if the key is absent.
+    pub fn create(&self, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+        let t = self.target(key)?;
+        self.write(t, value.encoded_len(), move |t, w| t.op_create(w, &value, expiry))
+    }
+
+    /// The completion form of [`RawBucket::create`].
+    pub fn create_then(
+        &self,
+        key: &[u8],
+        value: Raw,
+        expiry: Option<Expiry>,
+        done: impl FnOnce(Result<Created<Raw>>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        self.write_then(t, value.encoded_len(), move |t, w| t.op_create(w, &value, expiry), done)
+    }
+
+    /// Reads and deletes a key in one write. `check` runs inside the write:
+    /// an error from it (a value the caller cannot decode) keeps the value.
+    pub fn take(
+        &self,
+        key: &[u8],
+        if_version: Option<Version>,
+        check: impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static,
+    ) -> Result<Option<Entry<Raw>>> {
+        let t = self.target(key)?;
+        self.write(t, 0, move |t, w| {
+            t.op_take(w, if_version, |e| {
+                check(&e)?;
+                Ok(e)
+            })
+        })
+    }
+
+    /// The completion form of [`RawBucket::take`].
+    pub fn take_then(
+        &self,
+        key: &[u8],
+        if_version: Option<Version>,
+        check: impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static,
+        done: impl FnOnce(Result<Option<Entry<Raw>>>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        self.write_then(
+            t,
+            0,
+            move |t, w| {
+                t.op_take(w, if_version, |e| {
+                    check(&e)?;
+                    Ok(e)
+                })
+            },
+            done,
+        )
+    }
+
+    /// Deletes a key; says whether a live key was there.
+    pub fn delete(&self, key: &[u8], if_version: Option<Version>) -> Result<bool> {
+        let t = self.target(key)?;
+        self.write(t, 0, move |t, w| t.op_delete(w, if_version))
+    }
+
+    /// The completion form of [`RawBucket::delete`].
+    pub fn delete_then(
+        &self,
+        key: &[u8],
+        if_version: Option<Version>,
+        done: impl FnOnce(Result<bool>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        self.write_then(t, 0, move |t, w| t.op_delete(w, if_version), done)
+    }
+
+    /// Gives a live key a new expiry, keeping its value and version; says
+    /// whether a live key was there.
+    pub fn expire(&self, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
+        let t = self.target(key)?;
+        self.write(t, 0, move |t, w| t.op_expire(w, expiry, if_version))
+    }
+
+    /// The completion form of [`RawBucket::expire`].
+    pub fn expire_then(
+        &self,
+        key: &[u8],
+        expiry: Expiry,
+        if_version: Option<Version>,
+        done: impl FnOnce(Result<bool>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        self.write_then(t, 0, move |t, w| t.op_expire(w, expiry, if_version), done)
+    }
+
+    /// Removes this branch and every branch under it, for every reader at once.
+    pub fn clear(&self) -> Result<()> {
+        let inner = &self.core.store.inner;
+        inner.check_open()?;
+        let (core, branch) = (self.core.clone(), self.branch.clone());
+        inner
+            .writer
+            .call(0, move |w: &mut WriteCtx<'_>| op_clear(&core, &branch, w, false))
+    }
+
+    /// The completion form of [`RawBucket::clear`].
+    pub fn clear_then(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<Ticket> {
+        let inner = &self.core.store.inner;
+        inner.check_open()?;
+        let (core, branch) = (self.core.clone(), self.branch.clone());
+        inner
+            .writer
+            .submit(0, move |w: &mut WriteCtx<'_>| op_clear(&core, &branch, w, false), done)
+    }
+}
+
+/// Lists a branch's own keys on `conn`.
+pub(crate) fn list_on(
+    core: &BucketCore,
+    branch: &Branch,
+    conn: &rusqlite::Connection,
+    now: i64,
+    opts: &ListOptions,
+) -> Result<Page<Raw>> {
+    let limit = opts.limit.unwrap_or(DEFAULT_PAGE);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(Error::invalid(format!("a page holds 1 to {MAX_PAGE} keys, not {limit}")).in_bucket(&core.name));
+    }
+    let (lo, hi) = branch.own_keys();
+    let after = match &opts.after {
+        Some(k) => branch.after(&k.0),
+        None => lo,
+    };
+    let (rows, more) = storage::scan(conn, core.id, &after, &hi, now, limit, MAX_PAGE_BYTES)?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for r in rows {
+        entries.push(Entry {
+            key: branch.key_of(&r.path)?,
+            value: r.cell.value,
+            version: Version(r.cell.version),
+            expires_at: r.cell.expires.map(from_millis),
+        });
+    }
+    let next = if more {
+        entries.last().map(|e| e.key.clone())
+    } else {
+        None
+    };
+    Ok(Page { entries, next })
+}
+
+/// Walks pages of a listing, one at a time.
+pub(crate) struct Pages<T, F> {
+    fetch: F,
+    buf: std::vec::IntoIter<Entry<T>>,
+    next: Option<Option<Key>>,
+}
+
+impl<T, F: FnMut(&ListOptions) -> Result<Page<T>>> Pages<T, F> {
+    pub(crate) fn new(fetch: F) -> Self {
+        Pages {
+            fetch,
+            buf: Vec::new().into_iter(),
+            next: Some(None),
+        }
+    }
+}
+
+impl<T, F: FnMut(&ListOptions) -> Result<Page<T>>> Iterator for Pages<T, F> {
+    type Item = Result<Entry<T>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.buf.next() {
+                return Some(Ok(e));
+            }
+            let after = self.next.take()?;
+            let opts = ListOptions {
+                after,
+                limit: Some(MAX_PAGE),
+            };
+            match (self.fetch)(&opts) {
+                Ok(page) => {
+                    self.next = page.next.map(Some);
+                    self.buf = page.entries.into_iter();
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
