@@ -10,7 +10,8 @@ SHELL := /bin/bash
 # one set of artifacts instead of compiling SQLite once per tool.
 export CARGO_BUILD_TARGET ?= $(shell rustc -vV | sed -n 's/^host: //p')
 ROOT := $(abspath .)
-TARGET_DIR := $(ROOT)/target/$(CARGO_BUILD_TARGET)
+export CARGO_TARGET_DIR ?= $(ROOT)/target
+TARGET_DIR := $(CARGO_TARGET_DIR)/$(CARGO_BUILD_TARGET)
 
 TEST_TARGETS :=
 DEMO_TARGETS :=

@@ -78,3 +78,105 @@ impl Raw {
         }
     }
 }
+
+/// The one mapping of each language's scalar types onto rows (KV-3), so that
+/// no binding writes its own: a binding converts its value to the Rust
+/// scalar and calls these.
+impl Raw {
+    /// Text: its UTF-8 bytes.
+    pub fn text(s: &str) -> Raw {
+        Raw::Bytes(s.as_bytes().to_vec())
+    }
+
+    /// An integer.
+    pub fn int(i: i64) -> Raw {
+        Raw::Int(i)
+    }
+
+    /// A 64-bit unsigned integer: eight big-endian bytes.
+    pub fn uint64(u: u64) -> Raw {
+        Raw::Bytes(u.to_be_bytes().to_vec())
+    }
+
+    /// A bool: the integer 1 or 0.
+    pub fn bool(b: bool) -> Raw {
+        Raw::Int(b as i64)
+    }
+
+    /// A float: the eight big-endian bytes of its bits, so -0, infinities
+    /// and NaN payloads come back bit for bit.
+    pub fn float(f: f64) -> Raw {
+        Raw::Bytes(f.to_bits().to_be_bytes().to_vec())
+    }
+
+    /// JSON text, already encoded by the language's own JSON library.
+    pub fn json(encoded: Vec<u8>) -> Raw {
+        Raw::Bytes(encoded)
+    }
+
+    fn wrong(&self, want: &str) -> Error {
+        Error::corrupt(format!("a {} row does not read as {want}", self.kind_name()))
+    }
+
+    /// The row as bytes.
+    pub fn as_bytes(&self) -> Result<&[u8]> {
+        match self {
+            Raw::Bytes(b) => Ok(b),
+            _ => Err(self.wrong("bytes")),
+        }
+    }
+
+    /// The row as UTF-8 text.
+    pub fn as_text(&self) -> Result<&str> {
+        std::str::from_utf8(self.as_bytes().map_err(|_| self.wrong("text"))?)
+            .map_err(|_| Error::corrupt("a byte row is not UTF-8 text"))
+    }
+
+    /// The row as an integer.
+    pub fn as_int(&self) -> Result<i64> {
+        match self {
+            Raw::Int(i) => Ok(*i),
+            _ => Err(self.wrong("an integer")),
+        }
+    }
+
+    /// The row as a 64-bit unsigned integer (eight bytes, or a non-negative integer).
+    pub fn as_uint64(&self) -> Result<u64> {
+        match self {
+            Raw::Int(i) if *i >= 0 => Ok(*i as u64),
+            Raw::Bytes(b) if b.len() == 8 => Ok(u64::from_be_bytes(b[..].try_into().expect("eight bytes"))),
+            _ => Err(self.wrong("a 64-bit unsigned integer")),
+        }
+    }
+
+    /// The row as a bool (1 or 0).
+    pub fn as_bool(&self) -> Result<bool> {
+        match self {
+            Raw::Int(0) => Ok(false),
+            Raw::Int(1) => Ok(true),
+            _ => Err(self.wrong("a bool")),
+        }
+    }
+
+    /// The row as a float (eight bytes of bits, or four of a 32-bit float).
+    pub fn as_float(&self) -> Result<f64> {
+        match self {
+            Raw::Bytes(b) if b.len() == 8 => Ok(f64::from_bits(u64::from_be_bytes(b[..].try_into().expect("8")))),
+            Raw::Bytes(b) if b.len() == 4 => Ok(f32::from_bits(u32::from_be_bytes(b[..].try_into().expect("4"))).into()),
+            _ => Err(self.wrong("a float")),
+        }
+    }
+
+    /// The row as a set member (no value).
+    pub fn as_set_member(&self) -> Result<()> {
+        match self {
+            Raw::Null => Ok(()),
+            _ => Err(self.wrong("a set member")),
+        }
+    }
+
+    /// The row as JSON text (bytes the language's JSON library parses).
+    pub fn as_json(&self) -> Result<&[u8]> {
+        self.as_bytes().map_err(|_| self.wrong("JSON"))
+    }
+}

@@ -1,0 +1,1 @@
+//! The c binding of TinyStore KV (being built).

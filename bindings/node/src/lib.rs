@@ -1,0 +1,1 @@
+//! The node binding of TinyStore KV (being built).

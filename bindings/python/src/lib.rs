@@ -1,0 +1,1 @@
+//! The python binding of TinyStore KV (being built).
