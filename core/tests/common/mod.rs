@@ -1,0 +1,46 @@
+//! Helpers shared by the core's tests: a manual store, a file hash.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tinystore::{Options, Store};
+
+/// The start of every test clock: 2026-10-20T09:00:00Z.
+pub fn start() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_792_486_800)
+}
+
+/// A store with a test clock in a new temporary directory.
+pub fn manual() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_with(dir.path(), Options::new().test_clock(start())).unwrap();
+    (dir, store)
+}
+
+/// Opens another store on the same directory, with its own test clock.
+pub fn reopen(dir: &Path) -> Store {
+    Store::open_with(dir, Options::new().test_clock(start())).unwrap()
+}
+
+/// The bytes of every file of a store's directory, to prove nothing changed.
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A digest of a file, for before-and-after checks.
+pub fn digest(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+pub fn mins(n: u64) -> Duration {
+    Duration::from_secs(60 * n)
+}

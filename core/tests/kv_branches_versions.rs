@@ -1,0 +1,232 @@
+//! KV-8 branches, KV-9 list, KV-10 versions.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+
+use tinystore::{Created, ErrorKind, Key, ListOptions, Raw};
+
+#[test]
+fn kv08_clear_removes_branch_and_subbranches_and_nothing_beside() {
+    let (_d, store) = common::manual();
+    let s = store.bucket::<String>("sessions").open().unwrap();
+    s.under(42).set("a", &"1".into()).unwrap();
+    s.under(42).under("dev").set("b", &"2".into()).unwrap();
+    s.under("42\0").set("c", &"3".into()).unwrap(); // an owner whose bytes start the same
+    s.under(420).set("d", &"4".into()).unwrap();
+    s.set("42", &"5".into()).unwrap(); // a key named like the owner
+    s.under(42).clear().unwrap();
+    assert!(!s.under(42).has("a").unwrap());
+    assert!(!s.under(42).under("dev").has("b").unwrap());
+    assert!(s.under("42\0").has("c").unwrap());
+    assert!(s.under(420).has("d").unwrap());
+    assert!(s.has("42").unwrap());
+    s.under(42).set("a", &"new".into()).unwrap();
+    assert_eq!(s.under(42).get("a").unwrap().as_deref(), Some("new"));
+}
+
+#[test]
+fn kv08_clear_of_25000_keys_hides_them_at_once_and_maintenance_deletes_them() {
+    let (dir, store) = common::manual();
+    let s = store.bucket::<()>("seen").open().unwrap();
+    let other = store.bucket::<()>("seen").open().unwrap().under("other");
+    other.set("stays", &()).unwrap();
+    store
+        .tx(|tx| {
+            let big = s.under("big");
+            let t = tx.with(&big);
+            for i in 0..25_000 {
+                t.set(i, &())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let big = s.under("big");
+    let v_before = big.entry(7).unwrap().unwrap().version;
+    big.clear().unwrap();
+    // A second store on the file sees the clear at once, before any sweep.
+    let second = common::reopen(dir.path());
+    let seen2 = second.bucket::<()>("seen").open().unwrap().under("big");
+    for i in [0, 7, 12_345, 24_999] {
+        assert!(!big.has(i).unwrap(), "{i}");
+        assert!(!seen2.has(i).unwrap(), "{i}");
+    }
+    assert!(big.list(&ListOptions::default()).unwrap().entries.is_empty());
+    assert_eq!(big.take(7).unwrap(), None);
+    assert_eq!(big.key(7).if_version(v_before).set(&()).unwrap_err().kind(), ErrorKind::Conflict);
+    assert!(big.create(9, &()).unwrap(), "create claims a cleared key");
+    assert!(big.has(9).unwrap(), "a key written after the clear is a new key");
+    let m = store.maintain().unwrap();
+    assert_eq!(m.cleared, 24_999);
+    assert!(big.has(9).unwrap());
+    assert!(other.has("stays").unwrap());
+    let conn = rusqlite::Connection::open(store.file()).unwrap();
+    let (cells, marks): (i64, i64) = conn
+        .query_row("SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM branches)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((cells, marks), (2, 0));
+}
+
+#[test]
+fn kv09_list_pages_in_byte_order_without_loss_or_doubling() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("n").open().unwrap();
+    for k in ["b", "10", "a", "9", "1"] {
+        b.set(k, &1).unwrap();
+    }
+    b.under("a").set("sub", &1).unwrap(); // a branch's keys are not the parent's
+    let keys: Vec<String> = b.all().map(|e| e.unwrap().key.to_string()).collect();
+    assert_eq!(keys, ["1", "10", "9", "a", "b"]);
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = b.list(&ListOptions { after, limit: Some(2) }).unwrap();
+        assert!(page.entries.len() <= 2);
+        seen.extend(page.entries.iter().map(|e| e.key.to_string()));
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(seen, keys);
+}
+
+#[test]
+fn kv09_page_of_25_by_10_gives_cursor_of_last_key() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("n").open().unwrap();
+    for i in 0..25 {
+        b.set(format!("k{i:02}"), &i).unwrap();
+    }
+    let page = b.list(&ListOptions { after: None, limit: Some(10) }).unwrap();
+    assert_eq!(page.entries.len(), 10);
+    assert_eq!(page.next, Some(Key(b"k09".to_vec())));
+    assert_eq!(b.all().count(), 25);
+}
+
+#[test]
+fn kv09_limit_over_1000_is_invalid() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("n").open().unwrap();
+    for limit in [0, 1001] {
+        let e = b.list(&ListOptions { after: None, limit: Some(limit) }).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert_eq!(e.bucket(), Some("n"));
+    }
+    assert!(b.list(&ListOptions { after: None, limit: Some(1000) }).is_ok());
+}
+
+#[test]
+fn kv09_page_stops_before_4mib_of_values() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<Vec<u8>>("blobs").open().unwrap();
+    for i in 0..6 {
+        b.raw().set(format!("k{i}").as_bytes(), Raw::Bytes(vec![i; 1 << 20]), Default::default()).unwrap();
+    }
+    let p1 = b.raw().list(&ListOptions::default()).unwrap();
+    assert_eq!(p1.entries.len(), 4, "four values of 1 MiB make 4 MiB");
+    let p2 = b.raw().list(&ListOptions { after: p1.next.clone(), limit: None }).unwrap();
+    assert_eq!(p2.entries.len(), 2);
+    assert_eq!(p2.entries[0].key, Key(b"k4".to_vec()));
+    assert_eq!(p2.next, None);
+}
+
+#[test]
+fn kv09_all_walks_over_1000_keys_and_sees_a_key_written_mid_walk() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("n").open().unwrap();
+    store
+        .tx(|tx| {
+            for i in 0..2500 {
+                tx.with(&b).set(format!("k{i:04}"), &i)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let mut n = 0;
+    for (i, e) in b.all().enumerate() {
+        e.unwrap();
+        if i == 10 {
+            b.set("k9999", &1).unwrap();
+        }
+        n += 1;
+    }
+    assert_eq!(n, 2501);
+}
+
+#[test]
+fn kv10_versions_never_repeat_across_delete_expiry_and_reopen() {
+    let (dir, store) = common::manual();
+    let b = store.bucket::<i64>("v").ttl(common::mins(1)).open().unwrap();
+    let mut seen = std::collections::HashSet::new();
+    let v1 = b.set("k", &1).unwrap();
+    assert!(seen.insert(v1));
+    b.delete("k").unwrap();
+    let v2 = b.set("k", &1).unwrap();
+    assert!(seen.insert(v2));
+    store.clock().advance(common::mins(2)).unwrap();
+    store.maintain().unwrap();
+    let v3 = b.set("k", &1).unwrap();
+    assert!(seen.insert(v3));
+    store.close().unwrap();
+    let store = common::reopen(dir.path());
+    let b = store.bucket::<i64>("v").open().unwrap();
+    let v4 = b.set("k", &1).unwrap();
+    assert!(seen.insert(v4), "{seen:?}");
+    assert_eq!(b.entry("k").unwrap().unwrap().version, v4);
+    assert_eq!(v4.to_string().parse::<tinystore::Version>().unwrap(), v4);
+}
+
+#[test]
+fn kv10_if_version_applies_only_at_that_version() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("v").open().unwrap();
+    let v1 = b.set("k", &1).unwrap();
+    let v2 = b.key("k").if_version(v1).set(&2).unwrap();
+    let e = b.key("k").if_version(v1).set(&3).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    assert_eq!((e.bucket(), e.path()), (Some("v"), Some("k")));
+    assert_eq!(b.get("k").unwrap(), Some(2), "unchanged");
+    assert_eq!(b.under(7).key(1).if_version(v1).delete().unwrap_err().path(), Some("7/1"));
+    assert_eq!(b.key("k").if_version(v1).take().unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(b.key("k").if_version(v1).expire(common::mins(1)).unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(b.key("k").if_version(v2).take().unwrap(), Some(2));
+}
+
+#[test]
+fn kv10_two_writers_holding_one_version_exactly_one_wins() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("v").open().unwrap();
+    for round in 0..10 {
+        let v = b.set("k", &0).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let hs: Vec<_> = (0..2)
+            .map(|i| {
+                let (b, barrier) = (b.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    b.key("k").if_version(v).set(&(i + 1))
+                })
+            })
+            .collect();
+        let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let wins = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(wins, 1, "round {round}: {results:?}");
+        let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert_eq!(loser.kind(), ErrorKind::Conflict);
+    }
+}
+
+#[test]
+fn kv10_create_writes_only_if_absent_and_gives_the_entry_found() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("claims").open().unwrap();
+    assert!(b.create("evt", &1).unwrap());
+    assert!(!b.create("evt", &2).unwrap());
+    match b.key("evt").create_entry(&3).unwrap() {
+        Created::Found(e) => assert_eq!(e.value, 1),
+        other => panic!("{other:?}"),
+    }
+}
