@@ -17,7 +17,7 @@
 
 use std::cell::Cell as StdCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -116,6 +116,21 @@ where
     }
 }
 
+/// Counts of what the writer committed: how well writes group.
+#[derive(Debug, Default)]
+pub struct GroupStats {
+    groups: AtomicU64,
+    writes: AtomicU64,
+    fail_next_commit: AtomicBool,
+}
+
+impl GroupStats {
+    /// Groups committed and writes in them, since the store opened.
+    pub fn snapshot(&self) -> (u64, u64) {
+        (self.groups.load(Ordering::Relaxed), self.writes.load(Ordering::Relaxed))
+    }
+}
+
 /// A handle that lets a caller give up on a write before it starts.
 #[derive(Clone, Debug)]
 pub struct Ticket(Arc<AtomicBool>);
@@ -134,6 +149,7 @@ struct Queue {
 }
 
 struct Shared {
+    stats: GroupStats,
     queue: Mutex<Queue>,
     wake: Condvar,
     conn: Mutex<Option<Connection>>,
@@ -150,6 +166,7 @@ impl Writer {
     /// Starts the writer thread on `conn`.
     pub fn start(conn: Connection, clock: Clock) -> Result<Writer> {
         let shared = Arc::new(Shared {
+            stats: GroupStats::default(),
             queue: Mutex::new(Queue {
                 ops: VecDeque::new(),
                 closed: false,
@@ -274,6 +291,17 @@ impl Writer {
         }
     }
 
+    /// What the writer committed so far.
+    pub fn stats(&self) -> &GroupStats {
+        &self.shared.stats
+    }
+
+    /// Makes the next group's commit fail as a failed fsync would, for tests
+    /// of what callers are told (KV-15).
+    pub fn fail_next_commit(&self) {
+        self.shared.stats.fail_next_commit.store(true, Ordering::Release);
+    }
+
     /// Stops taking writes, commits those queued, and stops the thread.
     pub fn close(&self) {
         lock(&self.shared.queue).closed = true;
@@ -302,7 +330,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn run(shared: Arc<Shared>) {
     ON_WRITER.with(|w| w.set(true));
     loop {
-        let group = {
+        {
             let mut q = lock(&shared.queue);
             while q.ops.is_empty() && !q.closed {
                 q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
@@ -310,24 +338,35 @@ fn run(shared: Arc<Shared>) {
             if q.ops.is_empty() {
                 return; // closed and drained
             }
-            take_group(&mut q.ops)
+        }
+        // Take the connection and the write lock first, then the group: every
+        // write that arrived while a `tx`, another process or the last commit
+        // held the file joins this group.
+        let guard = lock(&shared.conn);
+        let began = match guard.as_ref() {
+            Some(conn) => conn.execute_batch("BEGIN IMMEDIATE").map_err(Error::from),
+            None => Err(Error::closed()),
         };
+        let group = take_group(&mut lock(&shared.queue).ops);
         let (group, cancelled): (Vec<_>, Vec<_>) = group.into_iter().partition(|op| !op.cancelled());
         for op in cancelled {
             op.finish(None, None);
         }
+        let conn = match began {
+            Ok(()) => guard.as_ref().expect("a transaction began on this connection"),
+            Err(e) => {
+                drop(guard);
+                for op in group {
+                    op.finish(None, Some(e.clone()));
+                }
+                continue;
+            }
+        };
         if group.is_empty() {
+            let _ = conn.execute_batch("ROLLBACK");
             continue;
         }
-        let guard = lock(&shared.conn);
-        let Some(conn) = guard.as_ref() else {
-            drop(guard);
-            for op in group {
-                op.finish(None, Some(Error::closed()));
-            }
-            continue;
-        };
-        let leftover = commit_group(conn, shared.clock.now_millis(), group);
+        let leftover = commit_group(conn, shared.clock.now_millis(), group, &shared.stats);
         drop(guard);
         if !leftover.is_empty() {
             let mut q = lock(&shared.queue);
@@ -351,17 +390,15 @@ fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
     group
 }
 
-/// Commits one group and answers it. Returns the writes that never ran
+/// Commits one group, inside the transaction the caller began, and answers it. Returns the writes that never ran
 /// because SQLite ended the transaction under them; they go back in front
 /// of the queue.
-fn commit_group(conn: &Connection, now: i64, mut group: Vec<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let e = Error::from(e);
-        for op in group {
-            op.finish(None, Some(e.clone()));
-        }
-        return Vec::new();
-    }
+fn commit_group(
+    conn: &Connection,
+    now: i64,
+    mut group: Vec<Box<dyn WriteOp>>,
+    stats: &GroupStats,
+) -> Vec<Box<dyn WriteOp>> {
     let rev = match storage::revision(conn) {
         Ok(r) => r,
         Err(e) => {
@@ -425,8 +462,19 @@ fn commit_group(conn: &Connection, now: i64, mut group: Vec<Box<dyn WriteOp>>) -
             } else {
                 Ok(())
             };
-            match saved.and_then(|()| conn.execute_batch("COMMIT").map_err(Error::from)) {
-                Ok(()) => None,
+            let commit = || {
+                if stats.fail_next_commit.swap(false, Ordering::AcqRel) {
+                    conn.execute_batch("ROLLBACK")?;
+                    return Err(Error::new(ErrorKind::Io, "disk I/O error (injected by a test)"));
+                }
+                conn.execute_batch("COMMIT").map_err(Error::from)
+            };
+            match saved.and_then(|()| commit()) {
+                Ok(()) => {
+                    stats.groups.fetch_add(1, Ordering::Relaxed);
+                    stats.writes.fetch_add(group.len() as u64, Ordering::Relaxed);
+                    None
+                }
                 Err(e) => {
                     if !conn.is_autocommit() {
                         let _ = conn.execute_batch("ROLLBACK");

@@ -160,14 +160,15 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
 /// weakly, so dropping the last handle still closes the store.
 pub(crate) fn start_background(inner: &Arc<StoreInner>) {
     let weak = Arc::downgrade(inner);
+    let every = inner.sweep_every;
     let stop = Arc::new((Mutex::new(false), Condvar::new()));
     let stop2 = stop.clone();
     let spawned = std::thread::Builder::new()
         .name("tinystore-maintain".into())
         .spawn(move || {
-            let mut next_sweep = Instant::now() + Duration::from_secs(60);
+            let mut next_sweep = Instant::now() + every;
             let mut failing = false;
-            while !pause(&stop2, Duration::from_secs(1)) {
+            while !pause(&stop2, every.min(Duration::from_secs(1))) {
                 let Some(store) = weak.upgrade() else { return };
                 if store.check_open().is_err() {
                     return;
@@ -183,8 +184,12 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                             failing = false;
                         }
                         if let Some(m) = m {
-                            let wait = if m.more { 10 } else { 60 };
-                            next_sweep = Instant::now() + Duration::from_secs(wait);
+                            let wait = if m.more {
+                                every.min(Duration::from_secs(10))
+                            } else {
+                                every
+                            };
+                            next_sweep = Instant::now() + wait;
                         }
                     }
                     Err(e) => {
@@ -193,7 +198,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                             failing = true;
                         }
                         if sweep {
-                            next_sweep = Instant::now() + Duration::from_secs(10);
+                            next_sweep = Instant::now() + every.min(Duration::from_secs(10));
                         }
                     }
                 }

@@ -162,7 +162,9 @@ impl Raw {
     pub fn as_float(&self) -> Result<f64> {
         match self {
             Raw::Bytes(b) if b.len() == 8 => Ok(f64::from_bits(u64::from_be_bytes(b[..].try_into().expect("8")))),
-            Raw::Bytes(b) if b.len() == 4 => Ok(f32::from_bits(u32::from_be_bytes(b[..].try_into().expect("4"))).into()),
+            Raw::Bytes(b) if b.len() == 4 => {
+                Ok(f32::from_bits(u32::from_be_bytes(b[..].try_into().expect("4"))).into())
+            }
             _ => Err(self.wrong("a float")),
         }
     }

@@ -22,6 +22,7 @@ pub const FILE_NAME: &str = "kv.db";
 pub struct Options {
     clock: Option<SystemTime>,
     readers: Option<usize>,
+    sweep_every: Option<Duration>,
 }
 
 impl Options {
@@ -35,6 +36,13 @@ impl Options {
     /// sweeps when the test says.
     pub fn test_clock(mut self, start: SystemTime) -> Options {
         self.clock = Some(start);
+        self
+    }
+
+    /// How often the background thread deletes expired and cleared rows
+    /// (default: every minute, and every ten seconds while a backlog remains).
+    pub fn sweep_every(mut self, d: Duration) -> Options {
+        self.sweep_every = Some(d);
         self
     }
 
@@ -60,6 +68,7 @@ pub(crate) struct StoreInner {
     pub(crate) renewals: Renewals,
     flushers: Mutex<Vec<Weak<dyn Flush>>>,
     closed: AtomicBool,
+    pub(crate) sweep_every: Duration,
     background: Mutex<Option<(JoinHandle<()>, Arc<Stop>)>>,
 }
 
@@ -103,6 +112,7 @@ impl Store {
             renewals: Renewals::default(),
             flushers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
             background: Mutex::new(None),
         });
         if !inner.clock.is_manual() {
@@ -160,6 +170,18 @@ impl Store {
                 .map(|(_, name, kind)| (name, kind))
                 .collect())
         })
+    }
+
+    /// Groups the writer committed and the writes in them, since the store
+    /// opened: writes per group is how well concurrent writes share a commit.
+    pub fn group_stats(&self) -> (u64, u64) {
+        self.inner.writer.stats().snapshot()
+    }
+
+    #[doc(hidden)]
+    /// Makes the next group's commit fail, as a failed fsync would. For tests.
+    pub fn fail_next_commit_for_tests(&self) {
+        self.inner.writer.fail_next_commit();
     }
 
     #[allow(dead_code)] // used by the counters and rate limits

@@ -53,7 +53,10 @@ fn kv08_clear_of_25000_keys_hides_them_at_once_and_maintenance_deletes_them() {
     }
     assert!(big.list(&ListOptions::default()).unwrap().entries.is_empty());
     assert_eq!(big.take(7).unwrap(), None);
-    assert_eq!(big.key(7).if_version(v_before).set(&()).unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(
+        big.key(7).if_version(v_before).set(&()).unwrap_err().kind(),
+        ErrorKind::Conflict
+    );
     assert!(big.create(9, &()).unwrap(), "create claims a cleared key");
     assert!(big.has(9).unwrap(), "a key written after the clear is a new key");
     let m = store.maintain().unwrap();
@@ -62,9 +65,11 @@ fn kv08_clear_of_25000_keys_hides_them_at_once_and_maintenance_deletes_them() {
     assert!(other.has("stays").unwrap());
     let conn = rusqlite::Connection::open(store.file()).unwrap();
     let (cells, marks): (i64, i64) = conn
-        .query_row("SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM branches)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM branches)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!((cells, marks), (2, 0));
 }
@@ -100,7 +105,12 @@ fn kv09_page_of_25_by_10_gives_cursor_of_last_key() {
     for i in 0..25 {
         b.set(format!("k{i:02}"), &i).unwrap();
     }
-    let page = b.list(&ListOptions { after: None, limit: Some(10) }).unwrap();
+    let page = b
+        .list(&ListOptions {
+            after: None,
+            limit: Some(10),
+        })
+        .unwrap();
     assert_eq!(page.entries.len(), 10);
     assert_eq!(page.next, Some(Key(b"k09".to_vec())));
     assert_eq!(b.all().count(), 25);
@@ -111,11 +121,22 @@ fn kv09_limit_over_1000_is_invalid() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("n").open().unwrap();
     for limit in [0, 1001] {
-        let e = b.list(&ListOptions { after: None, limit: Some(limit) }).unwrap_err();
+        let e = b
+            .list(&ListOptions {
+                after: None,
+                limit: Some(limit),
+            })
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Invalid);
         assert_eq!(e.bucket(), Some("n"));
     }
-    assert!(b.list(&ListOptions { after: None, limit: Some(1000) }).is_ok());
+    assert!(
+        b.list(&ListOptions {
+            after: None,
+            limit: Some(1000)
+        })
+        .is_ok()
+    );
 }
 
 #[test]
@@ -123,11 +144,23 @@ fn kv09_page_stops_before_4mib_of_values() {
     let (_d, store) = common::manual();
     let b = store.bucket::<Vec<u8>>("blobs").open().unwrap();
     for i in 0..6 {
-        b.raw().set(format!("k{i}").as_bytes(), Raw::Bytes(vec![i; 1 << 20]), Default::default()).unwrap();
+        b.raw()
+            .set(
+                format!("k{i}").as_bytes(),
+                Raw::Bytes(vec![i; 1 << 20]),
+                Default::default(),
+            )
+            .unwrap();
     }
     let p1 = b.raw().list(&ListOptions::default()).unwrap();
     assert_eq!(p1.entries.len(), 4, "four values of 1 MiB make 4 MiB");
-    let p2 = b.raw().list(&ListOptions { after: p1.next.clone(), limit: None }).unwrap();
+    let p2 = b
+        .raw()
+        .list(&ListOptions {
+            after: p1.next.clone(),
+            limit: None,
+        })
+        .unwrap();
     assert_eq!(p2.entries.len(), 2);
     assert_eq!(p2.entries[0].key, Key(b"k4".to_vec()));
     assert_eq!(p2.next, None);
@@ -189,9 +222,18 @@ fn kv10_if_version_applies_only_at_that_version() {
     assert_eq!(e.kind(), ErrorKind::Conflict);
     assert_eq!((e.bucket(), e.path()), (Some("v"), Some("k")));
     assert_eq!(b.get("k").unwrap(), Some(2), "unchanged");
-    assert_eq!(b.under(7).key(1).if_version(v1).delete().unwrap_err().path(), Some("7/1"));
-    assert_eq!(b.key("k").if_version(v1).take().unwrap_err().kind(), ErrorKind::Conflict);
-    assert_eq!(b.key("k").if_version(v1).expire(common::mins(1)).unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(
+        b.under(7).key(1).if_version(v1).delete().unwrap_err().path(),
+        Some("7/1")
+    );
+    assert_eq!(
+        b.key("k").if_version(v1).take().unwrap_err().kind(),
+        ErrorKind::Conflict
+    );
+    assert_eq!(
+        b.key("k").if_version(v1).expire(common::mins(1)).unwrap_err().kind(),
+        ErrorKind::Conflict
+    );
     assert_eq!(b.key("k").if_version(v2).take().unwrap(), Some(2));
 }
 

@@ -91,7 +91,12 @@ fn kv03_values_round_trip_by_type() {
     u.set("max", &u64::MAX).unwrap();
     assert_eq!(u.get("max").unwrap(), Some(u64::MAX));
     let f = store.bucket::<f64>("f").open().unwrap();
-    for bits in [(-0.0f64).to_bits(), 0x7FF8_0000_0000_0001, 0x7FF0_0000_0000_0001, f64::NEG_INFINITY.to_bits()] {
+    for bits in [
+        (-0.0f64).to_bits(),
+        0x7FF8_0000_0000_0001,
+        0x7FF0_0000_0000_0001,
+        f64::NEG_INFINITY.to_bits(),
+    ] {
         f.set("x", &f64::from_bits(bits)).unwrap();
         assert_eq!(f.get("x").unwrap().unwrap().to_bits(), bits);
     }
@@ -100,7 +105,10 @@ fn kv03_values_round_trip_by_type() {
     assert!(set.has("evt_1").unwrap());
     assert_eq!(set.raw().entry(b"evt_1").unwrap().unwrap().value, Raw::Null);
     let j = store.bucket::<Session>("sessions").open().unwrap();
-    let v = Session { user_id: 7, device: "web".into() };
+    let v = Session {
+        user_id: 7,
+        device: "web".into(),
+    };
     j.set("t", &v).unwrap();
     assert_eq!(j.get("t").unwrap(), Some(v));
     let b = store.bucket::<bool>("b").open().unwrap();
@@ -123,9 +131,12 @@ fn kv03_value_over_1mib_is_limit_and_1mib_fits() {
     let (_d, store) = common::manual();
     let b = store.bucket::<Vec<u8>>("blobs").open().unwrap();
     let raw = b.raw();
-    raw.set(b"max", Raw::Bytes(vec![7; 1 << 20]), Default::default()).unwrap();
+    raw.set(b"max", Raw::Bytes(vec![7; 1 << 20]), Default::default())
+        .unwrap();
     assert_eq!(raw.entry(b"max").unwrap().unwrap().value, Raw::Bytes(vec![7; 1 << 20]));
-    let e = raw.set(b"over", Raw::Bytes(vec![7; (1 << 20) + 1]), Default::default()).unwrap_err();
+    let e = raw
+        .set(b"over", Raw::Bytes(vec![7; (1 << 20) + 1]), Default::default())
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Limit);
     assert_eq!(e.path(), Some("over"));
     assert!(!raw.has(b"over").unwrap());
@@ -151,7 +162,12 @@ fn kv03_spilled_values_read_back_and_are_freed() {
 #[test]
 fn kv03_row_read_as_another_type_is_corrupt() {
     let (_d, store) = common::manual();
-    store.bucket::<String>("mixed").open().unwrap().set("k", &"7".into()).unwrap();
+    store
+        .bucket::<String>("mixed")
+        .open()
+        .unwrap()
+        .set("k", &"7".into())
+        .unwrap();
     let as_int = store.bucket::<i64>("mixed").open().unwrap();
     let e = as_int.get("k").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);

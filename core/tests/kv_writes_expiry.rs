@@ -62,14 +62,24 @@ fn kv05_take_racing_threads_exactly_one_wins() {
 #[test]
 fn kv05_take_of_undecodable_value_is_corrupt_and_stays() {
     let (_d, store) = common::manual();
-    store.bucket::<String>("codes").open().unwrap().set("c", &"not a number".into()).unwrap();
+    store
+        .bucket::<String>("codes")
+        .open()
+        .unwrap()
+        .set("c", &"not a number".into())
+        .unwrap();
     let codes = store.bucket::<i64>("codes").open().unwrap();
     let e = codes.take("c").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
     assert_eq!(e.path(), Some("c"));
     assert!(codes.has("c").unwrap(), "the value stays in place");
     // a spilled value too
-    store.bucket::<String>("codes").open().unwrap().set("big", &"z".repeat(2000)).unwrap();
+    store
+        .bucket::<String>("codes")
+        .open()
+        .unwrap()
+        .set("big", &"z".repeat(2000))
+        .unwrap();
     assert_eq!(codes.take("big").unwrap_err().kind(), ErrorKind::Corrupt);
     assert!(codes.has("big").unwrap());
 }
@@ -83,9 +93,17 @@ fn kv06_ttl_given_at_creation_and_kept_by_set() {
     assert_eq!(first, common::start() + mins(15));
     store.clock().advance(mins(10)).unwrap();
     codes.set("c", &2).unwrap();
-    assert_eq!(codes.entry("c").unwrap().unwrap().expires_at, Some(first), "a later set keeps the expiry");
+    assert_eq!(
+        codes.entry("c").unwrap().unwrap().expires_at,
+        Some(first),
+        "a later set keeps the expiry"
+    );
     codes.key("c").ttl(mins(60)).set(&3).unwrap();
-    assert_eq!(codes.entry("c").unwrap().unwrap().expires_at, Some(common::start() + mins(70)), "a call's ttl replaces it");
+    assert_eq!(
+        codes.entry("c").unwrap().unwrap().expires_at,
+        Some(common::start() + mins(70)),
+        "a call's ttl replaces it"
+    );
     store.clock().advance(mins(61)).unwrap();
     assert_eq!(codes.get("c").unwrap(), None);
 }
@@ -102,18 +120,30 @@ fn kv06_expired_key_is_absent_to_every_call() {
     assert!(codes.list(&Default::default()).unwrap().entries.is_empty());
     assert_eq!(codes.take("c").unwrap(), None);
     assert!(!codes.expire("c", mins(5)).unwrap());
-    assert_eq!(codes.key("c").if_version(v).set(&2).unwrap_err().kind(), ErrorKind::Conflict);
-    assert_eq!(codes.key("c").if_version(v).delete().unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(
+        codes.key("c").if_version(v).set(&2).unwrap_err().kind(),
+        ErrorKind::Conflict
+    );
+    assert_eq!(
+        codes.key("c").if_version(v).delete().unwrap_err().kind(),
+        ErrorKind::Conflict
+    );
     assert!(codes.create("c", &3).unwrap(), "create claims an expired key");
     assert_eq!(codes.get("c").unwrap(), Some(3));
-    assert_eq!(codes.entry("c").unwrap().unwrap().expires_at, Some(store.clock().now() + mins(15)));
+    assert_eq!(
+        codes.entry("c").unwrap().unwrap().expires_at,
+        Some(store.clock().now() + mins(15))
+    );
 }
 
 #[test]
 fn kv06_expires_at_in_the_past_makes_the_key_absent() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
-    b.key("k").expires_at(common::start() - Duration::from_secs(1)).set(&1).unwrap();
+    b.key("k")
+        .expires_at(common::start() - Duration::from_secs(1))
+        .set(&1)
+        .unwrap();
     assert_eq!(b.get("k").unwrap(), None);
 }
 
@@ -170,7 +200,10 @@ fn kv07_renewal_never_extends_a_key_written_since() {
     s.delete("t").unwrap();
     s.key("t").ttl(DAY).set(&"b".into()).unwrap();
     assert_eq!(store.maintain().unwrap().renewed, 0);
-    assert_eq!(s.entry("t").unwrap().unwrap().expires_at, Some(store.clock().now() + DAY));
+    assert_eq!(
+        s.entry("t").unwrap().unwrap().expires_at,
+        Some(store.clock().now() + DAY)
+    );
 }
 
 #[test]
@@ -212,9 +245,11 @@ fn kv06_maintain_deletes_expired_rows_and_their_spills() {
     assert_eq!(m.expired, 2);
     let conn = rusqlite::Connection::open(store.file()).unwrap();
     let (cells, spilled): (i64, i64) = conn
-        .query_row("SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM spilled)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM spilled)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!((cells, spilled), (1, 0));
     assert_eq!(keep.get("k").unwrap().as_deref(), Some("stays"));
