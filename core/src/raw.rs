@@ -109,6 +109,12 @@ impl Raw {
         Raw::Bytes(f.to_bits().to_be_bytes().to_vec())
     }
 
+    /// A 32-bit float: the four big-endian bytes of its bits, as serde keeps
+    /// an `f32`, so a signalling NaN stays one.
+    pub fn float32(f: f32) -> Raw {
+        Raw::Bytes(f.to_bits().to_be_bytes().to_vec())
+    }
+
     /// JSON text, already encoded by the language's own JSON library.
     pub fn json(encoded: Vec<u8>) -> Raw {
         Raw::Bytes(encoded)
@@ -164,6 +170,18 @@ impl Raw {
             Raw::Bytes(b) if b.len() == 8 => Ok(f64::from_bits(u64::from_be_bytes(b[..].try_into().expect("8")))),
             Raw::Bytes(b) if b.len() == 4 => {
                 Ok(f32::from_bits(u32::from_be_bytes(b[..].try_into().expect("4"))).into())
+            }
+            _ => Err(self.wrong("a float")),
+        }
+    }
+
+    /// The row as a 32-bit float: four bytes of bits, bit for bit, or the
+    /// eight of a 64-bit float, rounded.
+    pub fn as_float32(&self) -> Result<f32> {
+        match self {
+            Raw::Bytes(b) if b.len() == 4 => Ok(f32::from_bits(u32::from_be_bytes(b[..].try_into().expect("4")))),
+            Raw::Bytes(b) if b.len() == 8 => {
+                Ok(f64::from_bits(u64::from_be_bytes(b[..].try_into().expect("8"))) as f32)
             }
             _ => Err(self.wrong("a float")),
         }
