@@ -1,1 +1,94 @@
-//! Shared helpers of the benchmarks: medians, ratios and the table they print.
+//! Shared helpers of the benchmarks: rounds that alternate the contenders,
+//! medians, and the table of ratios they print.
+//!
+//! Every benchmark runs each contender once per round, in turn, for several
+//! rounds, so that a noisy neighbour slows all of them alike; it reports the
+//! median rate of each and its ratio to ours.
+
+use std::time::{Duration, Instant};
+
+/// One contender: a name and a function that runs for about `budget` and
+/// returns how many operations it did.
+pub struct Contender<'a> {
+    /// Printed in the table.
+    pub name: String,
+    /// Runs one round; returns operations done and the time they took.
+    pub run: Box<dyn FnMut(Duration) -> (u64, Duration) + 'a>,
+}
+
+impl<'a> Contender<'a> {
+    /// A contender named `name`.
+    pub fn new(name: impl Into<String>, run: impl FnMut(Duration) -> (u64, Duration) + 'a) -> Contender<'a> {
+        Contender {
+            name: name.into(),
+            run: Box::new(run),
+        }
+    }
+}
+
+/// The median of `xs` (which it sorts).
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).expect("rates are numbers"));
+    let n = xs.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
+}
+
+/// Runs `contenders` in alternation for `rounds` rounds of `budget` each,
+/// prints a table of median rates with ratios to the first, and returns the
+/// medians in order.
+pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [Contender<'_>]) -> Vec<f64> {
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+    for _ in 0..rounds {
+        for (i, c) in contenders.iter_mut().enumerate() {
+            let (ops, took) = (c.run)(budget);
+            rates[i].push(ops as f64 / took.as_secs_f64());
+        }
+    }
+    let medians: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();
+    println!("\n{title}  ({rounds} rounds of {budget:?}, medians)");
+    println!("  {:<52} {:>14} {:>12}", "contender", "ops/s", "ours / this");
+    for (c, m) in contenders.iter().zip(&medians) {
+        println!("  {:<52} {:>14} {:>11.2}x", c.name, format_rate(*m), medians[0] / m);
+    }
+    medians
+}
+
+/// A rate with thousands separators.
+pub fn format_rate(r: f64) -> String {
+    let n = r.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Runs `op` in a loop until `budget` passes; returns (count, elapsed).
+pub fn timed(budget: Duration, mut op: impl FnMut(u64)) -> (u64, Duration) {
+    let start = Instant::now();
+    let mut n = 0;
+    while start.elapsed() < budget {
+        for _ in 0..16 {
+            op(n);
+            n += 1;
+        }
+    }
+    (n, start.elapsed())
+}
+
+/// Describes the machine in one line, for the report.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores, SQLite {}", rusqlite::version())
+}

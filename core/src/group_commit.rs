@@ -136,6 +136,12 @@ impl GroupStats {
 pub struct Ticket(Arc<AtomicBool>);
 
 impl Ticket {
+    /// The ticket of a call that finished without waiting for the writer
+    /// (a `flush_every` counter's change): cancelling it does nothing.
+    pub(crate) fn finished() -> Ticket {
+        Ticket(Arc::new(AtomicBool::new(true)))
+    }
+
     /// Gives up on the write: if its group has not started, it never runs
     /// and its completion gets `Cancelled`.
     pub fn cancel(&self) {

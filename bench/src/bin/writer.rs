@@ -1,0 +1,125 @@
+//! Durable sets through the group-commit writer against raw rusqlite written
+//! by hand two ways: one transaction per write, and 64 writes batched by hand
+//! into one transaction (the best a hand-written program can do).
+//!
+//! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2]`
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, params};
+use tinystore::Store;
+use tinystore_bench::{Contender, compare, machine};
+
+const VALUE: usize = 128;
+
+fn raw_conn(path: &std::path::Path) -> Connection {
+    let c = Connection::open(path).unwrap();
+    c.busy_timeout(Duration::from_secs(30)).unwrap();
+    c.pragma_update(None, "journal_mode", "WAL").unwrap();
+    c.pragma_update(None, "synchronous", "FULL").unwrap();
+    c.execute_batch("CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
+        .unwrap();
+    c
+}
+
+/// Runs `threads` loops of `op` at once for `budget`; returns total ops.
+fn in_flight(threads: usize, budget: Duration, op: impl Fn(usize, u64) + Sync) -> (u64, Duration) {
+    let stop = AtomicBool::new(false);
+    let total = AtomicU64::new(0);
+    let barrier = Barrier::new(threads + 1);
+    let start = std::thread::scope(|s| {
+        for t in 0..threads {
+            let (stop, total, barrier, op) = (&stop, &total, &barrier, &op);
+            s.spawn(move || {
+                barrier.wait();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    op(t, n);
+                    n += 1;
+                }
+                total.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(budget);
+        stop.store(true, Ordering::Relaxed);
+        start
+    });
+    (total.load(Ordering::Relaxed), start.elapsed())
+}
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let rounds = arg("--rounds", 5) as usize;
+    let budget = Duration::from_millis(arg("--secs", 2) * 1000);
+    println!("writer benchmark: durable sets of {VALUE}-byte values, WAL + synchronous=FULL");
+    println!("machine: {}", machine());
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("ours")).unwrap();
+    let bucket = store.bucket::<Vec<u8>>("bench").open().unwrap();
+    let value = tinystore::Raw::Bytes(vec![7u8; VALUE]);
+    let raw_path = dir.path().join("raw.db");
+    drop(raw_conn(&raw_path));
+    let mut summary = Vec::new();
+    for threads in [1usize, 8, 64] {
+        let conns: Vec<std::sync::Mutex<Connection>> =
+            (0..threads).map(|_| std::sync::Mutex::new(raw_conn(&raw_path))).collect();
+        let batch_conn = raw_conn(&raw_path);
+        let raw = bucket.raw().clone();
+        let v = value.clone();
+        let mut contenders = [
+            Contender::new(format!("tinystore set, {threads} in flight"), |b| {
+                in_flight(threads, b, |t, n| {
+                    raw.set(format!("{t}-{n}").as_bytes(), v.clone(), Default::default()).unwrap();
+                })
+            }),
+            Contender::new(format!("rusqlite, one transaction per write, {threads} threads"), |b| {
+                in_flight(threads, b, |t, n| {
+                    let c = conns[t].lock().unwrap();
+                    c.prepare_cached("INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+                        .unwrap()
+                        .execute(params![format!("{t}-{n}").as_bytes(), vec![7u8; VALUE]])
+                        .unwrap();
+                })
+            }),
+            Contender::new("rusqlite, 64 writes batched by hand per transaction", |b| {
+                let start = Instant::now();
+                let mut n = 0u64;
+                while start.elapsed() < b {
+                    batch_conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                    {
+                        let mut st = batch_conn
+                            .prepare_cached("INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+                            .unwrap();
+                        for _ in 0..64 {
+                            st.execute(params![format!("b-{n}").as_bytes(), vec![7u8; VALUE]]).unwrap();
+                            n += 1;
+                        }
+                    }
+                    batch_conn.execute_batch("COMMIT").unwrap();
+                }
+                (n, start.elapsed())
+            }),
+        ];
+        let (g0, w0) = store.group_stats();
+        let m = compare(&format!("durable sets, {threads} in flight"), rounds, budget, &mut contenders);
+        let (g1, w1) = store.group_stats();
+        println!("  tinystore writes per group: {:.1}", (w1 - w0) as f64 / (g1 - g0).max(1) as f64);
+        summary.push((threads, m[0] / m[2], m[0] / m[1]));
+    }
+    println!("\nsummary (targets at 64 in flight: >= 0.80 of hand-batched, >= 10x one-per-write)");
+    for (t, vs_batch, vs_one) in summary {
+        println!("  {t:>2} in flight: {:.2} of hand-batched, {:.1}x one-per-write", vs_batch, vs_one);
+    }
+}
