@@ -396,6 +396,12 @@ fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
     group
 }
 
+/// Runs a statement through the connection's cache: savepoints run once
+/// per write, and parsing them each time showed in profiles.
+fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
 /// Commits one group, inside the transaction the caller began, and answers it. Returns the writes that never ran
 /// because SQLite ended the transaction under them; they go back in front
 /// of the queue.
@@ -424,7 +430,7 @@ fn commit_group(
     let mut ran = 0;
     let mut aborted: Option<Error> = None;
     while ran < group.len() {
-        if let Err(e) = conn.execute_batch("SAVEPOINT w") {
+        if let Err(e) = exec_cached(conn, "SAVEPOINT w") {
             aborted = Some(e.into());
             break;
         }
@@ -440,11 +446,11 @@ fn commit_group(
             break;
         }
         let end = if failed {
-            "ROLLBACK TO w; RELEASE w"
+            exec_cached(conn, "ROLLBACK TO w").and_then(|()| exec_cached(conn, "RELEASE w"))
         } else {
-            "RELEASE w"
+            exec_cached(conn, "RELEASE w")
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = end {
             aborted = Some(e.into());
             break;
         }
