@@ -1,0 +1,326 @@
+//! Transactions and snapshots for the bindings, whose callers cannot hand
+//! the engine a closure to run: an event loop awaits between calls, and Go
+//! calls arrive on any thread.
+//!
+//! A [`TxSession`] is one write of the group-commit writer that stays open:
+//! when its turn comes, the writer thread hands out the session and then runs
+//! the calls the binding sends it, inside that write's savepoint, until the
+//! binding commits or rolls back. Committing ends the write successfully, so
+//! the group commits it with one fsync like any other write; rolling back
+//! ends it with an error, so its savepoint rolls back alone. All-or-nothing
+//! comes from the same mechanism as every other write.
+//!
+//! Invariant: while a session is open the writer runs nothing else, so a
+//! session that is never finished is rolled back after [`TX_LIMIT`].
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::group_commit::{Ticket, WriteCtx};
+use crate::raw::Raw;
+use crate::storage::file;
+use crate::store::{FILE_NAME, Store};
+use crate::values::{self, Created, Entry, Expiry, ListOptions, Page, RawBucket, Target, Version, WriteOptions};
+
+/// The longest a binding's transaction may hold the writer before it is
+/// rolled back, so that a forgotten one cannot stop every write for good.
+pub const TX_LIMIT: Duration = Duration::from_secs(10);
+
+type Call = Box<dyn FnOnce(&mut WriteCtx<'_>) + Send>;
+
+enum Cmd {
+    Call(Call),
+    Commit,
+    Rollback,
+}
+
+/// An open transaction of a binding: see [`Store::transaction_then`].
+/// Dropping it without [`TxSession::commit`] rolls it back.
+pub struct TxSession {
+    store: Store,
+    cmds: Mutex<Option<SyncSender<Cmd>>>,
+}
+
+impl Store {
+    /// Opens a transaction for a caller that sends its calls one at a time.
+    ///
+    /// When the writer reaches it, `ready` gets the session (on the writer
+    /// thread: it must not block). Calls on the session then run inside the
+    /// transaction and see its own writes. After [`TxSession::commit`], `done`
+    /// gets `Ok` once everything is durable; after a rollback, a drop, or
+    /// [`TX_LIMIT`], it gets the error and nothing was written.
+    pub fn transaction_then(
+        &self,
+        ready: impl FnOnce(Result<TxSession>) + Send + 'static,
+        done: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<Ticket> {
+        self.inner.check_open()?;
+        let store = self.clone();
+        let ready = Mutex::new(Some(ready));
+        let ready2 = Arc::new(ready);
+        let r3 = ready2.clone();
+        self.inner.writer.submit(
+            0,
+            move |w: &mut WriteCtx<'_>| {
+                let (tx, rx) = mpsc::sync_channel::<Cmd>(1);
+                let session = TxSession {
+                    store,
+                    cmds: Mutex::new(Some(tx)),
+                };
+                if let Some(ready) = r3.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    ready(Ok(session));
+                }
+                serve(w, rx)
+            },
+            move |r: Result<()>| {
+                // A transaction that never started (cancelled, store closed)
+                // still answers `ready`, so no caller waits forever.
+                if let (Err(e), Some(ready)) = (&r, ready2.lock().unwrap_or_else(|p| p.into_inner()).take()) {
+                    ready(Err(e.clone()));
+                }
+                done(r)
+            },
+        )
+    }
+
+    /// The blocking form of [`Store::transaction_then`]: waits for the
+    /// writer's turn and returns the session; `commit` then waits for the
+    /// commit. For callers that may block their thread (Go).
+    pub fn transaction(&self) -> Result<(TxSession, Receiver<Result<()>>)> {
+        let (rtx, rrx) = mpsc::sync_channel(1);
+        let (dtx, drx) = mpsc::sync_channel(1);
+        self.transaction_then(
+            move |s| {
+                let _ = rtx.send(s);
+            },
+            move |r| {
+                let _ = dtx.send(r);
+            },
+        )?;
+        let session = rrx.recv().map_err(|_| Error::closed())??;
+        Ok((session, drx))
+    }
+}
+
+/// Runs the session's calls on the writer thread until it ends.
+fn serve(w: &mut WriteCtx<'_>, rx: Receiver<Cmd>) -> Result<()> {
+    let deadline = Instant::now() + TX_LIMIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Cmd::Call(f)) => {
+                f(w);
+                if w.conn.is_autocommit() {
+                    // SQLite ended the transaction under us (an I/O error):
+                    // later calls must not run outside it.
+                    return Err(Error::new(
+                        ErrorKind::Io,
+                        "SQLite rolled the transaction back after an I/O failure",
+                    ));
+                }
+            }
+            Ok(Cmd::Commit) => return Ok(()),
+            Ok(Cmd::Rollback) => {
+                return Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "the transaction was rolled back; nothing was written",
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "the transaction was dropped without a commit; nothing was written",
+                ));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
+                return Err(Error::limit(format!(
+                    "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
+                )));
+            }
+        }
+    }
+}
+
+impl TxSession {
+    /// Runs `f` inside the transaction, on the writer thread, and waits for it.
+    fn run<T: Send + 'static>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static) -> Result<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let call: Call = Box::new(move |w| {
+            let _ = tx.send(f(w));
+        });
+        let ended = || Error::new(ErrorKind::Closed, "the transaction has ended");
+        {
+            let cmds = self.cmds.lock().unwrap_or_else(|p| p.into_inner());
+            cmds.as_ref()
+                .ok_or_else(ended)?
+                .send(Cmd::Call(call))
+                .map_err(|_| ended())?;
+        }
+        rx.recv().map_err(|_| ended())?
+    }
+
+    fn end(&self, cmd: Cmd) -> Result<()> {
+        let sender = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let sender = sender.ok_or_else(|| Error::new(ErrorKind::Closed, "the transaction has ended"))?;
+        sender
+            .send(cmd)
+            .map_err(|_| Error::new(ErrorKind::Closed, "the transaction has ended"))
+    }
+
+    /// Ends the transaction and commits it; the `done` of
+    /// [`Store::transaction_then`] says when it is durable. A call on the
+    /// session after this is `Closed`.
+    pub fn commit(&self) -> Result<()> {
+        self.end(Cmd::Commit)
+    }
+
+    /// Ends the transaction and writes nothing of it.
+    pub fn rollback(&self) -> Result<()> {
+        self.end(Cmd::Rollback)
+    }
+
+    fn target(&self, bucket: &RawBucket, key: &[u8]) -> Result<Target> {
+        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
+            return Err(
+                Error::invalid("a handle of another store was used in this transaction").in_bucket(bucket.name())
+            );
+        }
+        Target::new(&bucket.core, &bucket.branch, key)
+    }
+
+    /// Reads a live key as the transaction sees it.
+    pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| {
+            Ok(t.read(w.conn, w.now)?.map(|c| Entry {
+                key: crate::Key(t.key.clone()),
+                value: c.value,
+                version: Version(c.version),
+                expires_at: c.expires.map(crate::clock::from_millis),
+            }))
+        })
+    }
+
+    /// Writes a value inside the transaction.
+    pub fn set(&self, bucket: &RawBucket, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| t.op_set(w, &value, opts))
+    }
+
+    /// Writes a value if the key is absent.
+    pub fn create(&self, bucket: &RawBucket, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| t.op_create(w, &value, expiry))
+    }
+
+    /// Reads and deletes a key inside the transaction.
+    pub fn take(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<Option<Entry<Raw>>> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| t.op_take(w, if_version, Ok))
+    }
+
+    /// Deletes a key inside the transaction.
+    pub fn delete(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<bool> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| t.op_delete(w, if_version))
+    }
+
+    /// Gives a live key a new expiry inside the transaction.
+    pub fn expire(&self, bucket: &RawBucket, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
+        let t = self.target(bucket, key)?;
+        self.run(move |w| t.op_expire(w, expiry, if_version))
+    }
+
+    /// Clears a branch inside the transaction (at most 10,000 keys).
+    pub fn clear(&self, bucket: &RawBucket) -> Result<()> {
+        self.target(bucket, b"-")?;
+        let (core, branch) = (bucket.core.clone(), bucket.branch.clone());
+        self.run(move |w| values::op_clear(&core, &branch, w, true))
+    }
+
+    /// A page of a branch as the transaction sees it.
+    pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
+        self.target(bucket, b"-")?;
+        let (core, branch, opts) = (bucket.core.clone(), bucket.branch.clone(), opts.clone());
+        self.run(move |w| values::list_on(&core, &branch, w.conn, w.now, &opts))
+    }
+}
+
+impl Drop for TxSession {
+    fn drop(&mut self) {
+        // Dropping the sender ends the serve loop with a rollback.
+        self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// A read snapshot for a binding: every read sees the file as it was at the
+/// snapshot's first read. It has its own reader connection and no writes.
+pub struct Snapshot {
+    store: Store,
+    conn: Mutex<Option<Connection>>,
+    now: i64,
+}
+
+impl Store {
+    /// Opens a read snapshot: see [`Snapshot`]. Close it (or drop it) soon,
+    /// since the file keeps every page it may still read.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.inner.check_open()?;
+        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME))?;
+        conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(Snapshot {
+            store: self.clone(),
+            conn: Mutex::new(Some(conn)),
+            now: self.inner.clock.now_millis(),
+        })
+    }
+}
+
+impl Snapshot {
+    fn with<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
+            return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
+        }
+        let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(g.as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?)
+    }
+
+    /// Reads a live key in the snapshot. Renews nothing.
+    pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
+        let t = Target::new(&bucket.core, &bucket.branch, key)?;
+        self.with(bucket, |c| {
+            Ok(t.read(c, self.now)?.map(|cell| Entry {
+                key: crate::Key(t.key.clone()),
+                value: cell.value,
+                version: Version(cell.version),
+                expires_at: cell.expires.map(crate::clock::from_millis),
+            }))
+        })
+    }
+
+    /// A page of a branch in the snapshot.
+    pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
+        self.with(bucket, |c| {
+            values::list_on(&bucket.core, &bucket.branch, c, self.now, opts)
+        })
+    }
+
+    /// Ends the snapshot; a read after this is `Closed`.
+    pub fn close(&self) {
+        if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = c.execute_batch("COMMIT");
+        }
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

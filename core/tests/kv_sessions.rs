@@ -1,0 +1,96 @@
+//! KV-16 for the bindings: transactions and snapshots driven call by call.
+
+mod common;
+
+use std::sync::mpsc;
+
+use tinystore::{ErrorKind, ListOptions, Raw, Store, TxSession, WriteOptions};
+
+fn begin(store: &Store) -> (TxSession, mpsc::Receiver<tinystore::Result<()>>) {
+    store.transaction().unwrap()
+}
+
+#[test]
+fn kv16_session_commits_all_writes_together() {
+    let (_d, store) = common::manual();
+    let stock = store.bucket::<i64>("stock").open().unwrap();
+    let orders = store.bucket::<String>("orders").open().unwrap();
+    stock.set("apples", &3).unwrap();
+    let (tx, done) = begin(&store);
+    let left = tx.take(stock.raw(), b"apples", None).unwrap().unwrap();
+    assert_eq!(left.value, Raw::Int(3));
+    assert_eq!(
+        tx.entry(stock.raw(), b"apples").unwrap(),
+        None,
+        "the session sees its own take"
+    );
+    tx.set(orders.raw(), b"o-1", Raw::text("apples"), WriteOptions::default())
+        .unwrap();
+    assert_eq!(
+        stock.get("apples").unwrap(),
+        Some(3),
+        "others see nothing before the commit"
+    );
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(stock.get("apples").unwrap(), None);
+    assert_eq!(orders.get("o-1").unwrap().as_deref(), Some("apples"));
+    assert_eq!(
+        tx.entry(stock.raw(), b"apples").unwrap_err().kind(),
+        ErrorKind::Closed,
+        "used after its end"
+    );
+}
+
+#[test]
+fn kv16_session_rollback_and_drop_write_nothing() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let (tx, done) = begin(&store);
+    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(done.recv().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
+    assert_eq!(b.get("k").unwrap(), None);
+    let (tx, done) = begin(&store);
+    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    drop(tx);
+    assert!(done.recv().unwrap().is_err());
+    assert_eq!(b.get("k").unwrap(), None);
+    b.set("k", &2).unwrap();
+    assert_eq!(
+        b.get("k").unwrap(),
+        Some(2),
+        "the writer works after a dropped transaction"
+    );
+}
+
+#[test]
+fn kv16_session_call_error_leaves_the_transaction_usable() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let v = b.set("k", &1).unwrap();
+    b.set("k", &2).unwrap();
+    let (tx, done) = begin(&store);
+    let e = tx.delete(b.raw(), b"k", Some(v)).unwrap_err();
+    assert_eq!((e.kind(), e.path()), (ErrorKind::Conflict, Some("k")));
+    tx.set(b.raw(), b"j", Raw::Int(5), WriteOptions::default()).unwrap();
+    assert_eq!(tx.list(b.raw(), &ListOptions::default()).unwrap().entries.len(), 2);
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!((b.get("k").unwrap(), b.get("j").unwrap()), (Some(2), Some(5)));
+}
+
+#[test]
+fn kv16_snapshot_reads_one_point_in_time() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("a", &1).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.entry(b.raw(), b"a").unwrap().unwrap().value, Raw::Int(1));
+    b.set("a", &2).unwrap();
+    b.set("c", &3).unwrap();
+    assert_eq!(snap.entry(b.raw(), b"a").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(snap.list(b.raw(), &ListOptions::default()).unwrap().entries.len(), 1);
+    snap.close();
+    assert_eq!(snap.entry(b.raw(), b"a").unwrap_err().kind(), ErrorKind::Closed);
+}
