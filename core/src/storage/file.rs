@@ -18,7 +18,7 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Checks the first bytes of an existing file without opening it in SQLite,
 /// so a file that is not a database is left exactly as it was.
-fn check_header(path: &Path) -> Result<()> {
+pub(crate) fn check_header(path: &Path) -> Result<()> {
     let mut f = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -103,7 +103,7 @@ fn opened(path: &Path, e: rusqlite::Error) -> Error {
 }
 
 /// Refuses a database that is not ours, or is of a newer format.
-fn check_owner(conn: &Connection, path: &Path) -> Result<()> {
+pub(crate) fn check_owner(conn: &Connection, path: &Path) -> Result<()> {
     let app: i32 = conn
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .map_err(|e| opened(path, e))?;
@@ -153,4 +153,22 @@ fn migrate(conn: &Connection, path: &Path) -> Result<()> {
             Err(e)
         }
     }
+}
+
+/// Opens kv.db read-only, for tools that look at a file an application may
+/// have open: never creates, migrates or writes anything.
+pub fn open_inspector(path: &Path) -> Result<Connection> {
+    if !path.exists() {
+        return Err(Error::invalid(format!(
+            "there is no store at {}: {} does not exist",
+            path.parent().unwrap_or(path).display(),
+            path.display()
+        )));
+    }
+    check_header(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| opened(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    check_owner(&conn, path)?;
+    Ok(conn)
 }

@@ -1,0 +1,144 @@
+//! `tinystore`: look inside a store's kv.db from a shell.
+//!
+//! It opens the file read-only, so it can look at a store an application has
+//! open without blocking it, and it never creates a store that is not there.
+
+mod show;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tinystore::Inspector;
+
+/// Look inside a TinyStore kv.db.
+#[derive(Parser)]
+#[command(name = "tinystore", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Top,
+}
+
+#[derive(Subcommand)]
+enum Top {
+    /// Buckets, counters, limits and answers kept in kv.db.
+    #[command(subcommand)]
+    Kv(Kv),
+}
+
+/// Options every kv command takes.
+#[derive(clap::Args)]
+struct Where {
+    /// The store's directory (kv.db lives inside it).
+    #[arg(long, default_value = "data", global = true)]
+    dir: PathBuf,
+    /// Print JSON instead of a table, for scripts.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Kv {
+    /// List a bucket's keys: key, kind of value, a preview, version, expiry.
+    List {
+        /// The bucket (or counters, rate limit, quota, once) name.
+        bucket: String,
+        /// Only the branch of these owners, outermost first (repeat it).
+        #[arg(long = "under", value_name = "OWNER")]
+        under: Vec<String>,
+        /// At most this many keys.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[command(flatten)]
+        at: Where,
+    },
+    /// Show one key.
+    Get {
+        /// The bucket name.
+        bucket: String,
+        /// The key.
+        key: String,
+        /// The owners of the key's branch, outermost first (repeat it).
+        #[arg(long = "under", value_name = "OWNER")]
+        under: Vec<String>,
+        #[command(flatten)]
+        at: Where,
+    },
+    /// Every name in the file, its kind and how many keys it holds.
+    Buckets {
+        #[command(flatten)]
+        at: Where,
+    },
+    /// The file's size, its rows, and expired rows waiting for maintenance.
+    Stats {
+        #[command(flatten)]
+        at: Where,
+    },
+}
+
+fn owners(under: &[String]) -> Vec<Vec<u8>> {
+    under.iter().map(|o| o.as_bytes().to_vec()).collect()
+}
+
+fn run(cli: Cli) -> tinystore::Result<String> {
+    let Top::Kv(kv) = cli.command;
+    match kv {
+        Kv::List {
+            bucket,
+            under,
+            limit,
+            at,
+        } => {
+            let ins = Inspector::open(&at.dir)?;
+            let (rows, next) = ins.list(&bucket, &owners(&under), None, limit.clamp(1, 10_000))?;
+            Ok(if at.json {
+                show::rows_json(&rows, next.is_some())
+            } else {
+                show::rows_table(&bucket, &rows, next.is_some())
+            })
+        }
+        Kv::Get { bucket, key, under, at } => {
+            let ins = Inspector::open(&at.dir)?;
+            match ins.get(&bucket, &owners(&under), key.as_bytes())? {
+                Some(row) => Ok(if at.json {
+                    show::row_json(&row).to_string()
+                } else {
+                    show::row_detail(&row)
+                }),
+                None => Err(tinystore::Error::new(
+                    tinystore::ErrorKind::Invalid,
+                    format!("no live key {key:?} in {bucket:?}"),
+                )),
+            }
+        }
+        Kv::Buckets { at } => {
+            let names = Inspector::open(&at.dir)?.names()?;
+            Ok(if at.json {
+                show::names_json(&names)
+            } else {
+                show::names_table(&names)
+            })
+        }
+        Kv::Stats { at } => {
+            let stats = Inspector::open(&at.dir)?.stats()?;
+            Ok(if at.json {
+                show::stats_json(&stats)
+            } else {
+                show::stats_text(&at.dir, &stats)
+            })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(out) => {
+            println!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tinystore: {}", e.message());
+            ExitCode::FAILURE
+        }
+    }
+}
