@@ -4,8 +4,8 @@
 //!
 //! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2]`
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
@@ -73,24 +73,28 @@ fn main() {
     drop(raw_conn(&raw_path));
     let mut summary = Vec::new();
     for threads in [1usize, 8, 64] {
-        let conns: Vec<std::sync::Mutex<Connection>> =
-            (0..threads).map(|_| std::sync::Mutex::new(raw_conn(&raw_path))).collect();
+        let conns: Vec<std::sync::Mutex<Connection>> = (0..threads)
+            .map(|_| std::sync::Mutex::new(raw_conn(&raw_path)))
+            .collect();
         let batch_conn = raw_conn(&raw_path);
         let raw = bucket.raw().clone();
         let v = value.clone();
         let mut contenders = [
             Contender::new(format!("tinystore set, {threads} in flight"), |b| {
                 in_flight(threads, b, |t, n| {
-                    raw.set(format!("{t}-{n}").as_bytes(), v.clone(), Default::default()).unwrap();
+                    raw.set(format!("{t}-{n}").as_bytes(), v.clone(), Default::default())
+                        .unwrap();
                 })
             }),
             Contender::new(format!("rusqlite, one transaction per write, {threads} threads"), |b| {
                 in_flight(threads, b, |t, n| {
                     let c = conns[t].lock().unwrap();
-                    c.prepare_cached("INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")
-                        .unwrap()
-                        .execute(params![format!("{t}-{n}").as_bytes(), vec![7u8; VALUE]])
-                        .unwrap();
+                    c.prepare_cached(
+                        "INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                    )
+                    .unwrap()
+                    .execute(params![format!("{t}-{n}").as_bytes(), vec![7u8; VALUE]])
+                    .unwrap();
                 })
             }),
             Contender::new("rusqlite, 64 writes batched by hand per transaction", |b| {
@@ -100,10 +104,13 @@ fn main() {
                     batch_conn.execute_batch("BEGIN IMMEDIATE").unwrap();
                     {
                         let mut st = batch_conn
-                            .prepare_cached("INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+                            .prepare_cached(
+                                "INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                            )
                             .unwrap();
                         for _ in 0..64 {
-                            st.execute(params![format!("b-{n}").as_bytes(), vec![7u8; VALUE]]).unwrap();
+                            st.execute(params![format!("b-{n}").as_bytes(), vec![7u8; VALUE]])
+                                .unwrap();
                             n += 1;
                         }
                     }
@@ -113,13 +120,24 @@ fn main() {
             }),
         ];
         let (g0, w0) = store.group_stats();
-        let m = compare(&format!("durable sets, {threads} in flight"), rounds, budget, &mut contenders);
+        let m = compare(
+            &format!("durable sets, {threads} in flight"),
+            rounds,
+            budget,
+            &mut contenders,
+        );
         let (g1, w1) = store.group_stats();
-        println!("  tinystore writes per group: {:.1}", (w1 - w0) as f64 / (g1 - g0).max(1) as f64);
+        println!(
+            "  tinystore writes per group: {:.1}",
+            (w1 - w0) as f64 / (g1 - g0).max(1) as f64
+        );
         summary.push((threads, m[0] / m[2], m[0] / m[1]));
     }
     println!("\nsummary (targets at 64 in flight: >= 0.80 of hand-batched, >= 10x one-per-write)");
     for (t, vs_batch, vs_one) in summary {
-        println!("  {t:>2} in flight: {:.2} of hand-batched, {:.1}x one-per-write", vs_batch, vs_one);
+        println!(
+            "  {t:>2} in flight: {:.2} of hand-batched, {:.1}x one-per-write",
+            vs_batch, vs_one
+        );
     }
 }
