@@ -1,1 +1,283 @@
-//! The c binding of TinyStore KV (being built).
+//! The C ABI of TinyStore KV, the layer under the Go package.
+//!
+//! It converts and maps errors, and nothing else: every rule lives in the
+//! core crate `tinystore`. `include/tinystore.h` declares the same items; a
+//! unit test (`header_check`) fails when the two drift apart.
+//!
+//! Conventions, for every function:
+//! - Handles (`TsStore`, `TsBucket`, `TsPage`, `TsError`, `TsCancel`) are
+//!   opaque pointers, made by the ABI and freed by its `*_free` function.
+//! - A fallible function returns `TS_OK` (0) or the code of an error kind
+//!   (`TS_INVALID`...), and, when its `err` argument is not null, stores a
+//!   `TsError` there that the caller reads with `ts_error_view` and frees
+//!   with `ts_error_free`.
+//! - Text and bytes come in as a pointer and a length, and are only read
+//!   during the call. A null pointer with length 0 is empty.
+//! - Bytes going out in a `TsValue` or `TsEntry` of `ts_bucket_get`/`take`/
+//!   `create` belong to the caller, who frees them with `ts_bytes_free`;
+//!   those in a `TsPage` belong to the page.
+//! - No panic crosses the boundary: it becomes `TS_IO` with its message.
+//! - Writes block until durable. A `TsCancel` passed to a write lets
+//!   another thread give up on it before its group starts.
+//!
+//! # Safety
+//!
+//! Every function is `unsafe`: pointers must be valid for the lengths given,
+//! handles must come from this ABI and not be used after their `*_free`.
+
+#![allow(clippy::missing_safety_doc)] // the crate-level "Safety" section covers every function
+
+mod bucket;
+mod store;
+mod value;
+
+#[cfg(test)]
+mod header_check;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use tinystore::{Error, ErrorKind, Result, Ticket};
+
+pub use bucket::*;
+pub use store::*;
+pub use value::*;
+
+/// The call succeeded.
+pub const TS_OK: i32 = 0;
+/// Bad input: a name, key, value, duration, option. Nothing was written.
+pub const TS_INVALID: i32 = 1;
+/// A bound was reached (a value over 1 MiB, a counter past int64...).
+pub const TS_LIMIT: i32 = 2;
+/// A version check failed.
+pub const TS_CONFLICT: i32 = 3;
+/// A row does not decode as the type asked for, or the file is damaged.
+pub const TS_CORRUPT: i32 = 4;
+/// The store is closed.
+pub const TS_CLOSED: i32 = 5;
+/// A group's commit failed: the write may or may not be in the file.
+pub const TS_OUTCOME_UNKNOWN: i32 = 6;
+/// The file system or SQLite failed.
+pub const TS_IO: i32 = 7;
+/// The caller gave up before its write started; nothing was written.
+pub const TS_CANCELLED: i32 = 8;
+
+/// The code of an error kind, as the header spells it.
+pub(crate) fn code_of(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::Invalid => TS_INVALID,
+        ErrorKind::Limit => TS_LIMIT,
+        ErrorKind::Conflict => TS_CONFLICT,
+        ErrorKind::Corrupt => TS_CORRUPT,
+        ErrorKind::Closed => TS_CLOSED,
+        ErrorKind::OutcomeUnknown => TS_OUTCOME_UNKNOWN,
+        ErrorKind::Io => TS_IO,
+        ErrorKind::Cancelled => TS_CANCELLED,
+    }
+}
+
+/// The error kind of a code, for errors the caller builds (`ts_key_error`).
+pub(crate) fn kind_of(code: i32) -> Option<ErrorKind> {
+    ErrorKind::ALL.into_iter().find(|&k| code_of(k) == code)
+}
+
+/// An error: a kind, a message, and the bucket and path it is about.
+pub struct TsError(Error);
+
+/// A borrowed look at a `TsError`; its pointers live as long as the error.
+#[repr(C)]
+pub struct TsErrorView {
+    /// The kind's code (`TS_INVALID`...).
+    pub code: i32,
+    /// The message, UTF-8, without the bucket and path.
+    pub message: *const u8,
+    /// The message's length in bytes.
+    pub message_len: usize,
+    /// The bucket (or other handle) the error is about; null if none.
+    pub bucket: *const u8,
+    /// The bucket name's length in bytes.
+    pub bucket_len: usize,
+    /// The path of owners and key, `owner/owner/key`; null if none.
+    pub path: *const u8,
+    /// The path's length in bytes.
+    pub path_len: usize,
+}
+
+/// Fills `out` with a view of `err`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_error_view(err: *const TsError, out: *mut TsErrorView) {
+    let (Some(e), Some(out)) = (unsafe { err.as_ref() }, unsafe { out.as_mut() }) else {
+        return;
+    };
+    let text = |s: Option<&str>| s.map_or((std::ptr::null(), 0), |s| (s.as_ptr(), s.len()));
+    let (message, message_len) = text(Some(e.0.message()));
+    let (bucket, bucket_len) = text(e.0.bucket());
+    let (path, path_len) = text(e.0.path());
+    *out = TsErrorView {
+        code: code_of(e.0.kind()),
+        message,
+        message_len,
+        bucket,
+        bucket_len,
+        path,
+        path_len,
+    };
+}
+
+/// Frees an error. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_error_free(err: *mut TsError) {
+    if !err.is_null() {
+        drop(unsafe { Box::from_raw(err) });
+    }
+}
+
+/// Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bytes_free(ptr: *mut u8, len: usize) {
+    if !ptr.is_null() {
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+    }
+}
+
+/// Hands bytes to the caller, who frees them with `ts_bytes_free`. Empty
+/// bytes are a null pointer, so nothing needs freeing.
+pub(crate) fn give_bytes(v: Vec<u8>) -> (*mut u8, usize) {
+    if v.is_empty() {
+        return (std::ptr::null_mut(), 0);
+    }
+    let b = v.into_boxed_slice();
+    let len = b.len();
+    (Box::into_raw(b).cast::<u8>(), len)
+}
+
+/// The bytes at `ptr`, borrowed for the call; null with length 0 is empty.
+pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// The UTF-8 text at `ptr`, or `Invalid` naming `what`.
+pub(crate) unsafe fn text<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a str> {
+    std::str::from_utf8(unsafe { bytes(ptr, len) })
+        .map_err(|_| Error::new(ErrorKind::Invalid, format!("the {what} is not UTF-8 text")))
+}
+
+/// Runs `f`, turning its error or panic into a code and a `TsError` in `err`.
+pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i32 {
+    let e = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return TS_OK,
+        Ok(Err(e)) => e,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Error::new(ErrorKind::Io, format!("a panic inside tinystore (a bug): {what}"))
+        }
+    };
+    let code = code_of(e.kind());
+    if !err.is_null() {
+        unsafe { *err = Box::into_raw(Box::new(TsError(e))) };
+    }
+    code
+}
+
+/// Builds an error about one key of a bucket, for a failure the caller found
+/// itself (a value its JSON library cannot write or read): the bucket and
+/// path are named as the core names them.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_key_error(
+    bucket: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    code: i32,
+    message: *const u8,
+    message_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let b = unsafe { bucket::handle(bucket) }?;
+        let kind = kind_of(code).ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no error code {code}")))?;
+        let message = String::from_utf8_lossy(unsafe { bytes(message, message_len) });
+        let path =
+            bucket::branch_of(unsafe { bytes(owners, owners_len) })?.show_with(Some(unsafe { bytes(key, key_len) }));
+        Err(Error::new(kind, message).at(b.name(), path))
+    })
+}
+
+/// A way for one thread to give up on a write another thread is waiting
+/// for: if the write's group has not started, it never runs and the write
+/// returns `TS_CANCELLED`.
+pub struct TsCancel {
+    state: Mutex<(bool, Option<Ticket>)>,
+}
+
+/// A new cancel, not fired; free it with `ts_cancel_free` once the write returned.
+#[unsafe(no_mangle)]
+pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
+    Box::into_raw(Box::new(TsCancel {
+        state: Mutex::new((false, None)),
+    }))
+}
+
+/// Gives up on the write this cancel was passed to (now or later).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.0 = true;
+        if let Some(t) = &s.1 {
+            t.cancel();
+        }
+    }
+}
+
+/// Frees a cancel. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
+    if !cancel.is_null() {
+        drop(unsafe { Box::from_raw(cancel) });
+    }
+}
+
+impl TsCancel {
+    fn attach(&self, ticket: Ticket) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.0 {
+            ticket.cancel();
+        }
+        s.1 = Some(ticket);
+    }
+}
+
+/// The completion a write is submitted with.
+pub(crate) type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
+
+/// Submits a write by its completion form and waits for it, letting
+/// `cancel` (which may be null) give up on it before its group starts.
+pub(crate) fn wait<T: Send + 'static>(
+    cancel: *const TsCancel,
+    submit: impl FnOnce(Done<T>) -> Result<Ticket>,
+) -> Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let ticket = submit(Box::new(move |r| {
+        let _ = tx.send(r);
+    }))?;
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        c.attach(ticket);
+    }
+    rx.recv().unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Closed,
+            "the store closed before the write was answered",
+        ))
+    })
+}

@@ -1,0 +1,182 @@
+/*
+ * tinystore.h: the C ABI of TinyStore KV (crate tinystore-c, libtinystore.a).
+ *
+ * Kept in step with bindings/c/src by hand; the crate's unit test
+ * header_check fails when a function, struct, field or constant differs.
+ *
+ * Conventions:
+ * - Handles are opaque and freed by their *_free function.
+ * - A fallible function returns TS_OK (0) or an error code; when `err` is not
+ *   null it then holds a TsError to read with ts_error_view and free with
+ *   ts_error_free.
+ * - Text and bytes come in as a pointer and a length, read during the call
+ *   only; null with length 0 is empty. Text is UTF-8.
+ * - Bytes going out in a TsValue or TsEntry of ts_bucket_get, _take and
+ *   _create are the caller's: free them with ts_bytes_free. Those of a page
+ *   belong to the page.
+ * - Writes block until durable; a TsCancel fired from another thread gives
+ *   up on a write whose group has not started (TS_CANCELLED).
+ * - Link with: libtinystore.a -lm -ldl -lpthread
+ */
+#ifndef TINYSTORE_H
+#define TINYSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: one table for every language. */
+#define TS_OK 0
+#define TS_INVALID 1
+#define TS_LIMIT 2
+#define TS_CONFLICT 3
+#define TS_CORRUPT 4
+#define TS_CLOSED 5
+#define TS_OUTCOME_UNKNOWN 6
+#define TS_IO 7
+#define TS_CANCELLED 8
+
+/* Value kinds: how a value crosses, and how a row is asked to read. */
+#define TS_KIND_NULL 0    /* nothing: a set member */
+#define TS_KIND_INT 1     /* integer */
+#define TS_KIND_BYTES 2   /* bytes */
+#define TS_KIND_TEXT 3    /* UTF-8 text in bytes */
+#define TS_KIND_BOOL 4    /* 0 or 1 in integer */
+#define TS_KIND_FLOAT 5   /* the bits of a double in integer */
+#define TS_KIND_FLOAT32 6 /* the bits of a float in integer */
+#define TS_KIND_UINT64 7  /* the bits of a uint64_t in integer */
+#define TS_KIND_JSON 8    /* JSON text in bytes */
+#define TS_KIND_RAW 9     /* reading only: the row as kept (NULL, INT or BYTES) */
+
+/* A write's expiry. */
+#define TS_EXPIRY_NONE 0 /* the bucket's ttl, or a live key's expiry */
+#define TS_EXPIRY_IN 1   /* expiry_value nanoseconds from now */
+#define TS_EXPIRY_AT 2   /* at expiry_value ms since the Unix epoch */
+
+typedef struct TsStore TsStore;
+typedef struct TsBucket TsBucket;
+typedef struct TsPage TsPage;
+typedef struct TsError TsError;
+typedef struct TsCancel TsCancel;
+
+/* A borrowed look at a TsError; its pointers live as long as the error. */
+typedef struct TsErrorView {
+  int32_t code;
+  const uint8_t *message;
+  size_t message_len;
+  const uint8_t *bucket; /* null if none */
+  size_t bucket_len;
+  const uint8_t *path; /* owner/owner/key; null if none */
+  size_t path_len;
+} TsErrorView;
+
+/* A value: kind says which of integer and bytes holds it. */
+typedef struct TsValue {
+  int32_t kind;
+  int64_t integer;
+  uint8_t *bytes; /* null when empty */
+  size_t len;
+} TsValue;
+
+/* How a store opens. */
+typedef struct TsStoreOptions {
+  bool manual;      /* a test clock: nothing runs in the background */
+  int64_t clock_ms; /* the test clock's start */
+  uint32_t readers; /* reader connections; 0 for the default */
+} TsStoreOptions;
+
+/* What one maintenance pass did. */
+typedef struct TsMaintenance {
+  uint64_t flushed;
+  uint64_t renewed;
+  uint64_t cleared;
+  uint64_t expired;
+  bool more;
+} TsMaintenance;
+
+/* A write's own options. */
+typedef struct TsWriteOptions {
+  int32_t expiry; /* TS_EXPIRY_* */
+  int64_t expiry_value;
+  bool has_if_version;
+  int64_t if_version;
+} TsWriteOptions;
+
+/* A key with its value, version and expiry. */
+typedef struct TsEntry {
+  TsValue value;
+  int64_t version;
+  bool has_expiry;
+  int64_t expires_ms;
+  const uint8_t *key; /* in a page only; null otherwise */
+  size_t key_len;
+} TsEntry;
+
+/* Checks a value inside a take's write, on the writer thread; non-zero keeps
+ * the value and makes the take TS_CORRUPT. */
+typedef int32_t (*TsCheckFn)(uint64_t ctx, const TsValue *value);
+
+/* Errors and buffers. */
+void ts_error_view(const TsError *err, TsErrorView *out);
+void ts_error_free(TsError *err);
+void ts_bytes_free(uint8_t *ptr, size_t len);
+int32_t ts_key_error(const TsBucket *bucket, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                     size_t key_len, int32_t code, const uint8_t *message, size_t message_len, TsError **err);
+
+/* Cancelling a write from another thread. */
+TsCancel *ts_cancel_new(void);
+void ts_cancel_fire(const TsCancel *cancel);
+void ts_cancel_free(TsCancel *cancel);
+
+/* The store. */
+int32_t ts_store_open(const uint8_t *dir, size_t dir_len, const TsStoreOptions *options, TsStore **out,
+                      TsError **err);
+int32_t ts_store_close(const TsStore *s, TsError **err);
+void ts_store_free(TsStore *s);
+int32_t ts_store_maintain(const TsStore *s, TsMaintenance *out, TsError **err);
+int32_t ts_store_set_clock(const TsStore *s, int64_t ms, TsError **err);
+int64_t ts_store_now(const TsStore *s);
+
+/* Buckets. `owners` is each owner as a little-endian uint32_t length and its
+ * bytes; empty for the bucket's root. */
+int32_t ts_bucket_open(const TsStore *s, const uint8_t *name, size_t name_len, int64_t ttl_ns, bool has_ttl,
+                       int64_t idle_ns, bool has_idle, TsBucket **out, TsError **err);
+void ts_bucket_free(TsBucket *b);
+int32_t ts_bucket_get(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                      int32_t want, TsEntry *out, bool *found, TsError **err);
+int32_t ts_bucket_has(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                      bool *found, TsError **err);
+int32_t ts_bucket_set(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                      int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                      const TsWriteOptions *options, const TsCancel *cancel, int64_t *version, TsError **err);
+int32_t ts_bucket_create(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                         size_t key_len, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                         const TsWriteOptions *options, int32_t want, const TsCancel *cancel, bool *written,
+                         int64_t *version, TsEntry *found, TsError **err);
+int32_t ts_bucket_take(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                       size_t key_len, const TsWriteOptions *options, int32_t want, TsCheckFn check,
+                       uint64_t check_ctx, const TsCancel *cancel, TsEntry *out, bool *found, TsError **err);
+int32_t ts_bucket_delete(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                         size_t key_len, const TsWriteOptions *options, const TsCancel *cancel, bool *found,
+                         TsError **err);
+int32_t ts_bucket_expire(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                         size_t key_len, const TsWriteOptions *options, const TsCancel *cancel, bool *found,
+                         TsError **err);
+int32_t ts_bucket_clear(const TsBucket *b, const uint8_t *owners, size_t owners_len, const TsCancel *cancel,
+                        TsError **err);
+int32_t ts_bucket_list(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *after,
+                       size_t after_len, bool has_after, uint32_t limit, int32_t want, TsPage **out, TsError **err);
+size_t ts_page_len(const TsPage *p);
+bool ts_page_entry(const TsPage *p, size_t i, TsEntry *out);
+bool ts_page_next(const TsPage *p, const uint8_t **key, size_t *key_len);
+void ts_page_free(TsPage *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TINYSTORE_H */

@@ -1,0 +1,517 @@
+//! Buckets of values: every call of `RawBucket`, a branch given per call.
+//!
+//! A branch travels as its owners, each a little-endian u32 length and its
+//! bytes, so that a caller's `under(...)` costs no handle of its own.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use tinystore::{
+    Branch, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Version,
+    WriteOptions, from_millis, to_millis,
+};
+
+use crate::store::{TsStore, store};
+use crate::value::{TsValue, raw_in, value_out, value_view};
+use crate::{TsCancel, TsError, bytes, guard, text, wait};
+
+/// A bucket of values, opened on a store.
+pub struct TsBucket(pub(crate) RawBucket);
+
+/// No expiry of its own: the bucket's `ttl`, or a live key's.
+pub const TS_EXPIRY_NONE: i32 = 0;
+/// Expire `expiry_value` nanoseconds from now.
+pub const TS_EXPIRY_IN: i32 = 1;
+/// Expire at `expiry_value` ms since the Unix epoch.
+pub const TS_EXPIRY_AT: i32 = 2;
+
+/// A write's own options.
+#[repr(C)]
+pub struct TsWriteOptions {
+    /// `TS_EXPIRY_NONE`, `TS_EXPIRY_IN` or `TS_EXPIRY_AT`.
+    pub expiry: i32,
+    /// Nanoseconds (`TS_EXPIRY_IN`) or ms since the Unix epoch (`TS_EXPIRY_AT`).
+    pub expiry_value: i64,
+    /// Whether the write applies only to a live key at `if_version`.
+    pub has_if_version: bool,
+    /// The version the write expects.
+    pub if_version: i64,
+}
+
+/// A key with its value, version and expiry.
+#[repr(C)]
+pub struct TsEntry {
+    /// The value, read as the kind asked for.
+    pub value: TsValue,
+    /// The revision that wrote the value.
+    pub version: i64,
+    /// Whether the key expires.
+    pub has_expiry: bool,
+    /// When it expires, in ms since the Unix epoch.
+    pub expires_ms: i64,
+    /// The key, without owners (in a page only; null otherwise).
+    pub key: *const u8,
+    /// The key's length.
+    pub key_len: usize,
+}
+
+/// Checks a value inside a `take`'s write, before the key is deleted: a
+/// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
+/// on the store's writer thread, with a value borrowed for the call.
+pub type TsCheckFn = unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i32;
+
+/// One page of a listing; owns the bytes its entries point to.
+pub struct TsPage {
+    page: Page<Raw>,
+    want: i32,
+}
+
+pub(crate) unsafe fn handle<'a>(b: *const TsBucket) -> Result<&'a RawBucket> {
+    unsafe { b.as_ref() }
+        .map(|b| &b.0)
+        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null bucket"))
+}
+
+fn invalid(m: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Invalid, m)
+}
+
+/// Reads the owners a caller encoded, in order.
+fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    while !enc.is_empty() {
+        let bad = || invalid("the owners are not encoded as u32 lengths and bytes");
+        let n = u32::from_le_bytes(enc.get(..4).ok_or_else(bad)?.try_into().expect("four bytes")) as usize;
+        out.push(enc.get(4..4 + n).ok_or_else(bad)?);
+        enc = &enc[4 + n..];
+    }
+    Ok(out)
+}
+
+/// The branch the encoded owners name, for messages.
+pub(crate) fn branch_of(enc: &[u8]) -> Result<Branch> {
+    Ok(owners_of(enc)?.into_iter().fold(Branch::root(), |b, o| b.child(o)))
+}
+
+/// The bucket's branch of the encoded owners.
+unsafe fn under<'a>(b: *const TsBucket, owners: *const u8, owners_len: usize) -> Result<Cow<'a, RawBucket>> {
+    let b = unsafe { handle(b) }?;
+    let enc = unsafe { bytes(owners, owners_len) };
+    if enc.is_empty() {
+        return Ok(Cow::Borrowed(b));
+    }
+    Ok(Cow::Owned(
+        owners_of(enc)?.into_iter().fold(b.clone(), |b, o| b.under(o)),
+    ))
+}
+
+/// Names `key` of `b`'s branch in an error that does not name a key yet.
+fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
+    if e.path().is_some() {
+        return e;
+    }
+    let branch = b.owners().iter().fold(Branch::root(), |br, o| br.child(o));
+    e.at(b.name(), branch.show_with(Some(key)))
+}
+
+fn span(ns: i64, what: &str) -> Result<Duration> {
+    u64::try_from(ns)
+        .map(Duration::from_nanos)
+        .map_err(|_| invalid(format!("a {what} of {ns} ns is negative")))
+}
+
+fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {
+    let Some(o) = (unsafe { o.as_ref() }) else {
+        return Ok(WriteOptions::default());
+    };
+    let expiry = match o.expiry {
+        TS_EXPIRY_NONE => None,
+        TS_EXPIRY_IN => Some(Expiry::In(span(o.expiry_value, "ttl")?)),
+        TS_EXPIRY_AT => Some(Expiry::At(from_millis(o.expiry_value))),
+        k => return Err(invalid(format!("no expiry kind {k}"))),
+    };
+    Ok(WriteOptions {
+        expiry,
+        if_version: o.has_if_version.then(|| Version::from_raw(o.if_version)),
+    })
+}
+
+fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = TsEntry {
+            value,
+            version: e.version.get(),
+            has_expiry: e.expires_at.is_some(),
+            expires_ms: e.expires_at.map_or(0, to_millis),
+            key: std::ptr::null(),
+            key_len: 0,
+        };
+    }
+}
+
+fn set_flag(out: *mut bool, v: bool) {
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = v;
+    }
+}
+
+/// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
+/// (each only when its `has_` flag is set; not both). The handle goes to `out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    has_ttl: bool,
+    idle_ns: i64,
+    has_idle: bool,
+    out: *mut *mut TsBucket,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let st = unsafe { store(s) }?;
+        let name = unsafe { text(name, name_len, "bucket name") }?;
+        let ttl = if has_ttl { Some(span(ttl_ns, "ttl")?) } else { None };
+        let idle = if has_idle {
+            Some(span(idle_ns, "idle span")?)
+        } else {
+            None
+        };
+        let b = RawBucket::open(st, name, ttl, idle)?;
+        if out.is_null() {
+            return Err(invalid("a null out pointer"));
+        }
+        unsafe { *out = Box::into_raw(Box::new(TsBucket(b))) };
+        Ok(())
+    })
+}
+
+/// Frees a bucket handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
+    if !b.is_null() {
+        drop(unsafe { Box::from_raw(b) });
+    }
+}
+
+/// Reads a live key as the kind `want`; `found` says whether it was there.
+/// In an idle bucket this renews the key. The value's bytes are the caller's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_get(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    want: i32,
+    out: *mut TsEntry,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        set_flag(found, false);
+        let Some(e) = rb.entry(key)? else { return Ok(()) };
+        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
+        fill(out, &e, v);
+        set_flag(found, true);
+        Ok(())
+    })
+}
+
+/// Whether a live key is there (renewing it in an idle bucket).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_has(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        set_flag(found, rb.has(unsafe { bytes(key, key_len) })?);
+        Ok(())
+    })
+}
+
+/// Writes a value, durably; its version goes to `version`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_set(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    kind: i32,
+    integer: i64,
+    value: *const u8,
+    value_len: usize,
+    options: *const TsWriteOptions,
+    cancel: *const TsCancel,
+    version: *mut i64,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
+        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        let v = wait(cancel, |done| rb.set_then(key, raw, opts, done))?;
+        if let Some(out) = unsafe { version.as_mut() } {
+            *out = v.get();
+        }
+        Ok(())
+    })
+}
+
+/// Writes a value only if the key is absent. `written` says whether it did;
+/// then `version` holds its version, else `found` holds the live entry, read
+/// as `want` (its bytes are the caller's).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_create(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    kind: i32,
+    integer: i64,
+    value: *const u8,
+    value_len: usize,
+    options: *const TsWriteOptions,
+    want: i32,
+    cancel: *const TsCancel,
+    written: *mut bool,
+    version: *mut i64,
+    found: *mut TsEntry,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
+        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        if opts.if_version.is_some() {
+            return Err(named(
+                &rb,
+                key,
+                invalid("create takes no if_version: it writes only an absent key"),
+            ));
+        }
+        match wait(cancel, |done| rb.create_then(key, raw, opts.expiry, done))? {
+            Created::Written(v) => {
+                set_flag(written, true);
+                if let Some(out) = unsafe { version.as_mut() } {
+                    *out = v.get();
+                }
+            }
+            Created::Found(e) => {
+                set_flag(written, false);
+                let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
+                fill(found, &e, v);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Reads and deletes a key in one write. The value is read as `want` and
+/// given to `check` (when not null) inside the write: a row of another
+/// kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_take(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    options: *const TsWriteOptions,
+    want: i32,
+    check: Option<TsCheckFn>,
+    check_ctx: u64,
+    cancel: *const TsCancel,
+    out: *mut TsEntry,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        if opts.expiry.is_some() {
+            return Err(named(&rb, key, invalid("take takes no expiry")));
+        }
+        let decodes = move |e: &Entry<Raw>| -> Result<()> {
+            let v = value_view(&e.value, want)?;
+            match check {
+                Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
+                    ErrorKind::Corrupt,
+                    "the value does not decode as the bucket's type; it stays",
+                )),
+                _ => Ok(()),
+            }
+        };
+        set_flag(found, false);
+        let taken = wait(cancel, |done| rb.take_then(key, opts.if_version, decodes, done))?;
+        if let Some(e) = taken {
+            let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
+            fill(out, &e, v);
+            set_flag(found, true);
+        }
+        Ok(())
+    })
+}
+
+/// Deletes a key; `found` says whether a live key was there.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_delete(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    options: *const TsWriteOptions,
+    cancel: *const TsCancel,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        if opts.expiry.is_some() {
+            return Err(named(&rb, key, invalid("delete takes no expiry")));
+        }
+        set_flag(found, wait(cancel, |done| rb.delete_then(key, opts.if_version, done))?);
+        Ok(())
+    })
+}
+
+/// Gives a live key the options' expiry, keeping value and version; `found`
+/// says whether a live key was there.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_expire(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    options: *const TsWriteOptions,
+    cancel: *const TsCancel,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        let Some(expiry) = opts.expiry else {
+            return Err(named(&rb, key, invalid("expire needs a ttl or an expiry time")));
+        };
+        set_flag(
+            found,
+            wait(cancel, |done| rb.expire_then(key, expiry, opts.if_version, done))?,
+        );
+        Ok(())
+    })
+}
+
+/// Removes the branch of `owners` (the whole bucket when empty) and every
+/// branch under it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_clear(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    cancel: *const TsCancel,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        wait(cancel, |done| rb.clear_then(done))
+    })
+}
+
+/// Lists a page of the branch's own keys, after the key `after` when
+/// `has_after`, at most `limit` keys (0 for the default), every value read
+/// as `want`. The page goes to `out`; free it with `ts_page_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_bucket_list(
+    b: *const TsBucket,
+    owners: *const u8,
+    owners_len: usize,
+    after: *const u8,
+    after_len: usize,
+    has_after: bool,
+    limit: u32,
+    want: i32,
+    out: *mut *mut TsPage,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let opts = ListOptions {
+            after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
+            limit: (limit > 0).then_some(limit as usize),
+        };
+        let page = rb.list(&opts)?;
+        for e in &page.entries {
+            value_view(&e.value, want).map_err(|x| named(&rb, &e.key.0, x))?;
+        }
+        if out.is_null() {
+            return Err(invalid("a null out pointer"));
+        }
+        unsafe { *out = Box::into_raw(Box::new(TsPage { page, want })) };
+        Ok(())
+    })
+}
+
+/// How many entries the page holds.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_page_len(p: *const TsPage) -> usize {
+    unsafe { p.as_ref() }.map_or(0, |p| p.page.entries.len())
+}
+
+/// Fills `out` with entry `i` of the page, its bytes borrowed from the page.
+/// Returns false when `i` is past the end.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_page_entry(p: *const TsPage, i: usize, out: *mut TsEntry) -> bool {
+    let Some(p) = (unsafe { p.as_ref() }) else { return false };
+    let Some(e) = p.page.entries.get(i) else { return false };
+    // Every value was checked against `want` when the page was made.
+    let Ok(v) = value_view(&e.value, p.want) else {
+        return false;
+    };
+    fill(out, e, v);
+    if let Some(out) = unsafe { out.as_mut() } {
+        out.key = e.key.0.as_ptr();
+        out.key_len = e.key.0.len();
+    }
+    true
+}
+
+/// The cursor of the next page, borrowed from the page; false when this is the last.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_page_next(p: *const TsPage, key: *mut *const u8, key_len: *mut usize) -> bool {
+    let Some(next) = (unsafe { p.as_ref() }).and_then(|p| p.page.next.as_ref()) else {
+        return false;
+    };
+    if let (Some(k), Some(n)) = (unsafe { key.as_mut() }, unsafe { key_len.as_mut() }) {
+        *k = next.0.as_ptr();
+        *n = next.0.len();
+    }
+    true
+}
+
+/// Frees a page. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_page_free(p: *mut TsPage) {
+    if !p.is_null() {
+        drop(unsafe { Box::from_raw(p) });
+    }
+}

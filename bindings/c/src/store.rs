@@ -1,0 +1,123 @@
+//! The store: open, close, the test clock and maintenance.
+
+use std::time::SystemTime;
+
+use tinystore::{Error, ErrorKind, Options, Result, Store, from_millis};
+
+use crate::{TsError, guard, text};
+
+/// An open store.
+pub struct TsStore(pub(crate) Store);
+
+/// How a store opens.
+#[repr(C)]
+pub struct TsStoreOptions {
+    /// A test clock starting at `clock_ms`: nothing runs in the background,
+    /// and `ts_store_maintain` does the flushes and sweeps.
+    pub manual: bool,
+    /// The test clock's start, in ms since the Unix epoch (when `manual`).
+    pub clock_ms: i64,
+    /// Reader connections to keep; 0 for the default.
+    pub readers: u32,
+}
+
+/// What one maintenance pass did.
+#[repr(C)]
+pub struct TsMaintenance {
+    /// Keys of counters and rate limits written from memory.
+    pub flushed: u64,
+    /// Idle keys whose renewal was written.
+    pub renewed: u64,
+    /// Rows deleted because a clear hid them.
+    pub cleared: u64,
+    /// Expired rows deleted.
+    pub expired: u64,
+    /// Whether rows were left for the next pass.
+    pub more: bool,
+}
+
+pub(crate) unsafe fn store<'a>(s: *const TsStore) -> Result<&'a Store> {
+    unsafe { s.as_ref() }
+        .map(|s| &s.0)
+        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null store"))
+}
+
+/// Opens the store in the directory `dir` (UTF-8), creating it and kv.db
+/// if needed; `options` may be null. The handle goes to `out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_open(
+    dir: *const u8,
+    dir_len: usize,
+    options: *const TsStoreOptions,
+    out: *mut *mut TsStore,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let dir = unsafe { text(dir, dir_len, "directory") }?;
+        let mut o = Options::new();
+        if let Some(opts) = unsafe { options.as_ref() } {
+            if opts.manual {
+                o = o.test_clock(from_millis(opts.clock_ms));
+            }
+            if opts.readers > 0 {
+                o = o.readers(opts.readers as usize);
+            }
+        }
+        let s = Store::open_with(dir, o)?;
+        if out.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        }
+        unsafe { *out = Box::into_raw(Box::new(TsStore(s))) };
+        Ok(())
+    })
+}
+
+/// Writes what memory holds and closes the file; later calls on the store
+/// and its handles are `TS_CLOSED`. The handle stays valid until `ts_store_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_close(s: *const TsStore, err: *mut *mut TsError) -> i32 {
+    guard(err, || unsafe { store(s) }?.close())
+}
+
+/// Frees the handle. The store closes once it and every handle opened on
+/// it are freed, if `ts_store_close` did not close it before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_free(s: *mut TsStore) {
+    if !s.is_null() {
+        drop(unsafe { Box::from_raw(s) });
+    }
+}
+
+/// Runs one maintenance pass (flushes, renewals, sweeps) and says what it did.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_maintain(s: *const TsStore, out: *mut TsMaintenance, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let m = unsafe { store(s) }?.maintain()?;
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = TsMaintenance {
+                flushed: m.flushed as u64,
+                renewed: m.renewed as u64,
+                cleared: m.cleared as u64,
+                expired: m.expired as u64,
+                more: m.more,
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Sets a test clock to `ms` since the Unix epoch. The clock never moves
+/// back: an earlier time is `TS_INVALID`, as is a store without a test clock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_set_clock(s: *const TsStore, ms: i64, err: *mut *mut TsError) -> i32 {
+    guard(err, || unsafe { store(s) }?.clock().set(from_millis(ms)))
+}
+
+/// The store's clock now, in ms since the Unix epoch.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_now(s: *const TsStore) -> i64 {
+    match unsafe { store(s) } {
+        Ok(s) => s.clock().now_millis(),
+        Err(_) => tinystore::to_millis(SystemTime::now()),
+    }
+}

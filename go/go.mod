@@ -1,0 +1,3 @@
+module tinyshed.org/tinystore
+
+go 1.23

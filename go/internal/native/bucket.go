@@ -1,0 +1,363 @@
+package native
+
+/*
+#include "tinystore.h"
+extern int32_t tsGoCheck(uint64_t ctx, TsValue *value);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"runtime/cgo"
+	"time"
+	"unsafe"
+)
+
+// Kind is how a value crosses the ABI, and how a row is asked to read.
+type Kind int32
+
+// The kinds of the ABI (TS_KIND_* in tinystore.h).
+const (
+	KindNull    Kind = C.TS_KIND_NULL
+	KindInt     Kind = C.TS_KIND_INT
+	KindBytes   Kind = C.TS_KIND_BYTES
+	KindText    Kind = C.TS_KIND_TEXT
+	KindBool    Kind = C.TS_KIND_BOOL
+	KindFloat   Kind = C.TS_KIND_FLOAT
+	KindFloat32 Kind = C.TS_KIND_FLOAT32
+	KindUint64  Kind = C.TS_KIND_UINT64
+	KindJSON    Kind = C.TS_KIND_JSON
+	KindRaw     Kind = C.TS_KIND_RAW
+)
+
+// Value is a value as it crosses: Kind says which of Int and Bytes holds it.
+// Going in, Bytes is only read during the call.
+type Value struct {
+	Kind  Kind
+	Int   int64
+	Bytes []byte
+}
+
+// Entry is a key's value with its version and expiry.
+type Entry struct {
+	Key       string // in a listing only
+	Value     Value
+	Version   int64
+	HasExpiry bool
+	ExpiresMs int64
+}
+
+// How a write sets its key's expiry.
+const (
+	ExpiryNone = int32(C.TS_EXPIRY_NONE)
+	ExpiryIn   = int32(C.TS_EXPIRY_IN)
+	ExpiryAt   = int32(C.TS_EXPIRY_AT)
+)
+
+// WriteOptions are a write's own options.
+type WriteOptions struct {
+	Expiry       int32 // ExpiryNone, ExpiryIn (ns) or ExpiryAt (ms)
+	ExpiryValue  int64
+	HasIfVersion bool
+	IfVersion    int64
+}
+
+func (o WriteOptions) c() C.TsWriteOptions {
+	return C.TsWriteOptions{
+		expiry: C.int32_t(o.Expiry), expiry_value: C.int64_t(o.ExpiryValue),
+		has_if_version: C.bool(o.HasIfVersion), if_version: C.int64_t(o.IfVersion),
+	}
+}
+
+// Bucket is an open bucket's handle. It holds the core's store, so it
+// works until the store is closed; its memory is freed by a finalizer,
+// since a bucket holds nothing else.
+type Bucket struct {
+	ptr   *C.TsBucket
+	store *Store
+	Name  string
+}
+
+// OpenBucket opens the bucket name of s.
+func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
+	var ptr *C.TsBucket
+	err := s.handle(func(p *C.TsStore) error {
+		n, l := text(name)
+		var e *C.TsError
+		return failure(C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &Bucket{ptr: ptr, store: s, Name: name}
+	runtime.SetFinalizer(b, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
+	return b, nil
+}
+
+// begin checks ctx and moves a manual store's clock before a call.
+func (b *Bucket) begin(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return Cancelled(ctx, b.Name)
+	}
+	if b.store.manual {
+		return b.store.SyncClock()
+	}
+	return nil
+}
+
+// entry converts an entry whose bytes the caller owns, and frees them.
+func entry(e *C.TsEntry) Entry {
+	out := Entry{
+		Value:     Value{Kind: Kind(e.value.kind), Int: int64(e.value.integer)},
+		Version:   int64(e.version),
+		HasExpiry: bool(e.has_expiry),
+		ExpiresMs: int64(e.expires_ms),
+	}
+	if e.value.bytes != nil {
+		out.Value.Bytes = goBytes(e.value.bytes, e.value.len)
+		C.ts_bytes_free(e.value.bytes, e.value.len)
+	} else if out.Value.Kind == KindBytes || out.Value.Kind == KindText || out.Value.Kind == KindJSON {
+		out.Value.Bytes = []byte{}
+	}
+	return out
+}
+
+// Get reads a live key as want.
+func (b *Bucket) Get(ctx context.Context, owners []byte, key string, want Kind) (Entry, bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return Entry{}, false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var out C.TsEntry
+	var found C.bool
+	var e *C.TsError
+	rc := C.ts_bucket_get(b.ptr, o, ol, k, kl, C.int32_t(want), &out, &found, &e)
+	runtime.KeepAlive(b)
+	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+		return Entry{}, false, err
+	}
+	return entry(&out), true, nil
+}
+
+// Has says whether a live key is there.
+func (b *Bucket) Has(ctx context.Context, owners []byte, key string) (bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var found C.bool
+	var e *C.TsError
+	rc := C.ts_bucket_has(b.ptr, o, ol, k, kl, &found, &e)
+	runtime.KeepAlive(b)
+	return bool(found), failure(rc, e, ctx)
+}
+
+// Set writes a value and returns its version.
+func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+	if err := b.begin(ctx); err != nil {
+		return 0, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	vb, vl := bytes(v.Bytes)
+	co := opts.c()
+	var version C.int64_t
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_set(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c, &version, &e)
+	})
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(v.Bytes)
+	return int64(version), failure(rc, e, ctx)
+}
+
+// Create writes a value only if the key is absent: written says whether it
+// did, with the new version; otherwise found is the live entry, read as want.
+func (b *Bucket) Create(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, version int64, found Entry, err error) {
+	if err := b.begin(ctx); err != nil {
+		return false, 0, Entry{}, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	vb, vl := bytes(v.Bytes)
+	co := opts.c()
+	var w C.bool
+	var ver C.int64_t
+	var out C.TsEntry
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_create(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), c, &w, &ver, &out, &e)
+	})
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(v.Bytes)
+	if err := failure(rc, e, ctx); err != nil {
+		return false, 0, Entry{}, err
+	}
+	if bool(w) {
+		return true, int64(ver), Entry{}, nil
+	}
+	return false, 0, entry(&out), nil
+}
+
+// checkFunc is what a take's check callback runs: whether the value decodes.
+type checkFunc func(Value) bool
+
+//export tsGoCheck
+func tsGoCheck(ctx C.uint64_t, v *C.TsValue) (bad C.int32_t) {
+	defer func() {
+		if recover() != nil {
+			bad = 1 // a decoder that panics: the value is corrupt and stays
+		}
+	}()
+	f := cgo.Handle(ctx).Value().(checkFunc)
+	val := Value{Kind: Kind(v.kind), Int: int64(v.integer)}
+	if v.bytes != nil {
+		// Borrowed for the callback only; a decoder copies what it keeps.
+		val.Bytes = unsafe.Slice((*byte)(unsafe.Pointer(v.bytes)), int(v.len))
+	} else {
+		val.Bytes = []byte{}
+	}
+	if f(val) {
+		return 0
+	}
+	return 1
+}
+
+// Take reads and deletes a key in one write. check, when not nil, runs
+// inside the write on the value read as want: false keeps the value and
+// makes the take Corrupt.
+func (b *Bucket) Take(ctx context.Context, owners []byte, key string, opts WriteOptions, want Kind, check func(Value) bool) (Entry, bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return Entry{}, false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	co := opts.c()
+	var fn C.TsCheckFn
+	var h cgo.Handle
+	if check != nil {
+		h = cgo.NewHandle(checkFunc(check))
+		defer h.Delete()
+		fn = C.TsCheckFn(C.tsGoCheck)
+	}
+	var out C.TsEntry
+	var found C.bool
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_take(b.ptr, o, ol, k, kl, &co, C.int32_t(want), fn, C.uint64_t(h), c, &out, &found, &e)
+	})
+	runtime.KeepAlive(b)
+	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+		return Entry{}, false, err
+	}
+	return entry(&out), true, nil
+}
+
+// Delete deletes a key and says whether a live key was there.
+func (b *Bucket) Delete(ctx context.Context, owners []byte, key string, opts WriteOptions) (bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	co := opts.c()
+	var found C.bool
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_delete(b.ptr, o, ol, k, kl, &co, c, &found, &e)
+	})
+	runtime.KeepAlive(b)
+	return bool(found), failure(rc, e, ctx)
+}
+
+// Expire gives a live key the options' expiry and says whether it was there.
+func (b *Bucket) Expire(ctx context.Context, owners []byte, key string, opts WriteOptions) (bool, error) {
+	if err := b.begin(ctx); err != nil {
+		return false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	co := opts.c()
+	var found C.bool
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_expire(b.ptr, o, ol, k, kl, &co, c, &found, &e)
+	})
+	runtime.KeepAlive(b)
+	return bool(found), failure(rc, e, ctx)
+}
+
+// Clear removes the branch of owners and every branch under it.
+func (b *Bucket) Clear(ctx context.Context, owners []byte) error {
+	if err := b.begin(ctx); err != nil {
+		return err
+	}
+	o, ol := bytes(owners)
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_clear(b.ptr, o, ol, c, &e)
+	})
+	runtime.KeepAlive(b)
+	return failure(rc, e, ctx)
+}
+
+// List reads a page of the branch's own keys after `after` (when hasAfter),
+// at most limit (0 for the default); next is the cursor of the next page.
+func (b *Bucket) List(ctx context.Context, owners []byte, after string, hasAfter bool, limit int, want Kind) (entries []Entry, next string, more bool, err error) {
+	if err := b.begin(ctx); err != nil {
+		return nil, "", false, err
+	}
+	if limit < 0 || limit > 1<<31 {
+		limit = 1 << 31 // the core refuses it, naming the limit
+	}
+	o, ol := bytes(owners)
+	a, al := text(after)
+	var page *C.TsPage
+	var e *C.TsError
+	rc := C.ts_bucket_list(b.ptr, o, ol, a, al, C.bool(hasAfter), C.uint32_t(limit), C.int32_t(want), &page, &e)
+	runtime.KeepAlive(b)
+	if err := failure(rc, e, ctx); err != nil {
+		return nil, "", false, err
+	}
+	defer C.ts_page_free(page)
+	n := int(C.ts_page_len(page))
+	entries = make([]Entry, 0, n)
+	for i := range n {
+		var ce C.TsEntry
+		if !bool(C.ts_page_entry(page, C.size_t(i), &ce)) {
+			break
+		}
+		en := Entry{
+			Key:       string(goBytes(ce.key, ce.key_len)),
+			Value:     Value{Kind: Kind(ce.value.kind), Int: int64(ce.value.integer)},
+			Version:   int64(ce.version),
+			HasExpiry: bool(ce.has_expiry),
+			ExpiresMs: int64(ce.expires_ms),
+		}
+		if en.Value.Kind == KindBytes || en.Value.Kind == KindText || en.Value.Kind == KindJSON {
+			en.Value.Bytes = goBytes(ce.value.bytes, ce.value.len)
+		}
+		entries = append(entries, en)
+	}
+	var nk *C.uint8_t
+	var nl C.size_t
+	if bool(C.ts_page_next(page, &nk, &nl)) {
+		return entries, string(goBytes(nk, nl)), true, nil
+	}
+	return entries, "", false, nil
+}
+
+// KeyError builds an error about one key that the caller found itself,
+// naming the bucket and path as the core does.
+func (b *Bucket) KeyError(owners []byte, key string, code int, message string) error {
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	m, ml := text(message)
+	var e *C.TsError
+	rc := C.ts_key_error(b.ptr, o, ol, k, kl, C.int32_t(code), m, ml, &e)
+	runtime.KeepAlive(b)
+	return failure(rc, e, nil)
+}

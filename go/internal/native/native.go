@@ -1,0 +1,121 @@
+// Package native calls the C ABI of TinyStore (bindings/c) through cgo.
+//
+// It converts Go values to the ABI's arguments and its answers back, and
+// keeps handles alive across calls; every rule lives in the core. The
+// public packages tinystore and kv give the API its Go shape.
+//
+// The static library is linked by its path, so that a shared library
+// beside it is never picked; `make go-lib` builds it into lib/.
+package native
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../bindings/c/include
+#cgo LDFLAGS: ${SRCDIR}/lib/libtinystore.a -lm -ldl -lpthread
+#include <stdlib.h>
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"context"
+	"unsafe"
+)
+
+// Error codes of the ABI, one per error kind of the core.
+const (
+	CodeInvalid        = int(C.TS_INVALID)
+	CodeLimit          = int(C.TS_LIMIT)
+	CodeConflict       = int(C.TS_CONFLICT)
+	CodeCorrupt        = int(C.TS_CORRUPT)
+	CodeClosed         = int(C.TS_CLOSED)
+	CodeOutcomeUnknown = int(C.TS_OUTCOME_UNKNOWN)
+	CodeIO             = int(C.TS_IO)
+	CodeCancelled      = int(C.TS_CANCELLED)
+)
+
+// NewError makes the error of a code; package tinystore sets it in its
+// init, so that errors carry its sentinels. cause, when not nil, is the
+// context error behind a cancellation.
+var NewError = func(code int, message, bucket string, cause error) error {
+	panic("tinystore: package tinystore did not set native.NewError")
+}
+
+// NewKeyError wraps an error about one key; package kv sets it in its init.
+var NewKeyError = func(err error, bucket, path string) error { return err }
+
+// Cancelled is the error of a call whose context ended before it started.
+func Cancelled(ctx context.Context, bucket string) error {
+	return NewError(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx.Err())
+}
+
+// failure converts the ABI's error and frees it.
+func failure(rc C.int32_t, e *C.TsError, ctx context.Context) error {
+	if rc == C.TS_OK {
+		return nil
+	}
+	if e == nil {
+		return NewError(int(rc), "no message", "", nil)
+	}
+	defer C.ts_error_free(e)
+	var v C.TsErrorView
+	C.ts_error_view(e, &v)
+	message := C.GoStringN((*C.char)(unsafe.Pointer(v.message)), C.int(v.message_len))
+	var bucket string
+	if v.bucket != nil {
+		bucket = C.GoStringN((*C.char)(unsafe.Pointer(v.bucket)), C.int(v.bucket_len))
+	}
+	var cause error
+	if int(v.code) == CodeCancelled && ctx != nil {
+		cause = ctx.Err()
+	}
+	err := NewError(int(v.code), message, bucket, cause)
+	if v.path != nil {
+		return NewKeyError(err, bucket, C.GoStringN((*C.char)(unsafe.Pointer(v.path)), C.int(v.path_len)))
+	}
+	return err
+}
+
+// text passes a Go string's bytes to C for the length of one call; cgo
+// pins them meanwhile, and they hold no Go pointers.
+func text(s string) (*C.uint8_t, C.size_t) {
+	if len(s) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(unsafe.StringData(s))), C.size_t(len(s))
+}
+
+// bytes passes a byte slice to C for the length of one call.
+func bytes(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b))
+}
+
+// goBytes copies n bytes at p.
+func goBytes(p *C.uint8_t, n C.size_t) []byte {
+	if p == nil || n == 0 {
+		return []byte{}
+	}
+	return C.GoBytes(unsafe.Pointer(p), C.int(n))
+}
+
+// withCancel runs a blocking write, letting ctx give up on it before its
+// group starts. A context that cannot end costs nothing.
+func withCancel(ctx context.Context, call func(c *C.TsCancel) C.int32_t) C.int32_t {
+	if ctx.Done() == nil {
+		return call(nil)
+	}
+	c := C.ts_cancel_new()
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		C.ts_cancel_fire(c)
+		close(fired)
+	})
+	rc := call(c)
+	if !stop() {
+		<-fired // the cancel is in use until its func returned
+	}
+	C.ts_cancel_free(c)
+	return rc
+}

@@ -1,0 +1,160 @@
+package native
+
+/*
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Store is an open store's handle.
+//
+// Store-level calls hold mu for reading and Close holds it for writing, so
+// the handle is never freed under a call. Buckets hold the core's store
+// themselves and do not go through this handle.
+type Store struct {
+	mu     sync.RWMutex
+	ptr    *C.TsStore
+	clock  func() time.Time
+	last   atomic.Int64 // the last time the clock func set, in ms
+	manual bool
+}
+
+// StoreOf gives the native store of a *tinystore.Store, so that package kv
+// reaches it without it being public; package tinystore sets it in its init.
+var StoreOf func(store any) *Store
+
+// Maintenance is what one maintenance pass did.
+type Maintenance struct {
+	Flushed, Renewed, Cleared, Expired int
+	More                               bool
+}
+
+// Open opens the store in dir. A manual store has a test clock starting at
+// start; clock, when not nil, is read before each call to move it.
+func Open(dir string, manual bool, start time.Time, clock func() time.Time, readers int) (*Store, error) {
+	opts := C.TsStoreOptions{manual: C.bool(manual), readers: C.uint32_t(readers)}
+	if manual {
+		opts.clock_ms = C.int64_t(start.UnixMilli())
+	}
+	d, n := text(dir)
+	var ptr *C.TsStore
+	var e *C.TsError
+	if err := failure(C.ts_store_open(d, n, &opts, &ptr, &e), e, nil); err != nil {
+		return nil, err
+	}
+	s := &Store{ptr: ptr, clock: clock, manual: manual}
+	s.last.Store(start.UnixMilli())
+	// A safety net: Close frees the handle; a store dropped unclosed is
+	// freed here, and the core closes it once its buckets are gone too.
+	runtime.SetFinalizer(s, (*Store).free)
+	return s, nil
+}
+
+func (s *Store) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr != nil {
+		C.ts_store_free(s.ptr)
+		s.ptr = nil
+	}
+}
+
+// closedErr is the error of a store-level call after Close.
+func closedErr() error { return NewError(CodeClosed, "the store is closed", "", nil) }
+
+// Close writes what memory holds, closes the file and frees the handle.
+// Calls after it are Closed; a second Close does nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return nil
+	}
+	var e *C.TsError
+	err := failure(C.ts_store_close(s.ptr, &e), e, nil)
+	C.ts_store_free(s.ptr)
+	s.ptr = nil
+	return err
+}
+
+// with runs f on the live handle, or answers Closed.
+func (s *Store) with(f func(p *C.TsStore) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ptr == nil {
+		return closedErr()
+	}
+	return f(s.ptr)
+}
+
+// Maintain runs one maintenance pass.
+func (s *Store) Maintain() (Maintenance, error) {
+	if err := s.SyncClock(); err != nil {
+		return Maintenance{}, err
+	}
+	var m C.TsMaintenance
+	err := s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_maintain(p, &m, &e), e, nil)
+	})
+	return Maintenance{
+		Flushed: int(m.flushed), Renewed: int(m.renewed), Cleared: int(m.cleared), Expired: int(m.expired),
+		More: bool(m.more),
+	}, err
+}
+
+// SyncClock moves a manual store's clock to what its clock func shows,
+// never back. It is called before every call of a manual store.
+func (s *Store) SyncClock() error {
+	if s.clock == nil {
+		return nil
+	}
+	return s.SetClock(s.clock())
+}
+
+// SetClock moves a manual store's clock forward to t; an earlier t leaves
+// it where it is, since the clock never moves back.
+func (s *Store) SetClock(t time.Time) error {
+	ms := t.UnixMilli()
+	for {
+		last := s.last.Load()
+		if ms <= last {
+			return nil
+		}
+		if s.last.CompareAndSwap(last, ms) {
+			break
+		}
+	}
+	return s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		err := failure(C.ts_store_set_clock(p, C.int64_t(ms), &e), e, nil)
+		if err != nil && int64(C.ts_store_now(p)) >= ms {
+			return nil // a racing call moved it further already
+		}
+		return err
+	})
+}
+
+// Manual says whether the store has a test clock.
+func (s *Store) Manual() bool { return s.manual }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time {
+	var ms int64
+	if err := s.with(func(p *C.TsStore) error {
+		ms = int64(C.ts_store_now(p))
+		return nil
+	}); err != nil {
+		return time.Now()
+	}
+	return time.UnixMilli(ms)
+}
+
+// handle gives the live handle to a bucket being opened.
+func (s *Store) handle(f func(p *C.TsStore) error) error { return s.with(f) }

@@ -1,0 +1,318 @@
+package kv
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/internal/native"
+)
+
+// Bucket holds values of type T by key, or one branch of them (Under). It
+// is safe for concurrent use. Values are kept by their type (see the
+// package doc), so the other languages read them back.
+type Bucket[T any] struct {
+	h      *native.Bucket
+	c      *codec[T]
+	owners []byte // the branch, encoded for the C ABI
+	err    error  // a bad owner given to Under, returned by every call
+}
+
+// OpenBucket opens the bucket name of store, with TTL or Idle (not both).
+// The name is [a-z0-9][a-z0-9_-]{0,63} and keeps its kind: a name holding
+// counters or a quota does not open as a bucket.
+//
+//	sessions, err := kv.OpenBucket[Session](store, "sessions", kv.Idle(30*24*time.Hour))
+func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption) (*Bucket[T], error) {
+	var cfg bucketConfig
+	for _, o := range opts {
+		o.applyBucket(&cfg)
+	}
+	h, err := native.OpenBucket(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.idle, cfg.hasIdle)
+	if err != nil {
+		return nil, err
+	}
+	return &Bucket[T]{h: h, c: newCodec[T]()}, nil
+}
+
+// Name is the bucket's name.
+func (b *Bucket[T]) Name() string { return b.h.Name }
+
+// Under is the branch of owners under this one: the keys that belong to
+// them. An owner is a string, a []byte or an integer, like a key. Clear on
+// a branch removes it and every branch under it.
+//
+//	err := sessions.Under(userID).Clear(ctx) // sign out everywhere
+func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
+	out := &Bucket[T]{h: b.h, c: b.c, err: b.err}
+	out.owners = append(make([]byte, 0, len(b.owners)+16*len(owners)), b.owners...)
+	for _, o := range owners {
+		t, ok := keyText(o)
+		if !ok && out.err == nil {
+			out.err = invalid(b.h.Name, notAKey("an owner", o))
+		}
+		out.owners = appendOwner(out.owners, t)
+	}
+	return out
+}
+
+func (b *Bucket[T]) key(k any) (string, error) {
+	if b.err != nil {
+		return "", b.err
+	}
+	t, ok := keyText(k)
+	if !ok {
+		return "", invalid(b.h.Name, notAKey("a key", k))
+	}
+	return t, nil
+}
+
+// keyErr is an error about key k of this branch, named as the core names it.
+func (b *Bucket[T]) keyErr(k string, code int, err error) error {
+	return b.h.KeyError(b.owners, k, code, err.Error())
+}
+
+func (b *Bucket[T]) writeOptions(k string, opts []CallOption) (native.WriteOptions, error) {
+	var cfg callConfig
+	for _, o := range opts {
+		o.applyCall(&cfg)
+	}
+	var wo native.WriteOptions
+	switch {
+	case cfg.hasTTL && cfg.hasAt:
+		return wo, b.h.KeyError(b.owners, k, native.CodeInvalid, "a write takes TTL or ExpireAt, not both")
+	case cfg.hasTTL:
+		wo.Expiry, wo.ExpiryValue = native.ExpiryIn, int64(cfg.ttl)
+	case cfg.hasAt:
+		wo.Expiry, wo.ExpiryValue = native.ExpiryAt, cfg.at.UnixMilli()
+	}
+	if cfg.hasIfVersion {
+		wo.HasIfVersion, wo.IfVersion = true, cfg.ifVersion.rev
+	}
+	return wo, nil
+}
+
+// Get gives the value of a live key; found is false when the key is
+// absent or expired. In an Idle bucket it renews the key.
+//
+//	session, found, err := sessions.Under(userID).Get(ctx, digest(token))
+func (b *Bucket[T]) Get(ctx context.Context, key any) (value T, found bool, err error) {
+	e, found, err := b.Entry(ctx, key)
+	return e.Value, found, err
+}
+
+// Entry gives a live key's value with its version and expiry. In an Idle
+// bucket it renews the key.
+func (b *Bucket[T]) Entry(ctx context.Context, key any) (Entry[T], bool, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return Entry[T]{}, false, err
+	}
+	e, found, err := b.h.Get(ctx, b.owners, k, b.c.want)
+	if err != nil || !found {
+		return Entry[T]{}, false, err
+	}
+	v, err := b.c.decode(e.Value)
+	if err != nil {
+		return Entry[T]{}, false, b.keyErr(k, native.CodeCorrupt, err)
+	}
+	e.Key = k
+	return entryOf(e, v), true, nil
+}
+
+// Has says whether a live key is there. In an Idle bucket it renews the key.
+func (b *Bucket[T]) Has(ctx context.Context, key any) (bool, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return false, err
+	}
+	return b.h.Has(ctx, b.owners, k)
+}
+
+// Set writes a value and returns once it is durable. A live key keeps its
+// expiry, a new key gets the bucket's TTL; TTL or ExpireAt replace it.
+// With IfVersion it writes only a live key at that version, else
+// ErrConflict. A value JSON cannot write is ErrInvalid, over 1 MiB ErrLimit.
+func (b *Bucket[T]) Set(ctx context.Context, key any, value T, opts ...CallOption) error {
+	_, err := b.SetVersion(ctx, key, value, opts...)
+	return err
+}
+
+// SetVersion is Set, answering the version it wrote.
+func (b *Bucket[T]) SetVersion(ctx context.Context, key any, value T, opts ...CallOption) (Version, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return Version{}, err
+	}
+	wo, err := b.writeOptions(k, opts)
+	if err != nil {
+		return Version{}, err
+	}
+	v, err := b.c.encode(value)
+	if err != nil {
+		return Version{}, b.keyErr(k, native.CodeInvalid, err)
+	}
+	rev, err := b.h.Set(ctx, b.owners, k, v, wo)
+	return Version{rev}, err
+}
+
+// Create writes a value only if the key is absent (or expired), and says
+// whether it did: of racing creators exactly one gets true.
+func (b *Bucket[T]) Create(ctx context.Context, key any, value T, opts ...CallOption) (bool, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return false, err
+	}
+	wo, err := b.writeOptions(k, opts)
+	if err != nil {
+		return false, err
+	}
+	v, err := b.c.encode(value)
+	if err != nil {
+		return false, b.keyErr(k, native.CodeInvalid, err)
+	}
+	written, _, _, err := b.h.Create(ctx, b.owners, k, v, wo, native.KindRaw)
+	return written, err
+}
+
+// Take reads a key and deletes it in one write: of racing callers, in any
+// process, exactly one gets the value. found is false when the key is
+// absent or expired. A value that no longer decodes as T is ErrCorrupt
+// and stays in place.
+//
+//	userID, found, err := codes.Take(ctx, digest(code)) // found is false if wrong, used or expired
+func (b *Bucket[T]) Take(ctx context.Context, key any, opts ...CallOption) (value T, found bool, err error) {
+	var zero T
+	k, err := b.key(key)
+	if err != nil {
+		return zero, false, err
+	}
+	wo, err := b.writeOptions(k, opts)
+	if err != nil {
+		return zero, false, err
+	}
+	var check func(native.Value) bool
+	var mu sync.Mutex // the check runs on the store's writer thread
+	var why error
+	if b.c.check {
+		check = func(v native.Value) bool {
+			_, err := b.c.decode(v)
+			mu.Lock()
+			why = err
+			mu.Unlock()
+			return err == nil
+		}
+	}
+	e, found, err := b.h.Take(ctx, b.owners, k, wo, b.c.want, check)
+	mu.Lock()
+	reason := why
+	mu.Unlock()
+	if err != nil {
+		if reason != nil {
+			return zero, false, b.keyErr(k, native.CodeCorrupt, reason)
+		}
+		return zero, false, err
+	}
+	if !found {
+		return zero, false, nil
+	}
+	v, err := b.c.decode(e.Value)
+	if err != nil {
+		return zero, false, b.keyErr(k, native.CodeCorrupt, err)
+	}
+	return v, true, nil
+}
+
+// Delete deletes a key and says whether a live key was there; deleting a
+// missing key succeeds. With IfVersion it deletes only a live key at that
+// version, else ErrConflict.
+func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bool, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return false, err
+	}
+	wo, err := b.writeOptions(k, opts)
+	if err != nil {
+		return false, err
+	}
+	if wo.Expiry != native.ExpiryNone {
+		return false, b.h.KeyError(b.owners, k, native.CodeInvalid, "Delete takes no TTL or ExpireAt")
+	}
+	return b.h.Delete(ctx, b.owners, k, wo)
+}
+
+// Expire gives a live key a new expiry, TTL(d) from now or ExpireAt(t),
+// keeping its value and version, and says whether a live key was there.
+//
+//	found, err := sessions.Under(userID).Expire(ctx, digest(token), kv.TTL(time.Hour))
+func (b *Bucket[T]) Expire(ctx context.Context, key any, opts ...CallOption) (bool, error) {
+	k, err := b.key(key)
+	if err != nil {
+		return false, err
+	}
+	wo, err := b.writeOptions(k, opts)
+	if err != nil {
+		return false, err
+	}
+	return b.h.Expire(ctx, b.owners, k, wo)
+}
+
+// Clear removes this branch (the whole bucket, at its root) and every
+// branch under it, for every reader at once, and nothing beside it. A key
+// written after the Clear is a new key.
+func (b *Bucket[T]) Clear(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	return b.h.Clear(ctx, b.owners)
+}
+
+// List gives a page of this branch's own keys, in the byte order of their
+// text: at most opts.Limit keys (100 when 0, 1000 at most) and 4 MiB of
+// values. Page.Next is the After of the next page. List renews nothing.
+func (b *Bucket[T]) List(ctx context.Context, opts ListOptions) (Page[T], error) {
+	if b.err != nil {
+		return Page[T]{}, b.err
+	}
+	entries, next, _, err := b.h.List(ctx, b.owners, opts.After, opts.After != "", opts.Limit, b.c.want)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	page := Page[T]{Entries: make([]Entry[T], 0, len(entries)), Next: next}
+	for _, e := range entries {
+		v, err := b.c.decode(e.Value)
+		if err != nil {
+			return Page[T]{}, b.keyErr(e.Key, native.CodeCorrupt, err)
+		}
+		page.Entries = append(page.Entries, entryOf(e, v))
+	}
+	return page, nil
+}
+
+// All walks every key of this branch, page by page, holding no snapshot
+// between pages: a key written during the walk may or may not be met. It
+// renews nothing. An error ends the walk.
+//
+//	for entry, err := range sessions.Under(userID).All(ctx) { ... }
+func (b *Bucket[T]) All(ctx context.Context) iter.Seq2[Entry[T], error] {
+	return func(yield func(Entry[T], error) bool) {
+		after := ""
+		for {
+			page, err := b.List(ctx, ListOptions{After: after, Limit: 1000})
+			if err != nil {
+				yield(Entry[T]{}, err)
+				return
+			}
+			for _, e := range page.Entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if page.Next == "" {
+				return
+			}
+			after = page.Next
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/kv"
+)
+
+// testClock is a test's clock, safe to read from many goroutines.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// openManual opens a Manual store in a new directory, closed at the end of the test.
+func openManual(t *testing.T) (*tinystore.Store, *testClock) {
+	t.Helper()
+	clock := &testClock{now: time.Date(2026, 10, 20, 9, 0, 0, 0, time.UTC)}
+	store, err := tinystore.Open(context.Background(), t.TempDir(), tinystore.Options{Manual: true, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store, clock
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// isKind fails unless err is of kind want.
+func isKind(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("got %v, want an error of kind %v", err, want)
+	}
+}
+
+// keyError fails unless err is a *kv.KeyError of kind want naming bucket and path.
+func keyError(t *testing.T, err, want error, bucket, path string) {
+	t.Helper()
+	isKind(t, err, want)
+	var ke *kv.KeyError
+	if !errors.As(err, &ke) {
+		t.Fatalf("got %T %v, want a *kv.KeyError", err, err)
+	}
+	if ke.Bucket != bucket || ke.Path != path {
+		t.Fatalf("the error names bucket %q key %q, want %q %q (%v)", ke.Bucket, ke.Path, bucket, path, err)
+	}
+}
+
+func get[T any](t *testing.T, b *kv.Bucket[T], key any) (T, bool) {
+	t.Helper()
+	v, found, err := b.Get(context.Background(), key)
+	ok(t, err)
+	return v, found
+}

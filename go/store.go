@@ -1,0 +1,112 @@
+package tinystore
+
+import (
+	"context"
+	"time"
+
+	"tinyshed.org/tinystore/internal/native"
+)
+
+// Options say how a store opens. The zero value is an ordinary store.
+type Options struct {
+	// Manual gives the store a test clock: nothing runs in the background,
+	// and Maintain does the flushes, renewals and expiry sweeps when the
+	// test says. The clock starts at Clock(), or at the time of Open.
+	Manual bool
+	// Clock is a manual store's clock, read before every call, so a test
+	// moves time by changing what it returns. The store's clock never moves
+	// back: an earlier time leaves it where it is. Only with Manual.
+	Clock func() time.Time
+	// Readers is how many reader connections to keep; 0 for one per core
+	// (2 to 8).
+	Readers int
+}
+
+// Store is an open store: a directory holding kv.db. Open buckets, limits,
+// quotas and once handles on it with package kv. A Store is safe for
+// concurrent use; Close it when done.
+type Store struct {
+	n   *native.Store
+	dir string
+}
+
+// Open opens the store in dir, creating the directory and its kv.db if
+// needed. A file of another application or a newer format is refused with
+// ErrCorrupt or ErrInvalid and left untouched.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	if ctx.Err() != nil {
+		return nil, native.Cancelled(ctx, "")
+	}
+	if opts.Clock != nil && !opts.Manual {
+		return nil, &Error{Kind: ErrInvalid, Message: "Options.Clock is the clock of a Manual store: set Manual too"}
+	}
+	if opts.Readers < 0 {
+		return nil, &Error{Kind: ErrInvalid, Message: "Options.Readers is negative"}
+	}
+	start := time.Now()
+	if opts.Clock != nil {
+		start = opts.Clock()
+	}
+	n, err := native.Open(dir, opts.Manual, start, opts.Clock, opts.Readers)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{n: n, dir: dir}, nil
+}
+
+// Close writes what memory holds (counters, rate limits, renewals) and
+// closes the file. Calls after it, on the store and its handles, are
+// ErrClosed; a second Close does nothing.
+func (s *Store) Close() error { return s.n.Close() }
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Maintenance says what one Maintain did.
+type Maintenance struct {
+	// Flushed is how many keys of counters and rate limits were written from memory.
+	Flushed int
+	// Renewed is how many idle keys had their renewal written.
+	Renewed int
+	// Cleared is how many rows hidden by a Clear were deleted.
+	Cleared int
+	// Expired is how many expired rows were deleted.
+	Expired int
+	// More says rows were left for the next pass: a sweep reached its bound.
+	More bool
+}
+
+// Maintain flushes what memory holds, writes pending renewals and deletes
+// cleared and expired rows in bounded batches. An ordinary store does this
+// by itself; a Manual store only when Maintain is called.
+func (s *Store) Maintain(ctx context.Context) (Maintenance, error) {
+	if ctx.Err() != nil {
+		return Maintenance{}, native.Cancelled(ctx, "")
+	}
+	m, err := s.n.Maintain()
+	return Maintenance(m), err
+}
+
+// Now is the store's clock: expiry is judged on it.
+func (s *Store) Now() time.Time {
+	if s.n.Manual() {
+		_ = s.n.SyncClock()
+	}
+	return s.n.Now()
+}
+
+// Advance moves a Manual store's clock forward by d, for tests that do not
+// give Options.Clock. It is ErrInvalid on an ordinary store or for d < 0.
+func (s *Store) Advance(d time.Duration) error {
+	if !s.n.Manual() {
+		return &Error{Kind: ErrInvalid, Message: "only a Manual store's clock can be moved"}
+	}
+	if d < 0 {
+		return &Error{Kind: ErrInvalid, Message: "the clock never moves back: Advance(" + d.String() + ")"}
+	}
+	return s.n.SetClock(s.Now().Add(d))
+}
+
+func init() {
+	native.StoreOf = func(s any) *native.Store { return s.(*Store).n }
+}
