@@ -1,1 +1,43 @@
-//! The node binding of TinyStore KV (being built).
+//! The node binding of TinyStore KV: the napi-rs addon that the npm package
+//! `tinystore` loads, the same file in Node and in Bun.
+//!
+//! Thin glue over the core crate: it converts JS values to the engine's
+//! types ([`convert`]), maps engine errors to the package's error classes,
+//! and settles write Promises from the writer thread ([`settle`]). Every
+//! rule (keys, expiry, limits, the file) stays in `tinystore`; the package's
+//! TypeScript gives the handbook's names and types.
+
+mod bucket;
+mod convert;
+mod js;
+mod settle;
+mod store;
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi_derive::napi;
+
+pub use bucket::NativeBucket;
+pub use store::NativeStore;
+
+/// Sets up this JS environment (once per thread that loads the addon):
+/// `makeError(code, message, bucket, key)` makes the package's error objects.
+#[napi(ts_args_type = "makeError: (code: string, message: string, bucket?: string, key?: string) => Error")]
+pub fn init(env: &Env, make_error: Unknown<'_>) -> napi::Result<()> {
+    settle::init(env.raw(), js::raw(&make_error))
+}
+
+/// The stable codes of every error kind, in the engine's order, so the
+/// package can check that it has a class for each.
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    tinystore::ErrorKind::ALL.iter().map(|k| k.code()).collect()
+}
+
+/// Parses a duration with the engine's grammar, in ms (for the clock's
+/// `advance` in TypeScript and for tests of the grammar).
+#[napi]
+pub fn parse_duration(env: Env, text: String) -> napi::Result<f64> {
+    let d = settle::sync(&env, tinystore::parse_duration(&text))?;
+    Ok(d.as_secs_f64() * 1000.0)
+}

@@ -1,0 +1,275 @@
+//! A bucket of values: reads inline, writes through the writer's completions.
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi::sys::{napi_env, napi_value};
+use napi_derive::napi;
+use tinystore::{Expiry, Key, ListOptions, Raw, RawBucket, WriteOptions};
+
+use crate::convert::{self, Ts, ValueKind, napi_err};
+use crate::js;
+use crate::settle::{self, sync};
+
+/// A bucket, or one branch of it, with the type of its values.
+#[napi]
+pub struct NativeBucket {
+    pub(crate) raw: RawBucket,
+    pub(crate) kind: ValueKind,
+}
+
+/// `owner/owner/key` for a message, as the engine names a key.
+pub(crate) fn show_path(owners: &[Vec<u8>], key: &[u8]) -> String {
+    let mut parts: Vec<String> = owners.iter().map(|o| String::from_utf8_lossy(o).into_owned()).collect();
+    parts.push(String::from_utf8_lossy(key).into_owned());
+    parts.join("/")
+}
+
+impl NativeBucket {
+    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+        convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.raw.name()))
+    }
+
+    fn value(&self, env: &Env, key: &[u8], v: &Unknown<'_>) -> Ts<Raw> {
+        self.kind
+            .encode(env.raw(), js::raw(v))
+            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+    }
+
+    /// The write options of a call: a `ttl` (duration) or `expiresAt` (ms), and `ifVersion`.
+    fn options(
+        &self,
+        env: &Env,
+        ttl: &Unknown<'_>,
+        expires_at: Option<f64>,
+        if_version: Option<String>,
+    ) -> Ts<WriteOptions> {
+        let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
+        let at = expires_at.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+        let expiry = match (ttl, at) {
+            (Some(_), Some(_)) => return Err(settle::invalid("a write takes ttl or expiresAt, not both")),
+            (Some(d), None) => Some(Expiry::In(d)),
+            (None, Some(t)) => Some(Expiry::At(t)),
+            (None, None) => None,
+        };
+        Ok(WriteOptions {
+            expiry,
+            if_version: convert::version(if_version)?,
+        })
+    }
+
+    fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
+        self.kind
+            .decode(env, raw)
+            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+    }
+}
+
+#[napi]
+impl NativeBucket {
+    /// The bucket's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.raw.name().to_owned()
+    }
+
+    /// The type of its values (`'json'`, `'int'`, ...).
+    #[napi(getter)]
+    pub fn value_type(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// The branch of `owner` under this one.
+    #[napi]
+    pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeBucket> {
+        let owner = sync(env, self.key(env, &owner))?;
+        Ok(NativeBucket {
+            raw: self.raw.under(owner),
+            kind: self.kind,
+        })
+    }
+
+    /// The value of a live key, or `undefined` (JSON as its text).
+    #[napi]
+    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = self.key(env, &key)?;
+            match self.raw.entry(&k)? {
+                Some(e) => self.decoded(env.raw(), &e.value, &k),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// `{ key, value, version, expiresAt }` of a live key, or `undefined`.
+    #[napi]
+    pub fn entry<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = self.key(env, &key)?;
+            match self.raw.entry(&k)? {
+                Some(e) => convert::entry(env.raw(), self.kind, &e)
+                    .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), &k))),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Whether a live key is there.
+    #[napi]
+    pub fn has<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<bool> {
+        let r = self.key(env, &key).and_then(|k| self.raw.has(&k));
+        sync(env, r)
+    }
+
+    /// A page of this branch's own keys: `{ entries, next }`.
+    #[napi]
+    pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<u32>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let after = if js::is_nullish(env.raw(), js::raw(&after)) {
+                None
+            } else {
+                Some(Key(self.key(env, &after)?))
+            };
+            let page = self.raw.list(&ListOptions {
+                after,
+                limit: limit.map(|l| l as usize),
+            })?;
+            let mut items = Vec::with_capacity(page.entries.len());
+            for e in &page.entries {
+                items.push(
+                    convert::entry(env.raw(), self.kind, e)
+                        .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), e.key.as_bytes())))?,
+                );
+            }
+            let make = || -> napi::Result<napi_value> {
+                let o = js::object(env.raw())?;
+                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
+                let next = match &page.next {
+                    Some(k) => convert::key_value(env.raw(), k)?,
+                    None => js::undefined(env.raw())?,
+                };
+                js::set(env.raw(), o, "next\0", next)?;
+                Ok(o)
+            };
+            make().map_err(napi_err)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Writes a value, durably. Resolves with nothing.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        value: Unknown<'e>,
+        ttl: Unknown<'e>,
+        expires_at: Option<f64>,
+        if_version: Option<String>,
+    ) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| {
+            let k = self.key(env, &key)?;
+            let v = self.value(env, &k, &value)?;
+            let opts = self.options(env, &ttl, expires_at, if_version)?;
+            Ok((k, v, opts))
+        })();
+        let (k, v, opts) = sync(env, prepared)?;
+        settle::write(
+            env,
+            |done| self.raw.set_then(&k, v, opts, done),
+            |env, _version| js::undefined(env).map_err(napi_err),
+        )
+    }
+
+    /// Writes a value if the key is absent; resolves with whether it did.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn create<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        value: Unknown<'e>,
+        ttl: Unknown<'e>,
+        expires_at: Option<f64>,
+    ) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| {
+            let k = self.key(env, &key)?;
+            let v = self.value(env, &k, &value)?;
+            let opts = self.options(env, &ttl, expires_at, None)?;
+            Ok((k, v, opts))
+        })();
+        let (k, v, opts) = sync(env, prepared)?;
+        settle::write(
+            env,
+            |done| self.raw.create_then(&k, v, opts.expiry, done),
+            |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))).map_err(napi_err),
+        )
+    }
+
+    /// Reads and deletes a key in one write; resolves with the value or
+    /// `undefined`. A value that does not read as the bucket's type is
+    /// `Corrupt` and stays.
+    #[napi(ts_return_type = "Promise<unknown>")]
+    pub fn take<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
+        let (k, if_version) = sync(env, prepared)?;
+        let kind = self.kind;
+        let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
+        settle::write(
+            env,
+            |done| self.raw.take_then(&k, if_version, move |e| kind.check(&e.value), done),
+            move |env, taken| match taken {
+                Some(e) => kind.decode(env, &e.value).map_err(|err| err.at(&name, path)),
+                None => js::undefined(env).map_err(napi_err),
+            },
+        )
+    }
+
+    /// Deletes a key; resolves with whether a live key was there.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
+        let (k, if_version) = sync(env, prepared)?;
+        settle::write(
+            env,
+            |done| self.raw.delete_then(&k, if_version, done),
+            |env, was| js::boolean(env, was).map_err(napi_err),
+        )
+    }
+
+    /// Gives a live key a new expiry: `ttl` (a duration) or `at_ms` (a time).
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn expire<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        ttl: Unknown<'e>,
+        at_ms: Option<f64>,
+        if_version: Option<String>,
+    ) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| {
+            let k = self.key(env, &key)?;
+            let opts = self.options(env, &ttl, at_ms, if_version)?;
+            let expiry = opts
+                .expiry
+                .ok_or_else(|| settle::invalid("expire takes a duration as '1h' or a Date"))?;
+            Ok((k, expiry, opts.if_version))
+        })();
+        let (k, expiry, if_version) = sync(env, prepared)?;
+        settle::write(
+            env,
+            |done| self.raw.expire_then(&k, expiry, if_version, done),
+            |env, was| js::boolean(env, was).map_err(napi_err),
+        )
+    }
+
+    /// Removes this branch and every branch under it.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        settle::write(
+            env,
+            |done| self.raw.clear_then(done),
+            |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+}

@@ -1,0 +1,279 @@
+//! JS values to the engine's types and back: keys, durations, times,
+//! versions, and values of a bucket's declared type (KV-1, KV-3, KV-18).
+//!
+//! Values map through `tinystore::Raw`'s own helpers (`Raw::text`,
+//! `Raw::int`, `as_float`, ...), never a mapping of our own, so that a row
+//! reads the same here as in Python, Go and Rust.
+
+use std::time::{Duration, SystemTime};
+
+use napi::sys::{napi_env, napi_value};
+use napi::{Error, Result};
+use tinystore::{ErrorKind, Raw, Version};
+
+use crate::js;
+use crate::settle::invalid;
+
+/// The largest integer a JS number holds exactly.
+const MAX_SAFE: i64 = (1 << 53) - 1;
+
+/// A result whose error is the engine's, so it maps to the package's classes.
+pub(crate) type Ts<T> = std::result::Result<T, tinystore::Error>;
+
+/// Turns a napi failure (rare: a broken env) into an engine error.
+pub(crate) fn napi_err(e: Error) -> tinystore::Error {
+    tinystore::Error::new(ErrorKind::Invalid, e.reason)
+}
+
+/// The type of values a bucket (or `once`) holds, as its `type` option says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// Any JSON value; the package stringifies and parses it, the addon
+    /// passes the text.
+    Json,
+    /// Text, kept as its UTF-8 bytes.
+    String,
+    /// A `Uint8Array`.
+    Bytes,
+    /// A safe integer `number`, kept as an integer row.
+    Int,
+    /// A `bigint` of int64 or uint64 range.
+    BigInt,
+    /// A `number` kept as its float bits.
+    Float,
+    /// A `boolean`, kept as 1 or 0.
+    Bool,
+}
+
+impl ValueKind {
+    /// The kind named by a bucket's `type` option.
+    pub(crate) fn parse(name: &str) -> Ts<ValueKind> {
+        Ok(match name {
+            "json" => ValueKind::Json,
+            "string" => ValueKind::String,
+            "bytes" => ValueKind::Bytes,
+            "int" => ValueKind::Int,
+            "bigint" => ValueKind::BigInt,
+            "float" => ValueKind::Float,
+            "bool" => ValueKind::Bool,
+            other => {
+                return Err(invalid(format!(
+                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float' or 'bool'"
+                )));
+            }
+        })
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            ValueKind::Json => "JSON text",
+            ValueKind::String => "a string",
+            ValueKind::Bytes => "a Uint8Array",
+            ValueKind::Int => "an integer number",
+            ValueKind::BigInt => "a bigint",
+            ValueKind::Float => "a number",
+            ValueKind::Bool => "a boolean",
+        }
+    }
+
+    /// Converts a JS value of this kind to its row. A value of another JS
+    /// type, or an integer out of range, is `Invalid`.
+    pub(crate) fn encode(self, env: napi_env, v: napi_value) -> Ts<Raw> {
+        let t = js::type_name(env, v);
+        let wrong = || {
+            invalid(format!(
+                "a bucket of type '{}' holds {}, not a {t}",
+                self.name(),
+                self.word()
+            ))
+        };
+        match (self, t) {
+            (ValueKind::Json, "string") => Ok(Raw::json(js::read_string(env, v).map_err(napi_err)?)),
+            (ValueKind::String, "string") => {
+                let bytes = js::read_string(env, v).map_err(napi_err)?;
+                // The bytes came from a JS string, so they are UTF-8.
+                Ok(Raw::text(std::str::from_utf8(&bytes).map_err(|_| wrong())?))
+            }
+            (ValueKind::Bytes, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
+                Some(b) => Ok(Raw::Bytes(b)),
+                None => Err(wrong()),
+            },
+            (ValueKind::Int, "number") => {
+                let n = js::read_f64(env, v).map_err(napi_err)?;
+                if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
+                    return Err(invalid(format!(
+                        "{n} is not a safe integer: a bucket of type 'int' holds integers up to 2^53-1; use type 'bigint' for int64"
+                    )));
+                }
+                Ok(Raw::int(n as i64))
+            }
+            (ValueKind::BigInt, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+                Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
+                Some(i) if u64::try_from(i).is_ok() => Ok(Raw::uint64(i as u64)),
+                _ => Err(invalid("the bigint is outside int64 and uint64")),
+            },
+            (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v).map_err(napi_err)?)),
+            (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
+            _ => Err(wrong()),
+        }
+    }
+
+    /// Checks that a row reads as this kind, without JS: what `take` runs
+    /// inside its write, so that a row that does not read stays (KV-5).
+    pub(crate) fn check(self, raw: &Raw) -> Ts<()> {
+        match self {
+            ValueKind::Json => {
+                let text = raw.as_json()?;
+                serde_json::from_slice::<serde::de::IgnoredAny>(text)
+                    .map(|_| ())
+                    .map_err(|e| tinystore::Error::new(ErrorKind::Corrupt, format!("the row is not JSON: {e}")))
+            }
+            ValueKind::String => raw.as_text().map(|_| ()),
+            ValueKind::Bytes => raw.as_bytes().map(|_| ()),
+            ValueKind::Int => {
+                let i = raw.as_int()?;
+                if !(-MAX_SAFE..=MAX_SAFE).contains(&i) {
+                    return Err(tinystore::Error::new(
+                        ErrorKind::Corrupt,
+                        format!(
+                            "the integer {i} is outside the safe integers of a number: open the bucket with type 'bigint'"
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+            ValueKind::BigInt => match raw {
+                Raw::Int(_) => Ok(()),
+                _ => raw.as_uint64().map(|_| ()),
+            },
+            ValueKind::Float => raw.as_float().map(|_| ()),
+            ValueKind::Bool => raw.as_bool().map(|_| ()),
+        }
+    }
+
+    /// The JS value of a row of this kind (JSON as its text, which the
+    /// package parses). A row of another kind is `Corrupt`.
+    pub(crate) fn decode(self, env: napi_env, raw: &Raw) -> Ts<napi_value> {
+        self.check(raw)?;
+        let v = match self {
+            ValueKind::Json => js::string(env, raw.as_text()?),
+            ValueKind::String => js::string(env, raw.as_text()?),
+            ValueKind::Bytes => js::uint8array(env, raw.as_bytes()?),
+            ValueKind::Int => js::number(env, raw.as_int()? as f64),
+            ValueKind::BigInt => match raw {
+                Raw::Int(i) => js::bigint_i64(env, *i),
+                _ => js::bigint_u64(env, raw.as_uint64()?),
+            },
+            ValueKind::Float => js::number(env, raw.as_float()?),
+            ValueKind::Bool => js::boolean(env, raw.as_bool()?),
+        };
+        v.map_err(napi_err)
+    }
+
+    /// The option's name of this kind.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ValueKind::Json => "json",
+            ValueKind::String => "string",
+            ValueKind::Bytes => "bytes",
+            ValueKind::Int => "int",
+            ValueKind::BigInt => "bigint",
+            ValueKind::Float => "float",
+            ValueKind::Bool => "bool",
+        }
+    }
+}
+
+/// A key or an owner: text, bytes, or an integer (its decimal spelling, so
+/// `42` and `'42'` are one key). Anything else is `Invalid` (KV-1).
+pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
+    match js::type_name(env, v) {
+        "string" => js::read_string(env, v).map_err(napi_err),
+        "number" => {
+            let n = js::read_f64(env, v).map_err(napi_err)?;
+            if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
+                return Err(invalid(format!(
+                    "{n} is not a key: a number key must be a safe integer"
+                )));
+            }
+            Ok((n as i64).to_string().into_bytes())
+        }
+        "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
+            Some(i) => Ok(i.to_string().into_bytes()),
+            None => Err(invalid("a bigint key has more than 128 bits")),
+        },
+        "object" => match js::read_bytes(env, v).map_err(napi_err)? {
+            Some(b) => Ok(b),
+            None => Err(invalid(
+                "a key is text, bytes (Uint8Array) or an integer, not an object",
+            )),
+        },
+        t => Err(invalid(format!(
+            "a key is text, bytes (Uint8Array) or an integer, not {t}"
+        ))),
+    }
+}
+
+/// A span: text as `'15m'` or `'1h30m'` (the engine's grammar), or a number
+/// of milliseconds. `undefined` or `null` is no span.
+pub(crate) fn duration(env: napi_env, v: napi_value, what: &str) -> Ts<Option<Duration>> {
+    match js::type_name(env, v) {
+        "undefined" | "null" => Ok(None),
+        "string" => {
+            let text = js::read_string(env, v).map_err(napi_err)?;
+            let text = String::from_utf8(text).map_err(|_| invalid(format!("{what} is not text")))?;
+            tinystore::parse_duration(&text).map(Some)
+        }
+        "number" => {
+            let ms = js::read_f64(env, v).map_err(napi_err)?;
+            millis(ms, what).map(Some)
+        }
+        t => Err(invalid(format!(
+            "{what} is a duration as '15m', '1h30m' or a number of milliseconds, not a {t}"
+        ))),
+    }
+}
+
+/// A number of milliseconds as a span; negative, NaN or infinite is `Invalid`.
+pub(crate) fn millis(ms: f64, what: &str) -> Ts<Duration> {
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(invalid(format!("{what} of {ms} ms is not a span of time")));
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// A time as milliseconds since the Unix epoch (what `Date.getTime()` gives).
+pub(crate) fn time(ms: f64, what: &str) -> Ts<SystemTime> {
+    if !ms.is_finite() {
+        return Err(invalid(format!("{what} is not a valid date")));
+    }
+    Ok(tinystore::from_millis(ms as i64))
+}
+
+/// A version as the package passes it: the decimal text an entry gave.
+pub(crate) fn version(text: Option<String>) -> Ts<Option<Version>> {
+    text.map(|t| t.parse::<Version>()).transpose()
+}
+
+/// The JS value of a key: its text (keys written as text are UTF-8), or a
+/// `Uint8Array` when the bytes are not UTF-8.
+pub(crate) fn key_value(env: napi_env, key: &tinystore::Key) -> Result<napi_value> {
+    match key.as_str() {
+        Some(s) => js::string(env, s),
+        None => js::uint8array(env, key.as_bytes()),
+    }
+}
+
+/// `{ key, value, version, expiresAt }` of an entry.
+pub(crate) fn entry(env: napi_env, kind: ValueKind, e: &tinystore::Entry<Raw>) -> Ts<napi_value> {
+    let value = kind.decode(env, &e.value)?;
+    let make = || -> Result<napi_value> {
+        let o = js::object(env)?;
+        js::set(env, o, "key\0", key_value(env, &e.key)?)?;
+        js::set(env, o, "value\0", value)?;
+        js::set(env, o, "version\0", js::string(env, &e.version.to_string())?)?;
+        js::set(env, o, "expiresAt\0", js::opt_date(env, e.expires_at)?)?;
+        Ok(o)
+    };
+    make().map_err(napi_err)
+}

@@ -1,0 +1,265 @@
+//! Small, checked wrappers over the raw napi calls that make and read the
+//! JS values the addon passes: strings, numbers, bigints, bytes, dates,
+//! plain objects and arrays.
+//!
+//! The glue works on raw `napi_value`s rather than napi-rs' typed values so
+//! that one function can take "a key" (text, bytes or an integer) or "a
+//! value of the bucket's type" and say exactly what was wrong with it.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use napi::bindgen_prelude::Unknown;
+use napi::sys::{self, napi_env, napi_value};
+use napi::{Error, Result, Status};
+
+/// Turns a napi status into a `Result`.
+pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Error::new(Status::from(status), format!("napi: {what} failed")))
+    }
+}
+
+/// The JS type of a value, as `typeof` would name it (`null` for null).
+pub(crate) fn type_name(env: napi_env, v: napi_value) -> &'static str {
+    let mut t = 0;
+    if unsafe { sys::napi_typeof(env, v, &mut t) } != sys::Status::napi_ok {
+        return "unknown";
+    }
+    match t {
+        sys::ValueType::napi_undefined => "undefined",
+        sys::ValueType::napi_null => "null",
+        sys::ValueType::napi_boolean => "boolean",
+        sys::ValueType::napi_number => "number",
+        sys::ValueType::napi_string => "string",
+        sys::ValueType::napi_symbol => "symbol",
+        sys::ValueType::napi_object => "object",
+        sys::ValueType::napi_function => "function",
+        sys::ValueType::napi_bigint => "bigint",
+        _ => "unknown",
+    }
+}
+
+/// Whether a value is `undefined` or `null`: an option not given.
+pub(crate) fn is_nullish(env: napi_env, v: napi_value) -> bool {
+    matches!(type_name(env, v), "undefined" | "null")
+}
+
+/// The raw value of an argument.
+pub(crate) fn raw(v: &Unknown<'_>) -> napi_value {
+    use napi::JsValue;
+    v.raw()
+}
+
+/// The UTF-8 bytes of a JS string.
+pub(crate) fn read_string(env: napi_env, v: napi_value) -> Result<Vec<u8>> {
+    let mut len = 0;
+    check(
+        unsafe { sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len) },
+        "reading a string's length",
+    )?;
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0;
+    check(
+        unsafe { sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), len + 1, &mut written) },
+        "reading a string",
+    )?;
+    buf.truncate(written);
+    Ok(buf)
+}
+
+/// A JS number.
+pub(crate) fn read_f64(env: napi_env, v: napi_value) -> Result<f64> {
+    let mut out = 0.0;
+    check(
+        unsafe { sys::napi_get_value_double(env, v, &mut out) },
+        "reading a number",
+    )?;
+    Ok(out)
+}
+
+/// A JS boolean.
+pub(crate) fn read_bool(env: napi_env, v: napi_value) -> Result<bool> {
+    let mut out = false;
+    check(
+        unsafe { sys::napi_get_value_bool(env, v, &mut out) },
+        "reading a boolean",
+    )?;
+    Ok(out)
+}
+
+/// A JS bigint as a sign and magnitude, or `None` when it has more than 128 bits.
+pub(crate) fn read_bigint(env: napi_env, v: napi_value) -> Result<Option<i128>> {
+    let mut sign = 0;
+    let mut words = [0u64; 2];
+    let mut count = words.len();
+    check(
+        unsafe { sys::napi_get_value_bigint_words(env, v, &mut sign, &mut count, words.as_mut_ptr()) },
+        "reading a bigint",
+    )?;
+    if count > 2 {
+        return Ok(None);
+    }
+    let magnitude = (u128::from(words[1]) << 64) | u128::from(words[0]);
+    let Ok(m) = i128::try_from(magnitude) else {
+        return Ok(None);
+    };
+    Ok(Some(if sign != 0 { -m } else { m }))
+}
+
+/// The bytes of a `Uint8Array` (a `Buffer` is one), or `None` for any other value.
+pub(crate) fn read_bytes(env: napi_env, v: napi_value) -> Result<Option<Vec<u8>>> {
+    let mut is_typed = false;
+    check(
+        unsafe { sys::napi_is_typedarray(env, v, &mut is_typed) },
+        "checking for bytes",
+    )?;
+    if !is_typed {
+        return Ok(None);
+    }
+    let mut kind = 0;
+    let mut len = 0;
+    let mut data: *mut c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0;
+    check(
+        unsafe { sys::napi_get_typedarray_info(env, v, &mut kind, &mut len, &mut data, &mut buffer, &mut offset) },
+        "reading bytes",
+    )?;
+    if kind != sys::TypedarrayType::uint8_array {
+        return Ok(None);
+    }
+    if len == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    Ok(Some(
+        unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec(),
+    ))
+}
+
+/// `undefined`.
+pub(crate) fn undefined(env: napi_env) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_get_undefined(env, &mut out) }, "making undefined")?;
+    Ok(out)
+}
+
+/// A JS string from UTF-8 text.
+pub(crate) fn string(env: napi_env, s: &str) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out) },
+        "making a string",
+    )?;
+    Ok(out)
+}
+
+/// A JS number.
+pub(crate) fn number(env: napi_env, n: f64) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_create_double(env, n, &mut out) }, "making a number")?;
+    Ok(out)
+}
+
+/// A JS boolean.
+pub(crate) fn boolean(env: napi_env, b: bool) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_get_boolean(env, b, &mut out) }, "making a boolean")?;
+    Ok(out)
+}
+
+/// A JS bigint of a signed 64-bit integer.
+pub(crate) fn bigint_i64(env: napi_env, i: i64) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_bigint_int64(env, i, &mut out) },
+        "making a bigint",
+    )?;
+    Ok(out)
+}
+
+/// A JS bigint of an unsigned 64-bit integer.
+pub(crate) fn bigint_u64(env: napi_env, u: u64) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_bigint_uint64(env, u, &mut out) },
+        "making a bigint",
+    )?;
+    Ok(out)
+}
+
+/// A fresh `Uint8Array` holding a copy of `bytes`.
+pub(crate) fn uint8array(env: napi_env, bytes: &[u8]) -> Result<napi_value> {
+    let mut data: *mut c_void = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_arraybuffer(env, bytes.len(), &mut data, &mut buffer) },
+        "making an ArrayBuffer",
+    )?;
+    if !bytes.is_empty() {
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len()) };
+    }
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint8_array, bytes.len(), buffer, 0, &mut out) },
+        "making a Uint8Array",
+    )?;
+    Ok(out)
+}
+
+/// A JS `Date` at `ms` milliseconds since the Unix epoch.
+pub(crate) fn date(env: napi_env, ms: i64) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_date(env, ms as f64, &mut out) },
+        "making a Date",
+    )?;
+    Ok(out)
+}
+
+/// A JS `Date` of a `SystemTime`, or `undefined` for `None`.
+pub(crate) fn opt_date(env: napi_env, t: Option<std::time::SystemTime>) -> Result<napi_value> {
+    match t {
+        Some(t) => date(env, tinystore::to_millis(t)),
+        None => undefined(env),
+    }
+}
+
+/// An empty plain object.
+pub(crate) fn object(env: napi_env) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_create_object(env, &mut out) }, "making an object")?;
+    Ok(out)
+}
+
+/// Sets `obj[name] = value`; `name` must end in NUL.
+pub(crate) fn set(env: napi_env, obj: napi_value, name: &'static str, value: napi_value) -> Result<()> {
+    debug_assert!(name.ends_with('\0'));
+    check(
+        unsafe { sys::napi_set_named_property(env, obj, name.as_ptr().cast(), value) },
+        "setting a property",
+    )
+}
+
+/// A JS array of `items`.
+pub(crate) fn array(env: napi_env, items: Vec<napi_value>) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_array_with_length(env, items.len(), &mut out) },
+        "making an array",
+    )?;
+    for (i, v) in items.into_iter().enumerate() {
+        check(
+            unsafe { sys::napi_set_element(env, out, i as u32, v) },
+            "filling an array",
+        )?;
+    }
+    Ok(out)
+}
+
+/// A raw value as napi-rs' `Unknown`, to return from a method.
+pub(crate) fn unknown<'e>(env: napi_env, v: napi_value) -> Unknown<'e> {
+    unsafe { Unknown::from_raw_unchecked(env, v) }
+}

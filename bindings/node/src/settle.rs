@@ -1,0 +1,390 @@
+//! Settling Promises from the engine's writer thread, and turning engine
+//! errors into the package's error classes.
+//!
+//! Why this shape (see shared/research/napi-completions.md, "M2"): a write
+//! must not park a thread, so each write's Promise is a raw `napi_deferred`
+//! handed to the core's completion form (`*_then`). The completion runs on
+//! the writer thread, which cannot touch JS; it pushes the answer onto this
+//! env's queue and, only when the queue was empty, calls one shared
+//! threadsafe function. The JS thread then settles everything queued in one
+//! go, so a group of 64 writes costs about one cross-thread wake-up, not 64.
+//!
+//! Invariants:
+//! - One [`Shared`] per napi env (main thread, each worker), created by
+//!   `init` and found through a thread-local: an env lives on one thread.
+//! - `inflight` counts Promises not yet settled; it is touched only on the
+//!   JS thread. The threadsafe function is ref'd while it is above zero,
+//!   so the process waits for pending writes, and unref'd at zero, so an
+//!   idle store never keeps the process alive.
+//! - Every deferred is settled exactly once: by its completion, by the
+//!   caller when the engine refused the write before queueing it, or with
+//!   `CLOSED` when a queued completion is dropped without being called.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use napi::sys::{self, napi_env, napi_value};
+use napi::{Error, Result, Status};
+use tinystore::ErrorKind;
+
+use crate::js;
+
+/// Builds the settled value on the JS thread; an error rejects instead.
+pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> tinystore::Result<napi_value> + Send>;
+
+/// One settled write, waiting for the JS thread.
+struct Done {
+    deferred: sys::napi_deferred,
+    outcome: std::result::Result<Answer, tinystore::Error>,
+}
+
+// SAFETY: a napi_deferred is only an opaque handle; it is used on the JS
+// thread alone (in `call_js`), after travelling through the queue.
+unsafe impl Send for Done {}
+
+/// The completion state of one napi env.
+pub(crate) struct Shared {
+    queue: Mutex<Vec<Done>>,
+    tsfn: sys::napi_threadsafe_function,
+    inflight: AtomicUsize,
+    make_error: AtomicPtr<sys::napi_ref__>,
+}
+
+// SAFETY: `tsfn` is made for calls from any thread; `make_error` and the
+// ref/unref of `tsfn` are used only on the JS thread of this env.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+thread_local! {
+    static SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+}
+
+/// Sets up this env: the threadsafe function and the function that makes
+/// error objects (`makeError(code, message, bucket, key)`).
+pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
+    if SHARED.with(|s| s.borrow().is_some()) {
+        return Ok(());
+    }
+    let mut error_ref = ptr::null_mut();
+    js::check(
+        unsafe { sys::napi_create_reference(env, make_error, 1, &mut error_ref) },
+        "keeping makeError",
+    )?;
+    let name = js::string(env, "tinystore completions")?;
+    let mut tsfn = ptr::null_mut();
+    // No JS function and no context: call_js finds this env's state in the
+    // thread-local, since it runs on the env's own thread.
+    js::check(
+        unsafe {
+            sys::napi_create_threadsafe_function(
+                env,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                name,
+                0, // an unbounded queue: the writer never blocks on JS
+                1,
+                ptr::null_mut(),
+                None,
+                ptr::null_mut(),
+                Some(call_js),
+                &mut tsfn,
+            )
+        },
+        "creating the threadsafe function",
+    )?;
+    js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Vec::new()),
+        tsfn,
+        inflight: AtomicUsize::new(0),
+        make_error: AtomicPtr::new(error_ref),
+    });
+    SHARED.with(|s| *s.borrow_mut() = Some(shared));
+    Ok(())
+}
+
+/// This env's state, or an error when `init` was not called.
+pub(crate) fn shared() -> Result<Arc<Shared>> {
+    SHARED
+        .with(|s| s.borrow().clone())
+        .ok_or_else(|| Error::new(Status::GenericFailure, "tinystore: the addon was not initialised"))
+}
+
+unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_void, _data: *mut c_void) {
+    let Some(shared) = SHARED.try_with(|s| s.borrow().clone()).ok().flatten() else {
+        return;
+    };
+    let batch = std::mem::take(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()));
+    if env.is_null() {
+        return; // the env is going away: nothing can be settled
+    }
+    let n = batch.len();
+    for done in batch {
+        settle(env, &shared, done.deferred, done.outcome);
+    }
+    shared.finish_n(env, n);
+}
+
+/// Resolves or rejects one deferred on the JS thread.
+fn settle(
+    env: napi_env,
+    shared: &Shared,
+    deferred: sys::napi_deferred,
+    outcome: std::result::Result<Answer, tinystore::Error>,
+) {
+    let made = match outcome.and_then(|answer| answer(env)) {
+        Ok(v) => Ok((true, v)),
+        Err(e) => shared.error_value(env, &e).map(|v| (false, v)),
+    };
+    match made {
+        Ok((true, v)) => unsafe {
+            sys::napi_resolve_deferred(env, deferred, v);
+        },
+        Ok((false, v)) => unsafe {
+            sys::napi_reject_deferred(env, deferred, v);
+        },
+        Err(e) => unsafe {
+            // Making the answer failed in napi itself: reject with what JS
+            // threw, or with a plain Error saying so.
+            let mut err = ptr::null_mut();
+            let mut pending = false;
+            sys::napi_is_exception_pending(env, &mut pending);
+            if pending {
+                sys::napi_get_and_clear_last_exception(env, &mut err);
+            } else {
+                let msg = js::string(env, &e.reason).unwrap_or(ptr::null_mut());
+                sys::napi_create_error(env, ptr::null_mut(), msg, &mut err);
+            }
+            sys::napi_reject_deferred(env, deferred, err);
+        },
+    }
+}
+
+impl Shared {
+    /// Counts a new pending Promise (JS thread only).
+    fn begin(&self, env: napi_env) {
+        if self.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
+            unsafe { sys::napi_ref_threadsafe_function(env, self.tsfn) };
+        }
+    }
+
+    /// Counts `n` settled Promises (JS thread only).
+    fn finish_n(&self, env: napi_env, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.inflight.fetch_sub(n, Ordering::Relaxed) == n {
+            unsafe { sys::napi_unref_threadsafe_function(env, self.tsfn) };
+        }
+    }
+
+    /// Queues a settled write (any thread); wakes the JS thread when the
+    /// queue was empty, so a whole group rides on one call.
+    fn push(&self, done: Done) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let was_empty = q.is_empty();
+        q.push(done);
+        drop(q);
+        if was_empty {
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    self.tsfn,
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                )
+            };
+        }
+    }
+
+    /// The JS error object of an engine error: an instance of the
+    /// package's class for its kind, made by `makeError`.
+    pub(crate) fn error_value(&self, env: napi_env, e: &tinystore::Error) -> Result<napi_value> {
+        let mut f = ptr::null_mut();
+        js::check(
+            unsafe { sys::napi_get_reference_value(env, self.make_error.load(Ordering::Relaxed), &mut f) },
+            "finding makeError",
+        )?;
+        let args = [
+            js::string(env, e.kind().code())?,
+            js::string(env, e.message())?,
+            match e.bucket() {
+                Some(b) => js::string(env, b)?,
+                None => js::undefined(env)?,
+            },
+            match e.path() {
+                Some(p) => js::string(env, p)?,
+                None => js::undefined(env)?,
+            },
+        ];
+        let this = js::undefined(env)?;
+        let mut out = ptr::null_mut();
+        js::check(
+            unsafe { sys::napi_call_function(env, this, f, args.len(), args.as_ptr(), &mut out) },
+            "calling makeError",
+        )?;
+        Ok(out)
+    }
+}
+
+/// Throws an engine error as the package's error class. Return the result
+/// from a `#[napi]` function: napi-rs leaves the pending exception alone.
+pub(crate) fn throw<T>(env: napi_env, e: tinystore::Error) -> Result<T> {
+    let shared = shared()?;
+    let v = shared.error_value(env, &e)?;
+    unsafe { sys::napi_throw(env, v) };
+    Err(Error::new(Status::PendingException, e.to_string()))
+}
+
+/// An `Invalid` engine error with a message, for bad input the glue finds.
+pub(crate) fn invalid(message: impl Into<String>) -> tinystore::Error {
+    tinystore::Error::new(ErrorKind::Invalid, message)
+}
+
+/// Where a completion puts its answer: the deferred, until taken once.
+struct Slot {
+    deferred: AtomicPtr<sys::napi_deferred__>,
+    armed: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Slot {
+    fn take(&self) -> Option<sys::napi_deferred> {
+        let d = self.deferred.swap(ptr::null_mut(), Ordering::AcqRel);
+        (!d.is_null()).then_some(d)
+    }
+}
+
+/// A Promise whose settling was handed to the engine.
+pub(crate) struct Pending {
+    slot: Arc<Slot>,
+    env: napi_env,
+}
+
+/// The completion given to the engine: settles the Promise from any thread.
+/// Dropped without being called after the write was queued, it rejects the
+/// Promise with `CLOSED` rather than leaving it pending forever.
+pub(crate) struct Completion {
+    slot: Arc<Slot>,
+}
+
+impl Completion {
+    /// Settles the Promise with `answer`, built later on the JS thread.
+    pub(crate) fn send(self, outcome: std::result::Result<Answer, tinystore::Error>) {
+        if let Some(deferred) = self.slot.take() {
+            self.slot.shared.push(Done { deferred, outcome });
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if self.slot.armed.load(Ordering::Acquire)
+            && let Some(deferred) = self.slot.take()
+        {
+            let e = tinystore::Error::new(ErrorKind::Closed, "the store closed before this call finished");
+            self.slot.shared.push(Done {
+                deferred,
+                outcome: Err(e),
+            });
+        }
+    }
+}
+
+impl Pending {
+    /// A new Promise, pending until its completion is sent.
+    pub(crate) fn new(env: napi_env) -> Result<(Pending, Completion, napi_value)> {
+        let shared = shared()?;
+        let mut deferred = ptr::null_mut();
+        let mut promise = ptr::null_mut();
+        js::check(
+            unsafe { sys::napi_create_promise(env, &mut deferred, &mut promise) },
+            "creating a promise",
+        )?;
+        shared.begin(env);
+        let slot = Arc::new(Slot {
+            deferred: AtomicPtr::new(deferred),
+            armed: AtomicBool::new(false),
+            shared,
+        });
+        Ok((
+            Pending {
+                slot: slot.clone(),
+                env,
+            },
+            Completion { slot },
+            promise,
+        ))
+    }
+
+    /// Finishes the hand-off: `queued` is what the engine said when given
+    /// the completion. A refusal rejects the Promise now.
+    pub(crate) fn queued<T>(self, queued: tinystore::Result<T>) -> Result<()> {
+        match queued {
+            Ok(_) => {
+                self.slot.armed.store(true, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => self.reject_now(e),
+        }
+    }
+
+    /// Rejects the Promise at once (on the JS thread), if not yet settled.
+    pub(crate) fn reject_now(self, e: tinystore::Error) -> Result<()> {
+        if let Some(deferred) = self.slot.take() {
+            let shared = &self.slot.shared;
+            let v = shared.error_value(self.env, &e)?;
+            unsafe { sys::napi_reject_deferred(self.env, deferred, v) };
+            shared.finish_n(self.env, 1);
+        }
+        Ok(())
+    }
+}
+
+/// Hands a write to the engine and returns its Promise. `submit` gives the
+/// completion to one of the core's `*_then` calls; `answer` turns the
+/// result into a JS value on the JS thread.
+pub(crate) fn write<'e, T, F, A>(env: &'e napi::Env, submit: F, answer: A) -> Result<napi::bindgen_prelude::Unknown<'e>>
+where
+    T: Send + 'static,
+    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<tinystore::Ticket>,
+    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
+{
+    let (pending, completion, promise) = Pending::new(env.raw())?;
+    let done = move |r: tinystore::Result<T>| {
+        completion.send(r.map(|v| Box::new(move |env| answer(env, v)) as Answer));
+    };
+    pending.queued(submit(Box::new(done)))?;
+    Ok(js::unknown(env.raw(), promise))
+}
+
+/// Runs blocking engine work (close, maintain) on a thread of its own and
+/// returns its Promise: these are rare, and must not stall the event loop.
+pub(crate) fn off_thread<'e, T, W, A>(
+    env: &'e napi::Env,
+    work: W,
+    answer: A,
+) -> Result<napi::bindgen_prelude::Unknown<'e>>
+where
+    T: Send + 'static,
+    W: FnOnce() -> tinystore::Result<T> + Send + 'static,
+    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
+{
+    let (pending, completion, promise) = Pending::new(env.raw())?;
+    let spawned = std::thread::Builder::new()
+        .name("tinystore-call".into())
+        .spawn(move || {
+            let r = work();
+            completion.send(r.map(|v| Box::new(move |env| answer(env, v)) as Answer));
+        });
+    pending.queued(spawned.map_err(tinystore::Error::from))?;
+    Ok(js::unknown(env.raw(), promise))
+}
+
+/// Maps an engine result for a `#[napi]` body: an error is thrown as the
+/// package's class.
+pub(crate) fn sync<T>(env: &napi::Env, r: tinystore::Result<T>) -> Result<T> {
+    r.or_else(|e| throw(env.raw(), e))
+}

@@ -1,0 +1,136 @@
+//! The store, its test clock and maintenance.
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi_derive::napi;
+use tinystore::{Options, Store};
+
+use crate::bucket::NativeBucket;
+use crate::convert::{self, ValueKind};
+use crate::js;
+use crate::settle::{self, sync};
+
+/// An open store (the package's `Store` wraps it).
+#[napi]
+pub struct NativeStore {
+    pub(crate) store: Store,
+}
+
+#[napi]
+impl NativeStore {
+    /// Opens the store in `dir`; `clock_ms` gives a test clock starting then.
+    #[napi(factory)]
+    pub fn open(env: Env, dir: String, clock_ms: Option<f64>) -> napi::Result<NativeStore> {
+        let r = (|| {
+            let mut options = Options::new();
+            if let Some(ms) = clock_ms {
+                options = options.test_clock(convert::time(ms, "the clock")?);
+            }
+            Store::open_with(&dir, options)
+        })();
+        Ok(NativeStore { store: sync(&env, r)? })
+    }
+
+    /// The directory of the store.
+    #[napi]
+    pub fn dir(&self) -> String {
+        self.store.dir().to_string_lossy().into_owned()
+    }
+
+    /// Whether the store has a test clock (and so runs nothing in the background).
+    #[napi]
+    pub fn is_manual(&self) -> bool {
+        self.store.is_manual()
+    }
+
+    /// The store's time now, in ms since the Unix epoch.
+    #[napi]
+    pub fn now(&self) -> f64 {
+        self.store.clock().now_millis() as f64
+    }
+
+    /// Moves a test clock forward; returns the new time in ms.
+    #[napi]
+    pub fn advance<'e>(&self, env: &'e Env, by: Unknown<'e>) -> napi::Result<f64> {
+        let r = convert::duration(env.raw(), js::raw(&by), "the clock's step").and_then(|d| {
+            let d = d.ok_or_else(|| settle::invalid("advance takes a duration as '16m' or a number of ms"))?;
+            self.store.clock().advance(d)
+        });
+        Ok(tinystore::to_millis(sync(env, r)?) as f64)
+    }
+
+    /// Sets a test clock to `ms`, never backwards.
+    #[napi]
+    pub fn set_clock(&self, env: Env, ms: f64) -> napi::Result<()> {
+        let r = convert::time(ms, "the clock").and_then(|t| self.store.clock().set(t));
+        sync(&env, r)
+    }
+
+    /// Flushes memory and sweeps cleared and expired rows; resolves with the counts.
+    #[napi(
+        ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
+    )]
+    pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let store = self.store.clone();
+        settle::off_thread(
+            env,
+            move || store.maintain(),
+            |env, m| {
+                let make = || -> napi::Result<_> {
+                    let o = js::object(env)?;
+                    js::set(env, o, "flushed\0", js::number(env, m.flushed as f64)?)?;
+                    js::set(env, o, "renewed\0", js::number(env, m.renewed as f64)?)?;
+                    js::set(env, o, "cleared\0", js::number(env, m.cleared as f64)?)?;
+                    js::set(env, o, "expired\0", js::number(env, m.expired as f64)?)?;
+                    js::set(env, o, "more\0", js::boolean(env, m.more)?)?;
+                    Ok(o)
+                };
+                make().map_err(convert::napi_err)
+            },
+        )
+    }
+
+    /// Writes what memory holds and closes the file.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let store = self.store.clone();
+        settle::off_thread(
+            env,
+            move || store.close(),
+            |env, ()| js::undefined(env).map_err(convert::napi_err),
+        )
+    }
+
+    /// Whether the store is closed.
+    #[napi]
+    pub fn is_closed(&self) -> bool {
+        self.store.is_closed()
+    }
+
+    /// Every name in the file with its kind, as `[name, kind]` pairs.
+    #[napi]
+    pub fn names(&self, env: Env) -> napi::Result<Vec<Vec<String>>> {
+        let names = sync(&env, self.store.names())?;
+        Ok(names.into_iter().map(|(n, k)| vec![n, k]).collect())
+    }
+
+    /// Opens a bucket of values of `value_type` with a `ttl` or an `idle` span.
+    #[napi]
+    pub fn bucket<'e>(
+        &self,
+        env: &'e Env,
+        name: String,
+        ttl: Unknown<'e>,
+        idle: Unknown<'e>,
+        value_type: String,
+    ) -> napi::Result<NativeBucket> {
+        let r = (|| {
+            let kind = ValueKind::parse(&value_type)?;
+            let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
+            let idle = convert::duration(env.raw(), js::raw(&idle), "idle")?;
+            let raw = tinystore::RawBucket::open(&self.store, &name, ttl, idle).map_err(|e| e.in_bucket(&name))?;
+            Ok(NativeBucket { raw, kind })
+        })();
+        sync(env, r)
+    }
+}

@@ -1,0 +1,28 @@
+# Node and Bun: the napi-rs addon (bindings/node), the npm package (node/),
+# its tests under `node --test` and `bun test`, and the Node benchmark.
+
+NODE_DIR := $(ROOT)/node
+NODE_ADDON := $(NODE_DIR)/tinystore.linux-x64-gnu.node
+NODE_BIN := $(NODE_DIR)/node_modules/.bin
+
+.PHONY: node node-deps test-node bench-node
+
+# npm ci again only when the lock file changed.
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+node-deps: $(NODE_DIR)/node_modules/.package-lock.json
+
+# The addon (release, the shared CARGO_BUILD_TARGET), then the TypeScript:
+# dist/cjs (CommonJS + .d.ts) and dist/esm (an ES module over it).
+node: node-deps
+	cd $(NODE_DIR) && $(NODE_BIN)/napi build --release --platform --no-js \
+		--target $(CARGO_BUILD_TARGET) \
+		--manifest-path $(ROOT)/bindings/node/Cargo.toml --output-dir . --dts build/native.d.ts
+	cd $(NODE_DIR) && rm -rf dist build/test && $(NODE_BIN)/tsc -p tsconfig.json && node scripts/esm-wrapper.mjs
+	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p tsconfig.test.json
+
+test-node: node
+	cd $(NODE_DIR) && node --test build/test/*.test.mjs
+	cd $(NODE_DIR) && $(NODE_BIN)/bun test build/test/

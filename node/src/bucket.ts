@@ -1,0 +1,238 @@
+/**
+ * Buckets of values: the handbook's `store.bucket<T>(name, options)`.
+ *
+ * @module
+ */
+
+import type { Duration } from './durations'
+import type { NativeBucket, NativeEntry } from './native'
+import { fromJson, type Key, showKey, toJson, type ValueType } from './values'
+
+/** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
+export interface BucketOptions {
+	/** Each key expires this long after it is created; a later `set` keeps a live key's expiry. */
+	ttl?: Duration
+	/** Each key expires this long after it was last read or written. */
+	idle?: Duration
+}
+
+/** A key with its value, version and expiry. */
+export interface Entry<T> {
+	/** The key, without its owners (a `Uint8Array` only when its bytes are not UTF-8). */
+	key: string | Uint8Array
+	/** The value. */
+	value: T
+	/** The revision that wrote the value; pass it as `ifVersion`. Versions never repeat. */
+	version: string
+	/** When the key expires, if it does. */
+	expiresAt: Date | undefined
+}
+
+/** One page of `list`. */
+export interface Page<T> {
+	/** The entries, in the byte order of their keys' text. */
+	entries: Entry<T>[]
+	/** The cursor of the next page (`list({ after: next })`), when there may be one. */
+	next: string | Uint8Array | undefined
+}
+
+/** The options of `set`. */
+export interface SetOptions {
+	/** Expire this long from now, in place of the bucket's `ttl` and the key's own expiry. */
+	ttl?: Duration
+	/** Expire at this time; a time in the past makes the key absent at once. */
+	expiresAt?: Date
+	/** Write only if the key is live at this version; otherwise `ConflictError`. */
+	ifVersion?: string
+}
+
+/** The options of `create`. */
+export interface CreateOptions {
+	/** Expire this long from now, in place of the bucket's `ttl`. */
+	ttl?: Duration
+	/** Expire at this time. */
+	expiresAt?: Date
+}
+
+/** The options of `take`, `delete` and `expire`. */
+export interface VersionOptions {
+	/** Apply only if the key is live at this version; otherwise `ConflictError`. */
+	ifVersion?: string
+}
+
+/** The options of `list`. */
+export interface ListOptions {
+	/** Start after this key: the `next` of the page before. */
+	after?: Key
+	/** Keys a page holds, 1 to 1000 (100 when not given). */
+	limit?: number
+}
+
+/**
+ * A bucket of values of type `T`, or one branch of it (`under`).
+ *
+ * Reads run inline and answer an already-resolved Promise; writes go to the
+ * store's writer and resolve once durable, committed together with every
+ * other write waiting at the time.
+ *
+ * @example
+ * ```ts
+ * const codes = store.bucket('sign-in-codes', { ttl: '15m', type: 'int' })
+ * await codes.set(digest(code), user.id)
+ * const userId = await codes.take(digest(code)) // undefined if wrong, used or expired
+ * ```
+ */
+export class Bucket<T> {
+	readonly #native: NativeBucket
+	readonly #json: boolean
+	readonly #owners: readonly Key[]
+
+	/** @internal Made by `store.bucket` and `under`. */
+	constructor(native: NativeBucket, owners: readonly Key[] = []) {
+		this.#native = native
+		this.#json = native.valueType === 'json'
+		this.#owners = owners
+	}
+
+	/** The bucket's name. */
+	get name(): string {
+		return this.#native.name
+	}
+
+	/** The type of the bucket's values. */
+	get type(): ValueType {
+		return this.#native.valueType as ValueType
+	}
+
+	/** The owners of this branch, outermost first. */
+	get owners(): readonly Key[] {
+		return this.#owners
+	}
+
+	/**
+	 * The branch of `owners`: the keys that belong to them. Branches nest, and
+	 * `under(a).under(b)` is `under(a, b)`.
+	 */
+	under(...owners: Key[]): Bucket<T> {
+		let native = this.#native
+		for (const owner of owners) native = native.under(owner)
+		return new Bucket<T>(native, [...this.#owners, ...owners])
+	}
+
+	#decode(value: unknown, key: Key): T {
+		return (this.#json ? fromJson(value, this.name, showKey(key, this.#owners)) : value) as T
+	}
+
+	#encode(value: T, key: Key): unknown {
+		return this.#json ? toJson(value, this.name, showKey(key, this.#owners)) : value
+	}
+
+	#entry(e: NativeEntry): Entry<T> {
+		if (this.#json) e.value = fromJson(e.value, this.name, showKey(e.key, this.#owners))
+		return e as Entry<T>
+	}
+
+	/** The value of a live key, or `undefined`. In an `idle` bucket this keeps the key alive. */
+	async get(key: Key): Promise<T | undefined> {
+		const value = this.#native.get(key)
+		return value === undefined ? undefined : this.#decode(value, key)
+	}
+
+	/** The value with its version and expiry, or `undefined`. Renews as `get` does. */
+	async entry(key: Key): Promise<Entry<T> | undefined> {
+		const e = this.#native.entry(key)
+		return e === undefined ? undefined : this.#entry(e)
+	}
+
+	/** Whether a live key is there. Renews as `get` does. */
+	async has(key: Key): Promise<boolean> {
+		return this.#native.has(key)
+	}
+
+	/** Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON cannot write is `InvalidError`. */
+	set(key: Key, value: T, options?: SetOptions): Promise<void> {
+		try {
+			return this.#native.set(
+				key,
+				this.#encode(value, key),
+				options?.ttl,
+				options?.expiresAt?.getTime(),
+				options?.ifVersion,
+			)
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
+	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
+		try {
+			return this.#native.create(key, this.#encode(value, key), options?.ttl, options?.expiresAt?.getTime())
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/**
+	 * Reads and deletes the key in one write: of racing callers exactly one
+	 * gets the value. A value that no longer reads is `CorruptError` and stays.
+	 */
+	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
+		try {
+			const taken = this.#native.take(key, options?.ifVersion)
+			if (!this.#json) return taken as Promise<T | undefined>
+			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** Deletes the key; resolves with whether a live key was there. */
+	delete(key: Key, options?: VersionOptions): Promise<boolean> {
+		try {
+			return this.#native.delete(key, options?.ifVersion)
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/**
+	 * Gives a live key a new expiry (a span from now, or a time), keeping
+	 * its value and version; resolves with whether a live key was there.
+	 */
+	expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
+		try {
+			return when instanceof Date
+				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
+				: this.#native.expire(key, when, undefined, options?.ifVersion)
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** Removes this branch and every branch under it, for every reader at once. */
+	clear(): Promise<void> {
+		try {
+			return this.#native.clear()
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** A page of this branch's own keys, in the byte order of their text. Renews nothing. */
+	async list(options?: ListOptions): Promise<Page<T>> {
+		const page = this.#native.list(options?.after, options?.limit)
+		return { entries: page.entries.map((e) => this.#entry(e)), next: page.next }
+	}
+
+	/** Every key of this branch, a page at a time, holding no snapshot between pages. Renews nothing. */
+	async *all(): AsyncGenerator<Entry<T>, void, undefined> {
+		let after: Key | undefined
+		for (;;) {
+			const page = await this.list({ after, limit: 1000 })
+			yield* page.entries
+			if (page.next === undefined) return
+			after = page.next
+		}
+	}
+}

@@ -1,0 +1,156 @@
+/**
+ * The errors of TinyStore: one class per kind of the engine's error table,
+ * each with a stable `code` and, when one key caused it, `what`.
+ *
+ * A missing key is never an error: reads answer `undefined`.
+ *
+ * @module
+ */
+
+/** The stable codes of the error kinds, the same in every language. */
+export type ErrorCode =
+	| 'INVALID'
+	| 'LIMIT'
+	| 'CONFLICT'
+	| 'CORRUPT'
+	| 'CLOSED'
+	| 'OUTCOME_UNKNOWN'
+	| 'IO'
+	| 'CANCELLED'
+
+/** What an error is about: the handle's name and the path of owners and key (`owner/owner/key`). */
+export interface ErrorWhat {
+	/** The bucket (or rate limit, quota, counters, once) the error is about. */
+	bucket?: string
+	/** The path of owners and key, as `owner/owner/key`. */
+	key?: string
+}
+
+/**
+ * The base class of every error TinyStore throws or rejects with.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await codes.set(digest(code), userId, { ifVersion })
+ * } catch (e) {
+ *   if (e instanceof ConflictError) console.log(e.code, e.what.key)
+ * }
+ * ```
+ */
+export class TinystoreError extends Error {
+	/** The kind's stable code, as `'INVALID'`. */
+	readonly code: ErrorCode
+	/** The bucket and key the error is about, when one key caused it. */
+	readonly what: ErrorWhat
+
+	/**
+	 * @param code - the kind's code
+	 * @param message - what went wrong, naming the input
+	 * @param what - the bucket and the path of owners and key
+	 */
+	constructor(code: ErrorCode, message: string, what: ErrorWhat = {}) {
+		super(describe(message, what))
+		this.code = code
+		this.what = what
+		this.name = new.target.name
+	}
+}
+
+function describe(message: string, what: ErrorWhat): string {
+	if (what.bucket !== undefined && what.key !== undefined) return `${message} (bucket ${what.bucket}, key ${what.key})`
+	if (what.bucket !== undefined) return `${message} (bucket ${what.bucket})`
+	return message
+}
+
+/** Bad input: a name, key, value, duration, rate, option or type. Nothing was written. */
+export class InvalidError extends TinystoreError {
+	/** @param message - what was wrong @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('INVALID', message, what)
+	}
+}
+
+/** A bound was reached: a value over 1 MiB, a counter past int64, a full memory bound. */
+export class LimitError extends TinystoreError {
+	/** @param message - which bound @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('LIMIT', message, what)
+	}
+}
+
+/** A version check failed: the key is absent, expired or at another version. */
+export class ConflictError extends TinystoreError {
+	/** @param message - what the key was at @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('CONFLICT', message, what)
+	}
+}
+
+/** A row does not read as the bucket's type, or the file is damaged. */
+export class CorruptError extends TinystoreError {
+	/** @param message - what did not read @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('CORRUPT', message, what)
+	}
+}
+
+/** The store is closed. */
+export class ClosedError extends TinystoreError {
+	/** @param message - what was closed @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('CLOSED', message, what)
+	}
+}
+
+/**
+ * The commit of a group failed after this write ran in it: the write may or
+ * may not be in the file. Read the key before writing it again.
+ */
+export class OutcomeUnknownError extends TinystoreError {
+	/** @param message - why the commit failed @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('OUTCOME_UNKNOWN', message, what)
+	}
+}
+
+/** The file system or SQLite failed; nothing of this call was written. */
+export class IoError extends TinystoreError {
+	/** @param message - what failed @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('IO', message, what)
+	}
+}
+
+/** The caller gave up before its write started; nothing was written. */
+export class CancelledError extends TinystoreError {
+	/** @param message - what was cancelled @param what - the bucket and key */
+	constructor(message: string, what: ErrorWhat = {}) {
+		super('CANCELLED', message, what)
+	}
+}
+
+/** The class of each code. */
+export const errorClasses: Record<ErrorCode, new (message: string, what?: ErrorWhat) => TinystoreError> = {
+	INVALID: InvalidError,
+	LIMIT: LimitError,
+	CONFLICT: ConflictError,
+	CORRUPT: CorruptError,
+	CLOSED: ClosedError,
+	OUTCOME_UNKNOWN: OutcomeUnknownError,
+	IO: IoError,
+	CANCELLED: CancelledError,
+}
+
+/**
+ * Makes the error of a code (what the addon calls for every engine error).
+ * An unknown code, from an addon newer than this package, is a plain
+ * `TinystoreError` that still carries its code.
+ */
+export function makeError(code: string, message: string, bucket?: string, key?: string): TinystoreError {
+	const what: ErrorWhat = {}
+	if (bucket !== undefined) what.bucket = bucket
+	if (key !== undefined) what.key = key
+	const Class = (errorClasses as Record<string, (typeof errorClasses)[ErrorCode] | undefined>)[code]
+	return Class ? new Class(message, what) : new TinystoreError(code as ErrorCode, message, what)
+}

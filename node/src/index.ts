@@ -1,0 +1,34 @@
+/**
+ * TinyStore KV for Node and Bun: sessions, one-time codes, rate limits,
+ * quotas, counters and the answers of requests sent twice, in one SQLite
+ * file (`kv.db`) that Python, Go and Rust programs share.
+ *
+ * ```ts
+ * import { open } from 'tinystore'
+ *
+ * await using store = await open('data')
+ * const codes = store.bucket<number>('sign-in-codes', { ttl: '15m' })
+ * await codes.set(digest(code), user.id)
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+export { Bucket } from './bucket'
+export type { BucketOptions, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
+export type { Duration, DurationText, DurationUnit, Rate } from './durations'
+export {
+	CancelledError,
+	ClosedError,
+	ConflictError,
+	CorruptError,
+	InvalidError,
+	IoError,
+	LimitError,
+	OutcomeUnknownError,
+	TinystoreError,
+} from './errors'
+export type { ErrorCode, ErrorWhat } from './errors'
+export { Clock, open, Store } from './store'
+export type { Maintenance, OpenOptions } from './store'
+export type { Key, TypeFor, ValueType, ValueTypes } from './values'

@@ -1,0 +1,97 @@
+/**
+ * Loads the addon (`tinystore.<platform>.node`, shipped in the package) and
+ * types what it exports. Private: the package's classes wrap it.
+ *
+ * @module
+ */
+
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { makeError } from './errors'
+
+/** What `maintain()` did. */
+export interface NativeMaintenance {
+	flushed: number
+	renewed: number
+	cleared: number
+	expired: number
+	more: boolean
+}
+
+/** An entry as the addon gives it (JSON values still as text). */
+export interface NativeEntry {
+	key: string | Uint8Array
+	value: unknown
+	version: string
+	expiresAt: Date | undefined
+}
+
+/** A page as the addon gives it. */
+export interface NativePage {
+	entries: NativeEntry[]
+	next: string | Uint8Array | undefined
+}
+
+/** The addon's bucket. */
+export interface NativeBucket {
+	readonly name: string
+	readonly valueType: string
+	under(owner: unknown): NativeBucket
+	get(key: unknown): unknown
+	entry(key: unknown): NativeEntry | undefined
+	has(key: unknown): boolean
+	list(after: unknown, limit: number | undefined): NativePage
+	set(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): Promise<void>
+	create(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): Promise<boolean>
+	take(key: unknown, ifVersion: string | undefined): Promise<unknown>
+	delete(key: unknown, ifVersion: string | undefined): Promise<boolean>
+	expire(key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): Promise<boolean>
+	clear(): Promise<void>
+}
+
+/** The addon's store. */
+export interface NativeStore {
+	dir(): string
+	isManual(): boolean
+	now(): number
+	advance(by: unknown): number
+	setClock(ms: number): void
+	maintain(): Promise<NativeMaintenance>
+	close(): Promise<void>
+	isClosed(): boolean
+	names(): string[][]
+	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
+}
+
+/** The addon's exports. */
+export interface NativeModule {
+	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
+	errorCodes(): string[]
+	parseDuration(text: string): number
+	NativeStore: { open(dir: string, clockMs: number | undefined): NativeStore }
+}
+
+function platformTag(): string {
+	const { platform, arch } = process
+	if (platform !== 'linux') return `${platform}-${arch}`
+	// glibc reports its version in the process report; musl does not.
+	const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined
+	return `linux-${arch}-${report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'}`
+}
+
+function load(): NativeModule {
+	const file = join(__dirname, '..', '..', `tinystore.${platformTag()}.node`)
+	if (!existsSync(file)) {
+		throw new Error(
+			`tinystore: no native addon for this platform (${platformTag()}): ${file} is missing. ` +
+				'Build it with `make node` in the TinyStore repository.',
+		)
+	}
+	const loaded = require(file) as NativeModule
+	loaded.init(makeError)
+	return loaded
+}
+
+/** The addon, loaded once per thread. */
+export const native: NativeModule = load()

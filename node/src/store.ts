@@ -1,0 +1,142 @@
+/**
+ * The store: `const store = await open('data')`, its handles, its test
+ * clock and maintenance.
+ *
+ * @module
+ */
+
+import { Bucket, type BucketOptions } from './bucket'
+import type { Duration } from './durations'
+import { InvalidError } from './errors'
+import { native, type NativeMaintenance, type NativeStore } from './native'
+import type { TypeFor, ValueType, ValueTypes } from './values'
+
+/** The options of `open`. */
+export interface OpenOptions {
+	/**
+	 * A test clock that starts at this time. The store is then manual: nothing
+	 * runs in the background, and `store.maintain()` does the flushes and
+	 * sweeps when the test says. Move it with `store.clock.advance('16m')`.
+	 */
+	clock?: Date
+}
+
+/** What one `maintain()` did. */
+export type Maintenance = NativeMaintenance
+
+/**
+ * The store's clock. Expiry is judged on it; it never goes backwards. Only
+ * a store opened with a test clock can be moved.
+ */
+export class Clock {
+	readonly #native: NativeStore
+
+	/** @internal Made by the store. */
+	constructor(native: NativeStore) {
+		this.#native = native
+	}
+
+	/** Whether this is a test clock (the store was opened with `clock`). */
+	get manual(): boolean {
+		return this.#native.isManual()
+	}
+
+	/** The time now. */
+	now(): Date {
+		return new Date(this.#native.now())
+	}
+
+	/** Moves a test clock forward by `by` (`'16m'`, `'1h30m'`, or ms); returns the new time. */
+	advance(by: Duration): Date {
+		return new Date(this.#native.advance(by))
+	}
+
+	/** Sets a test clock to `to`, which must not be before its time now. */
+	set(to: Date): void {
+		this.#native.setClock(to.getTime())
+	}
+}
+
+/**
+ * An open store: one directory, one `kv.db` inside it. Open it with
+ * {@link open}; close it with `close()` or `await using`.
+ */
+export class Store implements AsyncDisposable {
+	readonly #native: NativeStore
+	/** The store's clock; a test clock can be moved. */
+	readonly clock: Clock
+
+	/** @internal Made by {@link open}. */
+	constructor(nativeStore: NativeStore) {
+		this.#native = nativeStore
+		this.clock = new Clock(nativeStore)
+	}
+
+	/** The directory of the store. */
+	get dir(): string {
+		return this.#native.dir()
+	}
+
+	/** Whether the store is closed (calls then reject with `ClosedError`). */
+	get closed(): boolean {
+		return this.#native.isClosed()
+	}
+
+	/**
+	 * A bucket of scalar values of one type, so that what Python, Go and Rust
+	 * write under the same name reads back right:
+	 * `store.bucket('sign-in-codes', { ttl: '15m', type: 'int' })` holds numbers.
+	 */
+	bucket<K extends Exclude<ValueType, 'json'>>(name: string, options: BucketOptions & { type: K }): Bucket<ValueTypes[K]>
+	/**
+	 * A bucket of values of type `T`, kept as JSON unless `type` says
+	 * otherwise: `store.bucket<Session>('sessions', { idle: '30d' })`.
+	 */
+	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
+	bucket(name: string, options?: BucketOptions & { type?: ValueType }): Bucket<unknown> {
+		return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'))
+	}
+
+	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */
+	async names(): Promise<{ name: string; kind: string }[]> {
+		return this.#native.names().map(([name, kind]) => ({ name: name as string, kind: kind as string }))
+	}
+
+	/**
+	 * Flushes what memory holds (counters, rate limits, idle renewals) and
+	 * deletes cleared and expired rows in bounded batches; says how many.
+	 * An ordinary store does this by itself; a store with a test clock only
+	 * when a test calls this.
+	 */
+	maintain(): Promise<Maintenance> {
+		return this.#native.maintain()
+	}
+
+	/** Writes what memory holds and closes the file. Calls after this are `ClosedError`. */
+	close(): Promise<void> {
+		return this.#native.close()
+	}
+
+	/** Closes the store at the end of an `await using` block. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.close()
+	}
+}
+
+/**
+ * Opens the store in `dir` (a directory; `kv.db` lives inside it), creating
+ * both if needed.
+ *
+ * @example
+ * ```ts
+ * await using store = await open('data')
+ * const sessions = store.bucket<Session>('sessions', { idle: '30d' })
+ * ```
+ */
+export async function open(dir: string, options?: OpenOptions): Promise<Store> {
+	const clock = options?.clock
+	if (clock !== undefined && !(clock instanceof Date)) {
+		throw new InvalidError('the clock option is a Date')
+	}
+	return new Store(native.NativeStore.open(dir, clock?.getTime()))
+}
