@@ -6,6 +6,7 @@ NODE_ADDON := $(NODE_DIR)/tinystore.linux-x64-gnu.node
 NODE_BIN := $(NODE_DIR)/node_modules/.bin
 
 .PHONY: node node-deps test-node bench-node
+TEST_TARGETS += test-node
 
 # npm ci again only when the lock file changed.
 $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
