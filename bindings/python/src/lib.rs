@@ -1,1 +1,25 @@
-//! The python binding of TinyStore KV (being built).
+//! The native module `tinystore._native`: a thin PyO3 layer over the core.
+//!
+//! It converts types, maps errors and releases the GIL around every call
+//! into the core; the Python package `tinystore` gives the idiom (asyncio,
+//! typed values, dataclasses). Writes answer asyncio futures through
+//! [`completions`], so no thread is parked per pending write.
+
+use pyo3::prelude::*;
+
+mod bucket;
+mod completions;
+mod convert;
+mod errors;
+mod store;
+
+/// The module's contents.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<store::Store>()?;
+    m.add_class::<bucket::Bucket>()?;
+    m.add_class::<bucket::Ticket>()?;
+    m.add_class::<completions::Completions>()?;
+    m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
+    Ok(())
+}

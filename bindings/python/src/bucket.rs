@@ -1,0 +1,489 @@
+//! A bucket of typed values: every call of the core's `RawBucket`, with
+//! values converted by the bucket's codec. Reads run inline (with the GIL
+//! released); each write has a blocking form for the sync API and a
+//! `*_then` form that answers an asyncio future through [`Completions`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyTuple};
+use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
+
+use crate::completions::Completions;
+use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
+use crate::errors::{invalid, py_err, to_py};
+use crate::store::Store;
+
+/// Gives up on a write that has not started (when its coroutine is cancelled).
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Ticket(pub tinystore::Ticket);
+
+#[pymethods]
+impl Ticket {
+    /// Cancels the write if its group has not started; else does nothing.
+    fn cancel(&self) {
+        self.0.cancel();
+    }
+}
+
+/// One bucket (or branch of it) of the store.
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Bucket {
+    raw: RawBucket,
+    codec: Arc<Codec>,
+    store: tinystore::Store,
+}
+
+/// An entry as Python gets it: (key, value, version, expires_at in ms).
+type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
+
+fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, Error> {
+    match (ttl, at_ms) {
+        (Some(_), Some(_)) => Err(invalid("give ttl or expires_at, not both")),
+        (Some(d), None) => Ok(Some(Expiry::In(d))),
+        (None, Some(ms)) => Ok(Some(Expiry::At(from_millis(ms)))),
+        (None, None) => Ok(None),
+    }
+}
+
+impl Bucket {
+    fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
+        let path = show_path(self.raw.owners(), Some(key));
+        move |e: Error| {
+            if e.bucket().is_some() {
+                e
+            } else {
+                e.at(self.raw.name(), path.clone())
+            }
+        }
+    }
+
+    fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        key_bytes(key)
+            .map(|k| k.into_owned())
+            .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
+    }
+
+    fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
+        self.codec
+            .to_raw(py, value)
+            .map_err(|e| to_py(py, self.name_key(key)(e)))
+    }
+
+    fn write_options(
+        &self,
+        py: Python<'_>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<WriteOptions> {
+        let named = |e: Error| to_py(py, e.in_bucket(self.raw.name()));
+        let ttl = opt_span(ttl, "ttl").map_err(named)?;
+        Ok(WriteOptions {
+            expiry: expiry(ttl, expires_at).map_err(named)?,
+            if_version: version(if_version).map_err(named)?,
+        })
+    }
+
+    fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
+        let value = self.codec.to_py(py, &e.value).map_err(self.name_key(&e.key.0))?;
+        Ok((
+            key_to_py(py, &e.key.0).unbind(),
+            value.unbind(),
+            e.version.to_string(),
+            e.expires_at.map(tinystore::to_millis),
+        ))
+    }
+
+    fn take_check(&self) -> impl FnOnce(&Entry<Raw>) -> tinystore::Result<()> + Send + 'static {
+        let codec = self.codec.clone();
+        move |e: &Entry<Raw>| codec.check(&e.value)
+    }
+}
+
+/// The converter of a take's result, run on the loop thread.
+fn resolve_taken(bucket: &Bucket, out: tinystore::Result<Option<Entry<Raw>>>) -> crate::completions::Resolve {
+    let (codec, raw) = (bucket.codec.clone(), bucket.raw.clone());
+    Box::new(move |py| match out {
+        Ok(Some(e)) => {
+            let path = show_path(raw.owners(), Some(&e.key.0));
+            codec
+                .to_py(py, &e.value)
+                .map(Bound::unbind)
+                .map_err(|err| to_py(py, err.at(raw.name(), path)))
+        }
+        Ok(None) => Ok(py.None()),
+        Err(e) => Err(to_py(py, e)),
+    })
+}
+
+fn resolve_with<T: Send + 'static>(
+    out: tinystore::Result<T>,
+    convert: impl FnOnce(Python<'_>, T) -> Py<PyAny> + Send + 'static,
+) -> crate::completions::Resolve {
+    Box::new(move |py| out.map(|v| convert(py, v)).map_err(|e| to_py(py, e)))
+}
+
+fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
+    PyBool::new(py, b).to_owned().into_any().unbind()
+}
+
+fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
+    pyo3::types::PyString::new(py, &v.to_string()).into_any().unbind()
+}
+
+fn created(c: Created<Raw>) -> bool {
+    matches!(c, Created::Written(_))
+}
+
+#[pymethods]
+impl Bucket {
+    /// Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
+    #[new]
+    #[pyo3(signature = (store, name, kind, type_name, encode=None, decode=None, ttl=None, idle=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        store: &Store,
+        name: &str,
+        kind: &str,
+        type_name: String,
+        encode: Option<Py<PyAny>>,
+        decode: Option<Py<PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        idle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bucket> {
+        let named = |e: Error| to_py(py, e.in_bucket(name));
+        let kind = ValueKind::parse(kind).map_err(named)?;
+        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
+            return Err(named(invalid("a JSON bucket needs an encoder and a decoder")));
+        }
+        let ttl = opt_span(ttl, "ttl").map_err(named)?;
+        let idle = opt_span(idle, "idle").map_err(named)?;
+        let core = store.store.clone();
+        let raw = py
+            .detach(|| RawBucket::open(&core, name, ttl, idle))
+            .map_err(py_err(py))?;
+        Ok(Bucket {
+            raw,
+            store: core,
+            codec: Arc::new(Codec {
+                kind,
+                type_name,
+                encode,
+                decode,
+            }),
+        })
+    }
+
+    /// The bucket's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.raw.name()
+    }
+
+    /// The owners of this branch, outermost first.
+    #[getter]
+    fn owners(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.raw.owners().iter().map(|o| key_to_py(py, o).unbind()).collect()
+    }
+
+    /// The branch of `owners` under this one.
+    #[pyo3(signature = (*owners))]
+    fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
+        let mut raw = self.raw.clone();
+        for o in owners.iter() {
+            raw = raw.under(self.key(py, &o)?);
+        }
+        Ok(Bucket {
+            raw,
+            codec: self.codec.clone(),
+            store: self.store.clone(),
+        })
+    }
+
+    /// The value of a live key, or None.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = self.key(py, key)?;
+        let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
+        match found {
+            Some(e) => self
+                .codec
+                .to_py(py, &e.value)
+                .map(Bound::unbind)
+                .map_err(|err| to_py(py, self.name_key(&k)(err))),
+            None => Ok(py.None()),
+        }
+    }
+
+    /// (key, value, version, expires_at_ms) of a live key, or None.
+    fn entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
+        let k = self.key(py, key)?;
+        let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
+        found
+            .map(|e| self.entry_to_py(py, e))
+            .transpose()
+            .map_err(|e| to_py(py, e))
+    }
+
+    /// Whether a live key is there.
+    fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = self.key(py, key)?;
+        py.detach(|| self.raw.has(&k)).map_err(py_err(py))
+    }
+
+    /// One page of this branch's keys: (entries, next cursor or None).
+    #[pyo3(signature = (after=None, limit=None))]
+    fn list(
+        &self,
+        py: Python<'_>,
+        after: Option<&Bound<'_, PyAny>>,
+        limit: Option<usize>,
+    ) -> PyResult<(Vec<PyEntry>, Option<Py<PyAny>>)> {
+        let after = match after.filter(|a| !a.is_none()) {
+            Some(a) => Some(Key(self.key(py, a)?)),
+            None => None,
+        };
+        let opts = ListOptions { after, limit };
+        let page = py.detach(|| self.raw.list(&opts)).map_err(py_err(py))?;
+        let entries = page
+            .entries
+            .into_iter()
+            .map(|e| self.entry_to_py(py, e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| to_py(py, e))?;
+        Ok((entries, page.next.map(|k| key_to_py(py, &k.0).unbind())))
+    }
+
+    /// Writes a value durably; returns its version.
+    #[pyo3(signature = (key, value, ttl=None, expires_at=None, if_version=None))]
+    fn set(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let v = py.detach(|| self.raw.set(&k, raw, opts)).map_err(py_err(py))?;
+        Ok(v.to_string())
+    }
+
+    /// The completion form of `set`: resolves `future` with the version.
+    #[pyo3(signature = (completions, future, key, value, ttl=None, expires_at=None, if_version=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn set_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Ticket> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let t = self
+            .raw
+            .set_then(&k, raw, opts, move |out| {
+                q.push(&store, future, resolve_with(out, py_version))
+            })
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+
+    /// Writes a value only if the key is absent; says whether it did.
+    #[pyo3(signature = (key, value, ttl=None, expires_at=None))]
+    fn create(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+    ) -> PyResult<bool> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let c = py
+            .detach(|| self.raw.create(&k, raw, opts.expiry))
+            .map_err(py_err(py))?;
+        Ok(created(c))
+    }
+
+    /// The completion form of `create`.
+    #[pyo3(signature = (completions, future, key, value, ttl=None, expires_at=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+    ) -> PyResult<Ticket> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let t = self
+            .raw
+            .create_then(&k, raw, opts.expiry, move |out| {
+                q.push(&store, future, resolve_with(out, |py, c| py_bool(py, created(c))))
+            })
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+
+    /// Reads and deletes a key in one write; None when absent.
+    #[pyo3(signature = (key, if_version=None))]
+    fn take(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, None, None, if_version)?;
+        let check = self.take_check();
+        let out = py.detach(|| self.raw.take(&k, opts.if_version, check));
+        resolve_taken(self, out)(py)
+    }
+
+    /// The completion form of `take`.
+    #[pyo3(signature = (completions, future, key, if_version=None))]
+    fn take_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Ticket> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, None, None, if_version)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let (codec, raw, this_store) = (self.codec.clone(), self.raw.clone(), self.store.clone());
+        let t = self
+            .raw
+            .take_then(&k, opts.if_version, self.take_check(), move |out| {
+                let this = Bucket {
+                    raw,
+                    codec,
+                    store: this_store,
+                };
+                q.push(&store, future, resolve_taken(&this, out))
+            })
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+
+    /// Deletes a key; says whether a live key was there.
+    #[pyo3(signature = (key, if_version=None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, if_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, None, None, if_version)?;
+        py.detach(|| self.raw.delete(&k, opts.if_version)).map_err(py_err(py))
+    }
+
+    /// The completion form of `delete`.
+    #[pyo3(signature = (completions, future, key, if_version=None))]
+    fn delete_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Ticket> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, None, None, if_version)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let t = self
+            .raw
+            .delete_then(&k, opts.if_version, move |out| {
+                q.push(&store, future, resolve_with(out, py_bool))
+            })
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+
+    /// Gives a live key a new expiry (a span or a time); says whether it was there.
+    #[pyo3(signature = (key, ttl=None, expires_at=None, if_version=None))]
+    fn expire(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let e = opts.expiry.ok_or_else(|| {
+            to_py(
+                py,
+                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
+            )
+        })?;
+        py.detach(|| self.raw.expire(&k, e, opts.if_version))
+            .map_err(py_err(py))
+    }
+
+    /// The completion form of `expire`.
+    #[pyo3(signature = (completions, future, key, ttl=None, expires_at=None, if_version=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn expire_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Ticket> {
+        let k = self.key(py, key)?;
+        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let e = opts.expiry.ok_or_else(|| {
+            to_py(
+                py,
+                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
+            )
+        })?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let t = self
+            .raw
+            .expire_then(&k, e, opts.if_version, move |out| {
+                q.push(&store, future, resolve_with(out, py_bool))
+            })
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+
+    /// Removes this branch and every branch under it.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.raw.clear()).map_err(py_err(py))
+    }
+
+    /// The completion form of `clear`.
+    fn clear_then(&self, py: Python<'_>, completions: &Completions, future: Py<PyAny>) -> PyResult<Ticket> {
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let t = self
+            .raw
+            .clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
+            .map_err(py_err(py))?;
+        Ok(Ticket(t))
+    }
+}

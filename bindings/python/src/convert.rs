@@ -1,0 +1,256 @@
+//! Python values to core types and back: keys, durations, versions and
+//! the scalar values of a bucket. Scalars go through the core's `Raw`
+//! mapping (`Raw::text`, `as_int`, ...); JSON values through the codec the
+//! Python package built for the bucket's type.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString};
+use tinystore::{Branch, Error, ErrorKind, Raw, Version};
+
+use crate::errors::{corrupt, from_codec, invalid};
+
+/// The bytes of a key or owner: text as UTF-8, bytes as they are, an
+/// integer as its decimal spelling (KV-1). Anything else is `Invalid`.
+pub fn key_bytes<'a>(obj: &'a Bound<'_, PyAny>) -> Result<Cow<'a, [u8]>, Error> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s
+            .to_str()
+            .map_err(|_| invalid("a key is not valid text (it holds a lone surrogate)"))?;
+        // The &str borrows from the string object, which `obj` keeps alive.
+        return Ok(Cow::Owned(text.as_bytes().to_vec()));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Cow::Borrowed(b.as_bytes()));
+    }
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        let text = obj
+            .str()
+            .map_err(|_| invalid("an integer key has no decimal spelling"))?;
+        return Ok(Cow::Owned(text.to_string().into_bytes()));
+    }
+    Err(invalid(format!(
+        "a key must be str, bytes or int, not {}",
+        type_name(obj)
+    )))
+}
+
+/// A key as Python gets it back: `str` when it is UTF-8, else `bytes`.
+pub fn key_to_py<'py>(py: Python<'py>, key: &[u8]) -> Bound<'py, PyAny> {
+    match std::str::from_utf8(key) {
+        Ok(s) => PyString::new(py, s).into_any(),
+        Err(_) => PyBytes::new(py, key).into_any(),
+    }
+}
+
+/// The name of an object's type, for messages.
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A duration: text in the core's grammar (`"15m"`, `"1h30m"`) or a
+/// `datetime.timedelta`. `what` names the option in messages.
+pub fn span(obj: &Bound<'_, PyAny>, what: &str) -> Result<Duration, Error> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_str().map_err(|_| invalid(format!("{what} is not valid text")))?;
+        return tinystore::parse_duration(text).map_err(|e| invalid(format!("{what}: {}", e.message())));
+    }
+    if let Ok(d) = obj.cast::<PyDelta>() {
+        let (days, secs, micros) = (d.get_days(), d.get_seconds(), d.get_microseconds());
+        if days < 0 {
+            return Err(invalid(format!("{what} is a negative timedelta")));
+        }
+        let micros = (days as u64 * 86_400 + secs as u64) * 1_000_000 + micros as u64;
+        return Ok(Duration::from_micros(micros));
+    }
+    Err(invalid(format!(
+        "{what} must be a duration as text (\"15m\", \"30d\", \"1h30m\") or a timedelta, not {}",
+        type_name(obj)
+    )))
+}
+
+/// An optional duration argument.
+pub fn opt_span(obj: Option<&Bound<'_, PyAny>>, what: &str) -> Result<Option<Duration>, Error> {
+    match obj {
+        Some(o) if !o.is_none() => span(o, what).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A version as a call's `if_version`: the text `entry` gave, or its number.
+pub fn version(obj: Option<&Bound<'_, PyAny>>) -> Result<Option<Version>, Error> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_str().map_err(|_| invalid("if_version is not valid text"))?;
+        return text.parse::<Version>().map(Some);
+    }
+    if obj.is_instance_of::<PyInt>()
+        && !obj.is_instance_of::<PyBool>()
+        && let Ok(n) = obj.extract::<i64>()
+    {
+        return Ok(Some(Version::from_raw(n)));
+    }
+    Err(invalid(format!(
+        "if_version must be a version as entry() gave it, not {}",
+        type_name(obj)
+    )))
+}
+
+/// The type of a bucket's values, as the package's codec named it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    Str,
+    Bytes,
+    Int,
+    Float,
+    Bool,
+    /// A set: members have no value.
+    Set,
+    /// Anything else: JSON written and read by the Python codec.
+    Json,
+}
+
+impl ValueKind {
+    pub fn parse(name: &str) -> Result<ValueKind, Error> {
+        Ok(match name {
+            "str" => ValueKind::Str,
+            "bytes" => ValueKind::Bytes,
+            "int" => ValueKind::Int,
+            "float" => ValueKind::Float,
+            "bool" => ValueKind::Bool,
+            "none" => ValueKind::Set,
+            "json" => ValueKind::Json,
+            other => return Err(invalid(format!("unknown value kind {other:?}"))),
+        })
+    }
+}
+
+/// How one handle's values cross between Python and rows: the kind, and
+/// for JSON the package's `encode(value) -> bytes` and `decode(bytes) -> value`.
+pub struct Codec {
+    pub kind: ValueKind,
+    /// The type's name, for messages.
+    pub type_name: String,
+    pub encode: Option<Py<PyAny>>,
+    pub decode: Option<Py<PyAny>>,
+}
+
+impl Codec {
+    fn wrong(&self, value: &Bound<'_, PyAny>) -> Error {
+        invalid(format!(
+            "the value does not fit the type {}: got {}",
+            self.type_name,
+            type_name(value)
+        ))
+    }
+
+    /// A Python value as a row, refusing a value of another type (`Invalid`).
+    pub fn to_raw(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
+        let is_bool = value.is_instance_of::<PyBool>();
+        match self.kind {
+            ValueKind::Str => match value.cast::<PyString>() {
+                Ok(s) => Ok(Raw::text(
+                    s.to_str().map_err(|_| invalid("the text holds a lone surrogate"))?,
+                )),
+                Err(_) => Err(self.wrong(value)),
+            },
+            ValueKind::Bytes => {
+                if let Ok(b) = value.cast::<PyBytes>() {
+                    Ok(Raw::Bytes(b.as_bytes().to_vec()))
+                } else if let Ok(b) = value.cast::<PyByteArray>() {
+                    Ok(Raw::Bytes(b.to_vec()))
+                } else {
+                    Err(self.wrong(value))
+                }
+            }
+            ValueKind::Int if value.is_instance_of::<PyInt>() && !is_bool => match value.extract::<i64>() {
+                Ok(i) => Ok(Raw::int(i)),
+                Err(_) => Err(invalid(format!(
+                    "the integer {} is outside the 64-bit range an int bucket keeps",
+                    value.str().map(|s| s.to_string()).unwrap_or_default()
+                ))),
+            },
+            // An int is a fine float (PEP 484); a bool is not.
+            ValueKind::Float if (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>()) && !is_bool => {
+                match value.extract::<f64>() {
+                    Ok(f) => Ok(Raw::float(f)),
+                    Err(_) => Err(invalid("the integer is too large for a float")),
+                }
+            }
+            ValueKind::Bool if is_bool => Ok(Raw::bool(value.is_truthy().unwrap_or(false))),
+            ValueKind::Set if value.is_none() => Ok(Raw::Null),
+            ValueKind::Json => {
+                let encode = self.encode.as_ref().expect("a JSON codec has an encoder");
+                let out = encode
+                    .bind(py)
+                    .call1((value,))
+                    .map_err(|e| from_codec(py, ErrorKind::Invalid, e))?;
+                let bytes = out
+                    .cast::<PyBytes>()
+                    .map_err(|_| invalid("the codec did not give bytes"))?;
+                Ok(Raw::json(bytes.as_bytes().to_vec()))
+            }
+            _ => Err(self.wrong(value)),
+        }
+    }
+
+    /// A row as the Python value of this type; a row of another kind is `Corrupt`.
+    pub fn to_py<'py>(&self, py: Python<'py>, raw: &Raw) -> Result<Bound<'py, PyAny>, Error> {
+        Ok(match self.kind {
+            ValueKind::Str => PyString::new(py, raw.as_text()?).into_any(),
+            ValueKind::Bytes => PyBytes::new(py, raw.as_bytes()?).into_any(),
+            ValueKind::Int => PyInt::new(py, raw.as_int()?).into_any(),
+            ValueKind::Float => PyFloat::new(py, raw.as_float()?).into_any(),
+            ValueKind::Bool => PyBool::new(py, raw.as_bool()?).to_owned().into_any(),
+            ValueKind::Set => {
+                raw.as_set_member()?;
+                py.None().into_bound(py)
+            }
+            ValueKind::Json => {
+                let bytes = PyBytes::new(py, raw.as_json()?);
+                let decode = self.decode.as_ref().expect("a JSON codec has a decoder");
+                decode
+                    .bind(py)
+                    .call1((bytes,))
+                    .map_err(|e| from_codec(py, ErrorKind::Corrupt, e))?
+            }
+        })
+    }
+
+    /// Whether a row reads as this type, checked without Python where the
+    /// kind allows (inside a `take`, on the writer thread).
+    pub fn check(&self, raw: &Raw) -> Result<(), Error> {
+        match self.kind {
+            ValueKind::Str => raw.as_text().map(drop),
+            ValueKind::Bytes => raw.as_bytes().map(drop),
+            ValueKind::Int => raw.as_int().map(drop),
+            ValueKind::Float => raw.as_float().map(drop),
+            ValueKind::Bool => raw.as_bool().map(drop),
+            ValueKind::Set => raw.as_set_member(),
+            ValueKind::Json => Python::attach(|py| self.to_py(py, raw).map(drop)),
+        }
+        .map_err(|e| {
+            if e.kind() == ErrorKind::Corrupt {
+                e
+            } else {
+                corrupt(e.message().to_owned())
+            }
+        })
+    }
+}
+
+/// `owner/owner/key` as the core's errors show it.
+pub fn show_path(owners: &[Vec<u8>], key: Option<&[u8]>) -> String {
+    let mut branch = Branch::root();
+    for o in owners {
+        branch = branch.child(o);
+    }
+    branch.show_with(key)
+}

@@ -1,0 +1,88 @@
+//! The store: open, close, clock, maintenance.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use tinystore::{Options, Store as CoreStore, from_millis, to_millis};
+
+use crate::convert::span;
+use crate::errors::{py_err, to_py};
+
+/// An open store (a directory holding kv.db).
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Store {
+    pub store: CoreStore,
+}
+
+#[pymethods]
+impl Store {
+    /// Opens the store in `dir`; `clock_ms` gives it a manual test clock.
+    #[new]
+    #[pyo3(signature = (dir, clock_ms=None))]
+    fn new(py: Python<'_>, dir: PathBuf, clock_ms: Option<i64>) -> PyResult<Store> {
+        let mut opts = Options::new();
+        if let Some(ms) = clock_ms {
+            opts = opts.test_clock(from_millis(ms));
+        }
+        let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
+        Ok(Store { store })
+    }
+
+    /// Writes what memory holds and closes the file.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.store.close()).map_err(py_err(py))
+    }
+
+    /// Whether the store is closed.
+    fn is_closed(&self) -> bool {
+        self.store.is_closed()
+    }
+
+    /// Runs maintenance now: (flushed, renewed, cleared, expired, more).
+    fn maintain(&self, py: Python<'_>) -> PyResult<(usize, usize, usize, usize, bool)> {
+        let m = py.detach(|| self.store.maintain()).map_err(py_err(py))?;
+        Ok((m.flushed, m.renewed, m.cleared, m.expired, m.more))
+    }
+
+    /// Every name in the file with its kind.
+    fn names(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+        py.detach(|| self.store.names()).map_err(py_err(py))
+    }
+
+    /// The directory.
+    fn dir(&self) -> PathBuf {
+        self.store.dir().to_path_buf()
+    }
+
+    /// Whether the store has a test clock (and runs nothing in the background).
+    fn is_manual(&self) -> bool {
+        self.store.is_manual()
+    }
+
+    /// (groups committed, writes in them) since the store opened.
+    fn group_stats(&self) -> (u64, u64) {
+        self.store.group_stats()
+    }
+
+    /// Makes the next group's commit fail, as a failed fsync would. For tests.
+    fn fail_next_commit_for_tests(&self) {
+        self.store.fail_next_commit_for_tests();
+    }
+
+    /// The store's time, in ms since the epoch.
+    fn clock_now(&self) -> i64 {
+        self.store.clock().now_millis()
+    }
+
+    /// Moves the test clock forward by a duration; returns the new time in ms.
+    fn clock_advance(&self, py: Python<'_>, by: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let d = span(by, "the clock's step").map_err(py_err(py))?;
+        let t = self.store.clock().advance(d).map_err(py_err(py))?;
+        Ok(to_millis(t))
+    }
+
+    /// Sets the test clock to a time in ms (never back).
+    fn clock_set(&self, py: Python<'_>, ms: i64) -> PyResult<()> {
+        self.store.clock().set(from_millis(ms)).map_err(|e| to_py(py, e))
+    }
+}

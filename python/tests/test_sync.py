@@ -1,0 +1,107 @@
+"""The synchronous API: the same names without await, for Flask, Django and scripts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pytest
+
+import tinystore
+from conftest import START
+
+
+def test_kv04_sync_set_get_has_delete(sync_store: tinystore.sync.Store) -> None:
+    b = sync_store.bucket("b", str, ttl="15m")
+    v = b.set("k", "v")
+    assert b.get("k") == "v" and b.has("k")
+    entry = b.entry("k")
+    assert entry is not None and entry.version == v and entry.expires_at == START + dt.timedelta(minutes=15)
+    assert b.delete("k") and not b.has("k") and b.get("k") is None
+    assert b.create("k", "1") and not b.create("k", "2") and b.get("k") == "1"
+    assert b.expire("k", dt.timedelta(minutes=1))
+    sync_store.clock.advance("1m")
+    assert b.get("k") is None
+
+
+def test_kv05_sync_take_one_of_16_racing_threads_gets_it(sync_store: tinystore.sync.Store) -> None:
+    codes = sync_store.bucket("codes", int)
+    codes.set("c", 99)
+    got: list[int | None] = []
+    barrier = threading.Barrier(16)
+
+    def taker() -> None:
+        barrier.wait()
+        got.append(codes.take("c"))
+
+    threads = [threading.Thread(target=taker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got, key=lambda x: x is None) == [99] + [None] * 15
+
+
+def test_kv15_sync_writes_of_many_threads_commit_together(sync_store: tinystore.sync.Store) -> None:
+    b = sync_store.bucket("b", int)
+    b.set("warm", 0)
+    g0, w0 = sync_store._n.group_stats()
+    barrier = threading.Barrier(32)
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        for j in range(4):
+            b.set(f"k{i}-{j}", j)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    g, w = sync_store._n.group_stats()
+    assert w - w0 == 128
+    assert g - g0 < 128  # the GIL is released while a write waits, so threads share commits
+
+
+def test_kv08_sync_branches_list_and_all(sync_store: tinystore.sync.Store) -> None:
+    b = sync_store.bucket("b", int)
+    for i in range(5):
+        b.under("u1").set(i, i)
+    b.under("u2").set("x", 0)
+    page = b.under("u1").list(limit=2)
+    assert [e.key for e in page.entries] == ["0", "1"] and page.next == "1"
+    assert [e.value for e in b.under("u1").all()] == [0, 1, 2, 3, 4]
+    b.under("u1").clear()
+    assert list(b.under("u1").all()) == [] and b.under("u2").get("x") == 0
+    assert repr(b.under("u2")) == "<tinystore.Bucket 'b' under u2>"
+
+
+def test_kv17_sync_maintain_and_clock(sync_store: tinystore.sync.Store) -> None:
+    b = sync_store.bucket("b", int, ttl="1m")
+    b.set("k", 1)
+    sync_store.clock.advance("2m")
+    assert sync_store.maintain().expired == 1
+
+
+def test_kv19_sync_closed(tmp_path: Path) -> None:
+    store = tinystore.sync.open(tmp_path)
+    b = store.bucket("b", int)
+    store.close()
+    with pytest.raises(tinystore.ClosedError):
+        b.get("k")
+    with pytest.raises(tinystore.ClosedError):
+        b.set("k", 1)
+
+
+def test_kv19_sync_and_async_share_one_file(tmp_path: Path) -> None:
+    import asyncio
+
+    with tinystore.sync.open(tmp_path) as s:
+        s.bucket("b", str).set("k", "from sync")
+
+    async def read() -> str | None:
+        async with tinystore.open(tmp_path) as a:
+            return await a.bucket("b", str).get("k")
+
+    assert asyncio.run(read()) == "from sync"

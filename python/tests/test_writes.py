@@ -1,0 +1,201 @@
+"""Writes through asyncio: group commit, cancellation, failures (KV-15), the
+clock and maintenance (KV-17), closing (KV-19)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+import tinystore
+from conftest import START
+
+
+async def test_kv15_64_coroutines_writes_commit_together(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    await b.set("warm", 0)
+    groups0, writes0 = store._n.group_stats()
+    await asyncio.gather(*(b.set(f"k{i}", i) for i in range(64)))
+    groups, writes = store._n.group_stats()
+    assert writes - writes0 == 64
+    # The writer takes every write queued when it is free: the first set may
+    # go alone, the other 63 wait together for the next commit.
+    assert groups - groups0 <= 3, (groups - groups0, writes - writes0)
+    assert [await b.get(f"k{i}") for i in range(64)] == list(range(64))
+
+
+async def test_kv15_a_write_that_fails_rolls_back_alone(store: tinystore.Store) -> None:
+    b = store.bucket("b", str)
+    v = await b.set("k", "v")
+    await b.set("k", "moved")
+    results = await asyncio.gather(
+        b.set("a", "ok"), b.set("k", "stale", if_version=v), b.set("c", "ok"), return_exceptions=True
+    )
+    assert isinstance(results[1], tinystore.ConflictError)
+    assert await b.get("a") == "ok" and await b.get("c") == "ok" and await b.get("k") == "moved"
+
+
+async def test_kv15_a_failed_commit_is_outcome_unknown(store: tinystore.Store) -> None:
+    b = store.bucket("b", str)
+    await b.set("warm", "x")
+    store._n.fail_next_commit_for_tests()
+    with pytest.raises(tinystore.OutcomeUnknownError) as e:
+        await b.set("k", "v")
+    assert e.value.code == "OUTCOME_UNKNOWN"
+    await b.set("k", "v2")  # the store goes on
+    assert await b.get("k") == "v2"
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+async def test_kv15_a_cancelled_write_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    await b.set("warm", 0)
+    # Another process holds the file's write lock (in this process the stdlib's
+    # own SQLite would not see the store's locks), so the writes queue.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        first = asyncio.ensure_future(b.set("first", 1))
+        queued = [asyncio.ensure_future(b.set(f"k{i}", i)) for i in range(50)]
+        await asyncio.sleep(0)  # each task submitted its write
+        for t in queued:
+            t.cancel()
+        await asyncio.sleep(0)  # each task runs its cancellation (and cancels its ticket)
+    finally:
+        holder.communicate("go\n", timeout=30)
+    results = await asyncio.gather(first, *queued, return_exceptions=True)
+    assert isinstance(results[0], str)  # the first write's version
+    assert all(isinstance(r, asyncio.CancelledError) for r in results[1:])
+    assert [e.key async for e in b.all()] == ["first", "warm"]  # none of the cancelled
+    await b.set("after", 1)  # the store goes on
+    assert await b.get("after") == 1
+    await store.close()
+
+
+async def test_kv15_a_write_cancelled_after_submission_leaves_the_loop_clean(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    task = asyncio.ensure_future(b.set("k", 1))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The answer of the write (done or cancelled) is drained without error.
+    await b.set("k2", 2)
+    assert await b.get("k2") == 2
+
+
+async def test_kv17_the_test_clock_moves_only_forward(store: tinystore.Store) -> None:
+    assert store.clock.manual and store.clock.now() == START
+    assert store.clock.advance("16m") == START + dt.timedelta(minutes=16)
+    assert store.clock.advance(dt.timedelta(seconds=1)) == START + dt.timedelta(minutes=16, seconds=1)
+    with pytest.raises(tinystore.InvalidError):
+        store.clock.set(START)
+    store.clock.set(START + dt.timedelta(days=1))
+    assert store.clock.now() == START + dt.timedelta(days=1)
+    with pytest.raises(tinystore.InvalidError):
+        store.clock.advance(90)  # type: ignore[arg-type]
+
+
+async def test_kv17_maintain_deletes_expired_rows_and_says_how_many(store: tinystore.Store) -> None:
+    b = store.bucket("b", int, ttl="1m")
+    await asyncio.gather(*(b.set(f"k{i}", i) for i in range(10)))
+    store.clock.advance("2m")
+    m = await store.maintain()
+    assert m.expired == 10 and not m.more
+    assert (await store.maintain()).expired == 0
+
+
+async def test_kv17_a_naive_clock_is_utc(tmp_path: Path) -> None:
+    async with tinystore.open(tmp_path, clock=dt.datetime(2026, 1, 1)) as store:
+        assert store.clock.now() == dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+async def test_kv17_an_ordinary_store_refuses_to_move_its_clock(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path)
+    try:
+        assert not store.clock.manual
+        with pytest.raises(tinystore.InvalidError):
+            store.clock.advance("1m")
+    finally:
+        await store.close()
+
+
+async def test_kv19_calls_after_close_are_closed(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path / "d", clock=START)
+    b = store.bucket("b", str)
+    await b.set("k", "v")
+    await store.close()
+    await store.close()  # twice is fine
+    assert store.closed
+    for call in (b.get("k"), b.set("k", "v"), b.take("k"), b.list(), store.maintain()):
+        with pytest.raises(tinystore.ClosedError):
+            await call
+    # The value was durable: a reopened store reads it.
+    async with tinystore.open(tmp_path / "d") as again:
+        assert await again.bucket("b", str).get("k") == "v"
+
+
+async def test_kv19_a_file_of_another_kind_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "kv.db").write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(tinystore.Error) as e:
+        await tinystore.open(tmp_path)
+    assert e.value.code in ("CORRUPT", "INVALID")
+    assert (tmp_path / "kv.db").read_bytes() == b"this is not sqlite at all" * 100
+
+
+async def test_kv19_two_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
+    async with tinystore.open(tmp_path) as one, tinystore.open(tmp_path) as two:
+        await one.bucket("b", str).set("k", "from one")
+        assert await two.bucket("b", str).get("k") == "from one"
+
+
+async def test_kv04_open_works_awaited_and_as_a_context_manager(tmp_path: Path) -> None:
+    store = await tinystore.open(str(tmp_path))
+    async with store:
+        await store.bucket("b", int).set("k", 1)
+    assert store.closed
+    async with tinystore.open(tmp_path) as s2:
+        assert await s2.bucket("b", int).get("k") == 1
+    assert s2.closed
+
+
+async def test_two_event_loops_in_two_threads_share_a_store(tmp_path: Path) -> None:
+    import threading
+
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        async def go() -> None:
+            await asyncio.gather(*(b.set(f"t{i}", i) for i in range(20)))
+
+        try:
+            asyncio.run(go())
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    await asyncio.gather(*(b.set(f"m{i}", i) for i in range(20)))
+    await asyncio.get_running_loop().run_in_executor(None, t.join)
+    assert not errors
+    assert len([e async for e in b.all()]) == 40
+    await store.close()

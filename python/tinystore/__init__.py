@@ -1,0 +1,62 @@
+"""TinyStore KV: an application's current state in one SQLite file.
+
+Sessions, one-time codes, rate limits, plan quotas, counters and the answers
+of requests sent twice, in ``kv.db`` inside a directory, with expiry that
+needs no cleanup job::
+
+    import tinystore
+
+    async with tinystore.open("data") as store:
+        codes = store.bucket("sign-in-codes", int, ttl="15m")
+        await codes.set(digest(code), user.id)
+        user_id = await codes.take(digest(code))  # None if wrong, used or expired
+
+``tinystore.sync`` has the same API without ``await``.
+"""
+
+from __future__ import annotations
+
+from . import errors, sync
+from ._aio import Bucket, Opening, Store, open
+from ._base import Key
+from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
+from ._time import Clock, Duration
+from .errors import (
+    CallCancelledError,
+    ClosedError,
+    ConflictError,
+    CorruptError,
+    Error,
+    InvalidError,
+    IoError,
+    LimitError,
+    OutcomeUnknownError,
+)
+
+__all__ = [
+    "open",
+    "Opening",
+    "Store",
+    "Bucket",
+    "Clock",
+    "Duration",
+    "Key",
+    "Entry",
+    "Page",
+    "Maintenance",
+    "Allowance",
+    "WindowUsage",
+    "Error",
+    "InvalidError",
+    "LimitError",
+    "ConflictError",
+    "CorruptError",
+    "ClosedError",
+    "OutcomeUnknownError",
+    "IoError",
+    "CallCancelledError",
+    "errors",
+    "sync",
+]
+
+__version__ = "0.1.0"

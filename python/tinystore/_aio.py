@@ -1,0 +1,238 @@
+"""The asyncio API: ``store = await tinystore.open("data")``.
+
+Reads run inline: a point read is a few microseconds, so ``await
+bucket.get(key)`` never leaves the loop's thread and completes at once.
+Writes go to the store's writer and their futures are resolved from it,
+so the writes of many coroutines commit together, one fsync per group.
+Cancelling a coroutine whose write has not started yet means it never runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+from collections.abc import AsyncIterator, Generator
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from . import _native
+from ._base import BucketBase, Key, StoreBase, open_native
+from ._loop import completions
+from ._results import Entry, Maintenance, Page, _entry
+from ._time import Duration, opt_millis
+
+__all__ = ["open", "Opening", "Store", "Bucket"]
+
+T = TypeVar("T")
+_get_loop = asyncio.get_running_loop
+_Cancelled = asyncio.CancelledError
+
+
+def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None) -> Opening:
+    """Opens the store in ``dir`` (created if needed; the file is ``dir/kv.db``).
+
+    Use it either way::
+
+        store = await tinystore.open("data")
+        async with tinystore.open("data") as store:
+            ...
+
+    ``clock=datetime(...)`` gives the store a test clock (a naive datetime is
+    UTC): it stands still until ``store.clock.advance("16m")``, and nothing
+    runs in the background until ``await store.maintain()``.
+    """
+    return Opening(dir, clock)
+
+
+class Opening:
+    """An opening store: await it, or use it as ``async with``."""
+
+    __slots__ = ("_dir", "_clock", "_store")
+
+    def __init__(self, dir: str | os.PathLike[str], clock: dt.datetime | None) -> None:
+        self._dir = dir
+        self._clock = clock
+        self._store: Store | None = None
+
+    async def _open(self) -> Store:
+        return Store(open_native(self._dir, self._clock))
+
+    def __await__(self) -> Generator[Any, None, Store]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Store:
+        self._store = await self._open()
+        return self._store
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+class Store(StoreBase):
+    """An open store. Handles are opened from it; ``close`` writes what memory holds."""
+
+    __slots__ = ()
+
+    @overload
+    def bucket(self, name: str, type: type[T], *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[T]: ...
+    @overload
+    def bucket(self, name: str, type: None, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[None]: ...
+    @overload
+    def bucket(self, name: str, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]: ...
+
+    def bucket(self, name: str, type: Any = Any, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]:
+        """The bucket ``name`` of values of ``type``.
+
+        ``type`` is ``str``, ``bytes``, ``int``, ``float``, ``bool``, ``None``
+        (a set: keys without values), or anything kept as JSON: a dataclass,
+        a pydantic model, a TypedDict, ``list[...]``, ``dict[str, ...]``
+        (``Any`` when not given). ``ttl`` gives each new key a lifetime;
+        ``idle`` expires a key that long after it was last read or written
+        (not both)::
+
+            sessions = store.bucket("sessions", Session, idle="30d")
+        """
+        return Bucket(self._bucket_native(name, type, ttl, idle))
+
+    async def maintain(self) -> Maintenance:
+        """Flushes counters, rate limits and renewals, and deletes cleared and
+        expired rows in bounded batches; says how many. A store with a test
+        clock does this only when called."""
+        return Maintenance(*self._n.maintain())
+
+    async def close(self) -> None:
+        """Writes what memory holds and closes the file; later calls are ``ClosedError``."""
+        self._n.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class Bucket(BucketBase[T]):
+    """Keys and values of one type, with expiry, in branches of owners."""
+
+    __slots__ = ()
+
+    def under(self, *owners: Key) -> Bucket[T]:
+        """The branch of ``owners`` under this one: ``sessions.under(user_id)``."""
+        return Bucket(self._n.under(*owners))
+
+    async def get(self, key: Key) -> T | None:
+        """The value of a live key, or None. In an ``idle`` bucket the read renews the key."""
+        return self._n.get(key)
+
+    async def entry(self, key: Key) -> Entry[T] | None:
+        """The value with its version and expiry, or None."""
+        row = self._n.entry(key)
+        return None if row is None else _entry(row)
+
+    async def has(self, key: Key) -> bool:
+        """Whether a live key is there."""
+        return self._n.has(key)
+
+    async def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
+        """One page of this branch's own keys, in the byte order of their text
+        (``limit`` 1 to 1000, 100 when not given). Renews nothing."""
+        rows, nxt = self._n.list(after, limit)
+        return Page([_entry(r) for r in rows], nxt)
+
+    async def all(self) -> AsyncIterator[Entry[T]]:
+        """Every key of this branch, a page at a time, holding no snapshot between pages."""
+        after = None
+        while True:
+            rows, after = self._n.list(after, _native.MAX_PAGE)
+            for r in rows:
+                yield _entry(r)
+            if after is None:
+                return
+
+    async def set(
+        self,
+        key: Key,
+        value: T,
+        *,
+        ttl: Duration | None = None,
+        expires_at: dt.datetime | None = None,
+        if_version: str | None = None,
+    ) -> str:
+        """Writes ``value`` and returns once it is durable, with its version.
+
+        A new key gets the bucket's ``ttl``; a live key keeps its expiry unless
+        ``ttl`` or ``expires_at`` replaces it. With ``if_version`` it writes only
+        a live key at that version (else ``ConflictError``).
+        """
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.set_then(completions(loop), fut, key, value, ttl, opt_millis(expires_at), if_version)
+        try:
+            return await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise
+
+    async def create(
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> bool:
+        """Writes ``value`` only if the key is absent (or expired); says whether it did."""
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.create_then(completions(loop), fut, key, value, ttl, opt_millis(expires_at))
+        try:
+            return await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise
+
+    async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
+        """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.take_then(completions(loop), fut, key, if_version)
+        try:
+            return await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise
+
+    async def delete(self, key: Key, *, if_version: str | None = None) -> bool:
+        """Deletes the key; says whether a live key was there. A missing key is fine."""
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.delete_then(completions(loop), fut, key, if_version)
+        try:
+            return await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise
+
+    async def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
+        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
+        ttl, at = (None, when) if isinstance(when, dt.datetime) else (when, None)
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.expire_then(completions(loop), fut, key, ttl, opt_millis(at), if_version)
+        try:
+            return await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise
+
+    async def clear(self) -> None:
+        """Removes this branch and every branch under it, for every reader at once."""
+        loop = _get_loop()
+        fut = loop.create_future()
+        ticket = self._n.clear_then(completions(loop), fut)
+        try:
+            await fut
+        except _Cancelled:
+            ticket.cancel()
+            raise

@@ -1,0 +1,103 @@
+"""What the async and the sync API share: opening handles, names, keys."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Generic, TypeVar, Union
+
+from . import _native
+from ._codecs import Codec, codec_for
+from ._time import Clock, Duration, to_millis
+from .errors import ClosedError, InvalidError
+
+__all__ = ["Key", "StoreBase", "BucketBase"]
+
+T = TypeVar("T")
+
+Key = Union[str, bytes, int]
+"""A key or an owner: text, bytes, or an integer (its decimal spelling: ``42`` and ``"42"`` are one key)."""
+
+
+def open_native(dir: str | os.PathLike[str], clock: Any) -> _native.Store:
+    """Opens the native store; ``clock`` (a datetime) makes it a test store."""
+    if not isinstance(dir, (str, os.PathLike)):
+        raise InvalidError(f"a store opens a directory (str or path), not {type(dir).__name__}")
+    return _native.Store(os.fspath(dir), None if clock is None else to_millis(clock))
+
+
+def codec_of(name: str, tp: Any) -> Codec:
+    """The codec of a handle's type; a type that cannot be kept is ``InvalidError``."""
+    try:
+        return codec_for(tp)
+    except TypeError as e:
+        raise InvalidError(str(e), bucket=name, text=f"invalid: {e} (bucket {name})") from None
+
+
+class StoreBase:
+    """The parts of a store that do not wait: handles, the clock, names."""
+
+    __slots__ = ("_n", "_clock", "__weakref__")
+
+    def __init__(self, native: _native.Store) -> None:
+        self._n = native
+        self._clock = Clock(native)
+
+    @property
+    def clock(self) -> Clock:
+        """The store's clock; a test clock moves with ``advance`` and ``set``."""
+        return self._clock
+
+    @property
+    def dir(self) -> str:
+        """The store's directory."""
+        return os.fspath(self._n.dir())
+
+    @property
+    def closed(self) -> bool:
+        """Whether the store is closed."""
+        return self._n.is_closed()
+
+    def names(self) -> list[tuple[str, str]]:
+        """Every handle name in the file, with its kind (``"values"``, ``"quota"``, ...)."""
+        return self._n.names()
+
+    def _bucket_native(self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None) -> _native.Bucket:
+        codec = codec_of(name, tp)
+        return _native.Bucket(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, ttl, idle)
+
+    def _check_open(self) -> None:
+        if self._n.is_closed():
+            raise ClosedError("the store is closed", text="closed: the store is closed")
+
+    def __repr__(self) -> str:
+        return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"
+
+
+class BucketBase(Generic[T]):
+    """The parts of a bucket that do not touch the file."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: _native.Bucket) -> None:
+        self._n = native
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return self._n.name
+
+    @property
+    def owners(self) -> list[str | bytes]:
+        """The owners of this branch, outermost first."""
+        return self._n.owners
+
+    def under(self, *owners: Key) -> Any:
+        """The branch of ``owners`` under this one: ``sessions.under(user_id)``.
+
+        Branches nest; ``clear()`` on a branch removes it and every branch under it.
+        """
+        return type(self)(self._n.under(*owners))
+
+    def __repr__(self) -> str:
+        path = "/".join(str(o) for o in self.owners)
+        return f"<tinystore.{type(self).__qualname__} {self.name!r}{' under ' + path if path else ''}>"

@@ -1,0 +1,657 @@
+"""Values by a handle's type.
+
+Scalars (``str``, ``bytes``, ``int``, ``float``, ``bool``, ``None`` for sets)
+are handed to the native module, which maps them onto rows with the core's
+one mapping, so that every language reads what every other wrote. Every other
+type is JSON, written and read here: dataclasses, pydantic models, TypedDicts,
+``list[...]``, ``dict[str, ...]``, unions, enums, dates and ``Any``. A value
+is checked against the type when it is written (``InvalidError``) and read
+back into the same type (``CorruptError`` when the row no longer fits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import json
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["Codec", "codec_for"]
+
+_Fn = Callable[[Any], Any]
+
+_SCALARS: dict[Any, str] = {
+    str: "str",
+    bytes: "bytes",
+    int: "int",
+    float: "float",
+    bool: "bool",
+    None: "none",
+    type(None): "none",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Codec:
+    """How a handle's values cross to the native module."""
+
+    kind: str
+    """``str``, ``bytes``, ``int``, ``float``, ``bool``, ``none`` or ``json``."""
+    type_name: str
+    encode: Callable[[Any], bytes] | None = None
+    decode: Callable[[bytes], Any] | None = None
+
+
+class Mismatch(ValueError):
+    """A value that does not fit its type, with where inside it."""
+
+    def __init__(self, what: str, where: tuple[str, ...] = ()) -> None:
+        super().__init__(what)
+        self.what = what
+        self.where = where
+
+    def inside(self, step: str) -> Mismatch:
+        return Mismatch(self.what, (step, *self.where))
+
+    def __str__(self) -> str:
+        if not self.where:
+            return self.what
+        return f"{''.join(self.where).lstrip('.')}: {self.what}"
+
+
+def _name(tp: Any) -> str:
+    if tp is None or tp is type(None):
+        return "None"
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "")
+
+
+def _got(value: Any) -> str:
+    return f"got {type(value).__name__}"
+
+
+_cache: dict[Any, Codec] = {}
+
+
+def codec_for(tp: Any) -> Codec:
+    """The codec of values of type ``tp`` (cached per type)."""
+    try:
+        return _cache[tp]
+    except (KeyError, TypeError):
+        pass
+    codec = _build(tp)
+    try:
+        _cache[tp] = codec
+    except TypeError:
+        pass  # an unhashable type annotation: built again next time
+    return codec
+
+
+def _is_pydantic(tp: Any) -> bool:
+    return isinstance(tp, type) and hasattr(tp, "model_validate_json") and hasattr(tp, "model_dump_json")
+
+
+def _build(tp: Any) -> Codec:
+    try:
+        kind = _SCALARS.get(tp)
+    except TypeError:
+        kind = None
+    name = _name(tp)
+    if kind is not None:
+        return Codec(kind, name)
+    if _is_pydantic(tp):
+        return _pydantic_codec(tp, name)
+    dump = _dumper(tp)
+    load = _loader(tp)
+
+    def encode(value: Any) -> bytes:
+        try:
+            data = dump(value)
+            return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except Mismatch as e:
+            raise Mismatch(f"the value does not fit the type {name}: {e}") from None
+        except ValueError as e:  # NaN or infinity: JSON cannot write it
+            raise Mismatch(f"the value cannot be written as JSON: {e}") from None
+
+    def decode(raw: bytes) -> Any:
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            raise Mismatch(f"the stored value is not JSON: {e}") from None
+        try:
+            return load(data)
+        except Mismatch as e:
+            raise Mismatch(f"the stored value does not read as {name}: {e}") from None
+
+    return Codec("json", name, encode, decode)
+
+
+def _pydantic_codec(tp: Any, name: str) -> Codec:
+    def encode(value: Any) -> bytes:
+        if not isinstance(value, tp):
+            raise Mismatch(f"the value does not fit the type {name}: {_got(value)}")
+        try:
+            return value.model_dump_json().encode()
+        except Exception as e:  # pydantic's serialization errors
+            raise Mismatch(f"the value cannot be written as JSON: {e}") from None
+
+    def decode(raw: bytes) -> Any:
+        try:
+            return tp.model_validate_json(raw)
+        except Exception as e:  # pydantic.ValidationError
+            raise Mismatch(f"the stored value does not read as {name}: {e}") from None
+
+    return Codec("json", name, encode, decode)
+
+
+# ---- writing: a Python value of a type to JSON data, checked ----
+
+
+def _dumper(tp: Any) -> _Fn:
+    tp = _unwrap(tp)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any or tp is object:
+        return _dump_any
+    if tp is None or tp is type(None):
+        return _check_none
+    if tp is bool:
+        return _check(lambda v: type(v) is bool, "bool")
+    if tp is int:
+        return _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "int")
+    if tp is float:
+        return _dump_float
+    if tp is str:
+        return _check(lambda v: isinstance(v, str), "str")
+    if tp is bytes:
+        return _no_bytes
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _dump_enum(tp)
+    if tp in _DATES:
+        return _dump_date(tp)
+    if tp is uuid.UUID or tp is decimal.Decimal:
+        return _dump_str_of(tp)
+    if _is_pydantic(tp):
+        return _dump_pydantic(tp)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _dump_dataclass(tp)
+    if typing.is_typeddict(tp):
+        return _dump_typeddict(tp)
+    if origin in (typing.Union, types.UnionType):
+        return _dump_union(args)
+    if origin is typing.Literal:
+        return _dump_literal(args)
+    if origin in (list, set, frozenset) or (origin is not None and origin in _SEQUENCES):
+        return _dump_list(args[0] if args else Any, origin)
+    if origin is tuple:
+        return _dump_tuple(args)
+    if origin in (dict,) or (origin is not None and origin in _MAPPINGS):
+        return _dump_dict(args[0] if args else str, args[1] if args else Any)
+    if tp in (list, set, frozenset, tuple):
+        return _dump_list(Any, tp)
+    if tp is dict:
+        return _dump_dict(str, Any)
+    raise TypeError(f"tinystore cannot keep values of type {_name(tp)}")
+
+
+_DATES = (dt.datetime, dt.date, dt.time)
+_SEQUENCES = (Sequence, typing.Sequence, typing.List, typing.Set, typing.FrozenSet)  # noqa: UP006
+_MAPPINGS = (Mapping, typing.Mapping, typing.Dict)  # noqa: UP006
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif hasattr(tp, "__supertype__"):  # NewType
+            tp = tp.__supertype__
+        else:
+            return tp
+
+
+def _check(ok: Callable[[Any], bool], name: str) -> _Fn:
+    def dump(v: Any) -> Any:
+        if not ok(v):
+            raise Mismatch(f"expected {name}, {_got(v)}")
+        return v
+
+    return dump
+
+
+def _check_none(v: Any) -> Any:
+    if v is not None:
+        raise Mismatch(f"expected None, {_got(v)}")
+    return None
+
+
+def _dump_float(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise Mismatch(f"expected float, {_got(v)}")
+    return float(v)
+
+
+def _no_bytes(v: Any) -> Any:
+    raise Mismatch("bytes inside a JSON value are not supported: use a bytes bucket, or text")
+
+
+def _dump_enum(tp: type[enum.Enum]) -> _Fn:
+    def dump(v: Any) -> Any:
+        if not isinstance(v, tp):
+            raise Mismatch(f"expected {tp.__name__}, {_got(v)}")
+        return v.value
+
+    return dump
+
+
+def _dump_date(tp: type) -> _Fn:
+    def dump(v: Any) -> Any:
+        # A datetime is a date too; keep them apart.
+        if not isinstance(v, tp) or (tp is dt.date and isinstance(v, dt.datetime)):
+            raise Mismatch(f"expected {tp.__name__}, {_got(v)}")
+        return v.isoformat()
+
+    return dump
+
+
+def _dump_str_of(tp: type) -> _Fn:
+    def dump(v: Any) -> Any:
+        if not isinstance(v, tp):
+            raise Mismatch(f"expected {tp.__name__}, {_got(v)}")
+        return str(v)
+
+    return dump
+
+
+def _dump_pydantic(tp: Any) -> _Fn:
+    def dump(v: Any) -> Any:
+        if not isinstance(v, tp):
+            raise Mismatch(f"expected {tp.__name__}, {_got(v)}")
+        return v.model_dump(mode="json")
+
+    return dump
+
+
+def _hints(tp: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(tp, include_extras=True)
+    except Exception:  # a forward reference that does not resolve: keep what is a type
+        return {k: (v if not isinstance(v, str) else Any) for k, v in getattr(tp, "__annotations__", {}).items()}
+
+
+def _lazy_fields(tp: Any, build: Callable[[Any], _Fn]) -> Callable[[], list[tuple[str, _Fn]]]:
+    """Field converters, built at first use so that a type may refer to itself."""
+    done: list[list[tuple[str, _Fn]]] = []
+
+    def fields() -> list[tuple[str, _Fn]]:
+        if not done:
+            hints = _hints(tp)
+            if dataclasses.is_dataclass(tp):
+                names = [f.name for f in dataclasses.fields(tp)]
+            else:
+                names = list(hints)
+            done.append([(n, build(hints.get(n, Any))) for n in names])
+        return done[0]
+
+    return fields
+
+
+def _dump_dataclass(tp: Any) -> _Fn:
+    fields = _lazy_fields(tp, _dumper)
+
+    def dump(v: Any) -> Any:
+        if not isinstance(v, tp):
+            raise Mismatch(f"expected {tp.__qualname__}, {_got(v)}")
+        out = {}
+        for name, fn in fields():
+            try:
+                out[name] = fn(getattr(v, name))
+            except Mismatch as e:
+                raise e.inside(f".{name}") from None
+        return out
+
+    return dump
+
+
+def _dump_typeddict(tp: Any) -> _Fn:
+    fields = _lazy_fields(tp, _dumper)
+    required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
+
+    def dump(v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise Mismatch(f"expected {tp.__qualname__} (a dict), {_got(v)}")
+        out = {}
+        known = fields()
+        for name, fn in known:
+            if name in v:
+                try:
+                    out[name] = fn(v[name])
+                except Mismatch as e:
+                    raise e.inside(f".{name}") from None
+            elif name in required:
+                raise Mismatch(f"the key {name!r} is missing")
+        extra = set(v) - {n for n, _ in known}
+        if extra:
+            raise Mismatch(f"unknown keys {sorted(map(str, extra))}")
+        return out
+
+    return dump
+
+
+def _dump_union(args: tuple[Any, ...]) -> _Fn:
+    arms = [_dumper(a) for a in args]
+
+    def dump(v: Any) -> Any:
+        if v is None and type(None) in args:
+            return None
+        for arm in arms:
+            try:
+                return arm(v)
+            except Mismatch:
+                continue
+        raise Mismatch(f"expected {' | '.join(_name(a) for a in args)}, {_got(v)}")
+
+    return dump
+
+
+def _dump_literal(args: tuple[Any, ...]) -> _Fn:
+    def dump(v: Any) -> Any:
+        if v not in args or type(v) not in {type(a) for a in args}:
+            raise Mismatch(f"expected one of {list(args)!r}, got {v!r}")
+        return v.value if isinstance(v, enum.Enum) else v
+
+    return dump
+
+
+def _dump_list(item: Any, origin: Any) -> _Fn:
+    fn = _dumper(item)
+    kinds = (set, frozenset) if origin in (set, frozenset, typing.Set, typing.FrozenSet) else (list, tuple)  # noqa: UP006
+
+    def dump(v: Any) -> Any:
+        if not isinstance(v, kinds) or isinstance(v, (str, bytes)):
+            raise Mismatch(f"expected {kinds[0].__name__}, {_got(v)}")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(fn(x))
+            except Mismatch as e:
+                raise e.inside(f"[{i}]") from None
+        return out
+
+    return dump
+
+
+def _dump_tuple(args: tuple[Any, ...]) -> _Fn:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _dump_list(args[0], list)
+    fns = [_dumper(a) for a in args]
+
+    def dump(v: Any) -> Any:
+        if not isinstance(v, (tuple, list)) or len(v) != len(fns):
+            raise Mismatch(f"expected a tuple of {len(fns)}, {_got(v)}")
+        out = []
+        for i, (fn, x) in enumerate(zip(fns, v)):
+            try:
+                out.append(fn(x))
+            except Mismatch as e:
+                raise e.inside(f"[{i}]") from None
+        return out
+
+    return dump
+
+
+def _dump_dict(key: Any, value: Any) -> _Fn:
+    key = _unwrap(key)
+    if key not in (str, int, Any):
+        raise TypeError(f"tinystore keeps dicts with str or int keys as JSON, not {_name(key)}")
+    fn = _dumper(value)
+
+    def dump(v: Any) -> Any:
+        if not isinstance(v, Mapping):
+            raise Mismatch(f"expected dict, {_got(v)}")
+        out = {}
+        for k, x in v.items():
+            if key is int and (not isinstance(k, int) or isinstance(k, bool)):
+                raise Mismatch(f"expected int keys, got {type(k).__name__}")
+            if key is not int and not isinstance(k, str):
+                raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+            try:
+                out[str(k)] = fn(x)
+            except Mismatch as e:
+                raise e.inside(f"[{k!r}]") from None
+        return out
+
+    return dump
+
+
+def _dump_any(v: Any) -> Any:
+    """Any value JSON can hold, and the types this module knows, by their own type."""
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float):
+        return v
+    if isinstance(v, Mapping):
+        return {_any_key(k): _dump_any(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [_dump_any(x) for x in v]
+    if isinstance(v, bytes):
+        return _no_bytes(v)
+    tp = type(v)
+    if dataclasses.is_dataclass(tp) or _is_pydantic(tp) or isinstance(v, (enum.Enum, *_DATES, uuid.UUID, decimal.Decimal)):
+        return _dumper(tp)(v)
+    raise Mismatch(f"{tp.__name__} cannot be written as JSON")
+
+
+def _any_key(k: Any) -> str:
+    if isinstance(k, str):
+        return k
+    if isinstance(k, int) and not isinstance(k, bool):
+        return str(k)
+    raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+
+
+# ---- reading: JSON data to a Python value of a type, checked ----
+
+
+def _loader(tp: Any) -> _Fn:
+    tp = _unwrap(tp)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any or tp is object:
+        return lambda v: v
+    if tp is None or tp is type(None):
+        return _check_none
+    if tp is bool:
+        return _check(lambda v: type(v) is bool, "bool")
+    if tp is int:
+        return _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "int")
+    if tp is float:
+        return _dump_float
+    if tp is str:
+        return _check(lambda v: isinstance(v, str), "str")
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _load_via(tp, lambda v: tp(v))
+    if tp is dt.datetime:
+        return _load_text(tp, dt.datetime.fromisoformat)
+    if tp is dt.date:
+        return _load_text(tp, dt.date.fromisoformat)
+    if tp is dt.time:
+        return _load_text(tp, dt.time.fromisoformat)
+    if tp is uuid.UUID or tp is decimal.Decimal:
+        return _load_text(tp, tp)
+    if _is_pydantic(tp):
+        return _load_via(tp, tp.model_validate)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _load_dataclass(tp)
+    if typing.is_typeddict(tp):
+        return _load_typeddict(tp)
+    if origin in (typing.Union, types.UnionType):
+        return _load_union(args)
+    if origin is typing.Literal:
+        return _load_literal(args)
+    if origin in (set, frozenset, typing.Set, typing.FrozenSet):  # noqa: UP006
+        return _load_list(args[0] if args else Any, origin if isinstance(origin, type) else set)
+    if origin in (list,) or (origin is not None and origin in _SEQUENCES):
+        return _load_list(args[0] if args else Any, list)
+    if origin is tuple:
+        return _load_tuple(args)
+    if origin in (dict,) or (origin is not None and origin in _MAPPINGS):
+        return _load_dict(args[0] if args else str, args[1] if args else Any)
+    if tp in (list, set, frozenset, tuple):
+        return _load_list(Any, tp)
+    if tp is dict:
+        return _load_dict(str, Any)
+    raise TypeError(f"tinystore cannot keep values of type {_name(tp)}")
+
+
+def _load_via(tp: Any, make: _Fn) -> _Fn:
+    def load(v: Any) -> Any:
+        try:
+            return make(v)
+        except Exception as e:
+            raise Mismatch(f"{v!r} is not a {_name(tp)} ({e})") from None
+
+    return load
+
+
+def _load_text(tp: Any, parse: _Fn) -> _Fn:
+    def load(v: Any) -> Any:
+        if not isinstance(v, str):
+            raise Mismatch(f"expected {_name(tp)} as text, {_got(v)}")
+        try:
+            return parse(v)
+        except Exception:
+            raise Mismatch(f"{v!r} is not a {_name(tp)}") from None
+
+    return load
+
+
+def _load_dataclass(tp: Any) -> _Fn:
+    fields = _lazy_fields(tp, _loader)
+    init = {f.name for f in dataclasses.fields(tp) if f.init}
+
+    def load(v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise Mismatch(f"expected {tp.__qualname__} (an object), {_got(v)}")
+        kwargs = {}
+        for name, fn in fields():
+            if name in v and name in init:
+                try:
+                    kwargs[name] = fn(v[name])
+                except Mismatch as e:
+                    raise e.inside(f".{name}") from None
+        try:
+            return tp(**kwargs)
+        except TypeError as e:  # a required field is missing
+            raise Mismatch(str(e)) from None
+
+    return load
+
+
+def _load_typeddict(tp: Any) -> _Fn:
+    fields = _lazy_fields(tp, _loader)
+    required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
+
+    def load(v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise Mismatch(f"expected {tp.__qualname__} (an object), {_got(v)}")
+        out = {}
+        for name, fn in fields():
+            if name in v:
+                try:
+                    out[name] = fn(v[name])
+                except Mismatch as e:
+                    raise e.inside(f".{name}") from None
+            elif name in required:
+                raise Mismatch(f"the key {name!r} is missing")
+        return out
+
+    return load
+
+
+def _load_union(args: tuple[Any, ...]) -> _Fn:
+    arms = [_loader(a) for a in args]
+
+    def load(v: Any) -> Any:
+        if v is None and type(None) in args:
+            return None
+        for arm in arms:
+            try:
+                return arm(v)
+            except Mismatch:
+                continue
+        raise Mismatch(f"expected {' | '.join(_name(a) for a in args)}, {_got(v)}")
+
+    return load
+
+
+def _load_literal(args: tuple[Any, ...]) -> _Fn:
+    def load(v: Any) -> Any:
+        for a in args:
+            if (a.value if isinstance(a, enum.Enum) else a) == v:
+                return a
+        raise Mismatch(f"expected one of {list(args)!r}, got {v!r}")
+
+    return load
+
+
+def _load_list(item: Any, make: Any) -> _Fn:
+    fn = _loader(item)
+
+    def load(v: Any) -> Any:
+        if not isinstance(v, list):
+            raise Mismatch(f"expected a list, {_got(v)}")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(fn(x))
+            except Mismatch as e:
+                raise e.inside(f"[{i}]") from None
+        return out if make is list else make(out)
+
+    return load
+
+
+def _load_tuple(args: tuple[Any, ...]) -> _Fn:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _load_list(args[0], tuple)
+    fns = [_loader(a) for a in args]
+
+    def load(v: Any) -> Any:
+        if not isinstance(v, list) or len(v) != len(fns):
+            raise Mismatch(f"expected a list of {len(fns)}, {_got(v)}")
+        out = []
+        for i, (fn, x) in enumerate(zip(fns, v)):
+            try:
+                out.append(fn(x))
+            except Mismatch as e:
+                raise e.inside(f"[{i}]") from None
+        return tuple(out)
+
+    return load
+
+
+def _load_dict(key: Any, value: Any) -> _Fn:
+    key = _unwrap(key)
+    fn = _loader(value)
+
+    def load(v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise Mismatch(f"expected an object, {_got(v)}")
+        out = {}
+        for k, x in v.items():
+            try:
+                out[int(k) if key is int else k] = fn(x)
+            except Mismatch as e:
+                raise e.inside(f"[{k!r}]") from None
+            except ValueError:
+                raise Mismatch(f"the key {k!r} is not an int") from None
+        return out
+
+    return load

@@ -1,0 +1,34 @@
+"""Where the answers of writes reach an asyncio loop.
+
+Each loop gets one native completion queue, watched with ``add_reader``: the
+store's writer thread queues answers without taking the GIL and wakes the
+loop once per batch, and the loop resolves the futures on its own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+
+from ._native import Completions
+
+__all__ = ["completions"]
+
+_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Completions] = weakref.WeakKeyDictionary()
+_last: tuple[asyncio.AbstractEventLoop | None, Completions | None] = (None, None)
+
+
+def completions(loop: asyncio.AbstractEventLoop) -> Completions:
+    """The completion queue of ``loop``, registered with it on first use."""
+    global _last
+    last_loop, last = _last
+    if last_loop is loop and last is not None:
+        return last
+    found = _by_loop.get(loop)
+    if found is None:
+        found = Completions()
+        loop.add_reader(found.fileno(), found.drain)
+        _by_loop[loop] = found
+    _last = (loop, found)
+    return found
+

@@ -1,0 +1,123 @@
+"""The errors of TinyStore: one base class and one subclass per kind.
+
+Every language has the same kinds. An error about one key names the bucket
+and the path of owners and key (``.bucket``, ``.path``; ``.key`` is the same
+path, as TypeScript's ``what.key`` spells it). A missing key is never an
+error: reads answer ``None``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Error",
+    "InvalidError",
+    "LimitError",
+    "ConflictError",
+    "CorruptError",
+    "ClosedError",
+    "OutcomeUnknownError",
+    "IoError",
+    "CallCancelledError",
+]
+
+
+class Error(Exception):
+    """Any error of TinyStore.
+
+    Attributes:
+        code: the stable code of the kind, as every language spells it
+            (``"INVALID"``, ``"CONFLICT"``, ...).
+        message: what went wrong, without the bucket and path.
+        bucket: the handle (bucket, rate limit, quota, once, counters) the
+            error is about, if one is.
+        path: the owners and key the error is about, as ``owner/owner/key``.
+    """
+
+    code: str = "ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        bucket: str | None = None,
+        path: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        super().__init__(text if text is not None else message)
+        self.message = message
+        self.bucket = bucket
+        self.path = path
+
+    @property
+    def key(self) -> str | None:
+        """The owners and key the error is about (the same as ``path``)."""
+        return self.path
+
+
+class InvalidError(Error, ValueError):
+    """Bad input: a name, key, value, duration, rate, option or type. Nothing was written."""
+
+    code = "INVALID"
+
+
+class LimitError(Error):
+    """A bound was reached: a value over 1 MiB, a counter past int64, a full memory bound."""
+
+    code = "LIMIT"
+
+
+class ConflictError(Error):
+    """A version check failed: the key is absent, expired or at another version."""
+
+    code = "CONFLICT"
+
+
+class CorruptError(Error):
+    """A stored value does not read as the handle's type, or the file is damaged."""
+
+    code = "CORRUPT"
+
+
+class ClosedError(Error):
+    """The store is closed."""
+
+    code = "CLOSED"
+
+
+class OutcomeUnknownError(Error):
+    """A group's commit failed: the write may or may not be in the file. Read before writing again."""
+
+    code = "OUTCOME_UNKNOWN"
+
+
+class IoError(Error):
+    """The file system or SQLite failed; nothing of the call was written."""
+
+    code = "IO"
+
+
+class CallCancelledError(Error):
+    """The call was given up before its write started; nothing was written."""
+
+    code = "CANCELLED"
+
+
+_BY_CODE: dict[str, type[Error]] = {
+    cls.code: cls
+    for cls in (
+        InvalidError,
+        LimitError,
+        ConflictError,
+        CorruptError,
+        ClosedError,
+        OutcomeUnknownError,
+        IoError,
+        CallCancelledError,
+    )
+}
+
+
+def _from_native(code: str, text: str, message: str, bucket: str | None, path: str | None) -> Error:
+    """Builds the exception of a core error (called by the native module)."""
+    cls = _BY_CODE.get(code, Error)
+    return cls(message, bucket=bucket, path=path, text=text)

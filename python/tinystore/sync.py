@@ -1,0 +1,140 @@
+"""The synchronous API, for Flask, Django and scripts: the same names as the
+asyncio API, without ``await``::
+
+    from tinystore import sync as tinystore
+
+    with tinystore.open("data") as store:
+        codes = store.bucket("sign-in-codes", int, ttl="15m")
+        codes.set(digest(code), user.id)
+
+A write blocks its thread until it is durable, with the GIL released, so
+other threads run and the writes of many threads commit together.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from . import _native
+from ._base import BucketBase, Key, StoreBase, open_native
+from ._results import Entry, Maintenance, Page, _entry
+from ._time import Duration, opt_millis
+
+__all__ = ["open", "Store", "Bucket"]
+
+T = TypeVar("T")
+
+
+def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None) -> Store:
+    """Opens the store in ``dir`` (created if needed); use it as ``with`` to close it.
+
+    ``clock=datetime(...)`` gives the store a test clock (naive is UTC).
+    """
+    return Store(open_native(dir, clock))
+
+
+class Store(StoreBase):
+    """An open store, for synchronous code."""
+
+    __slots__ = ()
+
+    @overload
+    def bucket(self, name: str, type: type[T], *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[T]: ...
+    @overload
+    def bucket(self, name: str, type: None, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[None]: ...
+    @overload
+    def bucket(self, name: str, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]: ...
+
+    def bucket(self, name: str, type: Any = Any, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]:
+        """The bucket ``name`` of values of ``type`` (see ``tinystore.Store.bucket``)."""
+        return Bucket(self._bucket_native(name, type, ttl, idle))
+
+    def maintain(self) -> Maintenance:
+        """Flushes memory and deletes cleared and expired rows in bounded batches; says how many."""
+        return Maintenance(*self._n.maintain())
+
+    def close(self) -> None:
+        """Writes what memory holds and closes the file; later calls are ``ClosedError``."""
+        self._n.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class Bucket(BucketBase[T]):
+    """Keys and values of one type, with expiry, in branches of owners (synchronous)."""
+
+    __slots__ = ()
+
+    def under(self, *owners: Key) -> Bucket[T]:
+        """The branch of ``owners`` under this one."""
+        return Bucket(self._n.under(*owners))
+
+    def get(self, key: Key) -> T | None:
+        """The value of a live key, or None. In an ``idle`` bucket the read renews the key."""
+        return self._n.get(key)
+
+    def entry(self, key: Key) -> Entry[T] | None:
+        """The value with its version and expiry, or None."""
+        row = self._n.entry(key)
+        return None if row is None else _entry(row)
+
+    def has(self, key: Key) -> bool:
+        """Whether a live key is there."""
+        return self._n.has(key)
+
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
+        """One page of this branch's own keys, in the byte order of their text. Renews nothing."""
+        rows, nxt = self._n.list(after, limit)
+        return Page([_entry(r) for r in rows], nxt)
+
+    def all(self) -> Iterator[Entry[T]]:
+        """Every key of this branch, a page at a time, holding no snapshot between pages."""
+        after = None
+        while True:
+            rows, after = self._n.list(after, _native.MAX_PAGE)
+            for r in rows:
+                yield _entry(r)
+            if after is None:
+                return
+
+    def set(
+        self,
+        key: Key,
+        value: T,
+        *,
+        ttl: Duration | None = None,
+        expires_at: dt.datetime | None = None,
+        if_version: str | None = None,
+    ) -> str:
+        """Writes ``value`` and returns once it is durable, with its version."""
+        return self._n.set(key, value, ttl, opt_millis(expires_at), if_version)
+
+    def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
+        """Writes ``value`` only if the key is absent (or expired); says whether it did."""
+        return self._n.create(key, value, ttl, opt_millis(expires_at))
+
+    def take(self, key: Key, *, if_version: str | None = None) -> T | None:
+        """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
+        return self._n.take(key, if_version)
+
+    def delete(self, key: Key, *, if_version: str | None = None) -> bool:
+        """Deletes the key; says whether a live key was there."""
+        return self._n.delete(key, if_version)
+
+    def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
+        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
+        if isinstance(when, dt.datetime):
+            return self._n.expire(key, None, opt_millis(when), if_version)
+        return self._n.expire(key, when, None, if_version)
+
+    def clear(self) -> None:
+        """Removes this branch and every branch under it, for every reader at once."""
+        self._n.clear()
