@@ -53,6 +53,11 @@ fn configure(conn: &Connection) -> Result<()> {
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     // 2 MiB of page cache per connection: enough for the hot part of the tree.
     conn.pragma_update(None, "cache_size", -2048)?;
+    // The planner's stability guarantee. Without it SQLite marks some bound
+    // parameters "re-prepare when rebound", and the statement cache's
+    // clear_bindings then expires the statement, so every cached statement
+    // was parsed again at each use (point reads measured 6x slower).
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     Ok(())
 }
 
