@@ -29,6 +29,7 @@ mod error;
 mod group_commit;
 mod inspect;
 mod key;
+mod limits;
 mod maintain;
 mod raw;
 mod readers;
@@ -46,6 +47,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{GroupStats, Ticket};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
+pub use limits::{
+    Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
+    ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, WindowUsage,
+};
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use session::{Snapshot, TX_LIMIT, TxSession};

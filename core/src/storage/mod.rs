@@ -376,3 +376,35 @@ pub fn bucket_rows(conn: &Connection, bucket: i64) -> Result<usize> {
         .query_row([bucket], |r| r.get(0))?;
     Ok(n as usize)
 }
+
+/// Who holds the run of a key for `once`, and until when (real ms).
+pub fn run_holder(conn: &Connection, bucket: i64, path: &[u8]) -> Result<Option<(String, i64)>> {
+    let mut st = conn.prepare_cached(sql::RUN_FIND)?;
+    Ok(st
+        .query_row(params![bucket, path], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// Claims the run of a key for `holder` until `until` (real ms).
+pub fn run_claim(conn: &Connection, bucket: i64, path: &[u8], holder: &str, until: i64) -> Result<()> {
+    conn.prepare_cached(sql::RUN_CLAIM)?
+        .execute(params![bucket, path, holder, until])?;
+    Ok(())
+}
+
+/// Lets go of the run of a key, if `holder` still holds it.
+pub fn run_release(conn: &Connection, bucket: i64, path: &[u8], holder: &str) -> Result<()> {
+    conn.prepare_cached(sql::RUN_RELEASE)?
+        .execute(params![bucket, path, holder])?;
+    Ok(())
+}
+
+/// Renews every run `holder` holds until `until` (real ms); says how many.
+pub fn runs_renew(conn: &Connection, holder: &str, until: i64) -> Result<usize> {
+    Ok(conn.prepare_cached(sql::RUNS_RENEW)?.execute(params![holder, until])?)
+}
+
+/// Deletes the runs whose lease ended before `now` (real ms); says how many.
+pub fn runs_sweep(conn: &Connection, now: i64) -> Result<usize> {
+    Ok(conn.prepare_cached(sql::RUNS_SWEEP)?.execute([now])?)
+}

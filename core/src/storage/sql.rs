@@ -151,3 +151,17 @@ pub const EXPIRED_COUNT: &str = "SELECT count(*) FROM cells WHERE expires IS NOT
 pub const STATS: &str = "SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM spilled),
      (SELECT count(*) FROM branches), (SELECT count(*) FROM buckets)";
 pub const BUCKET_ROWS: &str = "SELECT count(*) FROM cells WHERE bucket = ?1";
+
+// ---- once: claims of runs across processes (limits/claims.rs) ----
+
+/// Who holds the run of a key, and until when (real ms).
+pub const RUN_FIND: &str = "SELECT holder, until FROM runs WHERE bucket = ?1 AND path = ?2";
+/// Claims the run of a key for a holder until a time (real ms).
+pub const RUN_CLAIM: &str = "INSERT INTO runs (bucket, path, holder, until) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (bucket, path) DO UPDATE SET holder = excluded.holder, until = excluded.until";
+/// Lets go of a run, only if this holder still has it.
+pub const RUN_RELEASE: &str = "DELETE FROM runs WHERE bucket = ?1 AND path = ?2 AND holder = ?3";
+/// The heartbeat: every run of a holder lives on.
+pub const RUNS_RENEW: &str = "UPDATE runs SET until = ?2 WHERE holder = ?1";
+/// Forgets the runs whose holder stopped renewing them.
+pub const RUNS_SWEEP: &str = "DELETE FROM runs WHERE until < ?1";

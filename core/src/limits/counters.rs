@@ -1,0 +1,408 @@
+//! Counters (KV-14): an int64 a key.
+//!
+//! A durable counter writes each change through the writer, in one upsert
+//! that reads the live row inside the group, so racing adds count exactly.
+//! A `flush_every` counter changes memory and returns; the memory writes it
+//! every period, by `maintain` and on close, so a crash loses at most one
+//! period. Both keep these rules:
+//! - a missing or expired counter is 0;
+//! - a counter's `ttl` starts at its first change and does not slide: a live
+//!   counter keeps its expiry, an expired one starts again with a new one;
+//! - a sum past the int64 range is `Limit` and changes nothing, since SQLite
+//!   would quietly turn it into a REAL.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::memory::{Held, Memory};
+use super::shared;
+use crate::error::{Error, Result};
+use crate::group_commit::{Ticket, WriteCtx};
+use crate::key::{AsKey, Branch};
+use crate::storage::{self, Kind};
+use crate::store::Store;
+use crate::values::{BucketCore, Target, op_clear};
+
+/// The shortest `flush_every`: the store writes memory once a second, so a
+/// shorter period could not be kept.
+const MIN_FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// Opens counters: `store.counters("attempts").ttl(d).flush_every(d).open()?`.
+#[must_use = "a builder does nothing until .open()"]
+pub struct CountersBuilder {
+    store: Store,
+    name: String,
+    ttl: Option<Duration>,
+    flush_every: Option<Duration>,
+}
+
+impl Store {
+    /// Counters by name: an int64 a key.
+    pub fn counters(&self, name: &str) -> CountersBuilder {
+        CountersBuilder {
+            store: self.clone(),
+            name: name.to_owned(),
+            ttl: None,
+            flush_every: None,
+        }
+    }
+}
+
+impl CountersBuilder {
+    /// Each counter expires this long after its first change, and starts
+    /// again from 0 after that: a window of attempts that does not slide.
+    pub fn ttl(mut self, d: Duration) -> Self {
+        self.ttl = Some(d);
+        self
+    }
+
+    /// Keeps the counters in memory and writes them every `d` (at least a
+    /// second), by `maintain` and on close, instead of on every change. A
+    /// crash loses at most the changes of one period. Every handle of a
+    /// name must choose the same period, or none.
+    pub fn flush_every(mut self, d: Duration) -> Self {
+        self.flush_every = Some(d);
+        self
+    }
+
+    /// Opens the counters, creating the name in the file if it is new.
+    pub fn open(self) -> Result<Counters> {
+        crate::store::check_name(&self.name)?;
+        if let Some(d) = self.flush_every
+            && d < MIN_FLUSH_EVERY
+        {
+            return Err(Error::invalid(format!(
+                "flush_every {d:?} is under {MIN_FLUSH_EVERY:?}, how often the store writes memory"
+            ))
+            .in_bucket(&self.name));
+        }
+        let core = BucketCore::open(&self.store, &self.name, Kind::Counters, self.ttl, None)?;
+        let memory = shared(&self.store).counters_memory(&self.store, core.id, &self.name, self.flush_every)?;
+        Ok(Counters {
+            core,
+            branch: Branch::root(),
+            memory,
+        })
+    }
+}
+
+/// Counters, or one branch of them. Cheap to clone.
+#[derive(Clone)]
+pub struct Counters {
+    core: Arc<BucketCore>,
+    branch: Branch,
+    memory: Option<Arc<Memory<Count>>>,
+}
+
+impl fmt::Debug for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Counters({:?} under {:?})",
+            self.core.name,
+            self.branch.show_with(None)
+        )
+    }
+}
+
+/// A counter as memory holds it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Count {
+    value: i64,
+    expires: Option<i64>,
+    present: bool,
+}
+
+impl Count {
+    const ABSENT: Count = Count {
+        value: 0,
+        expires: None,
+        present: false,
+    };
+
+    fn live(&self, now: i64) -> bool {
+        self.present && self.expires.is_none_or(|e| e > now)
+    }
+
+    fn value(&self, now: i64) -> i64 {
+        if self.live(now) { self.value } else { 0 }
+    }
+}
+
+impl Held for Count {
+    fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
+        self.live(now_ms).then_some((self.value, self.expires))
+    }
+
+    fn idle(&self, now_ms: i64) -> bool {
+        !self.live(now_ms)
+    }
+}
+
+/// How a change combines the counter with `n`.
+#[derive(Clone, Copy)]
+enum How {
+    Add,
+    Max,
+}
+
+impl How {
+    fn apply(self, cur: i64, n: i64) -> Result<i64> {
+        match self {
+            How::Max => Ok(cur.max(n)),
+            How::Add => cur.checked_add(n).ok_or_else(|| {
+                Error::limit(format!(
+                    "adding {n} to {cur} would pass the int64 range; the counter is unchanged"
+                ))
+            }),
+        }
+    }
+}
+
+/// The change of one counter, inside a group: read the live row, combine,
+/// write only if the value changed. A new or expired counter gets the ttl.
+fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> {
+    let mut run = || {
+        let cell = t.read(w.conn, w.now)?;
+        let (cur, expires) = match &cell {
+            Some(c) => (c.value.as_int()?, c.expires),
+            None => (0, None),
+        };
+        let new = how.apply(cur, n)?;
+        if new == cur {
+            return Ok(new);
+        }
+        let expires = match cell {
+            Some(_) => expires,
+            None => t.core.ttl.map(|ttl| w.now.saturating_add(ttl)),
+        };
+        let version = w.next_version();
+        storage::put(
+            w.conn,
+            t.core.id,
+            &t.path,
+            version,
+            expires,
+            &crate::Raw::Int(new),
+            None,
+        )?;
+        Ok(new)
+    };
+    run().map_err(|e| t.name(e))
+}
+
+impl Counters {
+    /// The counters' name.
+    pub fn name(&self) -> &str {
+        &self.core.name
+    }
+
+    /// The branch of `owner`: the counters that belong to it.
+    pub fn under(&self, owner: impl AsKey) -> Counters {
+        Counters {
+            core: self.core.clone(),
+            branch: self.branch.child(&owner.key_bytes()),
+            memory: self.memory.clone(),
+        }
+    }
+
+    fn target(&self, key: &[u8]) -> Result<Target> {
+        self.core.store.inner.check_open()?;
+        Target::new(&self.core, &self.branch, key)
+    }
+
+    /// Reads the counter from the file, as memory first holds it.
+    fn load(&self, t: &Target, now: i64) -> Result<Count> {
+        let cell = self.core.store.inner.readers.with(|c| t.read(c, now))?;
+        match cell {
+            None => Ok(Count::ABSENT),
+            Some(c) => Ok(Count {
+                value: c.value.as_int().map_err(|e| t.name(e))?,
+                expires: c.expires,
+                present: true,
+            }),
+        }
+    }
+
+    /// A change in memory: the counter's new value.
+    fn change_in(&self, memory: &Memory<Count>, t: &Target, how: How, n: i64) -> Result<i64> {
+        let inner = &self.core.store.inner;
+        let now = inner.clock.now_millis();
+        let ttl = self.core.ttl;
+        memory
+            .change(
+                inner,
+                &t.path,
+                || self.load(t, now),
+                |c| {
+                    let cur = c.value(now);
+                    let new = how.apply(cur, n)?;
+                    if new == cur {
+                        return Ok((new, false));
+                    }
+                    if !c.live(now) {
+                        c.present = true;
+                        c.expires = ttl.map(|ttl| now.saturating_add(ttl));
+                    }
+                    c.value = new;
+                    Ok((new, true))
+                },
+            )
+            .map_err(|e| t.name(e))
+    }
+
+    fn change(&self, key: &[u8], how: How, n: i64) -> Result<i64> {
+        let t = self.target(key)?;
+        match &self.memory {
+            Some(m) => self.change_in(m, &t, how, n),
+            None => self
+                .core
+                .store
+                .inner
+                .writer
+                .call(0, move |w: &mut WriteCtx<'_>| op_change(&t, w, how, n)),
+        }
+    }
+
+    fn change_then(
+        &self,
+        key: &[u8],
+        how: How,
+        n: i64,
+        done: impl FnOnce(Result<i64>) + Send + 'static,
+    ) -> Result<Ticket> {
+        let t = self.target(key)?;
+        match &self.memory {
+            Some(m) => {
+                done(self.change_in(m, &t, how, n));
+                Ok(Ticket::finished())
+            }
+            None => self
+                .core
+                .store
+                .inner
+                .writer
+                .submit(0, move |w: &mut WriteCtx<'_>| op_change(&t, w, how, n), done),
+        }
+    }
+
+    /// Adds `n` (which may be negative) and returns the new value. A missing
+    /// or expired counter starts from 0; a sum past the int64 range is
+    /// `Limit` and changes nothing.
+    pub fn add(&self, key: impl AsKey, n: i64) -> Result<i64> {
+        self.change(&key.key_bytes(), How::Add, n)
+    }
+
+    /// The completion form of [`Counters::add`]: `done` gets the new value
+    /// once it is durable (on the writer thread), or at once for
+    /// `flush_every` counters.
+    pub fn add_then(&self, key: impl AsKey, n: i64, done: impl FnOnce(Result<i64>) + Send + 'static) -> Result<Ticket> {
+        self.change_then(&key.key_bytes(), How::Add, n, done)
+    }
+
+    /// Keeps the larger of the counter and `n`, and returns it (a missing
+    /// counter is 0, so `max(key, -3)` is 0).
+    pub fn max(&self, key: impl AsKey, n: i64) -> Result<i64> {
+        self.change(&key.key_bytes(), How::Max, n)
+    }
+
+    /// The completion form of [`Counters::max`].
+    pub fn max_then(&self, key: impl AsKey, n: i64, done: impl FnOnce(Result<i64>) + Send + 'static) -> Result<Ticket> {
+        self.change_then(&key.key_bytes(), How::Max, n, done)
+    }
+
+    /// The counter's value: 0 when it is missing or expired.
+    pub fn get(&self, key: impl AsKey) -> Result<i64> {
+        let t = self.target(&key.key_bytes())?;
+        let now = self.core.store.inner.clock.now_millis();
+        if let Some(c) = self.memory.as_ref().and_then(|m| m.get(&t.path)) {
+            return Ok(c.value(now));
+        }
+        Ok(self.load(&t, now)?.value(now))
+    }
+
+    /// Deletes the counter; says whether a live one was there.
+    pub fn delete(&self, key: impl AsKey) -> Result<bool> {
+        let t = self.target(&key.key_bytes())?;
+        match &self.memory {
+            Some(m) => self.delete_in(m, &t),
+            None => self
+                .core
+                .store
+                .inner
+                .writer
+                .call(0, move |w: &mut WriteCtx<'_>| t.op_delete(w, None)),
+        }
+    }
+
+    fn delete_in(&self, memory: &Memory<Count>, t: &Target) -> Result<bool> {
+        let inner = &self.core.store.inner;
+        let now = inner.clock.now_millis();
+        memory
+            .change(
+                inner,
+                &t.path,
+                || self.load(t, now),
+                |c| {
+                    let was = c.live(now);
+                    *c = Count::ABSENT;
+                    Ok((was, was))
+                },
+            )
+            .map_err(|e| t.name(e))
+    }
+
+    /// The completion form of [`Counters::delete`].
+    pub fn delete_then(&self, key: impl AsKey, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<Ticket> {
+        let t = self.target(&key.key_bytes())?;
+        match &self.memory {
+            Some(m) => {
+                done(self.delete_in(m, &t));
+                Ok(Ticket::finished())
+            }
+            None => self
+                .core
+                .store
+                .inner
+                .writer
+                .submit(0, move |w: &mut WriteCtx<'_>| t.op_delete(w, None), done),
+        }
+    }
+
+    fn clear_op(&self) -> impl FnOnce(&mut WriteCtx<'_>) -> Result<()> + Send + 'static {
+        let (core, branch, memory) = (self.core.clone(), self.branch.clone(), self.memory.clone());
+        move |w: &mut WriteCtx<'_>| {
+            op_clear(&core, &branch, w, false)?;
+            if let Some(m) = &memory {
+                // In the clear's own write, so no flush after it writes these again.
+                let (lo, hi) = branch.subtree();
+                m.drop_range(&lo, &hi);
+            }
+            Ok(())
+        }
+    }
+
+    /// Removes this branch's counters and every branch under it, from the
+    /// file and from memory.
+    pub fn clear(&self) -> Result<()> {
+        self.core.store.inner.check_open()?;
+        let out = self.core.store.inner.writer.call(0, self.clear_op());
+        if let Some(m) = &self.memory {
+            m.cleared();
+        }
+        out
+    }
+
+    /// The completion form of [`Counters::clear`].
+    pub fn clear_then(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<Ticket> {
+        self.core.store.inner.check_open()?;
+        let memory = self.memory.clone();
+        self.core.store.inner.writer.submit(0, self.clear_op(), move |r| {
+            if let Some(m) = &memory {
+                m.cleared();
+            }
+            done(r)
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! Counters, rate limits, quotas and `once` (KV-11 to KV-14), on the same
+//! cells as buckets of values.
+//!
+//! Where each one keeps its state:
+//! - durable counters, quotas and the answers `once` keeps are written
+//!   through the writer on every call, like any bucket write;
+//! - `flush_every` counters and rate limits live in a [`memory::Memory`] per
+//!   name, written every period, by `maintain` and on close;
+//! - a run of `once` is claimed in this store's memory and, for other
+//!   processes, in the `runs` table under a lease that a heartbeat renews.
+//!
+//! State that every handle of one name shares (a memory, the runs of once)
+//! lives in a registry keyed by the store, not in the handles, so dropping
+//! a handle never loses what memory holds.
+
+mod claims;
+mod counters;
+mod gcra;
+mod memory;
+mod once;
+mod quota;
+mod rate_limit;
+mod timer;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use claims::{ONCE_HEARTBEAT, ONCE_LEASE, ONCE_POLL};
+pub use counters::{Counters, CountersBuilder};
+pub use memory::MEMORY_BOUND;
+pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce};
+pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
+pub use rate_limit::{RateLimit, RateLimitBuilder};
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::store::{Store, StoreInner};
+use claims::Runs;
+use counters::Count;
+use memory::Memory;
+use rate_limit::Due;
+
+/// The answer of a rate limit or a quota: whether the request passes, how
+/// many more would pass now, and when to try again after a refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allowance {
+    /// Whether the request passed (and was counted).
+    pub ok: bool,
+    /// How many more requests would pass now: for a quota, the least over
+    /// its windows.
+    pub left: u64,
+    /// After a refusal, when the same request would pass: for a quota, when
+    /// the windows that refused reset. `None` when the request passed.
+    pub retry_at: Option<SystemTime>,
+    /// Each window of a quota by name; empty for a rate limit.
+    pub windows: BTreeMap<String, WindowUsage>,
+}
+
+impl Allowance {
+    /// The usage of one window of a quota.
+    pub fn window(&self, name: &str) -> Option<&WindowUsage> {
+        self.windows.get(name)
+    }
+}
+
+/// One window of a quota, as an answer reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowUsage {
+    /// Uses counted in the window since it started.
+    pub used: u64,
+    /// The window's limit.
+    pub limit: u64,
+    /// Uses left before the window refuses.
+    pub left: u64,
+    /// When the window resets; `None` while it has not started (no use since
+    /// the last one ended).
+    pub resets_at: Option<SystemTime>,
+}
+
+/// The `flush_every` the first handle of a counters name chose, and the
+/// memory when it chose one.
+type CountersMode = (Option<Duration>, Option<Arc<Memory<Count>>>);
+
+/// What every handle of one store shares, by name.
+pub(crate) struct Shared {
+    store: Weak<StoreInner>,
+    /// Counters by name id.
+    counters: Mutex<HashMap<i64, CountersMode>>,
+    /// The memory of each rate limit, by name id.
+    rates: Mutex<HashMap<i64, Arc<Memory<Due>>>>,
+    /// The runs of `once` claimed through this store.
+    runs: Mutex<Option<Arc<Runs>>>,
+}
+
+/// The registry of per-store state. A store's entry goes when the store is
+/// gone; memories keep themselves alive until the store's last flush, so
+/// pruning an entry never loses a count.
+static REGISTRY: Mutex<Vec<Arc<Shared>>> = Mutex::new(Vec::new());
+
+/// Locks a mutex whose state stays consistent across a panic: every update
+/// under these locks is a single insert, remove or assignment.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The shared state of `store`.
+pub(crate) fn shared(store: &Store) -> Arc<Shared> {
+    let mut reg = lock(&REGISTRY);
+    reg.retain(|s| s.store.strong_count() > 0);
+    let ptr = Arc::as_ptr(&store.inner);
+    if let Some(s) = reg.iter().find(|s| std::ptr::eq(s.store.as_ptr(), ptr)) {
+        return s.clone();
+    }
+    let s = Arc::new(Shared {
+        store: Arc::downgrade(&store.inner),
+        counters: Mutex::new(HashMap::new()),
+        rates: Mutex::new(HashMap::new()),
+        runs: Mutex::new(None),
+    });
+    reg.push(s.clone());
+    s
+}
+
+impl Shared {
+    /// The memory of counters `name` opened with `flush_every` (none when
+    /// they are durable), refusing a second choice for the same name.
+    fn counters_memory(
+        &self,
+        store: &Store,
+        id: i64,
+        name: &str,
+        flush_every: Option<Duration>,
+    ) -> Result<Option<Arc<Memory<Count>>>> {
+        let mut map = lock(&self.counters);
+        if let Some((chosen, memory)) = map.get(&id) {
+            if *chosen != flush_every {
+                let say = |d: &Option<Duration>| match d {
+                    Some(d) => format!("flush_every {d:?}"),
+                    None => "no flush_every (durable)".to_owned(),
+                };
+                return Err(Error::invalid(format!(
+                    "counters {name:?} are open with {} in this store, so they cannot open with {}: \
+                     every handle of a name shares one memory",
+                    say(chosen),
+                    say(&flush_every)
+                ))
+                .in_bucket(name));
+            }
+            return Ok(memory.clone());
+        }
+        let memory = flush_every.map(|d| Memory::new(store, name, "counters", id, d, true));
+        map.insert(id, (flush_every, memory.clone()));
+        Ok(memory)
+    }
+
+    /// The memory of rate limit `name`.
+    fn rate_memory(&self, store: &Store, id: i64, name: &str) -> Arc<Memory<Due>> {
+        lock(&self.rates)
+            .entry(id)
+            .or_insert_with(|| Memory::new(store, name, "rate limit", id, Duration::from_secs(1), false))
+            .clone()
+    }
+
+    /// The runs of `once` of this store.
+    fn runs(&self) -> Arc<Runs> {
+        lock(&self.runs)
+            .get_or_insert_with(|| Runs::new(self.store.clone()))
+            .clone()
+    }
+}
+
+/// The time now in nanoseconds since the Unix epoch, for rate limits: the
+/// test clock's milliseconds, or the system clock held so that it never goes
+/// back (`floor` keeps the highest time shown).
+pub(crate) fn now_nanos(clock: &Clock, floor: &AtomicI64) -> i64 {
+    if clock.is_manual() {
+        return clock.now_millis().saturating_mul(1_000_000);
+    }
+    let sys = match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(_) => 0,
+    };
+    floor.fetch_max(sys, Ordering::AcqRel).max(sys)
+}
+
+/// The time `ns` nanoseconds after the Unix epoch.
+pub(crate) fn from_nanos(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+    }
+}
+
+/// Real time in milliseconds since the Unix epoch, whatever the store's
+/// clock: leases of `once` are about processes dying, which is real.
+pub(crate) fn real_millis() -> i64 {
+    crate::clock::to_millis(SystemTime::now())
+}

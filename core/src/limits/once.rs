@@ -1,0 +1,537 @@
+//! `once` (KV-11): a key's function runs once, and its answer is kept.
+//!
+//! [`RawOnce::begin`] is the whole machine, in completion form so that an
+//! event loop never blocks: it answers [`Begun::Kept`] with an answer kept,
+//! or [`Begun::Run`] with a [`Claim`] once the key is the caller's to run,
+//! after waiting for a run of the key in this store (a callback when it
+//! ends) or in another process (polls on the store's timer thread). The
+//! claim keeps the answer and lets go in one write ([`Claim::keep`]), or
+//! lets go keeping nothing ([`Claim::abandon`], or dropping it), and a
+//! waiter then reads the answer or runs the key itself. [`Once::run`] is
+//! `begin` plus the caller's function, blocking.
+//!
+//! Rules this keeps: an error or a panic keeps nothing; an answer handed to
+//! `keep` is written even if its caller is gone; a run of a key inside its
+//! own run on the same thread is `Invalid`, not a deadlock.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::claims::{FileClaim, ONCE_POLL, RunKey, Runs, op_claim, op_keep, peek_claim};
+use super::{lock, shared};
+use crate::codec::{decode, encode};
+use crate::error::{Error, Result};
+use crate::group_commit::{Ticket, WriteCtx};
+use crate::key::{AsKey, Branch};
+use crate::raw::Raw;
+use crate::storage::{self, Kind};
+use crate::store::Store;
+use crate::values::{BucketCore, Target};
+
+/// How long an answer is kept when `keep` is not given: a day.
+const DEFAULT_KEEP: Duration = Duration::from_secs(24 * 3600);
+
+/// Opens a once: `store.once::<Sent>("sends").keep(Duration::from_secs(86400)).open()?`.
+#[must_use = "a builder does nothing until .open()"]
+pub struct OnceBuilder<T> {
+    store: Store,
+    name: String,
+    keep: Option<Duration>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl Store {
+    /// A once by name, whose answers are of type `T`.
+    pub fn once<T>(&self, name: &str) -> OnceBuilder<T> {
+        OnceBuilder {
+            store: self.clone(),
+            name: name.to_owned(),
+            keep: None,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> OnceBuilder<T> {
+    /// How long an answer is kept after its run (a day when not given).
+    pub fn keep(mut self, d: Duration) -> Self {
+        self.keep = Some(d);
+        self
+    }
+
+    /// Opens the once, creating the name in the file if it is new.
+    pub fn open(self) -> Result<Once<T>> {
+        Ok(Once {
+            raw: RawOnce::open(&self.store, &self.name, self.keep)?,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// The identity of one once name, shared by its branches.
+struct OnceCore {
+    bucket: Arc<BucketCore>,
+    keep_ms: i64,
+    runs: Arc<Runs>,
+}
+
+/// A once with answers as [`Raw`] rows, for bindings: [`RawOnce::begin`]
+/// waits by completion, never by blocking.
+#[derive(Clone)]
+pub struct RawOnce {
+    core: Arc<OnceCore>,
+    branch: Branch,
+}
+
+impl fmt::Debug for RawOnce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RawOnce({:?} under {:?})",
+            self.core.bucket.name,
+            self.branch.show_with(None)
+        )
+    }
+}
+
+/// What [`RawOnce::begin`] found.
+#[derive(Debug)]
+pub enum Begun {
+    /// The answer kept for the key: nothing to run.
+    Kept(Raw),
+    /// The key is yours to run: keep the answer with [`Claim::keep`], or
+    /// let go with [`Claim::abandon`] when the work failed.
+    Run(Claim),
+}
+
+/// The run of one key, held until it keeps an answer or lets go. Dropping
+/// it lets go keeping nothing, so a panic keeps nothing.
+pub struct Claim {
+    held: Option<(RawOnce, Target)>,
+}
+
+impl fmt::Debug for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.held {
+            Some((once, t)) => write!(
+                f,
+                "Claim({:?}, {:?})",
+                once.core.bucket.name,
+                t.branch.show_with(Some(&t.key))
+            ),
+            None => f.write_str("Claim(let go)"),
+        }
+    }
+}
+
+fn run_key(t: &Target) -> RunKey {
+    (t.core.id, t.path.clone())
+}
+
+impl RawOnce {
+    /// Opens the once `name`, keeping answers for `keep` (a day when `None`).
+    pub fn open(store: &Store, name: &str, keep: Option<Duration>) -> Result<RawOnce> {
+        crate::store::check_name(name)?;
+        let keep = keep.unwrap_or(DEFAULT_KEEP);
+        if keep.is_zero() {
+            return Err(Error::invalid("a keep of zero would keep no answer").in_bucket(name));
+        }
+        let bucket = BucketCore::open(store, name, Kind::Once, Some(keep), None)?;
+        let keep_ms = bucket.ttl.unwrap_or(1);
+        Ok(RawOnce {
+            core: Arc::new(OnceCore {
+                bucket,
+                keep_ms,
+                runs: shared(store).runs(),
+            }),
+            branch: Branch::root(),
+        })
+    }
+
+    /// The once's name.
+    pub fn name(&self) -> &str {
+        &self.core.bucket.name
+    }
+
+    /// The branch of `owner`: its keys run apart from the others.
+    pub fn under(&self, owner: impl AsKey) -> RawOnce {
+        RawOnce {
+            core: self.core.clone(),
+            branch: self.branch.child(&owner.key_bytes()),
+        }
+    }
+
+    fn target(&self, key: &[u8]) -> Result<Target> {
+        self.core.bucket.store.inner.check_open()?;
+        Target::new(&self.core.bucket, &self.branch, key)
+    }
+
+    /// The answer kept for the key, if any.
+    pub fn get(&self, key: impl AsKey) -> Result<Option<Raw>> {
+        let t = self.target(&key.key_bytes())?;
+        let inner = &self.core.bucket.store.inner;
+        let now = inner.clock.now_millis();
+        Ok(inner.readers.with(|c| t.read(c, now))?.map(|c| c.value))
+    }
+
+    /// Forgets the answer kept for the key, so the next run runs again;
+    /// says whether one was kept.
+    pub fn delete(&self, key: impl AsKey) -> Result<bool> {
+        let t = self.target(&key.key_bytes())?;
+        self.core
+            .bucket
+            .store
+            .inner
+            .writer
+            .call(0, move |w: &mut WriteCtx<'_>| t.op_delete(w, None))
+    }
+
+    /// The completion form of [`RawOnce::delete`].
+    pub fn delete_then(&self, key: impl AsKey, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<Ticket> {
+        let t = self.target(&key.key_bytes())?;
+        self.core
+            .bucket
+            .store
+            .inner
+            .writer
+            .submit(0, move |w: &mut WriteCtx<'_>| t.op_delete(w, None), done)
+    }
+
+    /// Begins a run of the key: `on_ready` gets [`Begun::Kept`] with the
+    /// answer kept, or [`Begun::Run`] once the key is the caller's to run,
+    /// after any run of it in this store or another process has ended. It
+    /// may be called before `begin` returns, on the caller's thread, or
+    /// later on the writer or timer thread; it must not block. A bad key is
+    /// returned at once; a failure later goes to `on_ready`.
+    pub fn begin(&self, key: impl AsKey, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) -> Result<()> {
+        let t = self.target(&key.key_bytes())?;
+        self.begin_target(t, on_ready);
+        Ok(())
+    }
+
+    fn begin_target(&self, t: Target, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) {
+        attempt(Arc::new(Begin {
+            once: self.clone(),
+            t,
+            ready: Mutex::new(Some(Box::new(on_ready))),
+        }));
+    }
+}
+
+/// Where a `begin` answers.
+type Ready = Box<dyn FnOnce(Result<Begun>) + Send>;
+
+/// One `begin` on its way to an answer.
+struct Begin {
+    once: RawOnce,
+    t: Target,
+    ready: Mutex<Option<Ready>>,
+}
+
+impl Begin {
+    fn finish(&self, r: Result<Begun>) {
+        let ready = lock(&self.ready).take();
+        if let Some(f) = ready {
+            f(r);
+        }
+    }
+
+    fn runs(&self) -> &Arc<Runs> {
+        &self.once.core.runs
+    }
+}
+
+impl Drop for Begin {
+    fn drop(&mut self) {
+        // Never leave a waiter without an answer, even if a queued step was
+        // dropped unrun because the store closed.
+        if let Some(f) = self.ready.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            f(Err(Error::closed()));
+        }
+    }
+}
+
+/// Reads a kept answer, or claims the key in this store (or waits for the
+/// run holding it), then claims it in the file.
+fn attempt(job: Arc<Begin>) {
+    let inner = &job.once.core.bucket.store.inner;
+    let now = inner.clock.now_millis();
+    match inner.readers.with(|c| job.t.read(c, now)) {
+        Err(e) => return job.finish(Err(e)),
+        Ok(Some(cell)) => return job.finish(Ok(Begun::Kept(cell.value))),
+        Ok(None) => {}
+    }
+    let again = job.clone();
+    if job.runs().try_claim(run_key(&job.t), Box::new(move || attempt(again))) {
+        claim_in_file(job);
+    }
+}
+
+/// Claims the key in the file, holding it in this store meanwhile.
+fn claim_in_file(job: Arc<Begin>) {
+    let inner = job.once.core.bucket.store.inner.clone();
+    let (t, holder) = (job.t.clone(), job.runs().holder.clone());
+    let j = job.clone();
+    let queued = inner.writer.submit(
+        0,
+        move |w: &mut WriteCtx<'_>| op_claim(&t, w, &holder),
+        move |r| settle(j, r),
+    );
+    if let Err(e) = queued {
+        job.runs().release(&run_key(&job.t));
+        job.finish(Err(e));
+    }
+}
+
+fn settle(job: Arc<Begin>, r: Result<FileClaim>) {
+    match r {
+        Ok(FileClaim::Claimed) => {
+            job.runs().claimed_in_file();
+            let claim = Claim {
+                held: Some((job.once.clone(), job.t.clone())),
+            };
+            job.finish(Ok(Begun::Run(claim)));
+        }
+        Ok(FileClaim::Kept(v)) => {
+            job.runs().release(&run_key(&job.t));
+            job.finish(Ok(Begun::Kept(v)));
+        }
+        Ok(FileClaim::Busy) => poll_later(job),
+        Err(e) => {
+            job.runs().release(&run_key(&job.t));
+            job.finish(Err(e));
+        }
+    }
+}
+
+/// Looks at the file again after a poll interval: another process runs the key.
+fn poll_later(job: Arc<Begin>) {
+    let timer = job.runs().timer.clone();
+    timer.at(Instant::now() + ONCE_POLL, move || poll(job));
+}
+
+fn poll(job: Arc<Begin>) {
+    let inner = job.once.core.bucket.store.inner.clone();
+    let now = inner.clock.now_millis();
+    let holder = job.runs().holder.clone();
+    match inner.readers.with(|c| peek_claim(&job.t, c, now, &holder)) {
+        Ok(Some(FileClaim::Busy)) => poll_later(job),
+        Ok(Some(FileClaim::Kept(v))) => {
+            job.runs().release(&run_key(&job.t));
+            job.finish(Ok(Begun::Kept(v)));
+        }
+        Ok(_) => claim_in_file(job),
+        Err(e) => {
+            job.runs().release(&run_key(&job.t));
+            job.finish(Err(e));
+        }
+    }
+}
+
+/// Lets go of a run keeping nothing: in the file, then in this store, so
+/// that a waiter's claim is written after the release.
+fn let_go(once: &RawOnce, t: &Target) {
+    let runs = &once.core.runs;
+    runs.released_in_file();
+    let (id, path, holder) = (t.core.id, t.path.clone(), runs.holder.clone());
+    let _ = once.core.bucket.store.inner.writer.submit(
+        0,
+        move |w: &mut WriteCtx<'_>| storage::run_release(w.conn, id, &path, &holder),
+        |r: Result<()>| {
+            if let Err(e) = r {
+                // The lease ends on its own: the key is runnable again then.
+                log::warn!("tinystore: letting go of a run of once failed: {e}");
+            }
+        },
+    );
+    runs.release(&run_key(t));
+}
+
+impl Claim {
+    /// Keeps `value` as the key's answer and lets go, in one durable write;
+    /// waiters then get it. `done` gets the outcome on the writer thread.
+    /// The write happens even if nobody waits for `done` any more. If it
+    /// fails, nothing is kept and the key is let go.
+    pub fn keep(mut self, value: Raw, done: impl FnOnce(Result<()>) + Send + 'static) {
+        let Some((once, t)) = self.held.take() else {
+            return done(Err(Error::invalid("this run was already let go")));
+        };
+        if let Err(e) = value.check_size() {
+            let_go(&once, &t);
+            return done(Err(t.name(e)));
+        }
+        let done = Arc::new(Mutex::new(Some(done)));
+        let answer = done.clone();
+        let (t2, t3, once2) = (t.clone(), t.clone(), once.clone());
+        let (keep_ms, holder) = (once.core.keep_ms, once.core.runs.holder.clone());
+        let weight = value.encoded_len();
+        let queued = once.core.bucket.store.inner.writer.submit(
+            weight,
+            move |w: &mut WriteCtx<'_>| op_keep(&t2, w, &value, keep_ms, &holder),
+            move |r: Result<()>| {
+                match &r {
+                    Ok(()) => {
+                        once2.core.runs.released_in_file();
+                        once2.core.runs.release(&run_key(&t3));
+                    }
+                    Err(_) => let_go(&once2, &t3),
+                }
+                if let Some(d) = lock(&answer).take() {
+                    d(r);
+                }
+            },
+        );
+        if let Err(e) = queued {
+            let_go(&once, &t);
+            if let Some(d) = lock(&done).take() {
+                d(Err(e));
+            }
+        }
+    }
+
+    /// [`Claim::keep`], waiting for the write.
+    fn keep_blocking(self, value: Raw) -> Result<()> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.keep(value, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().unwrap_or_else(|_| Err(Error::closed()))
+    }
+
+    /// Lets go keeping nothing (the work failed): the next run of the key,
+    /// or a waiter, runs it again.
+    pub fn abandon(mut self) {
+        if let Some((once, t)) = self.held.take() {
+            let_go(&once, &t);
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some((once, t)) = self.held.take() {
+            let_go(&once, &t);
+        }
+    }
+}
+
+thread_local! {
+    /// The keys this thread is running with [`Once::run`]: a run of one of
+    /// them would wait for itself.
+    static RUNNING: RefCell<Vec<(usize, RunKey)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks a key as run by this thread while it lives.
+struct Running((usize, RunKey));
+
+impl Running {
+    fn enter(mark: (usize, RunKey)) -> Running {
+        RUNNING.with(|r| r.borrow_mut().push(mark.clone()));
+        Running(mark)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(i) = r.iter().rposition(|m| *m == self.0) {
+                r.remove(i);
+            }
+        });
+    }
+}
+
+/// A once whose answers are of type `T`, or one branch of it.
+pub struct Once<T> {
+    raw: RawOnce,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Once<T> {
+    fn clone(&self) -> Self {
+        Once {
+            raw: self.raw.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Once<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.raw.fmt(f)
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
+    /// The once's name.
+    pub fn name(&self) -> &str {
+        self.raw.name()
+    }
+
+    /// The untyped once underneath, on the same branch.
+    pub fn raw(&self) -> &RawOnce {
+        &self.raw
+    }
+
+    /// The branch of `owner`: its keys run apart from the others.
+    pub fn under(&self, owner: impl AsKey) -> Once<T> {
+        Once {
+            raw: self.raw.under(owner),
+            _t: PhantomData,
+        }
+    }
+
+    /// Returns the answer kept for the key, or runs `f` and keeps what it
+    /// returns for the once's `keep`. A run of the key elsewhere, in this
+    /// process or another, is waited for and its answer returned. An error
+    /// or a panic of `f` keeps nothing, and the next run runs `f` again. A
+    /// run of the key inside its own `f` is `Invalid`.
+    pub fn run(&self, key: impl AsKey, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let t = self.raw.target(&key.key_bytes())?;
+        let mark = (Arc::as_ptr(&self.raw.core.bucket.store.inner) as usize, run_key(&t));
+        if RUNNING.with(|r| r.borrow().contains(&mark)) {
+            return Err(t.name(Error::invalid(
+                "a run of this key inside its own run would wait for itself",
+            )));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.raw.begin_target(t.clone(), move |r| {
+            let _ = tx.send(r);
+        });
+        match rx.recv().unwrap_or_else(|_| Err(Error::closed()))? {
+            Begun::Kept(raw) => decode(&raw).map_err(|e| t.name(e)),
+            Begun::Run(claim) => {
+                let running = Running::enter(mark);
+                let value = f();
+                drop(running);
+                let value = value?; // dropping the claim lets go, keeping nothing
+                let raw = encode(&value).map_err(|e| t.name(e))?;
+                claim.keep_blocking(raw)?;
+                Ok(value)
+            }
+        }
+    }
+
+    /// The answer kept for the key, if any.
+    pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
+        let k = key.key_bytes();
+        match self.raw.get(&*k)? {
+            None => Ok(None),
+            Some(raw) => decode(&raw)
+                .map(Some)
+                .map_err(|e| e.at(self.raw.name(), self.raw.branch.show_with(Some(&k)))),
+        }
+    }
+
+    /// Forgets the answer kept for the key; says whether one was kept.
+    pub fn delete(&self, key: impl AsKey) -> Result<bool> {
+        self.raw.delete(key)
+    }
+}

@@ -1,0 +1,236 @@
+//! Rate limits (KV-12): GCRA over one due time a key, kept in memory.
+//!
+//! A key's due time lives in the name's [`Memory`]: its first request reads
+//! the row once, later requests change memory only, and the memory writes
+//! it every second and on close. So a restart keeps a spent burst spent,
+//! and a crash forgets at most a second, letting at most one burst more
+//! through. The row expires when the key is as good as new, and maintenance
+//! deletes it; memory lets an idle key go after a flush.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use super::gcra::{Decision, Gcra};
+use super::memory::{Held, Memory};
+use super::{Allowance, from_nanos, now_nanos, shared};
+use crate::error::{Error, Result};
+use crate::key::{AsKey, Branch};
+use crate::storage::Kind;
+use crate::store::Store;
+use crate::values::{BucketCore, Target};
+
+/// Opens a rate limit:
+/// `store.rate_limit("sign-in-guesses").rate(5, Duration::from_secs(60)).burst(5).open()?`.
+#[must_use = "a builder does nothing until .open()"]
+pub struct RateLimitBuilder {
+    store: Store,
+    name: String,
+    rate: Option<(u64, Duration)>,
+    burst: Option<u64>,
+}
+
+impl Store {
+    /// A rate limit by name.
+    pub fn rate_limit(&self, name: &str) -> RateLimitBuilder {
+        RateLimitBuilder {
+            store: self.clone(),
+            name: name.to_owned(),
+            rate: None,
+            burst: None,
+        }
+    }
+}
+
+impl RateLimitBuilder {
+    /// Lets `count` requests through every `per`, refilled continuously.
+    pub fn rate(mut self, count: u64, per: Duration) -> Self {
+        self.rate = Some((count, per));
+        self
+    }
+
+    /// Lets `burst` requests through at once (the rate's count when not given).
+    pub fn burst(mut self, burst: u64) -> Self {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// Opens the rate limit, creating the name in the file if it is new.
+    pub fn open(self) -> Result<RateLimit> {
+        crate::store::check_name(&self.name)?;
+        let Some((count, per)) = self.rate else {
+            return Err(
+                Error::invalid("a rate limit needs a rate, as .rate(5, Duration::from_secs(60))").in_bucket(&self.name),
+            );
+        };
+        let gcra = Gcra::new(count, per, self.burst.unwrap_or(count))
+            .map_err(|why| Error::invalid(why).in_bucket(&self.name))?;
+        let bucket = BucketCore::open(&self.store, &self.name, Kind::RateLimit, None, None)?;
+        let memory = shared(&self.store).rate_memory(&self.store, bucket.id, &self.name);
+        Ok(RateLimit {
+            core: Arc::new(LimitCore {
+                bucket,
+                gcra,
+                memory,
+                floor: AtomicI64::new(0),
+            }),
+            branch: Branch::root(),
+        })
+    }
+}
+
+/// A key's due time in memory, in nanoseconds (0: never seen).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Due(i64);
+
+impl Held for Due {
+    fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
+        // The row lives until the key is as good as new.
+        let until = self.0.div_euclid(1_000_000) + i64::from(self.0.rem_euclid(1_000_000) != 0);
+        (until > now_ms).then_some((self.0, Some(until)))
+    }
+
+    fn idle(&self, now_ms: i64) -> bool {
+        self.0 <= now_ms.saturating_mul(1_000_000)
+    }
+}
+
+struct LimitCore {
+    bucket: Arc<BucketCore>,
+    gcra: Gcra,
+    memory: Arc<Memory<Due>>,
+    /// The highest system time shown, so the limit's clock never goes back.
+    floor: AtomicI64,
+}
+
+/// A rate limit, or one branch of it. Cheap to clone.
+#[derive(Clone)]
+pub struct RateLimit {
+    core: Arc<LimitCore>,
+    branch: Branch,
+}
+
+impl fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RateLimit({:?} under {:?})",
+            self.core.bucket.name,
+            self.branch.show_with(None)
+        )
+    }
+}
+
+impl RateLimit {
+    /// The rate limit's name.
+    pub fn name(&self) -> &str {
+        &self.core.bucket.name
+    }
+
+    /// How many requests pass at once.
+    pub fn burst(&self) -> u64 {
+        self.core.gcra.burst
+    }
+
+    /// The branch of `owner`: its keys are limited apart from the others.
+    pub fn under(&self, owner: impl AsKey) -> RateLimit {
+        RateLimit {
+            core: self.core.clone(),
+            branch: self.branch.child(&owner.key_bytes()),
+        }
+    }
+
+    fn target(&self, key: &[u8]) -> Result<Target> {
+        self.core.bucket.store.inner.check_open()?;
+        Target::new(&self.core.bucket, &self.branch, key)
+    }
+
+    /// Reads a key's due time from the file.
+    fn load(&self, t: &Target, now_ms: i64) -> Result<Due> {
+        let cell = self.core.bucket.store.inner.readers.with(|c| t.read(c, now_ms))?;
+        match cell {
+            None => Ok(Due(0)),
+            Some(c) => Ok(Due(c.value.as_int().map_err(|e| t.name(e))?)),
+        }
+    }
+
+    fn answer(d: Decision) -> Allowance {
+        Allowance {
+            ok: d.ok,
+            left: d.left,
+            retry_at: d.retry_at.map(from_nanos),
+            windows: BTreeMap::new(),
+        }
+    }
+
+    /// Takes one request: `ok` says whether it passes. A refusal is an
+    /// answer, never an error.
+    pub fn allow(&self, key: impl AsKey) -> Result<Allowance> {
+        self.allow_n(key, 1)
+    }
+
+    /// Takes `n` requests together, or none. More than the burst is
+    /// `Invalid`: it could never pass.
+    pub fn allow_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
+        let t = self.target(&key.key_bytes())?;
+        let gcra = self.core.gcra;
+        if n == 0 || n > gcra.burst {
+            return Err(t.name(Error::invalid(format!(
+                "allow_n takes 1 to {} requests (the burst), not {n}",
+                gcra.burst
+            ))));
+        }
+        let inner = &self.core.bucket.store.inner;
+        let now = now_nanos(&inner.clock, &self.core.floor);
+        let now_ms = now.div_euclid(1_000_000);
+        let d = self
+            .core
+            .memory
+            .change(
+                inner,
+                &t.path,
+                || self.load(&t, now_ms),
+                |due| {
+                    let d = gcra.decide(due.0, now, n);
+                    if d.ok {
+                        due.0 = d.due;
+                    }
+                    Ok((d, d.ok))
+                },
+            )
+            .map_err(|e| t.name(e))?;
+        Ok(Self::answer(d))
+    }
+
+    /// The answer one request would get now, counting nothing.
+    pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
+        let t = self.target(&key.key_bytes())?;
+        let inner = &self.core.bucket.store.inner;
+        let now = now_nanos(&inner.clock, &self.core.floor);
+        let due = match self.core.memory.get(&t.path) {
+            Some(d) => d,
+            None => self.load(&t, now.div_euclid(1_000_000))?,
+        };
+        Ok(Self::answer(self.core.gcra.decide(due.0, now, 1)))
+    }
+
+    /// Forgets the key: its next request has the full burst.
+    pub fn reset(&self, key: impl AsKey) -> Result<()> {
+        let t = self.target(&key.key_bytes())?;
+        let inner = &self.core.bucket.store.inner;
+        self.core
+            .memory
+            .change(
+                inner,
+                &t.path,
+                || Ok(Due(0)),
+                |due| {
+                    due.0 = 0;
+                    Ok(((), true))
+                },
+            )
+            .map_err(|e| t.name(e))
+    }
+}

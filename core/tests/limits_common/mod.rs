@@ -1,0 +1,100 @@
+//! Helpers of the limits tests: a store on a test clock, rows as the file
+//! holds them, child processes of the test binary, and a log capture.
+#![allow(dead_code)] // each test file uses some of these
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, SystemTime};
+
+use tinystore::{Options, Store};
+
+/// The test clock's start: 2023-11-14T22:13:20Z.
+pub fn t0() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
+/// A store on the test clock, starting at [`t0`].
+pub fn open(dir: &Path) -> Store {
+    Store::open_with(dir, Options::new().test_clock(t0())).unwrap()
+}
+
+/// Rows of the handle `name` in kv.db, live or not, read past the store.
+pub fn rows(dir: &Path, name: &str) -> usize {
+    let c = rusqlite::Connection::open(dir.join(tinystore::FILE_NAME)).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT count(*) FROM cells c JOIN buckets b ON b.id = c.bucket WHERE b.name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .unwrap();
+    n as usize
+}
+
+/// The environment variable that puts the test binary in a child's role.
+pub const CHILD: &str = "TINYSTORE_LIMITS_CHILD";
+/// The directory a child works in.
+pub const CHILD_DIR: &str = "TINYSTORE_LIMITS_DIR";
+
+/// The role and directory of this process, when it is a child.
+pub fn child_role() -> Option<(String, PathBuf)> {
+    let role = std::env::var(CHILD).ok()?;
+    let dir = std::env::var(CHILD_DIR).ok()?;
+    Some((role, PathBuf::from(dir)))
+}
+
+/// A command that runs this test binary's `helper` test alone, as a child
+/// in `role` working in `dir`.
+pub fn child(helper: &str, role: &str, dir: &Path) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", helper, "--nocapture", "--test-threads=1"])
+        .env(CHILD, role)
+        .env(CHILD_DIR, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    c
+}
+
+/// The line a child printed after `prefix`.
+pub fn said(out: &[u8], prefix: &str) -> Option<String> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+}
+
+static LOGS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());
+static INIT: Once = Once::new();
+
+struct Capture;
+
+static CAPTURE: Capture = Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        LOGS.lock().unwrap().push((r.level(), r.args().to_string()));
+    }
+    fn flush(&self) {}
+}
+
+/// Starts capturing this process's log.
+pub fn capture_logs() {
+    INIT.call_once(|| {
+        log::set_logger(&CAPTURE).unwrap();
+        log::set_max_level(log::LevelFilter::Info);
+    });
+}
+
+/// The captured lines at `level` that contain `needle`.
+pub fn logged(level: log::Level, needle: &str) -> Vec<String> {
+    LOGS.lock()
+        .unwrap()
+        .iter()
+        .filter(|(l, m)| *l == level && m.contains(needle))
+        .map(|(_, m)| m.clone())
+        .collect()
+}
