@@ -21,9 +21,9 @@ node: node-deps
 	cd $(NODE_DIR) && $(NODE_BIN)/napi build --release --platform --no-js \
 		--target $(CARGO_BUILD_TARGET) \
 		--manifest-path $(ROOT)/bindings/node/Cargo.toml --output-dir . --dts build/native.d.ts
-	cd $(NODE_DIR) && rm -rf dist build/test && $(NODE_BIN)/tsc -p tsconfig.json && node scripts/esm-wrapper.mjs
+	cd $(NODE_DIR) && rm -rf dist build && $(NODE_BIN)/tsc -p tsconfig.json && node scripts/esm-wrapper.mjs
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p tsconfig.test.json
 
 test-node: node
-	cd $(NODE_DIR) && node --test build/test/*.test.mjs
-	cd $(NODE_DIR) && $(NODE_BIN)/bun test build/test/
+	cd $(NODE_DIR) && node --test build/*.test.mjs
+	cd $(NODE_DIR) && $(NODE_BIN)/bun test build/

@@ -61,6 +61,8 @@ export interface NativeStore {
 	close(): Promise<void>
 	isClosed(): boolean
 	names(): string[][]
+	groupStats(): number[]
+	failNextCommitForTests(): void
 	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
 }
 

@@ -21,6 +21,9 @@ export interface OpenOptions {
 	clock?: Date
 }
 
+/** The addon's store behind each `Store`, for the package's own tests. @internal */
+export const nativeOf = new WeakMap<Store, NativeStore>()
+
 /** What one `maintain()` did. */
 export type Maintenance = NativeMaintenance
 
@@ -70,6 +73,7 @@ export class Store implements AsyncDisposable {
 	constructor(nativeStore: NativeStore) {
 		this.#native = nativeStore
 		this.clock = new Clock(nativeStore)
+		nativeOf.set(this, nativeStore)
 	}
 
 	/** The directory of the store. */
@@ -100,6 +104,15 @@ export class Store implements AsyncDisposable {
 	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */
 	async names(): Promise<{ name: string; kind: string }[]> {
 		return this.#native.names().map(([name, kind]) => ({ name: name as string, kind: kind as string }))
+	}
+
+	/**
+	 * Groups committed since the store opened and the writes in them: how
+	 * well concurrent writes were grouped (one fsync per group).
+	 */
+	groupStats(): { groups: number; writes: number } {
+		const [groups = 0, writes = 0] = this.#native.groupStats()
+		return { groups, writes }
 	}
 
 	/**

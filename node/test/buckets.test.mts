@@ -2,7 +2,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-import { ConflictError, CorruptError, InvalidError, LimitError } from 'tinystore'
+import { ClosedError, ConflictError, CorruptError, InvalidError, LimitError, OutcomeUnknownError } from 'tinystore'
+
+// The package's own tests reach the addon behind a store (not exported).
+import { nativeOf } from '../dist/cjs/store.js'
 
 import { rejection, testStore } from './helpers.mjs'
 
@@ -308,4 +311,56 @@ test('KV-10 versions: entry gives version and expiry; ifVersion writes only at t
 	await b.delete('c')
 	await b.set('c', 'again')
 	assert.notEqual((await b.entry('c'))?.version, e2?.version)
+})
+
+test('KV-15 durability: 64 writes in flight commit together, in a few groups, without a thread per write', async () => {
+	await using store = await testStore()
+	const b = store.bucket('group', { type: 'int' })
+	await b.set('warm', 0)
+	const before = store.groupStats()
+	await Promise.all(Array.from({ length: 64 }, (_, i) => b.set(`k${i}`, i)))
+	const after = store.groupStats()
+	assert.equal(after.writes - before.writes, 64)
+	assert.ok(after.groups - before.groups <= 4, `64 writes took ${after.groups - before.groups} groups`)
+})
+
+test('KV-15 durability: a write that fails rolls back alone; the rest of its group commits', async () => {
+	await using store = await testStore()
+	const b = store.bucket('group', { type: 'int' })
+	const results = await Promise.allSettled(
+		Array.from({ length: 64 }, (_, i) => (i === 17 ? b.set('k17', 1, { ifVersion: '12345' }) : b.set(`k${i}`, i))),
+	)
+	const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [[i, r.reason]] : []))
+	assert.equal(failed.length, 1)
+	assert.equal(failed[0]?.[0], 17)
+	assert.ok(failed[0]?.[1] instanceof ConflictError)
+	assert.equal((await b.list({ limit: 1000 })).entries.length, 63)
+})
+
+test('KV-15 durability: when a group commit fails, each of its callers gets OutcomeUnknownError', async () => {
+	await using store = await testStore()
+	const b = store.bucket('group', { type: 'int' })
+	nativeOf.get(store)?.failNextCommitForTests()
+	const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => b.set(`k${i}`, i)))
+	// The first group fails; how many of the 8 it held depends on when the writer woke.
+	const rejected = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
+	assert.ok(rejected.length >= 1)
+	for (const reason of rejected) {
+		assert.ok(reason instanceof OutcomeUnknownError)
+		assert.equal(reason.code, 'OUTCOME_UNKNOWN')
+	}
+	assert.equal(rejected.length, results.filter((r, i) => r.status === 'rejected' && i < rejected.length).length)
+	await b.set('after', 1)
+	assert.equal(await b.get('after'), 1)
+})
+
+test('KV-19 files: a call after close is ClosedError, reads and writes alike; close twice is fine', async () => {
+	const store = await testStore()
+	const b = store.bucket('x', { type: 'int' })
+	await store.close()
+	await store.close()
+	assert.equal(store.closed, true)
+	assert.ok((await rejection(b.get('k'))) instanceof ClosedError)
+	assert.ok((await rejection(b.set('k', 1))) instanceof ClosedError)
+	assert.throws(() => store.bucket('y'), ClosedError)
 })

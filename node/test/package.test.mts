@@ -13,7 +13,7 @@ import * as esm from 'tinystore'
 
 import { freshDir } from './helpers.mjs'
 
-const pkg = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..')
+const pkg = resolve(new URL('.', import.meta.url).pathname, '..')
 const bun = join(pkg, 'node_modules', '.bin', 'bun')
 const inBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined'
 

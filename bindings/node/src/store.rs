@@ -114,6 +114,20 @@ impl NativeStore {
         Ok(names.into_iter().map(|(n, k)| vec![n, k]).collect())
     }
 
+    /// Groups committed and writes in them since the store opened, as
+    /// `[groups, writes]`: how well writes in flight were grouped.
+    #[napi]
+    pub fn group_stats(&self) -> Vec<f64> {
+        let (groups, writes) = self.store.group_stats();
+        vec![groups as f64, writes as f64]
+    }
+
+    /// Makes the next group's commit fail as a failed fsync would (tests only).
+    #[napi]
+    pub fn fail_next_commit_for_tests(&self) {
+        self.store.fail_next_commit_for_tests();
+    }
+
     /// Opens a bucket of values of `value_type` with a `ttl` or an `idle` span.
     #[napi]
     pub fn bucket<'e>(
