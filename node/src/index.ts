@@ -29,6 +29,12 @@ export {
 	TinystoreError,
 } from './errors'
 export type { ErrorCode, ErrorWhat } from './errors'
+export { Counters } from './counters'
+export type { CountersOptions } from './counters'
+export { Quota, RateLimit } from './limits'
+export type { Allowance, RateLimitOptions, WindowUsage } from './limits'
+export { Once } from './once'
+export type { OnceOptions } from './once'
 export { Clock, open, Store } from './store'
 export type { Maintenance, OpenOptions } from './store'
 export type { Key, TypeFor, ValueType, ValueTypes } from './values'

@@ -50,6 +50,47 @@ export interface NativeBucket {
 	clear(): Promise<void>
 }
 
+/** The addon's rate limit. */
+export interface NativeRateLimit {
+	under(owner: unknown): NativeRateLimit
+	allow(key: unknown, n: number | undefined): unknown
+	peek(key: unknown): unknown
+	reset(key: unknown): void
+}
+
+/** The addon's quota. */
+export interface NativeQuota {
+	under(owner: unknown): NativeQuota
+	allow(key: unknown, n: number | undefined): Promise<unknown>
+	peek(key: unknown): unknown
+	refund(key: unknown, n: number | undefined): Promise<unknown>
+	reset(key: unknown): Promise<void>
+}
+
+/** The addon's counters. */
+export interface NativeCounters {
+	under(owner: unknown): NativeCounters
+	add(key: unknown, n: number | undefined): Promise<number>
+	max(key: unknown, n: number): Promise<number>
+	get(key: unknown): number
+	delete(key: unknown): Promise<boolean>
+	clear(): Promise<void>
+}
+
+/** The run of one key, held until it keeps an answer or lets go. */
+export interface NativeClaim {
+	keep(value: unknown): Promise<void>
+	abandon(): void
+}
+
+/** The addon's once. */
+export interface NativeOnce {
+	under(owner: unknown): NativeOnce
+	begin(key: unknown): Promise<{ kept: true; value: unknown } | { kept: false; claim: NativeClaim }>
+	get(key: unknown): unknown
+	delete(key: unknown): Promise<boolean>
+}
+
 /** The addon's store. */
 export interface NativeStore {
 	dir(): string
@@ -64,6 +105,10 @@ export interface NativeStore {
 	groupStats(): number[]
 	failNextCommitForTests(): void
 	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
+	rateLimit(name: string, rate: string, burst: number | undefined): NativeRateLimit
+	quota(name: string, names: string[], rates: string[]): NativeQuota
+	counters(name: string, ttl: unknown, flushEvery: unknown): NativeCounters
+	once(name: string, keep: unknown, valueType: string): NativeOnce
 }
 
 /** The addon's exports. */

@@ -6,9 +6,12 @@
  */
 
 import { Bucket, type BucketOptions } from './bucket'
-import type { Duration } from './durations'
+import { Counters, type CountersOptions } from './counters'
+import type { Duration, Rate } from './durations'
 import { InvalidError } from './errors'
+import { Quota, RateLimit, type RateLimitOptions } from './limits'
 import { native, type NativeMaintenance, type NativeStore } from './native'
+import { Once, type OnceOptions } from './once'
 import type { TypeFor, ValueType, ValueTypes } from './values'
 
 /** The options of `open`. */
@@ -99,6 +102,47 @@ export class Store implements AsyncDisposable {
 	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
 	bucket(name: string, options?: BucketOptions & { type?: ValueType }): Bucket<unknown> {
 		return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'))
+	}
+
+	/**
+	 * A rate limit: `rate` requests per span, `burst` at once (the rate's
+	 * count when not given): `store.rateLimit('sign-in-guesses', { rate: '5/m', burst: 5 })`.
+	 */
+	rateLimit(name: string, options: RateLimitOptions): RateLimit {
+		if (typeof options?.rate !== 'string') {
+			throw new InvalidError("a rate limit needs a rate, as { rate: '5/m' }", { bucket: name })
+		}
+		return new RateLimit(this.#native.rateLimit(name, options.rate, options.burst), name)
+	}
+
+	/**
+	 * A quota of one to eight named windows, each a rate such as `'100/5h'`:
+	 * `store.quota('messages', { session: '100/5h', weekly: '300/7d' })`.
+	 * A window's name is `[a-z][a-z0-9_]{0,31}`.
+	 */
+	quota<W extends string>(name: string, windows: Record<W, Rate>): Quota<W> {
+		if (typeof windows !== 'object' || windows === null) {
+			throw new InvalidError("a quota needs windows, as { weekly: '300/7d' }", { bucket: name })
+		}
+		const names = Object.keys(windows) as W[]
+		return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name)
+	}
+
+	/** Counters, an int64 a key: `store.counters('attempts', { ttl: '1h' })`. */
+	counters(name: string, options?: CountersOptions): Counters {
+		return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name)
+	}
+
+	/** A once whose answers are scalars of one type (see `bucket`). */
+	once<K extends Exclude<ValueType, 'json'>>(name: string, options: OnceOptions & { type: K }): Once<ValueTypes[K]>
+	/**
+	 * A once whose answers are of type `T`, kept as JSON unless `type` says
+	 * otherwise: `store.once<{ id: number }>('sends', { keep: '1d' })`.
+	 */
+	once<T = unknown>(name: string, options?: OnceOptions & { type?: TypeFor<T> }): Once<T>
+	once(name: string, options?: OnceOptions & { type?: ValueType }): Once<unknown> {
+		const type = options?.type ?? 'json'
+		return new Once(this.#native.once(name, options?.keep, type), name, type === 'json')
 	}
 
 	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */

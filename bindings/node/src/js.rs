@@ -243,6 +243,15 @@ pub(crate) fn set(env: napi_env, obj: napi_value, name: &'static str, value: nap
     )
 }
 
+/// Sets `obj[key] = value` for a key that is not a static name.
+pub(crate) fn set_key(env: napi_env, obj: napi_value, key: &str, value: napi_value) -> Result<()> {
+    let k = string(env, key)?;
+    check(
+        unsafe { sys::napi_set_property(env, obj, k, value) },
+        "setting a property",
+    )
+}
+
 /// A JS array of `items`.
 pub(crate) fn array(env: napi_env, items: Vec<napi_value>) -> Result<napi_value> {
     let mut out = ptr::null_mut();

@@ -10,6 +10,8 @@
 mod bucket;
 mod convert;
 mod js;
+mod limits;
+mod once;
 mod settle;
 mod store;
 
@@ -18,6 +20,8 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 
 pub use bucket::NativeBucket;
+pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
+pub use once::{NativeClaim, NativeOnce};
 pub use store::NativeStore;
 
 /// Sets up this JS environment (once per thread that loads the addon):

@@ -346,10 +346,14 @@ impl Pending {
 /// Hands a write to the engine and returns its Promise. `submit` gives the
 /// completion to one of the core's `*_then` calls; `answer` turns the
 /// result into a JS value on the JS thread.
-pub(crate) fn write<'e, T, F, A>(env: &'e napi::Env, submit: F, answer: A) -> Result<napi::bindgen_prelude::Unknown<'e>>
+pub(crate) fn write<'e, T, R, F, A>(
+    env: &'e napi::Env,
+    submit: F,
+    answer: A,
+) -> Result<napi::bindgen_prelude::Unknown<'e>>
 where
     T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<tinystore::Ticket>,
+    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R>,
     A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
 {
     let (pending, completion, promise) = Pending::new(env.raw())?;

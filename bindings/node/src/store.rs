@@ -8,6 +8,8 @@ use tinystore::{Options, Store};
 use crate::bucket::NativeBucket;
 use crate::convert::{self, ValueKind};
 use crate::js;
+use crate::limits::{self, NativeCounters, NativeQuota, NativeRateLimit};
+use crate::once::NativeOnce;
 use crate::settle::{self, sync};
 
 /// An open store (the package's `Store` wraps it).
@@ -144,6 +146,72 @@ impl NativeStore {
             let idle = convert::duration(env.raw(), js::raw(&idle), "idle")?;
             let raw = tinystore::RawBucket::open(&self.store, &name, ttl, idle).map_err(|e| e.in_bucket(&name))?;
             Ok(NativeBucket { raw, kind })
+        })();
+        sync(env, r)
+    }
+
+    /// Opens a rate limit: `rate` as `'5/m'`, and a `burst`.
+    #[napi]
+    pub fn rate_limit(
+        &self,
+        env: Env,
+        name: String,
+        rate: String,
+        burst: Option<f64>,
+    ) -> napi::Result<NativeRateLimit> {
+        let r = limits::open_rate_limit(&self.store, &name, &rate, burst);
+        Ok(NativeRateLimit { limit: sync(&env, r)? })
+    }
+
+    /// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
+    #[napi]
+    pub fn quota(&self, env: Env, name: String, names: Vec<String>, rates: Vec<String>) -> napi::Result<NativeQuota> {
+        let r = limits::open_quota(&self.store, &name, &names, &rates);
+        Ok(NativeQuota { quota: sync(&env, r)? })
+    }
+
+    /// Opens counters with a `ttl` and a `flush_every` period.
+    #[napi]
+    pub fn counters<'e>(
+        &self,
+        env: &'e Env,
+        name: String,
+        ttl: Unknown<'e>,
+        flush_every: Unknown<'e>,
+    ) -> napi::Result<NativeCounters> {
+        let r = (|| {
+            let mut b = self.store.counters(&name);
+            if let Some(d) = convert::duration(env.raw(), js::raw(&ttl), "ttl")? {
+                b = b.ttl(d);
+            }
+            if let Some(d) = convert::duration(env.raw(), js::raw(&flush_every), "flushEvery")? {
+                b = b.flush_every(d);
+            }
+            b.open().map_err(|e| e.in_bucket(&name))
+        })();
+        Ok(NativeCounters {
+            counters: sync(env, r)?,
+        })
+    }
+
+    /// Opens a once whose answers are of `value_type`, kept for `keep`.
+    #[napi]
+    pub fn once<'e>(
+        &self,
+        env: &'e Env,
+        name: String,
+        keep: Unknown<'e>,
+        value_type: String,
+    ) -> napi::Result<NativeOnce> {
+        let r = (|| {
+            let kind = ValueKind::parse(&value_type)?;
+            let keep = convert::duration(env.raw(), js::raw(&keep), "keep")?;
+            let once = tinystore::RawOnce::open(&self.store, &name, keep).map_err(|e| e.in_bucket(&name))?;
+            Ok(NativeOnce {
+                once,
+                kind,
+                owners: Vec::new(),
+            })
         })();
         sync(env, r)
     }

@@ -1,0 +1,268 @@
+//! Rate limits, quotas and counters (KV-12 to KV-14).
+//!
+//! A rate limit lives in the engine's memory, so its calls answer inline. A
+//! quota's `allow` and `refund`, and a durable counter's `add`, are writes:
+//! they go through the writer's completions like a bucket's `set`.
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi::sys::{napi_env, napi_value};
+use napi_derive::napi;
+use tinystore::{Allowance, Counters, Quota, RateLimit};
+
+use crate::convert::{self, Ts, napi_err};
+use crate::js;
+use crate::settle::{self, sync};
+
+/// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
+fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
+    let make = || -> napi::Result<napi_value> {
+        let windows = js::object(env)?;
+        for (name, w) in &a.windows {
+            let o = js::object(env)?;
+            js::set(env, o, "used\0", js::number(env, w.used as f64)?)?;
+            js::set(env, o, "limit\0", js::number(env, w.limit as f64)?)?;
+            js::set(env, o, "left\0", js::number(env, w.left as f64)?)?;
+            js::set(env, o, "resetsAt\0", js::opt_date(env, w.resets_at)?)?;
+            js::set_key(env, windows, name, o)?;
+        }
+        let o = js::object(env)?;
+        js::set(env, o, "ok\0", js::boolean(env, a.ok)?)?;
+        js::set(env, o, "left\0", js::number(env, a.left as f64)?)?;
+        js::set(env, o, "retryAt\0", js::opt_date(env, a.retry_at)?)?;
+        js::set(env, o, "windows\0", windows)?;
+        Ok(o)
+    };
+    make().map_err(napi_err)
+}
+
+/// A count of requests or uses: a whole number from 1 up.
+fn count(n: Option<f64>) -> Ts<u64> {
+    let n = n.unwrap_or(1.0);
+    if n.fract() != 0.0 || !(1.0..=9_007_199_254_740_991.0).contains(&n) {
+        return Err(settle::invalid(format!(
+            "{n} is not a count: use a whole number from 1"
+        )));
+    }
+    Ok(n as u64)
+}
+
+/// A counter's step: a safe integer, negative allowed.
+fn step(n: Option<f64>) -> Ts<i64> {
+    let n = n.unwrap_or(1.0);
+    if n.fract() != 0.0 || !n.is_finite() || n.abs() > 9_007_199_254_740_991.0 {
+        return Err(settle::invalid(format!("{n} is not a safe integer")));
+    }
+    Ok(n as i64)
+}
+
+fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
+    convert::key(env.raw(), js::raw(key)).map_err(|e| e.in_bucket(name))
+}
+
+/// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
+pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, burst: Option<f64>) -> Ts<RateLimit> {
+    let (count, per) = tinystore::parse_rate(rate).map_err(|e| e.in_bucket(name))?;
+    let mut b = store.rate_limit(name).rate(count, per);
+    if let Some(burst) = burst {
+        b = b.burst(self::count(Some(burst)).map_err(|e| e.in_bucket(name))?);
+    }
+    b.open()
+}
+
+/// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
+pub(crate) fn open_quota(store: &tinystore::Store, name: &str, names: &[String], rates: &[String]) -> Ts<Quota> {
+    let mut b = store.quota(name);
+    for (window, rate) in names.iter().zip(rates) {
+        let (limit, span) = tinystore::parse_rate(rate).map_err(|e| {
+            tinystore::Error::new(e.kind(), format!("window {window:?}: {}", e.message())).in_bucket(name)
+        })?;
+        b = b.window(window, limit, span);
+    }
+    b.open()
+}
+
+/// A rate limit, or one branch of it.
+#[napi]
+pub struct NativeRateLimit {
+    pub(crate) limit: RateLimit,
+}
+
+#[napi]
+impl NativeRateLimit {
+    /// The branch of `owner`.
+    #[napi]
+    pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeRateLimit> {
+        let owner = sync(env, key_in(env, self.limit.name(), &owner))?;
+        Ok(NativeRateLimit {
+            limit: self.limit.under(owner),
+        })
+    }
+
+    /// Takes `n` requests (1 when not given) or none: the answer.
+    #[napi]
+    pub fn allow<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = key_in(env, self.limit.name(), &key)?;
+            let n = count(n).map_err(|e| e.in_bucket(self.limit.name()))?;
+            allowance(env.raw(), &self.limit.allow_n(k, n)?)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// The answer one request would get now, counting nothing.
+    #[napi]
+    pub fn peek<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = key_in(env, self.limit.name(), &key).and_then(|k| allowance(env.raw(), &self.limit.peek(k)?));
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Forgets the key: its next request has the full burst.
+    #[napi]
+    pub fn reset<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<()> {
+        let r = key_in(env, self.limit.name(), &key).and_then(|k| self.limit.reset(k));
+        sync(env, r)
+    }
+}
+
+/// A quota, or one branch of it.
+#[napi]
+pub struct NativeQuota {
+    pub(crate) quota: Quota,
+}
+
+#[napi]
+impl NativeQuota {
+    /// The branch of `owner`.
+    #[napi]
+    pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeQuota> {
+        let owner = sync(env, key_in(env, self.quota.name(), &owner))?;
+        Ok(NativeQuota {
+            quota: self.quota.under(owner),
+        })
+    }
+
+    /// Counts `n` uses in every window or in none, durably: the answer.
+    #[napi(ts_return_type = "Promise<unknown>")]
+    pub fn allow<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.quota.name(), &key)?, count(n)?)))();
+        let (k, n) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
+        )?;
+        settle::write(
+            env,
+            |done| self.quota.allow_n_then(k, n, done),
+            |env, a| allowance(env, &a),
+        )
+    }
+
+    /// The answer one use would get now, counting nothing.
+    #[napi]
+    pub fn peek<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = key_in(env, self.quota.name(), &key).and_then(|k| allowance(env.raw(), &self.quota.peek(k)?));
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Gives `n` uses back to the windows that have not reset since: the answer.
+    #[napi(ts_return_type = "Promise<unknown>")]
+    pub fn refund<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.quota.name(), &key)?, count(n)?)))();
+        let (k, n) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
+        )?;
+        settle::write(
+            env,
+            |done| self.quota.refund_n_then(k, n, done),
+            |env, a| allowance(env, &a),
+        )
+    }
+
+    /// Forgets the key: every window starts again at its next use.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reset<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let k = sync(env, key_in(env, self.quota.name(), &key))?;
+        settle::write(
+            env,
+            |done| self.quota.reset_then(k, done),
+            |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+}
+
+/// Counters, or one branch of them.
+#[napi]
+pub struct NativeCounters {
+    pub(crate) counters: Counters,
+}
+
+#[napi]
+impl NativeCounters {
+    /// The branch of `owner`.
+    #[napi]
+    pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeCounters> {
+        let owner = sync(env, key_in(env, self.counters.name(), &owner))?;
+        Ok(NativeCounters {
+            counters: self.counters.under(owner),
+        })
+    }
+
+    /// Adds `n` (1 when not given); resolves with the new value.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn add<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(n)?)))();
+        let (k, n) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
+        )?;
+        settle::write(
+            env,
+            |done| self.counters.add_then(k, n, done),
+            |env, v| js::number(env, v as f64).map_err(napi_err),
+        )
+    }
+
+    /// Keeps the larger of the counter and `n`; resolves with it.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn max<'e>(&self, env: &'e Env, key: Unknown<'e>, n: f64) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(Some(n))?)))();
+        let (k, n) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
+        )?;
+        settle::write(
+            env,
+            |done| self.counters.max_then(k, n, done),
+            |env, v| js::number(env, v as f64).map_err(napi_err),
+        )
+    }
+
+    /// The counter's value: 0 when missing or expired.
+    #[napi]
+    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<f64> {
+        let r = key_in(env, self.counters.name(), &key).and_then(|k| self.counters.get(k));
+        Ok(sync(env, r)? as f64)
+    }
+
+    /// Deletes the counter; resolves with whether a live one was there.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let k = sync(env, key_in(env, self.counters.name(), &key))?;
+        settle::write(
+            env,
+            |done| self.counters.delete_then(k, done),
+            |env, was| js::boolean(env, was).map_err(napi_err),
+        )
+    }
+
+    /// Removes this branch's counters and every branch under it.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        settle::write(
+            env,
+            |done| self.counters.clear_then(done),
+            |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+}

@@ -1,0 +1,156 @@
+//! `once` (KV-11): the engine's `begin` answers by completion, so a second
+//! run of a key waits without blocking the event loop, and the JS thread can
+//! hold the first run and its retry at the same time.
+
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
+use napi::sys::napi_value;
+use napi_derive::napi;
+use tinystore::{Begun, Claim, RawOnce};
+
+use crate::bucket::show_path;
+use crate::convert::{self, Ts, ValueKind, napi_err};
+use crate::js;
+use crate::settle::{self, sync};
+
+/// A once, or one branch of it, with the type of its answers.
+#[napi]
+pub struct NativeOnce {
+    pub(crate) once: RawOnce,
+    pub(crate) kind: ValueKind,
+    pub(crate) owners: Vec<Vec<u8>>,
+}
+
+/// The run of one key, held by the caller until it keeps an answer or lets
+/// go. Dropped (collected) without either, it lets go keeping nothing.
+#[napi]
+pub struct NativeClaim {
+    claim: Option<Claim>,
+    kind: ValueKind,
+    name: String,
+    path: String,
+}
+
+impl NativeOnce {
+    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+        convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.once.name()))
+    }
+}
+
+#[napi]
+impl NativeOnce {
+    /// The branch of `owner`: its keys run apart from the others.
+    #[napi]
+    pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeOnce> {
+        let owner = sync(env, self.key(env, &owner))?;
+        let mut owners = self.owners.clone();
+        owners.push(owner.clone());
+        Ok(NativeOnce {
+            once: self.once.under(owner),
+            kind: self.kind,
+            owners,
+        })
+    }
+
+    /// Begins a run: resolves with `{ kept: true, value }` (JSON as text),
+    /// or `{ kept: false, claim }` once the key is the caller's to run,
+    /// after any other run of it has ended.
+    #[napi(ts_return_type = "Promise<{ kept: true, value: unknown } | { kept: false, claim: NativeClaim }>")]
+    pub fn begin<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let k = sync(env, self.key(env, &key))?;
+        let kind = self.kind;
+        let (name, path) = (self.once.name().to_owned(), show_path(&self.owners, &k));
+        settle::write(
+            env,
+            |done| self.once.begin(k.clone(), done),
+            move |env, begun| {
+                let make = |kept: bool, field: &'static str, v: napi_value| -> napi::Result<napi_value> {
+                    let o = js::object(env)?;
+                    js::set(env, o, "kept\0", js::boolean(env, kept)?)?;
+                    js::set(env, o, field, v)?;
+                    Ok(o)
+                };
+                match begun {
+                    Begun::Kept(raw) => {
+                        let v = kind.decode(env, &raw).map_err(|e| e.at(&name, path.clone()))?;
+                        make(true, "value\0", v).map_err(napi_err)
+                    }
+                    Begun::Run(claim) => {
+                        let claim = NativeClaim {
+                            claim: Some(claim),
+                            kind,
+                            name,
+                            path,
+                        };
+                        let v = unsafe { NativeClaim::to_napi_value(env, claim) }.map_err(napi_err)?;
+                        make(false, "claim\0", v).map_err(napi_err)
+                    }
+                }
+            },
+        )
+    }
+
+    /// The answer kept for the key (JSON as text), or `undefined`.
+    #[napi]
+    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = self.key(env, &key)?;
+            match self.once.get(k.clone())? {
+                Some(raw) => self
+                    .kind
+                    .decode(env.raw(), &raw)
+                    .map_err(|e| e.at(self.once.name(), show_path(&self.owners, &k))),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Forgets the answer kept for the key; resolves with whether one was kept.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let k = sync(env, self.key(env, &key))?;
+        settle::write(
+            env,
+            |done| self.once.delete_then(k, done),
+            |env, was| js::boolean(env, was).map_err(napi_err),
+        )
+    }
+}
+
+#[napi]
+impl NativeClaim {
+    /// Keeps `value` (JSON as text) as the key's answer and lets go, in one
+    /// durable write; waiters then get it. A value of the wrong type lets go
+    /// keeping nothing and rejects with `InvalidError`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn keep<'e>(&mut self, env: &'e Env, value: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let Some(claim) = self.claim.take() else {
+            return settle::throw(env.raw(), settle::invalid("this run already kept an answer or let go"));
+        };
+        let raw = match self.kind.encode(env.raw(), js::raw(&value)) {
+            Ok(raw) => raw,
+            Err(e) => {
+                claim.abandon();
+                return settle::throw(env.raw(), e.at(&self.name, self.path.clone()));
+            }
+        };
+        settle::write(
+            env,
+            |done| {
+                claim.keep(raw, done);
+                Ok(())
+            },
+            |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+
+    /// Lets go keeping nothing (the work failed): the next run, or a
+    /// waiter, runs the work again.
+    #[napi]
+    pub fn abandon(&mut self) {
+        if let Some(claim) = self.claim.take() {
+            claim.abandon();
+        }
+    }
+}

@@ -1,0 +1,161 @@
+/**
+ * Rate limits and quotas: `store.rateLimit(name, { rate, burst })` and
+ * `store.quota(name, { session: '100/5h', weekly: '300/7d' })`. Both answer
+ * with the same shape, and a refusal is an answer, never an error.
+ *
+ * @module
+ */
+
+import type { Rate } from './durations'
+import type { NativeQuota, NativeRateLimit } from './native'
+import type { Key } from './values'
+
+/** One window of a quota, as an answer reports it. */
+export interface WindowUsage {
+	/** Uses counted in the window since it started. */
+	used: number
+	/** The window's limit. */
+	limit: number
+	/** Uses left before the window refuses. */
+	left: number
+	/** When the window resets; `undefined` while it has not started. */
+	resetsAt: Date | undefined
+}
+
+/**
+ * The answer of `allow`, `peek` and `refund`: whether the request passes,
+ * how many more would pass now, when to try again after a refusal, and, for
+ * a quota, each window's usage.
+ */
+export interface Allowance<W extends string = never> {
+	/** Whether the request passed (and was counted). */
+	ok: boolean
+	/** How many more would pass now: for a quota, the least over its windows. */
+	left: number
+	/** After a refusal, when the same request would pass; `undefined` when it passed. */
+	retryAt: Date | undefined
+	/** Each window of a quota by name (empty for a rate limit). */
+	windows: Record<W, WindowUsage>
+}
+
+/** The options of a rate limit. */
+export interface RateLimitOptions {
+	/** Requests per span, refilled continuously: `'5/m'`, `'100/s'`. */
+	rate: Rate
+	/** Requests let through at once (the rate's count when not given). */
+	burst?: number
+}
+
+/**
+ * A rate limit (GCRA): `rate` requests per span, `burst` at once, with no
+ * window edge that lets twice the rate through. Its state lives in memory
+ * and reaches `kv.db` every second, so `allow` costs no disk write.
+ *
+ * @example
+ * ```ts
+ * const guesses = store.rateLimit('sign-in-guesses', { rate: '5/m', burst: 5 })
+ * const guess = await guesses.allow(ip)
+ * if (!guess.ok) return { status: 429, retryAt: guess.retryAt }
+ * ```
+ */
+export class RateLimit {
+	readonly #native: NativeRateLimit
+	/** The rate limit's name. */
+	readonly name: string
+
+	/** @internal Made by `store.rateLimit` and `under`. */
+	constructor(native: NativeRateLimit, name: string) {
+		this.#native = native
+		this.name = name
+	}
+
+	/** The branch of `owners`: its keys are limited apart from the others. */
+	under(...owners: Key[]): RateLimit {
+		let native = this.#native
+		for (const owner of owners) native = native.under(owner)
+		return new RateLimit(native, this.name)
+	}
+
+	/** Takes `n` requests (one when not given), or none. More than the burst at once is `InvalidError`. */
+	async allow(key: Key, n = 1): Promise<Allowance> {
+		return this.#native.allow(key, n) as Allowance
+	}
+
+	/** The answer one request would get now, counting nothing. */
+	async peek(key: Key): Promise<Allowance> {
+		return this.#native.peek(key) as Allowance
+	}
+
+	/** Forgets the key: its next request has the full burst. */
+	async reset(key: Key): Promise<void> {
+		this.#native.reset(key)
+	}
+}
+
+/**
+ * A quota: uses counted against a plan in named windows that reset on
+ * their own, a span after a key's first use. `allow` counts in every
+ * window or in none, in one durable write.
+ *
+ * @example
+ * ```ts
+ * const messages = store.quota('messages', { session: '100/5h', weekly: '300/7d' })
+ * const used = await messages.allow(userId)
+ * if (!used.ok) return { status: 429, retryAt: used.retryAt, left: used.windows.weekly.left }
+ * await messages.refund(userId) // the work failed: give the use back
+ * ```
+ */
+export class Quota<W extends string = string> {
+	readonly #native: NativeQuota
+	/** The quota's name. */
+	readonly name: string
+
+	/** @internal Made by `store.quota` and `under`. */
+	constructor(native: NativeQuota, name: string) {
+		this.#native = native
+		this.name = name
+	}
+
+	/** The branch of `owners`: its keys count apart from the others. */
+	under(...owners: Key[]): Quota<W> {
+		let native = this.#native
+		for (const owner of owners) native = native.under(owner)
+		return new Quota<W>(native, this.name)
+	}
+
+	/**
+	 * Counts `n` uses (one when not given) in every window, or in none when
+	 * one has no room. A refusal's `retryAt` is when the windows that refused
+	 * reset. `n` over the smallest limit is `InvalidError`.
+	 */
+	allow(key: Key, n = 1): Promise<Allowance<W>> {
+		try {
+			return this.#native.allow(key, n) as Promise<Allowance<W>>
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** The answer one use would get now, counting nothing. */
+	async peek(key: Key): Promise<Allowance<W>> {
+		return this.#native.peek(key) as Allowance<W>
+	}
+
+	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
+	refund(key: Key, n = 1): Promise<Allowance<W>> {
+		try {
+			return this.#native.refund(key, n) as Promise<Allowance<W>>
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+
+	/** Forgets the key: every window starts again at its next use. */
+	reset(key: Key): Promise<void> {
+		try {
+			return this.#native.reset(key)
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+}

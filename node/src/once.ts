@@ -1,0 +1,116 @@
+/**
+ * `once`: the work of a request sent twice runs once per key, and the
+ * answer is kept for `keep` (a day unless set).
+ *
+ * @module
+ */
+
+import { AsyncLocalStorage } from 'node:async_hooks'
+
+import type { Duration } from './durations'
+import { InvalidError } from './errors'
+import type { NativeOnce } from './native'
+import { fromJson, type Key, showKey, toJson } from './values'
+
+/** The options of a once. */
+export interface OnceOptions {
+	/** How long an answer is kept after its run (a day when not given). */
+	keep?: Duration
+}
+
+/** The runs this async context is inside, to refuse a run of a key inside its own run. */
+const inside = new AsyncLocalStorage<ReadonlySet<string>>()
+
+function runId(name: string, owners: readonly Key[], key: Key): string {
+	const hex = (k: Key) => Buffer.from(k instanceof Uint8Array ? k : String(k)).toString('hex')
+	return [name, ...owners.map(hex), hex(key)].join('/')
+}
+
+/**
+ * A once, or one branch of it: `run(key, fn)` returns the answer kept for
+ * the key, or runs `fn` and keeps what it returns. A second `run` of the
+ * same key while the first runs, in this process or another, waits for it
+ * (without blocking the event loop) and returns its answer. If `fn` throws,
+ * nothing is kept and the next `run` runs `fn` again.
+ *
+ * @example
+ * ```ts
+ * const sends = store.once<{ id: number }>('sends', { keep: '1d' })
+ * const sent = await sends.run(idempotencyKey, async () => ({ id: await save() }))
+ * ```
+ */
+export class Once<T> {
+	readonly #native: NativeOnce
+	readonly #json: boolean
+	readonly #owners: readonly Key[]
+	/** The once's name. */
+	readonly name: string
+
+	/** @internal Made by `store.once` and `under`. */
+	constructor(native: NativeOnce, name: string, json: boolean, owners: readonly Key[] = []) {
+		this.#native = native
+		this.name = name
+		this.#json = json
+		this.#owners = owners
+	}
+
+	/** The branch of `owners`: its keys run apart from the others. */
+	under(...owners: Key[]): Once<T> {
+		let native = this.#native
+		for (const owner of owners) native = native.under(owner)
+		return new Once<T>(native, this.name, this.#json, [...this.#owners, ...owners])
+	}
+
+	#decode(value: unknown, key: Key): T {
+		return (this.#json ? fromJson(value, this.name, showKey(key, this.#owners)) : value) as T
+	}
+
+	/**
+	 * The answer kept for `key`, or the answer of `fn`, run once. A `run` of
+	 * a key inside its own run is `InvalidError`, not a deadlock.
+	 */
+	async run(key: Key, fn: () => T | Promise<T>): Promise<T> {
+		const id = runId(this.name, this.#owners, key)
+		const outer = inside.getStore()
+		if (outer?.has(id)) {
+			throw new InvalidError('a run of this key inside its own run would wait for itself', {
+				bucket: this.name,
+				key: showKey(key, this.#owners),
+			})
+		}
+		const begun = await this.#native.begin(key)
+		if (begun.kept) return this.#decode(begun.value, key)
+		const claim = begun.claim
+		let value: T
+		try {
+			value = await inside.run(new Set([...(outer ?? []), id]), fn)
+		} catch (e) {
+			claim.abandon()
+			throw e
+		}
+		let kept: unknown
+		try {
+			kept = this.#json ? toJson(value, this.name, showKey(key, this.#owners)) : value
+		} catch (e) {
+			claim.abandon()
+			throw e
+		}
+		await claim.keep(kept)
+		return value
+	}
+
+	/** The answer kept for `key`, or `undefined`. */
+	async get(key: Key): Promise<T | undefined> {
+		const value = this.#native.get(key)
+		return value === undefined ? undefined : this.#decode(value, key)
+	}
+
+	/** Forgets the answer kept for `key`, so the next run runs again; resolves with whether one was kept. */
+	delete(key: Key): Promise<boolean> {
+		try {
+			return this.#native.delete(key)
+		} catch (e) {
+			return Promise.reject(e)
+		}
+	}
+}
