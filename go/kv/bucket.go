@@ -13,10 +13,9 @@ import (
 // is safe for concurrent use. Values are kept by their type (see the
 // package doc), so the other languages read them back.
 type Bucket[T any] struct {
-	h      *native.Bucket
-	c      *codec[T]
-	owners []byte // the branch, encoded for the C ABI
-	err    error  // a bad owner given to Under, returned by every call
+	branch
+	h *native.Bucket
+	c *codec[T]
 }
 
 // OpenBucket opens the bucket name of store, with TTL or Idle (not both).
@@ -33,11 +32,11 @@ func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption
 	if err != nil {
 		return nil, err
 	}
-	return &Bucket[T]{h: h, c: newCodec[T]()}, nil
+	return &Bucket[T]{branch: branch{name: name}, h: h, c: newCodec[T]()}, nil
 }
 
 // Name is the bucket's name.
-func (b *Bucket[T]) Name() string { return b.h.Name }
+func (b *Bucket[T]) Name() string { return b.name }
 
 // Under is the branch of owners under this one: the keys that belong to
 // them. An owner is a string, a []byte or an integer, like a key. Clear on
@@ -45,32 +44,7 @@ func (b *Bucket[T]) Name() string { return b.h.Name }
 //
 //	err := sessions.Under(userID).Clear(ctx) // sign out everywhere
 func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
-	out := &Bucket[T]{h: b.h, c: b.c, err: b.err}
-	out.owners = append(make([]byte, 0, len(b.owners)+16*len(owners)), b.owners...)
-	for _, o := range owners {
-		t, ok := keyText(o)
-		if !ok && out.err == nil {
-			out.err = invalid(b.h.Name, notAKey("an owner", o))
-		}
-		out.owners = appendOwner(out.owners, t)
-	}
-	return out
-}
-
-func (b *Bucket[T]) key(k any) (string, error) {
-	if b.err != nil {
-		return "", b.err
-	}
-	t, ok := keyText(k)
-	if !ok {
-		return "", invalid(b.h.Name, notAKey("a key", k))
-	}
-	return t, nil
-}
-
-// keyErr is an error about key k of this branch, named as the core names it.
-func (b *Bucket[T]) keyErr(k string, code int, err error) error {
-	return b.h.KeyError(b.owners, k, code, err.Error())
+	return &Bucket[T]{branch: b.branch.under(owners), h: b.h, c: b.c}
 }
 
 func (b *Bucket[T]) writeOptions(k string, opts []CallOption) (native.WriteOptions, error) {
@@ -81,7 +55,7 @@ func (b *Bucket[T]) writeOptions(k string, opts []CallOption) (native.WriteOptio
 	var wo native.WriteOptions
 	switch {
 	case cfg.hasTTL && cfg.hasAt:
-		return wo, b.h.KeyError(b.owners, k, native.CodeInvalid, "a write takes TTL or ExpireAt, not both")
+		return wo, native.KeyError(b.name, b.owners, k, native.CodeInvalid, "a write takes TTL or ExpireAt, not both")
 	case cfg.hasTTL:
 		wo.Expiry, wo.ExpiryValue = native.ExpiryIn, int64(cfg.ttl)
 	case cfg.hasAt:
@@ -237,7 +211,7 @@ func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bo
 		return false, err
 	}
 	if wo.Expiry != native.ExpiryNone {
-		return false, b.h.KeyError(b.owners, k, native.CodeInvalid, "Delete takes no TTL or ExpireAt")
+		return false, native.KeyError(b.name, b.owners, k, native.CodeInvalid, "Delete takes no TTL or ExpireAt")
 	}
 	return b.h.Delete(ctx, b.owners, k, wo)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+
+	"tinyshed.org/tinystore/internal/native"
 )
 
 // keyText gives the text of a key or owner: a string, a []byte, or an
@@ -44,10 +46,41 @@ func notAKey(what string, k any) string {
 	return fmt.Sprintf("%s is a string, a []byte or an integer, not %T", what, k)
 }
 
-// appendOwner adds an owner to an encoded branch: a little-endian u32
-// length and the bytes, as the C ABI reads owners.
-func appendOwner(enc []byte, owner string) []byte {
-	n := len(owner)
-	enc = append(enc, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
-	return append(enc, owner...)
+// branch is what every handle of package kv shares: its name and the
+// owners of its branch, encoded for the C ABI.
+type branch struct {
+	name   string
+	owners []byte
+	err    error // a bad owner given to Under, returned by every call
+}
+
+// under is the branch of owners under b.
+func (b branch) under(owners []any) branch {
+	out := branch{name: b.name, err: b.err}
+	out.owners = append(make([]byte, 0, len(b.owners)+16*len(owners)), b.owners...)
+	for _, o := range owners {
+		t, ok := keyText(o)
+		if !ok && out.err == nil {
+			out.err = invalid(b.name, notAKey("an owner", o))
+		}
+		out.owners = native.AppendOwner(out.owners, t)
+	}
+	return out
+}
+
+// key gives the text of a key of this branch, or why it cannot be one.
+func (b branch) key(k any) (string, error) {
+	if b.err != nil {
+		return "", b.err
+	}
+	t, ok := keyText(k)
+	if !ok {
+		return "", invalid(b.name, notAKey("a key", k))
+	}
+	return t, nil
+}
+
+// keyErr is an error about key k of this branch, named as the core names it.
+func (b branch) keyErr(k string, code int, err error) error {
+	return native.KeyError(b.name, b.owners, k, code, err.Error())
 }

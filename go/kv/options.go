@@ -1,6 +1,11 @@
 package kv
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"tinyshed.org/tinystore/internal/native"
+)
 
 // BucketOption configures OpenBucket: TTL or Idle.
 type BucketOption interface{ applyBucket(*bucketConfig) }
@@ -60,3 +65,93 @@ type IfVersionOption struct{ v Version }
 func IfVersion(v Version) IfVersionOption { return IfVersionOption{v} }
 
 func (o IfVersionOption) applyCall(c *callConfig) { c.ifVersion, c.hasIfVersion = o.v, true }
+
+// CountersOption configures OpenCounters: TTL or FlushEvery.
+type CountersOption interface{ applyCounters(*countersConfig) }
+
+type countersConfig struct {
+	ttl, flushEvery       time.Duration
+	hasTTL, hasFlushEvery bool
+}
+
+func (o TTLOption) applyCounters(c *countersConfig) { c.ttl, c.hasTTL = o.d, true }
+
+// FlushEveryOption is a flush period: see FlushEvery.
+type FlushEveryOption struct{ d time.Duration }
+
+// FlushEvery keeps counters in memory and writes them every d (at least a
+// second), on Maintain and on Close, instead of on every change: a crash
+// loses at most one period. Every handle of a name chooses the same d, or
+// none; another is ErrInvalid.
+func FlushEvery(d time.Duration) FlushEveryOption { return FlushEveryOption{d} }
+
+func (o FlushEveryOption) applyCounters(c *countersConfig) { c.flushEvery, c.hasFlushEvery = o.d, true }
+
+// RateLimitOption configures OpenRateLimit: Rate and Burst.
+type RateLimitOption interface{ applyRateLimit(*rateConfig) }
+
+type rateConfig struct {
+	count, burst      int
+	per               time.Duration
+	hasRate, hasBurst bool
+}
+
+// RateOption is a rate: see Rate.
+type RateOption struct {
+	n   int
+	per time.Duration
+}
+
+// Rate lets n requests through every per, refilled continuously (GCRA): no
+// window edge lets twice the rate through.
+func Rate(n int, per time.Duration) RateOption { return RateOption{n, per} }
+
+func (o RateOption) applyRateLimit(c *rateConfig) { c.count, c.per, c.hasRate = o.n, o.per, true }
+
+// BurstOption is a burst: see Burst.
+type BurstOption struct{ b int }
+
+// Burst lets b requests through at once; the rate's n when not given.
+func Burst(b int) BurstOption { return BurstOption{b} }
+
+func (o BurstOption) applyRateLimit(c *rateConfig) { c.burst, c.hasBurst = o.b, true }
+
+// QuotaOption configures OpenQuota: one to eight Windows.
+type QuotaOption interface{ applyQuota(*[]native.QuotaWindow, *[]error) }
+
+// WindowOption is a window of a quota: see Window.
+type WindowOption struct {
+	name  string
+	limit int
+	span  time.Duration
+}
+
+// Window adds a window to a quota: limit uses per span, starting at a
+// key's first use after the last window ended. A name is
+// [a-z][a-z0-9_]{0,31}.
+func Window(name string, limit int, span time.Duration) WindowOption {
+	return WindowOption{name, limit, span}
+}
+
+func (o WindowOption) applyQuota(ws *[]native.QuotaWindow, errs *[]error) {
+	if o.limit < 0 {
+		*errs = append(*errs, fmt.Errorf("the window %q has a negative limit, %d", o.name, o.limit))
+	}
+	*ws = append(*ws, native.QuotaWindow{Name: o.name, Limit: uint64(max(o.limit, 0)), Span: o.span})
+}
+
+// OnceOption configures OpenOnce: Keep.
+type OnceOption interface{ applyOnce(*onceConfig) }
+
+type onceConfig struct {
+	keep    time.Duration
+	hasKeep bool
+}
+
+// KeepOption is how long once keeps an answer: see Keep.
+type KeepOption struct{ d time.Duration }
+
+// Keep keeps each answer of a once for d after its run; a day when not given.
+func Keep(d time.Duration) KeepOption { return KeepOption{d} }
+
+func (o KeepOption) applyOnce(c *onceConfig) { c.keep, c.hasKeep = o.d, true }

@@ -15,7 +15,8 @@
  *   _create are the caller's: free them with ts_bytes_free. Those of a page
  *   belong to the page.
  * - Writes block until durable; a TsCancel fired from another thread gives
- *   up on a write whose group has not started (TS_CANCELLED).
+ *   up on a write whose group has not started, or on the wait of
+ *   ts_once_begin (TS_CANCELLED).
  * - Link with: libtinystore.a -lm -ldl -lpthread
  */
 #ifndef TINYSTORE_H
@@ -57,11 +58,23 @@ extern "C" {
 #define TS_EXPIRY_IN 1   /* expiry_value nanoseconds from now */
 #define TS_EXPIRY_AT 2   /* at expiry_value ms since the Unix epoch */
 
+/* Quotas. */
+#define TS_MAX_WINDOWS 8
+#define TS_QUOTA_ALLOW 0  /* count n uses in every window, or none */
+#define TS_QUOTA_REFUND 1 /* give n uses back */
+#define TS_QUOTA_PEEK 2   /* answer for one use, counting nothing */
+#define TS_QUOTA_RESET 3  /* forget the key (fills no answer) */
+
 typedef struct TsStore TsStore;
 typedef struct TsBucket TsBucket;
 typedef struct TsPage TsPage;
 typedef struct TsError TsError;
 typedef struct TsCancel TsCancel;
+typedef struct TsCounters TsCounters;
+typedef struct TsRateLimit TsRateLimit;
+typedef struct TsQuota TsQuota;
+typedef struct TsOnce TsOnce;
+typedef struct TsClaim TsClaim;
 
 /* A borrowed look at a TsError; its pointers live as long as the error. */
 typedef struct TsErrorView {
@@ -116,6 +129,27 @@ typedef struct TsEntry {
   size_t key_len;
 } TsEntry;
 
+/* One window of a quota in an answer. */
+typedef struct TsWindow {
+  uint8_t name[32]; /* name_len bytes of it */
+  size_t name_len;
+  uint64_t used;
+  uint64_t limit;
+  uint64_t left;
+  bool has_resets_at;
+  int64_t resets_at_ns; /* ns since the Unix epoch */
+} TsWindow;
+
+/* The answer of a rate limit or a quota. */
+typedef struct TsAllowance {
+  bool ok;
+  uint64_t left;
+  bool has_retry_at;
+  int64_t retry_at_ns;
+  size_t window_count; /* a quota's windows; 0 for a rate limit */
+  TsWindow windows[8];
+} TsAllowance;
+
 /* Checks a value inside a take's write, on the writer thread; non-zero keeps
  * the value and makes the take TS_CORRUPT. */
 typedef int32_t (*TsCheckFn)(uint64_t ctx, const TsValue *value);
@@ -124,8 +158,9 @@ typedef int32_t (*TsCheckFn)(uint64_t ctx, const TsValue *value);
 void ts_error_view(const TsError *err, TsErrorView *out);
 void ts_error_free(TsError *err);
 void ts_bytes_free(uint8_t *ptr, size_t len);
-int32_t ts_key_error(const TsBucket *bucket, const uint8_t *owners, size_t owners_len, const uint8_t *key,
-                     size_t key_len, int32_t code, const uint8_t *message, size_t message_len, TsError **err);
+int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners, size_t owners_len,
+                     const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
+                     TsError **err);
 
 /* Cancelling a write from another thread. */
 TsCancel *ts_cancel_new(void);
@@ -174,6 +209,51 @@ size_t ts_page_len(const TsPage *p);
 bool ts_page_entry(const TsPage *p, size_t i, TsEntry *out);
 bool ts_page_next(const TsPage *p, const uint8_t **key, size_t *key_len);
 void ts_page_free(TsPage *p);
+
+/* Counters: an int64 a key. */
+int32_t ts_counters_open(const TsStore *s, const uint8_t *name, size_t name_len, int64_t ttl_ns, bool has_ttl,
+                         int64_t flush_every_ns, bool has_flush_every, TsCounters **out, TsError **err);
+void ts_counters_free(TsCounters *c);
+int32_t ts_counters_add(const TsCounters *c, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                        size_t key_len, int64_t n, bool max, const TsCancel *cancel, int64_t *out, TsError **err);
+int32_t ts_counters_get(const TsCounters *c, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                        size_t key_len, int64_t *out, TsError **err);
+int32_t ts_counters_delete(const TsCounters *c, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                           size_t key_len, const TsCancel *cancel, bool *found, TsError **err);
+int32_t ts_counters_clear(const TsCounters *c, const uint8_t *owners, size_t owners_len, const TsCancel *cancel,
+                          TsError **err);
+
+/* Rate limits (GCRA). */
+int32_t ts_rate_limit_open(const TsStore *s, const uint8_t *name, size_t name_len, uint64_t count, int64_t per_ns,
+                           uint64_t burst, bool has_burst, TsRateLimit **out, TsError **err);
+void ts_rate_limit_free(TsRateLimit *r);
+int32_t ts_rate_limit_allow(const TsRateLimit *r, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                            size_t key_len, uint64_t n, bool peek, TsAllowance *out, TsError **err);
+int32_t ts_rate_limit_reset(const TsRateLimit *r, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                            size_t key_len, TsError **err);
+
+/* Quotas. `names` is each window's name as a little-endian uint32_t length
+ * and its bytes; `limits` and `spans_ns` hold `count` values each. */
+int32_t ts_quota_open(const TsStore *s, const uint8_t *name, size_t name_len, const uint8_t *names, size_t names_len,
+                      const uint64_t *limits, const int64_t *spans_ns, size_t count, TsQuota **out, TsError **err);
+void ts_quota_free(TsQuota *q);
+int32_t ts_quota_use(const TsQuota *q, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                     int32_t op, uint64_t n, const TsCancel *cancel, TsAllowance *out, TsError **err);
+
+/* Once: begin (waiting for any run of the key), then keep or abandon. */
+int32_t ts_once_open(const TsStore *s, const uint8_t *name, size_t name_len, int64_t keep_ns, bool has_keep,
+                     TsOnce **out, TsError **err);
+void ts_once_free(TsOnce *o);
+int32_t ts_once_begin(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                      int32_t want, const TsCancel *cancel, bool *kept, TsValue *value, TsClaim **claim,
+                      TsError **err);
+int32_t ts_claim_keep(TsClaim *claim, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                      TsError **err);
+void ts_claim_abandon(TsClaim *claim);
+int32_t ts_once_get(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                    int32_t want, TsValue *value, bool *found, TsError **err);
+int32_t ts_once_delete(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
+                       const TsCancel *cancel, bool *found, TsError **err);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,6 @@
 //! bytes, so that a caller's `under(...)` costs no handle of its own.
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use tinystore::{
     Branch, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Version,
@@ -13,7 +12,7 @@ use tinystore::{
 
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::{TsCancel, TsError, bytes, guard, text, wait};
+use crate::{TsCancel, TsError, bytes, guard, span, text, wait};
 
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
@@ -76,33 +75,9 @@ fn invalid(m: impl Into<String>) -> Error {
     Error::new(ErrorKind::Invalid, m)
 }
 
-/// Reads the owners a caller encoded, in order.
-fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
-    let mut out = Vec::new();
-    while !enc.is_empty() {
-        let bad = || invalid("the owners are not encoded as u32 lengths and bytes");
-        let n = u32::from_le_bytes(enc.get(..4).ok_or_else(bad)?.try_into().expect("four bytes")) as usize;
-        out.push(enc.get(4..4 + n).ok_or_else(bad)?);
-        enc = &enc[4 + n..];
-    }
-    Ok(out)
-}
-
-/// The branch the encoded owners name, for messages.
-pub(crate) fn branch_of(enc: &[u8]) -> Result<Branch> {
-    Ok(owners_of(enc)?.into_iter().fold(Branch::root(), |b, o| b.child(o)))
-}
-
 /// The bucket's branch of the encoded owners.
 unsafe fn under<'a>(b: *const TsBucket, owners: *const u8, owners_len: usize) -> Result<Cow<'a, RawBucket>> {
-    let b = unsafe { handle(b) }?;
-    let enc = unsafe { bytes(owners, owners_len) };
-    if enc.is_empty() {
-        return Ok(Cow::Borrowed(b));
-    }
-    Ok(Cow::Owned(
-        owners_of(enc)?.into_iter().fold(b.clone(), |b, o| b.under(o)),
-    ))
+    crate::branch(unsafe { handle(b) }?, unsafe { bytes(owners, owners_len) })
 }
 
 /// Names `key` of `b`'s branch in an error that does not name a key yet.
@@ -114,10 +89,10 @@ fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
     e.at(b.name(), branch.show_with(Some(key)))
 }
 
-fn span(ns: i64, what: &str) -> Result<Duration> {
-    u64::try_from(ns)
-        .map(Duration::from_nanos)
-        .map_err(|_| invalid(format!("a {what} of {ns} ns is negative")))
+impl crate::Branchy for RawBucket {
+    fn child(&self, owner: &[u8]) -> Self {
+        self.under(owner)
+    }
 }
 
 fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {

@@ -6,11 +6,13 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 4] = [
+const SOURCES: [&str; 6] = [
     include_str!("lib.rs"),
     include_str!("store.rs"),
     include_str!("bucket.rs"),
     include_str!("value.rs"),
+    include_str!("limits.rs"),
+    include_str!("once.rs"),
 ];
 
 /// What one side declares, in C spelling, keyed by name.
@@ -138,7 +140,14 @@ fn rust_decls() -> Decls {
                     }
                     if let Some(field) = f.strip_prefix("pub ") {
                         let (n, t) = field.split_once(':').expect("a field");
-                        fields.push(format!("{} {}", c_type(t.trim_end_matches(',')), n.trim()));
+                        let t = t.trim().trim_end_matches(',');
+                        match t.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+                            Some(array) => {
+                                let (elem, len) = array.split_once(';').expect("an array type");
+                                fields.push(format!("{} {}[{}]", c_type(elem), n.trim(), len.trim()));
+                            }
+                            None => fields.push(format!("{} {}", c_type(t), n.trim())),
+                        }
                     }
                 }
                 d.structs.insert(name, fields.join("; "));

@@ -28,19 +28,25 @@
 #![allow(clippy::missing_safety_doc)] // the crate-level "Safety" section covers every function
 
 mod bucket;
+mod limits;
+mod once;
 mod store;
 mod value;
 
 #[cfg(test)]
 mod header_check;
 
+use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::mpsc;
+use std::time::Duration;
 
-use tinystore::{Error, ErrorKind, Result, Ticket};
+use tinystore::{Branch, Error, ErrorKind, Result, Ticket};
 
 pub use bucket::*;
+pub use limits::*;
+pub use once::*;
 pub use store::*;
 pub use value::*;
 
@@ -188,12 +194,13 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
     code
 }
 
-/// Builds an error about one key of a bucket, for a failure the caller found
-/// itself (a value its JSON library cannot write or read): the bucket and
-/// path are named as the core names them.
+/// Builds an error about one key of the handle `name`, for a failure the
+/// caller found itself (a value its JSON library cannot write or read): the
+/// handle and path are named as the core names them.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_key_error(
-    bucket: *const TsBucket,
+    name: *const u8,
+    name_len: usize,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -204,38 +211,88 @@ pub unsafe extern "C" fn ts_key_error(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let b = unsafe { bucket::handle(bucket) }?;
+        let name = unsafe { text(name, name_len, "handle name") }?;
         let kind = kind_of(code).ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no error code {code}")))?;
         let message = String::from_utf8_lossy(unsafe { bytes(message, message_len) });
-        let path =
-            bucket::branch_of(unsafe { bytes(owners, owners_len) })?.show_with(Some(unsafe { bytes(key, key_len) }));
-        Err(Error::new(kind, message).at(b.name(), path))
+        let owners = owners_of(unsafe { bytes(owners, owners_len) })?;
+        let branch = owners.into_iter().fold(Branch::root(), |b, o| b.child(o));
+        Err(Error::new(kind, message).at(name, branch.show_with(Some(unsafe { bytes(key, key_len) }))))
     })
 }
 
-/// A way for one thread to give up on a write another thread is waiting
-/// for: if the write's group has not started, it never runs and the write
-/// returns `TS_CANCELLED`.
-pub struct TsCancel {
-    state: Mutex<(bool, Option<Ticket>)>,
+/// Reads the owners a caller encoded, in order: each a little-endian u32
+/// length and its bytes.
+pub(crate) fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    while !enc.is_empty() {
+        let bad = || {
+            Error::new(
+                ErrorKind::Invalid,
+                "the owners are not encoded as u32 lengths and bytes",
+            )
+        };
+        let n = u32::from_le_bytes(enc.get(..4).ok_or_else(bad)?.try_into().expect("four bytes")) as usize;
+        out.push(enc.get(4..4 + n).ok_or_else(bad)?);
+        enc = &enc[4 + n..];
+    }
+    Ok(out)
 }
 
-/// A new cancel, not fired; free it with `ts_cancel_free` once the write returned.
+/// A handle with branches: a bucket, counters, a limit, a quota, a once.
+pub(crate) trait Branchy: Clone {
+    /// The branch of `owner` under this one.
+    fn child(&self, owner: &[u8]) -> Self;
+}
+
+/// The branch of `h` that the encoded owners name; `h` itself when none.
+pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
+    if owners.is_empty() {
+        return Ok(Cow::Borrowed(h));
+    }
+    Ok(Cow::Owned(
+        owners_of(owners)?.into_iter().fold(h.clone(), |b, o| b.child(o)),
+    ))
+}
+
+/// A span in nanoseconds, refused when negative.
+pub(crate) fn span(ns: i64, what: &str) -> Result<Duration> {
+    u64::try_from(ns)
+        .map(Duration::from_nanos)
+        .map_err(|_| Error::new(ErrorKind::Invalid, format!("a {what} of {ns} ns is negative")))
+}
+
+/// A way for one thread to give up on a call another thread is waiting
+/// for: a write whose group has not started never runs, and a wait (for a
+/// run of once) ends; the call returns `TS_CANCELLED`.
+pub struct TsCancel {
+    state: Mutex<CancelState>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    fired: bool,
+    on_fire: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+/// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
     Box::into_raw(Box::new(TsCancel {
-        state: Mutex::new((false, None)),
+        state: Mutex::new(CancelState::default()),
     }))
 }
 
-/// Gives up on the write this cancel was passed to (now or later).
+/// Gives up on the call this cancel was passed to (now or later).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
     if let Some(c) = unsafe { cancel.as_ref() } {
-        let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.0 = true;
-        if let Some(t) = &s.1 {
-            t.cancel();
+        let todo = {
+            let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
+            s.fired = true;
+            std::mem::take(&mut s.on_fire)
+        };
+        for f in todo {
+            f();
         }
     }
 }
@@ -249,12 +306,15 @@ pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
 }
 
 impl TsCancel {
-    fn attach(&self, ticket: Ticket) {
+    /// Runs `f` when the cancel fires, or now if it has fired.
+    pub(crate) fn on_fire(&self, f: impl FnOnce() + Send + 'static) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.0 {
-            ticket.cancel();
+        if s.fired {
+            drop(s);
+            f();
+        } else {
+            s.on_fire.push(Box::new(f));
         }
-        s.1 = Some(ticket);
     }
 }
 
@@ -272,7 +332,7 @@ pub(crate) fn wait<T: Send + 'static>(
         let _ = tx.send(r);
     }))?;
     if let Some(c) = unsafe { cancel.as_ref() } {
-        c.attach(ticket);
+        c.on_fire(move || ticket.cancel());
     }
     rx.recv().unwrap_or_else(|_| {
         Err(Error::new(

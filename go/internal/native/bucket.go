@@ -74,9 +74,8 @@ func (o WriteOptions) c() C.TsWriteOptions {
 // works until the store is closed; its memory is freed by a finalizer,
 // since a bucket holds nothing else.
 type Bucket struct {
-	ptr   *C.TsBucket
-	store *Store
-	Name  string
+	handle
+	ptr *C.TsBucket
 }
 
 // OpenBucket opens the bucket name of s.
@@ -90,20 +89,9 @@ func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time
 	if err != nil {
 		return nil, err
 	}
-	b := &Bucket{ptr: ptr, store: s, Name: name}
+	b := &Bucket{handle: handle{store: s, Name: name}, ptr: ptr}
 	runtime.SetFinalizer(b, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
 	return b, nil
-}
-
-// begin checks ctx and moves a manual store's clock before a call.
-func (b *Bucket) begin(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return Cancelled(ctx, b.Name)
-	}
-	if b.store.manual {
-		return b.store.SyncClock()
-	}
-	return nil
 }
 
 // entry converts an entry whose bytes the caller owns, and frees them.
@@ -350,14 +338,14 @@ func (b *Bucket) List(ctx context.Context, owners []byte, after string, hasAfter
 	return entries, "", false, nil
 }
 
-// KeyError builds an error about one key that the caller found itself,
-// naming the bucket and path as the core does.
-func (b *Bucket) KeyError(owners []byte, key string, code int, message string) error {
+// KeyError builds an error about one key of the handle name that the
+// caller found itself, naming the handle and path as the core does.
+func KeyError(name string, owners []byte, key string, code int, message string) error {
+	n, nl := text(name)
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	m, ml := text(message)
 	var e *C.TsError
-	rc := C.ts_key_error(b.ptr, o, ol, k, kl, C.int32_t(code), m, ml, &e)
-	runtime.KeepAlive(b)
+	rc := C.ts_key_error(n, nl, o, ol, k, kl, C.int32_t(code), m, ml, &e)
 	return failure(rc, e, nil)
 }

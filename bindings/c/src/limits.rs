@@ -1,0 +1,405 @@
+//! Counters, rate limits and quotas: every call of the core's handles, a
+//! branch given per call as for buckets.
+
+use std::time::SystemTime;
+
+use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateLimit, Result};
+
+use crate::store::{TsStore, store};
+use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, owners_of, span, text, wait};
+
+/// Counters, opened on a store.
+pub struct TsCounters(Counters);
+/// A rate limit, opened on a store.
+pub struct TsRateLimit(RateLimit);
+/// A quota, opened on a store.
+pub struct TsQuota(Quota);
+
+/// The most windows a quota has.
+pub const TS_MAX_WINDOWS: usize = 8;
+const _: () = assert!(TS_MAX_WINDOWS == MAX_WINDOWS);
+
+/// One window of a quota in an answer.
+#[repr(C)]
+pub struct TsWindow {
+    /// The window's name, `name_len` bytes of it.
+    pub name: [u8; 32],
+    /// The length of the name.
+    pub name_len: usize,
+    /// Uses counted since the window started.
+    pub used: u64,
+    /// The window's limit.
+    pub limit: u64,
+    /// Uses left before it refuses.
+    pub left: u64,
+    /// Whether the window has started (and so resets).
+    pub has_resets_at: bool,
+    /// When it resets, in ns since the Unix epoch.
+    pub resets_at_ns: i64,
+}
+
+/// The answer of a rate limit or a quota.
+#[repr(C)]
+pub struct TsAllowance {
+    /// Whether the request passed (and was counted).
+    pub ok: bool,
+    /// How many more would pass now.
+    pub left: u64,
+    /// Whether `retry_at_ns` holds a time (after a refusal).
+    pub has_retry_at: bool,
+    /// When the same request would pass, in ns since the Unix epoch.
+    pub retry_at_ns: i64,
+    /// How many of `windows` are filled (a quota's; 0 for a rate limit).
+    pub window_count: usize,
+    /// The windows, by name.
+    pub windows: [TsWindow; 8],
+}
+
+fn nanos(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+fn fill(out: *mut TsAllowance, a: &Allowance) {
+    let Some(out) = (unsafe { out.as_mut() }) else { return };
+    out.ok = a.ok;
+    out.left = a.left;
+    out.has_retry_at = a.retry_at.is_some();
+    out.retry_at_ns = a.retry_at.map_or(0, nanos);
+    out.window_count = 0;
+    for (slot, (name, w)) in out.windows.iter_mut().zip(&a.windows) {
+        let n = name.len().min(32);
+        slot.name = [0; 32];
+        slot.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+        slot.name_len = n;
+        slot.used = w.used;
+        slot.limit = w.limit;
+        slot.left = w.left;
+        slot.has_resets_at = w.resets_at.is_some();
+        slot.resets_at_ns = w.resets_at.map_or(0, nanos);
+        out.window_count += 1;
+    }
+}
+
+fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+    }
+    unsafe { *out = Box::into_raw(Box::new(v)) };
+    Ok(())
+}
+
+fn set<T>(out: *mut T, v: T) {
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = v;
+    }
+}
+
+unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    unsafe { p.as_ref() }.ok_or_else(|| Error::new(ErrorKind::Invalid, format!("a null {what}")))
+}
+
+impl Branchy for Counters {
+    fn child(&self, owner: &[u8]) -> Self {
+        self.under(owner)
+    }
+}
+impl Branchy for RateLimit {
+    fn child(&self, owner: &[u8]) -> Self {
+        self.under(owner)
+    }
+}
+impl Branchy for Quota {
+    fn child(&self, owner: &[u8]) -> Self {
+        self.under(owner)
+    }
+}
+
+// ---- counters ----
+
+/// Opens the counters `name`: with a `ttl` from a counter's first change,
+/// and with `flush_every`, kept in memory and written every period (each
+/// only when its `has_` flag is set).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    has_ttl: bool,
+    flush_every_ns: i64,
+    has_flush_every: bool,
+    out: *mut *mut TsCounters,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let mut b = unsafe { store(s) }?.counters(unsafe { text(name, name_len, "counters name") }?);
+        if has_ttl {
+            b = b.ttl(span(ttl_ns, "ttl")?);
+        }
+        if has_flush_every {
+            b = b.flush_every(span(flush_every_ns, "flush_every")?);
+        }
+        put(out, TsCounters(b.open()?))
+    })
+}
+
+/// Frees a counters handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
+    if !c.is_null() {
+        drop(unsafe { Box::from_raw(c) });
+    }
+}
+
+/// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
+/// (`max` true); the new value goes to `out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_add(
+    c: *const TsCounters,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    n: i64,
+    max: bool,
+    cancel: *const TsCancel,
+    out: *mut i64,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        let key = unsafe { bytes(key, key_len) };
+        let v = if max {
+            wait(cancel, |done| h.max_then(key, n, done))?
+        } else {
+            wait(cancel, |done| h.add_then(key, n, done))?
+        };
+        set(out, v);
+        Ok(())
+    })
+}
+
+/// A counter's value: 0 when it is missing or expired.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_get(
+    c: *const TsCounters,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    out: *mut i64,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        set(out, h.get(unsafe { bytes(key, key_len) })?);
+        Ok(())
+    })
+}
+
+/// Deletes a counter; `found` says whether a live one was there.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_delete(
+    c: *const TsCounters,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    cancel: *const TsCancel,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        let key = unsafe { bytes(key, key_len) };
+        set(found, wait(cancel, |done| h.delete_then(key, done))?);
+        Ok(())
+    })
+}
+
+/// Removes the branch of `owners` and every branch under it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_counters_clear(
+    c: *const TsCounters,
+    owners: *const u8,
+    owners_len: usize,
+    cancel: *const TsCancel,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        wait(cancel, |done| h.clear_then(done))
+    })
+}
+
+// ---- rate limits ----
+
+/// Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
+/// once (the count when `has_burst` is false).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_rate_limit_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    count: u64,
+    per_ns: i64,
+    burst: u64,
+    has_burst: bool,
+    out: *mut *mut TsRateLimit,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let mut b = unsafe { store(s) }?
+            .rate_limit(unsafe { text(name, name_len, "rate limit name") }?)
+            .rate(count, span(per_ns, "rate's span")?);
+        if has_burst {
+            b = b.burst(burst);
+        }
+        put(out, TsRateLimit(b.open()?))
+    })
+}
+
+/// Frees a rate limit handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
+    if !r.is_null() {
+        drop(unsafe { Box::from_raw(r) });
+    }
+}
+
+/// Takes `n` requests of a key together, or none (`peek` true: counts
+/// nothing and answers for one). A refusal is an answer, not an error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_rate_limit_allow(
+    r: *const TsRateLimit,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    n: u64,
+    peek: bool,
+    out: *mut TsAllowance,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(r, "rate limit") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        let key = unsafe { bytes(key, key_len) };
+        let a = if peek { h.peek(key)? } else { h.allow_n(key, n)? };
+        fill(out, &a);
+        Ok(())
+    })
+}
+
+/// Forgets a key: its next request has the full burst.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_rate_limit_reset(
+    r: *const TsRateLimit,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(r, "rate limit") }?.0, unsafe {
+            bytes(owners, owners_len)
+        })?;
+        h.reset(unsafe { bytes(key, key_len) })
+    })
+}
+
+// ---- quotas ----
+
+/// Opens the quota `name` with `count` windows: their names encoded as the
+/// owners are (u32 length and bytes each), their limits and spans in ns.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_quota_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    names: *const u8,
+    names_len: usize,
+    limits: *const u64,
+    spans_ns: *const i64,
+    count: usize,
+    out: *mut *mut TsQuota,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let mut b = unsafe { store(s) }?.quota(unsafe { text(name, name_len, "quota name") }?);
+        let names = owners_of(unsafe { bytes(names, names_len) })?;
+        if names.len() != count || (count > 0 && (limits.is_null() || spans_ns.is_null())) {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                "the windows' names, limits and spans differ in number",
+            ));
+        }
+        for (i, n) in names.into_iter().enumerate() {
+            let n = std::str::from_utf8(n).map_err(|_| Error::new(ErrorKind::Invalid, "a window name is not UTF-8"))?;
+            let (limit, ns) = unsafe { (*limits.add(i), *spans_ns.add(i)) };
+            b = b.window(n, limit, span(ns, "window's span")?);
+        }
+        put(out, TsQuota(b.open()?))
+    })
+}
+
+/// Frees a quota handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_quota_free(q: *mut TsQuota) {
+    if !q.is_null() {
+        drop(unsafe { Box::from_raw(q) });
+    }
+}
+
+/// What `ts_quota_use` does.
+pub const TS_QUOTA_ALLOW: i32 = 0;
+/// Gives uses back.
+pub const TS_QUOTA_REFUND: i32 = 1;
+/// Answers for one use, counting nothing.
+pub const TS_QUOTA_PEEK: i32 = 2;
+/// Forgets the key.
+pub const TS_QUOTA_RESET: i32 = 3;
+
+/// Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
+/// back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
+/// forgets the key (`TS_QUOTA_RESET`, which fills no answer).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_quota_use(
+    q: *const TsQuota,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    op: i32,
+    n: u64,
+    cancel: *const TsCancel,
+    out: *mut TsAllowance,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(&unsafe { handle(q, "quota") }?.0, unsafe { bytes(owners, owners_len) })?;
+        let key = unsafe { bytes(key, key_len) };
+        let a = match op {
+            TS_QUOTA_ALLOW => wait(cancel, |done| h.allow_n_then(key, n, done))?,
+            TS_QUOTA_REFUND => wait(cancel, |done| h.refund_n_then(key, n, done))?,
+            TS_QUOTA_PEEK => h.peek(key)?,
+            TS_QUOTA_RESET => return wait(cancel, |done| h.reset_then(key, done)),
+            _ => return Err(Error::new(ErrorKind::Invalid, format!("no quota operation {op}"))),
+        };
+        fill(out, &a);
+        Ok(())
+    })
+}

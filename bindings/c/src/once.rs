@@ -1,0 +1,265 @@
+//! `once`: a key's work runs once and its answer is kept.
+//!
+//! The caller runs the work itself between `ts_once_begin` (which waits for
+//! any run of the key in this process or another) and `ts_claim_keep` or
+//! `ts_claim_abandon`.
+
+use std::sync::{Arc, Condvar, Mutex};
+
+use tinystore::{Begun, Branch, Claim, Error, ErrorKind, RawOnce, Result};
+
+use crate::store::{TsStore, store};
+use crate::value::{TsValue, raw_in, value_out};
+use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, span, text, wait};
+
+/// A once, opened on a store.
+pub struct TsOnce(RawOnce);
+
+/// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
+pub struct TsClaim(Claim);
+
+impl Branchy for RawOnce {
+    fn child(&self, owner: &[u8]) -> Self {
+        self.under(owner)
+    }
+}
+
+unsafe fn handle<'a>(o: *const TsOnce) -> Result<&'a RawOnce> {
+    unsafe { o.as_ref() }
+        .map(|o| &o.0)
+        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null once"))
+}
+
+fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
+    if e.path().is_some() {
+        return e;
+    }
+    let branch = crate::owners_of(owners)
+        .unwrap_or_default()
+        .into_iter()
+        .fold(Branch::root(), |b, o| b.child(o));
+    e.at(o.name(), branch.show_with(Some(key)))
+}
+
+/// Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
+/// is false).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_once_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    keep_ns: i64,
+    has_keep: bool,
+    out: *mut *mut TsOnce,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let keep = if has_keep { Some(span(keep_ns, "keep")?) } else { None };
+        let o = RawOnce::open(
+            unsafe { store(s) }?,
+            unsafe { text(name, name_len, "once name") }?,
+            keep,
+        )?;
+        if out.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        }
+        unsafe { *out = Box::into_raw(Box::new(TsOnce(o))) };
+        Ok(())
+    })
+}
+
+/// Frees a once handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
+    if !o.is_null() {
+        drop(unsafe { Box::from_raw(o) });
+    }
+}
+
+enum Slot {
+    Waiting,
+    Ready(Result<Begun>),
+    Cancelled,
+    Taken,
+}
+
+/// Begins a run of a key, waiting for any run of it to end. Either an
+/// answer is kept: `kept` is true and `value` holds it, read as `want` (its
+/// bytes are the caller's); or the key is the caller's to run: `claim`
+/// holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A fired
+/// `cancel` ends the wait with `TS_CANCELLED`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_once_begin(
+    o: *const TsOnce,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    want: i32,
+    cancel: *const TsCancel,
+    kept: *mut bool,
+    value: *mut TsValue,
+    claim: *mut *mut TsClaim,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let enc = unsafe { bytes(owners, owners_len) };
+        let h = branch(unsafe { handle(o) }?, enc)?;
+        let key = unsafe { bytes(key, key_len) };
+        if claim.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
+        }
+        let slot = Arc::new((Mutex::new(Slot::Waiting), Condvar::new()));
+        let ready = slot.clone();
+        h.begin(key, move |r| {
+            let mut s = ready.0.lock().unwrap_or_else(|p| p.into_inner());
+            let late = match *s {
+                Slot::Waiting => {
+                    *s = Slot::Ready(r);
+                    None
+                }
+                // The caller gave up: a claim it got now lets go at once.
+                _ => Some(r),
+            };
+            drop(s);
+            ready.1.notify_all();
+            drop(late);
+        })?;
+        if let Some(c) = unsafe { cancel.as_ref() } {
+            let gone = slot.clone();
+            c.on_fire(move || {
+                let mut s = gone.0.lock().unwrap_or_else(|p| p.into_inner());
+                if matches!(*s, Slot::Waiting) {
+                    *s = Slot::Cancelled;
+                }
+                drop(s);
+                gone.1.notify_all();
+            });
+        }
+        let mut s = slot.0.lock().unwrap_or_else(|p| p.into_inner());
+        while matches!(*s, Slot::Waiting) {
+            s = slot.1.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        match std::mem::replace(&mut *s, Slot::Taken) {
+            Slot::Ready(Ok(Begun::Kept(raw))) => {
+                let v = value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?;
+                if let Some(out) = unsafe { value.as_mut() } {
+                    *out = v;
+                }
+                if let Some(k) = unsafe { kept.as_mut() } {
+                    *k = true;
+                }
+                Ok(())
+            }
+            Slot::Ready(Ok(Begun::Run(c))) => {
+                if let Some(k) = unsafe { kept.as_mut() } {
+                    *k = false;
+                }
+                unsafe { *claim = Box::into_raw(Box::new(TsClaim(c))) };
+                Ok(())
+            }
+            Slot::Ready(Err(e)) => Err(e),
+            _ => Err(named(
+                &h,
+                enc,
+                key,
+                Error::new(ErrorKind::Cancelled, "the caller gave up waiting for a run of the key"),
+            )),
+        }
+    })
+}
+
+/// Keeps `value` as the key's answer and lets go of the run, in one durable
+/// write; waiters get the answer. The claim is consumed, whatever the result.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_claim_keep(
+    claim: *mut TsClaim,
+    kind: i32,
+    integer: i64,
+    value: *const u8,
+    value_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        if claim.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null claim"));
+        }
+        let c = unsafe { Box::from_raw(claim) }.0;
+        let raw = unsafe { raw_in(kind, integer, value, value_len) }?; // dropping `c` lets go
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        c.keep(raw, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Closed,
+                "the store closed before the answer was kept",
+            ))
+        })
+    })
+}
+
+/// Lets go of the run keeping nothing (the work failed): a waiter, or the
+/// next run, runs the key again. The claim is consumed. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_claim_abandon(claim: *mut TsClaim) {
+    if !claim.is_null() {
+        unsafe { Box::from_raw(claim) }.0.abandon();
+    }
+}
+
+/// The answer kept for a key, read as `want` (its bytes are the caller's);
+/// `found` says whether one is kept.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_once_get(
+    o: *const TsOnce,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    want: i32,
+    value: *mut TsValue,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let enc = unsafe { bytes(owners, owners_len) };
+        let h = branch(unsafe { handle(o) }?, enc)?;
+        let key = unsafe { bytes(key, key_len) };
+        let got = h.get(key)?;
+        if let Some(f) = unsafe { found.as_mut() } {
+            *f = got.is_some();
+        }
+        if let Some(raw) = got {
+            let v = value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?;
+            if let Some(out) = unsafe { value.as_mut() } {
+                *out = v;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Forgets the answer kept for a key, so the next run runs again; `found`
+/// says whether one was kept.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_once_delete(
+    o: *const TsOnce,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    cancel: *const TsCancel,
+    found: *mut bool,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let h = branch(unsafe { handle(o) }?, unsafe { bytes(owners, owners_len) })?;
+        let key = unsafe { bytes(key, key_len) };
+        let f = wait(cancel, |done| h.delete_then(key, done))?;
+        if let Some(out) = unsafe { found.as_mut() } {
+            *out = f;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,275 @@
+package native
+
+/*
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// Window is one window of a quota in an answer.
+type Window struct {
+	Name              string
+	Used, Limit, Left uint64
+	HasResetsAt       bool
+	ResetsAtNs        int64
+}
+
+// Allowance is the answer of a rate limit or a quota.
+type Allowance struct {
+	OK         bool
+	Left       uint64
+	HasRetryAt bool
+	RetryAtNs  int64
+	Windows    []Window
+}
+
+func allowance(a *C.TsAllowance) Allowance {
+	out := Allowance{OK: bool(a.ok), Left: uint64(a.left), HasRetryAt: bool(a.has_retry_at), RetryAtNs: int64(a.retry_at_ns)}
+	for i := 0; i < int(a.window_count) && i < len(a.windows); i++ {
+		w := &a.windows[i]
+		out.Windows = append(out.Windows, Window{
+			Name: C.GoStringN((*C.char)(unsafe.Pointer(&w.name[0])), C.int(w.name_len)),
+			Used: uint64(w.used), Limit: uint64(w.limit), Left: uint64(w.left),
+			HasResetsAt: bool(w.has_resets_at), ResetsAtNs: int64(w.resets_at_ns),
+		})
+	}
+	return out
+}
+
+// handle is what every handle of a store shares: its store and name.
+type handle struct {
+	store *Store
+	Name  string
+}
+
+// begin checks ctx and moves a manual store's clock before a call.
+func (h *handle) begin(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return Cancelled(ctx, h.Name)
+	}
+	if h.store.manual {
+		return h.store.SyncClock()
+	}
+	return nil
+}
+
+// Counters is an open counters handle.
+type Counters struct {
+	handle
+	ptr *C.TsCounters
+}
+
+// OpenCounters opens the counters name of s.
+func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
+	var ptr *C.TsCounters
+	err := s.handle(func(p *C.TsStore) error {
+		n, l := text(name)
+		var e *C.TsError
+		return failure(C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Counters{handle: handle{store: s, Name: name}, ptr: ptr}
+	runtime.SetFinalizer(c, func(c *Counters) { C.ts_counters_free(c.ptr) })
+	return c, nil
+}
+
+// Add adds n to a counter, or keeps the larger of it and n (max), and
+// returns the new value.
+func (c *Counters) Add(ctx context.Context, owners []byte, key string, n int64, max bool) (int64, error) {
+	if err := c.begin(ctx); err != nil {
+		return 0, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var out C.int64_t
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_counters_add(c.ptr, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, &e)
+	})
+	runtime.KeepAlive(c)
+	return int64(out), failure(rc, e, ctx)
+}
+
+// Get reads a counter: 0 when missing or expired.
+func (c *Counters) Get(ctx context.Context, owners []byte, key string) (int64, error) {
+	if err := c.begin(ctx); err != nil {
+		return 0, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var out C.int64_t
+	var e *C.TsError
+	rc := C.ts_counters_get(c.ptr, o, ol, k, kl, &out, &e)
+	runtime.KeepAlive(c)
+	return int64(out), failure(rc, e, ctx)
+}
+
+// Delete deletes a counter and says whether a live one was there.
+func (c *Counters) Delete(ctx context.Context, owners []byte, key string) (bool, error) {
+	if err := c.begin(ctx); err != nil {
+		return false, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var found C.bool
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_counters_delete(c.ptr, o, ol, k, kl, cn, &found, &e)
+	})
+	runtime.KeepAlive(c)
+	return bool(found), failure(rc, e, ctx)
+}
+
+// Clear removes the branch of owners and every branch under it.
+func (c *Counters) Clear(ctx context.Context, owners []byte) error {
+	if err := c.begin(ctx); err != nil {
+		return err
+	}
+	o, ol := bytes(owners)
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_counters_clear(c.ptr, o, ol, cn, &e)
+	})
+	runtime.KeepAlive(c)
+	return failure(rc, e, ctx)
+}
+
+// RateLimit is an open rate limit.
+type RateLimit struct {
+	handle
+	ptr *C.TsRateLimit
+}
+
+// OpenRateLimit opens the rate limit name of s.
+func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
+	var ptr *C.TsRateLimit
+	err := s.handle(func(p *C.TsStore) error {
+		n, l := text(name)
+		var e *C.TsError
+		return failure(C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &RateLimit{handle: handle{store: s, Name: name}, ptr: ptr}
+	runtime.SetFinalizer(r, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
+	return r, nil
+}
+
+// Allow takes n requests of a key together, or none; peek counts nothing.
+func (r *RateLimit) Allow(ctx context.Context, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
+	if err := r.begin(ctx); err != nil {
+		return Allowance{}, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var out C.TsAllowance
+	var e *C.TsError
+	rc := C.ts_rate_limit_allow(r.ptr, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, &e)
+	runtime.KeepAlive(r)
+	if err := failure(rc, e, ctx); err != nil {
+		return Allowance{}, err
+	}
+	return allowance(&out), nil
+}
+
+// Reset forgets a key.
+func (r *RateLimit) Reset(ctx context.Context, owners []byte, key string) error {
+	if err := r.begin(ctx); err != nil {
+		return err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var e *C.TsError
+	rc := C.ts_rate_limit_reset(r.ptr, o, ol, k, kl, &e)
+	runtime.KeepAlive(r)
+	return failure(rc, e, ctx)
+}
+
+// Quota is an open quota.
+type Quota struct {
+	handle
+	ptr *C.TsQuota
+}
+
+// The operations of Quota.Use.
+const (
+	QuotaAllow  = int32(C.TS_QUOTA_ALLOW)
+	QuotaRefund = int32(C.TS_QUOTA_REFUND)
+	QuotaPeek   = int32(C.TS_QUOTA_PEEK)
+	QuotaReset  = int32(C.TS_QUOTA_RESET)
+)
+
+// QuotaWindow is a window a quota opens with.
+type QuotaWindow struct {
+	Name  string
+	Limit uint64
+	Span  time.Duration
+}
+
+// OpenQuota opens the quota name of s with its windows.
+func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
+	var names []byte
+	limits := make([]C.uint64_t, len(windows))
+	spans := make([]C.int64_t, len(windows))
+	for i, w := range windows {
+		names = AppendOwner(names, w.Name)
+		limits[i], spans[i] = C.uint64_t(w.Limit), C.int64_t(w.Span)
+	}
+	var lp *C.uint64_t
+	var sp *C.int64_t
+	if len(windows) > 0 {
+		lp, sp = &limits[0], &spans[0]
+	}
+	var ptr *C.TsQuota
+	err := s.handle(func(p *C.TsStore) error {
+		n, l := text(name)
+		wn, wl := bytes(names)
+		var e *C.TsError
+		return failure(C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	q := &Quota{handle: handle{store: s, Name: name}, ptr: ptr}
+	runtime.SetFinalizer(q, func(q *Quota) { C.ts_quota_free(q.ptr) })
+	return q, nil
+}
+
+// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key.
+func (q *Quota) Use(ctx context.Context, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+	if err := q.begin(ctx); err != nil {
+		return Allowance{}, err
+	}
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	var out C.TsAllowance
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_quota_use(q.ptr, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, &e)
+	})
+	runtime.KeepAlive(q)
+	if err := failure(rc, e, ctx); err != nil {
+		return Allowance{}, err
+	}
+	return allowance(&out), nil
+}
+
+// AppendOwner adds an owner (or a window name) to an encoded list: a
+// little-endian u32 length and the bytes, as the C ABI reads them.
+func AppendOwner(enc []byte, owner string) []byte {
+	n := len(owner)
+	enc = append(enc, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+	return append(enc, owner...)
+}
+
+// Store is the store the handle was opened on.
+func (h *handle) Store() *Store { return h.store }

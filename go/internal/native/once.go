@@ -1,0 +1,133 @@
+package native
+
+/*
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// Once is an open once.
+type Once struct {
+	handle
+	ptr *C.TsOnce
+}
+
+// Claim is the run of one key, held until Keep or Abandon. Exactly one of
+// them must be called.
+type Claim struct {
+	ptr  *C.TsClaim
+	once *Once
+}
+
+// OpenOnce opens the once name of s, keeping answers keep long.
+func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
+	var ptr *C.TsOnce
+	err := s.handle(func(p *C.TsStore) error {
+		n, l := text(name)
+		var e *C.TsError
+		return failure(C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := &Once{handle: handle{store: s, Name: name}, ptr: ptr}
+	runtime.SetFinalizer(o, func(o *Once) { C.ts_once_free(o.ptr) })
+	return o, nil
+}
+
+// value converts a value whose bytes the caller owns, and frees them.
+func value(v *C.TsValue) Value {
+	out := Value{Kind: Kind(v.kind), Int: int64(v.integer)}
+	if v.bytes != nil {
+		out.Bytes = goBytes(v.bytes, v.len)
+		C.ts_bytes_free(v.bytes, v.len)
+	} else if out.Kind == KindBytes || out.Kind == KindText || out.Kind == KindJSON {
+		out.Bytes = []byte{}
+	}
+	return out
+}
+
+// Begin waits for any run of the key to end, then answers the value kept
+// for it (kept true), or a claim to run it. ctx ending ends the wait.
+func (o *Once) Begin(ctx context.Context, owners []byte, key string, want Kind) (kept bool, v Value, claim *Claim, err error) {
+	if err := o.begin(ctx); err != nil {
+		return false, Value{}, nil, err
+	}
+	ow, ol := bytes(owners)
+	k, kl := text(key)
+	var ck C.bool
+	var cv C.TsValue
+	var cc *C.TsClaim
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_once_begin(o.ptr, ow, ol, k, kl, C.int32_t(want), cn, &ck, &cv, &cc, &e)
+	})
+	runtime.KeepAlive(o)
+	if err := failure(rc, e, ctx); err != nil {
+		return false, Value{}, nil, err
+	}
+	if bool(ck) {
+		return true, value(&cv), nil, nil
+	}
+	return false, Value{}, &Claim{ptr: cc, once: o}, nil
+}
+
+// Keep keeps v as the key's answer and lets go of the run, durably. The
+// claim is spent, whatever the result.
+func (c *Claim) Keep(v Value) error {
+	vb, vl := bytes(v.Bytes)
+	var e *C.TsError
+	rc := C.ts_claim_keep(c.ptr, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &e)
+	c.ptr = nil
+	runtime.KeepAlive(c.once)
+	runtime.KeepAlive(v.Bytes)
+	return failure(rc, e, nil)
+}
+
+// Abandon lets go of the run keeping nothing; after Keep it does nothing.
+func (c *Claim) Abandon() {
+	if c.ptr != nil {
+		C.ts_claim_abandon(c.ptr)
+		c.ptr = nil
+	}
+	runtime.KeepAlive(c.once)
+}
+
+// Get reads the answer kept for a key.
+func (o *Once) Get(ctx context.Context, owners []byte, key string, want Kind) (Value, bool, error) {
+	if err := o.begin(ctx); err != nil {
+		return Value{}, false, err
+	}
+	ow, ol := bytes(owners)
+	k, kl := text(key)
+	var cv C.TsValue
+	var found C.bool
+	var e *C.TsError
+	rc := C.ts_once_get(o.ptr, ow, ol, k, kl, C.int32_t(want), &cv, &found, &e)
+	runtime.KeepAlive(o)
+	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+		return Value{}, false, err
+	}
+	return value(&cv), true, nil
+}
+
+// Delete forgets the answer kept for a key.
+func (o *Once) Delete(ctx context.Context, owners []byte, key string) (bool, error) {
+	if err := o.begin(ctx); err != nil {
+		return false, err
+	}
+	ow, ol := bytes(owners)
+	k, kl := text(key)
+	var found C.bool
+	var e *C.TsError
+	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
+		return C.ts_once_delete(o.ptr, ow, ol, k, kl, cn, &found, &e)
+	})
+	runtime.KeepAlive(o)
+	return bool(found), failure(rc, e, ctx)
+}

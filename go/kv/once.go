@@ -1,0 +1,126 @@
+package kv
+
+import (
+	"context"
+	"slices"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/internal/native"
+)
+
+// Once runs a key's function once and keeps its answer of type T, Keep
+// long (a day unless set), for the same key asked again: the answers of
+// requests sent twice. Safe for concurrent use.
+type Once[T any] struct {
+	branch
+	h *native.Once
+	c *codec[T]
+}
+
+// OpenOnce opens the once name of store.
+//
+//	sends, err := kv.OpenOnce[Sent](store, "sends", kv.Keep(24*time.Hour))
+func OpenOnce[T any](store *tinystore.Store, name string, opts ...OnceOption) (*Once[T], error) {
+	var cfg onceConfig
+	for _, o := range opts {
+		o.applyOnce(&cfg)
+	}
+	h, err := native.OpenOnce(native.StoreOf(store), name, cfg.keep, cfg.hasKeep)
+	if err != nil {
+		return nil, err
+	}
+	return &Once[T]{branch: branch{name: name}, h: h, c: newCodec[T]()}, nil
+}
+
+// Name is the once's name.
+func (o *Once[T]) Name() string { return o.name }
+
+// Under is the branch of owners: their keys run apart from the others.
+func (o *Once[T]) Under(owners ...any) *Once[T] {
+	return &Once[T]{branch: o.branch.under(owners), h: o.h, c: o.c}
+}
+
+// running marks the runs a context is inside, so that a Run of one of
+// them inside itself is refused instead of waiting for itself.
+type running struct{}
+
+type runMark struct {
+	store *native.Store
+	name  string
+	path  string
+}
+
+// Run returns the answer kept for key, or runs fn and keeps what it
+// returns. A Run of a key that another Run holds, in this process or
+// another, in any language, waits for it and returns its answer (until
+// ctx ends): fn runs once. An error of fn keeps nothing and is returned;
+// the next Run runs again. An answer is kept even when ctx ends after fn
+// returned, and an error keeping it is returned beside it. A Run of a key
+// inside its own run (with the ctx fn was given) is tinystore.ErrInvalid.
+//
+//	sent, err := sends.Run(ctx, r.Header.Get("Idempotency-Key"), func(ctx context.Context) (Sent, error) {
+//		return save(ctx, message)
+//	})
+func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	k, err := o.key(key)
+	if err != nil {
+		return zero, err
+	}
+	mark := runMark{o.h.Store(), o.name, string(o.owners) + "\x00" + k}
+	marks, _ := ctx.Value(running{}).([]runMark)
+	if slices.Contains(marks, mark) {
+		return zero, native.KeyError(o.name, o.owners, k, native.CodeInvalid,
+			"a Run of this key inside its own run would wait for itself")
+	}
+	kept, v, claim, err := o.h.Begin(ctx, o.owners, k, o.c.want)
+	if err != nil {
+		return zero, err
+	}
+	if kept {
+		answer, err := o.c.decode(v)
+		if err != nil {
+			return zero, o.keyErr(k, native.CodeCorrupt, err)
+		}
+		return answer, nil
+	}
+	defer claim.Abandon() // an error or a panic of fn keeps nothing; after Keep a no-op
+	inner := context.WithValue(ctx, running{}, append(slices.Clip(marks), mark))
+	answer, err := fn(inner)
+	if err != nil {
+		return answer, err
+	}
+	enc, err := o.c.encode(answer)
+	if err != nil {
+		return answer, o.keyErr(k, native.CodeInvalid, err)
+	}
+	return answer, claim.Keep(enc)
+}
+
+// Get reads the answer kept for key; found is false when none is.
+func (o *Once[T]) Get(ctx context.Context, key any) (answer T, found bool, err error) {
+	var zero T
+	k, err := o.key(key)
+	if err != nil {
+		return zero, false, err
+	}
+	v, found, err := o.h.Get(ctx, o.owners, k, o.c.want)
+	if err != nil || !found {
+		return zero, false, err
+	}
+	answer, err = o.c.decode(v)
+	if err != nil {
+		return zero, false, o.keyErr(k, native.CodeCorrupt, err)
+	}
+	return answer, true, nil
+}
+
+// Delete forgets the answer kept for key, so that the next Run runs
+// again, and says whether one was kept.
+func (o *Once[T]) Delete(ctx context.Context, key any) (bool, error) {
+	k, err := o.key(key)
+	if err != nil {
+		return false, err
+	}
+	return o.h.Delete(ctx, o.owners, k)
+}

@@ -1,0 +1,164 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/kv"
+)
+
+func TestKV15ACallerThatGaveUpBeforeItsWriteWritesNothing(t *testing.T) {
+	store, _ := openManual(t)
+	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "cancel"))
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	for name, call := range map[string]func() error{
+		"Set":    func() error { return b.Set(done, "k", "v") },
+		"Create": func() error { _, err := b.Create(done, "k", "v"); return err },
+		"Get":    func() error { _, _, err := b.Get(done, "k"); return err },
+		"Clear":  func() error { return b.Clear(done) },
+	} {
+		err := call()
+		if !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s with an ended context: %v, want ErrCancelled and context.Canceled", name, err)
+		}
+	}
+	if _, found := get(t, b, "k"); found {
+		t.Fatal("a cancelled write wrote")
+	}
+}
+
+func TestKV15ConcurrentWritesAllLandWithACancellableContext(t *testing.T) {
+	store, _ := openManual(t)
+	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "group"))
+	c, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Set(c, i, int64(i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for _, err := range b.All(ctx) {
+		ok(t, err)
+		n++
+	}
+	if n != 64 {
+		t.Fatalf("%d of 64 concurrent writes landed", n)
+	}
+}
+
+func TestKV17ManualStoreExpiresWhenTheTestSays(t *testing.T) {
+	store, clock := openManual(t)
+	codes := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "login-codes", kv.TTL(15*time.Minute)))
+	ok(t, codes.Set(ctx, "code", 42))
+	clock.Advance(16 * time.Minute)
+	if _, found, err := codes.Take(ctx, "code"); err != nil || found {
+		t.Fatalf("an expired code was taken: %v %v", found, err)
+	}
+	m := must[tinystore.Maintenance](t)(store.Maintain(ctx))
+	if m.Expired != 1 || m.More {
+		t.Fatalf("Maintain: %+v, want one expired row deleted and none left", m)
+	}
+}
+
+func TestKV17TheClockNeverMovesBack(t *testing.T) {
+	store, clock := openManual(t)
+	start := store.Now()
+	if !start.Equal(clock.Now()) {
+		t.Fatalf("the store's clock shows %v, the test's %v", start, clock.Now())
+	}
+	clock.Advance(-time.Hour)
+	if !store.Now().Equal(start) {
+		t.Fatalf("the clock moved back to %v", store.Now())
+	}
+	ok(t, store.Advance(2*time.Hour))
+	if want := start.Add(2 * time.Hour); !store.Now().Equal(want) {
+		t.Fatalf("after Advance the clock shows %v, want %v", store.Now(), want)
+	}
+	isKind(t, store.Advance(-time.Second), tinystore.ErrInvalid)
+	plain := must[*tinystore.Store](t)(tinystore.Open(ctx, t.TempDir(), tinystore.Options{}))
+	defer plain.Close()
+	isKind(t, plain.Advance(time.Second), tinystore.ErrInvalid)
+	_, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{Clock: time.Now})
+	isKind(t, err, tinystore.ErrInvalid)
+}
+
+func TestKV18BadInputIsInvalidAndNamesWhatWasWrong(t *testing.T) {
+	store, _ := openManual(t)
+	for _, name := range []string{"", "Sessions", "-x", "a b", string(make([]byte, 65))} {
+		_, err := kv.OpenBucket[string](store, name)
+		isKind(t, err, tinystore.ErrInvalid)
+	}
+	_, err := kv.OpenBucket[string](store, "spans", kv.TTL(-time.Second))
+	isKind(t, err, tinystore.ErrInvalid)
+	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "spans"))
+	ok(t, b.Set(ctx, "k", "v"))
+	v := must[kv.Entry[string]](t)(entry(b, "k")).Version
+	err = b.Under("u1").Set(ctx, "k", "w", kv.IfVersion(v))
+	keyError(t, err, tinystore.ErrConflict, "spans", "u1/k")
+	want := "tinystore: conflict: the key is absent, not at version " + v.String() + " (bucket spans, key u1/k)"
+	if err.Error() != want {
+		t.Fatalf("the error reads %q, want %q", err, want)
+	}
+	var te *tinystore.Error
+	if !errors.As(err, &te) || te.Kind != tinystore.ErrConflict {
+		t.Fatalf("a KeyError does not wrap a *tinystore.Error of its kind: %#v", err)
+	}
+	isKind(t, new(kv.Version).UnmarshalText([]byte("x")), tinystore.ErrInvalid)
+}
+
+func TestKV19ACallAfterCloseIsClosed(t *testing.T) {
+	store := must[*tinystore.Store](t)(tinystore.Open(ctx, t.TempDir(), tinystore.Options{}))
+	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "after"))
+	ok(t, b.Set(ctx, "k", "v"))
+	ok(t, store.Close())
+	ok(t, store.Close())
+	_, _, err := b.Get(ctx, "k")
+	isKind(t, err, tinystore.ErrClosed)
+	isKind(t, b.Set(ctx, "k", "w"), tinystore.ErrClosed)
+	_, err = kv.OpenBucket[string](store, "other")
+	isKind(t, err, tinystore.ErrClosed)
+	_, err = store.Maintain(ctx)
+	isKind(t, err, tinystore.ErrClosed)
+}
+
+func TestKV19AFileThatIsNotAStoreIsRefusedAndLeftUntouched(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kv.db")
+	junk := []byte("this is not a SQLite file, and it must stay exactly as it is.....")
+	ok(t, os.WriteFile(file, junk, 0o600))
+	_, err := tinystore.Open(ctx, dir, tinystore.Options{})
+	if err == nil {
+		t.Fatal("a file that is not SQLite opened")
+	}
+	if back := must[[]byte](t)(os.ReadFile(file)); string(back) != string(junk) {
+		t.Fatal("opening changed a file that is not a store")
+	}
+}
+
+func TestKV19TwoStoresOnOneFileSeeEachOthersCommits(t *testing.T) {
+	dir := t.TempDir()
+	one := must[*tinystore.Store](t)(tinystore.Open(ctx, dir, tinystore.Options{}))
+	defer one.Close()
+	two := must[*tinystore.Store](t)(tinystore.Open(ctx, dir, tinystore.Options{}))
+	defer two.Close()
+	a := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](one, "shared"))
+	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](two, "shared"))
+	ok(t, a.Set(ctx, "k", "from one"))
+	if v, _ := get(t, b, "k"); v != "from one" {
+		t.Fatalf("the second store reads %q", v)
+	}
+}
