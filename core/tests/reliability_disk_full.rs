@@ -1,0 +1,225 @@
+//! A full disk (issue #10): a write that finds the file system full gets a
+//! clear error, reads keep working, nothing acknowledged is lost, and
+//! writes resume once space is freed, without reopening the store.
+//!
+//! The test runs itself again inside `unshare -m` and mounts a 4 MiB tmpfs
+//! there, so the mount vanishes with the child whatever happens. Where
+//! mounting is not permitted (not root, no mount namespaces) it is skipped
+//! with the reason printed.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tinystore::{ErrorKind, ListOptions, Options, Store};
+
+const CHILD: &str = "TINYSTORE_DISK_FULL_CHILD";
+/// How the child tells the parent that the mount was refused.
+const SKIP: &str = "SKIP:";
+
+fn open(dir: &Path) -> Store {
+    Store::open_with(dir, Options::new().test_clock(common::start())).unwrap()
+}
+
+fn value(key: &str, size: usize) -> String {
+    format!("{key}:{}", "v".repeat(size))
+}
+
+/// What the writes of one store were answered.
+#[derive(Default)]
+struct Answers {
+    acked: BTreeMap<String, String>,
+    /// Keys answered with a sure failure (`Io`): they must not be in the file.
+    refused: Vec<String>,
+    /// Keys answered `OutcomeUnknown`: either way is right.
+    unknown: Vec<String>,
+    full_errors: usize,
+}
+
+/// Fills the disk with values of `size` bytes until a write fails, checks
+/// that reads still work while it is full, frees `ballast`, and checks that
+/// writes resume.
+fn fill_and_free(store: &Store, round: usize, size: usize, ballast: &Path, answers: &mut Answers) {
+    let b = store.bucket::<String>("filled").open().unwrap();
+    let mut first_error = None;
+    for i in 0..10_000 {
+        let key = format!("r{round}-{i}");
+        let v = value(&key, size);
+        match b.set(&key, &v) {
+            Ok(_) => {
+                answers.acked.insert(key, v);
+            }
+            Err(e) => {
+                first_error = Some((key, e));
+                break;
+            }
+        }
+    }
+    let (key, e) = first_error.expect("the disk never filled up");
+    assert!(
+        matches!(e.kind(), ErrorKind::Io | ErrorKind::OutcomeUnknown),
+        "a full disk is an I/O error or an unknown outcome, never {e}"
+    );
+    assert!(e.message().contains("full"), "the error says the disk is full: {e}");
+    answers.full_errors += 1;
+    match e.kind() {
+        ErrorKind::Io => answers.refused.push(key),
+        _ => answers.unknown.push(key),
+    }
+    assert!(answers.acked.len() >= 10, "only {} writes fit", answers.acked.len());
+
+    // While the disk is full: more writes of the same size fail the same
+    // way, and every acknowledged key reads back, one by one and listed.
+    for i in 0..3 {
+        let key = format!("r{round}-full-{i}");
+        match b.set(&key, &value(&key, size)) {
+            Ok(_) => {
+                answers.acked.insert(key.clone(), value(&key, size));
+            }
+            Err(e) => {
+                assert!(e.message().contains("full"), "{e}");
+                answers.full_errors += 1;
+                match e.kind() {
+                    ErrorKind::Io => answers.refused.push(key),
+                    ErrorKind::OutcomeUnknown => answers.unknown.push(key),
+                    _ => panic!("a full disk is an I/O error or an unknown outcome, never {e}"),
+                }
+            }
+        }
+    }
+    check_reads(&b, answers);
+
+    // Space comes back: writes resume at once, on the same store.
+    std::fs::remove_file(ballast).unwrap();
+    let key = format!("r{round}-freed");
+    let v = value(&key, size);
+    b.set(&key, &v).expect("a write after space was freed");
+    answers.acked.insert(key, v);
+}
+
+fn check_reads(b: &tinystore::Bucket<String>, answers: &Answers) {
+    for (k, v) in &answers.acked {
+        assert_eq!(b.get(k).unwrap().as_ref(), Some(v), "acknowledged {k}");
+    }
+    let mut listed = BTreeMap::new();
+    let mut after = None;
+    loop {
+        let page = b
+            .list(&ListOptions {
+                after: after.take(),
+                limit: Some(50),
+            })
+            .unwrap();
+        for e in page.entries {
+            listed.insert(e.key.as_str().unwrap().to_owned(), e.value);
+        }
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    for (k, v) in &answers.acked {
+        assert_eq!(listed.get(k), Some(v), "{k} is listed");
+    }
+}
+
+/// The child, inside its own mount namespace: mounts the tmpfs and runs
+/// three rounds of filling and freeing, then reopens.
+#[test]
+fn disk_full_child() {
+    let Ok(base) = std::env::var(CHILD) else { return };
+    let mnt = PathBuf::from(base).join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mnt)
+        .output();
+    match mounted {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            println!(
+                "{SKIP} mount -t tmpfs refused: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return;
+        }
+        Err(e) => {
+            println!("{SKIP} cannot run mount: {e}");
+            return;
+        }
+    }
+    let ballasts: Vec<PathBuf> = (0..3).map(|i| mnt.join(format!("ballast-{i}"))).collect();
+    for b in &ballasts {
+        std::fs::write(b, vec![0x5a; 256 << 10]).unwrap();
+    }
+    let dir = mnt.join("store");
+    let store = open(&dir);
+    let mut answers = Answers::default();
+    // Spilled values, values kept in the row, and small ones.
+    for (round, size) in [16_000, 2_000, 300].into_iter().enumerate() {
+        fill_and_free(&store, round, size, &ballasts[round], &mut answers);
+    }
+    store.close().unwrap();
+
+    // Reopened: the file is whole, nothing acknowledged is lost, and no
+    // write answered with a sure failure is there.
+    let conn = rusqlite::Connection::open(dir.join("kv.db")).unwrap();
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    let store = open(&dir);
+    let b = store.bucket::<String>("filled").open().unwrap();
+    check_reads(&b, &answers);
+    for k in &answers.refused {
+        assert_eq!(b.get(k).unwrap(), None, "{k} was answered with a sure failure");
+    }
+    println!(
+        "disk full: {} acknowledged writes kept, {} writes refused for a full disk ({} sure, {} unknown), 0 lost",
+        answers.acked.len(),
+        answers.full_errors,
+        answers.refused.len(),
+        answers.unknown.len()
+    );
+}
+
+#[test]
+fn disk_full_gives_a_clear_error_keeps_reads_and_resumes_when_space_is_freed() {
+    if std::env::var(CHILD).is_ok() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private"])
+        .arg(&exe)
+        .args(["--exact", "disk_full_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD, base.path())
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: cannot run unshare to get a mount namespace: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stdout.is_empty() && stderr.contains("unshare") {
+        eprintln!("skipped: no mount namespace here: {}", stderr.trim());
+        return;
+    }
+    if let Some(line) = stdout
+        .lines()
+        .find_map(|l| l.find(SKIP).map(|at| &l[at + SKIP.len()..]))
+    {
+        eprintln!("skipped: {}", line.trim());
+        return;
+    }
+    assert!(out.status.success(), "the child failed:\n{stdout}\n{stderr}");
+    // The test harness prints its own words before the child's line.
+    let summary = stdout.lines().find_map(|l| l.find("disk full:").map(|at| &l[at..]));
+    let summary = summary.unwrap_or_else(|| panic!("the child ran no scenario:\n{stdout}"));
+    eprintln!("{summary}");
+}
