@@ -105,3 +105,44 @@ def test_kv19_sync_and_async_share_one_file(tmp_path: Path) -> None:
             return await a.bucket("b", str).get("k")
 
     assert asyncio.run(read()) == "from sync"
+
+
+def test_kv12_kv13_kv14_sync_limits(sync_store: tinystore.sync.Store) -> None:
+    guesses = sync_store.rate_limit("guesses", rate="2/m")
+    assert [guesses.allow("ip").ok for _ in range(3)] == [True, True, False]
+    messages = sync_store.quota("messages", session="1/5h", weekly="3/7d")
+    assert messages.allow(1).ok and not messages.allow(1).ok
+    assert messages.refund(1).windows["weekly"].used == 0
+    views = sync_store.counters("views")
+    assert views.add("p") == 1 and views.add("p", 2) == 3 and views.get("p") == 3
+
+
+def test_kv11_sync_once_runs_once_across_threads(sync_store: tinystore.sync.Store) -> None:
+    sends = sync_store.once("sends", int)
+    started = threading.Event()
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow() -> int:
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return 41
+
+    results: list[int] = []
+    first = threading.Thread(target=lambda: results.append(sends.run("k", slow)))
+    first.start()
+    started.wait(10)
+    second = threading.Thread(target=lambda: results.append(sends.run("k", slow)))
+    second.start()
+    release.set()
+    first.join()
+    second.join()
+    assert results == [41, 41] and calls == [1]
+
+    def nested() -> int:
+        return sends.run("n", nested)
+
+    with pytest.raises(tinystore.InvalidError):
+        sends.run("n", nested)
+    assert sends.get("n") is None

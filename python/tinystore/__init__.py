@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from . import errors, sync
 from ._aio import Bucket, Opening, Store, open
+from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._base import Key
+from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
 from .errors import (
@@ -38,6 +40,11 @@ __all__ = [
     "Opening",
     "Store",
     "Bucket",
+    "RateLimit",
+    "Quota",
+    "Counters",
+    "Once",
+    "Rate",
     "Clock",
     "Duration",
     "Key",

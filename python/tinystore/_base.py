@@ -33,6 +33,10 @@ def codec_of(name: str, tp: Any) -> Codec:
         raise InvalidError(str(e), bucket=name, text=f"invalid: {e} (bucket {name})") from None
 
 
+def _invalid(name: str, message: str) -> InvalidError:
+    return InvalidError(message, bucket=name, text=f"invalid: {message} (bucket {name})")
+
+
 class StoreBase:
     """The parts of a store that do not wait: handles, the clock, names."""
 
@@ -64,6 +68,25 @@ class StoreBase:
     def _bucket_native(self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None) -> _native.Bucket:
         codec = codec_of(name, tp)
         return _native.Bucket(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, ttl, idle)
+
+    def _rate_limit_native(self, name: str, rate: Any, burst: Any) -> _native.RateLimit:
+        if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool) or burst < 1):
+            raise _invalid(name, f"burst must be a positive int, not {burst!r}")
+        if rate is None:
+            raise _invalid(name, "a rate limit needs a rate, as rate_limit(name, rate='5/m')")
+        return _native.RateLimit(self._n, name, rate, burst)
+
+    def _quota_native(self, name: str, windows: dict[str, Any]) -> _native.Quota:
+        if not windows:
+            raise _invalid(name, "a quota needs one to eight windows, as quota(name, daily='100/1d')")
+        return _native.Quota(self._n, name, list(windows.items()))
+
+    def _counters_native(self, name: str, ttl: Duration | None, flush_every: Duration | None) -> _native.Counters:
+        return _native.Counters(self._n, name, ttl, flush_every)
+
+    def _once_native(self, name: str, tp: Any, keep: Duration | None) -> _native.Once:
+        codec = codec_of(name, tp)
+        return _native.Once(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, keep)
 
     def _check_open(self) -> None:
         if self._n.is_closed():

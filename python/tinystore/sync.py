@@ -21,10 +21,12 @@ from typing import Any, TypeVar, overload
 
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
+from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
+from ._sync_limits import Counters, Once, Quota, RateLimit
 from ._time import Duration, opt_millis
 
-__all__ = ["open", "Store", "Bucket"]
+__all__ = ["open", "Store", "Bucket", "RateLimit", "Quota", "Counters", "Once"]
 
 T = TypeVar("T")
 
@@ -52,6 +54,38 @@ class Store(StoreBase):
     def bucket(self, name: str, type: Any = Any, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]:
         """The bucket ``name`` of values of ``type`` (see ``tinystore.Store.bucket``)."""
         return Bucket(self._bucket_native(name, type, ttl, idle))
+
+    def rate_limit(self, name: str, *, rate: Rate, burst: int | None = None) -> RateLimit:
+        """The rate limit ``name``: ``rate`` requests per span (``"5/m"``), at most ``burst``
+        at once (the rate's count when not given)::
+
+            guesses = store.rate_limit("sign-in-guesses", rate="5/m", burst=5)
+        """
+        return RateLimit(self._rate_limit_native(name, rate, burst))
+
+    def quota(self, name: str, /, **windows: Rate) -> Quota:
+        """The quota ``name`` with one to eight windows, each a name and a rate::
+
+            messages = store.quota("messages", session="100/5h", weekly="300/7d")
+        """
+        return Quota(self._quota_native(name, windows))
+
+    def counters(self, name: str, *, ttl: Duration | None = None, flush_every: Duration | None = None) -> Counters:
+        """The counters ``name``. ``ttl`` starts at a counter's first add and does not slide;
+        ``flush_every`` keeps counts in memory and writes them every period (a crash loses at most one)."""
+        return Counters(self._counters_native(name, ttl, flush_every))
+
+    @overload
+    def once(self, name: str, type: type[T], *, keep: Duration | None = None) -> Once[T]: ...
+    @overload
+    def once(self, name: str, *, keep: Duration | None = None) -> Once[Any]: ...
+
+    def once(self, name: str, type: Any = Any, *, keep: Duration | None = None) -> Once[Any]:
+        """The once ``name``: answers of ``type`` kept for ``keep`` (a day unless set)::
+
+            sends = store.once("sends", Sent, keep="1d")
+        """
+        return Once(self._once_native(name, type, keep), id(self._n))
 
     def maintain(self) -> Maintenance:
         """Flushes memory and deletes cleared and expired rows in bounded batches; says how many."""

@@ -11,6 +11,8 @@ mod bucket;
 mod completions;
 mod convert;
 mod errors;
+mod limits;
+mod once;
 mod store;
 
 /// The module's contents.
@@ -20,6 +22,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bucket::Bucket>()?;
     m.add_class::<bucket::Ticket>()?;
     m.add_class::<completions::Completions>()?;
+    m.add_class::<limits::RateLimit>()?;
+    m.add_class::<limits::Quota>()?;
+    m.add_class::<limits::Counters>()?;
+    m.add_class::<once::Once>()?;
+    m.add_class::<once::Claim>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     Ok(())
 }

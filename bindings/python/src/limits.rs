@@ -1,0 +1,441 @@
+//! Rate limits, quotas and counters: the core's handles with Python keys
+//! and answers. Rate limits live in memory and answer inline; quota and
+//! counter writes have blocking forms and `*_then` forms for asyncio.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use tinystore::{
+    Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
+};
+
+use crate::bucket::Ticket;
+use crate::completions::{Completions, Resolve};
+use crate::convert::{key_bytes, opt_span, span, type_name};
+use crate::errors::{invalid, py_err, to_py};
+use crate::store::Store;
+
+/// An allowance as Python gets it:
+/// (ok, left, retry_at_ms, {window: (used, limit, left, resets_at_ms)}).
+type PyAllowance = (bool, u64, Option<i64>, BTreeMap<String, (u64, u64, u64, Option<i64>)>);
+
+fn allowance(a: Allowance) -> PyAllowance {
+    let windows = a
+        .windows
+        .into_iter()
+        .map(|(name, w)| (name, (w.used, w.limit, w.left, w.resets_at.map(tinystore::to_millis))))
+        .collect();
+    (a.ok, a.left, a.retry_at.map(tinystore::to_millis), windows)
+}
+
+fn resolve<T: Send + 'static>(
+    out: tinystore::Result<T>,
+    convert: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> Resolve {
+    Box::new(move |py| match out {
+        Ok(v) => convert(py, v),
+        Err(e) => Err(to_py(py, e)),
+    })
+}
+
+fn to_any<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    v.into_py_any(py)
+}
+
+/// A rate like `"5/m"`, or a (count, duration) pair.
+fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_str().map_err(|_| invalid("a rate is not valid text"))?;
+        return tinystore::parse_rate(text);
+    }
+    if let Ok(t) = obj.cast::<PyTuple>()
+        && t.len() == 2
+    {
+        let n: u64 = t
+            .get_item(0)
+            .and_then(|n| n.extract())
+            .map_err(|_| invalid("a rate's count must be a positive int"))?;
+        let per = span(
+            &t.get_item(1).map_err(|_| invalid("a rate needs a span"))?,
+            "a rate's span",
+        )?;
+        return Ok((n, per));
+    }
+    Err(invalid(format!(
+        "a rate must be text as \"5/m\" or \"100/5h\", or a (count, duration) pair, not {}",
+        type_name(obj)
+    )))
+}
+
+fn owned_key(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    key_bytes(key)
+        .map(|k| k.into_owned())
+        .map_err(|e| to_py(py, e.in_bucket(name)))
+}
+
+fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    n.extract::<u64>().map_err(|_| {
+        to_py(
+            py,
+            invalid(format!("{what} must be a positive int, not {}", type_name(n))).in_bucket(name),
+        )
+    })
+}
+
+/// A rate limit (GCRA), kept in memory and written every second.
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct RateLimit {
+    inner: CoreRateLimit,
+}
+
+#[pymethods]
+impl RateLimit {
+    /// Opens the rate limit `name`: `rate` ("5/m") and `burst` (the rate's count when None).
+    #[new]
+    #[pyo3(signature = (store, name, rate_, burst=None))]
+    fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Bound<'_, PyAny>, burst: Option<u64>) -> PyResult<Self> {
+        let (n, per) = rate(rate_).map_err(|e| to_py(py, e.in_bucket(name)))?;
+        let mut b = store.store.rate_limit(name).rate(n, per);
+        if let Some(burst) = burst {
+            b = b.burst(burst);
+        }
+        let inner = py.detach(|| b.open()).map_err(py_err(py))?;
+        Ok(RateLimit { inner })
+    }
+
+    /// The name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The branch of `owners`.
+    #[pyo3(signature = (*owners))]
+    fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
+        let mut inner = self.inner.clone();
+        for o in owners.iter() {
+            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
+        }
+        Ok(RateLimit { inner })
+    }
+
+    /// Takes `n` requests, or none.
+    #[pyo3(signature = (key, n=None))]
+    fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = match n {
+            Some(n) => count(py, self.inner.name(), n, "n")?,
+            None => 1,
+        };
+        py.detach(|| self.inner.allow_n(&k, n))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// The answer one request would get now.
+    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
+    }
+
+    /// Forgets the key.
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
+    }
+}
+
+/// A quota: named windows that reset, counted in one durable write.
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Quota {
+    inner: CoreQuota,
+    store: CoreStore,
+}
+
+#[pymethods]
+impl Quota {
+    /// Opens the quota `name` with `windows`, a list of (name, rate).
+    #[new]
+    fn new(py: Python<'_>, store: &Store, name: &str, windows: Vec<(String, Bound<'_, PyAny>)>) -> PyResult<Self> {
+        let mut b = store.store.quota(name);
+        for (w, r) in &windows {
+            let (n, per) =
+                rate(r).map_err(|e| to_py(py, invalid(format!("window {w}: {}", e.message())).in_bucket(name)))?;
+            b = b.window(w, n, per);
+        }
+        let inner = py.detach(|| b.open()).map_err(py_err(py))?;
+        Ok(Quota {
+            inner,
+            store: store.store.clone(),
+        })
+    }
+
+    /// The name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The branch of `owners`.
+    #[pyo3(signature = (*owners))]
+    fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
+        let mut inner = self.inner.clone();
+        for o in owners.iter() {
+            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
+        }
+        Ok(Quota {
+            inner,
+            store: self.store.clone(),
+        })
+    }
+
+    /// Counts `n` uses in every window or in none, durably.
+    fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = count(py, self.inner.name(), n, "n")?;
+        py.detach(|| self.inner.allow_n(&k, n))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// The completion form of `allow`.
+    fn allow_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = count(py, self.inner.name(), n, "n")?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .allow_n_then(&k, n, move |out| {
+                q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
+            })
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+
+    /// The answer one use would get now, counting nothing.
+    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
+    }
+
+    /// Gives `n` uses back to windows that have not reset since.
+    fn refund(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = count(py, self.inner.name(), n, "n")?;
+        py.detach(|| self.inner.refund_n(&k, n))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// The completion form of `refund`.
+    fn refund_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = count(py, self.inner.name(), n, "n")?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .refund_n_then(&k, n, move |out| {
+                q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
+            })
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+
+    /// Forgets the key.
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
+    }
+
+    /// The completion form of `reset`.
+    fn reset_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .reset_then(&k, move |out| {
+                q.push(&store, future, resolve(out, |py, ()| Ok(py.None())))
+            })
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+}
+
+/// Counters: integers that add up, durable or flushed every period.
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Counters {
+    inner: CoreCounters,
+    store: CoreStore,
+}
+
+fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if n.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(to_py(py, invalid("n must be an int, not bool").in_bucket(name)));
+    }
+    n.extract::<i64>().map_err(|_| {
+        to_py(
+            py,
+            invalid(format!("n must be a 64-bit int, not {}", type_name(n))).in_bucket(name),
+        )
+    })
+}
+
+#[pymethods]
+impl Counters {
+    /// Opens the counters `name`: a `ttl` from each counter's first add, and
+    /// `flush_every` to keep them in memory and write them every period.
+    #[new]
+    #[pyo3(signature = (store, name, ttl=None, flush_every=None))]
+    fn new(
+        py: Python<'_>,
+        store: &Store,
+        name: &str,
+        ttl: Option<&Bound<'_, PyAny>>,
+        flush_every: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let named = |e: Error| to_py(py, e.in_bucket(name));
+        let mut b = store.store.counters(name);
+        if let Some(d) = opt_span(ttl, "ttl").map_err(named)? {
+            b = b.ttl(d);
+        }
+        if let Some(d) = opt_span(flush_every, "flush_every").map_err(named)? {
+            b = b.flush_every(d);
+        }
+        let inner = py.detach(|| b.open()).map_err(py_err(py))?;
+        Ok(Counters {
+            inner,
+            store: store.store.clone(),
+        })
+    }
+
+    /// The name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The branch of `owners`.
+    #[pyo3(signature = (*owners))]
+    fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
+        let mut inner = self.inner.clone();
+        for o in owners.iter() {
+            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
+        }
+        Ok(Counters {
+            inner,
+            store: self.store.clone(),
+        })
+    }
+
+    /// Adds `n`; returns the new value.
+    fn add(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = int_arg(py, self.inner.name(), n)?;
+        py.detach(|| self.inner.add(&k, n)).map_err(py_err(py))
+    }
+
+    /// The completion form of `add`.
+    fn add_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = int_arg(py, self.inner.name(), n)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .add_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+
+    /// Keeps the larger of the counter and `n`; returns it.
+    fn max(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = int_arg(py, self.inner.name(), n)?;
+        py.detach(|| self.inner.max(&k, n)).map_err(py_err(py))
+    }
+
+    /// The completion form of `max`.
+    fn max_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let n = int_arg(py, self.inner.name(), n)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .max_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+
+    /// The counter's value (0 when missing or expired).
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.get(&k)).map_err(py_err(py))
+    }
+
+    /// Deletes the counter; says whether a live one was there.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        py.detach(|| self.inner.delete(&k)).map_err(py_err(py))
+    }
+
+    /// The completion form of `delete`.
+    fn delete_then(
+        &self,
+        py: Python<'_>,
+        completions: &Completions,
+        future: Py<PyAny>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Ticket> {
+        let k = owned_key(py, self.inner.name(), key)?;
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .delete_then(&k, move |out| q.push(&store, future, resolve(out, to_any)))
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+
+    /// Deletes every counter of this branch and the branches under it.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.clear()).map_err(py_err(py))
+    }
+
+    /// The completion form of `clear`.
+    fn clear_then(&self, py: Python<'_>, completions: &Completions, future: Py<PyAny>) -> PyResult<Ticket> {
+        let (q, store) = (completions.queue.clone(), self.store.clone());
+        self.inner
+            .clear_then(move |out| q.push(&store, future, resolve(out, |py, ()| Ok(py.None()))))
+            .map(Ticket)
+            .map_err(py_err(py))
+    }
+}

@@ -1,0 +1,176 @@
+"""Rate limits, quotas, counters and ``once`` for synchronous code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from . import _native
+from ._base import Key
+from ._handles import RunMarks, allowance
+from ._results import Allowance
+
+__all__ = ["RateLimit", "Quota", "Counters", "Once"]
+
+T = TypeVar("T")
+
+
+class RateLimit:
+    """A rate limit (GCRA), answered from memory (synchronous)."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: _native.RateLimit) -> None:
+        self._n = native
+
+    @property
+    def name(self) -> str:
+        """The rate limit's name."""
+        return self._n.name
+
+    def under(self, *owners: Key) -> RateLimit:
+        """The branch of ``owners``."""
+        return RateLimit(self._n.under(*owners))
+
+    def allow(self, key: Key, n: int = 1) -> Allowance:
+        """Takes ``n`` requests or none: ``ok``, ``left`` and ``retry_at``."""
+        return allowance(self._n.allow(key, n))
+
+    def peek(self, key: Key) -> Allowance:
+        """The answer one request would get now, counting nothing."""
+        return allowance(self._n.peek(key))
+
+    def reset(self, key: Key) -> None:
+        """Forgets the key."""
+        self._n.reset(key)
+
+    def __repr__(self) -> str:
+        return f"<tinystore.sync.RateLimit {self.name!r}>"
+
+
+class Quota:
+    """A quota of named windows (synchronous)."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: _native.Quota) -> None:
+        self._n = native
+
+    @property
+    def name(self) -> str:
+        """The quota's name."""
+        return self._n.name
+
+    def under(self, *owners: Key) -> Quota:
+        """The branch of ``owners``."""
+        return Quota(self._n.under(*owners))
+
+    def allow(self, key: Key, n: int = 1) -> Allowance:
+        """Counts ``n`` uses in every window, or in none, durably."""
+        return allowance(self._n.allow(key, n))
+
+    def peek(self, key: Key) -> Allowance:
+        """The answer one use would get now, counting nothing."""
+        return allowance(self._n.peek(key))
+
+    def refund(self, key: Key, n: int = 1) -> Allowance:
+        """Gives ``n`` uses back to the windows that have not reset since."""
+        return allowance(self._n.refund(key, n))
+
+    def reset(self, key: Key) -> None:
+        """Forgets the key."""
+        self._n.reset(key)
+
+    def __repr__(self) -> str:
+        return f"<tinystore.sync.Quota {self.name!r}>"
+
+
+class Counters:
+    """Integer counters (synchronous)."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: _native.Counters) -> None:
+        self._n = native
+
+    @property
+    def name(self) -> str:
+        """The counters' name."""
+        return self._n.name
+
+    def under(self, *owners: Key) -> Counters:
+        """The branch of ``owners``."""
+        return Counters(self._n.under(*owners))
+
+    def add(self, key: Key, n: int = 1) -> int:
+        """Adds ``n``; returns the new value."""
+        return self._n.add(key, n)
+
+    def max(self, key: Key, n: int) -> int:
+        """Keeps the larger of the counter and ``n``; returns it."""
+        return self._n.max(key, n)
+
+    def get(self, key: Key) -> int:
+        """The counter's value: 0 when missing or expired."""
+        return self._n.get(key)
+
+    def delete(self, key: Key) -> bool:
+        """Deletes the counter; says whether a live one was there."""
+        return self._n.delete(key)
+
+    def clear(self) -> None:
+        """Deletes every counter of this branch and of the branches under it."""
+        self._n.clear()
+
+    def __repr__(self) -> str:
+        return f"<tinystore.sync.Counters {self.name!r}>"
+
+
+class Once(Generic[T]):
+    """Runs a function once per key and keeps its answer (synchronous)."""
+
+    __slots__ = ("_n", "_store_id")
+
+    def __init__(self, native: _native.Once, store_id: int) -> None:
+        self._n = native
+        self._store_id = store_id
+
+    @property
+    def name(self) -> str:
+        """The once's name."""
+        return self._n.name
+
+    def under(self, *owners: Key) -> Once[T]:
+        """The branch of ``owners``."""
+        return Once(self._n.under(*owners), self._store_id)
+
+    def run(self, key: Key, fn: Callable[[], T]) -> T:
+        """The answer kept for ``key``, or ``fn()`` kept. A run of the key
+        elsewhere (another thread or process) is waited for, with the GIL
+        released. If ``fn`` raises, nothing is kept."""
+        mark = RunMarks.check(self._n, self._store_id, key)
+        kept, got = self._n.begin(key)
+        if kept:
+            return got
+        claim = got
+        token = RunMarks.enter(mark)
+        try:
+            value = fn()
+        except BaseException:
+            claim.abandon()
+            raise
+        finally:
+            RunMarks.leave(token)
+        claim.keep(value)
+        return value
+
+    def get(self, key: Key) -> T | None:
+        """The answer kept for ``key``, or None."""
+        return self._n.get(key)
+
+    def delete(self, key: Key) -> bool:
+        """Forgets the answer kept for ``key``; says whether one was kept."""
+        return self._n.delete(key)
+
+    def __repr__(self) -> str:
+        return f"<tinystore.sync.Once {self.name!r}>"
