@@ -313,9 +313,15 @@ impl Writer {
     pub fn close(&self) {
         lock(&self.shared.queue).closed = true;
         self.shared.wake.notify_all();
-        if let Some(t) = lock(&self.thread).take() {
-            let _ = t.join();
+        let Some(t) = lock(&self.thread).take() else { return };
+        if t.thread().id() == std::thread::current().id() {
+            // The last handle was dropped inside a completion, on the writer
+            // thread itself: it cannot wait for itself. It holds the
+            // connection, and lets go of it when it drains the queue and
+            // returns; the connection closes with the last reference.
+            return;
         }
+        let _ = t.join();
         lock(&self.shared.conn).take();
     }
 }

@@ -1,0 +1,663 @@
+//! The Rust runner of the conformance cases: every case of
+//! `tests/conformance/cases/*.json` through the public Rust API, failing on
+//! any operation it does not know. See `tests/conformance/README.md`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tinystore::{
+    Allowance, Begun, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw, RawBucket,
+    RawOnce, Store, TxSession, Version, WriteOptions, parse_duration, parse_rate,
+};
+
+/// 2026-10-20T09:00:00Z, the start of every case's clock.
+const START_SECS: u64 = 1_792_486_800;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ty {
+    String,
+    Bytes,
+    Int,
+    Uint64,
+    Float,
+    Bool,
+    Set,
+    Json,
+}
+
+impl Ty {
+    fn parse(s: &str) -> Ty {
+        match s {
+            "string" => Ty::String,
+            "bytes" => Ty::Bytes,
+            "int" => Ty::Int,
+            "uint64" => Ty::Uint64,
+            "float" => Ty::Float,
+            "bool" => Ty::Bool,
+            "set" => Ty::Set,
+            "json" => Ty::Json,
+            other => panic!("unknown value type {other:?}"),
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Handle {
+    Bucket(RawBucket, Ty),
+    Counters(Counters),
+    RateLimit(RateLimit),
+    Quota(Quota),
+    Once(RawOnce, Ty),
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(o) if o.contains_key("repeat") => {
+            o["repeat"].as_str().unwrap().repeat(o["times"].as_u64().unwrap() as usize)
+        }
+        Value::Number(n) => n.to_string(),
+        other => panic!("not a key or owner: {other}"),
+    }
+}
+
+fn lossy(k: &tinystore::Key) -> String {
+    String::from_utf8_lossy(k.as_bytes()).into_owned()
+}
+
+fn span(v: &Value) -> Result<Duration, Error> {
+    parse_duration(v.as_str().expect("a duration is text"))
+}
+
+/// A value of a case, as the row of `ty` keeps it (through the core's mapping).
+fn to_raw(ty: Ty, v: &Value) -> Raw {
+    match ty {
+        Ty::String => match v {
+            Value::String(s) => Raw::text(s),
+            Value::Object(_) => Raw::text(&text(v)),
+            other => panic!("not a string value: {other}"),
+        },
+        Ty::Bytes => Raw::Bytes(hex(v["hex"].as_str().expect("bytes are {hex}"))),
+        Ty::Int => match v {
+            Value::Number(n) => Raw::int(n.as_i64().expect("an int64")),
+            Value::Object(o) => Raw::int(o["int"].as_str().unwrap().parse().unwrap()),
+            other => panic!("not an int value: {other}"),
+        },
+        Ty::Uint64 => Raw::uint64(v["uint64"].as_str().unwrap().parse().unwrap()),
+        Ty::Float => Raw::float(float(v)),
+        Ty::Bool => Raw::bool(v.as_bool().expect("a bool")),
+        Ty::Set => Raw::Null,
+        Ty::Json => Raw::json(serde_json::to_vec(v).unwrap()),
+    }
+}
+
+fn float(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap(),
+        Value::Object(o) if o.contains_key("bits") => f64::from_bits(u64::from_str_radix(o["bits"].as_str().unwrap(), 16).unwrap()),
+        Value::Object(o) => match o["float"].as_str().unwrap() {
+            "-0" => -0.0,
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            other => panic!("unknown float {other}"),
+        },
+        other => panic!("not a float value: {other}"),
+    }
+}
+
+/// Reads a row as `ty`, as a typed API would: a row of another kind is Corrupt.
+fn check_type(ty: Ty, raw: &Raw) -> Result<(), Error> {
+    match ty {
+        Ty::String => raw.as_text().map(|_| ()),
+        Ty::Bytes => raw.as_bytes().map(|_| ()),
+        Ty::Int => raw.as_int().map(|_| ()),
+        Ty::Uint64 => raw.as_uint64().map(|_| ()),
+        Ty::Float => raw.as_float().map(|_| ()),
+        Ty::Bool => raw.as_bool().map(|_| ()),
+        Ty::Set => raw.as_set_member(),
+        Ty::Json => serde_json::from_slice::<Value>(raw.as_json()?)
+            .map(|_| ())
+            .map_err(|e| Error::new(ErrorKind::Corrupt, format!("not JSON: {e}"))),
+    }
+}
+
+/// Compares a row with a case's expected value.
+fn same_value(ty: Ty, expected: &Value, actual: &Raw) -> bool {
+    match ty {
+        Ty::Json => serde_json::from_slice::<Value>(actual.as_json().unwrap_or(b"")).ok().as_ref() == Some(expected),
+        Ty::Float => actual.as_float().map(f64::to_bits).ok() == Some(float(expected).to_bits()),
+        _ => &to_raw(ty, expected) == actual,
+    }
+}
+
+/// What a call gave back, before it is compared.
+enum Out {
+    Nothing,
+    Json(Value),
+    Value(Ty, Option<Raw>),
+    Allow(Allowance),
+    /// An entry: its value as kept, version, and ms until it expires.
+    Entry(Ty, Raw, i64, Option<u64>),
+}
+
+struct Case {
+    id: String,
+    title: String,
+    steps: Vec<Value>,
+}
+
+struct Runner {
+    dir: PathBuf,
+    store: Store,
+    opens: Vec<Value>,
+    handles: HashMap<String, Handle>,
+    versions: HashMap<String, Version>,
+    ran: Arc<AtomicUsize>,
+}
+
+impl Runner {
+    fn now(&self) -> SystemTime {
+        self.store.clock().now()
+    }
+
+    fn open_handle(&mut self, step: &Value) -> Result<(), Error> {
+        let name = step["name"].as_str().unwrap();
+        let opt = |k: &str| step.get(k).filter(|v| !v.is_null());
+        let dur = |k: &str| opt(k).map(span).transpose();
+        let handle = match step["kind"].as_str().unwrap() {
+            "bucket" => Handle::Bucket(
+                RawBucket::open(&self.store, name, dur("ttl")?, dur("idle")?)?,
+                Ty::parse(step["type"].as_str().unwrap()),
+            ),
+            "counters" => {
+                let mut b = self.store.counters(name);
+                if let Some(d) = dur("ttl")? {
+                    b = b.ttl(d);
+                }
+                if let Some(d) = dur("flush_every")? {
+                    b = b.flush_every(d);
+                }
+                Handle::Counters(b.open()?)
+            }
+            "rate_limit" => {
+                let (n, per) = parse_rate(step["rate"].as_str().unwrap())?;
+                let mut b = self.store.rate_limit(name).rate(n, per);
+                if let Some(burst) = opt("burst") {
+                    b = b.burst(burst.as_u64().unwrap());
+                }
+                Handle::RateLimit(b.open()?)
+            }
+            "quota" => {
+                let mut b = self.store.quota(name);
+                for (w, rate) in step["windows"].as_object().unwrap() {
+                    let (n, per) = parse_rate(rate.as_str().unwrap())?;
+                    b = b.window(w, n, per);
+                }
+                Handle::Quota(b.open()?)
+            }
+            "once" => Handle::Once(RawOnce::open(&self.store, name, dur("keep")?)?, Ty::parse(step["type"].as_str().unwrap())),
+            other => panic!("unknown kind {other:?}"),
+        };
+        self.handles.insert(step["as"].as_str().unwrap().to_owned(), handle);
+        Ok(())
+    }
+
+    fn handle(&self, step: &Value) -> Handle {
+        let h = self.handles.get(step["on"].as_str().unwrap()).expect("a handle opened before").clone();
+        let Some(under) = step.get("under").and_then(Value::as_array) else { return h };
+        let mut h = h;
+        for o in under {
+            let o = text(o);
+            h = match h {
+                Handle::Bucket(b, t) => Handle::Bucket(b.under(o.as_str()), t),
+                Handle::Counters(c) => Handle::Counters(c.under(o.as_str())),
+                Handle::RateLimit(r) => Handle::RateLimit(r.under(o.as_str())),
+                Handle::Quota(q) => Handle::Quota(q.under(o.as_str())),
+                Handle::Once(x, t) => Handle::Once(x.under(o.as_str()), t),
+            };
+        }
+        h
+    }
+
+    fn reopen(&mut self) {
+        let at = self.now();
+        let _ = self.store.close();
+        self.store = Store::open_with(&self.dir, Options::new().test_clock(at)).unwrap();
+        self.handles.clear();
+        for step in self.opens.clone() {
+            self.open_handle(&step).unwrap();
+        }
+    }
+
+    /// Runs one call; `tx` routes bucket calls through a transaction.
+    fn call(&self, step: &Value, tx: Option<&TxSession>, index: usize) -> Result<Out, Error> {
+        let op = step["op"].as_str().unwrap();
+        let key = step.get("key").map(|k| text(k).replace("{i}", &index.to_string()));
+        let k = || key.clone().expect("the call names a key").into_bytes();
+        let n = step.get("n").and_then(Value::as_i64).unwrap_or(1);
+        let if_version = step.get("if_version").map(|v| self.versions[v.as_str().unwrap()]);
+        let ttl = step.get("ttl").map(span).transpose()?;
+        match (self.handle(step), op) {
+            (Handle::Bucket(b, ty), "set") => {
+                let expiry = match (ttl, step.get("expires_in")) {
+                    (Some(d), _) => Some(Expiry::In(d)),
+                    (None, Some(e)) => {
+                        let e = e.as_str().unwrap();
+                        Some(Expiry::At(match e.strip_prefix('-') {
+                            Some(back) => self.now() - parse_duration(back)?,
+                            None => self.now() + parse_duration(e)?,
+                        }))
+                    }
+                    (None, None) => None,
+                };
+                let opts = WriteOptions { expiry, if_version };
+                let value = to_raw(ty, &step["value"]);
+                let v = match tx {
+                    Some(tx) => tx.set(&b, &k(), value, opts)?,
+                    None => b.set(&k(), value, opts)?,
+                };
+                Ok(Out::Json(json!(v.get())))
+            }
+            (Handle::Bucket(b, ty), "get") => {
+                let e = match tx {
+                    Some(tx) => tx.entry(&b, &k())?,
+                    None => b.entry(&k())?,
+                };
+                read(&b, &key.unwrap(), ty, e.map(|e| e.value))
+            }
+            (Handle::Bucket(b, _), "has") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.entry(&b, &k())?.is_some(),
+                None => b.has(&k())?,
+            }))),
+            (Handle::Bucket(b, ty), "entry") => {
+                let Some(e) = b.entry(&k())? else { return Ok(Out::Json(Value::Null)) };
+                check_type(ty, &e.value).map_err(|err| err.at(b.name(), key.clone().unwrap()))?;
+                let expires_in = e.expires_at.map(|t| t.duration_since(self.now()).unwrap().as_millis() as u64);
+                Ok(Out::Entry(ty, e.value, e.version.get(), expires_in))
+            }
+            (Handle::Bucket(b, ty), "create") => {
+                let value = to_raw(ty, &step["value"]);
+                let c = match tx {
+                    Some(tx) => tx.create(&b, &k(), value, ttl.map(Expiry::In))?,
+                    None => b.create(&k(), value, ttl.map(Expiry::In))?,
+                };
+                Ok(Out::Json(json!(matches!(c, tinystore::Created::Written(_)))))
+            }
+            (Handle::Bucket(b, ty), "take") => {
+                let taken = match tx {
+                    Some(tx) => tx.take(&b, &k(), if_version)?,
+                    None => b.take(&k(), if_version, move |e| check_type(ty, &e.value))?,
+                };
+                Ok(Out::Value(ty, taken.map(|e| e.value)))
+            }
+            (Handle::Bucket(b, _), "delete") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.delete(&b, &k(), if_version)?,
+                None => b.delete(&k(), if_version)?,
+            }))),
+            (Handle::Bucket(b, _), "expire") => {
+                Ok(Out::Json(json!(b.expire(&k(), Expiry::In(ttl.expect("expire takes a ttl")), if_version)?)))
+            }
+            (Handle::Bucket(b, _), "clear") => {
+                match tx {
+                    Some(tx) => tx.clear(&b)?,
+                    None => b.clear()?,
+                }
+                Ok(Out::Nothing)
+            }
+            (Handle::Bucket(b, _), "list") => {
+                let opts = ListOptions {
+                    after: step.get("after").map(|a| tinystore::Key(text(a).into_bytes())),
+                    limit: step.get("limit").map(|l| l.as_u64().unwrap() as usize),
+                };
+                let page = b.list(&opts)?;
+                let keys: Vec<String> = page.entries.iter().map(|e| lossy(&e.key)).collect();
+                Ok(Out::Json(json!({ "keys": keys, "next": page.next.as_ref().map(lossy) })))
+            }
+            (Handle::Bucket(b, _), "all") => {
+                let keys = b.all().map(|e| e.map(|e| lossy(&e.key))).collect::<Result<Vec<_>, _>>()?;
+                Ok(Out::Json(json!({ "keys": keys, "count": keys.len() })))
+            }
+            (Handle::Counters(c), "add") => Ok(Out::Json(json!(c.add(k(), n)?))),
+            (Handle::Counters(c), "max") => Ok(Out::Json(json!(c.max(k(), n)?))),
+            (Handle::Counters(c), "get") => Ok(Out::Json(json!(c.get(k())?))),
+            (Handle::Counters(c), "delete") => c.delete(k()).map(|_| Out::Nothing),
+            (Handle::RateLimit(r), "allow") => Ok(Out::Allow(r.allow_n(k(), n as u64)?)),
+            (Handle::RateLimit(r), "peek") => Ok(Out::Allow(r.peek(k())?)),
+            (Handle::RateLimit(r), "reset") => r.reset(k()).map(|_| Out::Nothing),
+            (Handle::Quota(q), "allow") => Ok(Out::Allow(q.allow_n(k(), n as u64)?)),
+            (Handle::Quota(q), "peek") => Ok(Out::Allow(q.peek(k())?)),
+            (Handle::Quota(q), "refund") => Ok(Out::Allow(q.refund_n(k(), n as u64)?)),
+            (Handle::Quota(q), "reset") => q.reset(k()).map(|_| Out::Nothing),
+            (Handle::Once(o, ty), "run") => self.run_once(&o, ty, &k(), step),
+            (Handle::Once(o, ty), "get") => read_once(&o, &key.unwrap(), ty),
+            (Handle::Once(o, _), "delete") => Ok(Out::Json(json!(o.delete(k())?))),
+            (_, op) => panic!("the Rust runner does not know the call {op:?} on this kind of handle"),
+        }
+    }
+
+    fn run_once(&self, o: &RawOnce, ty: Ty, key: &[u8], step: &Value) -> Result<Out, Error> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        o.begin(key, move |r| {
+            let _ = tx.send(r);
+        })?;
+        match rx.recv().unwrap()? {
+            Begun::Kept(raw) => Ok(Out::Value(ty, Some(raw))),
+            Begun::Run(claim) => {
+                self.ran.fetch_add(1, Ordering::SeqCst);
+                if let Some(msg) = step.get("fails") {
+                    claim.abandon();
+                    return Err(Error::new(ErrorKind::Invalid, format!("FAILED: {}", msg.as_str().unwrap())));
+                }
+                let raw = to_raw(ty, &step["returns"]);
+                let (dtx, drx) = std::sync::mpsc::sync_channel(1);
+                claim.keep(raw.clone(), move |r| {
+                    let _ = dtx.send(r);
+                });
+                drx.recv().unwrap()?;
+                Ok(Out::Value(ty, Some(raw)))
+            }
+        }
+    }
+}
+
+fn read(b: &RawBucket, key: &str, ty: Ty, raw: Option<Raw>) -> Result<Out, Error> {
+    if let Some(r) = &raw {
+        check_type(ty, r).map_err(|e| e.at(b.name(), key.to_owned()))?;
+    }
+    Ok(Out::Value(ty, raw))
+}
+
+fn read_once(o: &RawOnce, key: &str, ty: Ty) -> Result<Out, Error> {
+    let raw = o.get(key)?;
+    if let Some(r) = &raw {
+        check_type(ty, r)?;
+    }
+    Ok(Out::Value(ty, raw))
+}
+
+/// Whether an answer is a success, for `race`.
+fn success(out: &Result<Out, Error>) -> bool {
+    match out {
+        Err(_) => false,
+        Ok(Out::Nothing) => true,
+        Ok(Out::Json(v)) => !matches!(v, Value::Null | Value::Bool(false)),
+        Ok(Out::Value(_, v)) => v.is_some(),
+        Ok(Out::Allow(a)) => a.ok,
+        Ok(Out::Entry(..)) => true,
+    }
+}
+
+fn millis_of(v: &Value) -> Option<u64> {
+    v.as_str().map(|s| parse_duration(s).unwrap().as_millis() as u64)
+}
+
+fn check_allow(expected: &Value, a: &Allowance, now: SystemTime) -> Result<(), String> {
+    let since = |t: Option<SystemTime>| t.map(|t| t.duration_since(now).unwrap().as_millis() as u64);
+    let mut problems = Vec::new();
+    if let Some(ok) = expected.get("ok")
+        && ok.as_bool() != Some(a.ok)
+    {
+        problems.push(format!("ok {} != {ok}", a.ok));
+    }
+    if let Some(left) = expected.get("left")
+        && left.as_u64() != Some(a.left)
+    {
+        problems.push(format!("left {} != {left}", a.left));
+    }
+    if let Some(r) = expected.get("retry_in")
+        && millis_of(r) != since(a.retry_at)
+    {
+        problems.push(format!("retry_in {:?} ms != {r}", since(a.retry_at)));
+    }
+    if let Some(ws) = expected.get("windows").and_then(Value::as_object) {
+        for (name, w) in ws {
+            let Some(got) = a.windows.get(name) else {
+                problems.push(format!("no window {name}"));
+                continue;
+            };
+            let fields: BTreeMap<&str, Option<u64>> = [
+                ("used", Some(got.used)),
+                ("limit", Some(got.limit)),
+                ("left", Some(got.left)),
+            ]
+            .into();
+            for (f, v) in fields {
+                if let Some(want) = w.get(f)
+                    && want.as_u64() != v
+                {
+                    problems.push(format!("{name}.{f} {v:?} != {want}"));
+                }
+            }
+            if let Some(r) = w.get("resets_in")
+                && millis_of(r) != since(got.resets_at)
+            {
+                problems.push(format!("{name}.resets_in {:?} ms != {r}", since(got.resets_at)));
+            }
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// Compares an answer with a step's `expect` or `error`.
+fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), String> {
+    if let Some(code) = step.get("error").and_then(Value::as_str) {
+        let e = match out {
+            Ok(_) => return Err(format!("expected {code}, got success")),
+            Err(e) => e,
+        };
+        let ok = if code == "FAILED" { e.message().starts_with("FAILED:") } else { e.kind().code() == code };
+        if !ok {
+            return Err(format!("expected {code}, got {e}"));
+        }
+        if let Some(b) = step.get("error_bucket")
+            && e.bucket() != b.as_str()
+        {
+            return Err(format!("the error should name bucket {b}: {e}"));
+        }
+        if let Some(k) = step.get("error_key")
+            && e.path() != Some(&text(k))
+        {
+            return Err(format!("the error should name key {k}: {e}"));
+        }
+        return Ok(());
+    }
+    let out = out.map_err(|e| format!("unexpected error: {e}"))?;
+    let Some(expected) = step.get("expect") else { return Ok(()) };
+    match out {
+        Out::Nothing => Err("a call that answers nothing has no expect".into()),
+        Out::Value(ty, v) => match (expected, v) {
+            (Value::Null, None) => Ok(()),
+            (e, Some(raw)) if !e.is_null() && same_value(ty, e, &raw) => Ok(()),
+            (e, got) => Err(format!("expected {e}, got {got:?}")),
+        },
+        Out::Allow(a) => check_allow(expected, &a, runner.now()),
+        Out::Entry(ty, raw, version, expires_in) => {
+            if expected.is_null() {
+                return Err(format!("expected no entry, got {raw:?}"));
+            }
+            for (f, w) in expected.as_object().expect("an entry's expect is an object") {
+                let fine = match f.as_str() {
+                    "value" => same_value(ty, w, &raw),
+                    "version" => Some(version) == runner.versions.get(w.as_str().unwrap()).map(|v| v.get()),
+                    "expires_in" => expires_in == millis_of(w),
+                    other => panic!("an entry has no field {other:?}"),
+                };
+                if !fine {
+                    return Err(format!("{f}: expected {w}, got value {raw:?}, version {version}, expires_in {expires_in:?} ms"));
+                }
+            }
+            Ok(())
+        }
+        Out::Json(got) => {
+            if let (Some(want), Some(obj)) = (expected.as_object(), got.as_object()) {
+                for (f, w) in want {
+                    if obj.get(f) != Some(w) {
+                        return Err(format!("{f}: expected {w}, got {got}"));
+                    }
+                }
+                Ok(())
+            } else if &got == expected {
+                Ok(())
+            } else {
+                Err(format!("expected {expected}, got {got}"))
+            }
+        }
+    }
+}
+
+impl Runner {
+    fn step(&mut self, step: &Value) -> Result<(), String> {
+        let op = step["op"].as_str().unwrap();
+        match op {
+            "open" => {
+                let r = self.open_handle(step);
+                if r.is_ok() && step.get("error").is_none() {
+                    self.opens.push(step.clone());
+                }
+                check(step, r.map(|_| Out::Nothing), self)
+            }
+            "advance" => {
+                let by = step["by"].as_str().unwrap();
+                let r = match by.strip_prefix('-') {
+                    Some(back) => {
+                        let d = parse_duration(back).map_err(|e| e.to_string())?;
+                        self.store.clock().set(self.now() - d)
+                    }
+                    None => self.store.clock().advance(parse_duration(by).map_err(|e| e.to_string())?).map(|_| ()),
+                };
+                check(step, r.map(|_| Out::Nothing), self)
+            }
+            "maintain" => {
+                let m = self.store.maintain().map_err(|e| e.to_string())?;
+                let got = json!({ "flushed": m.flushed, "renewed": m.renewed, "cleared": m.cleared, "expired": m.expired });
+                for (f, w) in step.get("expect").and_then(Value::as_object).into_iter().flatten() {
+                    if got.get(f) != Some(w) {
+                        return Err(format!("maintain {f}: expected {w}, got {got}"));
+                    }
+                }
+                Ok(())
+            }
+            "reopen" => {
+                self.reopen();
+                Ok(())
+            }
+            "close" => self.store.close().map_err(|e| e.to_string()),
+            "race" => {
+                let n = step["n"].as_u64().unwrap() as usize;
+                let inner = &step["step"];
+                let before = self.ran.load(Ordering::SeqCst);
+                let this = &*self;
+                let outs: Vec<Result<Out, Error>> = std::thread::scope(|s| {
+                    let hs: Vec<_> = (0..n).map(|i| s.spawn(move || this.call(inner, None, i))).collect();
+                    hs.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                let wins = outs.iter().filter(|o| success(o)).count();
+                let want = step["expect_successes"].as_u64().unwrap() as usize;
+                if wins != want {
+                    return Err(format!("race: {wins} of {n} succeeded, expected {want}"));
+                }
+                if let Some(ran) = step.get("expect_ran") {
+                    let got = self.ran.load(Ordering::SeqCst) - before;
+                    if Some(got as u64) != ran.as_u64() {
+                        return Err(format!("race: the function ran {got} times, expected {ran}"));
+                    }
+                }
+                Ok(())
+            }
+            "tx" => {
+                let (tx, done) = self.store.transaction().map_err(|e| e.to_string())?;
+                for inner in step["steps"].as_array().unwrap() {
+                    let out = self.call(inner, Some(&tx), 0);
+                    check(inner, out, self).map_err(|e| format!("in tx, {}: {e}", inner["op"]))?;
+                }
+                let fail = step.get("fail").and_then(Value::as_bool).unwrap_or(false);
+                if fail { tx.rollback() } else { tx.commit() }.map_err(|e| e.to_string())?;
+                match (done.recv().unwrap(), fail) {
+                    (Ok(()), false) | (Err(_), true) => Ok(()),
+                    (r, _) => Err(format!("tx ended with {r:?}")),
+                }
+            }
+            _ => {
+                if step.get("save").is_some() {
+                    let out = self.call(step, None, 0);
+                    let name = step["save"].as_str().unwrap().to_owned();
+                    match &out {
+                        Ok(Out::Json(v)) => {
+                            self.versions.insert(name, Version::from_raw(v.as_i64().unwrap()));
+                        }
+                        Ok(Out::Entry(_, _, v, _)) => {
+                            self.versions.insert(name, Version::from_raw(*v));
+                        }
+                        _ => {}
+                    }
+                    return check(step, out, self);
+                }
+                let out = self.call(step, None, 0);
+                check(step, out, self)
+            }
+        }
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../cases");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| Case {
+                    id: c["id"].as_str().unwrap().to_owned(),
+                    title: c["title"].as_str().unwrap().to_owned(),
+                    steps: c["steps"].as_array().unwrap().clone(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn conformance_cases_kv01_to_kv19() {
+    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for case in cases() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = UNIX_EPOCH + Duration::from_secs(START_SECS);
+        let mut runner = Runner {
+            dir: dir.path().to_path_buf(),
+            store: Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap(),
+            opens: Vec::new(),
+            handles: HashMap::new(),
+            versions: HashMap::new(),
+            ran: Arc::new(AtomicUsize::new(0)),
+        };
+        for (i, step) in case.steps.iter().enumerate() {
+            if let Err(e) = runner.step(step) {
+                failures.push(format!("{} {:?}, step {} ({}): {e}", case.id, case.title, i + 1, step["op"]));
+                break;
+            }
+        }
+        let n: u32 = case.id.trim_start_matches("KV-").parse().unwrap();
+        *counts.entry(n).or_default() += 1;
+    }
+    for (id, n) in &counts {
+        println!("conformance rust KV-{id} {n}");
+    }
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    for id in 1..=19 {
+        assert!(counts.contains_key(&id), "no case for KV-{id}");
+    }
+}
