@@ -131,12 +131,10 @@ impl Count {
 }
 
 impl Held for Count {
+    const NEW: Count = Count::ABSENT;
+
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
         self.live(now_ms).then_some((self.value, self.expires))
-    }
-
-    fn idle(&self, now_ms: i64) -> bool {
-        !self.live(now_ms)
     }
 }
 
@@ -234,6 +232,7 @@ impl Counters {
             .change(
                 inner,
                 &t.path,
+                now,
                 || self.load(t, now),
                 |c| {
                     let cur = c.value(now);
@@ -343,6 +342,7 @@ impl Counters {
             .change(
                 inner,
                 &t.path,
+                now,
                 || self.load(t, now),
                 |c| {
                     let was = c.live(now);

@@ -7,8 +7,12 @@
 //! - A key changed since it was written (dirty) never leaves memory except
 //!   into the file: a live count is never evicted to make room. Written
 //!   (clean) keys go after a flush: every one for counters, so their next
-//!   change reads the file again; for rate limits those untouched for a
-//!   whole period or as good as new, so a hot key stays in memory.
+//!   change reads the file again; for rate limits those as good as new, and
+//!   every one when a new key needs room.
+//! - A rate limit reads a key from the file only while the file may hold a
+//!   live row that memory lacks: until the latest expiry among the name's
+//!   rows when the memory started, or among the live keys it let go of.
+//!   After that a key memory does not hold is new, and costs no read.
 //! - At most [`MEMORY_BOUND`] keys a name. A new key past the bound flushes
 //!   first; if the flush fails the new key is `Limit`, and the keys held
 //!   keep counting. A warning is logged when a name passes 80% of it.
@@ -18,7 +22,7 @@
 //!   so dropping every handle loses nothing.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -43,19 +47,17 @@ const FULL_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// The state of one key as memory holds it.
 pub(crate) trait Held: Clone + Send + 'static {
+    /// The state of a key the file does not hold.
+    const NEW: Self;
     /// The row that keeps this state, as an integer value and an expiry, or
     /// `None` when the key is as good as new and its row goes.
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)>;
-    /// Whether the key is as good as one never seen.
-    fn idle(&self, now_ms: i64) -> bool;
 }
 
 struct Slot<V> {
     v: V,
     /// 0 when the file has this state; else the stamp of its last change.
     dirty: u64,
-    /// Changed since the last flush.
-    touched: bool,
 }
 
 struct Shard<V> {
@@ -83,6 +85,9 @@ pub(crate) struct Memory<V> {
     last_full_log: Mutex<Option<Instant>>,
     /// Evict every written key after a flush (counters), not only idle ones.
     evict_all: bool,
+    /// Until this time (ms) the file may hold a live row memory lacks, so a
+    /// new key is read from it; `i64::MAX` reads always (counters).
+    read_until: AtomicI64,
     /// Moves at each clear, so a key read from the file across a clear is
     /// read again.
     clears: AtomicU64,
@@ -99,7 +104,8 @@ fn shard_of(path: &[u8]) -> usize {
 
 impl<V: Held> Memory<V> {
     /// A memory for the name `name` (id `bucket`), written every `period`,
-    /// registered with the store's flushes.
+    /// registered with the store's flushes. Until `read_until` (ms) a key it
+    /// does not hold is read from the file.
     pub(crate) fn new(
         store: &Store,
         name: &str,
@@ -107,6 +113,7 @@ impl<V: Held> Memory<V> {
         bucket: i64,
         period: Duration,
         evict_all: bool,
+        read_until: i64,
     ) -> Arc<Memory<V>> {
         let m = Arc::new_cyclic(|me| Memory {
             me: me.clone(),
@@ -130,6 +137,7 @@ impl<V: Held> Memory<V> {
             warned: AtomicBool::new(false),
             last_full_log: Mutex::new(None),
             evict_all,
+            read_until: AtomicI64::new(read_until),
             clears: AtomicU64::new(0),
         });
         *lock(&m.keepalive) = Some(m.clone());
@@ -143,13 +151,20 @@ impl<V: Held> Memory<V> {
         lock(&self.shards[shard_of(path)]).map.get(path).map(|s| s.v.clone())
     }
 
+    /// Whether a key memory does not hold must be read from the file at `now_ms`.
+    pub(crate) fn must_read(&self, now_ms: i64) -> bool {
+        now_ms < self.read_until.load(Ordering::Acquire)
+    }
+
     /// Changes the state of `path` with `f`, which returns its answer and
     /// whether it changed the state. A key memory does not hold is read
-    /// with `load` first, making room if memory is full.
+    /// with `load` first (when the file may hold it), making room if memory
+    /// is full.
     pub(crate) fn change<R>(
         &self,
         store: &StoreInner,
         path: &[u8],
+        now_ms: i64,
         load: impl Fn() -> Result<V>,
         f: impl FnOnce(&mut V) -> Result<(R, bool)>,
     ) -> Result<R> {
@@ -164,7 +179,8 @@ impl<V: Held> Memory<V> {
             }
             self.reserve(store)?;
             let epoch = self.clears.load(Ordering::Acquire);
-            let v = match load() {
+            let loaded = if self.must_read(now_ms) { load() } else { Ok(V::NEW) };
+            let v = match loaded {
                 Ok(v) => v,
                 Err(e) => {
                     self.held.fetch_sub(1, Ordering::AcqRel);
@@ -185,11 +201,7 @@ impl<V: Held> Memory<V> {
                     self.held.fetch_sub(1, Ordering::AcqRel);
                     o.into_mut()
                 }
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(Slot {
-                    v,
-                    dirty: 0,
-                    touched: false,
-                }),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(Slot { v, dirty: 0 }),
             };
             return apply(slot, stamp, f);
         }
@@ -325,17 +337,32 @@ impl<V: Held> Memory<V> {
         }
     }
 
+    /// Lets written keys go: every one with `all`, else those as good as new.
     fn evict(&self, now_ms: i64, all: bool) {
         let mut removed = 0;
+        let mut live_until = 0;
         for shard in &self.shards {
             let mut s = lock(shard);
             s.map.retain(|_, slot| {
-                let keep = slot.dirty != 0 || (!all && slot.touched && !slot.v.idle(now_ms));
-                slot.touched = false;
-                removed += usize::from(!keep);
-                keep
+                if slot.dirty != 0 {
+                    return true;
+                }
+                match slot.v.row(now_ms) {
+                    Some(_) if !all => true,
+                    Some((_, expires)) => {
+                        // Its row lives on in the file: read it when it comes back.
+                        live_until = live_until.max(expires.unwrap_or(i64::MAX));
+                        removed += 1;
+                        false
+                    }
+                    None => {
+                        removed += 1;
+                        false
+                    }
+                }
             });
         }
+        self.read_until.fetch_max(live_until, Ordering::AcqRel);
         let held = self.held.fetch_sub(removed, Ordering::AcqRel) - removed;
         if held < WARN_AT {
             self.warned.store(false, Ordering::Release);
@@ -372,7 +399,6 @@ impl<V: Held> Memory<V> {
 }
 
 fn apply<V, R>(slot: &mut Slot<V>, stamp: &mut u64, f: impl FnOnce(&mut V) -> Result<(R, bool)>) -> Result<R> {
-    slot.touched = true;
     let (r, changed) = f(&mut slot.v)?;
     if changed {
         *stamp += 1;

@@ -150,17 +150,26 @@ impl Shared {
             }
             return Ok(memory.clone());
         }
-        let memory = flush_every.map(|d| Memory::new(store, name, "counters", id, d, true));
+        // Counters read every new key: another process may have changed it.
+        let memory = flush_every.map(|d| Memory::new(store, name, "counters", id, d, true, i64::MAX));
         map.insert(id, (flush_every, memory.clone()));
         Ok(memory)
     }
 
-    /// The memory of rate limit `name`.
-    fn rate_memory(&self, store: &Store, id: i64, name: &str) -> Arc<Memory<Due>> {
-        lock(&self.rates)
-            .entry(id)
-            .or_insert_with(|| Memory::new(store, name, "rate limit", id, Duration::from_secs(1), false))
-            .clone()
+    /// The memory of rate limit `name`. It reads a new key from the file
+    /// only while a row the file held at its start may still be live.
+    fn rate_memory(&self, store: &Store, id: i64, name: &str) -> Result<Arc<Memory<Due>>> {
+        let mut rates = lock(&self.rates);
+        if let Some(m) = rates.get(&id) {
+            return Ok(m.clone());
+        }
+        let last = store
+            .inner
+            .readers
+            .with(|c| crate::storage::bucket_last_expiry(c, id))?;
+        let m = Memory::new(store, name, "rate limit", id, Duration::from_secs(1), false, last);
+        rates.insert(id, m.clone());
+        Ok(m)
     }
 
     /// The runs of `once` of this store.
@@ -169,6 +178,40 @@ impl Shared {
             .get_or_insert_with(|| Runs::new(self.store.clone()))
             .clone()
     }
+}
+
+thread_local! {
+    /// A path built for one call, so the hot path of a rate limit does not allocate.
+    static PATH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with the path of `key` in `branch`. A plain key (no NUL, not
+/// empty, short) is written into a reused buffer; any other goes through
+/// [`Branch::path`], which escapes it or says what is wrong with it.
+pub(crate) fn with_path<R>(
+    branch: &crate::key::Branch,
+    name: &str,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> Result<R>,
+) -> Result<R> {
+    let prefix = branch.prefix();
+    let plain = !key.is_empty()
+        && !key.contains(&0)
+        && prefix.len() + 1 + key.len() <= crate::key::MAX_PATH
+        && branch.owners().iter().all(|o| !o.is_empty());
+    if plain {
+        // Taken out while `f` runs, so a nested call finds an empty buffer.
+        let mut buf = PATH.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        buf.clear();
+        buf.extend_from_slice(prefix);
+        buf.push(0x02); // the key's tag in a path (key.rs)
+        buf.extend_from_slice(key);
+        debug_assert_eq!(Some(&buf[..]), branch.path(name, key).ok().as_deref());
+        let out = f(&buf);
+        PATH.with(|b| *b.borrow_mut() = buf);
+        return out;
+    }
+    f(&branch.path(name, key)?)
 }
 
 /// The time now in nanoseconds since the Unix epoch, for rate limits: the

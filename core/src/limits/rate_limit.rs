@@ -1,11 +1,13 @@
 //! Rate limits (KV-12): GCRA over one due time a key, kept in memory.
 //!
 //! A key's due time lives in the name's [`Memory`]: its first request reads
-//! the row once, later requests change memory only, and the memory writes
-//! it every second and on close. So a restart keeps a spent burst spent,
-//! and a crash forgets at most a second, letting at most one burst more
-//! through. The row expires when the key is as good as new, and maintenance
-//! deletes it; memory lets an idle key go after a flush.
+//! the row once (while the file may hold a live one), later requests change
+//! memory only, and the memory writes it every second and on close. So a
+//! restart keeps a spent burst spent, and a crash forgets at most a second,
+//! letting at most one burst more through. The row expires when the key is
+//! as good as new, and maintenance deletes it; memory lets such a key go
+//! after a flush. Each process keeps its own memory: processes sharing a
+//! file read each other's state only when a key first comes to them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,12 +17,12 @@ use std::time::Duration;
 
 use super::gcra::{Decision, Gcra};
 use super::memory::{Held, Memory};
-use super::{Allowance, from_nanos, now_nanos, shared};
+use super::{Allowance, from_nanos, now_nanos, shared, with_path};
 use crate::error::{Error, Result};
 use crate::key::{AsKey, Branch};
 use crate::storage::Kind;
 use crate::store::Store;
-use crate::values::{BucketCore, Target};
+use crate::values::BucketCore;
 
 /// Opens a rate limit:
 /// `store.rate_limit("sign-in-guesses").rate(5, Duration::from_secs(60)).burst(5).open()?`.
@@ -68,7 +70,7 @@ impl RateLimitBuilder {
         let gcra = Gcra::new(count, per, self.burst.unwrap_or(count))
             .map_err(|why| Error::invalid(why).in_bucket(&self.name))?;
         let bucket = BucketCore::open(&self.store, &self.name, Kind::RateLimit, None, None)?;
-        let memory = shared(&self.store).rate_memory(&self.store, bucket.id, &self.name);
+        let memory = shared(&self.store).rate_memory(&self.store, bucket.id, &self.name)?;
         Ok(RateLimit {
             core: Arc::new(LimitCore {
                 bucket,
@@ -86,14 +88,12 @@ impl RateLimitBuilder {
 pub(crate) struct Due(i64);
 
 impl Held for Due {
+    const NEW: Due = Due(0);
+
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
         // The row lives until the key is as good as new.
         let until = self.0.div_euclid(1_000_000) + i64::from(self.0.rem_euclid(1_000_000) != 0);
         (until > now_ms).then_some((self.0, Some(until)))
-    }
-
-    fn idle(&self, now_ms: i64) -> bool {
-        self.0 <= now_ms.saturating_mul(1_000_000)
     }
 }
 
@@ -142,18 +142,35 @@ impl RateLimit {
         }
     }
 
-    fn target(&self, key: &[u8]) -> Result<Target> {
-        self.core.bucket.store.inner.check_open()?;
-        Target::new(&self.core.bucket, &self.branch, key)
+    /// Names the key in an error that does not name one yet.
+    fn named(&self, key: &[u8], e: Error) -> Error {
+        if e.path().is_some() {
+            return e;
+        }
+        e.at(&self.core.bucket.name, self.branch.show_with(Some(key)))
     }
 
     /// Reads a key's due time from the file.
-    fn load(&self, t: &Target, now_ms: i64) -> Result<Due> {
-        let cell = self.core.bucket.store.inner.readers.with(|c| t.read(c, now_ms))?;
+    fn load(&self, path: &[u8], now_ms: i64) -> Result<Due> {
+        let bucket = &self.core.bucket;
+        let cell = bucket
+            .store
+            .inner
+            .readers
+            .with(|c| crate::storage::get(c, bucket.id, path, now_ms))?;
         match cell {
             None => Ok(Due(0)),
-            Some(c) => Ok(Due(c.value.as_int().map_err(|e| t.name(e))?)),
+            Some(c) => Ok(Due(c.value.as_int()?)),
         }
+    }
+
+    /// Runs `f` on the key's path and the time now (ns), naming the key in
+    /// any error.
+    fn on_key<R>(&self, key: &[u8], f: impl FnOnce(&[u8], i64) -> Result<R>) -> Result<R> {
+        let inner = &self.core.bucket.store.inner;
+        inner.check_open()?;
+        let now = now_nanos(&inner.clock, &self.core.floor);
+        with_path(&self.branch, &self.core.bucket.name, key, |path| f(path, now)).map_err(|e| self.named(key, e))
     }
 
     fn answer(d: Decision) -> Allowance {
@@ -174,24 +191,26 @@ impl RateLimit {
     /// Takes `n` requests together, or none. More than the burst is
     /// `Invalid`: it could never pass.
     pub fn allow_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
-        let t = self.target(&key.key_bytes())?;
+        let key = key.key_bytes();
         let gcra = self.core.gcra;
         if n == 0 || n > gcra.burst {
-            return Err(t.name(Error::invalid(format!(
-                "allow_n takes 1 to {} requests (the burst), not {n}",
-                gcra.burst
-            ))));
+            self.core.bucket.store.inner.check_open()?;
+            return Err(self.named(
+                &key,
+                Error::invalid(format!(
+                    "allow_n takes 1 to {} requests (the burst), not {n}",
+                    gcra.burst
+                )),
+            ));
         }
         let inner = &self.core.bucket.store.inner;
-        let now = now_nanos(&inner.clock, &self.core.floor);
-        let now_ms = now.div_euclid(1_000_000);
-        let d = self
-            .core
-            .memory
-            .change(
+        let d = self.on_key(&key, |path, now| {
+            let now_ms = now.div_euclid(1_000_000);
+            self.core.memory.change(
                 inner,
-                &t.path,
-                || self.load(&t, now_ms),
+                path,
+                now_ms,
+                || self.load(path, now_ms),
                 |due| {
                     let d = gcra.decide(due.0, now, n);
                     if d.ok {
@@ -200,37 +219,40 @@ impl RateLimit {
                     Ok((d, d.ok))
                 },
             )
-            .map_err(|e| t.name(e))?;
+        })?;
         Ok(Self::answer(d))
     }
 
     /// The answer one request would get now, counting nothing.
     pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
-        let t = self.target(&key.key_bytes())?;
-        let inner = &self.core.bucket.store.inner;
-        let now = now_nanos(&inner.clock, &self.core.floor);
-        let due = match self.core.memory.get(&t.path) {
-            Some(d) => d,
-            None => self.load(&t, now.div_euclid(1_000_000))?,
-        };
-        Ok(Self::answer(self.core.gcra.decide(due.0, now, 1)))
+        let key = key.key_bytes();
+        let d = self.on_key(&key, |path, now| {
+            let now_ms = now.div_euclid(1_000_000);
+            let due = match self.core.memory.get(path) {
+                Some(d) => d,
+                None if self.core.memory.must_read(now_ms) => self.load(path, now_ms)?,
+                None => Due::NEW,
+            };
+            Ok(self.core.gcra.decide(due.0, now, 1))
+        })?;
+        Ok(Self::answer(d))
     }
 
     /// Forgets the key: its next request has the full burst.
     pub fn reset(&self, key: impl AsKey) -> Result<()> {
-        let t = self.target(&key.key_bytes())?;
+        let key = key.key_bytes();
         let inner = &self.core.bucket.store.inner;
-        self.core
-            .memory
-            .change(
+        self.on_key(&key, |path, now| {
+            self.core.memory.change(
                 inner,
-                &t.path,
-                || Ok(Due(0)),
+                path,
+                now.div_euclid(1_000_000),
+                || Ok(Due::NEW), // no need to read what is forgotten
                 |due| {
                     due.0 = 0;
                     Ok(((), true))
                 },
             )
-            .map_err(|e| t.name(e))
+        })
     }
 }

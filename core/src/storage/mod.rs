@@ -408,3 +408,11 @@ pub fn runs_renew(conn: &Connection, holder: &str, until: i64) -> Result<usize> 
 pub fn runs_sweep(conn: &Connection, now: i64) -> Result<usize> {
     Ok(conn.prepare_cached(sql::RUNS_SWEEP)?.execute([now])?)
 }
+
+/// The latest expiry of a handle's rows, in ms (i64::MAX if a row never
+/// expires, 0 if it has none).
+pub fn bucket_last_expiry(conn: &Connection, bucket: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(sql::BUCKET_LAST_EXPIRY)?
+        .query_row([bucket], |r| r.get(0))?)
+}

@@ -165,3 +165,7 @@ pub const RUN_RELEASE: &str = "DELETE FROM runs WHERE bucket = ?1 AND path = ?2 
 pub const RUNS_RENEW: &str = "UPDATE runs SET until = ?2 WHERE holder = ?1";
 /// Forgets the runs whose holder stopped renewing them.
 pub const RUNS_SWEEP: &str = "DELETE FROM runs WHERE until < ?1";
+/// The latest expiry of a handle's rows (i64::MAX if one never expires):
+/// until then a key a rate limit's memory lacks may have a live row.
+pub const BUCKET_LAST_EXPIRY: &str = "SELECT CASE WHEN count(*) > count(expires) THEN 9223372036854775807
+     ELSE coalesce(max(expires), 0) END FROM cells WHERE bucket = ?1";

@@ -57,11 +57,27 @@ pub fn child(helper: &str, role: &str, dir: &Path) -> Command {
     c
 }
 
-/// The line a child printed after `prefix`.
+/// Waits for a child at most `within`, so that a run that never ends fails
+/// the test instead of hanging it; returns its output.
+pub fn finish(mut child: std::process::Child, within: Duration) -> std::process::Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > within {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("a child ran over {within:?}: {out:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// What a child printed after `prefix` on a line (libtest may print its
+/// own words before it).
 pub fn said(out: &[u8], prefix: &str) -> Option<String> {
     String::from_utf8_lossy(out)
         .lines()
-        .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+        .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest.to_owned()))
 }
 
 static LOGS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());

@@ -1,0 +1,424 @@
+//! KV-11: once, in one process and across processes.
+
+mod limits_common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use limits_common::{child, child_role, finish, open, said};
+use serde::{Deserialize, Serialize};
+use tinystore::{Begun, Error, ErrorKind, ONCE_LEASE, ONCE_POLL, Once, Store};
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+struct Sent {
+    id: i64,
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn sends(store: &Store) -> Once<Sent> {
+    store.once::<Sent>("sends").keep(24 * HOUR).open().unwrap()
+}
+
+/// Rows of the `runs` table: claims held in the file.
+fn claims(dir: &Path) -> usize {
+    let c = rusqlite::Connection::open(dir.join(tinystore::FILE_NAME)).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize
+}
+
+#[test]
+fn kv11_fn_runs_once_and_its_answer_is_kept_for_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = store.once::<Sent>("sends").keep(HOUR).open().unwrap();
+    let calls = AtomicU32::new(0);
+    let run = || {
+        once.run("k7q2", || {
+            let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(Sent { id: 40 + n as i64 })
+        })
+    };
+    assert_eq!(run().unwrap(), Sent { id: 41 });
+    assert_eq!(run().unwrap(), Sent { id: 41 }, "the kept answer, fn not run again");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(claims(dir.path()), 0, "the claim went with the keep");
+    store.clock().advance(HOUR - Duration::from_millis(1)).unwrap();
+    assert_eq!(run().unwrap(), Sent { id: 41 }, "kept until keep has passed");
+    store.clock().advance(Duration::from_millis(1)).unwrap();
+    assert_eq!(run().unwrap(), Sent { id: 42 }, "after keep the key runs again");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn kv11_keep_defaults_to_a_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = store.once::<i64>("default-keep").open().unwrap();
+    assert_eq!(once.run("k", || Ok(1)).unwrap(), 1);
+    store.clock().advance(24 * HOUR - Duration::from_millis(1)).unwrap();
+    assert_eq!(once.get("k").unwrap(), Some(1));
+    store.clock().advance(Duration::from_millis(1)).unwrap();
+    assert_eq!(once.get("k").unwrap(), None);
+    let e = store.once::<i64>("zero").keep(Duration::ZERO).open().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+}
+
+#[test]
+fn kv11_get_and_delete_read_and_forget_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    assert_eq!(once.get("k").unwrap(), None);
+    assert!(!once.delete("k").unwrap());
+    once.run("k", || Ok(Sent { id: 1 })).unwrap();
+    assert_eq!(once.get("k").unwrap(), Some(Sent { id: 1 }));
+    assert_eq!(
+        once.under("user-2").get("k").unwrap(),
+        None,
+        "another branch is another key"
+    );
+    assert_eq!(
+        once.under("user-2").run("k", || Ok(Sent { id: 2 })).unwrap(),
+        Sent { id: 2 }
+    );
+    assert!(once.delete("k").unwrap());
+    assert_eq!(
+        once.run("k", || Ok(Sent { id: 3 })).unwrap(),
+        Sent { id: 3 },
+        "a deleted answer runs again"
+    );
+    assert_eq!(once.under("user-2").get("k").unwrap(), Some(Sent { id: 2 }));
+    assert_eq!(
+        store.bucket::<i64>("sends").open().unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    assert_eq!(
+        store.once::<i64>("Sends").open().unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    let e = once.run("", || Ok(Sent { id: 0 })).unwrap_err();
+    assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("sends")));
+}
+
+#[test]
+fn kv11_an_error_or_a_panic_keeps_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let e = once
+        .run("k", || Err(Error::new(ErrorKind::Io, "the database was down")))
+        .unwrap_err();
+    assert_eq!(e.message(), "the database was down", "fn's own error comes back");
+    assert_eq!(once.get("k").unwrap(), None);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        once.run("k", || -> tinystore::Result<Sent> { panic!("boom") })
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(once.get("k").unwrap(), None);
+    assert_eq!(
+        once.run("k", || Ok(Sent { id: 5 })).unwrap(),
+        Sent { id: 5 },
+        "the next run runs fn"
+    );
+    assert_eq!(claims(dir.path()), 0);
+}
+
+#[test]
+fn kv11_a_second_run_waits_for_the_first_and_gets_its_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let calls = AtomicU32::new(0);
+    let (started, is_started) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let (once, calls) = (&once, &calls);
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            once.run("k", || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                started.send(()).unwrap();
+                wait_go.recv().unwrap();
+                Ok(Sent { id: 41 })
+            })
+        });
+        is_started.recv().unwrap();
+        let (ready, answer) = mpsc::channel();
+        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        assert!(
+            answer.try_recv().is_err(),
+            "begin waits while the first run holds the key"
+        );
+        let second = s.spawn(|| {
+            once.run("k", || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Ok(Sent { id: 99 })
+            })
+        });
+        assert_eq!(
+            once.run("other", || Ok(Sent { id: 7 })).unwrap(),
+            Sent { id: 7 },
+            "another key runs at once"
+        );
+        assert_eq!(claims(dir.path()), 1, "the running key is claimed in the file");
+        go.send(()).unwrap();
+        assert_eq!(first.join().unwrap().unwrap(), Sent { id: 41 });
+        assert_eq!(
+            second.join().unwrap().unwrap(),
+            Sent { id: 41 },
+            "the waiter got the first answer"
+        );
+        match answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap() {
+            Begun::Kept(raw) => assert_eq!(tinystore::decode::<Sent>(&raw).unwrap(), Sent { id: 41 }),
+            Begun::Run(_) => panic!("the waiter ran though an answer was kept"),
+        }
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "fn ran once");
+}
+
+#[test]
+fn kv11_after_a_failed_run_the_waiter_runs_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let (started, is_started) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let once = &once;
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            once.run("k", || {
+                started.send(()).unwrap();
+                wait_go.recv().unwrap();
+                Err::<Sent, _>(Error::new(ErrorKind::Io, "failed"))
+            })
+        });
+        is_started.recv().unwrap();
+        let (ready, answer) = mpsc::channel();
+        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        go.send(()).unwrap();
+        assert!(first.join().unwrap().is_err());
+        match answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap() {
+            Begun::Run(claim) => {
+                let (done, kept) = mpsc::channel();
+                claim.keep(tinystore::encode(&Sent { id: 8 }).unwrap(), move |r| {
+                    done.send(r).unwrap()
+                });
+                kept.recv().unwrap().unwrap();
+            }
+            Begun::Kept(_) => panic!("a failed run kept an answer"),
+        }
+    });
+    assert_eq!(once.get("k").unwrap(), Some(Sent { id: 8 }));
+    assert_eq!(once.run("k", || Ok(Sent { id: 9 })).unwrap(), Sent { id: 8 });
+}
+
+#[test]
+fn kv11_an_answer_is_kept_when_the_caller_went_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let (ready, answer) = mpsc::channel();
+    once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+    let Begun::Run(claim) = answer.recv().unwrap().unwrap() else {
+        panic!("nothing kept yet")
+    };
+    {
+        let (done, gone) = mpsc::channel::<tinystore::Result<()>>();
+        drop(gone); // nobody waits for the outcome any more
+        claim.keep(tinystore::encode(&Sent { id: 3 }).unwrap(), move |r| {
+            let _ = done.send(r);
+        });
+    }
+    once.delete("unrelated").unwrap(); // a later write: the keep committed before it
+    assert_eq!(once.get("k").unwrap(), Some(Sent { id: 3 }));
+}
+
+#[test]
+fn kv11_a_dropped_claim_keeps_nothing_and_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let begin = || {
+        let (ready, answer) = mpsc::channel();
+        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap()
+    };
+    let Begun::Run(claim) = begin() else {
+        panic!("nothing kept yet")
+    };
+    drop(claim);
+    let Begun::Run(claim) = begin() else {
+        panic!("a dropped claim kept an answer")
+    };
+    claim.abandon();
+    let Begun::Run(claim) = begin() else {
+        panic!("an abandoned claim kept an answer")
+    };
+    drop(claim);
+    once.delete("unrelated").unwrap();
+    assert_eq!(claims(dir.path()), 0, "letting go deletes the claim in the file");
+    assert_eq!(once.get("k").unwrap(), None);
+}
+
+#[test]
+fn kv11_a_run_inside_its_own_run_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = store.once::<i64>("nested").open().unwrap();
+    let outer = once
+        .run("k", || {
+            let e = once.run("k", || Ok(1)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Invalid);
+            assert_eq!(e.path(), Some("k"));
+            let inner = once.run("j", || Ok(2))?;
+            Ok(inner + 1)
+        })
+        .unwrap();
+    assert_eq!(outer, 3, "a run of another key inside a run is fine");
+    assert_eq!(once.get("j").unwrap(), Some(2));
+    assert_eq!(once.run("k", || Ok(0)).unwrap(), 3);
+}
+
+/// Two stores on one file coordinate through the file as two processes do.
+#[test]
+fn kv11_two_stores_on_one_file_run_fn_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (Store::open(dir.path()).unwrap(), Store::open(dir.path()).unwrap());
+    let (on_a, on_b) = (sends(&a), sends(&b));
+    let calls = AtomicU32::new(0);
+    let (started, is_started) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let (on_a, on_b, calls) = (&on_a, &on_b, &calls);
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            on_a.run("k", || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                started.send(()).unwrap();
+                wait_go.recv().unwrap();
+                Ok(Sent { id: 1 })
+            })
+        });
+        is_started.recv().unwrap();
+        let second = s.spawn(|| {
+            on_b.run("k", || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Ok(Sent { id: 2 })
+            })
+        });
+        std::thread::sleep(3 * ONCE_POLL); // let the second poll the file a few times
+        go.send(()).unwrap();
+        assert_eq!(first.join().unwrap().unwrap(), Sent { id: 1 });
+        assert_eq!(second.join().unwrap().unwrap(), Sent { id: 1 });
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+/// Two processes run `once` on one key at the same moment: fn runs once.
+#[test]
+fn kv11_two_processes_run_fn_once() {
+    let dir = tempfile::tempdir().unwrap();
+    open(dir.path()).close().unwrap(); // the file exists before both start
+    let kids: Vec<_> = (0..2)
+        .map(|_| child("child_process", "run-once", dir.path()).spawn().unwrap())
+        .collect();
+    let answers: Vec<String> = kids
+        .into_iter()
+        .map(|k| {
+            let out = finish(k, Duration::from_secs(60));
+            assert!(out.status.success(), "{out:?}");
+            said(&out.stdout, "ANSWER=").expect("the child answered")
+        })
+        .collect();
+    assert_eq!(answers[0], answers[1], "both got the one answer");
+    let ran = std::fs::read_to_string(dir.path().join("ran")).unwrap();
+    assert_eq!(ran.lines().count(), 1, "fn ran once: {ran:?}");
+}
+
+/// The process running a key is killed with SIGKILL mid-run: another
+/// process runs the key within the documented bound, ONCE_LEASE plus a
+/// poll after the death, and not while the first was alive.
+#[test]
+fn kv11_killed_process_lets_another_run() {
+    let dir = tempfile::tempdir().unwrap();
+    open(dir.path()).close().unwrap();
+    let mut first = child("child_process", "hang", dir.path()).spawn().unwrap();
+    let started = Instant::now();
+    while !dir.path().join("started").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the first child never started fn"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = child("child_process", "take-over", dir.path()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500)); // real time: leases are about real processes
+    assert!(
+        !dir.path().join("b-ran").exists(),
+        "the second waits while the first lives"
+    );
+    first.kill().unwrap(); // SIGKILL: no destructor, no release
+    let killed = SystemTime::now();
+    first.wait().unwrap();
+    let out = finish(second, Duration::from_secs(60));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(said(&out.stdout, "ANSWER=").as_deref(), Some("from the second"));
+    let b_ran: u64 = std::fs::read_to_string(dir.path().join("b-ran"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let after_kill =
+        Duration::from_millis(b_ran).saturating_sub(killed.duration_since(SystemTime::UNIX_EPOCH).unwrap());
+    let bound = ONCE_LEASE + ONCE_POLL + Duration::from_millis(1500); // slack for a loaded machine
+    assert!(after_kill <= bound, "ran {after_kill:?} after the kill, over {bound:?}");
+    let store = open(dir.path());
+    assert_eq!(
+        store
+            .once::<String>("jobs")
+            .open()
+            .unwrap()
+            .get("k")
+            .unwrap()
+            .as_deref(),
+        Some("from the second")
+    );
+}
+
+/// Not a test: the child process of the tests above, a no-op otherwise.
+#[test]
+fn child_process() {
+    let Some((role, dir)) = child_role() else { return };
+    let store = Store::open(&dir).unwrap();
+    let pid = std::process::id();
+    let answer = match role.as_str() {
+        "run-once" => sends(&store)
+            .run("k7q2", || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("ran"))
+                    .unwrap();
+                writeln!(f, "{pid}").unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+                Ok(Sent { id: pid as i64 })
+            })
+            .map(|s| s.id.to_string()),
+        "hang" => store.once::<String>("jobs").open().unwrap().run("k", || {
+            std::fs::write(dir.join("started"), b"1").unwrap();
+            std::thread::sleep(Duration::from_secs(120));
+            Ok("from the first".to_owned())
+        }),
+        "take-over" => store.once::<String>("jobs").open().unwrap().run("k", || {
+            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+            std::fs::write(dir.join("b-ran"), now.as_millis().to_string()).unwrap();
+            Ok("from the second".to_owned())
+        }),
+        other => panic!("unknown role {other}"),
+    };
+    println!("ANSWER={}", answer.unwrap());
+    store.close().unwrap();
+}
