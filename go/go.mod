@@ -1,3 +1,3 @@
 module tinyshed.org/tinystore
 
-go 1.23
+go 1.24

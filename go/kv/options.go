@@ -117,7 +117,9 @@ func Burst(b int) BurstOption { return BurstOption{b} }
 func (o BurstOption) applyRateLimit(c *rateConfig) { c.burst, c.hasBurst = o.b, true }
 
 // QuotaOption configures OpenQuota: one to eight Windows.
-type QuotaOption interface{ applyQuota(*[]native.QuotaWindow, *[]error) }
+type QuotaOption interface {
+	applyQuota(*[]native.QuotaWindow, *[]error)
+}
 
 // WindowOption is a window of a quota: see Window.
 type WindowOption struct {

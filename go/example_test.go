@@ -1,0 +1,62 @@
+package tinystore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/kv"
+)
+
+// Open a store, a bucket on it, and close it when done.
+func ExampleOpen() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "tinystore-example")
+	defer os.RemoveAll(dir)
+
+	store, err := tinystore.Open(ctx, dir, tinystore.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	codes, err := kv.OpenBucket[int64](store, "sign-in-codes", kv.TTL(15*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	_ = codes.Set(ctx, "5f2b", 42)
+	userID, found, err := codes.Take(ctx, "5f2b")
+	fmt.Println(userID, found, err)
+	_, found, _ = codes.Take(ctx, "5f2b")
+	fmt.Println(found)
+	// Output:
+	// 42 true <nil>
+	// false
+}
+
+// Testing without waiting: a Manual store reads the test's clock, runs
+// nothing in the background, and deletes expired rows when Maintain says.
+func ExampleOptions_manual() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "tinystore-example")
+	defer os.RemoveAll(dir)
+
+	now := time.Now()
+	store, err := tinystore.Open(ctx, dir, tinystore.Options{Manual: true, Clock: func() time.Time { return now }})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	codes, err := kv.OpenBucket[int64](store, "login-codes", kv.TTL(15*time.Minute))
+
+	err = codes.Set(ctx, "code", 42)
+	now = now.Add(16 * time.Minute)
+	_, found, err := codes.Take(ctx, "code") // false: expired
+	fmt.Println(found, err)
+	m, err := store.Maintain(ctx) // writes counters and renewals, deletes what expired or was cleared
+	fmt.Println(m.Expired, err)
+	// Output:
+	// false <nil>
+	// 1 <nil>
+}
