@@ -42,6 +42,9 @@ const WARN_AT: usize = MEMORY_BOUND / 5 * 4;
 const SHARDS: usize = 64;
 /// Keys written per transaction by a flush.
 const FLUSH_BATCH: usize = 10_000;
+/// How early a periodic flush may run: the store's tick is a second, so a
+/// period measured to the tick would otherwise slip to every other tick.
+const TICK_SLACK: Duration = Duration::from_millis(250);
 /// A full memory logs its refusals at most this often.
 const FULL_LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -267,6 +270,7 @@ impl<V: Held> Memory<V> {
     /// keys were written.
     pub(crate) fn flush_now(&self, store: &StoreInner, evict_all: bool) -> Result<usize> {
         let _flushing = lock(&self.flushing);
+        let started = Instant::now();
         let mut dirty: Vec<(usize, Vec<u8>)> = Vec::new();
         for (i, shard) in self.shards.iter().enumerate() {
             let s = lock(shard);
@@ -298,7 +302,7 @@ impl<V: Held> Memory<V> {
             }
         }
         self.evict(store.clock.now_millis(), evict_all);
-        *lock(&self.last_flush) = Instant::now();
+        *lock(&self.last_flush) = started;
         result.map(|()| written)
     }
 
@@ -409,7 +413,7 @@ fn apply<V, R>(slot: &mut Slot<V>, stamp: &mut u64, f: impl FnOnce(&mut V) -> Re
 
 impl<V: Held> Flush for Memory<V> {
     fn flush(&self, store: &StoreInner, force: bool) -> Result<usize> {
-        if !force && lock(&self.last_flush).elapsed() < self.period {
+        if !force && lock(&self.last_flush).elapsed() + TICK_SLACK < self.period {
             return Ok(0);
         }
         let out = self.flush_now(store, self.evict_all);

@@ -42,6 +42,19 @@ use counters::Count;
 use memory::Memory;
 use rate_limit::Due;
 
+// Bindings hold these across threads: a claim while a Python or JS
+// function runs, handles in every worker.
+const _: () = {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<Counters>();
+    shared_across_threads::<RateLimit>();
+    shared_across_threads::<Quota>();
+    shared_across_threads::<RawOnce>();
+    shared_across_threads::<Claim>();
+    shared_across_threads::<Begun>();
+    shared_across_threads::<Once<String>>();
+};
+
 /// The answer of a rate limit or a quota: whether the request passes, how
 /// many more would pass now, and when to try again after a refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
