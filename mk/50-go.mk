@@ -15,6 +15,7 @@ GO_STAMP := go/internal/native/zz_lib_stamp.go
 
 .PHONY: go-lib test-go bench-go
 TEST_TARGETS += test-go
+BENCH_TARGETS += bench-go
 
 go-lib:
 	cargo build --release -p tinystore-c
