@@ -14,8 +14,9 @@ type Options struct {
 	// test says. The clock starts at Clock(), or at the time of Open.
 	Manual bool
 	// Clock is a manual store's clock, read before every call, so a test
-	// moves time by changing what it returns. The store's clock never moves
-	// back: an earlier time leaves it where it is. Only with Manual.
+	// moves time by changing what it returns; it is called from every
+	// goroutine that uses the store. The store's clock never moves back: an
+	// earlier time leaves it where it is. Only with Manual.
 	Clock func() time.Time
 	// Readers is how many reader connections to keep; 0 for one per core
 	// (2 to 8).

@@ -34,18 +34,18 @@ const (
 // Value is a value as it crosses: Kind says which of Int and Bytes holds it.
 // Going in, Bytes is only read during the call.
 type Value struct {
-	Kind  Kind
-	Int   int64
-	Bytes []byte
+	Kind  Kind   // which of Int and Bytes holds the value
+	Int   int64  // an integer, a bool, or the bits of a float or uint64
+	Bytes []byte // bytes, text or JSON
 }
 
 // Entry is a key's value with its version and expiry.
 type Entry struct {
 	Key       string // in a listing only
-	Value     Value
-	Version   int64
-	HasExpiry bool
-	ExpiresMs int64
+	Value     Value  // read as the kind asked for
+	Version   int64  // the revision that wrote it
+	HasExpiry bool   // whether ExpiresMs holds a time
+	ExpiresMs int64  // ms since the Unix epoch
 }
 
 // How a write sets its key's expiry.
@@ -57,10 +57,10 @@ const (
 
 // WriteOptions are a write's own options.
 type WriteOptions struct {
-	Expiry       int32 // ExpiryNone, ExpiryIn (ns) or ExpiryAt (ms)
-	ExpiryValue  int64
-	HasIfVersion bool
-	IfVersion    int64
+	Expiry       int32 // ExpiryNone, ExpiryIn or ExpiryAt
+	ExpiryValue  int64 // ns for ExpiryIn, ms since the Unix epoch for ExpiryAt
+	HasIfVersion bool  // whether IfVersion applies
+	IfVersion    int64 // the version the write expects
 }
 
 func (o WriteOptions) c() C.TsWriteOptions {

@@ -14,19 +14,19 @@ import (
 
 // Window is one window of a quota in an answer.
 type Window struct {
-	Name              string
-	Used, Limit, Left uint64
-	HasResetsAt       bool
-	ResetsAtNs        int64
+	Name              string // the window's name
+	Used, Limit, Left uint64 // uses counted, allowed and left
+	HasResetsAt       bool   // whether the window has started
+	ResetsAtNs        int64  // when it resets, ns since the Unix epoch
 }
 
 // Allowance is the answer of a rate limit or a quota.
 type Allowance struct {
-	OK         bool
-	Left       uint64
-	HasRetryAt bool
-	RetryAtNs  int64
-	Windows    []Window
+	OK         bool     // whether the request passed
+	Left       uint64   // how many more would pass now
+	HasRetryAt bool     // whether RetryAtNs holds a time
+	RetryAtNs  int64    // when the request would pass, ns since the Unix epoch
+	Windows    []Window // a quota's windows
 }
 
 func allowance(a *C.TsAllowance) Allowance {
@@ -45,7 +45,7 @@ func allowance(a *C.TsAllowance) Allowance {
 // handle is what every handle of a store shares: its store and name.
 type handle struct {
 	store *Store
-	Name  string
+	Name  string // the handle's name
 }
 
 // begin checks ctx and moves a manual store's clock before a call.
@@ -210,9 +210,9 @@ const (
 
 // QuotaWindow is a window a quota opens with.
 type QuotaWindow struct {
-	Name  string
-	Limit uint64
-	Span  time.Duration
+	Name  string        // [a-z][a-z0-9_]{0,31}
+	Limit uint64        // uses per span
+	Span  time.Duration // how long the window lasts from its first use
 }
 
 // OpenQuota opens the quota name of s with its windows.

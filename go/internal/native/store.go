@@ -31,8 +31,8 @@ var StoreOf func(store any) *Store
 
 // Maintenance is what one maintenance pass did.
 type Maintenance struct {
-	Flushed, Renewed, Cleared, Expired int
-	More                               bool
+	Flushed, Renewed, Cleared, Expired int  // keys flushed and renewed, rows cleared and expired
+	More                               bool // whether rows were left for the next pass
 }
 
 // Open opens the store in dir. A manual store has a test clock starting at
