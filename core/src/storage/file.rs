@@ -112,8 +112,12 @@ pub(crate) fn check_owner(conn: &Connection, path: &Path) -> Result<()> {
     let app: i32 = conn
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .map_err(|e| opened(path, e))?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    let tables: i64 = conn.query_row(sql::TABLE_COUNT, [], |r| r.get(0))?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| opened(path, e))?;
+    let tables: i64 = conn
+        .query_row(sql::TABLE_COUNT, [], |r| r.get(0))
+        .map_err(|e| opened(path, e))?;
     if app == 0 && version == 0 && tables == 0 {
         return Ok(()); // an empty database: ours to create
     }
