@@ -41,6 +41,27 @@ pub(crate) fn check_header(path: &Path) -> Result<()> {
             path.display()
         )));
     }
+    // Pages are written whole, so a file that ends inside a page was cut
+    // short, and SQLite would read the missing bytes as zeros. While a WAL
+    // with content is beside it, a checkpoint may be copying pages in, so
+    // only a file without one is judged here.
+    let mut size = [0u8; 2];
+    if f.read_exact(&mut size).is_ok() {
+        let page = match u16::from_be_bytes(size) {
+            1 => 65_536,
+            p => u64::from(p),
+        };
+        let len = f.metadata()?.len();
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal_len = fs::metadata(Path::new(&wal)).map_or(0, |m| m.len());
+        if page >= 512 && wal_len == 0 && len % page != 0 {
+            return Err(Error::corrupt(format!(
+                "{} is {len} bytes, not a whole number of its {page}-byte pages: it was cut short (truncated); it was left as it was",
+                path.display()
+            )));
+        }
+    }
     Ok(())
 }
 
