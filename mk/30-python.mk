@@ -6,7 +6,7 @@
 PY_DIR := python
 PY_VENV := $(PY_DIR)/.venv
 PY := $(abspath $(PY_VENV))/bin/python
-PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "pytest-asyncio>=0.24" "pydantic>=2"
+PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "pytest-asyncio>=0.24" "pydantic>=2" "mypy>=1.10"
 PY_BENCH_TOOLS := diskcache
 
 .PHONY: venv-python build-python test-python test-python-install lint-python bench-python
@@ -33,6 +33,7 @@ lint-python:
 	cargo clippy -p tinystore-python --no-deps --all-targets -- -D warnings
 
 test-python: build-python lint-python
+	cd $(PY_DIR) && $(PY) -m mypy
 	cd $(PY_DIR) && $(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-python-install
 

@@ -146,7 +146,7 @@ async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
     with pytest.raises(tinystore.InvalidError) as e:
         await b.set("k", [1, "2"])  # type: ignore[list-item]
     assert "[1]" in str(e.value)
-    u = store.bucket("u", int | str)
+    u: tinystore.Bucket[int | str] = store.bucket("u", int | str)
     await u.set("a", 1)
     await u.set("b", "x")
     assert (await u.get("a"), await u.get("b")) == (1, "x")

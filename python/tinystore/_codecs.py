@@ -253,8 +253,10 @@ def _dump_enum(tp: type[enum.Enum]) -> _Fn:
 def _dump_date(tp: type) -> _Fn:
     def dump(v: Any) -> Any:
         # A datetime is a date too; keep them apart.
-        if not isinstance(v, tp) or (tp is dt.date and isinstance(v, dt.datetime)):
+        if not isinstance(v, (dt.datetime, dt.date, dt.time)) or not isinstance(v, tp):
             raise Mismatch(f"expected {tp.__name__}, {_got(v)}")
+        if tp is dt.date and isinstance(v, dt.datetime):  # a datetime is a date too; keep them apart
+            raise Mismatch(f"expected date, {_got(v)}")
         return v.isoformat()
 
     return dump
