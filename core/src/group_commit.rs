@@ -39,6 +39,35 @@ thread_local! {
     static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
+    /// Set inside [`submit_together`]: writers to wake when it ends.
+    static HELD: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, holding back the writer's wake-up for every write it submits
+/// until `f` returns: the writer then finds them all queued and commits them
+/// as one group, instead of starting a group with the first while the rest
+/// are still being submitted. For bindings that submit a burst of writes
+/// (every `set` of one event-loop turn) from one thread.
+pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
+    struct Release(bool);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            if self.0 {
+                return; // an outer call wakes them
+            }
+            for shared in HELD.with(|h| h.borrow_mut().take()).unwrap_or_default() {
+                shared.wake.notify_one();
+            }
+        }
+    }
+    let nested = HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        let nested = h.is_some();
+        h.get_or_insert_with(Vec::new);
+        nested
+    });
+    let _release = Release(nested);
+    f()
 }
 
 /// What a write sees while it runs: the connection inside the group's
@@ -214,7 +243,18 @@ impl Writer {
         }
         q.ops.push_back(job);
         drop(q);
-        self.shared.wake.notify_one();
+        let held = HELD.with(|h| match h.borrow_mut().as_mut() {
+            Some(writers) => {
+                if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) {
+                    writers.push(self.shared.clone());
+                }
+                true
+            }
+            None => false,
+        });
+        if !held {
+            self.shared.wake.notify_one();
+        }
         Ok(Ticket(cancel))
     }
 
@@ -507,4 +547,40 @@ fn commit_group(
         op.finish(commit.as_ref(), None);
     }
     leftover
+}
+
+#[cfg(test)]
+mod submit_together_tests {
+    use std::time::{Duration, SystemTime};
+
+    use crate::{Options, Raw, RawBucket, Store, WriteOptions};
+
+    #[test]
+    fn kv15_writes_submitted_together_commit_as_one_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let store = Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap();
+        let b = RawBucket::open(&store, "b", None, None).unwrap();
+        b.set(b"warm", Raw::int(0), WriteOptions::default()).unwrap();
+        let (g0, _) = store.group_stats();
+        let (tx, rx) = std::sync::mpsc::channel();
+        super::submit_together(|| {
+            for i in 0..64 {
+                let tx = tx.clone();
+                let key = format!("k{i}");
+                b.set_then(key.as_bytes(), Raw::int(i), WriteOptions::default(), move |r| {
+                    tx.send(r).unwrap()
+                })
+                .unwrap();
+            }
+        });
+        for _ in 0..64 {
+            rx.recv().unwrap().unwrap();
+        }
+        assert_eq!(
+            store.group_stats().0 - g0,
+            1,
+            "64 writes submitted together are one group"
+        );
+    }
 }
