@@ -28,6 +28,24 @@ help:
 test: $(TEST_TARGETS)
 	@echo "make test: all passed ($(TEST_TARGETS))"
 
-demo: $(DEMO_TARGETS)
+# The demo runs every language's chat against one store, then lists it.
+DEMO_DIR ?= $(ROOT)/data
+export DEMO_DIR
+demo: demo-start $(DEMO_TARGETS) demo-list
+
+.PHONY: demo-start demo-list
+demo-start:
+	@rm -rf "$(DEMO_DIR)" && mkdir -p "$(DEMO_DIR)"
+	@echo "== make demo: the handbook's chat in each language, on one store at $(DEMO_DIR)"
+
+demo-list:
+	@cargo build -q --release -p tinystore-cli
+	@echo; echo "== what the chats left in $(DEMO_DIR)/kv.db: tinystore kv buckets"
+	@$(TARGET_DIR)/release/tinystore kv buckets --dir "$(DEMO_DIR)"
+	@echo; echo "== tinystore kv list sessions"
+	@$(TARGET_DIR)/release/tinystore kv list sessions --dir "$(DEMO_DIR)"
+	@echo; echo "== tinystore kv list sends"
+	@$(TARGET_DIR)/release/tinystore kv list sends --dir "$(DEMO_DIR)"
+	@echo; echo "make demo: done. Look again any time with: $(TARGET_DIR)/release/tinystore kv list <bucket> --dir $(DEMO_DIR)"
 
 bench: $(BENCH_TARGETS)

@@ -9,3 +9,9 @@ lint-rust:
 
 test-rust:
 	cargo test --workspace
+
+.PHONY: demo-rust
+DEMO_TARGETS += demo-rust
+demo-rust:
+	@echo; echo "== Rust: examples/rust"
+	@cargo run -q --release -p tinystore-example-chat -- "$(DEMO_DIR)"

@@ -179,13 +179,16 @@ fn kv12_peek_counts_nothing_and_reset_forgets() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let rl = guesses(&store);
-    assert_eq!(rl.peek("ip").unwrap().left, 4, "one more would leave 4");
-    assert_eq!(rl.peek("ip").unwrap().left, 4, "peek took nothing");
-    for _ in 0..5 {
+    assert_eq!(rl.peek("ip").unwrap().left, 5, "a quiet key has its whole burst");
+    assert_eq!(rl.peek("ip").unwrap().left, 5, "peek took nothing");
+    rl.allow("ip").unwrap();
+    assert_eq!(rl.peek("ip").unwrap().left, 4, "as many as would pass now");
+    for _ in 0..4 {
         rl.allow("ip").unwrap();
     }
     let p = rl.peek("ip").unwrap();
     assert!(!p.ok);
+    assert_eq!(p.left, 0);
     assert_eq!(p.retry_at, Some(t0() + Duration::from_secs(12)));
     store.maintain().unwrap();
     assert_eq!(rows(dir.path(), "sign-in-guesses"), 1);

@@ -223,7 +223,9 @@ impl RateLimit {
         Ok(Self::answer(d))
     }
 
-    /// The answer one request would get now, counting nothing.
+    /// The key's state now, counting nothing: `left` is how many requests
+    /// would pass now (as a quota's `peek` says), `ok` whether one would,
+    /// and, when none would, `retry_at` says when one will.
     pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
         let key = key.key_bytes();
         let d = self.on_key(&key, |path, now| {
@@ -233,7 +235,11 @@ impl RateLimit {
                 None if self.core.memory.must_read(now_ms) => self.load(path, now_ms)?,
                 None => Due::NEW,
             };
-            Ok(self.core.gcra.decide(due.0, now, 1))
+            let mut d = self.core.gcra.decide(due.0, now, 1);
+            if d.ok {
+                d.left += 1; // the one request a peek does not take
+            }
+            Ok(d)
         })?;
         Ok(Self::answer(d))
     }
