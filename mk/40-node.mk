@@ -27,3 +27,18 @@ node: node-deps
 test-node: node
 	cd $(NODE_DIR) && node --test build/*.test.mjs
 	cd $(NODE_DIR) && $(NODE_BIN)/bun test build/
+
+# The benchmark (not in make test): better-sqlite3 builds from source here,
+# against the headers of the installed Node, since its prebuilt binaries are
+# not on the npm registry.
+BENCH_TARGETS += bench-node
+BENCH_NODE_DIR := $(ROOT)/bench/node
+
+$(BENCH_NODE_DIR)/node_modules/.package-lock.json: $(BENCH_NODE_DIR)/package-lock.json $(BENCH_NODE_DIR)/package.json
+	cd $(BENCH_NODE_DIR) && npm_config_nodedir=$$(dirname $$(dirname $$(command -v node))) npm ci --no-audit --no-fund
+	touch $@
+
+bench-node: node $(BENCH_NODE_DIR)/node_modules/.package-lock.json
+	cd $(BENCH_NODE_DIR) && node bench.mjs
+	cd $(BENCH_NODE_DIR) && $(NODE_BIN)/bun bench.mjs
+

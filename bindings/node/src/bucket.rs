@@ -175,9 +175,10 @@ impl NativeBucket {
             Ok((k, v, opts))
         })();
         let (k, v, opts) = sync(env, prepared)?;
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.set_then(&k, v, opts, done),
+            move |done| raw.set_then(&k, v, opts, done),
             |env, _version| js::undefined(env).map_err(napi_err),
         )
     }
@@ -199,9 +200,10 @@ impl NativeBucket {
             Ok((k, v, opts))
         })();
         let (k, v, opts) = sync(env, prepared)?;
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.create_then(&k, v, opts.expiry, done),
+            move |done| raw.create_then(&k, v, opts.expiry, done),
             |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))).map_err(napi_err),
         )
     }
@@ -215,9 +217,10 @@ impl NativeBucket {
         let (k, if_version) = sync(env, prepared)?;
         let kind = self.kind;
         let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.take_then(&k, if_version, move |e| kind.check(&e.value), done),
+            move |done| raw.take_then(&k, if_version, move |e| kind.check(&e.value), done),
             move |env, taken| match taken {
                 Some(e) => kind.decode(env, &e.value).map_err(|err| err.at(&name, path)),
                 None => js::undefined(env).map_err(napi_err),
@@ -230,9 +233,10 @@ impl NativeBucket {
     pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
         let (k, if_version) = sync(env, prepared)?;
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.delete_then(&k, if_version, done),
+            move |done| raw.delete_then(&k, if_version, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -256,9 +260,10 @@ impl NativeBucket {
             Ok((k, expiry, opts.if_version))
         })();
         let (k, expiry, if_version) = sync(env, prepared)?;
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.expire_then(&k, expiry, if_version, done),
+            move |done| raw.expire_then(&k, expiry, if_version, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -266,9 +271,10 @@ impl NativeBucket {
     /// Removes this branch and every branch under it.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let raw = self.raw.clone();
         settle::write(
             env,
-            |done| self.raw.clear_then(done),
+            move |done| raw.clear_then(done),
             |env, ()| js::undefined(env).map_err(napi_err),
         )
     }

@@ -150,9 +150,10 @@ impl NativeQuota {
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
         )?;
+        let quota = self.quota.clone();
         settle::write(
             env,
-            |done| self.quota.allow_n_then(k, n, done),
+            move |done| quota.allow_n_then(k, n, done),
             |env, a| allowance(env, &a),
         )
     }
@@ -172,9 +173,10 @@ impl NativeQuota {
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
         )?;
+        let quota = self.quota.clone();
         settle::write(
             env,
-            |done| self.quota.refund_n_then(k, n, done),
+            move |done| quota.refund_n_then(k, n, done),
             |env, a| allowance(env, &a),
         )
     }
@@ -183,9 +185,10 @@ impl NativeQuota {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn reset<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let k = sync(env, key_in(env, self.quota.name(), &key))?;
+        let quota = self.quota.clone();
         settle::write(
             env,
-            |done| self.quota.reset_then(k, done),
+            move |done| quota.reset_then(k, done),
             |env, ()| js::undefined(env).map_err(napi_err),
         )
     }
@@ -216,9 +219,10 @@ impl NativeCounters {
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
         )?;
+        let counters = self.counters.clone();
         settle::write(
             env,
-            |done| self.counters.add_then(k, n, done),
+            move |done| counters.add_then(k, n, done),
             |env, v| js::number(env, v as f64).map_err(napi_err),
         )
     }
@@ -231,9 +235,10 @@ impl NativeCounters {
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
         )?;
+        let counters = self.counters.clone();
         settle::write(
             env,
-            |done| self.counters.max_then(k, n, done),
+            move |done| counters.max_then(k, n, done),
             |env, v| js::number(env, v as f64).map_err(napi_err),
         )
     }
@@ -249,9 +254,10 @@ impl NativeCounters {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let k = sync(env, key_in(env, self.counters.name(), &key))?;
+        let counters = self.counters.clone();
         settle::write(
             env,
-            |done| self.counters.delete_then(k, done),
+            move |done| counters.delete_then(k, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -259,9 +265,10 @@ impl NativeCounters {
     /// Removes this branch's counters and every branch under it.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let counters = self.counters.clone();
         settle::write(
             env,
-            |done| self.counters.clear_then(done),
+            move |done| counters.clear_then(done),
             |env, ()| js::undefined(env).map_err(napi_err),
         )
     }

@@ -60,9 +60,10 @@ impl NativeOnce {
         let k = sync(env, self.key(env, &key))?;
         let kind = self.kind;
         let (name, path) = (self.once.name().to_owned(), show_path(&self.owners, &k));
+        let once = self.once.clone();
         settle::write(
             env,
-            |done| self.once.begin(k.clone(), done),
+            move |done| once.begin(k.clone(), done),
             move |env, begun| {
                 let make = |kept: bool, field: &'static str, v: napi_value| -> napi::Result<napi_value> {
                     let o = js::object(env)?;
@@ -110,9 +111,10 @@ impl NativeOnce {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let k = sync(env, self.key(env, &key))?;
+        let once = self.once.clone();
         settle::write(
             env,
-            |done| self.once.delete_then(k, done),
+            move |done| once.delete_then(k, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -137,7 +139,7 @@ impl NativeClaim {
         };
         settle::write(
             env,
-            |done| {
+            move |done| {
                 claim.keep(raw, done);
                 Ok(())
             },

@@ -9,6 +9,12 @@
 //! threadsafe function. The JS thread then settles everything queued in one
 //! go, so a group of 64 writes costs about one cross-thread wake-up, not 64.
 //!
+//! Writes issued in one turn of the event loop (64 `set`s of a
+//! `Promise.all`) are corked: each is checked and converted at once, but
+//! handed to the writer together in a microtask at the end of the turn, so
+//! the writer finds them all queued and commits them as one group instead
+//! of starting a group with the first while JS is still issuing the rest.
+//!
 //! Invariants:
 //! - One [`Shared`] per napi env (main thread, each worker), created by
 //!   `init` and found through a thread-local: an env lives on one thread.
@@ -60,6 +66,16 @@ unsafe impl Sync for Shared {}
 
 thread_local! {
     static SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+    /// Writes of this turn, waiting for the microtask that hands them over.
+    static CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
+    /// `queueMicrotask` and the native function that uncorks, for this env.
+    static UNCORK: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
+}
+
+/// A write checked and converted, waiting to be handed to the engine.
+struct Corked {
+    pending: Pending,
+    submit: Box<dyn FnOnce() -> tinystore::Result<()>>,
 }
 
 /// Sets up this env: the threadsafe function and the function that makes
@@ -96,6 +112,43 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
         "creating the threadsafe function",
     )?;
     js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
+    UNCORK.with(|u| -> Result<()> {
+        let mut global = ptr::null_mut();
+        js::check(
+            unsafe { sys::napi_get_global(env, &mut global) },
+            "finding the global object",
+        )?;
+        let mut queue = ptr::null_mut();
+        js::check(
+            unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) },
+            "finding queueMicrotask",
+        )?;
+        let mut uncork_fn = ptr::null_mut();
+        js::check(
+            unsafe {
+                sys::napi_create_function(
+                    env,
+                    c"uncork".as_ptr(),
+                    6,
+                    Some(uncork),
+                    ptr::null_mut(),
+                    &mut uncork_fn,
+                )
+            },
+            "making uncork",
+        )?;
+        let (mut q, mut f) = (ptr::null_mut(), ptr::null_mut());
+        js::check(
+            unsafe { sys::napi_create_reference(env, queue, 1, &mut q) },
+            "keeping queueMicrotask",
+        )?;
+        js::check(
+            unsafe { sys::napi_create_reference(env, uncork_fn, 1, &mut f) },
+            "keeping uncork",
+        )?;
+        *u.borrow_mut() = Some((q, f));
+        Ok(())
+    })?;
     let shared = Arc::new(Shared {
         queue: Mutex::new(Vec::new()),
         tsfn,
@@ -353,15 +406,60 @@ pub(crate) fn write<'e, T, R, F, A>(
 ) -> Result<napi::bindgen_prelude::Unknown<'e>>
 where
     T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R>,
+    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
     A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
 {
     let (pending, completion, promise) = Pending::new(env.raw())?;
     let done = move |r: tinystore::Result<T>| {
         completion.send(r.map(|v| Box::new(move |env| answer(env, v)) as Answer));
     };
-    pending.queued(submit(Box::new(done)))?;
+    let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
+    let first = CORK.with(|c| {
+        let mut c = c.borrow_mut();
+        c.push(Corked { pending, submit });
+        c.len() == 1
+    });
+    if first {
+        schedule_uncork(env.raw())?;
+    }
     Ok(js::unknown(env.raw(), promise))
+}
+
+/// Queues the microtask that hands this turn's writes to the engine.
+fn schedule_uncork(env: napi_env) -> Result<()> {
+    let Some((queue, uncork_ref)) = UNCORK.with(|u| *u.borrow()) else {
+        return Err(Error::new(
+            Status::GenericFailure,
+            "tinystore: the addon was not initialised",
+        ));
+    };
+    let (mut q, mut f, mut this, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    js::check(
+        unsafe { sys::napi_get_reference_value(env, queue, &mut q) },
+        "finding queueMicrotask",
+    )?;
+    js::check(
+        unsafe { sys::napi_get_reference_value(env, uncork_ref, &mut f) },
+        "finding uncork",
+    )?;
+    js::check(unsafe { sys::napi_get_undefined(env, &mut this) }, "making undefined")?;
+    js::check(
+        unsafe { sys::napi_call_function(env, this, q, 1, &f, &mut out) },
+        "calling queueMicrotask",
+    )
+}
+
+/// The microtask: hands every corked write to the engine, in order. A
+/// write the engine refuses (the store closed meanwhile) rejects at once.
+unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> napi_value {
+    let corked = CORK.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    tinystore::submit_together(|| {
+        for c in corked {
+            let queued = (c.submit)();
+            let _ = c.pending.queued(queued);
+        }
+    });
+    ptr::null_mut()
 }
 
 /// Runs blocking engine work (close, maintain) on a thread of its own and

@@ -1,0 +1,147 @@
+// TinyStore KV from Node and Bun against hand-written better-sqlite3 and
+// @deno/kv: `await bucket.get` and `await bucket.set` with 1 and 64 in
+// flight. Contenders run alternately, round after round, and each figure
+// is the median of its rounds. Run with `make bench-node` (not in CI).
+//
+// What the targets compare:
+// - a get against a plain better-sqlite3 point read (a prepared statement,
+//   synchronous): within 2x;
+// - durable sets, 64 in flight, against the same upserts batched by hand,
+//   64 per transaction, in better-sqlite3 with synchronous=FULL: at least
+//   80%; and against @deno/kv sets, 64 in flight: at least 10x.
+//
+// In Bun, better-sqlite3 does not load (it is a V8 addon, not N-API); the
+// plain-SQLite baseline there is bun:sqlite with the same statements.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { open } from 'tinystore'
+
+const require = createRequire(import.meta.url)
+const runtime = typeof globalThis.Bun !== 'undefined' ? `bun ${globalThis.Bun.version}` : `node ${process.version}`
+const ROUNDS = Number(process.env.ROUNDS ?? 5)
+const SLICE_MS = Number(process.env.SLICE_MS ?? 400)
+const KEYS = 10_000
+const VALUE = 'v'.repeat(64)
+// Every write writes a value the key did not hold: SQLite skips a row
+// rewritten with the bytes it already has, and would commit nothing.
+let seq = 0
+const nextValue = () => `${++seq}`.padEnd(64, 'v')
+const keyOf = (i) => `key-${i}`
+let cursor = 0
+const nextKey = () => keyOf((cursor = (cursor * 7919 + 1) % KEYS))
+
+const root = mkdtempSync(join(tmpdir(), 'tinystore-bench-'))
+process.on('exit', () => rmSync(root, { recursive: true, force: true }))
+
+/** Runs `op` (an async batch of `per` operations) until the slice is used; ops per second. */
+async function measure(op, per) {
+	const start = performance.now()
+	let n = 0
+	do {
+		await op()
+		n += per
+	} while (performance.now() - start < SLICE_MS)
+	return (n * 1000) / (performance.now() - start)
+}
+
+/** Runs a synchronous `op` the same way. */
+async function measureSync(op, per) {
+	const start = performance.now()
+	let n = 0
+	do {
+		op()
+		n += per
+	} while (performance.now() - start < SLICE_MS)
+	return (n * 1000) / (performance.now() - start)
+}
+
+const times = (k, f) => Array.from({ length: k }, f)
+
+// ---- TinyStore
+const store = await open(join(root, 'tinystore'))
+const bucket = store.bucket('bench', { type: 'string' })
+for (let i = 0; i < KEYS; i += 500) await Promise.all(times(500, (_, j) => bucket.set(keyOf(i + j), VALUE)))
+
+// ---- plain SQLite: better-sqlite3 (Node) or bun:sqlite (Bun)
+let plain
+let plainName
+try {
+	const Database = require('better-sqlite3')
+	const db = new Database(join(root, 'better.db'))
+	db.pragma('journal_mode = WAL')
+	db.pragma('synchronous = FULL')
+	plainName = `better-sqlite3 ${require('better-sqlite3/package.json').version}`
+	plain = db
+} catch (e) {
+	if (typeof globalThis.Bun === 'undefined') throw e
+	const { Database } = await import('bun:sqlite')
+	const db = new Database(join(root, 'bun.db'))
+	db.exec('PRAGMA journal_mode = WAL')
+	db.exec('PRAGMA synchronous = FULL')
+	plainName = 'bun:sqlite (better-sqlite3 does not load in Bun)'
+	plain = { exec: (s) => db.exec(s), prepare: (s) => db.prepare(s), transaction: (f) => db.transaction(f) }
+}
+plain.exec('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID')
+const get = plain.prepare('SELECT v FROM kv WHERE k = ?')
+const put = plain.prepare('INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
+const putMany = plain.transaction((keys) => {
+	for (const k of keys) put.run(k, nextValue())
+})
+for (let i = 0; i < KEYS; i += 500) putMany(times(500, (_, j) => keyOf(i + j)))
+
+// ---- @deno/kv
+let deno
+let denoName
+try {
+	const { openKv } = await import('@deno/kv')
+	deno = await openKv(join(root, 'deno.kv'))
+	denoName = `@deno/kv ${JSON.parse(readFileSync(join(require.resolve('@deno/kv'), '..', '..', 'package.json'), 'utf8')).version}`
+	for (let i = 0; i < KEYS; i += 500) await Promise.all(times(500, (_, j) => deno.set([keyOf(i + j)], VALUE)))
+} catch (e) {
+	denoName = `@deno/kv (does not load here: ${e.message.split('\n')[0]})`
+}
+
+const cases = {
+	'tinystore get, 1 in flight': () => measure(async () => void (await bucket.get(nextKey())), 1),
+	'tinystore get, 64 in flight': () => measure(() => Promise.all(times(64, () => bucket.get(nextKey()))), 64),
+	'plain point read (sync)': () => measureSync(() => get.get(nextKey()), 1),
+	'tinystore set, 1 in flight': () => measure(() => bucket.set(nextKey(), nextValue()), 1),
+	'tinystore set, 64 in flight': () => measure(() => Promise.all(times(64, () => bucket.set(nextKey(), nextValue()))), 64),
+	'plain set, 1 per transaction': () => measureSync(() => put.run(nextKey(), nextValue()), 1),
+	'plain set, 64 per transaction': () => measureSync(() => putMany(times(64, nextKey)), 64),
+}
+if (deno) {
+	Object.assign(cases, {
+		'@deno/kv get, 1 in flight': () => measure(async () => void (await deno.get([nextKey()])), 1),
+		'@deno/kv get, 64 in flight': () => measure(() => Promise.all(times(64, () => deno.get([nextKey()]))), 64),
+		'@deno/kv set, 1 in flight': () => measure(() => deno.set([nextKey()], nextValue()), 1),
+		'@deno/kv set, 64 in flight': () => measure(() => Promise.all(times(64, () => deno.set([nextKey()], nextValue()))), 64),
+	})
+}
+
+const results = Object.fromEntries(Object.keys(cases).map((k) => [k, []]))
+for (let r = 0; r < ROUNDS; r++) {
+	for (const [name, run] of Object.entries(cases)) results[name].push(await run())
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const m = Object.fromEntries(Object.entries(results).map(([k, xs]) => [k, median(xs)]))
+
+console.log(`\n${runtime}: ${ROUNDS} rounds of ${SLICE_MS} ms, medians; plain = ${plainName}; ${denoName}`)
+for (const [name, ops] of Object.entries(m)) {
+	console.log(`  ${name.padEnd(32)} ${Math.round(ops).toString().padStart(9)} ops/s  ${(1e6 / ops).toFixed(2).padStart(9)} µs/op`)
+}
+const ratio = (a, b) => (m[a] / m[b]).toFixed(2)
+console.log('  ratios:')
+console.log(`    get 1 in flight / plain point read:          ${ratio('tinystore get, 1 in flight', 'plain point read (sync)')} (target >= 0.50)`)
+console.log(`    sets 64 in flight / plain 64 per transaction: ${ratio('tinystore set, 64 in flight', 'plain set, 64 per transaction')} (target >= 0.80)`)
+console.log(`    set 1 in flight / plain 1 per transaction:    ${ratio('tinystore set, 1 in flight', 'plain set, 1 per transaction')}`)
+if (deno) {
+	console.log(`    sets 64 in flight / @deno/kv 64 in flight:    ${ratio('tinystore set, 64 in flight', '@deno/kv set, 64 in flight')} (target >= 10)`)
+	console.log(`    get 1 in flight / @deno/kv get:               ${ratio('tinystore get, 1 in flight', '@deno/kv get, 1 in flight')}`)
+}
+await store.close()
+deno?.close()
