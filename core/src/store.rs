@@ -91,6 +91,7 @@ impl Store {
     /// Opens the store in `dir` with `options`.
     pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
         let dir = dir.as_ref().to_path_buf();
+        check_dir(&dir)?;
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::new(crate::ErrorKind::Io, format!("{}: {e}", dir.display())))?;
         let file = dir.join(FILE_NAME);
@@ -251,6 +252,24 @@ impl Drop for StoreInner {
             log::error!("tinystore: closing {} lost what memory held: {e}", self.dir.display());
         }
     }
+}
+
+/// Refuses a store path that cannot name a directory, before anything is
+/// created: an empty path would put kv.db in the working directory.
+fn check_dir(dir: &Path) -> Result<()> {
+    let bad = |why: String| Err(Error::invalid(format!("the store path {dir:?} {why}")));
+    if dir.as_os_str().is_empty() {
+        return bad("is empty: give the directory to keep kv.db in".into());
+    }
+    if dir.as_os_str().as_encoded_bytes().contains(&0) {
+        return bad("holds a NUL byte".into());
+    }
+    if let Some(found) = dir.ancestors().find(|a| a.exists())
+        && !found.is_dir()
+    {
+        return bad(format!("needs {} to be a directory, and it is a file", found.display()));
+    }
+    Ok(())
 }
 
 /// Checks a handle's name: `[a-z0-9][a-z0-9_-]{0,63}` (KV-2).
