@@ -95,8 +95,10 @@ impl Clock {
     pub fn advance(&self, d: Duration) -> Result<SystemTime> {
         self.require_manual()?;
         let ms = duration_millis(d);
-        let now = self.inner.millis.fetch_add(ms, Ordering::AcqRel).saturating_add(ms);
-        Ok(from_millis(now))
+        // Saturating: a wrapping add would move the clock to before 1970.
+        let add = |now: i64| Some(now.saturating_add(ms));
+        let prev = self.inner.millis.fetch_update(Ordering::AcqRel, Ordering::Acquire, add);
+        Ok(from_millis(prev.unwrap_or_else(|p| p).saturating_add(ms)))
     }
 
     /// Sets a manual clock to `t`, which must not be before its time now.
