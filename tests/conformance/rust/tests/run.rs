@@ -55,15 +55,19 @@ enum Handle {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        Value::Object(o) if o.contains_key("repeat") => {
-            o["repeat"].as_str().unwrap().repeat(o["times"].as_u64().unwrap() as usize)
-        }
+        Value::Object(o) if o.contains_key("repeat") => o["repeat"]
+            .as_str()
+            .unwrap()
+            .repeat(o["times"].as_u64().unwrap() as usize),
         Value::Number(n) => n.to_string(),
         other => panic!("not a key or owner: {other}"),
     }
@@ -102,7 +106,9 @@ fn to_raw(ty: Ty, v: &Value) -> Raw {
 fn float(v: &Value) -> f64 {
     match v {
         Value::Number(n) => n.as_f64().unwrap(),
-        Value::Object(o) if o.contains_key("bits") => f64::from_bits(u64::from_str_radix(o["bits"].as_str().unwrap(), 16).unwrap()),
+        Value::Object(o) if o.contains_key("bits") => {
+            f64::from_bits(u64::from_str_radix(o["bits"].as_str().unwrap(), 16).unwrap())
+        }
         Value::Object(o) => match o["float"].as_str().unwrap() {
             "-0" => -0.0,
             "NaN" => f64::NAN,
@@ -133,7 +139,12 @@ fn check_type(ty: Ty, raw: &Raw) -> Result<(), Error> {
 /// Compares a row with a case's expected value.
 fn same_value(ty: Ty, expected: &Value, actual: &Raw) -> bool {
     match ty {
-        Ty::Json => serde_json::from_slice::<Value>(actual.as_json().unwrap_or(b"")).ok().as_ref() == Some(expected),
+        Ty::Json => {
+            serde_json::from_slice::<Value>(actual.as_json().unwrap_or(b""))
+                .ok()
+                .as_ref()
+                == Some(expected)
+        }
         Ty::Float => actual.as_float().map(f64::to_bits).ok() == Some(float(expected).to_bits()),
         _ => &to_raw(ty, expected) == actual,
     }
@@ -204,7 +215,10 @@ impl Runner {
                 }
                 Handle::Quota(b.open()?)
             }
-            "once" => Handle::Once(RawOnce::open(&self.store, name, dur("keep")?)?, Ty::parse(step["type"].as_str().unwrap())),
+            "once" => Handle::Once(
+                RawOnce::open(&self.store, name, dur("keep")?)?,
+                Ty::parse(step["type"].as_str().unwrap()),
+            ),
             other => panic!("unknown kind {other:?}"),
         };
         self.handles.insert(step["as"].as_str().unwrap().to_owned(), handle);
@@ -212,8 +226,14 @@ impl Runner {
     }
 
     fn handle(&self, step: &Value) -> Handle {
-        let h = self.handles.get(step["on"].as_str().unwrap()).expect("a handle opened before").clone();
-        let Some(under) = step.get("under").and_then(Value::as_array) else { return h };
+        let h = self
+            .handles
+            .get(step["on"].as_str().unwrap())
+            .expect("a handle opened before")
+            .clone();
+        let Some(under) = step.get("under").and_then(Value::as_array) else {
+            return h;
+        };
         let mut h = h;
         for o in under {
             let o = text(o);
@@ -279,9 +299,13 @@ impl Runner {
                 None => b.has(&k())?,
             }))),
             (Handle::Bucket(b, ty), "entry") => {
-                let Some(e) = b.entry(&k())? else { return Ok(Out::Json(Value::Null)) };
+                let Some(e) = b.entry(&k())? else {
+                    return Ok(Out::Json(Value::Null));
+                };
                 check_type(ty, &e.value).map_err(|err| err.at(b.name(), key.clone().unwrap()))?;
-                let expires_in = e.expires_at.map(|t| t.duration_since(self.now()).unwrap().as_millis() as u64);
+                let expires_in = e
+                    .expires_at
+                    .map(|t| t.duration_since(self.now()).unwrap().as_millis() as u64);
                 Ok(Out::Entry(ty, e.value, e.version.get(), expires_in))
             }
             (Handle::Bucket(b, ty), "create") => {
@@ -303,9 +327,11 @@ impl Runner {
                 Some(tx) => tx.delete(&b, &k(), if_version)?,
                 None => b.delete(&k(), if_version)?,
             }))),
-            (Handle::Bucket(b, _), "expire") => {
-                Ok(Out::Json(json!(b.expire(&k(), Expiry::In(ttl.expect("expire takes a ttl")), if_version)?)))
-            }
+            (Handle::Bucket(b, _), "expire") => Ok(Out::Json(json!(b.expire(
+                &k(),
+                Expiry::In(ttl.expect("expire takes a ttl")),
+                if_version
+            )?))),
             (Handle::Bucket(b, _), "clear") => {
                 match tx {
                     Some(tx) => tx.clear(&b)?,
@@ -320,10 +346,15 @@ impl Runner {
                 };
                 let page = b.list(&opts)?;
                 let keys: Vec<String> = page.entries.iter().map(|e| lossy(&e.key)).collect();
-                Ok(Out::Json(json!({ "keys": keys, "next": page.next.as_ref().map(lossy) })))
+                Ok(Out::Json(
+                    json!({ "keys": keys, "next": page.next.as_ref().map(lossy) }),
+                ))
             }
             (Handle::Bucket(b, _), "all") => {
-                let keys = b.all().map(|e| e.map(|e| lossy(&e.key))).collect::<Result<Vec<_>, _>>()?;
+                let keys = b
+                    .all()
+                    .map(|e| e.map(|e| lossy(&e.key)))
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Out::Json(json!({ "keys": keys, "count": keys.len() })))
             }
             (Handle::Counters(c), "add") => Ok(Out::Json(json!(c.add(k(), n)?))),
@@ -355,7 +386,10 @@ impl Runner {
                 self.ran.fetch_add(1, Ordering::SeqCst);
                 if let Some(msg) = step.get("fails") {
                     claim.abandon();
-                    return Err(Error::new(ErrorKind::Invalid, format!("FAILED: {}", msg.as_str().unwrap())));
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        format!("FAILED: {}", msg.as_str().unwrap()),
+                    ));
                 }
                 let raw = to_raw(ty, &step["returns"]);
                 let (dtx, drx) = std::sync::mpsc::sync_channel(1);
@@ -444,7 +478,11 @@ fn check_allow(expected: &Value, a: &Allowance, now: SystemTime) -> Result<(), S
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// Compares an answer with a step's `expect` or `error`.
@@ -454,7 +492,11 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
             Ok(_) => return Err(format!("expected {code}, got success")),
             Err(e) => e,
         };
-        let ok = if code == "FAILED" { e.message().starts_with("FAILED:") } else { e.kind().code() == code };
+        let ok = if code == "FAILED" {
+            e.message().starts_with("FAILED:")
+        } else {
+            e.kind().code() == code
+        };
         if !ok {
             return Err(format!("expected {code}, got {e}"));
         }
@@ -471,7 +513,9 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
         return Ok(());
     }
     let out = out.map_err(|e| format!("unexpected error: {e}"))?;
-    let Some(expected) = step.get("expect") else { return Ok(()) };
+    let Some(expected) = step.get("expect") else {
+        return Ok(());
+    };
     match out {
         Out::Nothing => Err("a call that answers nothing has no expect".into()),
         Out::Value(ty, v) => match (expected, v) {
@@ -492,7 +536,9 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
                     other => panic!("an entry has no field {other:?}"),
                 };
                 if !fine {
-                    return Err(format!("{f}: expected {w}, got value {raw:?}, version {version}, expires_in {expires_in:?} ms"));
+                    return Err(format!(
+                        "{f}: expected {w}, got value {raw:?}, version {version}, expires_in {expires_in:?} ms"
+                    ));
                 }
             }
             Ok(())
@@ -532,13 +578,18 @@ impl Runner {
                         let d = parse_duration(back).map_err(|e| e.to_string())?;
                         self.store.clock().set(self.now() - d)
                     }
-                    None => self.store.clock().advance(parse_duration(by).map_err(|e| e.to_string())?).map(|_| ()),
+                    None => self
+                        .store
+                        .clock()
+                        .advance(parse_duration(by).map_err(|e| e.to_string())?)
+                        .map(|_| ()),
                 };
                 check(step, r.map(|_| Out::Nothing), self)
             }
             "maintain" => {
                 let m = self.store.maintain().map_err(|e| e.to_string())?;
-                let got = json!({ "flushed": m.flushed, "renewed": m.renewed, "cleared": m.cleared, "expired": m.expired });
+                let got =
+                    json!({ "flushed": m.flushed, "renewed": m.renewed, "cleared": m.cleared, "expired": m.expired });
                 for (f, w) in step.get("expect").and_then(Value::as_object).into_iter().flatten() {
                     if got.get(f) != Some(w) {
                         return Err(format!("maintain {f}: expected {w}, got {got}"));
@@ -646,7 +697,13 @@ fn conformance_cases_kv01_to_kv19() {
         };
         for (i, step) in case.steps.iter().enumerate() {
             if let Err(e) = runner.step(step) {
-                failures.push(format!("{} {:?}, step {} ({}): {e}", case.id, case.title, i + 1, step["op"]));
+                failures.push(format!(
+                    "{} {:?}, step {} ({}): {e}",
+                    case.id,
+                    case.title,
+                    i + 1,
+                    step["op"]
+                ));
                 break;
             }
         }
@@ -656,7 +713,12 @@ fn conformance_cases_kv01_to_kv19() {
     for (id, n) in &counts {
         println!("conformance rust KV-{id} {n}");
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     for id in 1..=19 {
         assert!(counts.contains_key(&id), "no case for KV-{id}");
     }
