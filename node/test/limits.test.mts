@@ -73,7 +73,7 @@ test('KV-11 once: an answer is kept for keep, then the key runs again', async ()
 test('KV-12 rate limit: burst at once, then the rate; peek counts nothing; reset forgets', async () => {
 	await using store = await testStore()
 	const limit = store.rateLimit('api', { rate: '10/s', burst: 3 })
-	assert.deepEqual(await limit.peek('ip'), { ok: true, left: 2, retryAt: undefined, windows: {} })
+	assert.deepEqual(await limit.peek('ip'), { ok: true, left: 3, retryAt: undefined, windows: {} }, 'three would pass now')
 	for (const left of [2, 1, 0]) assert.deepEqual(await limit.allow('ip'), { ok: true, left, retryAt: undefined, windows: {} })
 	const refused = await limit.allow('ip')
 	assert.equal(refused.ok, false)
