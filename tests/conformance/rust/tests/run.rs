@@ -13,37 +13,10 @@ use tinystore::{
     Allowance, Begun, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw, RawBucket,
     RawOnce, Store, TxSession, Version, WriteOptions, parse_duration, parse_rate,
 };
+use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
 /// 2026-10-20T09:00:00Z, the start of every case's clock.
 const START_SECS: u64 = 1_792_486_800;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Ty {
-    String,
-    Bytes,
-    Int,
-    Uint64,
-    Float,
-    Bool,
-    Set,
-    Json,
-}
-
-impl Ty {
-    fn parse(s: &str) -> Ty {
-        match s {
-            "string" => Ty::String,
-            "bytes" => Ty::Bytes,
-            "int" => Ty::Int,
-            "uint64" => Ty::Uint64,
-            "float" => Ty::Float,
-            "bool" => Ty::Bool,
-            "set" => Ty::Set,
-            "json" => Ty::Json,
-            other => panic!("unknown value type {other:?}"),
-        }
-    }
-}
 
 #[derive(Clone)]
 enum Handle {
@@ -52,102 +25,6 @@ enum Handle {
     RateLimit(RateLimit),
     Quota(Quota),
     Once(RawOnce, Ty),
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(o) if o.contains_key("repeat") => o["repeat"]
-            .as_str()
-            .unwrap()
-            .repeat(o["times"].as_u64().unwrap() as usize),
-        Value::Number(n) => n.to_string(),
-        other => panic!("not a key or owner: {other}"),
-    }
-}
-
-fn lossy(k: &tinystore::Key) -> String {
-    String::from_utf8_lossy(k.as_bytes()).into_owned()
-}
-
-fn span(v: &Value) -> Result<Duration, Error> {
-    parse_duration(v.as_str().expect("a duration is text"))
-}
-
-/// A value of a case, as the row of `ty` keeps it (through the core's mapping).
-fn to_raw(ty: Ty, v: &Value) -> Raw {
-    match ty {
-        Ty::String => match v {
-            Value::String(s) => Raw::text(s),
-            Value::Object(_) => Raw::text(&text(v)),
-            other => panic!("not a string value: {other}"),
-        },
-        Ty::Bytes => Raw::Bytes(hex(v["hex"].as_str().expect("bytes are {hex}"))),
-        Ty::Int => match v {
-            Value::Number(n) => Raw::int(n.as_i64().expect("an int64")),
-            Value::Object(o) => Raw::int(o["int"].as_str().unwrap().parse().unwrap()),
-            other => panic!("not an int value: {other}"),
-        },
-        Ty::Uint64 => Raw::uint64(v["uint64"].as_str().unwrap().parse().unwrap()),
-        Ty::Float => Raw::float(float(v)),
-        Ty::Bool => Raw::bool(v.as_bool().expect("a bool")),
-        Ty::Set => Raw::Null,
-        Ty::Json => Raw::json(serde_json::to_vec(v).unwrap()),
-    }
-}
-
-fn float(v: &Value) -> f64 {
-    match v {
-        Value::Number(n) => n.as_f64().unwrap(),
-        Value::Object(o) if o.contains_key("bits") => {
-            f64::from_bits(u64::from_str_radix(o["bits"].as_str().unwrap(), 16).unwrap())
-        }
-        Value::Object(o) => match o["float"].as_str().unwrap() {
-            "-0" => -0.0,
-            "NaN" => f64::NAN,
-            "Infinity" => f64::INFINITY,
-            "-Infinity" => f64::NEG_INFINITY,
-            other => panic!("unknown float {other}"),
-        },
-        other => panic!("not a float value: {other}"),
-    }
-}
-
-/// Reads a row as `ty`, as a typed API would: a row of another kind is Corrupt.
-fn check_type(ty: Ty, raw: &Raw) -> Result<(), Error> {
-    match ty {
-        Ty::String => raw.as_text().map(|_| ()),
-        Ty::Bytes => raw.as_bytes().map(|_| ()),
-        Ty::Int => raw.as_int().map(|_| ()),
-        Ty::Uint64 => raw.as_uint64().map(|_| ()),
-        Ty::Float => raw.as_float().map(|_| ()),
-        Ty::Bool => raw.as_bool().map(|_| ()),
-        Ty::Set => raw.as_set_member(),
-        Ty::Json => serde_json::from_slice::<Value>(raw.as_json()?)
-            .map(|_| ())
-            .map_err(|e| Error::new(ErrorKind::Corrupt, format!("not JSON: {e}"))),
-    }
-}
-
-/// Compares a row with a case's expected value.
-fn same_value(ty: Ty, expected: &Value, actual: &Raw) -> bool {
-    match ty {
-        Ty::Json => {
-            serde_json::from_slice::<Value>(actual.as_json().unwrap_or(b""))
-                .ok()
-                .as_ref()
-                == Some(expected)
-        }
-        Ty::Float => actual.as_float().map(f64::to_bits).ok() == Some(float(expected).to_bits()),
-        _ => &to_raw(ty, expected) == actual,
-    }
 }
 
 /// What a call gave back, before it is compared.
@@ -710,9 +587,15 @@ fn conformance_cases_kv01_to_kv19() {
         let n: u32 = case.id.trim_start_matches("KV-").parse().unwrap();
         *counts.entry(n).or_default() += 1;
     }
-    for (id, n) in &counts {
-        println!("conformance rust KV-{id} {n}");
-    }
+    let report: String = counts
+        .iter()
+        .map(|(id, n)| format!("conformance rust KV-{id} {n}\n"))
+        .collect();
+    print!("{report}");
+    // tests/conformance/report.py joins every language's counts from here.
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../target/conformance");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("rust.txt"), report).unwrap();
     assert!(
         failures.is_empty(),
         "{} case(s) failed:\n{}",
