@@ -98,7 +98,16 @@ let deno
 let denoName
 try {
 	const { openKv } = await import('@deno/kv')
-	deno = await openKv(join(root, 'deno.kv'))
+	// Bun's v8.serialize is not V8's format: there @deno/kv takes a codec of
+	// our own (JSON; the values are 64-byte strings either way).
+	const codec =
+		typeof globalThis.Bun === 'undefined'
+			? {}
+			: {
+					encodeV8: (v) => new TextEncoder().encode(JSON.stringify(v)),
+					decodeV8: (b) => JSON.parse(new TextDecoder().decode(b)),
+				}
+	deno = await openKv(join(root, 'deno.kv'), codec)
 	denoName = `@deno/kv ${JSON.parse(readFileSync(join(require.resolve('@deno/kv'), '..', '..', 'package.json'), 'utf8')).version}`
 	for (let i = 0; i < KEYS; i += 500) await Promise.all(times(500, (_, j) => deno.set([keyOf(i + j)], VALUE)))
 } catch (e) {
