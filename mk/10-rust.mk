@@ -15,3 +15,8 @@ DEMO_TARGETS += demo-rust
 demo-rust:
 	@echo; echo "== Rust: examples/rust"
 	@cargo run -q --release -p tinystore-example-chat -- "$(DEMO_DIR)"
+
+.PHONY: bench-writer
+BENCH_TARGETS += bench-writer
+bench-writer:
+	cargo run --release -p tinystore-bench --bin writer -- --rounds 5 --secs 2
