@@ -41,6 +41,29 @@ thread_local! {
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
     /// Set inside [`submit_together`]: writers to wake when it ends.
     static HELD: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
+    /// On the writer thread: what [`after_answers`] put off until the group is answered.
+    static AFTER: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` once the writer has answered every write of the group it is
+/// answering, when called from a write's completion on the writer thread;
+/// elsewhere, at once. For bindings that wake another thread (an event loop)
+/// to resolve answers: one wake-up per group instead of one for the first
+/// answer, which would resolve the group's answers in several passes and
+/// split the next burst of writes into several groups.
+pub fn after_answers(f: impl FnOnce() + 'static) {
+    if ON_WRITER.with(|w| w.get()) {
+        AFTER.with(|a| a.borrow_mut().push(Box::new(f)));
+    } else {
+        f();
+    }
+}
+
+/// Runs what [`after_answers`] put off.
+fn run_after_answers() {
+    for f in AFTER.with(|a| std::mem::take(&mut *a.borrow_mut())) {
+        f();
+    }
 }
 
 /// Runs `f`, holding back the writer's wake-up for every write it submits
@@ -383,6 +406,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn run(shared: Arc<Shared>) {
     ON_WRITER.with(|w| w.set(true));
     loop {
+        run_after_answers();
         {
             let mut q = lock(&shared.queue);
             while q.ops.is_empty() && !q.closed {

@@ -44,7 +44,7 @@ pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use error::{Error, ErrorKind, Result};
-pub use group_commit::{GroupStats, Ticket, submit_together};
+pub use group_commit::{GroupStats, Ticket, after_answers, submit_together};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
 pub use limits::{
