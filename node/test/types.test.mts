@@ -64,3 +64,17 @@ test('KV-3 types: a bucket typed by its `type` option takes only values of that 
 	// @ts-expect-error the value's shape is checked
 	await sessions.set('t', { user: 1 })
 })
+
+test('KV-13 types: a quota answer names its windows, from the quota options', async () => {
+	await using store = await testStore()
+	const messages = store.quota('messages', { session: '100/5h', weekly: '300/7d' })
+	const used = await messages.allow(7)
+	const weekly: number = used.windows.weekly.left
+	assert.equal(weekly, 299)
+	// @ts-expect-error no such window
+	assert.equal(used.windows.wekly, undefined)
+	// @ts-expect-error a misspelled rate
+	assert.throws(() => store.quota('plan', { daily: '100/dy' }), InvalidError)
+	const retryAt: Date | undefined = used.retryAt
+	assert.equal(retryAt, undefined)
+})
