@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-import { ClosedError, ConflictError, CorruptError, InvalidError, LimitError, OutcomeUnknownError } from 'tinystore'
+import { ClosedError, ConflictError, CorruptError, InvalidError, LimitError, open, OutcomeUnknownError } from 'tinystore'
 
 // The package's own tests reach the addon behind a store (not exported).
 import { nativeOf } from '../dist/cjs/store.js'
 
-import { rejection, testStore } from './helpers.mjs'
+import { freshDir, rejection, T0, testStore } from './helpers.mjs'
 
 test('KV-1 keys: an integer is its decimal spelling, for keys and owners', async () => {
 	await using store = await testStore()
@@ -363,4 +363,15 @@ test('KV-19 files: a call after close is ClosedError, reads and writes alike; cl
 	assert.ok((await rejection(b.get('k'))) instanceof ClosedError)
 	assert.ok((await rejection(b.set('k', 1))) instanceof ClosedError)
 	assert.throws(() => store.bucket('y'), ClosedError)
+})
+
+test('KV-19 files: writes issued before close, in the same turn, are written', async () => {
+	const dir = freshDir()
+	const store = await open(dir, { clock: T0 })
+	const b = store.bucket('x', { type: 'int' })
+	const writes = Array.from({ length: 10 }, (_, i) => b.set(`k${i}`, i))
+	await store.close()
+	await Promise.all(writes)
+	await using again = await open(dir, { clock: T0 })
+	assert.equal((await again.bucket('x', { type: 'int' }).list()).entries.length, 10)
 })

@@ -452,14 +452,23 @@ fn schedule_uncork(env: napi_env) -> Result<()> {
 /// The microtask: hands every corked write to the engine, in order. A
 /// write the engine refuses (the store closed meanwhile) rejects at once.
 unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> napi_value {
+    uncork_now();
+    ptr::null_mut()
+}
+
+/// Hands this turn's writes to the engine now: before a `close` or
+/// `maintain`, so that writes issued before it are queued before it.
+pub(crate) fn uncork_now() {
     let corked = CORK.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    if corked.is_empty() {
+        return;
+    }
     tinystore::submit_together(|| {
         for c in corked {
             let queued = (c.submit)();
             let _ = c.pending.queued(queued);
         }
     });
-    ptr::null_mut()
 }
 
 /// Runs blocking engine work (close, maintain) on a thread of its own and

@@ -73,6 +73,7 @@ impl NativeStore {
         ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
     )]
     pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        settle::uncork_now();
         let store = self.store.clone();
         settle::off_thread(
             env,
@@ -95,6 +96,7 @@ impl NativeStore {
     /// Writes what memory holds and closes the file.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        settle::uncork_now();
         let store = self.store.clone();
         settle::off_thread(
             env,
