@@ -1,7 +1,8 @@
 """The asyncio API: ``store = await tinystore.open("data")``.
 
-Reads run inline: a point read is a few microseconds, so ``await
-bucket.get(key)`` never leaves the loop's thread and completes at once.
+Reads run inline: a point read is a few microseconds, so ``bucket.get(key)``
+reads at once and returns an already-completed future; awaiting it never
+waits for the loop, and ``gather`` of many reads creates no tasks.
 Writes go to the store's writer and their futures are resolved from it,
 so the writes of many coroutines commit together, one fsync per group.
 Cancelling a coroutine whose write has not started yet means it never runs.
@@ -164,24 +165,48 @@ class Bucket(BucketBase[T]):
         """The branch of ``owners`` under this one: ``sessions.under(user_id)``."""
         return Bucket(self._n.under(*owners))
 
-    async def get(self, key: Key) -> T | None:
-        """The value of a live key, or None. In an ``idle`` bucket the read renews the key."""
-        return self._n.get(key)
+    def get(self, key: Key) -> asyncio.Future[T | None]:
+        """The value of a live key, or None. In an ``idle`` bucket the read renews the key.
 
-    async def entry(self, key: Key) -> Entry[T] | None:
-        """The value with its version and expiry, or None."""
-        row = self._n.entry(key)
-        return None if row is None else _entry(row)
+        The read runs now, inline (a few microseconds), and the awaitable it
+        returns is already complete: awaiting it never waits for the loop.
+        """
+        fut: asyncio.Future[T | None] = _get_loop().create_future()
+        try:
+            fut.set_result(self._n.get(key))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
-    async def has(self, key: Key) -> bool:
-        """Whether a live key is there."""
-        return self._n.has(key)
+    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
+        """The value with its version and expiry, or None (read inline, like ``get``)."""
+        fut: asyncio.Future[Entry[T] | None] = _get_loop().create_future()
+        try:
+            row = self._n.entry(key)
+            fut.set_result(None if row is None else _entry(row))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
-    async def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
+    def has(self, key: Key) -> asyncio.Future[bool]:
+        """Whether a live key is there (read inline, like ``get``)."""
+        fut: asyncio.Future[bool] = _get_loop().create_future()
+        try:
+            fut.set_result(self._n.has(key))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
+
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
         """One page of this branch's own keys, in the byte order of their text
-        (``limit`` 1 to 1000, 100 when not given). Renews nothing."""
-        rows, nxt = self._n.list(after, limit)
-        return Page([_entry(r) for r in rows], nxt)
+        (``limit`` 1 to 1000, 100 when not given). Renews nothing. Read inline."""
+        fut: asyncio.Future[Page[T]] = _get_loop().create_future()
+        try:
+            rows, nxt = self._n.list(after, limit)
+            fut.set_result(Page([_entry(r) for r in rows], nxt))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
     async def all(self) -> AsyncIterator[Entry[T]]:
         """Every key of this branch, a page at a time, holding no snapshot between pages."""

@@ -41,17 +41,35 @@ class RateLimit:
         """The branch of ``owners``: its keys are limited apart from the others."""
         return RateLimit(self._n.under(*owners))
 
-    async def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Takes ``n`` requests or none: ``ok``, ``left`` and ``retry_at``. More than the burst is ``InvalidError``."""
-        return allowance(self._n.allow(key, n))
+    def allow(self, key: Key, n: int = 1) -> asyncio.Future[Allowance]:
+        """Takes ``n`` requests or none: ``ok``, ``left`` and ``retry_at``. More than the burst is ``InvalidError``.
 
-    async def peek(self, key: Key) -> Allowance:
+        Answered inline from memory: the returned awaitable is already complete."""
+        fut: asyncio.Future[Allowance] = _get_loop().create_future()
+        try:
+            fut.set_result(allowance(self._n.allow(key, n)))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
+
+    def peek(self, key: Key) -> asyncio.Future[Allowance]:
         """The answer one request would get now, counting nothing."""
-        return allowance(self._n.peek(key))
+        fut: asyncio.Future[Allowance] = _get_loop().create_future()
+        try:
+            fut.set_result(allowance(self._n.peek(key)))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
-    async def reset(self, key: Key) -> None:
+    def reset(self, key: Key) -> asyncio.Future[None]:
         """Forgets the key: its next request has the full burst."""
-        self._n.reset(key)
+        fut: asyncio.Future[None] = _get_loop().create_future()
+        try:
+            self._n.reset(key)
+            fut.set_result(None)
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
     def __repr__(self) -> str:
         return f"<tinystore.RateLimit {self.name!r}>"
@@ -88,9 +106,14 @@ class Quota:
             ticket.cancel()
             raise
 
-    async def peek(self, key: Key) -> Allowance:
-        """The answer one use would get now, counting nothing."""
-        return allowance(self._n.peek(key))
+    def peek(self, key: Key) -> asyncio.Future[Allowance]:
+        """The answer one use would get now, counting nothing (read inline)."""
+        fut: asyncio.Future[Allowance] = _get_loop().create_future()
+        try:
+            fut.set_result(allowance(self._n.peek(key)))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
     async def refund(self, key: Key, n: int = 1) -> Allowance:
         """Gives ``n`` uses back to the windows that have not reset since (the work failed)."""
@@ -157,9 +180,14 @@ class Counters:
             ticket.cancel()
             raise
 
-    async def get(self, key: Key) -> int:
-        """The counter's value: 0 when missing or expired."""
-        return self._n.get(key)
+    def get(self, key: Key) -> asyncio.Future[int]:
+        """The counter's value: 0 when missing or expired (read inline)."""
+        fut: asyncio.Future[int] = _get_loop().create_future()
+        try:
+            fut.set_result(self._n.get(key))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
     async def delete(self, key: Key) -> bool:
         """Deletes the counter; says whether a live one was there."""
@@ -240,9 +268,14 @@ class Once(Generic[T]):
         await done  # cancelled here, the answer is still kept
         return value
 
-    async def get(self, key: Key) -> T | None:
-        """The answer kept for ``key``, or None."""
-        return self._n.get(key)
+    def get(self, key: Key) -> asyncio.Future[T | None]:
+        """The answer kept for ``key``, or None (read inline)."""
+        fut: asyncio.Future[T | None] = _get_loop().create_future()
+        try:
+            fut.set_result(self._n.get(key))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
 
     async def delete(self, key: Key) -> bool:
         """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""

@@ -1,8 +1,11 @@
 """Where the answers of writes reach an asyncio loop.
 
-Each loop gets one native completion queue, watched with ``add_reader``: the
-store's writer thread queues answers without taking the GIL and wakes the
-loop once per batch, and the loop resolves the futures on its own thread.
+Each loop gets one native pair of queues. Writes made during one iteration
+of the loop go to the store's writer together at its end (``flush``), so
+that they commit as one group. Answers come back through a socket watched
+with ``add_reader``: the writer thread queues them without taking the GIL
+and wakes the loop once per batch, and the loop resolves the futures on its
+own thread.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def completions(loop: asyncio.AbstractEventLoop) -> Completions:
         return last
     found = _by_loop.get(loop)
     if found is None:
-        found = Completions()
+        found = Completions(weakref.ref(loop))
         loop.add_reader(found.fileno(), found.drain)
         _by_loop[loop] = found
     _last = (loop, found)

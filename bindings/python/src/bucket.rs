@@ -10,22 +10,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
 
-use crate::completions::Completions;
+use crate::completions::{Completions, Ticket};
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
 use crate::store::Store;
-
-/// Gives up on a write that has not started (when its coroutine is cancelled).
-#[pyclass(frozen, module = "tinystore._native")]
-pub struct Ticket(pub tinystore::Ticket);
-
-#[pymethods]
-impl Ticket {
-    /// Cancels the write if its group has not started; else does nothing.
-    fn cancel(&self) {
-        self.0.cancel();
-    }
-}
 
 /// One bucket (or branch of it) of the store.
 #[pyclass(frozen, module = "tinystore._native")]
@@ -280,7 +268,7 @@ impl Bucket {
     fn set_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
@@ -291,14 +279,12 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, ttl, expires_at, if_version)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let t = self
-            .raw
-            .set_then(&k, raw, opts, move |out| {
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.set_then(&k, raw, opts, move |out| {
                 q.push(&store, future, resolve_with(out, py_version))
             })
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+        })
     }
 
     /// Writes a value only if the key is absent; says whether it did.
@@ -326,7 +312,7 @@ impl Bucket {
     fn create_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
@@ -336,14 +322,12 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, ttl, expires_at, None)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let t = self
-            .raw
-            .create_then(&k, raw, opts.expiry, move |out| {
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.create_then(&k, raw, opts.expiry, move |out| {
                 q.push(&store, future, resolve_with(out, |py, c| py_bool(py, created(c))))
             })
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+        })
     }
 
     /// Reads and deletes a key in one write; None when absent.
@@ -366,18 +350,18 @@ impl Bucket {
     fn take_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Ticket> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, None, None, if_version)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         let (codec, raw, this_store) = (self.codec.clone(), self.raw.clone(), self.store.clone());
-        let t = self
-            .raw
-            .take_then(&k, opts.if_version, self.take_check(), move |out| {
+        let check = self.take_check();
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.take_then(&k, opts.if_version, check, move |out| {
                 let this = Bucket {
                     raw,
                     codec,
@@ -385,8 +369,7 @@ impl Bucket {
                 };
                 q.push(&store, future, resolve_taken(&this, out))
             })
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+        })
     }
 
     /// Deletes a key; says whether a live key was there.
@@ -402,21 +385,19 @@ impl Bucket {
     fn delete_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Ticket> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, None, None, if_version)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let t = self
-            .raw
-            .delete_then(&k, opts.if_version, move |out| {
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.delete_then(&k, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+        })
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
@@ -447,7 +428,7 @@ impl Bucket {
     fn expire_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
@@ -462,14 +443,12 @@ impl Bucket {
                 invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
             )
         })?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let t = self
-            .raw
-            .expire_then(&k, e, opts.if_version, move |out| {
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.expire_then(&k, e, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+        })
     }
 
     /// Removes this branch and every branch under it.
@@ -478,12 +457,10 @@ impl Bucket {
     }
 
     /// The completion form of `clear`.
-    fn clear_then(&self, py: Python<'_>, completions: &Completions, future: Py<PyAny>) -> PyResult<Ticket> {
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let t = self
-            .raw
-            .clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
-            .map_err(py_err(py))?;
-        Ok(Ticket(t))
+    fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            bucket.clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
+        })
     }
 }

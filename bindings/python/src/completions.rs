@@ -1,22 +1,32 @@
-//! Answers of writes, carried from the writer thread to an asyncio loop.
+//! Writes between an asyncio loop and the store's writer thread.
 //!
-//! The core calls a write's completion on its writer thread once the group
-//! is durable. That thread must never wait for the GIL (it would stall
-//! every other write of the store), so a completion only pushes the result
-//! onto a queue and, when the queue was empty, writes one byte to a socket
-//! pair. The loop watches the other end with `add_reader` and `drain`s the
-//! queue: it converts each result to Python and resolves its future, on the
-//! loop's own thread. One wake-up serves every answer queued meanwhile,
-//! which is what lets 64 answers of one group resolve in one pass.
+//! Going out: a coroutine's write is converted at once (so bad input raises
+//! in the call) but handed to the core at the end of the loop's iteration,
+//! together with every other write of that iteration, in one tight loop
+//! without the GIL. The writer takes every write queued when it starts a
+//! group, so the writes of 64 coroutines reach it together and commit with
+//! one fsync instead of trickling into two or three groups.
+//!
+//! Coming back: the core calls a write's completion on its writer thread
+//! once the group is durable. That thread must never wait for the GIL (it
+//! would stall every other write of the store), so a completion only pushes
+//! the result onto a queue and, when the queue was empty, writes one byte to
+//! a socket pair. The loop watches the other end with `add_reader` and
+//! `drain`s the queue: it converts each result to Python and resolves its
+//! future, on the loop's own thread. One wake-up serves every answer queued
+//! meanwhile.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use tinystore::Store;
+
+use crate::errors::to_py;
 
 /// Turns a result into the Python value (or exception) of its future.
 pub type Resolve = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -37,9 +47,9 @@ pub struct Queue {
 
 impl Queue {
     /// Queues the answer of `future`; called on any thread, never takes the GIL.
-    pub fn push(&self, store: &Store, future: Py<PyAny>, resolve: Resolve) {
+    pub fn push(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
         let was_empty = {
-            let mut q = self.answers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = lock(&self.answers);
             let was_empty = q.is_empty();
             q.push(Answer {
                 future,
@@ -49,24 +59,116 @@ impl Queue {
             was_empty
         };
         if was_empty {
-            // A full socket buffer means a wake-up is already pending.
-            let _ = (&self.wake).write(&[1]);
+            // On the writer thread, once the whole group is answered.
+            let wake = self.clone();
+            tinystore::after_answers(move || wake.wake());
+        }
+    }
+
+    fn wake(&self) {
+        // A full socket buffer means a wake-up is already pending.
+        let _ = (&self.wake).write(&[1]);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Hands a converted write to the core; gets the future to resolve.
+type Submit = Box<dyn FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send>;
+
+/// A write waiting for the end of the loop's iteration.
+struct Deferred {
+    submit: Submit,
+    future: Py<PyAny>,
+    /// A second reference to the future, to answer it if the core refuses
+    /// the write (the store closed meanwhile).
+    spare: Py<PyAny>,
+    ticket: Arc<TicketCell>,
+    store: Store,
+}
+
+/// Where a write's cancellation goes: before the write reaches the core,
+/// it is simply never handed over; after, the core's ticket cancels it.
+#[derive(Default)]
+pub struct TicketCell {
+    cancelled: AtomicBool,
+    core: Mutex<Option<tinystore::Ticket>>,
+}
+
+/// Gives up on a write that has not started (when its coroutine is cancelled).
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct Ticket(pub Arc<TicketCell>);
+
+#[pymethods]
+impl Ticket {
+    /// Cancels the write if its group has not started; else does nothing.
+    fn cancel(&self) {
+        self.0.cancelled.store(true, Ordering::Release);
+        if let Some(t) = lock(&self.0.core).as_ref() {
+            t.cancel();
         }
     }
 }
 
-/// The queue of answers of one event loop, and the socket that wakes it.
+/// The write queue and the answer queue of one event loop.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Completions {
     pub queue: Arc<Queue>,
     watched: UnixStream,
+    pending: Mutex<Vec<Deferred>>,
+    /// A weak reference to the loop, to schedule `flush` without keeping it alive.
+    loop_ref: Py<PyAny>,
+}
+
+impl Completions {
+    /// Queues a write for the end of this iteration of the loop; `submit`
+    /// hands it to the core with the future its completion resolves.
+    pub fn defer(
+        slf: &Bound<'_, Completions>,
+        future: Py<PyAny>,
+        store: &Store,
+        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
+    ) -> PyResult<Ticket> {
+        let py = slf.py();
+        if store.is_closed() {
+            return Err(to_py(
+                py,
+                tinystore::Error::new(tinystore::ErrorKind::Closed, "the store is closed"),
+            ));
+        }
+        let this = slf.get();
+        let ticket = Arc::new(TicketCell::default());
+        let spare = future.clone_ref(py);
+        let was_empty = {
+            let mut p = lock(&this.pending);
+            let was_empty = p.is_empty();
+            p.push(Deferred {
+                submit: Box::new(submit),
+                future,
+                spare,
+                ticket: ticket.clone(),
+                store: store.clone(),
+            });
+            was_empty
+        };
+        if was_empty {
+            let lp = this.loop_ref.bind(py).call0()?;
+            if !lp.is_none() {
+                lp.call_method1(intern!(py, "call_soon"), (slf.getattr(intern!(py, "flush"))?,))?;
+            }
+        }
+        Ok(Ticket(ticket))
+    }
 }
 
 #[pymethods]
 impl Completions {
-    /// A new queue; the package registers `fileno()` with the loop's `add_reader`.
+    /// The queues of the loop `loop_ref()`; the package registers `fileno()`
+    /// with the loop's `add_reader`.
     #[new]
-    fn new() -> PyResult<Completions> {
+    fn new(loop_ref: Py<PyAny>) -> PyResult<Completions> {
         let (watched, wake) = UnixStream::pair()?;
         watched.set_nonblocking(true)?;
         wake.set_nonblocking(true)?;
@@ -76,12 +178,46 @@ impl Completions {
                 wake,
             }),
             watched,
+            pending: Mutex::new(Vec::new()),
+            loop_ref,
         })
     }
 
     /// The file descriptor the loop watches.
     fn fileno(&self) -> i32 {
         self.watched.as_raw_fd()
+    }
+
+    /// Hands the writes of this iteration to the core, back to back and
+    /// without the GIL. A write cancelled meanwhile is never handed over.
+    fn flush(&self, py: Python<'_>) {
+        let writes = std::mem::take(&mut *lock(&self.pending));
+        let queue = self.queue.clone();
+        let spares = py.detach(move || {
+            let mut spares = Vec::with_capacity(writes.len());
+            // The writer wakes once, when all of them are queued.
+            tinystore::submit_together(|| {
+                for w in writes {
+                    if w.ticket.cancelled.load(Ordering::Acquire) {
+                        spares.push(w.future);
+                        spares.push(w.spare);
+                        continue;
+                    }
+                    match (w.submit)(w.future) {
+                        Ok(t) => {
+                            if w.ticket.cancelled.load(Ordering::Acquire) {
+                                t.cancel();
+                            }
+                            *lock(&w.ticket.core) = Some(t);
+                            spares.push(w.spare);
+                        }
+                        Err(e) => queue.push(&w.store, w.spare, Box::new(move |py| Err(to_py(py, e)))),
+                    }
+                }
+            });
+            spares
+        });
+        drop(spares); // with the GIL: these are the last references of some futures
     }
 
     /// Resolves every queued future, on the loop's thread. A future that was
@@ -93,20 +229,29 @@ impl Completions {
                 break;
             }
         }
-        let answers = std::mem::take(&mut *self.queue.answers.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut stores = Vec::with_capacity(answers.len());
-        for a in answers {
-            stores.push(a.store);
-            let future = a.future.bind(py);
-            if future.call_method0(intern!(py, "done"))?.is_truthy()? {
-                continue;
+        // The writer answers a group one write at a time, and the first
+        // answer wakes the loop: take again until the queue stays empty, so
+        // that a group's answers resolve in one pass and their coroutines
+        // write again together (as one group, not three).
+        let mut stores = Vec::new();
+        loop {
+            let answers = std::mem::take(&mut *lock(&self.queue.answers));
+            if answers.is_empty() {
+                break;
             }
-            let set = match (a.resolve)(py) {
-                Ok(v) => future.call_method1(intern!(py, "set_result"), (v,)),
-                Err(e) => future.call_method1(intern!(py, "set_exception"), (e.value(py),)),
-            };
-            if let Err(e) = set {
-                e.print(py); // the loop is closing: nothing waits for this answer
+            for a in answers {
+                stores.push(a.store);
+                let future = a.future.bind(py);
+                if future.call_method0(intern!(py, "done"))?.is_truthy()? {
+                    continue;
+                }
+                let set = match (a.resolve)(py) {
+                    Ok(v) => future.call_method1(intern!(py, "set_result"), (v,)),
+                    Err(e) => future.call_method1(intern!(py, "set_exception"), (e.value(py),)),
+                };
+                if let Err(e) = set {
+                    e.print(py); // the loop is closing: nothing waits for this answer
+                }
             }
         }
         // The last reference to a store closes it, which waits for its writer:

@@ -20,7 +20,7 @@ mod store;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<bucket::Bucket>()?;
-    m.add_class::<bucket::Ticket>()?;
+    m.add_class::<completions::Ticket>()?;
     m.add_class::<completions::Completions>()?;
     m.add_class::<limits::RateLimit>()?;
     m.add_class::<limits::Quota>()?;

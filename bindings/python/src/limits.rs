@@ -11,8 +11,7 @@ use tinystore::{
     Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
 };
 
-use crate::bucket::Ticket;
-use crate::completions::{Completions, Resolve};
+use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{key_bytes, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::store::Store;
@@ -205,20 +204,19 @@ impl Quota {
     fn allow_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .allow_n_then(&k, n, move |out| {
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.allow_n_then(&k, n, move |out| {
                 q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
             })
-            .map(Ticket)
-            .map_err(py_err(py))
+        })
     }
 
     /// The answer one use would get now, counting nothing.
@@ -240,20 +238,19 @@ impl Quota {
     fn refund_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .refund_n_then(&k, n, move |out| {
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.refund_n_then(&k, n, move |out| {
                 q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
             })
-            .map(Ticket)
-            .map_err(py_err(py))
+        })
     }
 
     /// Forgets the key.
@@ -266,18 +263,17 @@ impl Quota {
     fn reset_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .reset_then(&k, move |out| {
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.reset_then(&k, move |out| {
                 q.push(&store, future, resolve(out, |py, ()| Ok(py.None())))
             })
-            .map(Ticket)
-            .map_err(py_err(py))
+        })
     }
 }
 
@@ -358,18 +354,17 @@ impl Counters {
     fn add_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .add_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
-            .map(Ticket)
-            .map_err(py_err(py))
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.add_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+        })
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
@@ -383,18 +378,17 @@ impl Counters {
     fn max_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .max_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
-            .map(Ticket)
-            .map_err(py_err(py))
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.max_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+        })
     }
 
     /// The counter's value (0 when missing or expired).
@@ -413,16 +407,15 @@ impl Counters {
     fn delete_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .delete_then(&k, move |out| q.push(&store, future, resolve(out, to_any)))
-            .map(Ticket)
-            .map_err(py_err(py))
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.delete_then(&k, move |out| q.push(&store, future, resolve(out, to_any)))
+        })
     }
 
     /// Deletes every counter of this branch and the branches under it.
@@ -431,11 +424,10 @@ impl Counters {
     }
 
     /// The completion form of `clear`.
-    fn clear_then(&self, py: Python<'_>, completions: &Completions, future: Py<PyAny>) -> PyResult<Ticket> {
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.inner
-            .clear_then(move |out| q.push(&store, future, resolve(out, |py, ()| Ok(py.None()))))
-            .map(Ticket)
-            .map_err(py_err(py))
+    fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
+        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            inner.clear_then(move |out| q.push(&store, future, resolve(out, |py, ()| Ok(py.None()))))
+        })
     }
 }

@@ -9,8 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use tinystore::{Begun, Branch, Error, Raw, RawOnce, Store as CoreStore};
 
-use crate::bucket::Ticket;
-use crate::completions::{Completions, Resolve};
+use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
 use crate::errors::{invalid, py_err, to_py};
 use crate::store::Store;
@@ -176,22 +175,21 @@ impl Once {
     fn delete_then(
         &self,
         py: Python<'_>,
-        completions: &Completions,
+        completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = self.key(py, key)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        self.raw
-            .delete_then(&k, move |out| {
+        let (q, store, raw) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer(completions, future, &self.store, move |future| {
+            raw.delete_then(&k, move |out| {
                 q.push(
                     &store,
                     future,
                     Box::new(move |py| out.map_err(|e| to_py(py, e)).and_then(|b| b.into_py_any(py))),
                 )
             })
-            .map(Ticket)
-            .map_err(py_err(py))
+        })
     }
 
     /// Begins a run, waiting (without the GIL) for any run of the key
