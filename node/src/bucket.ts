@@ -6,7 +6,7 @@
 
 import type { Duration } from './durations'
 import type { NativeBucket, NativeEntry } from './native'
-import { fromJson, type Key, showKey, toJson, type ValueType } from './values'
+import { dateArg, fromJson, invalidArg, type Key, showKey, toJson, type ValueType } from './values'
 
 /** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
 export interface BucketOptions {
@@ -156,20 +156,20 @@ export class Bucket<T> {
 				key,
 				this.#encode(value, key),
 				options?.ttl,
-				options?.expiresAt?.getTime(),
+				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
 				options?.ifVersion,
 			)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
 		try {
-			return this.#native.create(key, this.#encode(value, key), options?.ttl, options?.expiresAt?.getTime())
+			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }))
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -183,7 +183,7 @@ export class Bucket<T> {
 			if (!this.#json) return taken as Promise<T | undefined>
 			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -192,7 +192,7 @@ export class Bucket<T> {
 		try {
 			return this.#native.delete(key, options?.ifVersion)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -206,7 +206,7 @@ export class Bucket<T> {
 				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
 				: this.#native.expire(key, when, undefined, options?.ifVersion)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -215,13 +215,18 @@ export class Bucket<T> {
 		try {
 			return this.#native.clear()
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
 	/** A page of this branch's own keys, in the byte order of their text. Renews nothing. */
 	async list(options?: ListOptions): Promise<Page<T>> {
-		const page = this.#native.list(options?.after, options?.limit)
+		let page
+		try {
+			page = this.#native.list(options?.after, options?.limit)
+		} catch (e) {
+			throw invalidArg(e, { bucket: this.name })
+		}
 		return { entries: page.entries.map((e) => this.#entry(e)), next: page.next }
 	}
 

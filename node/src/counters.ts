@@ -6,7 +6,7 @@
 
 import type { Duration } from './durations'
 import type { NativeCounters } from './native'
-import type { Key } from './values'
+import { invalidArg, type Key } from './values'
 
 /** The options of counters. */
 export interface CountersOptions {
@@ -54,7 +54,7 @@ export class Counters {
 		try {
 			return this.#native.add(key, n)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -63,7 +63,7 @@ export class Counters {
 		try {
 			return this.#native.max(key, n)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -77,7 +77,7 @@ export class Counters {
 		try {
 			return this.#native.delete(key)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -86,7 +86,7 @@ export class Counters {
 		try {
 			return this.#native.clear()
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 }

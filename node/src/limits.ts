@@ -8,7 +8,7 @@
 
 import type { Rate } from './durations'
 import type { NativeQuota, NativeRateLimit } from './native'
-import type { Key } from './values'
+import { invalidArg, type Key } from './values'
 
 /** One window of a quota, as an answer reports it. */
 export interface WindowUsage {
@@ -78,7 +78,11 @@ export class RateLimit {
 
 	/** Takes `n` requests (one when not given), or none. More than the burst at once is `InvalidError`. */
 	async allow(key: Key, n = 1): Promise<Allowance> {
-		return this.#native.allow(key, n) as Allowance
+		try {
+			return this.#native.allow(key, n) as Allowance
+		} catch (e) {
+			throw invalidArg(e, { bucket: this.name })
+		}
 	}
 
 	/** The answer one request would get now, counting nothing. */
@@ -132,7 +136,7 @@ export class Quota<W extends string = string> {
 		try {
 			return this.#native.allow(key, n) as Promise<Allowance<W>>
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -146,7 +150,7 @@ export class Quota<W extends string = string> {
 		try {
 			return this.#native.refund(key, n) as Promise<Allowance<W>>
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
@@ -155,7 +159,7 @@ export class Quota<W extends string = string> {
 		try {
 			return this.#native.reset(key)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 }

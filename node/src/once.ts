@@ -10,7 +10,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import type { NativeOnce } from './native'
-import { fromJson, type Key, showKey, toJson } from './values'
+import { fromJson, invalidArg, type Key, showKey, toJson } from './values'
 
 /** The options of a once. */
 export interface OnceOptions {
@@ -110,7 +110,7 @@ export class Once<T> {
 		try {
 			return this.#native.delete(key)
 		} catch (e) {
-			return Promise.reject(e)
+			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 }

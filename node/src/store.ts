@@ -12,7 +12,7 @@ import { InvalidError } from './errors'
 import { Quota, RateLimit, type RateLimitOptions } from './limits'
 import { native, type NativeMaintenance, type NativeStore } from './native'
 import { Once, type OnceOptions } from './once'
-import type { TypeFor, ValueType, ValueTypes } from './values'
+import { dateArg, invalidArg, type TypeFor, type ValueType, type ValueTypes } from './values'
 
 /** The options of `open`. */
 export interface OpenOptions {
@@ -59,7 +59,7 @@ export class Clock {
 
 	/** Sets a test clock to `to`, which must not be before its time now. */
 	set(to: Date): void {
-		this.#native.setClock(to.getTime())
+		this.#native.setClock(dateArg(to, 'the clock', {}) ?? Number.NaN)
 	}
 }
 
@@ -101,7 +101,11 @@ export class Store implements AsyncDisposable {
 	 */
 	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
 	bucket(name: string, options?: BucketOptions & { type?: ValueType }): Bucket<unknown> {
-		return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'))
+		try {
+			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'))
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
 	}
 
 	/**
@@ -112,7 +116,11 @@ export class Store implements AsyncDisposable {
 		if (typeof options?.rate !== 'string') {
 			throw new InvalidError("a rate limit needs a rate, as { rate: '5/m' }", { bucket: name })
 		}
-		return new RateLimit(this.#native.rateLimit(name, options.rate, options.burst), name)
+		try {
+			return new RateLimit(this.#native.rateLimit(name, options.rate, options.burst), name)
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
 	}
 
 	/**
@@ -125,12 +133,20 @@ export class Store implements AsyncDisposable {
 			throw new InvalidError("a quota needs windows, as { weekly: '300/7d' }", { bucket: name })
 		}
 		const names = Object.keys(windows) as W[]
-		return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name)
+		try {
+			return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name)
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
 	}
 
 	/** Counters, an int64 a key: `store.counters('attempts', { ttl: '1h' })`. */
 	counters(name: string, options?: CountersOptions): Counters {
-		return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name)
+		try {
+			return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name)
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
 	}
 
 	/** A once whose answers are scalars of one type (see `bucket`). */
@@ -142,7 +158,11 @@ export class Store implements AsyncDisposable {
 	once<T = unknown>(name: string, options?: OnceOptions & { type?: TypeFor<T> }): Once<T>
 	once(name: string, options?: OnceOptions & { type?: ValueType }): Once<unknown> {
 		const type = options?.type ?? 'json'
-		return new Once(this.#native.once(name, options?.keep, type), name, type === 'json')
+		try {
+			return new Once(this.#native.once(name, options?.keep, type), name, type === 'json')
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
 	}
 
 	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */
@@ -195,5 +215,9 @@ export async function open(dir: string, options?: OpenOptions): Promise<Store> {
 	if (clock !== undefined && !(clock instanceof Date)) {
 		throw new InvalidError('the clock option is a Date')
 	}
-	return new Store(native.NativeStore.open(dir, clock?.getTime()))
+	try {
+		return new Store(native.NativeStore.open(dir, clock?.getTime()))
+	} catch (e) {
+		throw invalidArg(e, {})
+	}
 }

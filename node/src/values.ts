@@ -18,7 +18,7 @@
  * @module
  */
 
-import { CorruptError, InvalidError } from './errors'
+import { CorruptError, type ErrorWhat, InvalidError, TinystoreError } from './errors'
 
 /** The `type` option of a bucket or `once`: what its values are. */
 export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool'
@@ -83,4 +83,23 @@ export function fromJson(text: unknown, bucket: string, key: string): unknown {
 	} catch (e) {
 		throw new CorruptError(`the row is not JSON: ${(e as Error).message}`, { bucket, key })
 	}
+}
+
+/**
+ * The error for an argument of the wrong JS type: the addon's own
+ * conversion errors (from callers in plain JavaScript) become `InvalidError`
+ * naming the handle, as every bad input is (KV-18).
+ */
+export function invalidArg(e: unknown, what: ErrorWhat): unknown {
+	if (e instanceof TinystoreError || !(e instanceof Error)) return e
+	return new InvalidError(`a wrong type of argument: ${e.message}`, what)
+}
+
+/** A `Date` option as milliseconds, or `InvalidError` naming it. */
+export function dateArg(value: unknown, name: string, what: ErrorWhat): number | undefined {
+	if (value === undefined) return undefined
+	if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
+		throw new InvalidError(`${name} is a valid Date, not ${String(value)}`, what)
+	}
+	return value.getTime()
 }

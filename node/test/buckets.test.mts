@@ -375,3 +375,30 @@ test('KV-19 files: writes issued before close, in the same turn, are written', a
 	await using again = await open(dir, { clock: T0 })
 	assert.equal((await again.bucket('x', { type: 'int' }).list()).entries.length, 10)
 })
+
+test('KV-18 bad input from plain JavaScript: wrong argument types are InvalidError naming the handle, nothing written', async () => {
+	await using store = await testStore()
+	const b = store.bucket('x', { type: 'int' })
+	const loose = b as unknown as {
+		set(k: unknown, v: unknown, o?: unknown): Promise<void>
+		list(o?: unknown): Promise<unknown>
+		delete(k: unknown, o?: unknown): Promise<boolean>
+	}
+	for (const call of [
+		() => loose.set('k', 1, { ifVersion: 5 }),
+		() => loose.set('k', 1, { expiresAt: 'tomorrow' }),
+		() => loose.set('k', 1, { ttl: { minutes: 5 } }),
+		() => loose.list({ limit: 'ten' }),
+		() => loose.delete('k', { ifVersion: 7 }),
+	]) {
+		const e = await rejection(call())
+		assert.ok(e instanceof InvalidError, String(e))
+		assert.equal((e as InvalidError).what.bucket, 'x')
+	}
+	assert.throws(() => store.bucket(42 as never), InvalidError)
+	assert.throws(() => store.bucket('y', { type: 'integer' as never }), (e: unknown) => e instanceof InvalidError && /integer/.test(e.message))
+	assert.throws(() => store.counters('c', { ttl: true as never }), InvalidError)
+	const q = store.quota('q', { daily: '5/d' })
+	assert.ok((await rejection(q.allow('k', 'two' as never))) instanceof InvalidError)
+	assert.equal(await b.has('k'), false)
+})

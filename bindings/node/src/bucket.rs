@@ -174,7 +174,10 @@ impl NativeBucket {
             let opts = self.options(env, &ttl, expires_at, if_version)?;
             Ok((k, v, opts))
         })();
-        let (k, v, opts) = sync(env, prepared)?;
+        let (k, v, opts) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
+        )?;
         let raw = self.raw.clone();
         settle::write(
             env,
@@ -199,7 +202,10 @@ impl NativeBucket {
             let opts = self.options(env, &ttl, expires_at, None)?;
             Ok((k, v, opts))
         })();
-        let (k, v, opts) = sync(env, prepared)?;
+        let (k, v, opts) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
+        )?;
         let raw = self.raw.clone();
         settle::write(
             env,
@@ -214,7 +220,10 @@ impl NativeBucket {
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn take<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
-        let (k, if_version) = sync(env, prepared)?;
+        let (k, if_version) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
+        )?;
         let kind = self.kind;
         let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
         let raw = self.raw.clone();
@@ -232,7 +241,10 @@ impl NativeBucket {
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
-        let (k, if_version) = sync(env, prepared)?;
+        let (k, if_version) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
+        )?;
         let raw = self.raw.clone();
         settle::write(
             env,
@@ -259,7 +271,10 @@ impl NativeBucket {
                 .ok_or_else(|| settle::invalid("expire takes a duration as '1h' or a Date"))?;
             Ok((k, expiry, opts.if_version))
         })();
-        let (k, expiry, if_version) = sync(env, prepared)?;
+        let (k, expiry, if_version) = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
+        )?;
         let raw = self.raw.clone();
         settle::write(
             env,
