@@ -5,9 +5,10 @@
 //! must not park a thread, so each write's Promise is a raw `napi_deferred`
 //! handed to the core's completion form (`*_then`). The completion runs on
 //! the writer thread, which cannot touch JS; it pushes the answer onto this
-//! env's queue and, only when the queue was empty, calls one shared
-//! threadsafe function. The JS thread then settles everything queued in one
-//! go, so a group of 64 writes costs about one cross-thread wake-up, not 64.
+//! env's queue and, when the queue was empty, calls one shared threadsafe
+//! function once the writer has answered the whole group (the core's
+//! `after_answers`). The JS thread then settles everything queued in one
+//! go, so a group of 64 writes costs one cross-thread wake-up, not 64.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
 //! `Promise.all`) are corked: each is checked and converted at once, but
@@ -236,20 +237,24 @@ impl Shared {
 
     /// Queues a settled write (any thread); wakes the JS thread when the
     /// queue was empty, so a whole group rides on one call.
-    fn push(&self, done: Done) {
+    fn push(self: &Arc<Self>, done: Done) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         let was_empty = q.is_empty();
         q.push(done);
         drop(q);
         if was_empty {
-            unsafe {
-                sys::napi_call_threadsafe_function(
-                    self.tsfn,
-                    ptr::null_mut(),
-                    sys::ThreadsafeFunctionCallMode::nonblocking,
-                )
-            };
+            // On the writer thread this waits until the whole group is
+            // answered, so the JS thread settles the group in one pass.
+            let shared = self.clone();
+            tinystore::after_answers(move || shared.wake());
         }
+    }
+
+    /// Wakes the JS thread to settle what the queue holds (any thread).
+    fn wake(&self) {
+        unsafe {
+            sys::napi_call_threadsafe_function(self.tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
+        };
     }
 
     /// The JS error object of an engine error: an instance of the
