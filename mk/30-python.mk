@@ -37,10 +37,15 @@ test-python: build-python lint-python
 	cd $(PY_DIR) && $(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-python-install
 
-# The first promise of the package: `pip install ./python` in a clean venv,
-# with nothing else set up, and it imports and works.
+# The first promise of the package: `pip install ./python`, and the wheel of
+# `maturin build`, each in a clean venv with nothing else set up, import and work.
 PY_CLEAN := $(CARGO_TARGET_DIR)/py-clean-venv
-test-python-install:
+PY_WHEELS := $(CARGO_TARGET_DIR)/py-wheels
+test-python-install: $(PY_VENV)/.ready
+	rm -rf $(PY_WHEELS) && cd $(PY_DIR) && $(abspath $(PY_VENV))/bin/maturin build --release --quiet --out $(PY_WHEELS)
+	rm -rf $(PY_CLEAN) && python3 -m venv $(PY_CLEAN)
+	$(PY_CLEAN)/bin/python -m pip install -q --disable-pip-version-check $(PY_WHEELS)/tinystore-*.whl
+	cd /tmp && $(PY_CLEAN)/bin/python $(abspath $(PY_DIR))/tests/install_check.py
 	rm -rf $(PY_CLEAN) && python3 -m venv $(PY_CLEAN)
 	$(PY_CLEAN)/bin/python -m pip install -q --disable-pip-version-check ./$(PY_DIR)
 	cd /tmp && $(PY_CLEAN)/bin/python $(abspath $(PY_DIR))/tests/install_check.py

@@ -225,7 +225,7 @@ def report(args: argparse.Namespace, base: str) -> None:
         set_measures["diskcache set (1 in flight)"] = dc_set_1
     sets = run_rounds(args.rounds, set_measures)
     g1, w1 = astore._n.group_stats()
-    print(f"# tinystore writer: {w1} writes in {g1} groups ({w1 / max(g1, 1):.1f} per group)")
+    print(f"# tinystore writer, whole run (seeding, 1 and 64 in flight): {w1} writes in {g1} commits")
     print(f"# Python {sys.version.split()[0]}, tinystore {tinystore.__version__}, sqlite3 {sqlite3.sqlite_version}, "
           f"diskcache {getattr(diskcache, '__version__', 'not installed')}; {args.rounds} rounds, medians")
     print(f"# files in {base}")

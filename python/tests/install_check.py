@@ -1,5 +1,6 @@
-"""Run by `make test-python-install` in a clean venv after `pip install ./python`:
-the package imports, opens a store, writes and reads, with nothing else set up."""
+"""Run by `make test-python-install` in a clean venv, after installing the wheel of
+`maturin build` and again after `pip install ./python`: the package imports, opens
+a store, writes and reads, with nothing else set up."""
 
 import asyncio
 import tempfile
@@ -17,7 +18,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as d, tinystore.sync.open(d) as store:
         store.bucket("flags", bool).set("dark", True)
         assert store.bucket("flags", bool).get("dark") is True
-    print("pip install ./python: imported and ran from", tinystore.__file__)
+    print("tinystore, installed in a clean venv, imported and ran from", tinystore.__file__)
 
 
 asyncio.run(main())
