@@ -2,7 +2,6 @@
 # its tests under `node --test` and `bun test`, and the Node benchmark.
 
 NODE_DIR := $(ROOT)/node
-NODE_ADDON := $(NODE_DIR)/tinystore.linux-x64-gnu.node
 NODE_BIN := $(NODE_DIR)/node_modules/.bin
 
 .PHONY: node node-deps test-node bench-node
