@@ -39,8 +39,10 @@ thread_local! {
     static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
-    /// Set inside [`submit_together`]: writers to wake when it ends.
-    static HELD: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
+    /// Set inside [`submit_together`]: the writes held back, by writer, to
+    /// queue in one push when it ends.
+    static HELD: std::cell::RefCell<Option<Vec<(Arc<Shared>, Vec<Box<dyn WriteOp>>)>>> =
+        const { std::cell::RefCell::new(None) };
     /// On the writer thread: what [`after_answers`] put off until the group is answered.
     static AFTER: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -78,7 +80,19 @@ pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
             if self.0 {
                 return; // an outer call wakes them
             }
-            for shared in HELD.with(|h| h.borrow_mut().take()).unwrap_or_default() {
+            for (shared, ops) in HELD.with(|h| h.borrow_mut().take()).unwrap_or_default() {
+                // One push under one lock: the writer cannot start a group
+                // with part of the burst.
+                let mut q = lock(&shared.queue);
+                if q.closed {
+                    drop(q);
+                    for op in ops {
+                        op.finish(None, Some(Error::closed()));
+                    }
+                    continue;
+                }
+                q.ops.extend(ops);
+                drop(q);
                 shared.wake.notify_one();
             }
         }
@@ -260,22 +274,27 @@ impl Writer {
             cancel: Some(cancel.clone()),
             weight,
         });
-        let mut q = lock(&self.shared.queue);
-        if q.closed {
+        if lock(&self.shared.queue).closed {
             return Err(Error::closed());
         }
-        q.ops.push_back(job);
-        drop(q);
-        let held = HELD.with(|h| match h.borrow_mut().as_mut() {
+        let job: Box<dyn WriteOp> = job;
+        let job = HELD.with(|h| match h.borrow_mut().as_mut() {
             Some(writers) => {
-                if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) {
-                    writers.push(self.shared.clone());
+                match writers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &self.shared)) {
+                    Some((_, ops)) => ops.push(job),
+                    None => writers.push((self.shared.clone(), vec![job])),
                 }
-                true
+                None
             }
-            None => false,
+            None => Some(job),
         });
-        if !held {
+        if let Some(job) = job {
+            let mut q = lock(&self.shared.queue);
+            if q.closed {
+                return Err(Error::closed());
+            }
+            q.ops.push_back(job);
+            drop(q);
             self.shared.wake.notify_one();
         }
         Ok(Ticket(cancel))
