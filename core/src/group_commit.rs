@@ -41,11 +41,13 @@ thread_local! {
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
     /// Set inside [`submit_together`]: the writes held back, by writer, to
     /// queue in one push when it ends.
-    static HELD: std::cell::RefCell<Option<Vec<(Arc<Shared>, Vec<Box<dyn WriteOp>>)>>> =
-        const { std::cell::RefCell::new(None) };
+    static HELD: std::cell::RefCell<Option<Vec<Held>>> = const { std::cell::RefCell::new(None) };
     /// On the writer thread: what [`after_answers`] put off until the group is answered.
     static AFTER: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
+
+/// Writes of one writer held back by [`submit_together`].
+type Held = (Arc<Shared>, Vec<Box<dyn WriteOp>>);
 
 /// Runs `f` once the writer has answered every write of the group it is
 /// answering, when called from a write's completion on the writer thread;
