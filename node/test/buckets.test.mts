@@ -2,9 +2,20 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-import { ClosedError, ConflictError, CorruptError, InvalidError, LimitError, open, OutcomeUnknownError } from 'tinystore'
+import {
+	ClosedError,
+	ConflictError,
+	CorruptError,
+	InvalidError,
+	LimitError,
+	open,
+	OutcomeUnknownError,
+	TinystoreError,
+} from 'tinystore'
 
 // The package's own tests reach the addon behind a store (not exported).
+import { makeError } from '../dist/cjs/errors.js'
+import { native } from '../dist/cjs/native.js'
 import { nativeOf } from '../dist/cjs/store.js'
 
 import { freshDir, rejection, T0, testStore } from './helpers.mjs'
@@ -401,4 +412,17 @@ test('KV-18 bad input from plain JavaScript: wrong argument types are InvalidErr
 	const q = store.quota('q', { daily: '5/d' })
 	assert.ok((await rejection(q.allow('k', 'two' as never))) instanceof InvalidError)
 	assert.equal(await b.has('k'), false)
+})
+
+test('KV-18 errors: one TinystoreError subclass per kind of the engine, with its stable code', () => {
+	const codes = native.errorCodes()
+	assert.ok(codes.includes('INVALID') && codes.includes('OUTCOME_UNKNOWN'))
+	for (const code of codes) {
+		const e = makeError(code, 'message', 'bucket', 'owner/key')
+		assert.ok(e instanceof TinystoreError)
+		assert.notEqual(e.constructor, TinystoreError, `a class of its own for ${code}`)
+		assert.equal(e.code, code)
+		assert.deepEqual(e.what, { bucket: 'bucket', key: 'owner/key' })
+		assert.match(e.message, /message \(bucket bucket, key owner\/key\)/)
+	}
 })
