@@ -1,0 +1,427 @@
+// The Node/Bun runner of the conformance cases: every step of
+// tests/conformance/cases/*.json through the public API of the npm package
+// (node/), failing on any operation it does not know. It mirrors
+// tests/conformance/rust/tests/run.rs; see tests/conformance/README.md.
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+import { open, TinystoreError } from '../../../node/dist/esm/index.mjs'
+import { isBig, keyArg, lossy, millis, packageType, parseJson, sameJson, sameValue, show, text, toJs } from './values.mjs'
+
+/** 2026-10-20T09:00:00Z, the start of every case's clock. */
+export const START = new Date('2026-10-20T09:00:00Z')
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** Every case of every file, in file order. */
+export function cases() {
+	const dir = join(here, '..', 'cases')
+	return readdirSync(dir)
+		.filter((f) => f.endsWith('.json'))
+		.sort()
+		.flatMap((f) => parseJson(readFileSync(join(dir, f), 'utf8')))
+}
+
+/** A case's failure: which step, and why. */
+class StepFailure extends Error {}
+
+/** What a call gave back, before it is compared (as the Rust runner's `Out`). */
+const nothing = { kind: 'nothing' }
+const json = (v) => ({ kind: 'json', v })
+const value = (ty, v) => ({ kind: 'value', ty, v })
+const allowance = (a) => ({ kind: 'allow', a })
+const entry = (ty, e) => ({ kind: 'entry', ty, e })
+
+/** Whether an answer is a success, for `race`. */
+function success(out) {
+	if (out.error !== undefined) return false
+	const o = out.ok
+	switch (o.kind) {
+		case 'nothing':
+		case 'entry':
+			return true
+		case 'json':
+			return o.v !== null && o.v !== false
+		case 'value':
+			return o.v !== undefined
+		case 'allow':
+			return o.a.ok
+	}
+	throw new Error(`no answer kind ${o.kind}`)
+}
+
+/** Settles a call into `{ ok }` or `{ error }`, whether it threw or rejected. */
+async function settle(call) {
+	try {
+		return { ok: await call() }
+	} catch (error) {
+		return { error }
+	}
+}
+
+/** One case on a new store in a new directory, with the test clock at START. */
+export class Runner {
+	constructor() {
+		this.dir = mkdtempSync(join(tmpdir(), 'tinystore-conformance-'))
+		this.opens = []
+		this.handles = new Map()
+		this.versions = new Map()
+		this.ran = 0
+	}
+
+	async start() {
+		this.store = await open(this.dir, { clock: START })
+	}
+
+	async dispose() {
+		if (!this.store.closed) await this.store.close()
+		rmSync(this.dir, { recursive: true, force: true })
+	}
+
+	now() {
+		return this.store.clock.now().getTime()
+	}
+
+	openHandle(step) {
+		const opt = (k) => (step[k] === undefined || step[k] === null ? undefined : step[k])
+		const { name } = step
+		let h
+		switch (step.kind) {
+			case 'bucket': {
+				const options = { ttl: opt('ttl'), idle: opt('idle') }
+				const open = (big) => this.store.bucket(name, { ...options, type: packageType(step.type, big) })
+				// An int bucket also gets a `bigint` twin on the same name, for values past 2^53.
+				h = { kind: 'bucket', ty: step.type, main: open(false), big: step.type === 'int' ? () => open(true) : null }
+				break
+			}
+			case 'counters':
+				h = { kind: 'counters', c: this.store.counters(name, { ttl: opt('ttl'), flushEvery: opt('flush_every') }) }
+				break
+			case 'rate_limit':
+				h = { kind: 'rate_limit', r: this.store.rateLimit(name, { rate: step.rate, burst: opt('burst') }) }
+				break
+			case 'quota':
+				h = { kind: 'quota', q: this.store.quota(name, step.windows) }
+				break
+			case 'once':
+				h = { kind: 'once', ty: step.type, o: this.store.once(name, { keep: opt('keep'), type: packageType(step.type) }) }
+				break
+			default:
+				throw new Error(`the Node runner does not know the kind ${step.kind}`)
+		}
+		this.handles.set(step.as, h)
+	}
+
+	/** The handle a call names, in the branch of its `under`. */
+	handle(step) {
+		const h = this.handles.get(step.on)
+		if (h === undefined) throw new Error(`no handle ${step.on} opened before`)
+		const owners = (step.under ?? []).map(keyArg)
+		if (owners.length === 0) return h
+		switch (h.kind) {
+			case 'bucket':
+				return { ...h, main: h.main.under(...owners), big: h.big && (() => h.big().under(...owners)) }
+			case 'counters':
+				return { ...h, c: h.c.under(...owners) }
+			case 'rate_limit':
+				return { ...h, r: h.r.under(...owners) }
+			case 'quota':
+				return { ...h, q: h.q.under(...owners) }
+			case 'once':
+				return { ...h, o: h.o.under(...owners) }
+		}
+		throw new Error(`no handle kind ${h.kind}`)
+	}
+
+	async reopen() {
+		const at = this.store.clock.now()
+		await this.store.close()
+		this.store = await open(this.dir, { clock: at })
+		this.handles.clear()
+		for (const step of this.opens) this.openHandle(step)
+	}
+
+	/** Runs one call; `index` fills `{i}` in its key. */
+	async call(step, index) {
+		const { op } = step
+		const key = step.key === undefined ? undefined : typeof step.key === 'string' ? step.key.replaceAll('{i}', String(index)) : keyArg(step.key)
+		const n = step.n ?? 1
+		const ifVersion = step.if_version === undefined ? undefined : this.version(step.if_version)
+		const h = this.handle(step)
+		// A bucket of ints reads and writes through its bigint twin when the case's value is past 2^53.
+		const bucket = (v) => (h.big && isBig(h.ty, v) ? h.big() : h.main)
+		switch (`${h.kind}.${op}`) {
+			case 'bucket.set': {
+				const options = { ifVersion }
+				if (step.ttl !== undefined) options.ttl = step.ttl
+				else if (step.expires_in !== undefined) {
+					const e = step.expires_in
+					options.expiresAt = new Date(e.startsWith('-') ? this.now() - millis(e.slice(1)) : this.now() + millis(e))
+				}
+				const b = bucket(step.value)
+				await b.set(key, toJs(h.ty, step.value), options)
+				if (step.save === undefined) return nothing
+				// `set` resolves with nothing, so the version it wrote is read back: no other call runs meanwhile.
+				const written = await b.entry(key)
+				if (written === undefined) throw new Error('the key just set is absent, so its version cannot be saved')
+				return json(written.version)
+			}
+			case 'bucket.get':
+				return value(h.ty, await bucket(step.expect).get(key))
+			case 'bucket.has':
+				return json(await h.main.has(key))
+			case 'bucket.entry': {
+				const e = await bucket(step.expect?.value).entry(key)
+				return e === undefined ? json(null) : entry(h.ty, e)
+			}
+			case 'bucket.create':
+				return json(await bucket(step.value).create(key, toJs(h.ty, step.value), step.ttl === undefined ? {} : { ttl: step.ttl }))
+			case 'bucket.take':
+				return value(h.ty, await bucket(step.expect).take(key, { ifVersion }))
+			case 'bucket.delete':
+				return json(await h.main.delete(key, { ifVersion }))
+			case 'bucket.expire':
+				if (step.ttl === undefined) throw new Error('expire takes a ttl')
+				return json(await h.main.expire(key, step.ttl, { ifVersion }))
+			case 'bucket.clear':
+				await h.main.clear()
+				return nothing
+			case 'bucket.list': {
+				const options = {}
+				if (step.after !== undefined) options.after = keyArg(step.after)
+				if (step.limit !== undefined) options.limit = step.limit
+				const page = await h.main.list(options)
+				return json({ keys: page.entries.map((e) => lossy(e.key)), next: page.next === undefined ? null : lossy(page.next) })
+			}
+			case 'bucket.all': {
+				const keys = []
+				for await (const e of h.main.all()) keys.push(lossy(e.key))
+				return json({ keys, count: keys.length })
+			}
+			case 'counters.add':
+				return json(await h.c.add(key, n))
+			case 'counters.max':
+				return json(await h.c.max(key, n))
+			case 'counters.get':
+				return json(await h.c.get(key))
+			case 'counters.delete':
+				await h.c.delete(key)
+				return nothing
+			case 'rate_limit.allow':
+				return allowance(await h.r.allow(key, n))
+			case 'rate_limit.peek':
+				return allowance(await h.r.peek(key))
+			case 'rate_limit.reset':
+				await h.r.reset(key)
+				return nothing
+			case 'quota.allow':
+				return allowance(await h.q.allow(key, n))
+			case 'quota.peek':
+				return allowance(await h.q.peek(key))
+			case 'quota.refund':
+				return allowance(await h.q.refund(key, n))
+			case 'quota.reset':
+				await h.q.reset(key)
+				return nothing
+			case 'once.run':
+				return this.runOnce(h, key, step)
+			case 'once.get':
+				return value(h.ty, await h.o.get(key))
+			case 'once.delete':
+				return json(await h.o.delete(key))
+		}
+		throw new Error(`the Node runner does not know the call ${op} on a ${h.kind}`)
+	}
+
+	async runOnce(h, key, step) {
+		const got = await h.o.run(key, async () => {
+			this.ran++
+			if (step.fails !== undefined) {
+				// The run must fail with this very error (`FAILED` in the case).
+				throw Object.assign(new Error(`FAILED: ${step.fails}`), { ownError: true })
+			}
+			return toJs(h.ty, step.returns)
+		})
+		return value(h.ty, got)
+	}
+
+	version(name) {
+		if (!this.versions.has(name)) throw new Error(`no version saved as ${name}`)
+		return this.versions.get(name)
+	}
+
+	/** Compares an answer (`{ ok }` or `{ error }`) with a step's `expect` or `error`. */
+	check(step, out) {
+		if (step.error !== undefined) {
+			const code = step.error
+			if (out.error === undefined) fail(`expected ${code}, got success`)
+			const e = out.error
+			if (code === 'FAILED') {
+				if (!e?.ownError) fail(`expected the function's own error, got ${describe(e)}`)
+				return
+			}
+			if (!(e instanceof TinystoreError)) fail(`expected ${code}, got ${describe(e)}`)
+			if (e.code !== code) fail(`expected ${code}, got ${describe(e)}`)
+			if (step.error_bucket !== undefined && e.what?.bucket !== step.error_bucket) {
+				fail(`the error should name bucket ${step.error_bucket}: ${describe(e)}`)
+			}
+			if (step.error_key !== undefined && e.what?.key !== text(step.error_key)) {
+				fail(`the error should name key ${text(step.error_key)}: ${describe(e)}`)
+			}
+			return
+		}
+		if (out.error !== undefined) fail(`unexpected error: ${describe(out.error)}`)
+		if (!('expect' in step)) return
+		const expected = step.expect
+		const o = out.ok
+		switch (o.kind) {
+			case 'nothing':
+				return fail('a call that answers nothing has no expect')
+			case 'value':
+				if (expected === null ? o.v === undefined : o.v !== undefined && sameValue(o.ty, expected, o.v)) return
+				return fail(`expected ${show(expected)}, got ${show(o.v)}`)
+			case 'allow':
+				return checkAllow(expected, o.a, this.now())
+			case 'entry': {
+				if (expected === null) fail(`expected no entry, got ${show(o.e.value)}`)
+				const expiresIn = o.e.expiresAt === undefined ? null : o.e.expiresAt.getTime() - this.now()
+				for (const [f, w] of Object.entries(expected)) {
+					const fine =
+						f === 'value'
+							? sameValue(o.ty, w, o.e.value)
+							: f === 'version'
+								? o.e.version === this.version(w)
+								: f === 'expires_in'
+									? expiresIn === (w === null ? null : millis(w))
+									: fail(`an entry has no field ${f}`)
+					if (!fine) {
+						fail(`${f}: expected ${show(w)}, got value ${show(o.e.value)}, version ${o.e.version}, expires_in ${expiresIn} ms`)
+					}
+				}
+				return
+			}
+			case 'json': {
+				const got = o.v
+				if (expected && typeof expected === 'object' && !Array.isArray(expected) && got && typeof got === 'object') {
+					for (const [f, w] of Object.entries(expected)) {
+						if (!sameJson(w, got[f])) fail(`${f}: expected ${show(w)}, got ${show(got)}`)
+					}
+					return
+				}
+				if (!sameJson(expected, got)) fail(`expected ${show(expected)}, got ${show(got)}`)
+				return
+			}
+		}
+		throw new Error(`no answer kind ${o.kind}`)
+	}
+
+	/** Runs one step of a case. */
+	async step(step) {
+		switch (step.op) {
+			case 'open': {
+				const out = await settle(async () => this.openHandle(step))
+				if (out.error === undefined && step.error === undefined) this.opens.push(step)
+				return this.check(step, out.error === undefined ? { ok: nothing } : out)
+			}
+			case 'advance': {
+				const by = step.by
+				const out = await settle(async () => {
+					if (by.startsWith('-')) this.store.clock.set(new Date(this.now() - millis(by.slice(1))))
+					else this.store.clock.advance(by)
+					return nothing
+				})
+				return this.check(step, out)
+			}
+			case 'maintain': {
+				const m = await this.store.maintain()
+				for (const [f, w] of Object.entries(step.expect ?? {})) {
+					if (m[f] !== w) fail(`maintain ${f}: expected ${w}, got ${JSON.stringify(m)}`)
+				}
+				return
+			}
+			case 'reopen':
+				return this.reopen()
+			case 'close':
+				return this.store.close()
+			case 'race': {
+				const before = this.ran
+				// Every copy starts in this turn of the event loop, as N requests in flight would.
+				const outs = await Promise.all(Array.from({ length: step.n }, (_, i) => settle(() => this.call(step.step, i))))
+				const wins = outs.filter(success).length
+				if (wins !== step.expect_successes) {
+					const errors = [...new Set(outs.filter((o) => o.error).map((o) => describe(o.error)))]
+					fail(`race: ${wins} of ${step.n} succeeded, expected ${step.expect_successes}${errors.length ? `; errors: ${errors.join('; ')}` : ''}`)
+				}
+				if (step.expect_ran !== undefined && this.ran - before !== step.expect_ran) {
+					fail(`race: the function ran ${this.ran - before} times, expected ${step.expect_ran}`)
+				}
+				for (const o of outs) if (o.error === undefined && 'expect' in step.step) this.check(step.step, o)
+				return
+			}
+			case 'tx':
+				if (typeof this.store.tx !== 'function') {
+					throw new Error('the package has no transactions: store.tx is missing (KV-16)')
+				}
+				throw new Error('the Node runner does not know the package’s store.tx yet: teach it the call')
+			default: {
+				const out = await settle(() => this.call(step, 0))
+				if (step.save !== undefined && out.error === undefined) {
+					const o = out.ok
+					if (o.kind === 'json' && typeof o.v === 'string') this.versions.set(step.save, o.v)
+					else if (o.kind === 'entry') this.versions.set(step.save, o.e.version)
+				}
+				return this.check(step, out)
+			}
+		}
+	}
+
+	/** Runs every step of a case in order; throws at the first that fails, naming it. */
+	async run(c) {
+		for (const [i, step] of c.steps.entries()) {
+			try {
+				await this.step(step)
+			} catch (e) {
+				const why = e instanceof StepFailure ? e.message : `${describe(e)}\n${e?.stack ?? ''}`
+				throw new Error(`${c.id} ${JSON.stringify(c.title)}, step ${i + 1} (${step.op}): ${why}`)
+			}
+		}
+	}
+}
+
+function fail(message) {
+	throw new StepFailure(message)
+}
+
+function describe(e) {
+	if (e instanceof TinystoreError) return `${e.constructor.name} ${e.code}: ${e.message} (what ${JSON.stringify(e.what)})`
+	return e instanceof Error ? `${e.constructor.name}: ${e.message}` : String(e)
+}
+
+function checkAllow(expected, a, now) {
+	const since = (t) => (t === undefined ? null : t.getTime() - now)
+	const problems = []
+	if ('ok' in expected && expected.ok !== a.ok) problems.push(`ok ${a.ok} != ${expected.ok}`)
+	if ('left' in expected && expected.left !== a.left) problems.push(`left ${a.left} != ${expected.left}`)
+	if ('retry_in' in expected) {
+		const want = expected.retry_in === null ? null : millis(expected.retry_in)
+		if (want !== since(a.retryAt)) problems.push(`retry_in ${since(a.retryAt)} ms != ${expected.retry_in}`)
+	}
+	for (const [name, w] of Object.entries(expected.windows ?? {})) {
+		const got = a.windows?.[name]
+		if (got === undefined) {
+			problems.push(`no window ${name}`)
+			continue
+		}
+		for (const f of ['used', 'limit', 'left']) {
+			if (f in w && w[f] !== got[f]) problems.push(`${name}.${f} ${got[f]} != ${w[f]}`)
+		}
+		if ('resets_in' in w) {
+			const want = w.resets_in === null ? null : millis(w.resets_in)
+			if (want !== since(got.resetsAt)) problems.push(`${name}.resets_in ${since(got.resetsAt)} ms != ${w.resets_in}`)
+		}
+	}
+	if (problems.length) fail(problems.join('; '))
+}
