@@ -60,3 +60,37 @@ func ExampleOptions_manual() {
 	// false <nil>
 	// 1 <nil>
 }
+
+// A transaction: a sign-in code is burnt and the session it opens is
+// written together, or neither is.
+func ExampleStore_Tx() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "tinystore-example")
+	defer os.RemoveAll(dir)
+	store, err := tinystore.Open(ctx, dir, tinystore.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	codes, _ := kv.OpenBucket[int64](store, "sign-in-codes", kv.TTL(15*time.Minute))
+	sessions, _ := kv.OpenBucket[string](store, "sessions", kv.Idle(30*24*time.Hour))
+	_ = codes.Set(ctx, "5f2b", 42)
+
+	err = store.Tx(ctx, func(tx *kv.Tx) error {
+		userID, found, err := codes.WithTx(tx).Take(ctx, "5f2b")
+		if err != nil || !found {
+			return err
+		}
+		return sessions.Under(userID).WithTx(tx).Set(ctx, "9c1e", "web")
+	})
+	fmt.Println(err)
+	_ = store.View(ctx, func(v *kv.View) error {
+		_, codeLeft, _ := codes.WithView(v).Get(ctx, "5f2b")
+		device, _, _ := sessions.Under(42).WithView(v).Get(ctx, "9c1e")
+		fmt.Println(codeLeft, device)
+		return nil
+	})
+	// Output:
+	// <nil>
+	// false web
+}

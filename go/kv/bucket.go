@@ -14,8 +14,9 @@ import (
 // package doc), so the other languages read them back.
 type Bucket[T any] struct {
 	branch
-	h *native.Bucket
-	c *codec[T]
+	base *native.Bucket
+	h    native.Calls // base, or base inside a Tx or View
+	c    *codec[T]
 }
 
 // OpenBucket opens the bucket name of store, with TTL or Idle (not both).
@@ -32,7 +33,7 @@ func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption
 	if err != nil {
 		return nil, err
 	}
-	return &Bucket[T]{branch: branch{name: name}, h: h, c: newCodec[T]()}, nil
+	return &Bucket[T]{branch: branch{name: name}, base: h, h: h, c: newCodec[T]()}, nil
 }
 
 // Name is the bucket's name.
@@ -44,7 +45,7 @@ func (b *Bucket[T]) Name() string { return b.name }
 //
 //	err := sessions.Under(userID).Clear(ctx) // sign out everywhere
 func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
-	return &Bucket[T]{branch: b.branch.under(owners), h: b.h, c: b.c}
+	return &Bucket[T]{branch: b.branch.under(owners), base: b.base, h: b.h, c: b.c}
 }
 
 func (b *Bucket[T]) writeOptions(k string, opts []CallOption) (native.WriteOptions, error) {

@@ -1,5 +1,5 @@
 // Package kv opens the handles of a tinystore.Store: buckets of values,
-// and (as the core gains them) counters, rate limits, quotas and once.
+// counters, rate limits, quotas and once.
 //
 // Every call takes a context.Context first. A context that has ended
 // before a call starts ends it with tinystore.ErrCancelled (and the
@@ -35,8 +35,23 @@
 // is absent to every call. Expiry is judged on the store's clock, which a
 // Manual store lets a test move.
 //
+// # Transactions
+//
+// Store.Tx runs a function in one transaction: writes of buckets joined to
+// it with WithTx commit together when it returns nil, and none does when it
+// returns an error or panics. Store.View reads one snapshot through
+// WithView, and refuses writes. A handle of either used after its function
+// returned is tinystore.ErrClosed.
+//
+//	err := store.Tx(ctx, func(tx *kv.Tx) error {
+//		userID, found, err := codes.WithTx(tx).Take(ctx, digest(code))
+//		if err != nil || !found {
+//			return err
+//		}
+//		return sessions.Under(userID).WithTx(tx).Set(ctx, digest(token), Session{UserID: userID, Device: "web"})
+//	})
+//
 // # Not yet
 //
-// Transactions (Tx, View) wait for the core's batch API; counters, rate
-// limits, quotas and once join this package as the core exposes them.
+// Config joins this package as the core exposes it.
 package kv

@@ -75,6 +75,8 @@ typedef struct TsRateLimit TsRateLimit;
 typedef struct TsQuota TsQuota;
 typedef struct TsOnce TsOnce;
 typedef struct TsClaim TsClaim;
+typedef struct TsTx TsTx;
+typedef struct TsSnapshot TsSnapshot;
 
 /* A borrowed look at a TsError; its pointers live as long as the error. */
 typedef struct TsErrorView {
@@ -254,6 +256,47 @@ int32_t ts_once_get(const TsOnce *o, const uint8_t *owners, size_t owners_len, c
                     int32_t want, TsValue *value, bool *found, TsError **err);
 int32_t ts_once_delete(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
                        const TsCancel *cancel, bool *found, TsError **err);
+
+/* Transactions (KV-16): begin (waiting for the writer's turn), bucket calls
+ * as the ts_bucket_* ones, then commit or roll back, then free. A call on a
+ * transaction or snapshot that has ended is TS_CLOSED. */
+int32_t ts_tx_begin(const TsStore *s, const TsCancel *cancel, TsTx **out, TsError **err);
+int32_t ts_tx_commit(const TsTx *t, TsError **err);
+void ts_tx_rollback(const TsTx *t);
+void ts_tx_free(TsTx *t);
+int32_t ts_tx_get(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                  size_t key_len, int32_t want, TsEntry *out, bool *found, TsError **err);
+int32_t ts_tx_set(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                  size_t key_len, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                  const TsWriteOptions *options, int64_t *version, TsError **err);
+int32_t ts_tx_create(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                     size_t key_len, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                     const TsWriteOptions *options, int32_t want, bool *written, int64_t *version, TsEntry *found,
+                     TsError **err);
+int32_t ts_tx_take(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                   size_t key_len, const TsWriteOptions *options, int32_t want, TsCheckFn check, uint64_t check_ctx,
+                   TsEntry *out, bool *found, TsError **err);
+int32_t ts_tx_delete(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                     size_t key_len, const TsWriteOptions *options, bool *found, TsError **err);
+int32_t ts_tx_expire(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                     size_t key_len, const TsWriteOptions *options, bool *found, TsError **err);
+int32_t ts_tx_clear(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, TsError **err);
+int32_t ts_tx_list(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *after,
+                   size_t after_len, bool has_after, uint32_t limit, int32_t want, TsPage **out, TsError **err);
+
+/* Read snapshots: every read sees the file as it was at the first one. */
+int32_t ts_snapshot_open(const TsStore *s, TsSnapshot **out, TsError **err);
+int32_t ts_snapshot_get(const TsSnapshot *s, const TsBucket *b, const uint8_t *owners, size_t owners_len,
+                        const uint8_t *key, size_t key_len, int32_t want, TsEntry *out, bool *found, TsError **err);
+int32_t ts_snapshot_list(const TsSnapshot *s, const TsBucket *b, const uint8_t *owners, size_t owners_len,
+                         const uint8_t *after, size_t after_len, bool has_after, uint32_t limit, int32_t want,
+                         TsPage **out, TsError **err);
+void ts_snapshot_close(const TsSnapshot *s);
+void ts_snapshot_free(TsSnapshot *s);
+
+/* A TEST HOOK, not for applications: the store's next group commit fails as
+ * a failed fsync would, and each of its writes answers TS_OUTCOME_UNKNOWN. */
+int32_t ts_store_fail_next_commit_for_tests(const TsStore *s, TsError **err);
 
 #ifdef __cplusplus
 }

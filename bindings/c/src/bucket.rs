@@ -61,8 +61,8 @@ pub type TsCheckFn = unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i3
 
 /// One page of a listing; owns the bytes its entries point to.
 pub struct TsPage {
-    page: Page<Raw>,
-    want: i32,
+    pub(crate) page: Page<Raw>,
+    pub(crate) want: i32,
 }
 
 pub(crate) unsafe fn handle<'a>(b: *const TsBucket) -> Result<&'a RawBucket> {
@@ -71,17 +71,17 @@ pub(crate) unsafe fn handle<'a>(b: *const TsBucket) -> Result<&'a RawBucket> {
         .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null bucket"))
 }
 
-fn invalid(m: impl Into<String>) -> Error {
+pub(crate) fn invalid(m: impl Into<String>) -> Error {
     Error::new(ErrorKind::Invalid, m)
 }
 
 /// The bucket's branch of the encoded owners.
-unsafe fn under<'a>(b: *const TsBucket, owners: *const u8, owners_len: usize) -> Result<Cow<'a, RawBucket>> {
+pub(crate) unsafe fn under<'a>(b: *const TsBucket, owners: *const u8, owners_len: usize) -> Result<Cow<'a, RawBucket>> {
     crate::branch(unsafe { handle(b) }?, unsafe { bytes(owners, owners_len) })
 }
 
 /// Names `key` of `b`'s branch in an error that does not name a key yet.
-fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
+pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
     if e.path().is_some() {
         return e;
     }
@@ -95,7 +95,7 @@ impl crate::Branchy for RawBucket {
     }
 }
 
-fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {
+pub(crate) fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {
     let Some(o) = (unsafe { o.as_ref() }) else {
         return Ok(WriteOptions::default());
     };
@@ -111,7 +111,7 @@ fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {
     })
 }
 
-fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
+pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
     if let Some(out) = unsafe { out.as_mut() } {
         *out = TsEntry {
             value,
@@ -124,7 +124,7 @@ fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
     }
 }
 
-fn set_flag(out: *mut bool, v: bool) {
+pub(crate) fn set_flag(out: *mut bool, v: bool) {
     if let Some(out) = unsafe { out.as_mut() } {
         *out = v;
     }

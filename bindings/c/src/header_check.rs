@@ -6,13 +6,14 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     include_str!("lib.rs"),
     include_str!("store.rs"),
     include_str!("bucket.rs"),
     include_str!("value.rs"),
     include_str!("limits.rs"),
     include_str!("once.rs"),
+    include_str!("session.rs"),
 ];
 
 /// What one side declares, in C spelling, keyed by name.

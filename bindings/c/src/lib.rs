@@ -30,6 +30,7 @@
 mod bucket;
 mod limits;
 mod once;
+mod session;
 mod store;
 mod value;
 
@@ -47,6 +48,7 @@ use tinystore::{Branch, Error, ErrorKind, Result, Ticket};
 pub use bucket::*;
 pub use limits::*;
 pub use once::*;
+pub use session::*;
 pub use store::*;
 pub use value::*;
 

@@ -310,6 +310,13 @@ func (b *Bucket) List(ctx context.Context, owners []byte, after string, hasAfter
 	if err := failure(rc, e, ctx); err != nil {
 		return nil, "", false, err
 	}
+	entries, next, more = readPage(page)
+	return entries, next, more, nil
+}
+
+// readPage converts a page and frees it: its entries, and the cursor of
+// the next page (more is false on the last).
+func readPage(page *C.TsPage) (entries []Entry, next string, more bool) {
 	defer C.ts_page_free(page)
 	n := int(C.ts_page_len(page))
 	entries = make([]Entry, 0, n)
@@ -333,9 +340,9 @@ func (b *Bucket) List(ctx context.Context, owners []byte, after string, hasAfter
 	var nk *C.uint8_t
 	var nl C.size_t
 	if bool(C.ts_page_next(page, &nk, &nl)) {
-		return entries, string(goBytes(nk, nl)), true, nil
+		return entries, string(goBytes(nk, nl)), true
 	}
-	return entries, "", false, nil
+	return entries, "", false
 }
 
 // KeyError builds an error about one key of the handle name that the

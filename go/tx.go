@@ -1,0 +1,77 @@
+package tinystore
+
+import (
+	"context"
+
+	"tinyshed.org/tinystore/internal/native"
+)
+
+// Tx is one transaction of Store.Tx (package kv calls it kv.Tx). Buckets
+// join it with WithTx; it is valid only while its function runs, and a
+// handle of it used later is ErrClosed.
+type Tx struct{ n *native.Tx }
+
+// View is one read snapshot of Store.View (kv.View in package kv). Buckets
+// read it with WithView; it is valid only while its function runs, and a
+// handle of it used later is ErrClosed.
+type View struct{ n *native.Snapshot }
+
+// Tx runs fn in one transaction: every write fn makes through
+// bucket.WithTx(tx) commits together, durably, when fn returns nil, and
+// none does when fn returns an error or panics (the error or panic goes on
+// to the caller). Reads through the transaction see its own writes; other
+// callers see none of them before the commit.
+//
+// Tx waits for the store's one writer, and holds it while fn runs, so keep
+// fn short: a write outside the transaction (a bucket without WithTx, a
+// counter, another Tx) waits until it ends, and a transaction held longer
+// than ten seconds is rolled back by the store. If ctx ends before the
+// transaction starts, or before fn returns, nothing is written and Tx
+// answers ErrCancelled. A commit whose group fails is ErrOutcomeUnknown.
+//
+//	err := store.Tx(ctx, func(tx *kv.Tx) error {
+//		left, _, err := stock.WithTx(tx).Take(ctx, "apples")
+//		if err != nil {
+//			return err
+//		}
+//		return orders.WithTx(tx).Set(ctx, "o-1", Order{Apples: left})
+//	})
+func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	n, err := native.BeginTx(ctx, s.n)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			n.Rollback() // fn failed or panicked
+		}
+	}()
+	if err := fn(&Tx{n: n}); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &Error{Kind: ErrCancelled, Message: "the context ended before the transaction committed; nothing was written", Cause: ctx.Err()}
+	}
+	committed = true
+	return n.Commit()
+}
+
+// View runs fn on one read snapshot: every read fn makes through
+// bucket.WithView(v) sees the file as it was at the snapshot's first read,
+// whatever commits meanwhile. A View renews no idle key, and a write
+// through it is ErrInvalid. Keep fn short: the file keeps every page the
+// snapshot may still read. fn's error is View's.
+func (s *Store) View(ctx context.Context, fn func(v *View) error) error {
+	n, err := native.OpenSnapshot(ctx, s.n)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return fn(&View{n: n})
+}
+
+func init() {
+	native.TxOf = func(tx any) *native.Tx { return tx.(*Tx).n }
+	native.SnapshotOf = func(v any) *native.Snapshot { return v.(*View).n }
+}
