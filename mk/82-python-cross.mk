@@ -11,3 +11,9 @@ PY_CONFORMANCE_DIR := $(ROOT)/tests/conformance/python
 # cases with a `tx` step (KV-9 "all walks every page", KV-16) fail.
 test-conformance-python: build-python
 	cd $(PY_CONFORMANCE_DIR) && $(PY) -m pytest -q
+
+# The agent of tests/cross.py. Its command is the launcher beside agent.py:
+# test-cross splits each CROSS_AGENTS entry on spaces ($(foreach)), so
+# "python=$(PY) .../agent.py" would arrive as two agents.
+CROSS_AGENTS += python=$(ROOT)/tests/agents/python/agent
+CROSS_DEPS += build-python
