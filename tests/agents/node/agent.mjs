@@ -1,0 +1,157 @@
+// The Node/Bun agent of the cross-language tests, over the npm package's
+// public API; the same file runs under `node` and under `bun`. Commands and
+// what they print are in tests/interchange/README.md and
+// tests/processes/README.md; tests/agents/rust/src/main.rs is the reference.
+
+import { readFileSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+import { open } from '../../../node/dist/esm/index.mjs'
+import { isBig, lossy, packageType, parseJson, sameValue, show, text, toJs } from '../../conformance/node/values.mjs'
+
+const language = typeof globalThis.Bun === 'undefined' ? 'node' : 'bun'
+
+/** Prints one line at once: the driver reads lines while the agent runs. */
+function say(line) {
+	writeSync(1, `${line}\n`)
+}
+
+function fixture() {
+	const path = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'interchange', 'values.json')
+	return parseJson(readFileSync(path, 'utf8'))
+}
+
+/** The bucket `ix-<type>` of an item, in the package type that holds its value. */
+function ixBucket(store, ty, big) {
+	return store.bucket(`ix-${ty}`, { type: packageType(ty, big) })
+}
+
+async function ixWrite(store, owner) {
+	let bad = 0
+	for (const item of fixture()) {
+		try {
+			const b = ixBucket(store, item.type, isBig(item.type, item.value)).under(owner)
+			await b.set(text(item.key), toJs(item.type, item.value))
+		} catch (e) {
+			bad++
+			say(`MISMATCH ${owner} ${item.type} ${JSON.stringify(text(item.key))}: cannot write: ${e.message}`)
+		}
+	}
+	if (bad === 0) say('ok')
+	return bad === 0
+}
+
+async function ixRead(store, owner) {
+	const items = fixture()
+	let bad = 0
+	for (const item of items) {
+		const key = text(item.key)
+		let got
+		try {
+			const e = await ixBucket(store, item.type, isBig(item.type, item.value)).under(owner).entry(key)
+			if (e !== undefined && sameValue(item.type, item.value, e.value)) continue
+			got = e === undefined ? 'nothing' : show(e.value)
+		} catch (e) {
+			got = `${e.constructor.name}: ${e.message}`
+		}
+		bad++
+		say(`MISMATCH ${owner} ${item.type} ${JSON.stringify(key)}: got ${got}`)
+	}
+	// Keys come back in the byte order of their text; an int bucket lists through `bigint`, which reads every int64.
+	for (const ty of [...new Set(items.map((i) => i.type))]) {
+		const want = items
+			.filter((i) => i.type === ty)
+			.map((i) => Buffer.from(text(i.key)))
+			.sort(Buffer.compare)
+			.map((k) => k.toString())
+		let got
+		try {
+			const page = await ixBucket(store, ty, true).under(owner).list({ limit: 1000 })
+			got = page.entries.map((e) => lossy(e.key))
+			if (JSON.stringify(got) === JSON.stringify(want)) continue
+		} catch (e) {
+			got = `${e.constructor.name}: ${e.message}`
+		}
+		bad++
+		say(`MISMATCH ${owner} ${ty} list order: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+	}
+	if (bad === 0) say(`ok ${items.length}`)
+	return bad === 0
+}
+
+/** Runs one command on the store in `args[1]`; resolves with whether it passed. */
+async function run(args) {
+	const [cmd = '', dir = 'data'] = args
+	const arg = (i) => args[i] ?? ''
+	const num = (i) => Number.parseInt(arg(i), 10) || 0
+	const store = await open(dir)
+	let ok = true
+	switch (cmd) {
+		case 'ix-write':
+			ok = await ixWrite(store, arg(2))
+			break
+		case 'ix-read':
+			ok = await ixRead(store, arg(2))
+			break
+		case 'take-setup': {
+			const b = store.bucket('race-take', { type: 'string' })
+			await Promise.all(Array.from({ length: num(2) }, (_, r) => b.set(`r${r}`, 'prize')))
+			say('ready')
+			break
+		}
+		case 'take-rounds': {
+			const b = store.bucket('race-take', { type: 'string' })
+			for (let r = 0; r < num(2); r++) {
+				if ((await b.take(`r${r}`)) !== undefined) say(`won ${r}`)
+			}
+			break
+		}
+		case 'once-run':
+		case 'once-hang': {
+			const once = store.once('race-once', { type: 'string', keep: '1d' })
+			const got = await once.run(arg(2), async () => {
+				if (cmd === 'once-hang') {
+					say('running')
+					// Never returns: the driver kills this process mid-run.
+					setInterval(() => {}, 3_600_000)
+					return new Promise(() => {})
+				}
+				say('ran')
+				await sleep(num(3))
+				return arg(4)
+			})
+			say(`answer ${got}`)
+			break
+		}
+		case 'quota-allows': {
+			const q = store.quota('race-quota', { daily: '10/1d' })
+			let passed = 0
+			for (let i = 0; i < num(2); i++) if ((await q.allow('u')).ok) passed++
+			say(`passed ${passed}`)
+			break
+		}
+		case 'counter-adds': {
+			const c = store.counters('race-counter')
+			for (let i = 0; i < num(2); i++) await c.add('k', 1)
+			say('done')
+			break
+		}
+		case 'counter-get':
+			say(`value ${await store.counters('race-counter').get('k')}`)
+			break
+		default:
+			process.stderr.write(`tinystore-agent (${language}): unknown command ${JSON.stringify(cmd)}\n`)
+			ok = false
+	}
+	await store.close()
+	return ok
+}
+
+try {
+	process.exitCode = (await run(process.argv.slice(2))) ? 0 : 1
+} catch (e) {
+	process.stderr.write(`tinystore-agent (${language}): ${e?.stack ?? e}\n`)
+	process.exitCode = 1
+}
