@@ -11,9 +11,10 @@ import (
 )
 
 // codec maps a bucket's Go type onto the kinds of the C ABI, by the type's
-// kind, named or not (KV-3): []byte and string as bytes; bool and integers
-// up to 32 unsigned bits as an integer; uint64 as eight bytes; floats as
-// their bits; struct{} as nothing; Raw as it is; anything else as JSON.
+// kind, named or not (KV-3): json.RawMessage as JSON; []byte and string
+// as bytes; bool and integers up to 32 unsigned bits as an integer; uint64
+// as eight bytes; floats as their bits; struct{} as nothing; Raw as it is;
+// anything else as JSON.
 // The core turns each kind into its row, so every language reads it.
 type codec[T any] struct {
 	kind native.Kind // how a value goes in
@@ -31,6 +32,10 @@ func newCodec[T any]() *codec[T] {
 	case rt == reflect.TypeFor[Raw]():
 		c.kind, c.want = native.KindRaw, native.KindRaw
 		return c
+	case rt == reflect.TypeFor[json.RawMessage]():
+		// A []byte by kind, but JSON by intent: checked, and read by the
+		// other languages as JSON.
+		c.kind, c.check = native.KindJSON, true
 	case rt.Kind() == reflect.Slice && rt.Elem().Kind() == reflect.Uint8:
 		c.kind = native.KindBytes
 	case rt.Kind() == reflect.String:

@@ -17,7 +17,8 @@
 // # Values
 //
 // A bucket's type T decides how its values are kept, by T's kind, named or
-// not, so that the other languages read them: []byte and string as bytes
+// not, so that the other languages read them: json.RawMessage as the JSON
+// it holds (checked when written and read); []byte and string as bytes
 // (a string must be UTF-8); bool and integers up to 32 unsigned bits as an
 // integer; uint, uint64 and uintptr as eight big-endian bytes; float64 and
 // float32 as their big-endian bits (-0, infinities and NaN payloads come

@@ -3,6 +3,7 @@ package kv_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -157,5 +158,30 @@ func TestKV03ARowReadAsAnotherTypeIsCorrupt(t *testing.T) {
 		},
 	} {
 		keyError(t, read(), tinystore.ErrCorrupt, "mixed", "u/n")
+	}
+}
+
+func TestKV03ARawMessageIsKeptAsTheJSONItHolds(t *testing.T) {
+	store, _ := openManual(t)
+	docs := must[*kv.Bucket[json.RawMessage]](t)(kv.OpenBucket[json.RawMessage](store, "profiles"))
+	typed := must[*kv.Bucket[profile]](t)(kv.OpenBucket[profile](store, "profiles"))
+	ok(t, docs.Set(ctx, "ada", json.RawMessage(`{ "name": "ada", "roles": ["admin"] }`)))
+	if p, _ := get(t, typed, "ada"); p.Name != "ada" || len(p.Roles) != 1 {
+		t.Fatalf("a RawMessage reads back as the struct %+v", p)
+	}
+	ok(t, typed.Set(ctx, "bob", profile{Name: "bob"}))
+	if m, _ := get(t, docs, "bob"); string(m) != `{"name":"bob","roles":null}` {
+		t.Fatalf("a struct reads back as the RawMessage %s", m)
+	}
+	keyError(t, docs.Set(ctx, "bad", json.RawMessage(`{"name":`)), tinystore.ErrInvalid, "profiles", "bad")
+	if _, found := get(t, docs, "bad"); found {
+		t.Fatal("JSON that does not parse was written")
+	}
+	text := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "profiles"))
+	ok(t, text.Set(ctx, "text", "not json"))
+	_, _, err := docs.Take(ctx, "text")
+	keyError(t, err, tinystore.ErrCorrupt, "profiles", "text")
+	if _, found := get(t, text, "text"); !found {
+		t.Fatal("a row that is not JSON was taken as a RawMessage")
 	}
 }

@@ -178,6 +178,11 @@ int32_t ts_store_maintain(const TsStore *s, TsMaintenance *out, TsError **err);
 int32_t ts_store_set_clock(const TsStore *s, int64_t ms, TsError **err);
 int64_t ts_store_now(const TsStore *s);
 
+/* Durations and rates in the product's text ("15m", "1h30m"; "100/5h"), read
+ * by the core's one parser: nanoseconds out, TS_INVALID for bad text. */
+int32_t ts_parse_duration(const uint8_t *text_ptr, size_t text_len, int64_t *out_ns, TsError **err);
+int32_t ts_parse_rate(const uint8_t *text_ptr, size_t text_len, uint64_t *count, int64_t *per_ns, TsError **err);
+
 /* Buckets. `owners` is each owner as a little-endian uint32_t length and its
  * bytes; empty for the bucket's root. */
 int32_t ts_bucket_open(const TsStore *s, const uint8_t *name, size_t name_len, int64_t ttl_ns, bool has_ttl,

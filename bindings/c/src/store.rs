@@ -121,3 +121,54 @@ pub unsafe extern "C" fn ts_store_now(s: *const TsStore) -> i64 {
         Err(_) => tinystore::to_millis(SystemTime::now()),
     }
 }
+
+/// Reads a duration in the product's text (`"15m"`, `"1h30m"`, `"30d"`) into
+/// nanoseconds, refusing bad text as `TS_INVALID` with the core's message.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_parse_duration(
+    text_ptr: *const u8,
+    text_len: usize,
+    out_ns: *mut i64,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let t = unsafe { text(text_ptr, text_len, "duration") }?;
+        let ns = nanos(tinystore::parse_duration(t)?, t)?;
+        if let Some(out) = unsafe { out_ns.as_mut() } {
+            *out = ns;
+        }
+        Ok(())
+    })
+}
+
+/// Reads a rate in the product's text (`"5/m"`, `"100/5h"`) into a count and
+/// a span in nanoseconds, refusing bad text as `TS_INVALID`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_parse_rate(
+    text_ptr: *const u8,
+    text_len: usize,
+    count: *mut u64,
+    per_ns: *mut i64,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let t = unsafe { text(text_ptr, text_len, "rate") }?;
+        let (n, per) = tinystore::parse_rate(t)?;
+        let ns = nanos(per, t)?;
+        if let (Some(c), Some(p)) = (unsafe { count.as_mut() }, unsafe { per_ns.as_mut() }) {
+            *c = n;
+            *p = ns;
+        }
+        Ok(())
+    })
+}
+
+/// A span in nanoseconds, as the callers' durations hold it (Go's is an i64).
+fn nanos(d: std::time::Duration, text: &str) -> Result<i64> {
+    i64::try_from(d.as_nanos()).map_err(|_| {
+        Error::new(
+            ErrorKind::Invalid,
+            format!("{text:?} is longer than 292 years in nanoseconds"),
+        )
+    })
+}

@@ -158,3 +158,26 @@ func (s *Store) Now() time.Time {
 
 // handle gives the live handle to a bucket being opened.
 func (s *Store) handle(f func(p *C.TsStore) error) error { return s.with(f) }
+
+// ParseDuration reads a duration in the product's text with the core's parser.
+func ParseDuration(s string) (time.Duration, error) {
+	t, n := text(s)
+	var ns C.int64_t
+	var e *C.TsError
+	if err := failure(C.ts_parse_duration(t, n, &ns, &e), e, nil); err != nil {
+		return 0, err
+	}
+	return time.Duration(ns), nil
+}
+
+// ParseRate reads a rate in the product's text with the core's parser.
+func ParseRate(s string) (uint64, time.Duration, error) {
+	t, n := text(s)
+	var count C.uint64_t
+	var ns C.int64_t
+	var e *C.TsError
+	if err := failure(C.ts_parse_rate(t, n, &count, &ns, &e), e, nil); err != nil {
+		return 0, 0, err
+	}
+	return uint64(count), time.Duration(ns), nil
+}
