@@ -42,7 +42,7 @@ test-python: build-python lint-python
 PY_CLEAN := $(CARGO_TARGET_DIR)/py-clean-venv
 PY_WHEELS := $(CARGO_TARGET_DIR)/py-wheels
 test-python-install: $(PY_VENV)/.ready
-	rm -rf $(PY_WHEELS) && cd $(PY_DIR) && $(abspath $(PY_VENV))/bin/maturin build --release --quiet --out $(PY_WHEELS)
+	rm -rf $(PY_WHEELS) && cd $(PY_DIR) && $(abspath $(PY_VENV))/bin/maturin build --release --quiet --interpreter $(PY) --out $(PY_WHEELS)
 	rm -rf $(PY_CLEAN) && python3 -m venv $(PY_CLEAN)
 	$(PY_CLEAN)/bin/python -m pip install -q --disable-pip-version-check $(PY_WHEELS)/tinystore-*.whl
 	cd /tmp && $(PY_CLEAN)/bin/python $(abspath $(PY_DIR))/tests/install_check.py

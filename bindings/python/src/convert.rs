@@ -19,8 +19,7 @@ pub fn key_bytes<'a>(obj: &'a Bound<'_, PyAny>) -> Result<Cow<'a, [u8]>, Error> 
         let text = s
             .to_str()
             .map_err(|_| invalid("a key is not valid text (it holds a lone surrogate)"))?;
-        // The &str borrows from the string object, which `obj` keeps alive.
-        return Ok(Cow::Owned(text.as_bytes().to_vec()));
+        return Ok(Cow::Borrowed(text.as_bytes()));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(b.as_bytes()));
