@@ -32,3 +32,32 @@ NODE_CROSS_AGENTS := node=$(ROOT)/tests/agents/node/node-agent bun=$(ROOT)/tests
 # and NaN payloads (Node reads back 7ff8000000000000; Bun cannot hold one).
 test-cross-node: cross-agent-rust $(CROSS_DEPS) node
 	python3 tests/cross.py $(foreach a,$(CROSS_AGENTS) $(NODE_CROSS_AGENTS),--agent '$(a)')
+
+# The handbook's chat in TypeScript (examples/node/chat.ts) on the demo's
+# store: type-checked and compiled by the package's own tsc, run by Node, then
+# run from its source by Bun.
+.PHONY: demo-node demo-bun
+DEMO_TARGETS += demo-node demo-bun
+
+demo-node: node
+	@echo; echo "== Node: examples/node"
+	@$(NODE_BIN)/tsc -p examples/node
+	@node examples/node/chat.js "$(DEMO_DIR)"
+
+demo-bun: node
+	@echo; echo "== Bun: examples/node"
+	@$(NODE_BIN)/bun examples/node/chat.ts "$(DEMO_DIR)"
+
+# make test runs the chat too, under both runtimes on a fresh store, so that
+# the demo cannot rot: it fails if the chat throws, or tells of a code, limit
+# or request that did not behave ("unexpected").
+.PHONY: test-example-node
+TEST_TARGETS += test-example-node
+
+test-example-node: node
+	$(NODE_BIN)/tsc -p examples/node
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+		node examples/node/chat.js "$$d" > "$$d/node.out" && \
+		$(NODE_BIN)/bun examples/node/chat.ts "$$d" > "$$d/bun.out" && \
+		grep -q '^Node chat: done' "$$d/node.out" && grep -q '^Bun chat: done' "$$d/bun.out" && \
+		! grep -H unexpected "$$d/node.out" "$$d/bun.out"
