@@ -1,7 +1,8 @@
 # Go: package tinystore and package kv (go/), over the C ABI (bindings/c).
 #
 #   make go-lib    builds libtinystore.a (release) into go/internal/native/lib/
-#   make test-go   go vet and go test -race, after go-lib
+#   make test-go   go vet and go test -race, after go-lib; the conformance
+#                  runner (go/internal/conformance) writes target/conformance/go.txt
 #   make bench-go  Get and Set against database/sql SQLite (bench/go; not in CI)
 #
 # cgo links the .a by its path (never -l, which would prefer a .so). Go does
@@ -15,6 +16,7 @@ GO_STAMP := go/internal/native/zz_lib_stamp.go
 
 .PHONY: go-lib test-go bench-go
 TEST_TARGETS += test-go
+CONFORMANCE_LANGUAGES += go
 BENCH_TARGETS += bench-go
 
 go-lib:
@@ -27,8 +29,10 @@ go-lib:
 		"const libStamp = \"$$hash\"" > $(GO_STAMP).tmp; \
 	cmp -s $(GO_STAMP).tmp $(GO_STAMP) && rm $(GO_STAMP).tmp || mv $(GO_STAMP).tmp $(GO_STAMP)
 
+# -count=1: a cached run would not write target/conformance/go.txt again.
 test-go: go-lib
-	cd go && $(GO) vet ./... && $(GO) test -race ./...
+	test -z "$$(cd go && gofmt -l .)" || { echo "gofmt: these need formatting:"; cd go && gofmt -l .; exit 1; }
+	cd go && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 bench-go: go-lib
 	cd bench/go && $(GO) test -run '^$$' -bench . -benchtime 2s ./...
