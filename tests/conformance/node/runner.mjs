@@ -144,15 +144,17 @@ export class Runner {
 		for (const step of this.opens) this.openHandle(step)
 	}
 
-	/** Runs one call; `index` fills `{i}` in its key. */
-	async call(step, index) {
+	/** Runs one call; `index` fills `{i}` in its key; inside `tx` a bucket call runs through `tx.with(bucket)`. */
+	async call(step, index, tx) {
 		const { op } = step
 		const key = step.key === undefined ? undefined : typeof step.key === 'string' ? step.key.replaceAll('{i}', String(index)) : keyArg(step.key)
 		const n = step.n ?? 1
 		const ifVersion = step.if_version === undefined ? undefined : this.version(step.if_version)
 		const h = this.handle(step)
+		if (tx !== undefined && h.kind !== 'bucket') throw new Error(`the Node runner has no transaction calls on a ${h.kind}`)
+		const inTx = (b) => (tx === undefined ? b : tx.with(b))
 		// A bucket of ints reads and writes through its bigint twin when the case's value is past 2^53.
-		const bucket = (v) => (h.big && isBig(h.ty, v) ? h.big() : h.main)
+		const bucket = (v) => inTx(h.big && isBig(h.ty, v) ? h.big() : h.main)
 		switch (`${h.kind}.${op}`) {
 			case 'bucket.set': {
 				const options = { ifVersion }
@@ -172,7 +174,7 @@ export class Runner {
 			case 'bucket.get':
 				return value(h.ty, await bucket(step.expect).get(key))
 			case 'bucket.has':
-				return json(await h.main.has(key))
+				return json(await inTx(h.main).has(key))
 			case 'bucket.entry': {
 				const e = await bucket(step.expect?.value).entry(key)
 				return e === undefined ? json(null) : entry(h.ty, e)
@@ -182,23 +184,23 @@ export class Runner {
 			case 'bucket.take':
 				return value(h.ty, await bucket(step.expect).take(key, { ifVersion }))
 			case 'bucket.delete':
-				return json(await h.main.delete(key, { ifVersion }))
+				return json(await inTx(h.main).delete(key, { ifVersion }))
 			case 'bucket.expire':
 				if (step.ttl === undefined) throw new Error('expire takes a ttl')
-				return json(await h.main.expire(key, step.ttl, { ifVersion }))
+				return json(await inTx(h.main).expire(key, step.ttl, { ifVersion }))
 			case 'bucket.clear':
-				await h.main.clear()
+				await inTx(h.main).clear()
 				return nothing
 			case 'bucket.list': {
 				const options = {}
 				if (step.after !== undefined) options.after = keyArg(step.after)
 				if (step.limit !== undefined) options.limit = step.limit
-				const page = await h.main.list(options)
+				const page = await inTx(h.main).list(options)
 				return json({ keys: page.entries.map((e) => lossy(e.key)), next: page.next === undefined ? null : lossy(page.next) })
 			}
 			case 'bucket.all': {
 				const keys = []
-				for await (const e of h.main.all()) keys.push(lossy(e.key))
+				for await (const e of inTx(h.main).all()) keys.push(lossy(e.key))
 				return json({ keys, count: keys.length })
 			}
 			case 'counters.add':
@@ -361,11 +363,30 @@ export class Runner {
 				for (const o of outs) if (o.error === undefined && 'expect' in step.step) this.check(step.step, o)
 				return
 			}
-			case 'tx':
+			case 'tx': {
 				if (typeof this.store.tx !== 'function') {
 					throw new Error('the package has no transactions: store.tx is missing (KV-16)')
 				}
-				throw new Error('the Node runner does not know the package’s store.tx yet: teach it the call')
+				const rollback = new Error('the case ends this transaction with an error')
+				const out = await settle(() =>
+					this.store.tx(async (tx) => {
+						for (const inner of step.steps) {
+							const o = await settle(() => this.call(inner, 0, tx))
+							try {
+								this.check(inner, o)
+							} catch (e) {
+								throw e instanceof StepFailure ? new StepFailure(`in tx, ${inner.op}: ${e.message}`) : e
+							}
+						}
+						if (step.fail === true) throw rollback
+					}),
+				)
+				if (out.error instanceof StepFailure) throw out.error
+				if (step.fail === true ? out.error !== rollback : out.error !== undefined) {
+					fail(`tx ended with ${out.error === undefined ? 'a commit' : describe(out.error)}`)
+				}
+				return
+			}
 			default: {
 				const out = await settle(() => this.call(step, 0))
 				if (step.save !== undefined && out.error === undefined) {
