@@ -3,9 +3,10 @@
 //! writes resume once space is freed, without reopening the store.
 //!
 //! The test runs itself again inside `unshare -m` and mounts a 4 MiB tmpfs
-//! there, so the mount vanishes with the child whatever happens. Where
-//! mounting is not permitted (not root, no mount namespaces) it is skipped
-//! with the reason printed.
+//! there, then an 8 MiB ext4 image on a loop device, so the mounts vanish
+//! with the child whatever happens. Where mounting is not permitted (not
+//! root, no mount namespaces) it is skipped with the reason printed; where
+//! only the loop device is missing, the ext4 half is.
 
 mod common;
 
@@ -125,31 +126,18 @@ fn check_reads(b: &tinystore::Bucket<String>, answers: &Answers) {
     }
 }
 
-/// The child, inside its own mount namespace: mounts the tmpfs and runs
-/// three rounds of filling and freeing, then reopens.
-#[test]
-fn disk_full_child() {
-    let Ok(base) = std::env::var(CHILD) else { return };
-    let mnt = PathBuf::from(base).join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
-        .arg(&mnt)
-        .output();
-    match mounted {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            println!(
-                "{SKIP} mount -t tmpfs refused: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            return;
-        }
-        Err(e) => {
-            println!("{SKIP} cannot run mount: {e}");
-            return;
-        }
+/// Runs `mount` with `args`; the error says why it failed.
+fn mount(args: &[&str], at: &Path) -> Result<(), String> {
+    match Command::new("mount").args(args).arg(at).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_owned()),
+        Err(e) => Err(format!("cannot run mount: {e}")),
     }
+}
+
+/// Three rounds of filling and freeing on the file system mounted at
+/// `mnt`, then a reopen; prints the figures.
+fn scenario(fs: &str, mnt: &Path) {
     let ballasts: Vec<PathBuf> = (0..3).map(|i| mnt.join(format!("ballast-{i}"))).collect();
     for b in &ballasts {
         std::fs::write(b, vec![0x5a; 256 << 10]).unwrap();
@@ -167,21 +155,51 @@ fn disk_full_child() {
     // write answered with a sure failure is there.
     let conn = rusqlite::Connection::open(dir.join("kv.db")).unwrap();
     let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok");
+    assert_eq!(check, "ok", "{fs}");
     drop(conn);
     let store = open(&dir);
     let b = store.bucket::<String>("filled").open().unwrap();
     check_reads(&b, &answers);
     for k in &answers.refused {
-        assert_eq!(b.get(k).unwrap(), None, "{k} was answered with a sure failure");
+        assert_eq!(b.get(k).unwrap(), None, "{fs}: {k} was answered with a sure failure");
     }
     println!(
-        "disk full: {} acknowledged writes kept, {} writes refused for a full disk ({} sure, {} unknown), 0 lost",
+        "disk full ({fs}): {} acknowledged writes kept, {} writes refused for a full disk ({} sure, {} unknown), 0 lost",
         answers.acked.len(),
         answers.full_errors,
         answers.refused.len(),
         answers.unknown.len()
     );
+}
+
+/// The child, inside its own mount namespace: a 4 MiB tmpfs (which ignores
+/// fsync), then an 8 MiB ext4 image on a loop device (a real file system).
+#[test]
+fn disk_full_child() {
+    let Ok(base) = std::env::var(CHILD) else { return };
+    let base = PathBuf::from(base);
+    let mnt = base.join("tmpfs");
+    std::fs::create_dir_all(&mnt).unwrap();
+    if let Err(why) = mount(&["-t", "tmpfs", "-o", "size=4m", "tmpfs"], &mnt) {
+        println!("{SKIP} mount -t tmpfs refused: {why}");
+        return;
+    }
+    scenario("tmpfs", &mnt);
+
+    let image = base.join("ext4.img");
+    let made = std::fs::File::create(&image).and_then(|f| f.set_len(8 << 20)).is_ok()
+        && Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(&image)
+            .status()
+            .is_ok_and(|s| s.success());
+    let mnt = base.join("ext4");
+    std::fs::create_dir_all(&mnt).unwrap();
+    match made.then(|| mount(&["-o", "loop", image.to_str().unwrap()], &mnt)) {
+        Some(Ok(())) => scenario("ext4", &mnt),
+        Some(Err(why)) => println!("ext4 skipped: no loop mount: {why}"),
+        None => println!("ext4 skipped: mkfs.ext4 failed or is missing"),
+    }
 }
 
 #[test]
@@ -218,8 +236,20 @@ fn disk_full_gives_a_clear_error_keeps_reads_and_resumes_when_space_is_freed() {
         return;
     }
     assert!(out.status.success(), "the child failed:\n{stdout}\n{stderr}");
-    // The test harness prints its own words before the child's line.
-    let summary = stdout.lines().find_map(|l| l.find("disk full:").map(|at| &l[at..]));
-    let summary = summary.unwrap_or_else(|| panic!("the child ran no scenario:\n{stdout}"));
-    eprintln!("{summary}");
+    // The test harness prints its own words before the child's first line.
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            ["disk full (", "ext4 skipped"]
+                .iter()
+                .find_map(|p| l.find(p).map(|at| &l[at..]))
+        })
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("disk full (tmpfs)")),
+        "the child ran no scenario:\n{stdout}"
+    );
+    for l in lines {
+        eprintln!("{l}");
+    }
 }
