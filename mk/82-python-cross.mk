@@ -17,3 +17,10 @@ test-conformance-python: build-python
 # "python=$(PY) .../agent.py" would arrive as two agents.
 CROSS_AGENTS += python=$(ROOT)/tests/agents/python/agent
 CROSS_DEPS += build-python
+
+# The handbook's chat in Python, on the demo's shared store.
+.PHONY: demo-python
+DEMO_TARGETS += demo-python
+demo-python: build-python
+	@echo; echo "== Python: examples/python"
+	@$(PY) $(ROOT)/examples/python/chat.py "$(DEMO_DIR)"
