@@ -3,6 +3,7 @@
 #   make go-lib    builds libtinystore.a (release) into go/internal/native/lib/
 #   make test-go   go vet and go test -race, after go-lib; the conformance
 #                  runner (go/internal/conformance) writes target/conformance/go.txt
+#   make cross-agent-go  the Go agent of tests/cross.py (go/cmd/tinystore-agent)
 #   make bench-go  Get and Set against database/sql SQLite (bench/go; not in CI)
 #
 # cgo links the .a by its path (never -l, which would prefer a .so). Go does
@@ -14,9 +15,12 @@ GO_LIB_DIR := go/internal/native/lib
 GO_LIB := $(GO_LIB_DIR)/libtinystore.a
 GO_STAMP := go/internal/native/zz_lib_stamp.go
 
-.PHONY: go-lib test-go bench-go
+.PHONY: go-lib test-go bench-go cross-agent-go
 TEST_TARGETS += test-go
 CONFORMANCE_LANGUAGES += go
+GO_AGENT := $(CARGO_TARGET_DIR)/go/tinystore-agent
+CROSS_AGENTS += go=$(GO_AGENT)
+CROSS_DEPS += cross-agent-go
 BENCH_TARGETS += bench-go
 
 go-lib:
@@ -33,6 +37,9 @@ go-lib:
 test-go: go-lib
 	test -z "$$(cd go && gofmt -l .)" || { echo "gofmt: these need formatting:"; cd go && gofmt -l .; exit 1; }
 	cd go && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+cross-agent-go: go-lib
+	cd go && $(GO) build -o $(GO_AGENT) ./cmd/tinystore-agent
 
 bench-go: go-lib
 	cd bench/go && $(GO) test -run '^$$' -bench . -benchtime 2s ./...

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"tinyshed.org/tinystore"
@@ -82,7 +81,8 @@ type Bucket interface {
 	Expire(ctx context.Context, key any, opts ...kv.CallOption) (bool, error)
 	// Clear removes the branch.
 	Clear(ctx context.Context) error
-	// List gives a page's keys and the cursor of the next ("" on the last).
+	// List gives a page's keys, as they are, and the cursor of the next
+	// ("" on the last).
 	List(ctx context.Context, opts kv.ListOptions) (keys []string, next string, err error)
 	// All gives every key of the branch.
 	All(ctx context.Context) ([]string, error)
@@ -135,7 +135,7 @@ func (x bucket[T]) List(ctx context.Context, opts kv.ListOptions) ([]string, str
 	page, err := x.b.List(ctx, opts)
 	keys := make([]string, len(page.Entries))
 	for i, e := range page.Entries {
-		keys[i] = strings.ToValidUTF8(e.Key, "\uFFFD")
+		keys[i] = e.Key
 	}
 	return keys, page.Next, err
 }
@@ -146,7 +146,7 @@ func (x bucket[T]) All(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		keys = append(keys, strings.ToValidUTF8(e.Key, "\uFFFD"))
+		keys = append(keys, e.Key)
 	}
 	return keys, nil
 }

@@ -229,10 +229,12 @@ func (r *runner) reopen() error {
 	return nil
 }
 
+// keyList is keys as the cases compare them: text, any byte that is not
+// UTF-8 replaced, as the Rust runner's lossy reading does.
 func keyList(keys []string) []any {
 	out := make([]any, len(keys))
 	for i, k := range keys {
-		out[i] = k
+		out[i] = strings.ToValidUTF8(k, "\uFFFD")
 	}
 	return out
 }
