@@ -6,6 +6,7 @@
 
 import type { Duration } from './durations'
 import type { NativeBucket, NativeEntry } from './native'
+import { waitsForOwnTx } from './scope'
 import { dateArg, fromJson, invalidArg, type Key, showKey, toJson, type ValueType } from './values'
 
 /** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
@@ -68,6 +69,16 @@ export interface ListOptions {
 	limit?: number
 }
 
+/** What a transaction or view needs of a bucket: the addon's bucket, its owners, its store. @internal */
+export interface BucketParts {
+	readonly native: NativeBucket
+	readonly owners: readonly Key[]
+	readonly store: object | undefined
+}
+
+/** The parts of each bucket, for `tx.with` and `view.with`. @internal */
+export const bucketParts = new WeakMap<object, BucketParts>()
+
 /**
  * A bucket of values of type `T`, or one branch of it (`under`).
  *
@@ -86,12 +97,15 @@ export class Bucket<T> {
 	readonly #native: NativeBucket
 	readonly #json: boolean
 	readonly #owners: readonly Key[]
+	readonly #store: object | undefined
 
-	/** @internal Made by `store.bucket` and `under`. */
-	constructor(native: NativeBucket, owners: readonly Key[] = []) {
+	/** @internal Made by `store.bucket` and `under`; `store` is the addon's store it belongs to. */
+	constructor(native: NativeBucket, owners: readonly Key[] = [], store?: object) {
 		this.#native = native
 		this.#json = native.valueType === 'json'
 		this.#owners = owners
+		this.#store = store
+		bucketParts.set(this, { native, owners, store })
 	}
 
 	/** The bucket's name. */
@@ -116,7 +130,7 @@ export class Bucket<T> {
 	under(...owners: Key[]): Bucket<T> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Bucket<T>(native, [...this.#owners, ...owners])
+		return new Bucket<T>(native, [...this.#owners, ...owners], this.#store)
 	}
 
 	#decode(value: unknown, key: Key): T {
@@ -151,6 +165,8 @@ export class Bucket<T> {
 
 	/** Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON cannot write is `InvalidError`. */
 	set(key: Key, value: T, options?: SetOptions): Promise<void> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.set(
 				key,
@@ -166,6 +182,8 @@ export class Bucket<T> {
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }))
 		} catch (e) {
@@ -178,6 +196,8 @@ export class Bucket<T> {
 	 * gets the value. A value that no longer reads is `CorruptError` and stays.
 	 */
 	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			const taken = this.#native.take(key, options?.ifVersion)
 			if (!this.#json) return taken as Promise<T | undefined>
@@ -189,6 +209,8 @@ export class Bucket<T> {
 
 	/** Deletes the key; resolves with whether a live key was there. */
 	delete(key: Key, options?: VersionOptions): Promise<boolean> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.delete(key, options?.ifVersion)
 		} catch (e) {
@@ -201,6 +223,8 @@ export class Bucket<T> {
 	 * its value and version; resolves with whether a live key was there.
 	 */
 	expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return when instanceof Date
 				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
@@ -212,6 +236,8 @@ export class Bucket<T> {
 
 	/** Removes this branch and every branch under it, for every reader at once. */
 	clear(): Promise<void> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.clear()
 		} catch (e) {

@@ -6,6 +6,7 @@
 
 import type { Duration } from './durations'
 import type { NativeCounters } from './native'
+import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
 
 /** The options of counters. */
@@ -33,24 +34,28 @@ export interface CountersOptions {
  */
 export class Counters {
 	readonly #native: NativeCounters
+	readonly #store: object | undefined
 	/** The counters' name. */
 	readonly name: string
 
-	/** @internal Made by `store.counters` and `under`. */
-	constructor(native: NativeCounters, name: string) {
+	/** @internal Made by `store.counters` and `under`; `store` is the addon's store. */
+	constructor(native: NativeCounters, name: string, store?: object) {
 		this.#native = native
 		this.name = name
+		this.#store = store
 	}
 
 	/** The branch of `owners`. */
 	under(...owners: Key[]): Counters {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Counters(native, this.name)
+		return new Counters(native, this.name, this.#store)
 	}
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
 	add(key: Key, n = 1): Promise<number> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.add(key, n)
 		} catch (e) {
@@ -60,6 +65,8 @@ export class Counters {
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
 	max(key: Key, n: number): Promise<number> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.max(key, n)
 		} catch (e) {
@@ -74,6 +81,8 @@ export class Counters {
 
 	/** Deletes the counter; resolves with whether a live one was there. */
 	delete(key: Key): Promise<boolean> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.delete(key)
 		} catch (e) {
@@ -83,6 +92,8 @@ export class Counters {
 
 	/** Removes this branch's counters and every branch under it. */
 	clear(): Promise<void> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.clear()
 		} catch (e) {

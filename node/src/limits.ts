@@ -8,6 +8,7 @@
 
 import type { Rate } from './durations'
 import type { NativeQuota, NativeRateLimit } from './native'
+import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
 
 /** One window of a quota, as an answer reports it. */
@@ -111,20 +112,22 @@ export class RateLimit {
  */
 export class Quota<W extends string = string> {
 	readonly #native: NativeQuota
+	readonly #store: object | undefined
 	/** The quota's name. */
 	readonly name: string
 
-	/** @internal Made by `store.quota` and `under`. */
-	constructor(native: NativeQuota, name: string) {
+	/** @internal Made by `store.quota` and `under`; `store` is the addon's store. */
+	constructor(native: NativeQuota, name: string, store?: object) {
 		this.#native = native
 		this.name = name
+		this.#store = store
 	}
 
 	/** The branch of `owners`: its keys count apart from the others. */
 	under(...owners: Key[]): Quota<W> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Quota<W>(native, this.name)
+		return new Quota<W>(native, this.name, this.#store)
 	}
 
 	/**
@@ -133,6 +136,8 @@ export class Quota<W extends string = string> {
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
 	allow(key: Key, n = 1): Promise<Allowance<W>> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.allow(key, n) as Promise<Allowance<W>>
 		} catch (e) {
@@ -147,6 +152,8 @@ export class Quota<W extends string = string> {
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
 	refund(key: Key, n = 1): Promise<Allowance<W>> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.refund(key, n) as Promise<Allowance<W>>
 		} catch (e) {
@@ -156,6 +163,8 @@ export class Quota<W extends string = string> {
 
 	/** Forgets the key: every window starts again at its next use. */
 	reset(key: Key): Promise<void> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.reset(key)
 		} catch (e) {

@@ -50,6 +50,31 @@ export interface NativeBucket {
 	clear(): Promise<void>
 }
 
+/** The reads of a transaction or snapshot; each takes the bucket it is about. */
+export interface NativeReads {
+	get(bucket: NativeBucket, key: unknown): unknown
+	entry(bucket: NativeBucket, key: unknown): NativeEntry | undefined
+	has(bucket: NativeBucket, key: unknown): boolean
+	list(bucket: NativeBucket, after: unknown, limit: number | undefined): NativePage
+}
+
+/** The addon's open transaction: calls run inside it, at once. */
+export interface NativeTx extends NativeReads {
+	set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): void
+	create(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): boolean
+	take(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): unknown
+	delete(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): boolean
+	expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): boolean
+	clear(bucket: NativeBucket): void
+	commit(): Promise<void>
+	rollback(): Promise<void>
+}
+
+/** The addon's read snapshot. */
+export interface NativeSnapshot extends NativeReads {
+	close(): void
+}
+
 /** The addon's rate limit. */
 export interface NativeRateLimit {
 	under(owner: unknown): NativeRateLimit
@@ -104,6 +129,8 @@ export interface NativeStore {
 	names(): string[][]
 	groupStats(): number[]
 	failNextCommitForTests(): void
+	transaction(): Promise<NativeTx>
+	snapshot(): NativeSnapshot
 	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
 	rateLimit(name: string, rate: string, burst: number | undefined): NativeRateLimit
 	quota(name: string, names: string[], rates: string[]): NativeQuota

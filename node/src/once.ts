@@ -10,6 +10,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import type { NativeOnce } from './native'
+import { waitsForOwnTx } from './scope'
 import { fromJson, invalidArg, type Key, showKey, toJson } from './values'
 
 /** The options of a once. */
@@ -43,22 +44,24 @@ export class Once<T> {
 	readonly #native: NativeOnce
 	readonly #json: boolean
 	readonly #owners: readonly Key[]
+	readonly #store: object | undefined
 	/** The once's name. */
 	readonly name: string
 
-	/** @internal Made by `store.once` and `under`. */
-	constructor(native: NativeOnce, name: string, json: boolean, owners: readonly Key[] = []) {
+	/** @internal Made by `store.once` and `under`; `store` is the addon's store. */
+	constructor(native: NativeOnce, name: string, json: boolean, owners: readonly Key[] = [], store?: object) {
 		this.#native = native
 		this.name = name
 		this.#json = json
 		this.#owners = owners
+		this.#store = store
 	}
 
 	/** The branch of `owners`: its keys run apart from the others. */
 	under(...owners: Key[]): Once<T> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Once<T>(native, this.name, this.#json, [...this.#owners, ...owners])
+		return new Once<T>(native, this.name, this.#json, [...this.#owners, ...owners], this.#store)
 	}
 
 	#decode(value: unknown, key: Key): T {
@@ -78,6 +81,8 @@ export class Once<T> {
 				key: showKey(key, this.#owners),
 			})
 		}
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name, key: showKey(key, this.#owners) })
+		if (refused) throw refused
 		const begun = await this.#native.begin(key)
 		if (begun.kept) return this.#decode(begun.value, key)
 		const claim = begun.claim
@@ -107,6 +112,8 @@ export class Once<T> {
 
 	/** Forgets the answer kept for `key`, so the next run runs again; resolves with whether one was kept. */
 	delete(key: Key): Promise<boolean> {
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.delete(key)
 		} catch (e) {

@@ -12,7 +12,10 @@ import { InvalidError } from './errors'
 import { Quota, RateLimit, type RateLimitOptions } from './limits'
 import { native, type NativeMaintenance, type NativeStore } from './native'
 import { Once, type OnceOptions } from './once'
+import { insideTx, runInside, type Scope, waitsForOwnTx } from './scope'
+import { Tx } from './tx'
 import { dateArg, invalidArg, type TypeFor, type ValueType, type ValueTypes } from './values'
+import { View } from './view'
 
 /** The options of `open`. */
 export interface OpenOptions {
@@ -102,7 +105,7 @@ export class Store implements AsyncDisposable {
 	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
 	bucket(name: string, options?: BucketOptions & { type?: ValueType }): Bucket<unknown> {
 		try {
-			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'))
+			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'), [], this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}
@@ -134,7 +137,7 @@ export class Store implements AsyncDisposable {
 		}
 		const names = Object.keys(windows) as W[]
 		try {
-			return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name)
+			return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name, this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}
@@ -143,7 +146,7 @@ export class Store implements AsyncDisposable {
 	/** Counters, an int64 a key: `store.counters('attempts', { ttl: '1h' })`. */
 	counters(name: string, options?: CountersOptions): Counters {
 		try {
-			return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name)
+			return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name, this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}
@@ -159,7 +162,7 @@ export class Store implements AsyncDisposable {
 	once(name: string, options?: OnceOptions & { type?: ValueType }): Once<unknown> {
 		const type = options?.type ?? 'json'
 		try {
-			return new Once(this.#native.once(name, options?.keep, type), name, type === 'json')
+			return new Once(this.#native.once(name, options?.keep, type), name, type === 'json', [], this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}
@@ -168,6 +171,86 @@ export class Store implements AsyncDisposable {
 	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */
 	async names(): Promise<{ name: string; kind: string }[]> {
 		return this.#native.names().map(([name, kind]) => ({ name: name as string, kind: kind as string }))
+	}
+
+	/**
+	 * Runs `fn` in a transaction and resolves with what it returns, once
+	 * everything it wrote is durable. `tx.with(bucket)` is a bucket inside
+	 * the transaction: its calls see the transaction's own writes, and
+	 * others see none of them before the commit. If `fn` throws (or its
+	 * Promise rejects), everything it wrote rolls back and `tx` rejects with
+	 * that error. Transactions run one at a time, each with the store's
+	 * writer to itself, so of two taking the last item exactly one gets it.
+	 *
+	 * Keep `fn` short: other writes wait while it runs, and one still open
+	 * after 10 seconds is rolled back (`LimitError`). Inside `fn`, a write of
+	 * this store outside the transaction (a plain bucket's `set`, another
+	 * `store.tx`) would wait for the transaction, so it is `InvalidError`.
+	 *
+	 * @example
+	 * ```ts
+	 * const order = await store.tx(async (tx) => {
+	 *   const item = await tx.with(stock).take('last-ticket')
+	 *   if (item === undefined) throw new SoldOut()
+	 *   await tx.with(orders).under(userId).set(orderId, { item })
+	 *   return orderId
+	 * })
+	 * ```
+	 */
+	async tx<R>(fn: (tx: Tx) => R | Promise<R>): Promise<R> {
+		if (typeof fn !== 'function') {
+			throw new InvalidError('tx takes a function: store.tx(async (tx) => { ... })')
+		}
+		if (insideTx(this.#native)) {
+			throw new InvalidError('a tx inside a tx of the same store would wait for itself: use the outer tx')
+		}
+		const native = await this.#native.transaction()
+		const scope: Scope = { store: this.#native, open: true }
+		let result: R
+		try {
+			result = await runInside(scope, () => fn(new Tx(native, scope)))
+		} catch (e) {
+			scope.open = false
+			// Resolves once the writer has let go; `fn`'s error is the answer.
+			await native.rollback().catch(() => undefined)
+			throw e
+		}
+		scope.open = false
+		await native.commit()
+		return result
+	}
+
+	/**
+	 * Runs `fn` with a view of one snapshot of the file and resolves with
+	 * what it returns. `view.with(bucket)` reads a bucket as the file was at
+	 * the view's first read, whatever commits meanwhile; it has no writes.
+	 * Keep `fn` short: the file keeps what the snapshot may still read.
+	 *
+	 * @example
+	 * ```ts
+	 * const [plan, used] = await store.view(async (v) => [
+	 *   await v.with(plans).get(userId),
+	 *   await v.with(usage).get(userId),
+	 * ])
+	 * ```
+	 */
+	async view<R>(fn: (view: View) => R | Promise<R>): Promise<R> {
+		if (typeof fn !== 'function') {
+			throw new InvalidError('view takes a function: store.view(async (v) => { ... })')
+		}
+		let native
+		try {
+			native = this.#native.snapshot()
+		} catch (e) {
+			throw invalidArg(e, {})
+		}
+		const scope: Scope = { store: this.#native, open: true }
+		try {
+			return await fn(new View(native, scope))
+		} finally {
+			scope.open = false
+			native.close()
+		}
 	}
 
 	/**
@@ -186,11 +269,15 @@ export class Store implements AsyncDisposable {
 	 * when a test calls this.
 	 */
 	maintain(): Promise<Maintenance> {
+		const refused = waitsForOwnTx(this.#native, {})
+		if (refused) return Promise.reject(refused)
 		return this.#native.maintain()
 	}
 
 	/** Writes what memory holds and closes the file. Calls after this are `ClosedError`. */
 	close(): Promise<void> {
+		const refused = waitsForOwnTx(this.#native, {})
+		if (refused) return Promise.reject(refused)
 		return this.#native.close()
 	}
 

@@ -4,7 +4,7 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Expiry, Key, ListOptions, Raw, RawBucket, WriteOptions};
+use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, WriteOptions};
 
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::js;
@@ -25,7 +25,7 @@ pub(crate) fn show_path(owners: &[Vec<u8>], key: &[u8]) -> String {
 }
 
 impl NativeBucket {
-    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+    pub(crate) fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
         convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.raw.name()))
     }
 
@@ -57,10 +57,158 @@ impl NativeBucket {
         })
     }
 
-    fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
+    /// The JS value of a row of this bucket's type; `Corrupt` names the key.
+    pub(crate) fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
         self.kind
             .decode(env, raw)
             .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+    }
+
+    /// Checks that a row reads as this bucket's type, without JS: a `take`
+    /// leaves a row that does not read where it is (KV-5).
+    pub(crate) fn check(&self, raw: &Raw, key: &[u8]) -> Ts<()> {
+        self.kind
+            .check(raw)
+            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+    }
+
+    /// The key, value and options of a `set`, checked before anything is queued.
+    pub(crate) fn prepare_set(
+        &self,
+        env: &Env,
+        key: &Unknown<'_>,
+        value: &Unknown<'_>,
+        ttl: &Unknown<'_>,
+        expires_at: Option<f64>,
+        if_version: Option<String>,
+    ) -> Ts<(Vec<u8>, Raw, WriteOptions)> {
+        let r = (|| {
+            let k = self.key(env, key)?;
+            let v = self.value(env, &k, value)?;
+            let opts = self.options(env, ttl, expires_at, if_version)?;
+            Ok((k, v, opts))
+        })();
+        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
+    }
+
+    /// The key, value and expiry of a `create`.
+    pub(crate) fn prepare_create(
+        &self,
+        env: &Env,
+        key: &Unknown<'_>,
+        value: &Unknown<'_>,
+        ttl: &Unknown<'_>,
+        expires_at: Option<f64>,
+    ) -> Ts<(Vec<u8>, Raw, Option<Expiry>)> {
+        self.prepare_set(env, key, value, ttl, expires_at, None)
+            .map(|(k, v, opts)| (k, v, opts.expiry))
+    }
+
+    /// The key and version of a `take` or `delete`.
+    pub(crate) fn prepare_versioned(
+        &self,
+        env: &Env,
+        key: &Unknown<'_>,
+        if_version: Option<String>,
+    ) -> Ts<(Vec<u8>, Option<Version>)> {
+        let r = (|| Ok((self.key(env, key)?, convert::version(if_version)?)))();
+        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
+    }
+
+    /// The key, expiry and version of an `expire`: `ttl` (a duration) or `at_ms` (a time).
+    pub(crate) fn prepare_expire(
+        &self,
+        env: &Env,
+        key: &Unknown<'_>,
+        ttl: &Unknown<'_>,
+        at_ms: Option<f64>,
+        if_version: Option<String>,
+    ) -> Ts<(Vec<u8>, Expiry, Option<Version>)> {
+        let r = (|| {
+            let k = self.key(env, key)?;
+            let opts = self.options(env, ttl, at_ms, if_version)?;
+            let expiry = opts
+                .expiry
+                .ok_or_else(|| settle::invalid("expire takes a duration as '1h' or a Date"))?;
+            Ok((k, expiry, opts.if_version))
+        })();
+        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
+    }
+
+    /// The value of a live key as `read` finds it, or `undefined` (JSON as
+    /// its text): on the store, in a transaction or in a snapshot.
+    pub(crate) fn get_by<'e>(
+        &self,
+        env: &'e Env,
+        key: &Unknown<'e>,
+        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
+    ) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = self.key(env, key)?;
+            match read(&k)? {
+                Some(e) => self.decoded(env.raw(), &e.value, &k),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// `{ key, value, version, expiresAt }` of a live key as `read` finds it, or `undefined`.
+    pub(crate) fn entry_by<'e>(
+        &self,
+        env: &'e Env,
+        key: &Unknown<'e>,
+        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
+    ) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = self.key(env, key)?;
+            match read(&k)? {
+                Some(e) => convert::entry(env.raw(), self.kind, &e)
+                    .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), &k))),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// A page of this branch's own keys as `read` finds them: `{ entries, next }`.
+    pub(crate) fn list_by<'e>(
+        &self,
+        env: &'e Env,
+        after: &Unknown<'e>,
+        limit: Option<u32>,
+        read: impl FnOnce(&ListOptions) -> Ts<Page<Raw>>,
+    ) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let after = if js::is_nullish(env.raw(), js::raw(after)) {
+                None
+            } else {
+                Some(Key(self.key(env, after)?))
+            };
+            let page = read(&ListOptions {
+                after,
+                limit: limit.map(|l| l as usize),
+            })?;
+            let mut items = Vec::with_capacity(page.entries.len());
+            for e in &page.entries {
+                items.push(
+                    convert::entry(env.raw(), self.kind, e)
+                        .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), e.key.as_bytes())))?,
+                );
+            }
+            let make = || -> napi::Result<napi_value> {
+                let o = js::object(env.raw())?;
+                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
+                let next = match &page.next {
+                    Some(k) => convert::key_value(env.raw(), k)?,
+                    None => js::undefined(env.raw())?,
+                };
+                js::set(env.raw(), o, "next\0", next)?;
+                Ok(o)
+            };
+            make().map_err(napi_err)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 }
 
@@ -91,28 +239,13 @@ impl NativeBucket {
     /// The value of a live key, or `undefined` (JSON as its text).
     #[napi]
     pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let k = self.key(env, &key)?;
-            match self.raw.entry(&k)? {
-                Some(e) => self.decoded(env.raw(), &e.value, &k),
-                None => js::undefined(env.raw()).map_err(napi_err),
-            }
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        self.get_by(env, &key, |k| self.raw.entry(k))
     }
 
     /// `{ key, value, version, expiresAt }` of a live key, or `undefined`.
     #[napi]
     pub fn entry<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let k = self.key(env, &key)?;
-            match self.raw.entry(&k)? {
-                Some(e) => convert::entry(env.raw(), self.kind, &e)
-                    .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), &k))),
-                None => js::undefined(env.raw()).map_err(napi_err),
-            }
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        self.entry_by(env, &key, |k| self.raw.entry(k))
     }
 
     /// Whether a live key is there.
@@ -125,36 +258,7 @@ impl NativeBucket {
     /// A page of this branch's own keys: `{ entries, next }`.
     #[napi]
     pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<u32>) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let after = if js::is_nullish(env.raw(), js::raw(&after)) {
-                None
-            } else {
-                Some(Key(self.key(env, &after)?))
-            };
-            let page = self.raw.list(&ListOptions {
-                after,
-                limit: limit.map(|l| l as usize),
-            })?;
-            let mut items = Vec::with_capacity(page.entries.len());
-            for e in &page.entries {
-                items.push(
-                    convert::entry(env.raw(), self.kind, e)
-                        .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), e.key.as_bytes())))?,
-                );
-            }
-            let make = || -> napi::Result<napi_value> {
-                let o = js::object(env.raw())?;
-                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
-                let next = match &page.next {
-                    Some(k) => convert::key_value(env.raw(), k)?,
-                    None => js::undefined(env.raw())?,
-                };
-                js::set(env.raw(), o, "next\0", next)?;
-                Ok(o)
-            };
-            make().map_err(napi_err)
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        self.list_by(env, &after, limit, |opts| self.raw.list(opts))
     }
 
     /// Writes a value, durably. Resolves with nothing.
@@ -168,16 +272,7 @@ impl NativeBucket {
         expires_at: Option<f64>,
         if_version: Option<String>,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| {
-            let k = self.key(env, &key)?;
-            let v = self.value(env, &k, &value)?;
-            let opts = self.options(env, &ttl, expires_at, if_version)?;
-            Ok((k, v, opts))
-        })();
-        let (k, v, opts) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
-        )?;
+        let (k, v, opts) = sync(env, self.prepare_set(env, &key, &value, &ttl, expires_at, if_version))?;
         let raw = self.raw.clone();
         settle::write(
             env,
@@ -196,20 +291,11 @@ impl NativeBucket {
         ttl: Unknown<'e>,
         expires_at: Option<f64>,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| {
-            let k = self.key(env, &key)?;
-            let v = self.value(env, &k, &value)?;
-            let opts = self.options(env, &ttl, expires_at, None)?;
-            Ok((k, v, opts))
-        })();
-        let (k, v, opts) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
-        )?;
+        let (k, v, expiry) = sync(env, self.prepare_create(env, &key, &value, &ttl, expires_at))?;
         let raw = self.raw.clone();
         settle::write(
             env,
-            move |done| raw.create_then(&k, v, opts.expiry, done),
+            move |done| raw.create_then(&k, v, expiry, done),
             |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))).map_err(napi_err),
         )
     }
@@ -219,11 +305,7 @@ impl NativeBucket {
     /// `Corrupt` and stays.
     #[napi(ts_return_type = "Promise<unknown>")]
     pub fn take<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
-        let (k, if_version) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
-        )?;
+        let (k, if_version) = sync(env, self.prepare_versioned(env, &key, if_version))?;
         let kind = self.kind;
         let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
         let raw = self.raw.clone();
@@ -240,11 +322,7 @@ impl NativeBucket {
     /// Deletes a key; resolves with whether a live key was there.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((self.key(env, &key)?, convert::version(if_version)?)))();
-        let (k, if_version) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
-        )?;
+        let (k, if_version) = sync(env, self.prepare_versioned(env, &key, if_version))?;
         let raw = self.raw.clone();
         settle::write(
             env,
@@ -263,18 +341,7 @@ impl NativeBucket {
         at_ms: Option<f64>,
         if_version: Option<String>,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| {
-            let k = self.key(env, &key)?;
-            let opts = self.options(env, &ttl, at_ms, if_version)?;
-            let expiry = opts
-                .expiry
-                .ok_or_else(|| settle::invalid("expire takes a duration as '1h' or a Date"))?;
-            Ok((k, expiry, opts.if_version))
-        })();
-        let (k, expiry, if_version) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name())),
-        )?;
+        let (k, expiry, if_version) = sync(env, self.prepare_expire(env, &key, &ttl, at_ms, if_version))?;
         let raw = self.raw.clone();
         settle::write(
             env,

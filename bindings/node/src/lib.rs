@@ -13,7 +13,9 @@ mod js;
 mod limits;
 mod once;
 mod settle;
+mod snapshot;
 mod store;
+mod tx;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
@@ -22,7 +24,9 @@ use napi_derive::napi;
 pub use bucket::NativeBucket;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use once::{NativeClaim, NativeOnce};
+pub use snapshot::NativeSnapshot;
 pub use store::NativeStore;
+pub use tx::NativeTx;
 
 /// Sets up this JS environment (once per thread that loads the addon):
 /// `makeError(code, message, bucket, key)` makes the package's error objects.

@@ -16,6 +16,10 @@
 //! the writer finds them all queued and commits them as one group instead
 //! of starting a group with the first while JS is still issuing the rest.
 //!
+//! A transaction's turn is the exception: the writer hands JS the session
+//! and then waits for JS's calls, so that answer wakes the JS thread at
+//! once ([`turn`]) instead of after the group, which would be never.
+//!
 //! Invariants:
 //! - One [`Shared`] per napi env (main thread, each worker), created by
 //!   `init` and found through a thread-local: an env lives on one thread.
@@ -250,6 +254,14 @@ impl Shared {
         }
     }
 
+    /// Queues a settled call and wakes the JS thread now, even on the
+    /// writer thread: for an answer the writer then waits on (a
+    /// transaction's turn), which must not wait for the group's end.
+    fn push_now(&self, done: Done) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(done);
+        self.wake();
+    }
+
     /// Wakes the JS thread to settle what the queue holds (any thread).
     fn wake(&self) {
         unsafe {
@@ -337,6 +349,15 @@ impl Completion {
     }
 }
 
+impl Completion {
+    /// Settles the Promise and wakes the JS thread at once (see [`turn`]).
+    fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
+        if let Some(deferred) = self.slot.take() {
+            self.slot.shared.push_now(Done { deferred, outcome });
+        }
+    }
+}
+
 impl Drop for Completion {
     fn drop(&mut self) {
         if self.slot.armed.load(Ordering::Acquire)
@@ -414,9 +435,45 @@ where
     F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
     A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
 {
+    hand_over(env, submit, answer, false)
+}
+
+/// As [`write`], for a call whose answer the writer waits on after giving
+/// it: the start of a transaction, whose turn the writer holds until JS
+/// sends the calls. Its answer wakes the JS thread at once rather than
+/// once the group is answered, which would be after the transaction ends.
+pub(crate) fn turn<'e, T, R, F, A>(
+    env: &'e napi::Env,
+    submit: F,
+    answer: A,
+) -> Result<napi::bindgen_prelude::Unknown<'e>>
+where
+    T: Send + 'static,
+    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
+    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
+{
+    hand_over(env, submit, answer, true)
+}
+
+fn hand_over<'e, T, R, F, A>(
+    env: &'e napi::Env,
+    submit: F,
+    answer: A,
+    at_once: bool,
+) -> Result<napi::bindgen_prelude::Unknown<'e>>
+where
+    T: Send + 'static,
+    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
+    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
+{
     let (pending, completion, promise) = Pending::new(env.raw())?;
     let done = move |r: tinystore::Result<T>| {
-        completion.send(r.map(|v| Box::new(move |env| answer(env, v)) as Answer));
+        let outcome = r.map(|v| Box::new(move |env| answer(env, v)) as Answer);
+        if at_once {
+            completion.send_now(outcome);
+        } else {
+            completion.send(outcome);
+        }
     };
     let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
     let first = CORK.with(|c| {

@@ -11,6 +11,8 @@ use crate::js;
 use crate::limits::{self, NativeCounters, NativeQuota, NativeRateLimit};
 use crate::once::NativeOnce;
 use crate::settle::{self, sync};
+use crate::snapshot::NativeSnapshot;
+use crate::tx;
 
 /// An open store (the package's `Store` wraps it).
 #[napi]
@@ -130,6 +132,21 @@ impl NativeStore {
     #[napi]
     pub fn fail_next_commit_for_tests(&self) {
         self.store.fail_next_commit_for_tests();
+    }
+
+    /// Starts a transaction: resolves with a `NativeTx` when the writer's
+    /// turn comes, which the caller must commit or roll back soon (the
+    /// writer runs nothing else meanwhile).
+    #[napi(ts_return_type = "Promise<NativeTx>")]
+    pub fn transaction<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        tx::begin(env, &self.store)
+    }
+
+    /// Opens a read snapshot of the file.
+    #[napi]
+    pub fn snapshot(&self, env: Env) -> napi::Result<NativeSnapshot> {
+        let snapshot = sync(&env, self.store.snapshot())?;
+        Ok(NativeSnapshot { snapshot })
     }
 
     /// Opens a bucket of values of `value_type` with a `ttl` or an `idle` span.

@@ -1,0 +1,344 @@
+//! Transactions (KV-16): `store.tx(fn)` holds one write of the engine's
+//! writer open while `fn` runs, sending its bucket calls one at a time.
+//!
+//! Why this shape: JS cannot hand the engine a closure that awaits, so the
+//! binding uses the core's session form. `NativeStore::transaction` hands
+//! `Store::transaction_then` to the writer without blocking the event loop;
+//! when the writer's turn comes it gives the session to `ready`, which
+//! settles the Promise from the writer thread at once (`settle::turn`: the
+//! writer then waits on JS, so the answer cannot wait for the group's end).
+//! Each call on the session then runs on the writer thread inside the
+//! transaction and the JS thread waits for it: a short, blocking call, as a
+//! read is. `commit` and `rollback` end the session and resolve once the
+//! writer has finished with it, through the same completions as any write.
+//!
+//! Invariants:
+//! - The writer runs nothing else while a session is open, so the package
+//!   ends every session it starts (commit after `fn`, rollback if it
+//!   throws); one held past `tinystore::TX_LIMIT` is rolled back by the core.
+//! - The core calls `done` exactly once; [`Ending`] keeps its answer until
+//!   JS asks for it, so no Promise is made that nobody awaits.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
+use napi_derive::napi;
+use tinystore::{ErrorKind, TX_LIMIT, TxSession};
+
+use crate::bucket::NativeBucket;
+use crate::convert::napi_err;
+use crate::js;
+use crate::settle::{self, Completion, Pending, sync};
+
+/// What became of a transaction's write: the core's `done` answer, or the
+/// Promise of `commit` or `rollback` waiting for it.
+enum End {
+    Open,
+    Ended(tinystore::Result<()>),
+    Awaited { completion: Completion, rolled_back: bool },
+}
+
+/// Shared by the core's `done` (writer thread) and the [`NativeTx`] (JS thread).
+#[derive(Clone)]
+pub(crate) struct Ending(Arc<Mutex<End>>);
+
+impl Ending {
+    fn new() -> Ending {
+        Ending(Arc::new(Mutex::new(End::Open)))
+    }
+
+    /// The core's `done`: settles a waiting `commit` or `rollback`, or keeps the answer.
+    fn finish(&self, r: tinystore::Result<()>) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *g, End::Open) {
+            End::Awaited {
+                completion,
+                rolled_back,
+            } => {
+                drop(g);
+                answer(completion, r, rolled_back);
+            }
+            _ => *g = End::Ended(r),
+        }
+    }
+
+    /// Settles `completion` with the core's answer, now or when it comes.
+    fn wait(&self, completion: Completion, rolled_back: bool) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *g, End::Open) {
+            End::Ended(r) => {
+                drop(g);
+                answer(completion, r, rolled_back);
+            }
+            _ => {
+                *g = End::Awaited {
+                    completion,
+                    rolled_back,
+                }
+            }
+        }
+    }
+
+    /// The error the writer ended the transaction with, if it has answered.
+    fn error(&self) -> Option<tinystore::Error> {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            End::Ended(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A commit resolves with `undefined` once durable, or rejects with why it
+/// was not written; a rollback resolves once the writer let go, since its
+/// error (`Cancelled`) is what it asked for.
+fn answer(completion: Completion, r: tinystore::Result<()>, rolled_back: bool) {
+    let r = if rolled_back { Ok(()) } else { r };
+    completion.send(r.map(|()| Box::new(|env| js::undefined(env).map_err(napi_err)) as settle::Answer));
+}
+
+/// Starts a transaction on `store`: the Promise resolves with the
+/// [`NativeTx`] when the writer's turn comes. Nothing blocks meanwhile.
+pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<Unknown<'e>> {
+    let store = store.clone();
+    settle::turn(
+        env,
+        move |ready| {
+            let ending = Ending::new();
+            let on_done = ending.clone();
+            store.transaction_then(
+                move |r| ready(r.map(|session| (session, ending))),
+                move |r| on_done.finish(r),
+            )
+        },
+        |env, (session, ending)| {
+            let tx = NativeTx {
+                session,
+                ending,
+                started: Instant::now(),
+                ended: false,
+            };
+            unsafe { NativeTx::to_napi_value(env, tx) }.map_err(napi_err)
+        },
+    )
+}
+
+/// An open transaction (the package's `Tx` wraps it). Every call takes the
+/// bucket it is about and runs inside the transaction, seeing its own
+/// writes; reads renew no idle key. Collected without an end, it rolls back.
+#[napi]
+pub struct NativeTx {
+    session: TxSession,
+    ending: Ending,
+    started: Instant,
+    ended: bool,
+}
+
+impl NativeTx {
+    /// Runs a call on the session. After the end it is `Closed`; when the
+    /// writer ended it first, the error says why (held past `TX_LIMIT`).
+    fn call<T>(&self, f: impl FnOnce(&TxSession) -> tinystore::Result<T>) -> tinystore::Result<T> {
+        if self.ended {
+            return Err(ended());
+        }
+        f(&self.session).map_err(|e| {
+            if e.kind() != ErrorKind::Closed {
+                return e;
+            }
+            if let Some(why) = self.ending.error() {
+                return why;
+            }
+            if self.started.elapsed() >= TX_LIMIT {
+                return tinystore::Error::new(
+                    ErrorKind::Limit,
+                    format!(
+                        "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
+                    ),
+                );
+            }
+            e
+        })
+    }
+
+    /// Ends the session with `end` and returns the Promise of the writer's answer.
+    fn end<'e>(
+        &mut self,
+        env: &'e Env,
+        rolled_back: bool,
+        end: impl FnOnce(&TxSession) -> tinystore::Result<()>,
+    ) -> napi::Result<Unknown<'e>> {
+        let (pending, completion, promise) = Pending::new(env.raw())?;
+        if self.ended {
+            pending.reject_now(ended())?;
+            return Ok(js::unknown(env.raw(), promise));
+        }
+        self.ended = true;
+        pending.queued(Ok(()))?;
+        self.ending.wait(completion, rolled_back);
+        // When the session cannot take the end (the writer already rolled it
+        // back), the core's answer, which says why, still settles the Promise.
+        let _ = end(&self.session);
+        Ok(js::unknown(env.raw(), promise))
+    }
+}
+
+fn ended() -> tinystore::Error {
+    tinystore::Error::new(ErrorKind::Closed, "the transaction has ended")
+}
+
+#[napi]
+impl NativeTx {
+    /// The value of a live key as the transaction sees it, or `undefined`.
+    #[napi]
+    pub fn get<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        bucket.get_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
+    }
+
+    /// `{ key, value, version, expiresAt }` as the transaction sees it, or `undefined`.
+    #[napi]
+    pub fn entry<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        bucket.entry_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
+    }
+
+    /// Whether a live key is there, as the transaction sees it.
+    #[napi]
+    pub fn has<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<bool> {
+        let r = bucket
+            .key(env, &key)
+            .and_then(|k| self.call(|s| s.entry(&bucket.raw, &k)));
+        Ok(sync(env, r)?.is_some())
+    }
+
+    /// A page of the branch as the transaction sees it: `{ entries, next }`.
+    #[napi]
+    pub fn list<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        after: Unknown<'e>,
+        limit: Option<u32>,
+    ) -> napi::Result<Unknown<'e>> {
+        bucket.list_by(env, &after, limit, |opts| self.call(|s| s.list(&bucket.raw, opts)))
+    }
+
+    /// Writes a value inside the transaction.
+    // The arguments of the bucket's own `set`, and the bucket.
+    #[allow(clippy::too_many_arguments)]
+    #[napi]
+    pub fn set<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        key: Unknown<'e>,
+        value: Unknown<'e>,
+        ttl: Unknown<'e>,
+        expires_at: Option<f64>,
+        if_version: Option<String>,
+    ) -> napi::Result<()> {
+        let r = bucket
+            .prepare_set(env, &key, &value, &ttl, expires_at, if_version)
+            .and_then(|(k, v, opts)| self.call(|s| s.set(&bucket.raw, &k, v, opts)));
+        sync(env, r).map(|_version| ())
+    }
+
+    /// Writes a value if the key is absent; returns whether it did.
+    #[napi]
+    pub fn create<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        key: Unknown<'e>,
+        value: Unknown<'e>,
+        ttl: Unknown<'e>,
+        expires_at: Option<f64>,
+    ) -> napi::Result<bool> {
+        let r = bucket
+            .prepare_create(env, &key, &value, &ttl, expires_at)
+            .and_then(|(k, v, expiry)| self.call(|s| s.create(&bucket.raw, &k, v, expiry)));
+        Ok(matches!(sync(env, r)?, tinystore::Created::Written(_)))
+    }
+
+    /// Reads and deletes a key inside the transaction; returns the value or
+    /// `undefined`. A value that does not read as the bucket's type is
+    /// `Corrupt` and stays: it is checked before it is taken.
+    #[napi]
+    pub fn take<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        key: Unknown<'e>,
+        if_version: Option<String>,
+    ) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let (k, if_version) = bucket.prepare_versioned(env, &key, if_version)?;
+            let found = self.call(|s| s.entry(&bucket.raw, &k))?;
+            if let Some(found) = &found {
+                bucket.check(&found.value, &k)?;
+            }
+            // Nothing else writes while the transaction holds the writer, so
+            // the version just read is the one taken.
+            let version = if_version.or(found.map(|f| f.version));
+            let taken = self.call(|s| s.take(&bucket.raw, &k, version))?;
+            Ok(taken.map(|e| (k, e)))
+        })();
+        let v = match sync(env, r)? {
+            Some((k, e)) => sync(env, bucket.decoded(env.raw(), &e.value, &k))?,
+            None => js::undefined(env.raw())?,
+        };
+        Ok(js::unknown(env.raw(), v))
+    }
+
+    /// Deletes a key inside the transaction; returns whether a live key was there.
+    #[napi]
+    pub fn delete<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        key: Unknown<'e>,
+        if_version: Option<String>,
+    ) -> napi::Result<bool> {
+        let r = bucket
+            .prepare_versioned(env, &key, if_version)
+            .and_then(|(k, v)| self.call(|s| s.delete(&bucket.raw, &k, v)));
+        sync(env, r)
+    }
+
+    /// Gives a live key a new expiry inside the transaction: `ttl` (a
+    /// duration) or `at_ms` (a time). Returns whether a live key was there.
+    #[napi]
+    pub fn expire<'e>(
+        &self,
+        env: &'e Env,
+        bucket: &NativeBucket,
+        key: Unknown<'e>,
+        ttl: Unknown<'e>,
+        at_ms: Option<f64>,
+        if_version: Option<String>,
+    ) -> napi::Result<bool> {
+        let r = bucket
+            .prepare_expire(env, &key, &ttl, at_ms, if_version)
+            .and_then(|(k, expiry, v)| self.call(|s| s.expire(&bucket.raw, &k, expiry, v)));
+        sync(env, r)
+    }
+
+    /// Clears the branch inside the transaction (a branch over 10,000 keys is `Limit`).
+    #[napi]
+    pub fn clear(&self, env: Env, bucket: &NativeBucket) -> napi::Result<()> {
+        sync(&env, self.call(|s| s.clear(&bucket.raw)))
+    }
+
+    /// Commits: resolves once everything the transaction wrote is durable,
+    /// or rejects with why nothing was (`OutcomeUnknown` when the group's
+    /// commit failed). A second end is `Closed`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn commit<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        self.end(env, false, TxSession::commit)
+    }
+
+    /// Rolls back, writing nothing; resolves once the writer has let go.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn rollback<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        self.end(env, true, TxSession::rollback)
+    }
+}

@@ -1,0 +1,129 @@
+/**
+ * The reads of a bucket inside a transaction or a view, shared by
+ * `TxBucket` and `ViewBucket`: the same conversions as a `Bucket`'s reads,
+ * run on the transaction's or snapshot's connection, refused once it ended.
+ *
+ * @module
+ */
+
+import { type BucketParts, bucketParts, type Entry, type ListOptions, type Page } from './bucket'
+import { ClosedError, InvalidError } from './errors'
+import type { NativeBucket, NativeEntry, NativeReads } from './native'
+import type { Scope } from './scope'
+import { fromJson, invalidArg, type Key, showKey, toJson } from './values'
+
+/** The bucket behind a `with(bucket)` argument, checked to be one of `store`'s. */
+export function partsOf(bucket: unknown, store: object, call: string): BucketParts {
+	const parts = typeof bucket === 'object' && bucket !== null ? bucketParts.get(bucket) : undefined
+	if (parts === undefined) {
+		throw new InvalidError(`${call} takes a bucket of the store (store.bucket(name) or a branch of one)`)
+	}
+	if (parts.store !== store) {
+		throw new InvalidError(`${call} takes a bucket of the same store`, { bucket: parts.native.name })
+	}
+	return parts
+}
+
+/** One bucket (or branch) read through a transaction or snapshot. @internal */
+export class SessionReads<T> {
+	/** The transaction's or snapshot's calls. */
+	readonly source: NativeReads
+	/** The addon's bucket of this branch. */
+	readonly bucket: NativeBucket
+	/** The owners of this branch, outermost first. */
+	readonly owners: readonly Key[]
+	/** The transaction or view, open or ended. */
+	readonly scope: Scope
+	/** `'transaction'` or `'view'`, for messages. */
+	readonly kind: string
+	readonly #json: boolean
+
+	constructor(source: NativeReads, bucket: NativeBucket, owners: readonly Key[], scope: Scope, kind: string) {
+		this.source = source
+		this.bucket = bucket
+		this.owners = owners
+		this.scope = scope
+		this.kind = kind
+		this.#json = bucket.valueType === 'json'
+	}
+
+	/** The same reads on the branch of `owners`. */
+	under(owners: Key[]): SessionReads<T> {
+		let native = this.bucket
+		try {
+			for (const owner of owners) native = native.under(owner)
+		} catch (e) {
+			throw invalidArg(e, { bucket: this.bucket.name })
+		}
+		return new SessionReads<T>(this.source, native, [...this.owners, ...owners], this.scope, this.kind)
+	}
+
+	/** Throws `ClosedError` once the transaction or view has ended. */
+	check(): void {
+		if (!this.scope.open) {
+			throw new ClosedError(`the ${this.kind} has ended: use its handles inside its function`, {
+				bucket: this.bucket.name,
+			})
+		}
+	}
+
+	/** Runs an addon call, mapping a wrong JS type to `InvalidError`. */
+	call<R>(f: () => R): R {
+		this.check()
+		try {
+			return f()
+		} catch (e) {
+			throw invalidArg(e, { bucket: this.bucket.name })
+		}
+	}
+
+	/** The value of a row as the bucket's type. */
+	decode(value: unknown, key: Key): T {
+		return (this.#json ? fromJson(value, this.bucket.name, showKey(key, this.owners)) : value) as T
+	}
+
+	/** A value as the addon takes it (JSON as its text). */
+	encode(value: T, key: Key): unknown {
+		return this.#json ? toJson(value, this.bucket.name, showKey(key, this.owners)) : value
+	}
+
+	/** An entry with its value as the bucket's type. */
+	entryOf(e: NativeEntry): Entry<T> {
+		if (this.#json) e.value = fromJson(e.value, this.bucket.name, showKey(e.key, this.owners))
+		return e as Entry<T>
+	}
+
+	/** The value of a live key, or `undefined`. */
+	get(key: Key): T | undefined {
+		const value = this.call(() => this.source.get(this.bucket, key))
+		return value === undefined ? undefined : this.decode(value, key)
+	}
+
+	/** The value with its version and expiry, or `undefined`. */
+	entry(key: Key): Entry<T> | undefined {
+		const e = this.call(() => this.source.entry(this.bucket, key))
+		return e === undefined ? undefined : this.entryOf(e)
+	}
+
+	/** Whether a live key is there. */
+	has(key: Key): boolean {
+		return this.call(() => this.source.has(this.bucket, key))
+	}
+
+	/** A page of the branch's own keys. */
+	list(options?: ListOptions): Page<T> {
+		const page = this.call(() => this.source.list(this.bucket, options?.after, options?.limit))
+		return { entries: page.entries.map((e) => this.entryOf(e)), next: page.next }
+	}
+
+	/** Every key of the branch, a page at a time. */
+	async *all(): AsyncGenerator<Entry<T>, void, undefined> {
+		let after: Key | undefined
+		for (;;) {
+			const page = this.list({ after, limit: 1000 })
+			yield* page.entries
+			if (page.next === undefined) return
+			after = page.next
+		}
+	}
+}

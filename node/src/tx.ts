@@ -1,0 +1,186 @@
+/**
+ * Transactions: `store.tx(async (tx) => { ... })` writes several buckets
+ * all or nothing (KV-16).
+ *
+ * @module
+ */
+
+import type { Bucket, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
+import type { Duration } from './durations'
+import type { NativeTx } from './native'
+import { partsOf, SessionReads } from './reads'
+import type { Scope } from './scope'
+import { dateArg, type Key, type ValueType } from './values'
+
+/**
+ * An open transaction, given to the function of `store.tx`. `tx.with(bucket)`
+ * is that bucket inside the transaction. After the function returns, the
+ * transaction and every handle of it are `ClosedError`.
+ *
+ * @example
+ * ```ts
+ * await store.tx(async (tx) => {
+ *   const userId = await tx.with(codes).take(digest(code))
+ *   if (userId === undefined) throw new Error('wrong or used code')
+ *   await tx.with(sessions).under(userId).set(digest(token), { userId, device: 'web' })
+ * })
+ * ```
+ */
+export class Tx {
+	readonly #native: NativeTx
+	readonly #scope: Scope
+
+	/** @internal Made by `store.tx`. */
+	constructor(native: NativeTx, scope: Scope) {
+		this.#native = native
+		this.#scope = scope
+	}
+
+	/** Whether the transaction is still open (its function has not returned). */
+	get open(): boolean {
+		return this.#scope.open
+	}
+
+	/**
+	 * `bucket` (or a branch of it) inside this transaction: its writes commit
+	 * with the transaction's or not at all, and its reads see the
+	 * transaction's own writes. A bucket of another store is `InvalidError`.
+	 */
+	with<T>(bucket: Bucket<T>): TxBucket<T> {
+		const parts = partsOf(bucket, this.#scope.store, 'tx.with')
+		const reads = new SessionReads<T>(this.#native, parts.native, parts.owners, this.#scope, 'transaction')
+		reads.check()
+		return new TxBucket<T>(this.#native, reads)
+	}
+}
+
+/**
+ * A bucket, or one branch of it, inside a transaction (`tx.with(bucket)`).
+ * It has a `Bucket`'s calls; each runs inside the transaction at once and
+ * answers an already-resolved Promise. Reads see the transaction's own
+ * writes, and others see none of them before the commit. Reads renew no
+ * `idle` key. An error of one call (a `ConflictError` of `ifVersion`, say)
+ * changes nothing and leaves the transaction usable: catch it to go on, or
+ * let it reach `store.tx` to roll everything back. After the transaction,
+ * every call is `ClosedError`.
+ */
+export class TxBucket<T> {
+	readonly #native: NativeTx
+	readonly #reads: SessionReads<T>
+
+	/** @internal Made by `tx.with` and `under`. */
+	constructor(native: NativeTx, reads: SessionReads<T>) {
+		this.#native = native
+		this.#reads = reads
+	}
+
+	/** The bucket's name. */
+	get name(): string {
+		return this.#reads.bucket.name
+	}
+
+	/** The type of the bucket's values. */
+	get type(): ValueType {
+		return this.#reads.bucket.valueType as ValueType
+	}
+
+	/** The owners of this branch, outermost first. */
+	get owners(): readonly Key[] {
+		return this.#reads.owners
+	}
+
+	/** The branch of `owners`, inside the same transaction. */
+	under(...owners: Key[]): TxBucket<T> {
+		return new TxBucket<T>(this.#native, this.#reads.under(owners))
+	}
+
+	/** The value of a live key as the transaction sees it, or `undefined`. */
+	async get(key: Key): Promise<T | undefined> {
+		return this.#reads.get(key)
+	}
+
+	/** The value with its version and expiry as the transaction sees it, or `undefined`. */
+	async entry(key: Key): Promise<Entry<T> | undefined> {
+		return this.#reads.entry(key)
+	}
+
+	/** Whether a live key is there, as the transaction sees it. */
+	async has(key: Key): Promise<boolean> {
+		return this.#reads.has(key)
+	}
+
+	/** A page of this branch's own keys as the transaction sees them. */
+	async list(options?: ListOptions): Promise<Page<T>> {
+		return this.#reads.list(options)
+	}
+
+	/** Every key of this branch as the transaction sees it, a page at a time. */
+	all(): AsyncGenerator<Entry<T>, void, undefined> {
+		return this.#reads.all()
+	}
+
+	/** Writes the value inside the transaction; durable when the transaction commits. */
+	async set(key: Key, value: T, options?: SetOptions): Promise<void> {
+		const r = this.#reads
+		r.call(() =>
+			this.#native.set(
+				r.bucket,
+				key,
+				r.encode(value, key),
+				options?.ttl,
+				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
+				options?.ifVersion,
+			),
+		)
+	}
+
+	/** Writes the value only if the key is absent (or expired); answers whether it did. */
+	async create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
+		const r = this.#reads
+		return r.call(() =>
+			this.#native.create(
+				r.bucket,
+				key,
+				r.encode(value, key),
+				options?.ttl,
+				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
+			),
+		)
+	}
+
+	/**
+	 * Reads and deletes the key inside the transaction: of concurrent
+	 * transactions taking it, exactly one gets the value. A value that does
+	 * not read is `CorruptError` and stays.
+	 */
+	async take(key: Key, options?: VersionOptions): Promise<T | undefined> {
+		const r = this.#reads
+		const value = r.call(() => this.#native.take(r.bucket, key, options?.ifVersion))
+		return value === undefined ? undefined : r.decode(value, key)
+	}
+
+	/** Deletes the key inside the transaction; answers whether a live key was there. */
+	async delete(key: Key, options?: VersionOptions): Promise<boolean> {
+		const r = this.#reads
+		return r.call(() => this.#native.delete(r.bucket, key, options?.ifVersion))
+	}
+
+	/**
+	 * Gives a live key a new expiry (a span from now, or a time) inside the
+	 * transaction; answers whether a live key was there.
+	 */
+	async expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
+		const r = this.#reads
+		return r.call(() =>
+			when instanceof Date
+				? this.#native.expire(r.bucket, key, undefined, when.getTime(), options?.ifVersion)
+				: this.#native.expire(r.bucket, key, when, undefined, options?.ifVersion),
+		)
+	}
+
+	/** Removes this branch and every branch under it inside the transaction (at most 10,000 keys, else `LimitError`). */
+	async clear(): Promise<void> {
+		const r = this.#reads
+		r.call(() => this.#native.clear(r.bucket))
+	}
+}
