@@ -18,15 +18,18 @@ const CHILD: &str = "TINYSTORE_CRASH_CHILD";
 #[test]
 fn crash_child_writer() {
     let Ok(dir) = std::env::var(CHILD) else { return };
+    // Keys carry the round, so a write lost in one round cannot hide behind
+    // the same key written in an earlier one.
+    let round = std::env::var("TINYSTORE_CRASH_ROUND").unwrap_or_default();
     let store = tinystore::Store::open(&dir).unwrap();
     let b = store.bucket::<i64>("acks").open().unwrap();
     let big = store.bucket::<String>("big").open().unwrap();
     let hs: Vec<_> = (0..16)
         .map(|t| {
-            let (b, big) = (b.clone(), big.clone());
+            let (b, big, round) = (b.clone(), big.clone(), round.clone());
             std::thread::spawn(move || {
                 for n in 0i64.. {
-                    let key = format!("{t}-{n}");
+                    let key = format!("{round}-{t}-{n}");
                     if n % 7 == 0 {
                         big.set(&key, &format!("{n:>2000}")).unwrap(); // spilled values too
                     }
@@ -66,6 +69,7 @@ fn kv15_sigkill_loses_no_acknowledged_write() {
         let mut child = Command::new(&exe)
             .args(["--exact", "crash_child_writer", "--nocapture", "--test-threads=1"])
             .env(CHILD, dir.path())
+            .env("TINYSTORE_CRASH_ROUND", round.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
