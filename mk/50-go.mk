@@ -4,6 +4,7 @@
 #   make test-go   go vet and go test -race, after go-lib; the conformance
 #                  runner (go/internal/conformance) writes target/conformance/go.txt
 #   make cross-agent-go  the Go agent of tests/cross.py (go/cmd/tinystore-agent)
+#   make demo-go   the handbook's chat in Go (examples/go) on $(DEMO_DIR), for make demo
 #   make bench-go  Get and Set against database/sql SQLite (bench/go; not in CI)
 #
 # cgo links the .a by its path (never -l, which would prefer a .so). Go does
@@ -23,8 +24,9 @@ CROSS_AGENTS += go=$(GO_AGENT)
 CROSS_DEPS += cross-agent-go
 BENCH_TARGETS += bench-go
 
+# GO_LIB_CARGO_FLAGS=-q keeps the demo's output to the story.
 go-lib:
-	cargo build --release -p tinystore-c
+	cargo build --release $(GO_LIB_CARGO_FLAGS) -p tinystore-c
 	mkdir -p $(GO_LIB_DIR)
 	cmp -s $(TARGET_DIR)/release/libtinystore.a $(GO_LIB) || cp $(TARGET_DIR)/release/libtinystore.a $(GO_LIB)
 	hash=$$(sha256sum $(GO_LIB) | cut -c1-32); \
@@ -34,9 +36,22 @@ go-lib:
 	cmp -s $(GO_STAMP).tmp $(GO_STAMP) && rm $(GO_STAMP).tmp || mv $(GO_STAMP).tmp $(GO_STAMP)
 
 # -count=1: a cached run would not write target/conformance/go.txt again.
+# The chat of the demo runs too, on a fresh store, so that it cannot rot.
 test-go: go-lib
 	test -z "$$(cd go && gofmt -l .)" || { echo "gofmt: these need formatting:"; cd go && gofmt -l .; exit 1; }
+	test -z "$$(cd examples/go && gofmt -l .)" || { echo "gofmt: examples/go needs formatting"; exit 1; }
 	cd go && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd examples/go && $(GO) vet ./...
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+		(cd examples/go && $(GO) run . "$$d") > "$$d/go.out" && \
+		grep -q '^Go chat: done' "$$d/go.out" && ! grep -H unexpected "$$d/go.out"
+
+.PHONY: demo-go
+DEMO_TARGETS += demo-go
+demo-go:
+	@$(MAKE) -s --no-print-directory go-lib GO_LIB_CARGO_FLAGS=-q
+	@echo; echo "== Go: examples/go"
+	@cd examples/go && $(GO) run . "$(DEMO_DIR)"
 
 cross-agent-go: go-lib
 	cd go && $(GO) build -o $(GO_AGENT) ./cmd/tinystore-agent
