@@ -19,6 +19,7 @@ from __future__ import annotations
 from . import errors, sync
 from ._aio import Bucket, Opening, Store, open
 from ._aio_limits import Counters, Once, Quota, RateLimit
+from ._aio_tx import Transaction, Tx, TxBucket, View, ViewBucket
 from ._base import Key
 from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
@@ -44,6 +45,11 @@ __all__ = [
     "Quota",
     "Counters",
     "Once",
+    "Transaction",
+    "Tx",
+    "TxBucket",
+    "View",
+    "ViewBucket",
     "Rate",
     "Clock",
     "Duration",

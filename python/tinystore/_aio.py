@@ -23,6 +23,7 @@ from ._loop import completions
 from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
+from ._aio_tx import Transaction, View
 from ._time import Duration, opt_millis
 
 __all__ = ["open", "Opening", "Store", "Bucket"]
@@ -136,6 +137,34 @@ class Store(StoreBase):
             sends = store.once("sends", Sent, keep="1d")
         """
         return Once(self._once_native(name, type, keep), id(self._n))
+
+    def tx(self) -> Transaction:
+        """A transaction (KV-16): writes to several buckets that commit together or not at all::
+
+            async with store.tx() as tx:
+                apples = await tx.bucket(stock).take("apples")
+                if apples is None:
+                    raise SoldOut()          # rolls back: nothing is written
+                await tx.bucket(orders).set(order_id, "apples")
+            # here the order and the take are both durable
+
+        Entering waits for the writer's turn without blocking the loop. Calls
+        through ``tx.bucket(b)`` (``tx.with_(b)`` is the same) see the
+        transaction's own writes and nobody else's meanwhile; leaving the block
+        commits and waits until it is durable; an exception rolls back and
+        propagates. A transaction holds the store's writer: keep it short (it
+        is rolled back after 10 seconds), and inside it do not await other
+        writes of this store.
+        """
+        self._check_open()
+        return Transaction(self._n)
+
+    def view(self) -> View:
+        """A read snapshot (KV-16): ``async with store.view() as v:`` and
+        ``await v.bucket(b).get(key)`` read the file as it was at the view's
+        first read, whatever commits meanwhile. It has only reads."""
+        self._check_open()
+        return View(self._n)
 
     async def maintain(self) -> Maintenance:
         """Flushes counters, rate limits and renewals, and deletes cleared and

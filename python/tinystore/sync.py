@@ -24,9 +24,23 @@ from ._base import BucketBase, Key, StoreBase, open_native
 from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
+from ._sync_tx import Transaction, Tx, TxBucket, View, ViewBucket
 from ._time import Duration, opt_millis
 
-__all__ = ["open", "Store", "Bucket", "RateLimit", "Quota", "Counters", "Once"]
+__all__ = [
+    "open",
+    "Store",
+    "Bucket",
+    "RateLimit",
+    "Quota",
+    "Counters",
+    "Once",
+    "Transaction",
+    "Tx",
+    "TxBucket",
+    "View",
+    "ViewBucket",
+]
 
 T = TypeVar("T")
 
@@ -90,6 +104,28 @@ class Store(StoreBase):
             sends = store.once("sends", Sent, keep="1d")
         """
         return Once(self._once_native(name, type, keep), id(self._n))
+
+    def tx(self) -> Transaction:
+        """A transaction (KV-16): writes to several buckets that commit together or not at all::
+
+            with store.tx() as tx:
+                if tx.bucket(stock).take("apples") is None:
+                    raise SoldOut()          # rolls back: nothing is written
+                tx.bucket(orders).set(order_id, "apples")
+
+        Entering blocks this thread (not others) until the writer's turn;
+        leaving the block commits and returns once durable; an exception rolls
+        back and propagates. Keep it short (it is rolled back after 10
+        seconds), and inside it write to this store only through ``tx``.
+        """
+        self._check_open()
+        return Transaction(self._n)
+
+    def view(self) -> View:
+        """A read snapshot (KV-16): ``with store.view() as v:`` and ``v.bucket(b).get(key)``
+        read the file as it was at the view's first read. It has only reads."""
+        self._check_open()
+        return View(self._n)
 
     def maintain(self) -> Maintenance:
         """Flushes memory and deletes cleared and expired rows in bounded batches; says how many."""

@@ -18,15 +18,15 @@ use crate::store::Store;
 /// One bucket (or branch of it) of the store.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Bucket {
-    raw: RawBucket,
-    codec: Arc<Codec>,
-    store: tinystore::Store,
+    pub(crate) raw: RawBucket,
+    pub(crate) codec: Arc<Codec>,
+    pub(crate) store: tinystore::Store,
 }
 
 /// An entry as Python gets it: (key, value, version, expires_at in ms).
-type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
+pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
 
-fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, Error> {
+pub(crate) fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, Error> {
     match (ttl, at_ms) {
         (Some(_), Some(_)) => Err(invalid("give ttl or expires_at, not both")),
         (Some(d), None) => Ok(Some(Expiry::In(d))),
@@ -36,7 +36,7 @@ fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, E
 }
 
 impl Bucket {
-    fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
+    pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
         let path = show_path(self.raw.owners(), Some(key));
         move |e: Error| {
             if e.bucket().is_some() {
@@ -47,19 +47,19 @@ impl Bucket {
         }
     }
 
-    fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         key_bytes(key)
             .map(|k| k.into_owned())
             .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
     }
 
-    fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
+    pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
         self.codec
             .to_raw(py, value)
             .map_err(|e| to_py(py, self.name_key(key)(e)))
     }
 
-    fn write_options(
+    pub(crate) fn write_options(
         &self,
         py: Python<'_>,
         ttl: Option<&Bound<'_, PyAny>>,
@@ -74,7 +74,7 @@ impl Bucket {
         })
     }
 
-    fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
+    pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
         let value = self.codec.to_py(py, &e.value).map_err(self.name_key(&e.key.0))?;
         Ok((
             key_to_py(py, &e.key.0).unbind(),
@@ -91,7 +91,10 @@ impl Bucket {
 }
 
 /// The converter of a take's result, run on the loop thread.
-fn resolve_taken(bucket: &Bucket, out: tinystore::Result<Option<Entry<Raw>>>) -> crate::completions::Resolve {
+pub(crate) fn resolve_taken(
+    bucket: &Bucket,
+    out: tinystore::Result<Option<Entry<Raw>>>,
+) -> crate::completions::Resolve {
     let (codec, raw) = (bucket.codec.clone(), bucket.raw.clone());
     Box::new(move |py| match out {
         Ok(Some(e)) => {
@@ -121,7 +124,7 @@ fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
     pyo3::types::PyString::new(py, &v.to_string()).into_any().unbind()
 }
 
-fn created(c: Created<Raw>) -> bool {
+pub(crate) fn created(c: Created<Raw>) -> bool {
     matches!(c, Created::Written(_))
 }
 

@@ -65,6 +65,19 @@ impl Queue {
         }
     }
 
+    /// Queues the answer of `future` and wakes the loop at once, even on the
+    /// writer thread in the middle of a group: for the start of a
+    /// transaction, which the group waits on (waking after the group's
+    /// answers would wait for the transaction to end).
+    pub fn push_now(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
+        lock(&self.answers).push(Answer {
+            future,
+            resolve,
+            store: store.clone(),
+        });
+        self.wake();
+    }
+
     fn wake(&self) {
         // A full socket buffer means a wake-up is already pending.
         let _ = (&self.wake).write(&[1]);

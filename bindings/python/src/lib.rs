@@ -14,6 +14,7 @@ mod errors;
 mod limits;
 mod once;
 mod store;
+mod tx;
 
 /// The module's contents.
 #[pymodule]
@@ -27,6 +28,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<limits::Counters>()?;
     m.add_class::<once::Once>()?;
     m.add_class::<once::Claim>()?;
+    m.add_class::<tx::Tx>()?;
+    m.add_class::<tx::View>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     Ok(())
 }

@@ -64,6 +64,27 @@ impl Store {
         self.store.group_stats()
     }
 
+    /// Starts a transaction without blocking: `ready` resolves with the
+    /// `Tx` when the writer's turn comes, `done` once its commit is durable.
+    fn tx_then(
+        &self,
+        completions: &Bound<'_, crate::completions::Completions>,
+        ready: Py<PyAny>,
+        done: Py<PyAny>,
+    ) -> PyResult<crate::completions::Ticket> {
+        crate::tx::start_then(&self.store, completions, ready, done)
+    }
+
+    /// Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
+    fn tx(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::tx::start(py, &self.store)
+    }
+
+    /// Opens a read snapshot.
+    fn view(&self, py: Python<'_>) -> PyResult<crate::tx::View> {
+        crate::tx::view(py, &self.store)
+    }
+
     /// Makes the next group's commit fail, as a failed fsync would. For tests.
     fn fail_next_commit_for_tests(&self) {
         self.store.fail_next_commit_for_tests();

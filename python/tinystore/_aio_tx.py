@@ -1,0 +1,328 @@
+"""Transactions and snapshots for asyncio (KV-16).
+
+``async with store.tx() as tx:`` waits for the writer's turn without
+blocking the loop (the writer answers a future, as it answers writes), then
+every call through ``tx.bucket(b)`` runs inside the transaction and sees its
+own writes. The writer serves only this transaction while it is open, so
+each call is one round trip to it and runs inline, like a read: it returns
+an already-completed future. Leaving the block commits and waits until the
+commit is durable; an exception rolls everything back and propagates.
+
+``async with store.view() as v:`` reads one point in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from . import _native
+from ._base import Key
+from ._loop import completions
+from ._results import Entry, Page, _entry
+from ._time import Duration, opt_millis
+from .errors import ClosedError
+
+if TYPE_CHECKING:
+    from ._aio import Bucket
+
+__all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _now(call: Callable[[], R]) -> asyncio.Future[R]:
+    """Runs ``call`` now and gives its answer (or its exception) as a completed future."""
+    fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+    try:
+        fut.set_result(call())
+    except Exception as e:
+        fut.set_exception(e)
+    return fut
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    # The commit's future of a transaction that rolled back or never
+    # started carries an error nobody awaits: mark it seen.
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _closed(what: str) -> ClosedError:
+    return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+
+
+class Transaction:
+    """A transaction to come: use it as ``async with store.tx() as tx:``.
+
+    Entering waits for the writer's turn without blocking the loop and gives
+    a :class:`Tx`. Leaving the block normally commits and returns once the
+    commit is durable; an exception rolls back (nothing is written) and
+    propagates. Cancelling the task while it waits for its turn gives the
+    turn up.
+    """
+
+    __slots__ = ("_store", "_tx", "_done")
+
+    def __init__(self, store: _native.Store) -> None:
+        self._store = store
+        self._tx: Tx | None = None
+        self._done: asyncio.Future[None] | None = None
+
+    async def __aenter__(self) -> Tx:
+        if self._tx is not None or self._done is not None:
+            raise _closed("transaction")  # one `async with` per store.tx()
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[_native.Tx] = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        done.add_done_callback(_retrieve)
+        self._done = done
+        ticket = self._store.tx_then(completions(loop), ready, done)
+        try:
+            native = await ready
+        except asyncio.CancelledError:
+            # Not started: it never will. Started meanwhile: the session,
+            # dropped unseen, rolls back.
+            ticket.cancel()
+            raise
+        self._tx = Tx(native)
+        return self._tx
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        tx, done = self._tx, self._done
+        assert tx is not None and done is not None
+        tx._ended = True
+        if et is not None:
+            tx._n.rollback()
+            return
+        try:
+            tx._n.commit()
+        except ClosedError:
+            # The writer ended it first (it was open too long): its reason is in `done`.
+            await done
+            raise
+        await done
+
+
+class Tx:
+    """An open transaction: ``tx.bucket(b)`` gives bucket ``b``'s calls inside it.
+
+    Everything written through it commits together when the ``async with``
+    block ends, or not at all. Calls after the block are ``ClosedError``.
+    Inside the block, do not await writes of the same store outside the
+    transaction, nor start another one: they wait for this one to end.
+    """
+
+    __slots__ = ("_n", "_ended")
+
+    def __init__(self, native: _native.Tx) -> None:
+        self._n = native
+        self._ended = False
+
+    def bucket(self, bucket: Bucket[T]) -> TxBucket[T]:
+        """The calls of ``bucket`` (or a branch of it) inside this transaction::
+
+            async with store.tx() as tx:
+                left = await tx.bucket(stock).take("apples")
+                await tx.bucket(orders).set(order_id, "apples")
+        """
+        return TxBucket(self, bucket._n)
+
+    with_ = bucket
+    """The same as :meth:`bucket`, spelled as ``tx.with(bucket)`` in the other languages."""
+
+    def __repr__(self) -> str:
+        return f"<tinystore.Tx{' ended' if self._ended else ''}>"
+
+
+class TxBucket(Generic[T]):
+    """A bucket's calls inside a transaction: they see the transaction's own
+    writes, and others see none of them before the commit. Each runs at once
+    and returns a completed future (a bad argument raises where it is awaited)."""
+
+    __slots__ = ("_tx", "_b")
+
+    def __init__(self, tx: Tx, bucket: _native.Bucket) -> None:
+        self._tx = tx
+        self._b = bucket
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return self._b.name
+
+    def under(self, *owners: Key) -> TxBucket[T]:
+        """The branch of ``owners`` under this one, in the same transaction."""
+        return TxBucket(self._tx, self._b.under(*owners))
+
+    def _run(self, call: Callable[[_native.Tx], R]) -> asyncio.Future[R]:
+        tx = self._tx
+        if tx._ended:
+            err = _closed("transaction")
+
+            def closed(_: _native.Tx) -> R:
+                raise err
+
+            call = closed
+        return _now(lambda: call(tx._n))
+
+    def get(self, key: Key) -> asyncio.Future[T | None]:
+        """The value of a live key as the transaction sees it, or None. Renews nothing."""
+        return self._run(lambda n: n.get(self._b, key))
+
+    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
+        """The value with its version and expiry as the transaction sees it, or None."""
+
+        def call(n: _native.Tx) -> Entry[T] | None:
+            row = n.entry(self._b, key)
+            return None if row is None else _entry(row)
+
+        return self._run(call)
+
+    def has(self, key: Key) -> asyncio.Future[bool]:
+        """Whether a live key is there, as the transaction sees it."""
+        return self._run(lambda n: n.entry(self._b, key) is not None)
+
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
+        """One page of this branch's own keys as the transaction sees them."""
+
+        def call(n: _native.Tx) -> Page[T]:
+            rows, nxt = n.list(self._b, after, limit)
+            return Page([_entry(r) for r in rows], nxt)
+
+        return self._run(call)
+
+    def set(
+        self,
+        key: Key,
+        value: T,
+        *,
+        ttl: Duration | None = None,
+        expires_at: dt.datetime | None = None,
+        if_version: str | None = None,
+    ) -> asyncio.Future[str]:
+        """Writes ``value`` in the transaction; gives its version (as ``Bucket.set``)."""
+        return self._run(lambda n: n.set(self._b, key, value, ttl, opt_millis(expires_at), if_version))
+
+    def create(
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> asyncio.Future[bool]:
+        """Writes ``value`` only if the key is absent; says whether it did."""
+        return self._run(lambda n: n.create(self._b, key, value, ttl, opt_millis(expires_at)))
+
+    def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:
+        """Reads and deletes the key in the transaction; None when absent."""
+        return self._run(lambda n: n.take(self._b, key, if_version))
+
+    def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:
+        """Deletes the key in the transaction; says whether a live key was there."""
+        return self._run(lambda n: n.delete(self._b, key, if_version))
+
+    def expire(
+        self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None
+    ) -> asyncio.Future[bool]:
+        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
+        if isinstance(when, dt.datetime):
+            return self._run(lambda n: n.expire(self._b, key, None, opt_millis(when), if_version))
+        return self._run(lambda n: n.expire(self._b, key, when, None, if_version))
+
+    def clear(self) -> asyncio.Future[None]:
+        """Removes this branch and every branch under it, in the transaction."""
+        return self._run(lambda n: n.clear(self._b))
+
+    def __repr__(self) -> str:
+        return f"<tinystore.TxBucket {self.name!r}>"
+
+
+class View:
+    """One point in time of the store: use it as ``async with store.view() as v:``.
+
+    ``v.bucket(b)`` reads bucket ``b`` as the file was at the view's first
+    read, whatever commits meanwhile; it has no write calls. Reads renew
+    nothing. Reads after the block are ``ClosedError``. Keep views short:
+    the file keeps every page a view may still read.
+    """
+
+    __slots__ = ("_store", "_n")
+
+    def __init__(self, store: _native.Store) -> None:
+        self._store = store
+        self._n: _native.View | None = None
+
+    async def __aenter__(self) -> View:
+        if self._n is not None:
+            raise _closed("view")
+        self._n = self._store.view()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._n is not None:
+            self._n.close()
+
+    def bucket(self, bucket: Bucket[T]) -> ViewBucket[T]:
+        """The reads of ``bucket`` (or a branch of it) in this view."""
+        if self._n is None:
+            raise _closed("view")
+        return ViewBucket(self._n, bucket._n)
+
+    with_ = bucket
+    """The same as :meth:`bucket`, spelled as ``view.with(bucket)`` in the other languages."""
+
+    def __repr__(self) -> str:
+        return "<tinystore.View>"
+
+
+class ViewBucket(Generic[T]):
+    """A bucket's reads in a view. Each runs at once and returns a completed future."""
+
+    __slots__ = ("_v", "_b")
+
+    def __init__(self, view: _native.View, bucket: _native.Bucket) -> None:
+        self._v = view
+        self._b = bucket
+
+    @property
+    def name(self) -> str:
+        """The bucket's name."""
+        return self._b.name
+
+    def under(self, *owners: Key) -> ViewBucket[T]:
+        """The branch of ``owners`` under this one, in the same view."""
+        return ViewBucket(self._v, self._b.under(*owners))
+
+    def get(self, key: Key) -> asyncio.Future[T | None]:
+        """The value of a live key in the view, or None."""
+        return _now(lambda: self._v.get(self._b, key))
+
+    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
+        """The value with its version and expiry in the view, or None."""
+
+        def call() -> Entry[T] | None:
+            row = self._v.entry(self._b, key)
+            return None if row is None else _entry(row)
+
+        return _now(call)
+
+    def has(self, key: Key) -> asyncio.Future[bool]:
+        """Whether a live key is there in the view."""
+        return _now(lambda: self._v.entry(self._b, key) is not None)
+
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
+        """One page of this branch's own keys in the view."""
+
+        def call() -> Page[T]:
+            rows, nxt = self._v.list(self._b, after, limit)
+            return Page([_entry(r) for r in rows], nxt)
+
+        return _now(call)
+
+    def __repr__(self) -> str:
+        return f"<tinystore.ViewBucket {self.name!r}>"
