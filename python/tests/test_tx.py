@@ -189,6 +189,28 @@ async def test_kv16_a_failed_commit_raises_from_the_block(store: tinystore.Store
     assert await b.get("k") == 2
 
 
+async def test_kv16_a_tx_inside_a_tx_of_the_same_store_is_invalid_not_a_wait(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    async with store.tx() as tx:
+        with pytest.raises(tinystore.InvalidError):
+            async with store.tx():
+                pass
+        await tx.bucket(b).set("k", 1)
+    async with store.tx() as tx:  # after the block, a new one starts
+        assert await tx.bucket(b).get("k") == 1
+
+
+def test_kv16_sync_a_tx_inside_a_tx_of_the_same_store_is_invalid(sync_store: tinystore.sync.Store) -> None:
+    b = sync_store.bucket("b", int)
+    with sync_store.tx() as tx:
+        with pytest.raises(tinystore.InvalidError):
+            with sync_store.tx():
+                pass
+        tx.bucket(b).set("k", 1)
+    with sync_store.tx() as tx:
+        assert tx.bucket(b).get("k") == 1
+
+
 def test_kv16_sync_all_or_nothing_and_own_writes(sync_store: tinystore.sync.Store) -> None:
     stock = sync_store.bucket("stock", int)
     orders = sync_store.bucket("orders", str)

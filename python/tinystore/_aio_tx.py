@@ -14,6 +14,7 @@ commit is durable; an exception rolls everything back and propagates.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime as dt
 from collections.abc import Callable
 from types import TracebackType
@@ -24,7 +25,7 @@ from ._base import Key
 from ._loop import completions
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
-from .errors import ClosedError
+from .errors import ClosedError, InvalidError
 
 if TYPE_CHECKING:
     from ._aio import Bucket
@@ -56,6 +57,16 @@ def _closed(what: str) -> ClosedError:
     return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
 
 
+_NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
+
+# The transactions open in this task, as (store, task): a second one of the
+# same store in the same task would wait for the writer its own first one
+# holds (tasks started inside inherit the marks, hence the task).
+_open: contextvars.ContextVar[frozenset[tuple[int, int]]] = contextvars.ContextVar(
+    "tinystore_tx_open", default=frozenset()
+)
+
+
 class Transaction:
     """A transaction to come: use it as ``async with store.tx() as tx:``.
 
@@ -66,16 +77,20 @@ class Transaction:
     turn up.
     """
 
-    __slots__ = ("_store", "_tx", "_done")
+    __slots__ = ("_store", "_tx", "_done", "_mark")
 
     def __init__(self, store: _native.Store) -> None:
         self._store = store
         self._tx: Tx | None = None
         self._done: asyncio.Future[None] | None = None
+        self._mark: contextvars.Token[frozenset[tuple[int, int]]] | None = None
 
     async def __aenter__(self) -> Tx:
         if self._tx is not None or self._done is not None:
             raise _closed("transaction")  # one `async with` per store.tx()
+        mark = (id(self._store), id(asyncio.current_task()))
+        if mark in _open.get():
+            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[_native.Tx] = loop.create_future()
         done: asyncio.Future[None] = loop.create_future()
@@ -90,6 +105,7 @@ class Transaction:
             ticket.cancel()
             raise
         self._tx = Tx(native)
+        self._mark = _open.set(_open.get() | {mark})
         return self._tx
 
     async def __aexit__(
@@ -98,6 +114,11 @@ class Transaction:
         tx, done = self._tx, self._done
         assert tx is not None and done is not None
         tx._ended = True
+        if self._mark is not None:
+            try:
+                _open.reset(self._mark)
+            except ValueError:
+                pass  # left in another context than it was entered in: nothing to undo here
         if et is not None:
             tx._n.rollback()
             return
@@ -116,7 +137,8 @@ class Tx:
     Everything written through it commits together when the ``async with``
     block ends, or not at all. Calls after the block are ``ClosedError``.
     Inside the block, do not await writes of the same store outside the
-    transaction, nor start another one: they wait for this one to end.
+    transaction: they wait for this one to end. Starting another transaction
+    of the same store in the same task is ``InvalidError``.
     """
 
     __slots__ = ("_n", "_ended")

@@ -10,6 +10,7 @@ once the commit is durable, and an exception rolls back and propagates.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -18,7 +19,7 @@ from . import _native
 from ._base import Key
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
-from .errors import ClosedError
+from .errors import ClosedError, InvalidError
 
 if TYPE_CHECKING:
     from .sync import Bucket
@@ -31,6 +32,20 @@ R = TypeVar("R")
 
 def _closed(what: str) -> ClosedError:
     return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+
+
+_NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
+
+
+class _Open(threading.local):
+    """The stores with a transaction open in this thread: a second one
+    would wait for the writer the first one holds."""
+
+    def __init__(self) -> None:
+        self.stores: set[int] = set()
+
+
+_open = _Open()
 
 
 class Transaction:
@@ -50,13 +65,17 @@ class Transaction:
     def __enter__(self) -> Tx:
         if self._tx is not None:
             raise _closed("transaction")  # one `with` per store.tx()
+        if id(self._store) in _open.stores:
+            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
         self._tx = Tx(self._store.tx())
+        _open.stores.add(id(self._store))
         return self._tx
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         tx = self._tx
         assert tx is not None
         tx._ended = True
+        _open.stores.discard(id(self._store))
         if et is not None:
             tx._n.rollback()
             return
@@ -68,8 +87,9 @@ class Tx:
 
     Everything written through it commits together when the ``with`` block
     ends, or not at all. Calls after the block are ``ClosedError``. Inside
-    the block, do not write to the same store outside the transaction, nor
-    start another one: they wait for this one to end.
+    the block, do not write to the same store outside the transaction: it
+    waits for this one to end. Starting another transaction of the same
+    store in the same thread is ``InvalidError``.
     """
 
     __slots__ = ("_n", "_ended")
