@@ -69,6 +69,7 @@ class Runner:
         self.handles: dict[str, Handle] = {}
         self.versions: dict[str, str] = {}
         self.ran = 0
+        self.in_tx: Any = None  # the open transaction of a tx step
 
     async def start(self, at: dt.datetime = START) -> None:
         self.store = await tinystore.open(self.dir, clock=at)
@@ -139,6 +140,10 @@ class Runner:
         if_version = self.versions[step["if_version"]] if "if_version" in step else None
         h = self.handle(step)
         b = h.api
+        if self.in_tx is not None:
+            if h.kind != "bucket":
+                raise UnknownInCase(f"a {h.kind} inside a tx step")
+            b = self.in_tx.bucket(b)
         if h.kind == "bucket":
             ty = h.ty
             assert ty is not None
@@ -383,10 +388,27 @@ class Runner:
                 self.check(inner, o)
 
     async def tx(self, step: dict[str, Any]) -> None:
-        """Transactions (KV-16): the asyncio API has none yet (python/README.md, "Not yet")."""
-        if not hasattr(self.s, "tx"):
-            raise UnknownInCase("the Python package has no transactions yet (no store.tx): the tx step cannot run")
-        raise UnknownInCase("store.tx exists now: teach the runner's tx step its shape")
+        """Transactions (KV-16): the steps run through ``tx.bucket(b)`` inside
+        ``async with store.tx()``; with ``fail``, the block raises, so nothing
+        of it is written."""
+
+        class Rollback(Exception):
+            pass
+
+        try:
+            async with self.s.tx() as t:
+                self.in_tx = t
+                for inner in step["steps"]:
+                    try:
+                        self.check(inner, await self.attempt(inner))
+                    except StepFailed as e:
+                        raise StepFailed(f"in tx, {inner['op']}: {e}") from None
+                if step.get("fail"):
+                    raise Rollback()
+        except Rollback:
+            pass
+        finally:
+            self.in_tx = None
 
 
 def lossy(k: str | bytes | None) -> str | None:
