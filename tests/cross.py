@@ -13,6 +13,7 @@ languages and processes (KV-3, KV-5, KV-11, KV-13, KV-14, KV-19).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
@@ -47,8 +48,12 @@ class Agent:
             print(f"  FAIL {self.name} {' '.join(args)}: exit {p.returncode}\n{p.stdout}{p.stderr}", flush=True)
         return p.stdout.splitlines()
 
-    def start(self, *args: str) -> "Running":
-        return Running(self, subprocess.Popen(self.argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    def start(self, *args: str, env: dict[str, str] | None = None) -> "Running":
+        return Running(
+            self,
+            subprocess.Popen(self.argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, **(env or {})}),
+        )
 
 
 class Running:
@@ -98,11 +103,19 @@ def interchange(agents: list[Agent]) -> None:
                 check(ok, f"{reader.name} reads what {writer.name} wrote" + ("" if ok else ": " + "; ".join(out[:3])))
 
 
+def start_line() -> dict[str, str]:
+    """A start time a few seconds ahead, which every racing agent waits for
+    after opening the store: otherwise the fastest-starting language has
+    finished before the slowest has begun."""
+    return {"CROSS_START_AT_MS": str(int(time.time() * 1000) + 3000)}
+
+
 def take_race(agents: list[Agent], rounds: int = 200) -> None:
     print(f"\ntake (KV-5): {len(agents)} processes race for {rounds} keys", flush=True)
     with tempfile.TemporaryDirectory() as d:
         agents[0].run("take-setup", d, str(rounds))
-        running = [a.start("take-rounds", d, str(rounds)) for a in agents]
+        line = start_line()
+        running = [a.start("take-rounds", d, str(rounds), env=line) for a in agents]
         wins: dict[int, list[str]] = {}
         for r in running:
             for line in r.finish():
@@ -153,7 +166,8 @@ def once_killed(agents: list[Agent]) -> None:
 def quota_race(agents: list[Agent]) -> None:
     print("\nquota (KV-13): racing allows pass exactly the limit", flush=True)
     with tempfile.TemporaryDirectory() as d:
-        running = [a.start("quota-allows", d, "20") for a in agents]
+        line = start_line()
+        running = [a.start("quota-allows", d, "20", env=line) for a in agents]
         passed = {r.agent.name: int(next((line[7:] for line in r.finish() if line.startswith("passed ")), "0")) for r in running}
         check(sum(passed.values()) == 10, f"{sum(passed.values())} of {20 * len(agents)} passed a limit of 10 ({passed})")
 
@@ -161,7 +175,8 @@ def quota_race(agents: list[Agent]) -> None:
 def counter_race(agents: list[Agent]) -> None:
     print("\ncounters (KV-14): racing adds count exactly; every handle sees the others", flush=True)
     with tempfile.TemporaryDirectory() as d:
-        for r in [a.start("counter-adds", d, "50") for a in agents]:
+        line = start_line()
+        for r in [a.start("counter-adds", d, "50", env=line) for a in agents]:
             r.finish()
         for a in agents:
             out = a.run("counter-get", d)

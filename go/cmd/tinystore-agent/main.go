@@ -174,6 +174,7 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		if err != nil {
 			return false, err
 		}
+		startLine()
 		for r := range num(2) {
 			_, found, err := b.Take(ctx, fmt.Sprintf("r%d", r))
 			if err != nil {
@@ -209,6 +210,7 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		if err != nil {
 			return false, err
 		}
+		startLine()
 		passed := 0
 		for range num(2) {
 			a, err := q.Allow(ctx, "u")
@@ -225,6 +227,7 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		if err != nil {
 			return false, err
 		}
+		startLine()
 		for range num(2) {
 			if _, err := c.Add(ctx, "k", 1); err != nil {
 				return false, err
@@ -256,5 +259,13 @@ func main() {
 	}
 	if !ok {
 		os.Exit(1)
+	}
+}
+
+// startLine waits for the start time cross.py gives every racer
+// (CROSS_START_AT_MS), so that agents of slow-starting languages race too.
+func startLine() {
+	if at, err := strconv.ParseInt(os.Getenv("CROSS_START_AT_MS"), 10, 64); err == nil {
+		time.Sleep(time.Until(time.UnixMilli(at)))
 	}
 }

@@ -11,6 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { open } from '../../../node/dist/esm/index.mjs'
 import { isBig, lossy, packageType, parseJson, sameValue, show, text, toJs } from '../../conformance/node/values.mjs'
 
+/** Waits for the start time cross.py gives every racer (CROSS_START_AT_MS), so that slow starters race too. */
+async function startLine() {
+	const at = Number(process.env.CROSS_START_AT_MS ?? 0)
+	if (at > Date.now()) await sleep(at - Date.now())
+}
+
 const language = typeof globalThis.Bun === 'undefined' ? 'node' : 'bun'
 
 /** Prints one line at once: the driver reads lines while the agent runs. */
@@ -103,6 +109,7 @@ async function run(args) {
 		}
 		case 'take-rounds': {
 			const b = store.bucket('race-take', { type: 'string' })
+			await startLine()
 			for (let r = 0; r < num(2); r++) {
 				if ((await b.take(`r${r}`)) !== undefined) say(`won ${r}`)
 			}
@@ -127,6 +134,7 @@ async function run(args) {
 		}
 		case 'quota-allows': {
 			const q = store.quota('race-quota', { daily: '10/1d' })
+			await startLine()
 			let passed = 0
 			for (let i = 0; i < num(2); i++) if ((await q.allow('u')).ok) passed++
 			say(`passed ${passed}`)
@@ -134,6 +142,7 @@ async function run(args) {
 		}
 		case 'counter-adds': {
 			const c = store.counters('race-counter')
+			await startLine()
 			for (let i = 0; i < num(2); i++) await c.add('k', 1)
 			say('done')
 			break

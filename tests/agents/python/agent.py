@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 import struct
 import sys
 from pathlib import Path
@@ -56,6 +58,14 @@ def same(ty: str, expected: Any, got: Any) -> bool:
     if ty == "uint64":
         return isinstance(got, bytes) and len(got) == 8 and struct.unpack(">Q", got)[0] == value(ty, expected)
     return same_value(ty, expected, got)
+
+
+async def start_line() -> None:
+    """Waits for the start time cross.py gives every racer (CROSS_START_AT_MS),
+    so that agents of slow-starting languages race too."""
+    at = int(os.environ.get("CROSS_START_AT_MS", "0"))
+    if at:
+        await asyncio.sleep(max(0.0, at / 1000 - time.time()))
 
 
 async def ix_write(store: tinystore.Store, owner: str) -> bool:
@@ -128,6 +138,7 @@ async def run(args: list[str]) -> bool:
             return True
         if cmd == "take-rounds":
             b = store.bucket("race-take", str)
+            await start_line()
             for r in range(num(2)):
                 if await b.take(f"r{r}") is not None:
                     say(f"won {r}")
@@ -136,6 +147,7 @@ async def run(args: list[str]) -> bool:
             return await once_run(store, arg(2), num(3), arg(4), cmd == "once-hang")
         if cmd == "quota-allows":
             q = store.quota("race-quota", daily="10/1d")
+            await start_line()
             passed = 0
             for _ in range(num(2)):
                 passed += (await q.allow("u")).ok
@@ -143,6 +155,7 @@ async def run(args: list[str]) -> bool:
             return True
         if cmd == "counter-adds":
             c = store.counters("race-counter")
+            await start_line()
             for _ in range(num(2)):
                 await c.add("k", 1)
             say("done")

@@ -16,6 +16,22 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// Waits for the start time cross.py gives every racer (CROSS_START_AT_MS),
+/// so that agents of slow-starting languages race too.
+fn start_line() {
+    let at: u64 = std::env::var("CROSS_START_AT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    if at > now {
+        std::thread::sleep(Duration::from_millis(at - now));
+    }
+}
+
 fn fixture() -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interchange/values.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -102,6 +118,7 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
         }
         "take-rounds" => {
             let b = RawBucket::open(&store, "race-take", None, None)?;
+            start_line();
             for r in 0..num(2) {
                 if b.take(format!("r{r}").as_bytes(), None, |_| Ok(()))?.is_some() {
                     say(&format!("won {r}"));
@@ -144,6 +161,7 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
         }
         "counter-adds" => {
             let c = store.counters("race-counter").open()?;
+            start_line();
             for _ in 0..num(2) {
                 c.add("k", 1)?;
             }
