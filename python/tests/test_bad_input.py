@@ -1,0 +1,352 @@
+"""The bad-input catalogue (issue #10, KV-18) for Python.
+
+Every bad input a Python caller can give (a wrong type, a bad name, key,
+value, duration, rate, window, option or call, a closed store) is refused
+with the right error class and a message naming what was wrong, and the
+file is left exactly as it was: kv.db and kv.db-wal hash the same before and
+after. The Rust catalogue (core/tests/bad_input.rs) covers the core's rules
+case by case; this one covers what the Python layer adds or converts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tinystore
+from tinystore import sync
+
+START = dt.datetime(2026, 10, 20, 9, 0, tzinfo=dt.timezone.utc)
+
+
+def quoted(text: str) -> str:
+    """``text`` as the core quotes it in a message (Rust's debug form)."""
+    return '"' + text.replace("\\", "\\\\").replace("\0", "\\0").replace("\t", "\\t") + '"'
+
+
+def _digest(p: Path) -> str | None:
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+
+
+@dataclasses.dataclass
+class Catalogue:
+    """Bad inputs refused on one store, whose files must not change."""
+
+    store: sync.Store
+    count: int = 0
+
+    def state(self) -> tuple[str | None, str | None]:
+        d = Path(self.store.dir)
+        return _digest(d / "kv.db"), _digest(d / "kv.db-wal")
+
+    def refused(self, what: str, call: Callable[[], object], cls: type[tinystore.Error], *names: str) -> None:
+        """``call()`` raises ``cls`` with each of ``names`` in its message."""
+        with pytest.raises(tinystore.Error) as e:
+            call()
+        assert type(e.value) is cls, f"{what}: {type(e.value).__name__}: {e.value}"
+        shown = str(e.value)
+        for n in names:
+            assert n in shown, f"{what}: the error should name {n!r}: {shown}"
+        self.count += 1
+
+
+@contextmanager
+def unchanged(store: sync.Store) -> Iterator[Catalogue]:
+    """A catalogue whose refusals must leave kv.db and kv.db-wal as they were."""
+    # A blocking write queues behind every write in flight, so the file has settled.
+    store.bucket("texts", str).set("settled", "v")
+    c = Catalogue(store)
+    before = c.state()
+    yield c
+    assert c.state() == before, "a refused input changed the file"
+    assert c.count > 0
+
+
+@pytest.fixture
+def fixture(tmp_path: Path) -> Iterator[sync.Store]:
+    """A store with a handle of every kind already opened, so the cases register nothing."""
+    with sync.open(tmp_path / "data", clock=START) as s:
+        s.bucket("texts", str).set("kept", "v")
+        s.bucket("numbers", list[float]).set("kept", [1.0])
+        s.bucket("ints", int).set("kept", 1)
+        s.counters("attempts").add("kept")
+        s.rate_limit("guesses", rate="5/m").allow("kept")
+        s.quota("messages", daily="100/d").allow("kept")
+        s.once("sends", str).run("kept", lambda: "sent")
+        yield s
+
+
+def test_kv18_bad_names_are_invalid_naming_them(fixture: sync.Store) -> None:
+    s = fixture
+    with unchanged(s) as c:
+        for name in ["", "Sessions", "a b", "ünï", "a\0b", "-lead", "_lead", "a/b", "a.b", "a" * 65]:
+            c.refused(f"bucket {name!r}", lambda: s.bucket(name, int).get("k"), tinystore.InvalidError, quoted(name))
+            c.refused(f"counters {name!r}", lambda: s.counters(name).get("k"), tinystore.InvalidError, quoted(name))
+        # A name keeps its kind (KV-2).
+        c.refused("texts as counters", lambda: s.counters("texts").get("k"), tinystore.InvalidError, "texts")
+        c.refused("attempts as a bucket", lambda: s.bucket("attempts", int).get("k"), tinystore.InvalidError, "attempts")
+        c.refused(
+            "sends as a rate limit",
+            lambda: s.rate_limit("sends", rate="1/s").allow("k"),
+            tinystore.InvalidError,
+            "sends",
+        )
+
+
+def test_kv18_bad_keys_are_invalid_naming_bucket_and_path(fixture: sync.Store) -> None:
+    s = fixture
+    b = s.bucket("texts", str)
+    with unchanged(s) as c:
+        c.refused("empty key", lambda: b.set("", "v"), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty key, get", lambda: b.get(""), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty key, take", lambda: b.take(""), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty key, delete", lambda: b.delete(""), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty key, create", lambda: b.create("", "v"), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty key, expire", lambda: b.expire("", "1s"), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty bytes key", lambda: b.set(b"", "v"), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty owner", lambda: b.under("").set("k", "v"), tinystore.InvalidError, "empty", "texts")
+        c.refused("empty owner, list", lambda: b.under("").list(), tinystore.InvalidError, "empty")
+        c.refused("empty owner, clear", lambda: b.under("").clear(), tinystore.InvalidError, "empty", "texts")
+        c.refused("1100-byte key", lambda: b.set("k" * 1100, "v"), tinystore.InvalidError, "1024", "texts")
+        c.refused("600 NULs", lambda: b.set(b"\0" * 600, "v"), tinystore.InvalidError, "1024")
+        c.refused(
+            "1020-byte owner", lambda: b.under("o" * 1020).set("abcd", "v"), tinystore.InvalidError, "1024", "texts"
+        )
+        # Python types that are not keys: a key is text, bytes or an int.
+        for bad in [None, 1.5, math.nan, ["k"], ("k",), {"k": 1}, object()]:
+            c.refused(f"a key of {type(bad).__name__}", lambda: b.set(bad, "v"), tinystore.InvalidError)  # type: ignore[arg-type]
+            c.refused(f"a key of {type(bad).__name__}, get", lambda: b.get(bad), tinystore.InvalidError)  # type: ignore[arg-type]
+            c.refused(f"an owner of {type(bad).__name__}", lambda: b.under(bad).get("k"), tinystore.InvalidError)  # type: ignore[arg-type]
+
+
+def test_kv18_bad_values_are_refused_naming_them(fixture: sync.Store) -> None:
+    s = fixture
+    texts = s.bucket("texts", str)
+    numbers = s.bucket("numbers", list[float])
+    ints = s.bucket("ints", int)
+    raw = s.bucket("texts", bytes)
+    anything = s.bucket("texts")
+    with unchanged(s) as c:
+        big = "x" * ((1 << 20) + 1)
+        c.refused("a value over 1 MiB", lambda: texts.set("k", big), tinystore.LimitError, "1 MiB", "texts")
+        c.refused("a value over 1 MiB, create", lambda: texts.create("k", big), tinystore.LimitError, "1 MiB")
+        c.refused("a value over 1 MiB, kept", lambda: texts.set("kept", big), tinystore.LimitError, "1 MiB", "kept")
+        c.refused("bytes over 1 MiB", lambda: raw.set("k", b"\0" * ((1 << 20) + 1)), tinystore.LimitError, "1 MiB")
+        c.refused("NaN inside JSON", lambda: numbers.set("k", [1.0, math.nan]), tinystore.InvalidError, "numbers")
+        c.refused("infinity inside JSON", lambda: numbers.set("k", [math.inf]), tinystore.InvalidError, "numbers")
+        c.refused("NaN in an untyped bucket", lambda: anything.set("k", {"x": math.nan}), tinystore.InvalidError)
+        c.refused("an int past int64", lambda: ints.set("k", 2**63), tinystore.InvalidError, "ints")
+        c.refused("an int below int64", lambda: ints.set("k", -(2**63) - 1), tinystore.InvalidError, "ints")
+        c.refused("text in an int bucket", lambda: ints.set("k", "1"), tinystore.InvalidError, "int", "ints")  # type: ignore[arg-type]
+        c.refused("a float in an int bucket", lambda: ints.set("k", 1.5), tinystore.InvalidError, "int")  # type: ignore[arg-type]
+        c.refused("None in an int bucket", lambda: ints.set("k", None), tinystore.InvalidError, "int")  # type: ignore[arg-type]
+        c.refused("bytes in a str bucket", lambda: texts.set("k", b"v"), tinystore.InvalidError, "str")  # type: ignore[arg-type]
+        c.refused("a str in a list bucket", lambda: numbers.set("k", "1.0"), tinystore.InvalidError)  # type: ignore[arg-type]
+        c.refused("an object in an untyped bucket", lambda: anything.set("k", object()), tinystore.InvalidError)
+    # A type that cannot be kept is refused when the handle is made.
+    with pytest.raises(tinystore.InvalidError) as e:
+        s.bucket("texts", complex)
+    assert "complex" in str(e.value)
+
+
+BAD_DURATIONS = ["", "10", "-1s", "1.5h", "1 h", " 1h", "1hr", "90mins", "30m1h", "1h1h", "NaN", "1e3s", "١٠s"]
+BAD_RATES = ["", "10", "/s", "0/s", "-1/s", "+10/s", "1.5/s", "NaN/s", "10/fortnight", "10 / s", "10/s;x", "5/0s"]
+
+
+def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Store) -> None:
+    s = fixture
+    day = dt.timedelta(days=1)
+    with unchanged(s) as c:
+        for d in BAD_DURATIONS:
+            c.refused(f"ttl {d!r}", lambda: s.bucket("t0", int, ttl=d).get("k"), tinystore.InvalidError, quoted(d))
+            c.refused(
+                f"expire in {d!r}", lambda: s.bucket("texts", str).expire("kept", d), tinystore.InvalidError, "texts"
+            )
+        for r in BAD_RATES:
+            c.refused(f"rate {r!r}", lambda: s.rate_limit("r0", rate=r).allow("k"), tinystore.InvalidError, quoted(r))
+            c.refused(f"window {r!r}", lambda: s.quota("q0", daily=r).allow("k"), tinystore.InvalidError, quoted(r))
+        # Python values that are not durations: numbers, NaN, negatives.
+        not_durations: list[Any] = [15, 1.5, math.nan, math.inf, b"1s"]
+        for bad in not_durations:
+            c.refused(f"ttl {bad!r}", lambda: s.bucket("t0", int, ttl=bad).get("k"), tinystore.InvalidError, "ttl")
+        c.refused(
+            "a negative ttl",
+            lambda: s.bucket("t0", int, ttl=dt.timedelta(minutes=-1)).get("k"),
+            tinystore.InvalidError,
+            "negative",
+        )
+        c.refused("ttl 0", lambda: s.bucket("t0", int, ttl=dt.timedelta(0)).get("k"), tinystore.InvalidError, "t0")
+        c.refused("idle 0", lambda: s.bucket("t0", int, idle="0s").get("k"), tinystore.InvalidError, "t0")
+        c.refused("ttl and idle", lambda: s.bucket("t1", int, ttl=day, idle=day).get("k"), tinystore.InvalidError, "t1")
+        c.refused(
+            "flush_every 10ms",
+            lambda: s.counters("c0", flush_every="10ms").get("k"),
+            tinystore.InvalidError,
+            "flush_every",
+        )
+        c.refused(
+            "a call's ttl of a number",
+            lambda: s.bucket("texts", str).set("k", "v", ttl=60),  # type: ignore[arg-type]
+            tinystore.InvalidError,
+            "ttl",
+        )
+        c.refused(
+            "an expires_at of text",
+            lambda: s.bucket("texts", str).set("k", "v", expires_at="tomorrow"),  # type: ignore[arg-type]
+            tinystore.InvalidError,
+        )
+
+
+def test_kv18_bad_limits_and_windows_are_invalid_naming_them(fixture: sync.Store) -> None:
+    s = fixture
+    guesses = s.rate_limit("guesses", rate="5/m")
+    messages = s.quota("messages", daily="100/d")
+    attempts = s.counters("attempts")
+    attempts.add("top", 2**63 - 2)
+    with unchanged(s) as c:
+        c.refused("burst 0", lambda: s.rate_limit("r0", rate="5/m", burst=0).allow("k"), tinystore.InvalidError, "burst")
+        c.refused("a rate of a number", lambda: s.rate_limit("r0", rate=5).allow("k"), tinystore.InvalidError)  # type: ignore[arg-type]
+        c.refused("allow n=0", lambda: guesses.allow("k", 0), tinystore.InvalidError, "guesses")
+        c.refused("allow over the burst", lambda: guesses.allow("k", 6), tinystore.InvalidError, "6", "guesses")
+        c.refused("allow a negative n", lambda: guesses.allow("k", -1), tinystore.InvalidError)
+        c.refused("allow a float n", lambda: guesses.allow("k", 1.5), tinystore.InvalidError)  # type: ignore[arg-type]
+        c.refused("allow an empty key", lambda: guesses.allow(""), tinystore.InvalidError, "empty", "guesses")
+        c.refused("a quota without windows", lambda: s.quota("q0").allow("k"), tinystore.InvalidError, "q0")
+        nine = {f"w{i}": "1/m" for i in range(9)}
+        c.refused("nine windows", lambda: s.quota("q9", **nine).allow("k"), tinystore.InvalidError, "q9")
+        c.refused("window 'Daily'", lambda: s.quota("q0", Daily="1/m").allow("k"), tinystore.InvalidError, "Daily")
+        c.refused("quota allow over the limit", lambda: messages.allow("k", 101), tinystore.InvalidError, "101")
+        c.refused("a counter past int64", lambda: attempts.add("top", 2), tinystore.LimitError, "attempts", "top")
+        c.refused("add past int64 itself", lambda: attempts.add("k", 2**63), tinystore.InvalidError, "attempts")
+        c.refused("add a float", lambda: attempts.add("k", 0.5), tinystore.InvalidError, "attempts")  # type: ignore[arg-type]
+    assert attempts.get("top") == 2**63 - 2, "a refused add changes nothing"
+
+
+def test_kv18_bad_calls_are_invalid_and_write_nothing(fixture: sync.Store, tmp_path: Path) -> None:
+    s = fixture
+    texts = s.bucket("texts", str)
+    with unchanged(s) as c:
+        c.refused("a page of 0", lambda: texts.list(limit=0), tinystore.InvalidError, "0", "texts")
+        c.refused("a page of 1001", lambda: texts.list(limit=1001), tinystore.InvalidError, "1001", "texts")
+        c.refused("an if_version of a float", lambda: texts.set("kept", "w", if_version=1.5), tinystore.InvalidError)  # type: ignore[arg-type]
+        c.refused("a made-up if_version", lambda: texts.set("kept", "w", if_version="nope"), tinystore.InvalidError)
+        c.refused(
+            "the clock set back",
+            lambda: s.clock.set(START - dt.timedelta(seconds=1)),
+            tinystore.InvalidError,
+            "back",
+        )
+        c.refused("the clock advanced by a number", lambda: s.clock.advance(5), tinystore.InvalidError)  # type: ignore[arg-type]
+    # A system-clock store has no test clock to move.
+    with sync.open(tmp_path / "system") as system:
+        with pytest.raises(tinystore.InvalidError) as e:
+            system.clock.advance("1s")
+        assert "test clock" in str(e.value)
+
+
+# Known gaps of the Python layer (KV-18: "a wrong type from a dynamic language
+# is Invalid"): these raise TypeError, or keep a set as a list. strict xfail, so
+# each test fails the day it is fixed and its mark must go.
+@pytest.mark.xfail(strict=True, raises=(TypeError, AssertionError), reason="a handle name of another type is TypeError")
+@pytest.mark.parametrize("name", [None, 7, b"texts"])
+def test_kv18_a_name_of_another_type_is_invalid(fixture: sync.Store, name: Any) -> None:
+    with unchanged(fixture) as c:
+        c.refused(f"a name of {type(name).__name__}", lambda: fixture.bucket(name, int).get("k"), tinystore.InvalidError)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="a page size of another type is TypeError")
+def test_kv18_a_page_size_of_another_type_is_invalid(fixture: sync.Store) -> None:
+    with unchanged(fixture) as c:
+        c.refused("a page of text", lambda: fixture.bucket("texts", str).list(limit="10"), tinystore.InvalidError)  # type: ignore[arg-type]
+
+
+@pytest.mark.xfail(strict=True, reason="an untyped bucket keeps a set as a list")
+def test_kv18_a_set_in_an_untyped_bucket_is_invalid(fixture: sync.Store) -> None:
+    with unchanged(fixture) as c:
+        c.refused("a set in an untyped bucket", lambda: fixture.bucket("texts").set("k", {1, 2}), tinystore.InvalidError)
+
+
+def test_kv18_a_once_run_inside_its_own_run_is_invalid(fixture: sync.Store) -> None:
+    s = fixture
+    sends = s.once("sends", str)
+    c = Catalogue(s)
+
+    def outer() -> str:
+        before = c.state()
+        c.refused("a run inside its own run", lambda: sends.run("k", lambda: "inner"), tinystore.InvalidError, "sends")
+        assert c.state() == before, "a run inside its own run wrote"
+        return "outer"
+
+    assert sends.run("k", outer) == "outer"
+
+
+def test_kv18_a_closed_store_refuses_every_call_and_writes_nothing(tmp_path: Path) -> None:
+    s = sync.open(tmp_path / "data", clock=START)
+    b = s.bucket("texts", str)
+    b.set("kept", "v")
+    counters = s.counters("attempts")
+    limit = s.rate_limit("guesses", rate="5/m")
+    s.close()
+    before = _digest(tmp_path / "data" / "kv.db")
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("get", lambda: b.get("kept")),
+        ("set", lambda: b.set("k", "v")),
+        ("take", lambda: b.take("kept")),
+        ("list", lambda: b.list()),
+        ("add", lambda: counters.add("k")),
+        ("allow", lambda: limit.allow("k")),
+        ("a new bucket", lambda: s.bucket("fresh", int).get("k")),
+        ("maintain", lambda: s.maintain()),
+    ]
+    for what, call in calls:
+        with pytest.raises(tinystore.ClosedError) as e:
+            call()
+        assert "closed" in str(e.value), f"{what}: {e.value}"
+    assert _digest(tmp_path / "data" / "kv.db") == before
+
+
+def test_kv18_bad_store_paths_are_refused_naming_them(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"mine")
+    cases: list[tuple[Any, str | None]] = [
+        ("", "empty"),
+        ("a\0b", "NUL"),
+        (notes, "notes.txt"),
+        (notes / "store", "notes.txt"),
+        (42, "int"),
+        (None, "NoneType"),
+    ]
+    for path, needle in cases:
+        with pytest.raises(tinystore.InvalidError) as e:
+            sync.open(path)
+        if needle is not None:
+            assert needle in str(e.value), f"{path!r}: {e.value}"
+    assert notes.read_bytes() == b"mine"
+    assert not Path("kv.db").exists(), "an empty path opened kv.db in the working directory"
+
+
+async def test_kv18_the_async_api_refuses_the_same_inputs(tmp_path: Path) -> None:
+    async with tinystore.open(tmp_path / "data", clock=START) as s:
+        b = s.bucket("texts", str)
+        await b.set("kept", "v")
+        before = _digest(tmp_path / "data" / "kv.db"), _digest(tmp_path / "data" / "kv.db-wal")
+        for what, coro_fn, cls in [
+            ("empty key", lambda: b.set("", "v"), tinystore.InvalidError),
+            ("over 1 MiB", lambda: b.set("k", "x" * ((1 << 20) + 1)), tinystore.LimitError),
+            ("bytes in a str bucket", lambda: b.set("k", b"v"), tinystore.InvalidError),  # type: ignore[arg-type]
+            ("a float key", lambda: b.get(1.5), tinystore.InvalidError),  # type: ignore[arg-type]
+            ("a bad ttl", lambda: s.bucket("t0", int, ttl="90mins").get("k"), tinystore.InvalidError),
+            ("a bad rate", lambda: s.rate_limit("r0", rate="0/s").allow("k"), tinystore.InvalidError),
+        ]:
+            with pytest.raises(cls) as e:
+                await coro_fn()  # type: ignore[no-untyped-call]
+            assert str(e.value), what
+        assert (_digest(tmp_path / "data" / "kv.db"), _digest(tmp_path / "data" / "kv.db-wal")) == before
