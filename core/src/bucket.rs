@@ -1,26 +1,29 @@
 //! Typed buckets: the handbook's Rust API over [`RawBucket`].
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
-use crate::codec::{decode, encode};
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::key::AsKey;
 use crate::raw::Raw;
+use crate::row_codec::{AsRow, ByType, Codec, RowCodec, WithCodec};
 use crate::store::Store;
 use crate::values::{Created, Entry, Expiry, ListOptions, Page, Pages, RawBucket, Version, WriteOptions};
 
 /// Opens a bucket: `store.bucket::<Session>("sessions").idle(d).open()?`.
+///
+/// `C` says how values become rows: by their type ([`ByType`], the
+/// default), through the bucket's own codec ([`BucketBuilder::codec`]), or
+/// as rows are ([`Store::raw_bucket`]).
 #[must_use = "a builder does nothing until .open()"]
-pub struct BucketBuilder<T> {
+pub struct BucketBuilder<T, C = ByType> {
     store: Store,
     name: String,
     ttl: Option<Duration>,
     idle: Option<Duration>,
+    codec: C,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -32,12 +35,37 @@ impl Store {
             name: name.to_owned(),
             ttl: None,
             idle: None,
+            codec: ByType,
+            _t: PhantomData,
+        }
+    }
+
+    /// A bucket read and written as its rows keep values ([`Raw`]): nothing,
+    /// an integer, or bytes (an empty string is empty bytes). It reads what
+    /// a bucket of any type, in any language, wrote under the name, and what
+    /// it writes a bucket of the matching type reads back.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = tinystore::Store::open(dir.path())?;
+    /// store.bucket::<i64>("codes").open()?.set("a", &42)?;
+    /// let raw = store.raw_bucket("codes").open()?;
+    /// assert_eq!(raw.get("a")?, Some(tinystore::Raw::Int(42)));
+    /// # Ok::<(), tinystore::Error>(())
+    /// ```
+    pub fn raw_bucket(&self, name: &str) -> BucketBuilder<Raw, AsRow> {
+        BucketBuilder {
+            store: self.clone(),
+            name: name.to_owned(),
+            ttl: None,
+            idle: None,
+            codec: AsRow,
             _t: PhantomData,
         }
     }
 }
 
-impl<T: Serialize + DeserializeOwned> BucketBuilder<T> {
+impl<T, C> BucketBuilder<T, C> {
     /// Each key expires this long after it is created; a later `set` keeps
     /// a live key's expiry.
     pub fn ttl(mut self, d: Duration) -> Self {
@@ -51,11 +79,44 @@ impl<T: Serialize + DeserializeOwned> BucketBuilder<T> {
         self
     }
 
+    /// Gives the bucket its own codec in place of the choice by type: its
+    /// `encode` bytes are kept as a byte row, and a row its `decode` refuses
+    /// is `Corrupt` (a `take` of it keeps the value). A pair of functions
+    /// `(encode, decode)` is a codec too.
+    ///
+    /// ```
+    /// use tinystore::CodecError;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let store = tinystore::Store::open(dir.path())?;
+    /// // Points as "x,y" text.
+    /// let encode = |p: &(i32, i32)| -> Result<Vec<u8>, CodecError> { Ok(format!("{},{}", p.0, p.1).into_bytes()) };
+    /// let decode = |b: &[u8]| -> Result<(i32, i32), CodecError> {
+    ///     let (x, y) = std::str::from_utf8(b)?.split_once(',').ok_or("no comma")?;
+    ///     Ok((x.parse()?, y.parse()?))
+    /// };
+    /// let points = store.bucket::<(i32, i32)>("points").codec((encode, decode)).open()?;
+    /// points.set("home", &(3, -4))?;
+    /// assert_eq!(points.get("home")?, Some((3, -4)));
+    /// # Ok::<(), tinystore::Error>(())
+    /// ```
+    pub fn codec<K: Codec<T>>(self, codec: K) -> BucketBuilder<T, WithCodec<K>> {
+        BucketBuilder {
+            store: self.store,
+            name: self.name,
+            ttl: self.ttl,
+            idle: self.idle,
+            codec: WithCodec(codec),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, C: RowCodec<T>> BucketBuilder<T, C> {
     /// Opens the bucket, creating its name in the file if it is new.
     pub fn open(self) -> Result<Bucket<T>> {
         Ok(Bucket {
             raw: RawBucket::open(&self.store, &self.name, self.ttl, self.idle)?,
-            _t: PhantomData,
+            codec: Arc::new(self.codec),
         })
     }
 }
@@ -67,14 +128,14 @@ impl<T: Serialize + DeserializeOwned> BucketBuilder<T> {
 /// the rest as JSON), so the other languages read them back.
 pub struct Bucket<T> {
     raw: RawBucket,
-    _t: PhantomData<fn() -> T>,
+    pub(crate) codec: Arc<dyn RowCodec<T>>,
 }
 
 impl<T> Clone for Bucket<T> {
     fn clone(&self) -> Self {
         Bucket {
             raw: self.raw.clone(),
-            _t: PhantomData,
+            codec: self.codec.clone(),
         }
     }
 }
@@ -85,16 +146,16 @@ impl<T> std::fmt::Debug for Bucket<T> {
     }
 }
 
-fn typed<T: DeserializeOwned>(e: Entry<Raw>) -> Result<Entry<T>> {
+fn typed<T: 'static>(codec: &dyn RowCodec<T>, e: Entry<Raw>) -> Result<Entry<T>> {
     Ok(Entry {
-        value: decode(&e.value)?,
+        value: codec.decode_row(&e.value)?,
         key: e.key,
         version: e.version,
         expires_at: e.expires_at,
     })
 }
 
-impl<T: Serialize + DeserializeOwned + Send + 'static> Bucket<T> {
+impl<T: Send + 'static> Bucket<T> {
     /// The bucket's name.
     pub fn name(&self) -> &str {
         self.raw.name()
@@ -109,7 +170,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Bucket<T> {
     pub fn under(&self, owner: impl AsKey) -> Bucket<T> {
         Bucket {
             raw: self.raw.under(owner),
-            _t: PhantomData,
+            codec: self.codec.clone(),
         }
     }
 
@@ -130,7 +191,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Bucket<T> {
         let k = key.key_bytes();
         match self.raw.entry(&k)? {
             None => Ok(None),
-            Some(e) => typed(e).map(Some).map_err(|e| self.named(&k, e)),
+            Some(e) => typed(&*self.codec, e).map(Some).map_err(|e| self.named(&k, e)),
         }
     }
 
@@ -154,7 +215,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Bucket<T> {
         done: impl FnOnce(Result<Version>) + Send + 'static,
     ) -> Result<Ticket> {
         let k = key.key_bytes();
-        let raw = encode(value).map_err(|e| self.named(&k, e))?;
+        let raw = self.codec.encode_row(value).map_err(|e| self.named(&k, e))?;
         self.raw.set_then(&k, raw, WriteOptions::default(), done)
     }
 
@@ -191,7 +252,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Bucket<T> {
         let mut entries = Vec::with_capacity(page.entries.len());
         for e in page.entries {
             let k = e.key.0.clone();
-            entries.push(typed(e).map_err(|e| self.named(&k, e))?);
+            entries.push(typed(&*self.codec, e).map_err(|e| self.named(&k, e))?);
         }
         Ok(Page {
             entries,
@@ -223,7 +284,7 @@ pub struct KeyCall<'a, T> {
     opts: WriteOptions,
 }
 
-impl<T: Serialize + DeserializeOwned + Send + 'static> KeyCall<'_, T> {
+impl<T: Send + 'static> KeyCall<'_, T> {
     /// Expire this long from now, in place of the bucket's `ttl`.
     pub fn ttl(mut self, d: Duration) -> Self {
         self.opts.expiry = Some(Expiry::In(d));
@@ -244,7 +305,11 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> KeyCall<'_, T> {
 
     /// Writes the value.
     pub fn set(self, value: &T) -> Result<Version> {
-        let raw = encode(value).map_err(|e| self.bucket.named(&self.key, e))?;
+        let raw = self
+            .bucket
+            .codec
+            .encode_row(value)
+            .map_err(|e| self.bucket.named(&self.key, e))?;
         self.bucket.raw.set(&self.key, raw, self.opts)
     }
 
@@ -255,10 +320,16 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> KeyCall<'_, T> {
 
     /// Writes the value if the key is absent, or gives the entry found.
     pub fn create_entry(self, value: &T) -> Result<Created<T>> {
-        let raw = encode(value).map_err(|e| self.bucket.named(&self.key, e))?;
+        let raw = self
+            .bucket
+            .codec
+            .encode_row(value)
+            .map_err(|e| self.bucket.named(&self.key, e))?;
         match self.bucket.raw.create(&self.key, raw, self.opts.expiry)? {
             Created::Written(v) => Ok(Created::Written(v)),
-            Created::Found(e) => Ok(Created::Found(typed(e).map_err(|e| self.bucket.named(&self.key, e))?)),
+            Created::Found(e) => Ok(Created::Found(
+                typed(&*self.bucket.codec, e).map_err(|e| self.bucket.named(&self.key, e))?,
+            )),
         }
     }
 
@@ -268,13 +339,14 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> KeyCall<'_, T> {
         let t = crate::values::Target::new(&self.bucket.raw.core, &self.bucket.raw.branch, &self.key)?;
         self.bucket.raw.core.store.inner.check_open()?;
         let if_version = self.opts.if_version;
+        let codec = self.bucket.codec.clone();
         self.bucket
             .raw
             .core
             .store
             .inner
             .writer
-            .call(0, move |w| t.op_take(w, if_version, |e| decode::<T>(&e.value)))
+            .call(0, move |w| t.op_take(w, if_version, |e| codec.decode_row(&e.value)))
     }
 
     /// Deletes the key; says whether a live key was there.

@@ -33,6 +33,7 @@ mod limits;
 mod maintain;
 mod raw;
 mod readers;
+mod row_codec;
 mod session;
 mod spans;
 pub mod storage;
@@ -53,6 +54,7 @@ pub use limits::{
 };
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
+pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession};
 pub use spans::{parse_duration, parse_rate};
 pub use store::{FILE_NAME, Options, Store, check_name};

@@ -8,18 +8,14 @@
 
 use std::cell::RefCell;
 
-use rusqlite::Connection;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
 use crate::bucket::Bucket;
-use crate::codec::{decode, encode};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
 use crate::raw::Raw;
 use crate::store::Store;
 use crate::values::{self, Created, Entry, Expiry, ListOptions, Page, RawBucket, Target, Version, WriteOptions};
+use rusqlite::Connection;
 
 /// An open transaction: see [`Store::tx`].
 pub struct Tx<'a, 'c> {
@@ -90,7 +86,7 @@ impl<'a, 'c> Tx<'a, 'c> {
     /// The bucket inside this transaction.
     pub fn with<'t, T>(&'t self, bucket: &'t Bucket<T>) -> TxBucket<'t, 'a, 'c, T>
     where
-        T: Serialize + DeserializeOwned + Send + 'static,
+        T: Send + 'static,
     {
         TxBucket { tx: self, bucket }
     }
@@ -116,7 +112,7 @@ pub struct TxBucket<'t, 'a, 'c, T> {
     bucket: &'t Bucket<T>,
 }
 
-impl<T: Serialize + DeserializeOwned + Send + 'static> TxBucket<'_, '_, '_, T> {
+impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     fn target(&self, key: impl AsKey) -> Result<Target> {
         let raw = self.bucket.raw();
         same_store(self.tx.store, raw)?;
@@ -134,7 +130,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> TxBucket<'_, '_, '_, T> {
         let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
         cell.map(|c| {
             Ok(Entry {
-                value: decode(&c.value).map_err(|e| t.name(e))?,
+                value: self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?,
                 key: crate::Key(t.key.clone()),
                 version: Version(c.version),
                 expires_at: c.expires.map(crate::clock::from_millis),
@@ -156,14 +152,14 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> TxBucket<'_, '_, '_, T> {
     /// Writes a value with a call's own expiry or version check.
     pub fn set_with(&self, key: impl AsKey, value: &T, opts: WriteOptions) -> Result<Version> {
         let t = self.target(key)?;
-        let raw = encode(value).map_err(|e| t.name(e))?;
+        let raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
         self.tx.run(|w| t.op_set(w, &raw, opts))
     }
 
     /// Writes a value if the key is absent; says whether it did.
     pub fn create(&self, key: impl AsKey, value: &T) -> Result<bool> {
         let t = self.target(key)?;
-        let raw: Raw = encode(value).map_err(|e| t.name(e))?;
+        let raw: Raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
         Ok(matches!(
             self.tx.run(|w| t.op_create(w, &raw, None))?,
             Created::Written(_)
@@ -173,7 +169,8 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> TxBucket<'_, '_, '_, T> {
     /// Reads and deletes a key.
     pub fn take(&self, key: impl AsKey) -> Result<Option<T>> {
         let t = self.target(key)?;
-        self.tx.run(|w| t.op_take(w, None, |e| decode::<T>(&e.value)))
+        let codec = self.bucket.codec.clone();
+        self.tx.run(|w| t.op_take(w, None, |e| codec.decode_row(&e.value)))
     }
 
     /// Deletes a key.
@@ -201,7 +198,7 @@ impl<'a> View<'a> {
     /// The bucket inside this snapshot, for reads.
     pub fn with<'v, T>(&'v self, bucket: &'v Bucket<T>) -> ViewBucket<'v, 'a, T>
     where
-        T: Serialize + DeserializeOwned + Send + 'static,
+        T: Send + 'static,
     {
         ViewBucket { view: self, bucket }
     }
@@ -213,14 +210,14 @@ pub struct ViewBucket<'v, 'a, T> {
     bucket: &'v Bucket<T>,
 }
 
-impl<T: Serialize + DeserializeOwned + Send + 'static> ViewBucket<'_, '_, T> {
+impl<T: Send + 'static> ViewBucket<'_, '_, T> {
     /// The value of a live key in this snapshot. Renews nothing.
     pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
         let raw = self.bucket.raw();
         same_store(self.view.store, raw)?;
         let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
         match t.read(self.view.conn, self.view.now)? {
-            Some(c) => Ok(Some(decode(&c.value).map_err(|e| t.name(e))?)),
+            Some(c) => Ok(Some(self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?)),
             None => Ok(None),
         }
     }
