@@ -25,6 +25,7 @@
 mod bucket;
 mod clock;
 mod codec;
+pub mod config;
 mod error;
 mod group_commit;
 mod inspect;
@@ -44,6 +45,7 @@ mod values;
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
+pub use config::{Config, RawConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{GroupStats, Ticket, after_answers, submit_together};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};

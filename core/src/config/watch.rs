@@ -1,0 +1,152 @@
+//! Telling every handle of a config about a change.
+//!
+//! Handles on one config of one store share a [`Shared`]: the kept rows as
+//! last read, and a generation that grows with every change seen. A change
+//! made in this process reloads the rows once it is durable, so every
+//! handle sees it at once. A change made by another process on the same
+//! file is found by a watcher thread that reads the config's stamp row
+//! (one indexed read) every [`POLL`], so it is seen within a second.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::kept::{KeptRows, KeptStore};
+use crate::error::Result;
+use crate::store::Store;
+
+/// How often the watcher thread reads a config's stamp.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// What the handles of one config share.
+pub(crate) struct Shared {
+    pub kept: KeptStore,
+    name: String,
+    state: Mutex<State>,
+    changed: Condvar,
+    watching: AtomicBool,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub rows: KeptRows,
+    pub generation: u64,
+}
+
+type Registry = Mutex<Vec<(usize, String, Weak<Shared>)>>;
+static REGISTRY: Registry = Mutex::new(Vec::new());
+
+fn store_id(store: &Store) -> usize {
+    Arc::as_ptr(&store.inner) as usize
+}
+
+impl Shared {
+    /// The shared state of config `name` on `store`, made (and its rows
+    /// read) by the first handle.
+    pub(crate) fn of(store: &Store, name: &str) -> Result<Arc<Shared>> {
+        let id = store_id(store);
+        let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+        reg.retain(|(_, _, w)| w.strong_count() > 0);
+        if let Some(found) = reg
+            .iter()
+            .find(|(i, n, _)| *i == id && n == name)
+            .and_then(|(_, _, w)| w.upgrade())
+        {
+            return Ok(found);
+        }
+        let kept = KeptStore::open(store, name)?;
+        let rows = kept.read()?;
+        let shared = Arc::new(Shared {
+            kept,
+            name: name.to_owned(),
+            state: Mutex::new(State { rows, generation: 1 }),
+            changed: Condvar::new(),
+            watching: AtomicBool::new(false),
+        });
+        reg.push((id, name.to_owned(), Arc::downgrade(&shared)));
+        Ok(shared)
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the stamp and, when it moved, the rows; tells the waiters.
+    /// Returns whether anything changed.
+    pub(crate) fn refresh(&self) -> Result<bool> {
+        let stamp = self.kept.stamp()?;
+        if self.lock().rows.stamp == stamp {
+            return Ok(false);
+        }
+        let rows = self.kept.read()?;
+        let mut st = self.lock();
+        if st.rows == rows {
+            return Ok(false);
+        }
+        st.rows = rows;
+        st.generation += 1;
+        drop(st);
+        self.changed.notify_all();
+        Ok(true)
+    }
+
+    /// The generation now: it grows with every change seen.
+    pub(crate) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Waits until the generation passes `after`, or `timeout`; returns
+    /// the generation then.
+    pub(crate) fn wait(self: &Arc<Self>, after: u64, timeout: Duration) -> u64 {
+        self.start_watching();
+        let deadline = Instant::now() + timeout;
+        let mut st = self.lock();
+        while st.generation <= after {
+            let now = Instant::now();
+            if now >= deadline || self.kept.store().is_closed() {
+                break;
+            }
+            st = self
+                .changed
+                .wait_timeout(st, (deadline - now).min(POLL))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        st.generation
+    }
+
+    /// Starts the watcher thread, once. It holds the config weakly and
+    /// ends when the last handle goes or the store closes.
+    pub(crate) fn start_watching(self: &Arc<Self>) {
+        if self.watching.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("tinystore-config-{}", self.name))
+            .spawn(move || watch_loop(weak));
+        if let Err(e) = spawned {
+            log::error!(
+                "tinystore: config {:?} cannot watch for other processes: {e}",
+                self.name
+            );
+            self.watching.store(false, Ordering::Release);
+        }
+    }
+}
+
+fn watch_loop(weak: Weak<Shared>) {
+    loop {
+        std::thread::sleep(POLL);
+        let Some(shared) = weak.upgrade() else { return };
+        if shared.kept.store().is_closed() {
+            return;
+        }
+        if let Err(e) = shared.refresh() {
+            if shared.kept.store().is_closed() {
+                return;
+            }
+            log::warn!("tinystore: config {:?}: reading changes failed: {e}", shared.name);
+        }
+    }
+}
