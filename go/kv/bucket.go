@@ -33,7 +33,11 @@ func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption
 	if err != nil {
 		return nil, err
 	}
-	return &Bucket[T]{branch: branch{name: name}, base: h, h: h, c: newCodec[T]()}, nil
+	c := newCodec[T]()
+	if cfg.codec != nil {
+		c = c.withCustom(cfg.codec)
+	}
+	return &Bucket[T]{branch: branch{name: name}, base: h, h: h, c: c}, nil
 }
 
 // Name is the bucket's name.

@@ -23,6 +23,8 @@ type codec[T any] struct {
 	// check says a take must decode inside its write: JSON, and integers
 	// narrower than int64, can fail to decode after the core read the row.
 	check bool
+	// custom is the bucket's own codec (WithCodec), used in place of kind.
+	custom Codec
 }
 
 func newCodec[T any]() *codec[T] {
@@ -64,6 +66,9 @@ func newCodec[T any]() *codec[T] {
 // encode gives v as the ABI takes it. Its bytes may alias v's memory: they
 // are only read during the call.
 func (c *codec[T]) encode(v T) (native.Value, error) {
+	if c.custom != nil {
+		return c.encodeCustom(v)
+	}
 	rv := reflect.ValueOf(&v).Elem()
 	out := native.Value{Kind: c.kind}
 	switch c.kind {
@@ -116,6 +121,9 @@ func (c *codec[T]) encode(v T) (native.Value, error) {
 // decode reads a row the core read as c.want. A value that does not fit T
 // is an error, which the caller reports as ErrCorrupt naming the key.
 func (c *codec[T]) decode(v native.Value) (T, error) {
+	if c.custom != nil {
+		return c.decodeCustom(v)
+	}
 	var out T
 	rv := reflect.ValueOf(&out).Elem()
 	switch c.kind {

@@ -26,7 +26,8 @@
 // as the row is; anything else as JSON through encoding/json. A value JSON
 // cannot write is tinystore.ErrInvalid at Set, with nothing written; one
 // over 1 MiB is tinystore.ErrLimit. A row that does not decode as T is
-// tinystore.ErrCorrupt, naming the key.
+// tinystore.ErrCorrupt, naming the key. WithCodec replaces the choice: a
+// bucket's own Codec keeps its values as the bytes it encodes.
 //
 // # Expiry
 //

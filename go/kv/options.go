@@ -7,7 +7,7 @@ import (
 	"tinyshed.org/tinystore/internal/native"
 )
 
-// BucketOption configures OpenBucket: TTL or Idle.
+// BucketOption configures OpenBucket: TTL or Idle, and WithCodec.
 type BucketOption interface{ applyBucket(*bucketConfig) }
 
 // CallOption configures one write: TTL, ExpireAt or IfVersion.
@@ -16,6 +16,7 @@ type CallOption interface{ applyCall(*callConfig) }
 type bucketConfig struct {
 	ttl, idle       time.Duration
 	hasTTL, hasIdle bool
+	codec           Codec
 }
 
 type callConfig struct {

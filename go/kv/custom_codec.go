@@ -1,0 +1,73 @@
+package kv
+
+import (
+	"fmt"
+
+	"tinyshed.org/tinystore/internal/native"
+)
+
+// Codec encodes and decodes a bucket's values in place of the choice by
+// type: OpenBucket with WithCodec(c). What Encode gives is kept as a byte
+// row; Decode reads it back. An Encode error is tinystore.ErrInvalid and
+// writes nothing. A Decode error, or a panic, is tinystore.ErrCorrupt
+// naming the key, and a Take of such a value leaves it in place, since the
+// Take decodes inside its write. encoding/json, a CBOR or a msgpack library
+// fit it with two one-line methods.
+type Codec interface {
+	// Encode gives the bytes that keep value, a T of the bucket.
+	Encode(value any) ([]byte, error)
+	// Decode reads data into into, a *T of the bucket.
+	Decode(data []byte, into any) error
+}
+
+// CodecOption gives a bucket its own codec: see WithCodec.
+type CodecOption struct{ c Codec }
+
+// WithCodec gives a bucket its own codec in place of the choice by type.
+//
+//	points, err := kv.OpenBucket[Point](store, "points", kv.WithCodec(pointText{}))
+func WithCodec(c Codec) CodecOption { return CodecOption{c} }
+
+func (o CodecOption) applyBucket(c *bucketConfig) { c.codec = o.c }
+
+// withCustom makes c keep its values through the user's codec: bytes in,
+// and every row asked as it is, so that a row of another kind is reported
+// here, and checked inside a Take.
+func (c *codec[T]) withCustom(custom Codec) *codec[T] {
+	return &codec[T]{kind: native.KindBytes, want: native.KindRaw, rt: c.rt, check: true, custom: custom}
+}
+
+func (c *codec[T]) encodeCustom(v T) (out native.Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the bucket's codec panicked encoding the value: %v", p)
+		}
+	}()
+	b, err := c.custom.Encode(v)
+	if err != nil {
+		return out, fmt.Errorf("the bucket's codec could not encode the value: %w", err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return native.Value{Kind: native.KindBytes, Bytes: b}, nil
+}
+
+func (c *codec[T]) decodeCustom(v native.Value) (out T, err error) {
+	if v.Kind != native.KindBytes && v.Kind != native.KindText && v.Kind != native.KindJSON {
+		kind := "an integer"
+		if v.Kind == native.KindNull {
+			kind = "an empty (set member)"
+		}
+		return out, fmt.Errorf("%s row does not read through the bucket's codec, which reads bytes", kind)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the bucket's codec panicked decoding the value: %v", p)
+		}
+	}()
+	if err := c.custom.Decode(v.Bytes, &out); err != nil {
+		return out, fmt.Errorf("the bucket's codec could not decode the value: %w", err)
+	}
+	return out, nil
+}
