@@ -9,8 +9,25 @@ import type { NativeCounters } from './native'
 import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
 
+/** What counters answer: `'int'` gives `number`s (the default), `'bigint'` gives `bigint`s of the whole int64 range. */
+export type CounterType = 'int' | 'bigint'
+
+/** The JS type of each counter type. */
+export interface CounterTypes {
+	/** A safe integer (up to 2^53-1). */
+	int: number
+	/** An int64. */
+	bigint: bigint
+}
+
 /** The options of counters. */
 export interface CountersOptions {
+	/**
+	 * `'bigint'` answers `bigint`s, for counters that may pass 2^53 (they
+	 * hold an int64, as in Rust, Go and Python); `'int'`, the default,
+	 * answers `number`s.
+	 */
+	type?: CounterType
 	/** Each counter expires this long after its first change and starts again from 0: a window that does not slide. */
 	ttl?: Duration
 	/**
@@ -22,9 +39,16 @@ export interface CountersOptions {
 }
 
 /**
- * Counters, or one branch of them. A missing or expired counter is 0;
- * racing adds count exactly; a sum past the int64 range is `LimitError` and
- * changes nothing. Values are `number`s: past 2^53 they lose precision.
+ * Counters, or one branch of them: an int64 a key. A missing or expired
+ * counter is 0; racing adds count exactly; a sum past the int64 range is
+ * `LimitError` and changes nothing.
+ *
+ * `N` is what they answer: `number` unless opened with `{ type: 'bigint' }`.
+ * A step is a safe integer `number` or a `bigint` either way. A `number`
+ * cannot hold a counter past 2^53 exactly, so number counters answer such a
+ * value with `LimitError` (from `add` or `max` the change is kept, and the
+ * message says so): open counters that may grow that far with
+ * `{ type: 'bigint' }`.
  *
  * @example
  * ```ts
@@ -32,7 +56,7 @@ export interface CountersOptions {
  * if ((await attempts.add(email)) > 10) return { status: 429 }
  * ```
  */
-export class Counters {
+export class Counters<N extends number | bigint = number> {
 	readonly #native: NativeCounters
 	readonly #store: object | undefined
 	/** The counters' name. */
@@ -46,37 +70,41 @@ export class Counters {
 	}
 
 	/** The branch of `owners`. */
-	under(...owners: Key[]): Counters {
+	under(...owners: Key[]): Counters<N> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Counters(native, this.name, this.#store)
+		return new Counters<N>(native, this.name, this.#store)
 	}
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
-	add(key: Key, n = 1): Promise<number> {
+	add(key: Key, n: number | bigint = 1): Promise<N> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.add(key, n)
+			return this.#native.add(key, n) as Promise<N>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
-	max(key: Key, n: number): Promise<number> {
+	max(key: Key, n: number | bigint): Promise<N> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.max(key, n)
+			return this.#native.max(key, n) as Promise<N>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
 	}
 
 	/** The counter's value: 0 when missing or expired. */
-	async get(key: Key): Promise<number> {
-		return this.#native.get(key)
+	async get(key: Key): Promise<N> {
+		try {
+			return this.#native.get(key) as N
+		} catch (e) {
+			throw invalidArg(e, { bucket: this.name })
+		}
 	}
 
 	/** Deletes the counter; resolves with whether a live one was there. */

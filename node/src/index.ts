@@ -30,7 +30,7 @@ export {
 } from './errors'
 export type { ErrorCode, ErrorWhat } from './errors'
 export { Counters } from './counters'
-export type { CountersOptions } from './counters'
+export type { CounterType, CounterTypes, CountersOptions } from './counters'
 export { Quota, RateLimit } from './limits'
 export type { Allowance, RateLimitOptions, WindowUsage } from './limits'
 export { Once } from './once'

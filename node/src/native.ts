@@ -95,9 +95,9 @@ export interface NativeQuota {
 /** The addon's counters. */
 export interface NativeCounters {
 	under(owner: unknown): NativeCounters
-	add(key: unknown, n: number | undefined): Promise<number>
-	max(key: unknown, n: number): Promise<number>
-	get(key: unknown): number
+	add(key: unknown, n: number | bigint | undefined): Promise<number | bigint>
+	max(key: unknown, n: number | bigint): Promise<number | bigint>
+	get(key: unknown): number | bigint
 	delete(key: unknown): Promise<boolean>
 	clear(): Promise<void>
 }
@@ -134,7 +134,7 @@ export interface NativeStore {
 	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
 	rateLimit(name: string, rate: string, burst: number | undefined): NativeRateLimit
 	quota(name: string, names: string[], rates: string[]): NativeQuota
-	counters(name: string, ttl: unknown, flushEvery: unknown): NativeCounters
+	counters(name: string, ttl: unknown, flushEvery: unknown, valueType: string): NativeCounters
 	once(name: string, keep: unknown, valueType: string): NativeOnce
 }
 

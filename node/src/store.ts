@@ -6,7 +6,7 @@
  */
 
 import { Bucket, type BucketOptions } from './bucket'
-import { Counters, type CountersOptions } from './counters'
+import { type CounterType, type CounterTypes, Counters, type CountersOptions } from './counters'
 import type { Duration, Rate } from './durations'
 import { InvalidError } from './errors'
 import { Quota, RateLimit, type RateLimitOptions } from './limits'
@@ -143,10 +143,17 @@ export class Store implements AsyncDisposable {
 		}
 	}
 
-	/** Counters, an int64 a key: `store.counters('attempts', { ttl: '1h' })`. */
-	counters(name: string, options?: CountersOptions): Counters {
+	/**
+	 * Counters that answer `bigint`s, for counts that may pass 2^53:
+	 * `store.counters('bytes-sent', { type: 'bigint' })`.
+	 */
+	counters<K extends CounterType>(name: string, options: CountersOptions & { type: K }): Counters<CounterTypes[K]>
+	/** Counters, an int64 a key, answering numbers: `store.counters('attempts', { ttl: '1h' })`. */
+	counters(name: string, options?: CountersOptions): Counters<number>
+	counters(name: string, options?: CountersOptions): Counters<number | bigint> {
 		try {
-			return new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery), name, this.#native)
+			const counters = this.#native.counters(name, options?.ttl, options?.flushEvery, options?.type ?? 'int')
+			return new Counters(counters, name, this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

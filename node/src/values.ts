@@ -14,6 +14,7 @@
  * | `'bigint'` | `bigint`     | an integer, or 8 bytes for uint64 | `int`, `int64`/`uint64`, `i64`/`u64` |
  * | `'float'`  | `number`     | the 8 bytes of its bits         | `float`, `float64`, `f64`        |
  * | `'bool'`   | `boolean`    | the integer 1 or 0              | `bool`                           |
+ * | `'set'`    | `null`       | nothing: a member of a set      | `None`, `struct{}`, `()`         |
  *
  * @module
  */
@@ -21,7 +22,7 @@
 import { CorruptError, type ErrorWhat, InvalidError, TinystoreError } from './errors'
 
 /** The `type` option of a bucket or `once`: what its values are. */
-export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool'
+export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool' | 'set'
 
 /** The TypeScript type of each value type but JSON. */
 export interface ValueTypes {
@@ -37,6 +38,12 @@ export interface ValueTypes {
 	float: number
 	/** A boolean. */
 	bool: boolean
+	/**
+	 * A member of a set: the key is the member and `null` its value (a row
+	 * of nothing), so `get` answers `null` for a member and `undefined` for
+	 * none, and `has` says which.
+	 */
+	set: null
 }
 
 /** The value types that hold `T`: JSON always, and the scalar types of its kind. */
@@ -52,7 +59,9 @@ export type TypeFor<T> =
 						? 'bigint'
 						: T extends boolean
 							? 'bool'
-							: never)
+							: T extends null
+								? 'set'
+								: never)
 
 /** A key or an owner: text, bytes, or an integer (`42` and `'42'` are one key). */
 export type Key = string | number | bigint | Uint8Array

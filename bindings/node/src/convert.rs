@@ -43,6 +43,8 @@ pub(crate) enum ValueKind {
     Float,
     /// A `boolean`, kept as 1 or 0.
     Bool,
+    /// A set member: `null`, kept as a row of nothing.
+    Set,
 }
 
 impl ValueKind {
@@ -56,9 +58,10 @@ impl ValueKind {
             "bigint" => ValueKind::BigInt,
             "float" => ValueKind::Float,
             "bool" => ValueKind::Bool,
+            "set" => ValueKind::Set,
             other => {
                 return Err(invalid(format!(
-                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float' or 'bool'"
+                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool' or 'set'"
                 )));
             }
         })
@@ -73,6 +76,7 @@ impl ValueKind {
             ValueKind::BigInt => "a bigint",
             ValueKind::Float => "a number",
             ValueKind::Bool => "a boolean",
+            ValueKind::Set => "null (a member has no value)",
         }
     }
 
@@ -114,6 +118,7 @@ impl ValueKind {
             },
             (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v).map_err(napi_err)?)),
             (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
+            (ValueKind::Set, "null") => Ok(Raw::Null),
             _ => Err(wrong()),
         }
     }
@@ -148,6 +153,7 @@ impl ValueKind {
             },
             ValueKind::Float => raw.as_float().map(|_| ()),
             ValueKind::Bool => raw.as_bool().map(|_| ()),
+            ValueKind::Set => raw.as_set_member(),
         }
     }
 
@@ -166,6 +172,7 @@ impl ValueKind {
             },
             ValueKind::Float => js::number(env, raw.as_float()?),
             ValueKind::Bool => js::boolean(env, raw.as_bool()?),
+            ValueKind::Set => js::null(env),
         };
         v.map_err(napi_err)
     }
@@ -180,6 +187,7 @@ impl ValueKind {
             ValueKind::BigInt => "bigint",
             ValueKind::Float => "float",
             ValueKind::Bool => "bool",
+            ValueKind::Set => "set",
         }
     }
 }

@@ -146,6 +146,13 @@ pub(crate) fn undefined(env: napi_env) -> Result<napi_value> {
     Ok(out)
 }
 
+/// `null`: the value of a set member.
+pub(crate) fn null(env: napi_env) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_get_null(env, &mut out) }, "making null")?;
+    Ok(out)
+}
+
 /// A JS string from UTF-8 text.
 pub(crate) fn string(env: napi_env, s: &str) -> Result<napi_value> {
     let mut out = ptr::null_mut();

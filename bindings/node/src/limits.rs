@@ -10,6 +10,7 @@ use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
 use tinystore::{Allowance, Counters, Quota, RateLimit};
 
+use crate::bucket::show_path;
 use crate::convert::{self, Ts, napi_err};
 use crate::js;
 use crate::settle::{self, sync};
@@ -47,14 +48,32 @@ fn count(n: Option<f64>) -> Ts<u64> {
     Ok(n as u64)
 }
 
-/// A counter's step: a safe integer, negative allowed.
-fn step(n: Option<f64>) -> Ts<i64> {
-    let n = n.unwrap_or(1.0);
-    if n.fract() != 0.0 || !n.is_finite() || n.abs() > 9_007_199_254_740_991.0 {
-        return Err(settle::invalid(format!("{n} is not a safe integer")));
+/// A counter's step (negative allowed): a safe integer `number`, or a
+/// `bigint` of int64 range; `undefined` is 1.
+fn step(env: napi_env, v: napi_value) -> Ts<i64> {
+    match js::type_name(env, v) {
+        "undefined" => Ok(1),
+        "number" => {
+            let n = js::read_f64(env, v).map_err(napi_err)?;
+            if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
+                return Err(settle::invalid(format!(
+                    "{n} is not a safe integer: pass a counter's step past 2^53 as a bigint"
+                )));
+            }
+            Ok(n as i64)
+        }
+        "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
+            Some(i) if i64::try_from(i).is_ok() => Ok(i as i64),
+            _ => Err(settle::invalid("the bigint step is outside the int64 range")),
+        },
+        t => Err(settle::invalid(format!(
+            "a counter's step is a number or a bigint, not {t}"
+        ))),
     }
-    Ok(n as i64)
 }
+
+/// The largest integer a JS number holds exactly.
+const MAX_SAFE: i64 = (1 << 53) - 1;
 
 fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
     convert::key(env.raw(), js::raw(key)).map_err(|e| e.in_bucket(name))
@@ -194,10 +213,32 @@ impl NativeQuota {
     }
 }
 
-/// Counters, or one branch of them.
+/// Counters, or one branch of them, answering `number`s or (`big`) `bigint`s.
 #[napi]
 pub struct NativeCounters {
     pub(crate) counters: Counters,
+    pub(crate) big: bool,
+    /// The owners of this branch, to name a key in an error of ours.
+    pub(crate) owners: Vec<Vec<u8>>,
+}
+
+/// A counter's value as JS gets it: a `bigint`, or a `number` while it is a
+/// safe integer. Past that a number would round it, so a number counter
+/// answers `Limit` (the engine has the exact value; a bigint counter reads it).
+fn value(env: napi_env, big: bool, v: i64, wrote: bool) -> Ts<napi_value> {
+    if big {
+        return js::bigint_i64(env, v).map_err(napi_err);
+    }
+    if !(-MAX_SAFE..=MAX_SAFE).contains(&v) {
+        let kept = if wrote { "; the change is kept" } else { "" };
+        return Err(tinystore::Error::new(
+            tinystore::ErrorKind::Limit,
+            format!(
+                "the counter is {v}, past the safe integers of a number{kept}: open the counters with {{ type: 'bigint' }}"
+            ),
+        ));
+    }
+    js::number(env, v as f64).map_err(napi_err)
 }
 
 #[napi]
@@ -206,48 +247,57 @@ impl NativeCounters {
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeCounters> {
         let owner = sync(env, key_in(env, self.counters.name(), &owner))?;
+        let mut owners = self.owners.clone();
+        owners.push(owner.clone());
         Ok(NativeCounters {
             counters: self.counters.under(owner),
+            big: self.big,
+            owners,
         })
     }
 
     /// Adds `n` (1 when not given); resolves with the new value.
-    #[napi(ts_return_type = "Promise<number>")]
-    pub fn add<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(n)?)))();
+    #[napi(ts_return_type = "Promise<number | bigint>")]
+    pub fn add<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
         let (k, n) = sync(
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
         )?;
         let counters = self.counters.clone();
+        let (big, name, path) = (self.big, self.counters.name().to_owned(), show_path(&self.owners, &k));
         settle::write(
             env,
             move |done| counters.add_then(k, n, done),
-            |env, v| js::number(env, v as f64).map_err(napi_err),
+            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
         )
     }
 
     /// Keeps the larger of the counter and `n`; resolves with it.
-    #[napi(ts_return_type = "Promise<number>")]
-    pub fn max<'e>(&self, env: &'e Env, key: Unknown<'e>, n: f64) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(Some(n))?)))();
+    #[napi(ts_return_type = "Promise<number | bigint>")]
+    pub fn max<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
         let (k, n) = sync(
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
         )?;
         let counters = self.counters.clone();
+        let (big, name, path) = (self.big, self.counters.name().to_owned(), show_path(&self.owners, &k));
         settle::write(
             env,
             move |done| counters.max_then(k, n, done),
-            |env, v| js::number(env, v as f64).map_err(napi_err),
+            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
         )
     }
 
     /// The counter's value: 0 when missing or expired.
-    #[napi]
-    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<f64> {
-        let r = key_in(env, self.counters.name(), &key).and_then(|k| self.counters.get(k));
-        Ok(sync(env, r)? as f64)
+    #[napi(ts_return_type = "number | bigint")]
+    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = key_in(env, self.counters.name(), &key).and_then(|k| {
+            let v = self.counters.get(&k[..])?;
+            value(env.raw(), self.big, v, false).map_err(|e| e.at(self.counters.name(), show_path(&self.owners, &k)))
+        });
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// Deletes the counter; resolves with whether a live one was there.

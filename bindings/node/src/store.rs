@@ -189,7 +189,8 @@ impl NativeStore {
         Ok(NativeQuota { quota: sync(&env, r)? })
     }
 
-    /// Opens counters with a `ttl` and a `flush_every` period.
+    /// Opens counters with a `ttl` and a `flush_every` period, answering
+    /// numbers (`value_type` `'int'`) or bigints (`'bigint'`).
     #[napi]
     pub fn counters<'e>(
         &self,
@@ -197,8 +198,19 @@ impl NativeStore {
         name: String,
         ttl: Unknown<'e>,
         flush_every: Unknown<'e>,
+        value_type: String,
     ) -> napi::Result<NativeCounters> {
         let r = (|| {
+            let big = match value_type.as_str() {
+                "int" => false,
+                "bigint" => true,
+                other => {
+                    return Err(crate::settle::invalid(format!(
+                        "type {other:?} is not a type of counters: use 'int' (numbers) or 'bigint'"
+                    ))
+                    .in_bucket(&name));
+                }
+            };
             let mut b = self.store.counters(&name);
             if let Some(d) = convert::duration(env.raw(), js::raw(&ttl), "ttl")? {
                 b = b.ttl(d);
@@ -206,10 +218,13 @@ impl NativeStore {
             if let Some(d) = convert::duration(env.raw(), js::raw(&flush_every), "flushEvery")? {
                 b = b.flush_every(d);
             }
-            b.open().map_err(|e| e.in_bucket(&name))
+            Ok((b.open().map_err(|e| e.in_bucket(&name))?, big))
         })();
+        let (counters, big) = sync(env, r)?;
         Ok(NativeCounters {
-            counters: sync(env, r)?,
+            counters,
+            big,
+            owners: Vec::new(),
         })
     }
 

@@ -97,9 +97,12 @@ export class Runner {
 				h = { kind: 'bucket', ty: step.type, main: open(false), big: step.type === 'int' ? () => open(true) : null }
 				break
 			}
-			case 'counters':
-				h = { kind: 'counters', c: this.store.counters(name, { ttl: opt('ttl'), flushEvery: opt('flush_every') }) }
+			case 'counters': {
+				const options = { ttl: opt('ttl'), flushEvery: opt('flush_every') }
+				// Number counters, with a `bigint` twin on the same name for steps and answers past 2^53.
+				h = { kind: 'counters', c: this.store.counters(name, options), big: () => this.store.counters(name, { ...options, type: 'bigint' }) }
 				break
+			}
 			case 'rate_limit':
 				h = { kind: 'rate_limit', r: this.store.rateLimit(name, { rate: step.rate, burst: opt('burst') }) }
 				break
@@ -125,7 +128,7 @@ export class Runner {
 			case 'bucket':
 				return { ...h, main: h.main.under(...owners), big: h.big && (() => h.big().under(...owners)) }
 			case 'counters':
-				return { ...h, c: h.c.under(...owners) }
+				return { ...h, c: h.c.under(...owners), big: () => h.big().under(...owners) }
 			case 'rate_limit':
 				return { ...h, r: h.r.under(...owners) }
 			case 'quota':
@@ -155,6 +158,8 @@ export class Runner {
 		const inTx = (b) => (tx === undefined ? b : tx.with(b))
 		// A bucket of ints reads and writes through its bigint twin when the case's value is past 2^53.
 		const bucket = (v) => inTx(h.big && isBig(h.ty, v) ? h.big() : h.main)
+		// Counters count through their bigint twin when the step or the answer is past 2^53.
+		const counters = () => (typeof step.n === 'bigint' || typeof step.expect === 'bigint' ? h.big() : h.c)
 		switch (`${h.kind}.${op}`) {
 			case 'bucket.set': {
 				const options = { ifVersion }
@@ -204,11 +209,11 @@ export class Runner {
 				return json({ keys, count: keys.length })
 			}
 			case 'counters.add':
-				return json(await h.c.add(key, n))
+				return json(await counters().add(key, n))
 			case 'counters.max':
-				return json(await h.c.max(key, n))
+				return json(await counters().max(key, n))
 			case 'counters.get':
-				return json(await h.c.get(key))
+				return json(await counters().get(key))
 			case 'counters.delete':
 				await h.c.delete(key)
 				return nothing

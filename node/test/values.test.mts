@@ -1,0 +1,121 @@
+// Values JS numbers and types make hard: set members, NaN payloads, and
+// counters past 2^53 (KV-3, KV-14), as tests/conformance/README.md states
+// the promise for TypeScript.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+
+import { type Bucket, type Counters, InvalidError, LimitError } from 'tinystore'
+
+import { rejection, testStore } from './helpers.mjs'
+
+/** The eight big-endian bytes of a float's bits, as the file keeps a float (docs/format.md). */
+function bitsOf(row: Uint8Array | undefined): string {
+	assert.ok(row instanceof Uint8Array, 'a float row is bytes')
+	return Buffer.from(row).toString('hex')
+}
+
+test('KV-3 set members: a set bucket keeps keys without values; a member reads as null, no member as undefined', async () => {
+	await using store = await testStore()
+	const seen: Bucket<null> = store.bucket('stripe-events', { type: 'set' })
+	assert.equal(seen.type, 'set')
+	await seen.set('evt_1', null)
+	assert.equal(await seen.create('evt_1', null), false, 'a member is there')
+	assert.equal(await seen.create('evt_2', null, { ttl: '10m' }), true)
+	assert.equal(await seen.has('evt_1'), true)
+	assert.equal(await seen.get('evt_1'), null)
+	assert.equal(await seen.get('evt_3'), undefined)
+	assert.equal((await seen.entry('evt_1'))?.value, null)
+	assert.deepEqual(
+		(await seen.list()).entries.map((e) => [e.key, e.value]),
+		[
+			['evt_1', null],
+			['evt_2', null],
+		],
+	)
+	assert.equal(await seen.take('evt_1'), null)
+	assert.equal(await seen.take('evt_1'), undefined)
+	store.clock.advance('11m')
+	assert.equal(await seen.has('evt_2'), false, 'a member expires as any key does')
+})
+
+test('KV-3 set members: a member is a row of nothing, which other types refuse to read and a set refuses to write', async () => {
+	await using store = await testStore()
+	const seen = store.bucket('seen', { type: 'set' })
+	for (const bad of [undefined, 0, '', false, {}]) {
+		const e = await rejection(seen.set('k', bad as never))
+		assert.ok(e instanceof InvalidError, String(bad))
+		assert.deepEqual(e.what, { bucket: 'seen', key: 'k' })
+	}
+	assert.equal(await seen.has('k'), false, 'nothing written')
+	await seen.set('member', null)
+	assert.equal((await rejection(store.bucket('seen', { type: 'string' }).get('member'))).code, 'CORRUPT')
+	assert.equal((await rejection(store.bucket('seen').get('member'))).code, 'CORRUPT')
+	await store.bucket('seen', { type: 'string' }).set('text', '')
+	assert.equal((await rejection(seen.get('text'))).code, 'CORRUPT', 'an empty string is a value, not a member')
+	assert.equal(await store.once('seen-once', { type: 'set' }).run('k', async () => null), null)
+})
+
+test('KV-3 NaN: a NaN reads and writes as NaN; JS writes the canonical NaN', async () => {
+	await using store = await testStore()
+	const floats = store.bucket('floats', { type: 'float' })
+	const rows = store.bucket('floats', { type: 'bytes' })
+	await floats.set('nan', Number.NaN)
+	assert.ok(Number.isNaN(await floats.get('nan')))
+	assert.equal(bitsOf(await rows.get('nan')), '7ff8000000000000')
+	await floats.set('zero-over-zero', 0 / 0)
+	assert.ok(Number.isNaN(await floats.get('zero-over-zero')))
+	// Every other float is its bits, -0 and the smallest subnormal included.
+	for (const [v, bits] of [
+		[-0, '8000000000000000'],
+		[Number.NEGATIVE_INFINITY, 'fff0000000000000'],
+		[5e-324, '0000000000000001'],
+		[Math.PI, '400921fb54442d18'],
+	] as const) {
+		await floats.set('v', v)
+		assert.equal(bitsOf(await rows.get('v')), bits, String(v))
+		assert.ok(Object.is(await floats.get('v'), v), String(v))
+	}
+})
+
+test('KV-3 NaN: a payload another language wrote reads as NaN in JS and stays in the file bit for bit', async () => {
+	await using store = await testStore()
+	const floats = store.bucket('floats', { type: 'float' })
+	// The rows Go or Python write for a NaN with a payload, and for a signalling NaN.
+	const rows = store.bucket('floats', { type: 'bytes' })
+	for (const bits of ['7ff8000000000001', '7ff0000000000001', 'fff8000000000000']) {
+		await rows.set(bits, Buffer.from(bits, 'hex'))
+		assert.ok(Number.isNaN(await floats.get(bits)), bits)
+		assert.ok(Number.isNaN((await floats.entry(bits))?.value), bits)
+		assert.equal(bitsOf(await rows.get(bits)), bits, 'a read rewrites nothing')
+	}
+})
+
+test('KV-14 counters past 2^53: bigint counters count the whole int64 range; number counters refuse to round', async () => {
+	await using store = await testStore()
+	const big: Counters<bigint> = store.counters('bytes-sent', { type: 'bigint' })
+	assert.equal(await big.get('k'), 0n)
+	assert.equal(await big.add('k', 2n ** 62n), 2n ** 62n)
+	assert.equal(await big.add('k', 2n ** 62n - 1n), 2n ** 63n - 1n)
+	const over = await rejection(big.add('k', 1))
+	assert.ok(over instanceof LimitError)
+	assert.deepEqual(over.what, { bucket: 'bytes-sent', key: 'k' })
+	assert.equal(await big.get('k'), 2n ** 63n - 1n, 'a sum past int64 changes nothing')
+	assert.equal(await big.under('u').max('m', -(2n ** 63n)), 0n)
+	assert.ok((await rejection(big.add('k', 2n ** 63n))) instanceof InvalidError, 'a step past int64')
+	assert.ok((await rejection(big.add('k', 2 ** 53))) instanceof InvalidError, 'an unsafe number step')
+
+	// The same counters as numbers: exact up to 2^53-1, and never a rounded answer past it.
+	const counts: Counters<number> = store.counters('bytes-sent')
+	assert.equal(await counts.add('small', 2n ** 53n - 2n), 2 ** 53 - 2)
+	assert.equal(await counts.add('small'), Number.MAX_SAFE_INTEGER)
+	const past = await rejection(counts.add('small'))
+	assert.ok(past instanceof LimitError)
+	assert.match(past.message, /2\^53|safe integers/)
+	assert.match(past.message, /the change is kept/)
+	assert.deepEqual(past.what, { bucket: 'bytes-sent', key: 'small' })
+	assert.equal(await big.get('small'), 2n ** 53n, 'the add was written, as the error says')
+	const read = await rejection(counts.under('x').get('y').then(() => counts.get('k')))
+	assert.ok(read instanceof LimitError)
+	assert.deepEqual(read.what, { bucket: 'bytes-sent', key: 'k' })
+	assert.throws(() => store.counters('c', { type: 'float' as never }), InvalidError)
+})
