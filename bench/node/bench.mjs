@@ -13,10 +13,11 @@
 // In Bun, better-sqlite3 does not load (it is a V8 addon, not N-API); the
 // plain-SQLite baseline there is bun:sqlite with the same statements.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { cpus, loadavg, release, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { open } from 'tinystore'
 
@@ -33,6 +34,20 @@ const nextValue = () => `${++seq}`.padEnd(64, 'v')
 const keyOf = (i) => `key-${i}`
 let cursor = 0
 const nextKey = () => keyOf((cursor = (cursor * 7919 + 1) % KEYS))
+
+const load = () => loadavg().map((x) => x.toFixed(2))
+const meta = {
+	cpu: cpus()[0]?.model ?? 'unknown CPU',
+	cores: cpus().length,
+	kernel: release(),
+	runtime,
+	command: [process.argv0, ...process.argv.slice(1)].join(' '),
+	load: load(),
+	time: new Date().toISOString(),
+}
+console.log(`== ${runtime}: tinystore against plain SQLite and @deno/kv`)
+console.log(`# machine: ${meta.cpu}, ${meta.cores} cores, Linux ${meta.kernel}; command: ${meta.command}`)
+console.log(`# load average at start: ${meta.load.join(' ')}`)
 
 const root = mkdtempSync(join(tmpdir(), 'tinystore-bench-'))
 process.on('exit', () => rmSync(root, { recursive: true, force: true }))
@@ -152,5 +167,17 @@ if (deno) {
 	console.log(`    sets 64 in flight / @deno/kv 64 in flight:    ${ratio('tinystore set, 64 in flight', '@deno/kv set, 64 in flight')} (target >= 10)`)
 	console.log(`    get 1 in flight / @deno/kv get:               ${ratio('tinystore get, 1 in flight', '@deno/kv get, 1 in flight')}`)
 }
+const ratioRows = [
+	['get 1 in flight / plain point read', m['tinystore get, 1 in flight'] / m['plain point read (sync)'], '>= 0.5'],
+	['sets 64 in flight / plain 64 per transaction', m['tinystore set, 64 in flight'] / m['plain set, 64 per transaction'], '>= 0.8'],
+	['set 1 in flight / plain 1 per transaction', m['tinystore set, 1 in flight'] / m['plain set, 1 per transaction'], ''],
+]
+if (deno) ratioRows.push(['sets 64 in flight / @deno/kv 64 in flight', m['tinystore set, 64 in flight'] / m['@deno/kv set, 64 in flight'], '>= 10'])
+const resultsDir = join(dirname(dirname(fileURLToPath(import.meta.url))), 'results')
+mkdirSync(resultsDir, { recursive: true })
+const resultsFile = join(resultsDir, `${runtime.split(' ')[0]}-bench.json`)
+const section = { title: `${runtime}: gets and durable sets against ${plainName.split(' (')[0]} and @deno/kv`, rows: m, ratios: ratioRows }
+writeFileSync(resultsFile, JSON.stringify({ meta: { ...meta, load_end: load() }, gets_sets: section }, null, 1))
+console.log(`# load average at the end: ${load().join(' ')}; results in ${resultsFile}`)
 await store.close()
 deno?.close()

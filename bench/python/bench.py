@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import benchinfo
 import tinystore
 
 try:
@@ -104,6 +105,8 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, base: str) -> None:
+    meta = benchinfo.machine()
+    benchinfo.header("Python: tinystore against sqlite3 and diskcache", meta)
     ks = keys(KEYS)
     rnd = random.Random(7)
     lite = Sqlite(os.path.join(base, "plain.db"))
@@ -254,10 +257,9 @@ def report(args: argparse.Namespace, base: str) -> None:
         sets["tinystore await set (1 in flight)"] / sets["sqlite3 set, own transaction (1 in flight)"],
         "",
     ))
-    print("| ratio | value | target |")
-    print("|---|---:|---|")
-    for name, v, target in ratios:
-        print(f"| {name} | {v:.2f} | {target} |")
+    benchinfo.ratios(ratios)
+    title = f"Python {sys.version.split()[0]}: gets and durable sets against sqlite3 and diskcache"
+    benchinfo.save("python-bench", meta, {"gets_sets": {"title": title, "rows": {**gets, **sets}, "ratios": ratios}})
     loop.run_until_complete(astore.close())
     loop.close()
     sync_store.close()

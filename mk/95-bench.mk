@@ -1,0 +1,47 @@
+# Benchmarks against the peers (issue #9), never in make test. What the other
+# mk files' benches leave out: Redis (a local redis-server from Debian, AOF
+# with appendfsync always and everysec, and redis-benchmark as a reference
+# point), the `limits` package, rate-limiter-flexible, the get curve from 10k
+# to 1M keys, bytes per stored session; then the charts of every result.
+#
+#   make bench              everything (mk/*.mk's BENCH_TARGETS, these last)
+#   make bench-peers        Python: Redis, limits, the get curve, bytes per session
+#   make bench-node-peers   Node and Bun: rate-limiter-flexible
+#   make bench-charts       SVGs in bench/charts/ from bench/results/*.json
+#   make bench-peers BENCH_SHORT=1   a quick run that checks it all works
+#
+# Everything installs itself: redis-server by apt-get (as root), the Python
+# peers and matplotlib into bench/.venv, the npm packages under bench/node.
+# The Python package itself is the one build-python builds (python/tinystore),
+# found through PYTHONPATH, so nothing is built twice.
+
+BENCH_VENV := $(ROOT)/bench/.venv
+BENCH_PY := $(BENCH_VENV)/bin/python
+BENCH_PY_PEERS := "redis>=5" "limits>=4" "matplotlib>=3.8" diskcache
+BENCH_SHORT ?=
+BENCH_PEERS_ARGS ?= $(if $(BENCH_SHORT),--short)
+
+.PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-charts
+BENCH_TARGETS += bench-peers bench-node-peers bench-charts
+
+$(BENCH_VENV)/.ready: mk/95-bench.mk
+	python3 -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q --disable-pip-version-check $(BENCH_PY_PEERS)
+	touch $@
+
+bench-redis:
+	@command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || { \
+	  echo "bench: installing redis-server (Debian) for the Redis peer"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+bench-tools: $(BENCH_VENV)/.ready bench-redis
+
+bench-peers: build-python bench-tools
+	cd bench/python && PYTHONPATH=$(ROOT)/python $(BENCH_PY) peers.py $(BENCH_PEERS_ARGS)
+
+bench-node-peers: node $(BENCH_NODE_DIR)/node_modules/.package-lock.json
+	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) node peers.mjs
+	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) $(NODE_BIN)/bun peers.mjs
+
+bench-charts: $(BENCH_VENV)/.ready
+	cd bench/python && $(BENCH_PY) chart.py $(if $(BENCH_SHORT),--short)
