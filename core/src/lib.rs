@@ -30,6 +30,7 @@ mod error;
 mod group_commit;
 mod inspect;
 mod key;
+mod limit_store;
 mod limits;
 mod maintain;
 mod raw;
@@ -50,6 +51,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{GroupStats, Ticket, after_answers, submit_together};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
+pub use limit_store::{
+    Change, Commit, DEFAULT_MAX_ENTRIES, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder, LimitUpdate,
+    MAX_LIMIT_KEYS, MAX_LIMIT_VALUE, Swept, Updated,
+};
 pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, WindowUsage,

@@ -1,0 +1,285 @@
+//! The limit store's writes, as functions of the writer's group: an
+//! update's check-and-write of several keys, and the sweep.
+//!
+//! The count of entries: one row of the store's own name (key
+//! `COUNT_KEY`) holds how many entry rows there are, and every write
+//! moves it by the rows it adds or removes, in the same transaction, so
+//! every process sees the same count without a `count(*)` per write. The
+//! store's background maintenance deletes expired rows without moving it,
+//! so the count can only be too high; it is made exact again by counting
+//! the rows when it crosses 80%, when the store looks full, and at a sweep.
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::group_commit::WriteCtx;
+use crate::key::show;
+use crate::maintain::SWEEP_BATCH;
+use crate::raw::Raw;
+use crate::storage::{self, Cell};
+use crate::values::{Expiry, Target, WriteOptions};
+
+use super::{Change, FULL_LOG_EVERY, LimitEntry, LimitEvent, MAX_LIMIT_VALUE, Shared, Swept};
+
+/// Batches of expired rows one sweep deletes at most.
+const SWEEP_ROUNDS: usize = 10;
+/// What a sweep weighs in the writer's group: it goes alone.
+pub(crate) const SWEEP_WEIGHT: usize = 8 << 20;
+/// After a full store refused a key, new keys are refused without another
+/// sweep for this long (ms).
+const FULL_RECHECK: i64 = 1000;
+
+/// What one update's write did.
+pub(crate) enum Outcome {
+    /// Every key written.
+    Written {
+        entries: Vec<Option<LimitEntry>>,
+        events: Vec<LimitEvent>,
+    },
+    /// A key changed since the read: the entries and versions now.
+    Changed {
+        now: i64,
+        fresh: Vec<(Option<LimitEntry>, Option<i64>)>,
+    },
+    /// Nothing of the update was written.
+    Refused { error: Error, events: Vec<LimitEvent> },
+}
+
+/// An entry and its version from a live row.
+pub(crate) fn cell_entry(cell: Option<Cell>) -> Result<(Option<LimitEntry>, Option<i64>)> {
+    let Some(cell) = cell else { return Ok((None, None)) };
+    let bad = || Error::corrupt("a limit store row is not an entry of JSON text with an expiry");
+    let Raw::Bytes(b) = cell.value else { return Err(bad()) };
+    let value = String::from_utf8(b).map_err(|_| bad())?;
+    let expires_at = cell.expires.ok_or_else(bad)?;
+    Ok((Some(LimitEntry { value, expires_at }), Some(cell.version)))
+}
+
+/// The count of entries the file holds for the store.
+pub(crate) fn count_on(conn: &rusqlite::Connection, count: &Target, now: i64) -> Result<usize> {
+    match count.read(conn, now)? {
+        None => Ok(0),
+        Some(Cell { value: Raw::Int(n), .. }) if n >= 0 => Ok(n as usize),
+        Some(_) => Err(Error::corrupt("the limit store's count row does not hold a count")),
+    }
+}
+
+/// Counts the entry rows exactly (every row of the name but the count's).
+fn rows(sh: &Shared, w: &WriteCtx<'_>) -> Result<usize> {
+    let all = storage::bucket_rows(w.conn, sh.core.id)?;
+    let has_count = storage::meta(w.conn, sh.core.id, &sh.count.path, w.now)?.is_some();
+    Ok(all - usize::from(has_count))
+}
+
+fn set_count(sh: &Shared, w: &mut WriteCtx<'_>, n: usize) -> Result<()> {
+    sh.count
+        .op_set(w, &Raw::Int(n as i64), WriteOptions::default())
+        .map(|_| ())
+}
+
+/// Refuses bad changes before anything is queued: one a key, values of
+/// JSON text within the size limit.
+pub(crate) fn check_changes(sh: &Shared, keys: &[Vec<u8>], changes: &[Change]) -> Result<()> {
+    let name = &sh.core.name;
+    if changes.len() != keys.len() {
+        return Err(Error::invalid(format!(
+            "apply answered {} changes for {} keys: give one a key",
+            changes.len(),
+            keys.len()
+        ))
+        .in_bucket(name));
+    }
+    for (k, c) in keys.iter().zip(changes) {
+        let Change::Put(e) = c else { continue };
+        if e.value.len() > MAX_LIMIT_VALUE {
+            return Err(Error::limit(format!(
+                "the value is {} bytes of JSON, over the limit store's {MAX_LIMIT_VALUE} bytes (4 KB); nothing was written",
+                e.value.len()
+            ))
+            .at(name, show(k)));
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(&e.value).is_err() {
+            return Err(Error::invalid("the value is not JSON text; nothing was written").at(name, show(k)));
+        }
+    }
+    Ok(())
+}
+
+/// What the write does to one key.
+enum Step {
+    Keep,
+    Delete,
+    Put(LimitEntry),
+}
+
+fn log_every() -> i64 {
+    FULL_LOG_EVERY.as_millis() as i64
+}
+
+/// The threshold of the `limit-store-filling` warning: 80% of the bound.
+fn filling_at(max: usize) -> usize {
+    max.saturating_mul(4).div_ceil(5)
+}
+
+/// Adds the filling warning, at most once a minute per handle.
+fn filling(sh: &Shared, now: i64, entries: usize, events: &mut Vec<LimitEvent>) {
+    if entries < filling_at(sh.max_entries) {
+        return;
+    }
+    let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
+    if watch.last_filling.is_none_or(|t| now - t >= log_every()) {
+        watch.last_filling = Some(now);
+        events.push(LimitEvent::Filling {
+            entries,
+            max_entries: sh.max_entries,
+        });
+    }
+}
+
+/// Checks every key is at the version read, then writes all of them.
+pub(crate) fn commit(
+    sh: &Shared,
+    w: &mut WriteCtx<'_>,
+    keys: &[Vec<u8>],
+    targets: &[Target],
+    seen: &[Option<i64>],
+    changes: &[Change],
+) -> Result<Outcome> {
+    let id = sh.core.id;
+    let mut fresh = Vec::with_capacity(targets.len());
+    let mut changed = false;
+    for (t, s) in targets.iter().zip(seen) {
+        let (e, v) = cell_entry(t.read(w.conn, w.now)?)?;
+        changed |= v != *s;
+        fresh.push((e, v));
+    }
+    if changed {
+        return Ok(Outcome::Changed { now: w.now, fresh });
+    }
+    let steps: Vec<Step> = changes
+        .iter()
+        .map(|c| match c {
+            Change::Keep => Step::Keep,
+            Change::Delete => Step::Delete,
+            Change::Put(e) if e.expires_at <= w.now => Step::Delete,
+            Change::Put(e) => Step::Put(e.clone()),
+        })
+        .collect();
+    // Rows as they are (live or expired, not yet swept): a put over one adds none.
+    let metas = |w: &WriteCtx<'_>| -> Result<Vec<Option<storage::CellMeta>>> {
+        targets
+            .iter()
+            .map(|t| storage::meta(w.conn, id, &t.path, w.now))
+            .collect()
+    };
+    let tally = |metas: &[Option<storage::CellMeta>]| {
+        let mut added = 0usize;
+        let mut removed = 0usize;
+        for (s, m) in steps.iter().zip(metas) {
+            match (s, m) {
+                (Step::Put(_), None) => added += 1,
+                (Step::Delete, Some(_)) => removed += 1,
+                _ => {}
+            }
+        }
+        (added, removed)
+    };
+    let mut meta = metas(w)?;
+    let (mut added, mut removed) = tally(&meta);
+    let stored = count_on(w.conn, &sh.count, w.now)?;
+    let mut count = stored;
+    let mut events = Vec::new();
+    if added > 0 && (count + added).saturating_sub(removed) > sh.max_entries {
+        let now = w.now;
+        let recently = {
+            let watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
+            watch.full_until.is_some_and(|t| now < t)
+        };
+        if !recently {
+            // Full, as the count says: remove expired rows, count exactly, and look again.
+            storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
+            count = rows(sh, w)?;
+            meta = metas(w)?;
+            (added, removed) = tally(&meta);
+            filling(sh, w.now, count, &mut events);
+        }
+        if recently || (count + added).saturating_sub(removed) > sh.max_entries {
+            if count != stored {
+                set_count(sh, w, count)?;
+            }
+            let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
+            watch.full_until = Some(now + FULL_RECHECK);
+            if watch.last_full.is_none_or(|t| now - t >= log_every()) {
+                watch.last_full = Some(now);
+                events.push(LimitEvent::Full {
+                    max_entries: sh.max_entries,
+                });
+            }
+            let new_key = steps
+                .iter()
+                .zip(&meta)
+                .position(|(s, m)| matches!(s, Step::Put(_)) && m.is_none())
+                .unwrap_or(0);
+            let error = Error::limit(format!(
+                "the limit store is full ({} entries) and holds no entry for this key, so it is unavailable; \
+                 keys it holds keep counting. Nothing was written",
+                sh.max_entries
+            ))
+            .at(&sh.core.name, show(&keys[new_key]));
+            return Ok(Outcome::Refused { error, events });
+        }
+        sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;
+    }
+    let mut entries = Vec::with_capacity(targets.len());
+    for ((t, s), (m, (old, _))) in targets.iter().zip(&steps).zip(meta.iter().zip(fresh)) {
+        match s {
+            Step::Keep => entries.push(old),
+            Step::Delete => {
+                if m.is_some() {
+                    t.op_delete(w, None)?;
+                }
+                entries.push(None);
+            }
+            Step::Put(e) => {
+                let value = Raw::Bytes(e.value.clone().into_bytes());
+                let opts = WriteOptions {
+                    expiry: Some(Expiry::At(from_millis(e.expires_at))),
+                    if_version: None,
+                };
+                t.op_set(w, &value, opts)?;
+                entries.push(Some(e.clone()));
+            }
+        }
+    }
+    let mut after = (count + added).saturating_sub(removed);
+    let at = filling_at(sh.max_entries);
+    if count < at && after >= at {
+        // Crossing 80% as the count says: the count may be high (rows the
+        // background sweep removed), so count exactly before warning.
+        after = rows(sh, w)?;
+        filling(sh, w.now, after, &mut events);
+    }
+    if after != stored {
+        set_count(sh, w, after)?;
+    }
+    Ok(Outcome::Written { entries, events })
+}
+
+/// Removes expired rows and makes the count exact; says how many of this
+/// store's entries went.
+pub(crate) fn sweep(sh: &Shared, w: &mut WriteCtx<'_>) -> Result<Swept> {
+    let before = rows(sh, w)?;
+    for _ in 0..SWEEP_ROUNDS {
+        if storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)? < SWEEP_BATCH {
+            break;
+        }
+    }
+    let after = rows(sh, w)?;
+    if count_on(w.conn, &sh.count, w.now)? != after {
+        set_count(sh, w, after)?;
+    }
+    sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;
+    Ok(Swept {
+        removed: before.saturating_sub(after),
+        entries: after,
+    })
+}
