@@ -10,6 +10,7 @@
 mod bucket;
 mod convert;
 mod js;
+mod limit_store;
 mod limits;
 mod once;
 mod settle;

@@ -1,0 +1,2 @@
+// Types of `tinystore/limit-store` for `import`.
+export * from '../dist/cjs/limit-store.js'

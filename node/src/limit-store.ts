@@ -1,0 +1,260 @@
+/**
+ * A limit store for app frameworks, on `kv.db`: where a framework keeps its
+ * limit counts (sign-ins, password resets, codes sent), shared by every
+ * process that opens the same store, with no Redis.
+ *
+ * It has the shape of the framework's `LimitStore` contract:
+ *
+ * ```ts
+ * import { open } from 'tinystore'
+ * import { limitStore } from 'tinystore/limit-store'
+ *
+ * const store = await open('data')
+ * const limits = limitStore(store, { maxEntries: 200_000 })
+ * await limits.update(['sign-in:ada'], (entries, now) => {
+ *   const count = (entries.get('sign-in:ada')?.value as number | undefined) ?? 0
+ *   return { 'sign-in:ada': { value: count + 1, expiresAt: now + 60_000 } }
+ * })
+ * ```
+ *
+ * Every rule (keys stored as their SHA-256, versions checked at commit,
+ * expiry on the store's clock, the bound, the 2 s deadline, 64 calls in
+ * flight) is the engine's; this module converts values and calls `apply`.
+ *
+ * @module
+ */
+
+import { InvalidError } from './errors'
+import { native } from './native'
+import { nativeOf, type Store } from './store'
+
+/** One entry: a JSON value and when it expires, in ms on the store's clock. */
+export interface LimitEntry<V = unknown> {
+	/** The value: anything `JSON.stringify` writes, at most 4 KB of JSON. */
+	value: V
+	/** When the entry expires, in ms since the epoch on the store's clock. */
+	expiresAt: number
+}
+
+/**
+ * What `apply` returns: for each key to change, its new entry, or `null` to
+ * delete it. Keys left out are kept as they are. A `Map` or a plain object.
+ */
+export type LimitChanges = ReadonlyMap<string, LimitEntry | null> | Readonly<Record<string, LimitEntry | null>> | void
+
+/**
+ * `apply(entries, now)`: the live entries of the keys (a key without one is
+ * absent from the map) and the store's clock in ms. Synchronous; it may run
+ * more than once when another process changed a key meanwhile, and only
+ * its last run is written.
+ */
+export type LimitApply = (entries: ReadonlyMap<string, LimitEntry>, now: number) => LimitChanges
+
+/** A log line: `{ kind: 'limit-store-filling' | 'limit-store-full', msg }`. */
+export interface LimitStoreLogLine {
+	/** `limit-store-filling` (a warning) or `limit-store-full` (an error). */
+	kind: 'limit-store-filling' | 'limit-store-full'
+	/** What happened, in words. */
+	msg: string
+}
+
+/** Where the store logs; `console` unless given (a pino or winston logger fits). */
+export interface LimitStoreLogger {
+	/** Called with the `limit-store-filling` line. */
+	warn(line: LimitStoreLogLine): void
+	/** Called with the `limit-store-full` line, at most once a minute. */
+	error(line: LimitStoreLogLine): void
+}
+
+/** The options of {@link limitStore}. */
+export interface LimitStoreOptions {
+	/** The bound on live entries (default 1,000,000). */
+	maxEntries?: number
+	/** Where to log the filling and full lines (default `console`). */
+	logger?: LimitStoreLogger
+	/** The name its rows live under in `kv.db` (default `limit-store`). */
+	name?: string
+}
+
+/** The framework's `LimitStore` contract, as this store meets it. */
+export interface LimitStore {
+	/** True: every process that opens the same `kv.db` sees the same entries. */
+	readonly shared: true
+	/** The bound on live entries. */
+	readonly maxEntries: number
+	/**
+	 * Atomically: reads the live entries of `keys`, calls `apply` with them
+	 * and the store's clock, and writes what it returns (`null` deletes),
+	 * with no other update to these keys in between, across processes.
+	 * Resolves with the keys' live entries after the write.
+	 *
+	 * Rejects (the framework's "unavailable") with a `LimitError` when the
+	 * store is full and a key is new, or 64 calls are in flight; with an
+	 * `OutcomeUnknownError` when no answer came within 2 s; with
+	 * `InvalidError` or `LimitError` for a bad entry (nothing written).
+	 */
+	update(keys: readonly string[], apply: LimitApply): Promise<ReadonlyMap<string, LimitEntry>>
+	/** The live entries of `keys`, judged on the store's clock. */
+	read(keys: readonly string[]): Promise<ReadonlyMap<string, LimitEntry>>
+	/** Removes expired entries; resolves with how many went. */
+	sweep(): Promise<number>
+}
+
+type NativeEntry = { value: string; expiresAt: number } | null
+
+interface NativeLimitUpdate {
+	entries(): NativeEntry[]
+	now(): number
+	cancel(): void
+	takeEvents(): Array<{ kind: string; message: string; error: boolean }>
+	commit(
+		kinds: number[],
+		values: string[],
+		expires: number[],
+	): Promise<{ written: true; entries: NativeEntry[] } | { written: false; entries: NativeEntry[]; now: number }>
+}
+
+interface NativeLimitStore {
+	readonly maxEntries: number
+	read(keys: string[]): NativeEntry[]
+	begin(keys: string[]): NativeLimitUpdate
+	sweep(): Promise<number>
+	entries(): number
+}
+
+const addon = native as unknown as {
+	NativeLimitStore: { open(store: unknown, maxEntries: number | undefined, name: string | undefined): NativeLimitStore }
+}
+
+const NAME = 'limit-store'
+
+function keyList(keys: readonly string[]): string[] {
+	if (!Array.isArray(keys)) throw new InvalidError('keys must be an array of strings', { bucket: NAME })
+	for (const k of keys) {
+		if (typeof k !== 'string') {
+			throw new InvalidError(`a limit store key must be a string, not ${typeof k}`, { bucket: NAME })
+		}
+	}
+	return [...keys]
+}
+
+function entryMap(keys: string[], entries: NativeEntry[]): Map<string, LimitEntry> {
+	const out = new Map<string, LimitEntry>()
+	keys.forEach((k, i) => {
+		const e = entries[i]
+		if (e) out.set(k, { value: JSON.parse(e.value) as unknown, expiresAt: e.expiresAt })
+	})
+	return out
+}
+
+/** The three arrays the addon takes: a kind (0 keep, 1 delete, 2 put), JSON text and expiry per key. */
+function encode(keys: string[], changes: LimitChanges): [number[], string[], number[]] {
+	const kinds = keys.map(() => 0)
+	const values = keys.map(() => '')
+	const expires = keys.map(() => 0)
+	if (changes === undefined || changes === null) return [kinds, values, expires]
+	if (typeof changes !== 'object') {
+		throw new InvalidError('apply must return a Map or an object of entries (or nothing)', { bucket: NAME })
+	}
+	const pairs: Iterable<[string, LimitEntry | null]> =
+		changes instanceof Map ? changes.entries() : Object.entries(changes as Record<string, LimitEntry | null>)
+	for (const [key, entry] of pairs) {
+		const i = keys.indexOf(key)
+		const what = { bucket: NAME, key }
+		if (i < 0) throw new InvalidError('apply returned a key that is not one of the keys of the update', what)
+		if (entry === null) {
+			kinds[i] = 1
+			continue
+		}
+		if (typeof entry !== 'object' || entry === undefined) {
+			throw new InvalidError('an entry must be { value, expiresAt } or null', what)
+		}
+		if (typeof entry.expiresAt !== 'number' || !Number.isFinite(entry.expiresAt)) {
+			throw new InvalidError(`expiresAt must be a finite number of ms, not ${String(entry.expiresAt)}`, what)
+		}
+		let text: string | undefined
+		try {
+			text = JSON.stringify(entry.value)
+		} catch (e) {
+			throw new InvalidError(`the value cannot be written as JSON: ${(e as Error).message}`, what)
+		}
+		if (text === undefined) throw new InvalidError('the value cannot be written as JSON (undefined, a function or a symbol)', what)
+		kinds[i] = 2
+		values[i] = text
+		expires[i] = entry.expiresAt
+	}
+	return [kinds, values, expires]
+}
+
+class KvLimitStore implements LimitStore {
+	readonly shared = true as const
+	readonly #native: NativeLimitStore
+	readonly #logger: LimitStoreLogger
+
+	constructor(nativeStore: NativeLimitStore, logger: LimitStoreLogger) {
+		this.#native = nativeStore
+		this.#logger = logger
+	}
+
+	get maxEntries(): number {
+		return this.#native.maxEntries
+	}
+
+	async update(keys: readonly string[], apply: LimitApply): Promise<ReadonlyMap<string, LimitEntry>> {
+		if (typeof apply !== 'function') throw new InvalidError('update needs an apply function', { bucket: NAME })
+		const list = keyList(keys)
+		const u = this.#native.begin(list)
+		let entries = u.entries()
+		let now = u.now()
+		try {
+			for (;;) {
+				let encoded: [number[], string[], number[]]
+				try {
+					encoded = encode(list, apply(entryMap(list, entries), now))
+				} catch (e) {
+					u.cancel()
+					throw e
+				}
+				const r = await u.commit(...encoded)
+				if (r.written) return entryMap(list, r.entries)
+				entries = r.entries
+				now = r.now
+			}
+		} finally {
+			this.#log(u.takeEvents())
+		}
+	}
+
+	async read(keys: readonly string[]): Promise<ReadonlyMap<string, LimitEntry>> {
+		const list = keyList(keys)
+		return entryMap(list, this.#native.read(list))
+	}
+
+	sweep(): Promise<number> {
+		return this.#native.sweep()
+	}
+
+	#log(events: Array<{ kind: string; message: string; error: boolean }>): void {
+		for (const e of events) {
+			const line = { kind: e.kind as LimitStoreLogLine['kind'], msg: e.message }
+			if (e.error) this.#logger.error(line)
+			else this.#logger.warn(line)
+		}
+	}
+}
+
+/**
+ * A limit store over an open store, for a framework's `rateLimit.store`.
+ * Two stores opened on one directory, in one process or in several, are
+ * two handles on the same entries.
+ */
+export function limitStore(store: Store, options: LimitStoreOptions = {}): LimitStore {
+	const nativeStore = nativeOf.get(store)
+	if (nativeStore === undefined) throw new InvalidError('limitStore takes a store from open()', { bucket: NAME })
+	const max = options.maxEntries
+	if (max !== undefined && typeof max !== 'number') {
+		throw new InvalidError(`maxEntries must be a number, not ${typeof max}`, { bucket: NAME })
+	}
+	const logger = options.logger ?? console
+	return new KvLimitStore(addon.NativeLimitStore.open(nativeStore, max, options.name), logger)
+}
