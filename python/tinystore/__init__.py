@@ -21,6 +21,7 @@ from ._aio import Bucket, Opening, Store, open
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, Tx, TxBucket, View, ViewBucket
 from ._base import Key
+from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
@@ -54,6 +55,9 @@ __all__ = [
     "Clock",
     "Duration",
     "Key",
+    "Raw",
+    "RawValue",
+    "Codec",
     "Entry",
     "Page",
     "Maintenance",

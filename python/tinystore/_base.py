@@ -7,6 +7,7 @@ from typing import Any, Generic, TypeVar, Union
 
 from . import _native
 from ._codecs import Codec, codec_for
+from ._custom import Raw, custom_codec, raw_codec
 from ._time import Clock, Duration, to_millis
 from .errors import ClosedError, InvalidError
 
@@ -27,6 +28,8 @@ def open_native(dir: str | os.PathLike[str], clock: Any) -> _native.Store:
 
 def codec_of(name: str, tp: Any) -> Codec:
     """The codec of a handle's type; a type that cannot be kept is ``InvalidError``."""
+    if tp is Raw:
+        return raw_codec()
     try:
         return codec_for(tp)
     except TypeError as e:
@@ -65,8 +68,10 @@ class StoreBase:
         """Every handle name in the file, with its kind (``"values"``, ``"quota"``, ...)."""
         return self._n.names()
 
-    def _bucket_native(self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None) -> _native.Bucket:
-        codec = codec_of(name, tp)
+    def _bucket_native(
+        self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None, custom: Any = None
+    ) -> _native.Bucket:
+        codec = codec_of(name, tp) if custom is None else custom_codec(name, tp, custom)
         return _native.Bucket(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, ttl, idle)
 
     def _rate_limit_native(self, name: str, rate: Any, burst: Any) -> _native.RateLimit:

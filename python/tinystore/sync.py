@@ -21,6 +21,7 @@ from typing import Any, TypeVar, overload
 
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
+from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
@@ -59,17 +60,49 @@ class Store(StoreBase):
     __slots__ = ()
 
     @overload
-    def bucket(self, name: str, type: type[T], *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[T]: ...
+    def bucket(
+        self, name: str, type: type[Raw], *, ttl: Duration | None = None, idle: Duration | None = None
+    ) -> Bucket[RawValue]: ...
+    @overload
+    def bucket(
+        self,
+        name: str,
+        type: type[T],
+        *,
+        ttl: Duration | None = None,
+        idle: Duration | None = None,
+        codec: Codec[T] | None = None,
+    ) -> Bucket[T]: ...
     @overload
     def bucket(self, name: str, type: None, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[None]: ...
     @overload
+    def bucket(
+        self, name: str, *, codec: Codec[T], ttl: Duration | None = None, idle: Duration | None = None
+    ) -> Bucket[T]: ...
+    @overload
     def bucket(self, name: str, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]: ...
     @overload
-    def bucket(self, name: str, type: object, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]: ...
+    def bucket(
+        self,
+        name: str,
+        type: object,
+        *,
+        ttl: Duration | None = None,
+        idle: Duration | None = None,
+        codec: Codec[Any] | None = None,
+    ) -> Bucket[Any]: ...
 
-    def bucket(self, name: str, type: Any = Any, *, ttl: Duration | None = None, idle: Duration | None = None) -> Bucket[Any]:
+    def bucket(
+        self,
+        name: str,
+        type: Any = Any,
+        *,
+        ttl: Duration | None = None,
+        idle: Duration | None = None,
+        codec: Codec[Any] | None = None,
+    ) -> Bucket[Any]:
         """The bucket ``name`` of values of ``type`` (see ``tinystore.Store.bucket``)."""
-        return Bucket(self._bucket_native(name, type, ttl, idle))
+        return Bucket(self._bucket_native(name, type, ttl, idle, codec))
 
     def rate_limit(self, name: str, *, rate: Rate, burst: int | None = None) -> RateLimit:
         """The rate limit ``name``: ``rate`` requests per span (``"5/m"``), at most ``burst``

@@ -112,8 +112,11 @@ pub enum ValueKind {
     Bool,
     /// A set: members have no value.
     Set,
-    /// Anything else: JSON written and read by the Python codec.
+    /// Anything else: JSON written and read by the Python codec (or the
+    /// bytes of a bucket's own codec).
     Json,
+    /// The row as it is: `None`, an `int` or `bytes` (`tinystore.Raw`).
+    Raw,
 }
 
 impl ValueKind {
@@ -126,6 +129,7 @@ impl ValueKind {
             "bool" => ValueKind::Bool,
             "none" => ValueKind::Set,
             "json" => ValueKind::Json,
+            "raw" => ValueKind::Raw,
             other => return Err(invalid(format!("unknown value kind {other:?}"))),
         })
     }
@@ -196,6 +200,7 @@ impl Codec {
                     .map_err(|_| invalid("the codec did not give bytes"))?;
                 Ok(Raw::json(bytes.as_bytes().to_vec()))
             }
+            ValueKind::Raw => raw_row(value),
             _ => Err(self.wrong(value)),
         }
     }
@@ -220,6 +225,11 @@ impl Codec {
                     .call1((bytes,))
                     .map_err(|e| from_codec(py, ErrorKind::Corrupt, e))?
             }
+            ValueKind::Raw => match raw {
+                Raw::Null => py.None().into_bound(py),
+                Raw::Int(i) => PyInt::new(py, *i).into_any(),
+                Raw::Bytes(b) => PyBytes::new(py, b).into_any(),
+            },
         })
     }
 
@@ -234,6 +244,7 @@ impl Codec {
             ValueKind::Bool => raw.as_bool().map(drop),
             ValueKind::Set => raw.as_set_member(),
             ValueKind::Json => Python::attach(|py| self.to_py(py, raw).map(drop)),
+            ValueKind::Raw => Ok(()),
         }
         .map_err(|e| {
             if e.kind() == ErrorKind::Corrupt {
@@ -243,6 +254,44 @@ impl Codec {
             }
         })
     }
+}
+
+/// A value of a raw bucket as its row: `None` is nothing, an `int` (a bool
+/// too, as 1 or 0) an integer, `bytes` (or `bytearray`, `memoryview`) bytes,
+/// and a `str` its UTF-8 bytes, as a `str` bucket keeps it.
+fn raw_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
+    if value.is_none() {
+        return Ok(Raw::Null);
+    }
+    if value.is_instance_of::<PyInt>() {
+        return value.extract::<i64>().map(Raw::int).map_err(|_| {
+            invalid(format!(
+                "the integer {} is outside the 64-bit range a row keeps",
+                value.str().map(|s| s.to_string()).unwrap_or_default()
+            ))
+        });
+    }
+    if let Ok(b) = value.cast::<PyBytes>() {
+        return Ok(Raw::Bytes(b.as_bytes().to_vec()));
+    }
+    if let Ok(b) = value.cast::<PyByteArray>() {
+        return Ok(Raw::Bytes(b.to_vec()));
+    }
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(Raw::text(
+            s.to_str().map_err(|_| invalid("the text holds a lone surrogate"))?,
+        ));
+    }
+    if let Ok(m) = value.cast::<pyo3::types::PyMemoryView>()
+        && let Ok(b) = m.call_method0("tobytes")
+        && let Ok(b) = b.cast::<PyBytes>()
+    {
+        return Ok(Raw::Bytes(b.as_bytes().to_vec()));
+    }
+    Err(invalid(format!(
+        "a raw bucket holds None, an int or bytes, not {}",
+        type_name(value)
+    )))
 }
 
 /// `owner/owner/key` as the core's errors show it.
