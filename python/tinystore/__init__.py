@@ -25,6 +25,7 @@ from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
+from .config import Config, Source, open_config
 from .errors import (
     CallCancelledError,
     ClosedError,
@@ -39,6 +40,9 @@ from .errors import (
 
 __all__ = [
     "open",
+    "open_config",
+    "Config",
+    "Source",
     "Opening",
     "Store",
     "Bucket",

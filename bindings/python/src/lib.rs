@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod bucket;
 mod completions;
+mod config;
 mod convert;
 mod errors;
 mod limits;
@@ -30,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<once::Claim>()?;
     m.add_class::<tx::Tx>()?;
     m.add_class::<tx::View>()?;
+    m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     Ok(())
 }

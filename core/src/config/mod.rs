@@ -36,9 +36,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub use fields::{Field, FieldType, MAX_FIELD_PATH, MAX_FIELD_VALUE, MAX_KEPT, Schema};
+pub use serde_json::Value;
 pub use typed::{Config, ConfigBuilder, Watch, millis};
 pub use watch::POLL;
 
@@ -229,6 +230,25 @@ impl RawConfig {
     pub fn get(&self) -> Result<Arc<Value>> {
         self.shared.kept.store().inner.check_open()?;
         Ok(self.built()?.0)
+    }
+
+    /// [`RawConfig::get`] as JSON text, for the bindings.
+    pub fn get_json(&self) -> Result<String> {
+        Ok(self.get()?.to_string())
+    }
+
+    /// [`RawConfig::sources`] as a JSON list, for the bindings: each
+    /// `{"path", "from", ...detail, "leftOut"?}`.
+    pub fn sources_json(&self) -> Result<String> {
+        let s = self.sources()?;
+        Ok(Value::Array(s.iter().map(FieldSource::to_json).collect()).to_string())
+    }
+
+    /// [`RawConfig::update`] of a patch given as JSON text, for the bindings.
+    pub fn update_json(&self, patch: &str) -> Result<()> {
+        let v: Value = serde_json::from_str(patch)
+            .map_err(|e| Error::invalid(format!("a config update is not JSON: {e}")).in_bucket(&self.name))?;
+        self.update(&v)
     }
 
     /// Where each field's value came from, secret fields left out, with any
