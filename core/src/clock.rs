@@ -59,6 +59,23 @@ impl Clock {
         }
     }
 
+    /// Holds a system clock at `ms` or later: the highest time the file's
+    /// commits saw, so that a system clock set back while no process had
+    /// the store open cannot revive an expired key. A manual clock keeps
+    /// the time its test gave it.
+    pub(crate) fn hold_at_least(&self, ms: i64) {
+        if !self.is_manual() {
+            self.inner.millis.fetch_max(ms, Ordering::AcqRel);
+        }
+    }
+
+    /// The time to record as the file's high-water mark: the system clock's
+    /// now, or 0 (which raises nothing) for a manual clock, whose times
+    /// belong to its test and must not hold a later real clock.
+    pub(crate) fn mark_millis(&self) -> i64 {
+        if self.is_manual() { 0 } else { self.now_millis() }
+    }
+
     /// A manual clock that shows `start` until a test moves it.
     pub fn manual(start: SystemTime) -> Clock {
         Clock {

@@ -100,6 +100,7 @@ impl Store {
             None => Clock::system(),
         };
         let conn = storage::file::open_writer(&file)?;
+        clock.hold_at_least(storage::file::clock_mark(&conn, &file)?);
         let n = options
             .readers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));

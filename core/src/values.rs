@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::group_commit::{Ticket, WriteCtx};
+use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch, Key};
 use crate::raw::Raw;
 use crate::storage::{self, Cell, Kind};
@@ -182,6 +182,16 @@ impl BucketCore {
         }))
     }
 
+    /// The expiry a `set` gives, as the one statement that writes it
+    /// decides: the rule of [`BucketCore::expiry`] without reading the row.
+    fn set_expiry(&self, now: i64, own: Option<Expiry>) -> storage::SetExpiry {
+        match (own, self.idle) {
+            (Some(e), _) => storage::SetExpiry::Give(Some(e.at(now))),
+            (None, Some(term)) => storage::SetExpiry::Give(Some(now.saturating_add(term))),
+            (None, None) => storage::SetExpiry::KeepLiveElse(self.ttl.map(|t| now.saturating_add(t))),
+        }
+    }
+
     /// The expiry a write gives: its own, else a live key's (not in an idle
     /// bucket, where a write renews), else the bucket's.
     fn expiry(&self, now: i64, own: Option<Expiry>, live: Option<Option<i64>>) -> Option<i64> {
@@ -263,22 +273,40 @@ impl Target {
     pub(crate) fn op_set(&self, w: &mut WriteCtx<'_>, value: &Raw, opts: WriteOptions) -> Result<Version> {
         value.check_size().map_err(|e| self.name(e))?;
         let mut run = || {
-            let (any, live) = self.live_meta(w)?;
-            self.check_version(live.as_ref(), opts.if_version)?;
-            let expires = self.core.expiry(w.now, opts.expiry, live.map(|m| m.expires));
-            let version = w.next_version();
-            storage::put(
-                w.conn,
-                self.core.id,
-                &self.path,
-                version,
-                expires,
-                value,
-                any.and_then(|m| m.spill),
-            )?;
-            Ok(Version(version))
+            if opts.if_version.is_none() && !storage::spills(value) {
+                // The common write: one statement, the expiry rule in SQL,
+                // no read first. It runs without a savepoint of its own.
+                let version = w.next_version();
+                let expiry = self.core.set_expiry(w.now, opts.expiry);
+                if storage::set_inline(w.conn, self.core.id, &self.path, version, expiry, value, w.now)? {
+                    return Ok(Version(version));
+                }
+                // The row holds a spilled value: replace it and free the
+                // spill, two changes, so in a savepoint of their own.
+                return w.savepoint(|w| self.put_reading(w, value, opts));
+            }
+            self.put_reading(w, value, opts)
         };
         run().map_err(|e| self.name(e))
+    }
+
+    /// A `set` that reads the row first: for `if_version`, for a value that
+    /// spills, and for a row whose value spilled.
+    fn put_reading(&self, w: &mut WriteCtx<'_>, value: &Raw, opts: WriteOptions) -> Result<Version> {
+        let (any, live) = self.live_meta(w)?;
+        self.check_version(live.as_ref(), opts.if_version)?;
+        let expires = self.core.expiry(w.now, opts.expiry, live.map(|m| m.expires));
+        let version = w.next_version();
+        storage::put(
+            w.conn,
+            self.core.id,
+            &self.path,
+            version,
+            expires,
+            value,
+            any.and_then(|m| m.spill),
+        )?;
+        Ok(Version(version))
     }
 
     pub(crate) fn op_create(&self, w: &mut WriteCtx<'_>, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
@@ -354,6 +382,21 @@ impl Target {
             Ok(true)
         };
         run().map_err(|e| self.name(e))
+    }
+}
+
+/// What a write of one key carries to the writer: the bytes of its value
+/// (how groups are bounded) and whether it needs a savepoint.
+fn cost(value: Option<&Raw>) -> (usize, Isolation) {
+    (value.map_or(0, Raw::encoded_len), Isolation::Savepoint)
+}
+
+/// A `set`'s cost: an inline value is written in one statement, or, when it
+/// replaces a spilled one, in a savepoint the write opens itself.
+fn set_cost(value: &Raw) -> (usize, Isolation) {
+    match storage::spills(value) {
+        true => (value.encoded_len(), Isolation::Savepoint),
+        false => (value.encoded_len(), Isolation::OneStatement),
     }
 }
 
@@ -505,31 +548,51 @@ impl RawBucket {
         Pages::new(move |opts| self.list(opts))
     }
 
+    /// Every write of a key changes at most one row of cells, and a value
+    /// that spills adds a row before it: only that write needs a savepoint.
     fn write<T: Send + 'static>(
         &self,
         t: Target,
-        weight: usize,
+        (weight, isolation): (usize, Isolation),
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let inner = &self.core.store.inner;
-        inner.writer.call(weight, move |w: &mut WriteCtx<'_>| op(&t, w))
+        // The writer's own errors (closed, cancelled, outcome unknown) name
+        // the key too; an op's errors already do.
+        let t = Arc::new(t);
+        let named = t.clone();
+        inner
+            .writer
+            .call_as(weight, isolation, move |w: &mut WriteCtx<'_>| op(&t, w))
+            .map_err(|e| named.name(e))
     }
 
     fn write_then<T: Send + 'static>(
         &self,
         t: Target,
-        weight: usize,
+        (weight, isolation): (usize, Isolation),
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<Ticket> {
         let inner = &self.core.store.inner;
-        inner.writer.submit(weight, move |w: &mut WriteCtx<'_>| op(&t, w), done)
+        let t = Arc::new(t);
+        let named = t.clone();
+        let named_too = t.clone();
+        inner
+            .writer
+            .submit_as(
+                weight,
+                isolation,
+                move |w: &mut WriteCtx<'_>| op(&t, w),
+                move |r| done(r.map_err(|e| named.name(e))),
+            )
+            .map_err(|e| named_too.name(e))
     }
 
     /// Writes `value`, durably, and returns its version.
     pub fn set(&self, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
         let t = self.target(key)?;
-        self.write(t, value.encoded_len(), move |t, w| t.op_set(w, &value, opts))
+        self.write(t, set_cost(&value), move |t, w| t.op_set(w, &value, opts))
     }
 
     /// The completion form of [`RawBucket::set`]: returns at once, and `done`
@@ -542,13 +605,13 @@ impl RawBucket {
         done: impl FnOnce(Result<Version>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, value.encoded_len(), move |t, w| t.op_set(w, &value, opts), done)
+        self.write_then(t, set_cost(&value), move |t, w| t.op_set(w, &value, opts), done)
     }
 
     /// Writes `value` only if the key is absent.
     pub fn create(&self, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
         let t = self.target(key)?;
-        self.write(t, value.encoded_len(), move |t, w| t.op_create(w, &value, expiry))
+        self.write(t, cost(Some(&value)), move |t, w| t.op_create(w, &value, expiry))
     }
 
     /// The completion form of [`RawBucket::create`].
@@ -560,7 +623,7 @@ impl RawBucket {
         done: impl FnOnce(Result<Created<Raw>>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, value.encoded_len(), move |t, w| t.op_create(w, &value, expiry), done)
+        self.write_then(t, cost(Some(&value)), move |t, w| t.op_create(w, &value, expiry), done)
     }
 
     /// Reads and deletes a key in one write. `check` runs inside the write:
@@ -572,7 +635,7 @@ impl RawBucket {
         check: impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static,
     ) -> Result<Option<Entry<Raw>>> {
         let t = self.target(key)?;
-        self.write(t, 0, move |t, w| {
+        self.write(t, cost(None), move |t, w| {
             t.op_take(w, if_version, |e| {
                 check(&e)?;
                 Ok(e)
@@ -591,7 +654,7 @@ impl RawBucket {
         let t = self.target(key)?;
         self.write_then(
             t,
-            0,
+            cost(None),
             move |t, w| {
                 t.op_take(w, if_version, |e| {
                     check(&e)?;
@@ -605,7 +668,7 @@ impl RawBucket {
     /// Deletes a key; says whether a live key was there.
     pub fn delete(&self, key: &[u8], if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        self.write(t, 0, move |t, w| t.op_delete(w, if_version))
+        self.write(t, cost(None), move |t, w| t.op_delete(w, if_version))
     }
 
     /// The completion form of [`RawBucket::delete`].
@@ -616,14 +679,14 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, 0, move |t, w| t.op_delete(w, if_version), done)
+        self.write_then(t, cost(None), move |t, w| t.op_delete(w, if_version), done)
     }
 
     /// Gives a live key a new expiry, keeping its value and version; says
     /// whether a live key was there.
     pub fn expire(&self, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        self.write(t, 0, move |t, w| t.op_expire(w, expiry, if_version))
+        self.write(t, cost(None), move |t, w| t.op_expire(w, expiry, if_version))
     }
 
     /// The completion form of [`RawBucket::expire`].
@@ -635,7 +698,7 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, 0, move |t, w| t.op_expire(w, expiry, if_version), done)
+        self.write_then(t, cost(None), move |t, w| t.op_expire(w, expiry, if_version), done)
     }
 
     /// Removes this branch and every branch under it, for every reader at once.

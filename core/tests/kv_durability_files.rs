@@ -103,11 +103,17 @@ fn kv15_failed_commit_answers_outcome_unknown_to_each_caller() {
     store.fail_next_commit_for_tests();
     go.send(()).unwrap();
     h.join().unwrap();
+    let mut keys = Vec::new();
     for _ in 0..3 {
         let e = rx.recv().unwrap().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutcomeUnknown);
         assert!(e.message().contains("read the key"), "{e}");
+        // The caller learns which key to read back.
+        assert_eq!(e.bucket(), Some("b"), "{e}");
+        keys.push(e.path().expect("the error names the key").to_owned());
     }
+    keys.sort();
+    assert_eq!(keys, ["0", "1", "2"]);
     b.set("after", &1).unwrap();
     assert_eq!(
         b.get("after").unwrap(),
@@ -126,7 +132,9 @@ fn kv15_a_caller_that_gives_up_before_its_write_starts_writes_nothing() {
     ticket.cancel();
     go.send(()).unwrap();
     h.join().unwrap();
-    assert_eq!(rx.recv().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
+    let e = rx.recv().unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    assert_eq!((e.bucket(), e.path()), (Some("b"), Some("k")), "{e}");
     assert_eq!(b.get("k").unwrap(), None);
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::memory::{Held, Memory};
 use super::shared;
 use crate::error::{Error, Result};
-use crate::group_commit::{Ticket, WriteCtx};
+use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch};
 use crate::storage::{self, Kind};
 use crate::store::Store;
@@ -176,6 +176,7 @@ fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> 
             None => t.core.ttl.map(|ttl| w.now.saturating_add(ttl)),
         };
         let version = w.next_version();
+        // A counter's row never spills, so this is the write's one change.
         storage::put(
             w.conn,
             t.core.id,
@@ -260,7 +261,9 @@ impl Counters {
                 .store
                 .inner
                 .writer
-                .call(0, move |w: &mut WriteCtx<'_>| op_change(&t, w, how, n)),
+                .call_as(0, Isolation::OneStatement, move |w: &mut WriteCtx<'_>| {
+                    op_change(&t, w, how, n)
+                }),
         }
     }
 
@@ -277,12 +280,12 @@ impl Counters {
                 done(self.change_in(m, &t, how, n));
                 Ok(Ticket::finished())
             }
-            None => self
-                .core
-                .store
-                .inner
-                .writer
-                .submit(0, move |w: &mut WriteCtx<'_>| op_change(&t, w, how, n), done),
+            None => self.core.store.inner.writer.submit_as(
+                0,
+                Isolation::OneStatement,
+                move |w: &mut WriteCtx<'_>| op_change(&t, w, how, n),
+                done,
+            ),
         }
     }
 

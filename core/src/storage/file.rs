@@ -114,6 +114,13 @@ pub fn open_writer(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// The clock's high-water mark, read at open: an error names the file,
+/// since a damaged page here refuses the whole store.
+pub fn clock_mark(conn: &Connection, path: &Path) -> Result<i64> {
+    conn.query_row(sql::CLOCK_GET, [], |r| r.get(0))
+        .map_err(|e| opened(path, e))
+}
+
 /// Opens a reader: read-only statements, no schema work.
 pub fn open_reader(path: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;

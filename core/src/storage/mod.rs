@@ -7,7 +7,7 @@
 pub mod file;
 pub mod sql;
 
-use rusqlite::{Connection, OptionalExtension, named_params, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{Error, Result};
 use crate::raw::{Raw, SPILL_OVER};
@@ -132,16 +132,23 @@ pub fn revision(conn: &Connection) -> Result<i64> {
     Ok(conn.prepare_cached(sql::REVISION_GET)?.query_row([], |r| r.get(0))?)
 }
 
-/// Records the file's last revision.
-pub fn set_revision(conn: &Connection, rev: i64) -> Result<()> {
-    conn.prepare_cached(sql::REVISION_SET)?.execute([rev])?;
+/// Records the file's last revision, and raises the clock's high-water
+/// mark to `mark` (ms; 0 raises nothing) in the same statement.
+pub fn set_revision(conn: &Connection, rev: i64, mark: i64) -> Result<()> {
+    conn.prepare_cached(sql::REVISION_SET)?.execute([rev, mark])?;
+    Ok(())
+}
+
+/// Raises the clock's high-water mark to `now` (ms); never lowers it.
+pub fn raise_clock_mark(conn: &Connection, now: i64) -> Result<()> {
+    conn.prepare_cached(sql::CLOCK_RAISE)?.execute([now])?;
     Ok(())
 }
 
 /// Reads a live row with its value.
 pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
     let mut st = conn.prepare_cached(sql::CELL_GET)?;
-    let mut rows = st.query(named_params! {":bucket": bucket, ":path": path, ":now": now})?;
+    let mut rows = st.query(params![bucket, path, now])?;
     match rows.next()? {
         None => Ok(None),
         Some(r) => Ok(Some(Cell {
@@ -156,9 +163,7 @@ pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Opti
 pub fn has(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<(i64, Option<i64>)>> {
     let mut st = conn.prepare_cached(sql::CELL_HAS)?;
     Ok(st
-        .query_row(named_params! {":bucket": bucket, ":path": path, ":now": now}, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(params![bucket, path, now], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
 
@@ -166,7 +171,7 @@ pub fn has(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Opti
 pub fn meta(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<CellMeta>> {
     let mut st = conn.prepare_cached(sql::CELL_META)?;
     Ok(st
-        .query_row(named_params! {":bucket": bucket, ":path": path, ":now": now}, |r| {
+        .query_row(params![bucket, path, now], |r| {
             Ok(CellMeta {
                 version: r.get(0)?,
                 expires: r.get(1)?,
@@ -201,6 +206,46 @@ pub fn put(
     conn.prepare_cached(sql::CELL_UPSERT)?
         .execute(params![bucket, path, version, expires, inline, spill])?;
     Ok(())
+}
+
+/// Whether writing `value` takes more than one statement: a value kept in
+/// a row of its own is inserted before its cell.
+pub fn spills(value: &Raw) -> bool {
+    matches!(value, Raw::Bytes(b) if b.len() > SPILL_OVER)
+}
+
+/// What expiry a `set` gives, decided without reading the row first.
+#[derive(Clone, Copy, Debug)]
+pub enum SetExpiry {
+    /// This expiry, whatever the row had.
+    Give(Option<i64>),
+    /// A live row keeps its own; otherwise this one.
+    KeepLiveElse(Option<i64>),
+}
+
+/// Writes an inline value (one that does not spill) in one statement, with
+/// no read before it. Returns false, having changed nothing, when the row
+/// holds a spilled value: the caller then replaces it with [`put`], which
+/// frees the spill.
+pub fn set_inline(
+    conn: &Connection,
+    bucket: i64,
+    path: &[u8],
+    version: i64,
+    expiry: SetExpiry,
+    value: &Raw,
+    now: i64,
+) -> Result<bool> {
+    debug_assert!(!spills(value), "a spilling value is written with put");
+    value.check_size()?;
+    let (keep, expires) = match expiry {
+        SetExpiry::Give(e) => (false, e),
+        SetExpiry::KeepLiveElse(e) => (true, e),
+    };
+    let n = conn
+        .prepare_cached(sql::CELL_SET)?
+        .execute(params![bucket, path, version, expires, value, keep, now])?;
+    Ok(n == 1)
 }
 
 /// Deletes a row and its spill.
@@ -256,9 +301,7 @@ pub fn scan(
     max_bytes: usize,
 ) -> Result<(Vec<ScanRow>, bool)> {
     let mut st = conn.prepare_cached(sql::CELL_SCAN)?;
-    let mut rows = st.query(named_params! {
-        ":bucket": bucket, ":after": after, ":hi": hi, ":now": now, ":limit": (limit + 1) as i64,
-    })?;
+    let mut rows = st.query(params![bucket, after, hi, now, (limit + 1) as i64])?;
     let mut out = Vec::new();
     let mut bytes = 0usize;
     while let Some(r) = rows.next()? {

@@ -1,8 +1,10 @@
 //! Every SQL statement of TinyStore, as named constants.
 //!
 //! Nothing outside `storage` knows SQL. Statements are prepared once per
-//! connection through rusqlite's statement cache. `:now` is always the
-//! store's clock in milliseconds, never SQLite's.
+//! connection through rusqlite's statement cache, with positional
+//! parameters (binding by name searches the names on every call). The time
+//! a statement judges expiry by is always the store's clock in
+//! milliseconds, never SQLite's.
 
 /// SQLite `application_id` of kv.db: "TKVS".
 pub const APPLICATION_ID: i32 = 0x544b_5653;
@@ -49,6 +51,8 @@ pub const MIGRATIONS: &[&str] = &[
         until   INTEGER NOT NULL,
         PRIMARY KEY (bucket, path)
     ) STRICT, WITHOUT ROWID;",
+    // 2: the highest time a commit saw, under which the clock never falls.
+    "INSERT INTO meta (name, value) VALUES ('clock', 0);",
 ];
 
 /// The format version this build writes and the newest it reads.
@@ -56,15 +60,18 @@ pub const FORMAT_VERSION: i64 = MIGRATIONS.len() as i64;
 
 pub const TABLE_COUNT: &str = "SELECT count(*) FROM sqlite_schema WHERE type = 'table'";
 
-/// A row is hidden when a clear mark over its path is at or after its version.
+/// A row is hidden when it expired at the time `$now` (a parameter), or
+/// when a clear mark over its path is at or after its version.
 macro_rules! visible {
-    ($c:literal) => {
+    ($c:literal, $now:literal) => {
         concat!(
             "(",
             $c,
             ".expires IS NULL OR ",
             $c,
-            ".expires > :now) AND NOT EXISTS (SELECT 1 FROM branches b WHERE b.bucket = ",
+            ".expires > ",
+            $now,
+            ") AND NOT EXISTS (SELECT 1 FROM branches b WHERE b.bucket = ",
             $c,
             ".bucket AND ",
             $c,
@@ -82,32 +89,60 @@ pub const BUCKET_INSERT: &str = "INSERT INTO buckets (name, kind) VALUES (?1, ?2
 pub const BUCKET_LIST: &str = "SELECT id, name, kind FROM buckets ORDER BY name";
 
 pub const REVISION_GET: &str = "SELECT value FROM meta WHERE name = 'revision'";
-pub const REVISION_SET: &str = "UPDATE meta SET value = ?1 WHERE name = 'revision'";
+/// The group's end: the new revision, and the clock's high-water mark,
+/// which only ever rises.
+pub const REVISION_SET: &str = "UPDATE meta SET value = CASE name WHEN 'revision' THEN ?1 ELSE max(value, ?2) END
+     WHERE name IN ('revision', 'clock')";
+/// The highest time (ms) any commit to the file has seen: a store's clock
+/// starts there, so a system clock set back before a restart cannot revive
+/// a key that was already expired.
+pub const CLOCK_GET: &str = "SELECT value FROM meta WHERE name = 'clock'";
+pub const CLOCK_RAISE: &str = "UPDATE meta SET value = ?1 WHERE name = 'clock' AND value < ?1";
 
 /// A live row with its value, the spilled one when it has one.
 pub const CELL_GET: &str = concat!(
     "SELECT c.version, c.expires, coalesce(s.value, c.value) FROM cells c LEFT JOIN spilled s ON s.id = c.spill
-     WHERE c.bucket = :bucket AND c.path = :path AND ",
-    visible!("c")
+     WHERE c.bucket = ?1 AND c.path = ?2 AND ",
+    visible!("c", "?3")
 );
 
 /// Whether a live row is there, without reading its value.
 pub const CELL_HAS: &str = concat!(
-    "SELECT c.version, c.expires FROM cells c WHERE c.bucket = :bucket AND c.path = :path AND ",
-    visible!("c")
+    "SELECT c.version, c.expires FROM cells c WHERE c.bucket = ?1 AND c.path = ?2 AND ",
+    visible!("c", "?3")
 );
 
 /// The row as a write sees it: dead rows too, so their spill can be freed.
 pub const CELL_META: &str = concat!(
     "SELECT c.version, c.expires, c.spill, (",
-    visible!("c"),
-    ") FROM cells c WHERE c.bucket = :bucket AND c.path = :path"
+    visible!("c", "?3"),
+    ") FROM cells c WHERE c.bucket = ?1 AND c.path = ?2"
 );
 
+/// Writes a row whatever was there; the caller frees a replaced spill.
 pub const CELL_UPSERT: &str = "INSERT INTO cells (bucket, path, version, expires, value, spill)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)
      ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version, expires = excluded.expires,
        value = excluded.value, spill = excluded.spill";
+
+/// A `set` of an inline value in one statement, with no read before it:
+/// like [`CELL_UPSERT`], but when `:keep` is 1 a live row keeps its expiry
+/// (a write to a live key of a bucket without idle renewal does not extend
+/// it). A row with a spilled value is left alone (no change), for the
+/// caller to replace in a savepoint with its spill freed. No trigger on
+/// `cells`: one would make SQLite journal every statement's pages.
+/// Positional, because binding by name searches the names per call: ?1
+/// bucket, ?2 path, ?3 version, ?4 expires, ?5 value, ?6 keep, ?7 now.
+pub const CELL_SET: &str = concat!(
+    "INSERT INTO cells (bucket, path, version, expires, value, spill)
+     VALUES (?1, ?2, ?3, ?4, ?5, NULL)
+     ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version,
+       expires = CASE WHEN ?6 AND ",
+    visible!("cells", "?7"),
+    " THEN cells.expires ELSE excluded.expires END,
+       value = excluded.value, spill = NULL
+     WHERE cells.spill IS NULL"
+);
 
 pub const CELL_DELETE: &str = "DELETE FROM cells WHERE bucket = ?1 AND path = ?2";
 
@@ -123,9 +158,9 @@ pub const SPILL_DELETE: &str = "DELETE FROM spilled WHERE id = ?1";
 /// A page of a branch's own keys, after a path, in path order.
 pub const CELL_SCAN: &str = concat!(
     "SELECT c.path, c.version, c.expires, coalesce(s.value, c.value) FROM cells c LEFT JOIN spilled s ON s.id = c.spill
-     WHERE c.bucket = :bucket AND c.path > :after AND c.path < :hi AND ",
-    visible!("c"),
-    " ORDER BY c.path LIMIT :limit"
+     WHERE c.bucket = ?1 AND c.path > ?2 AND c.path < ?3 AND ",
+    visible!("c", "?4"),
+    " ORDER BY c.path LIMIT ?5"
 );
 
 /// Rows of a subtree, up to a bound, to choose between deleting and marking.
