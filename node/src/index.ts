@@ -29,6 +29,8 @@ export {
 	TinystoreError,
 } from './errors'
 export type { ErrorCode, ErrorWhat } from './errors'
+export { Config, field, openConfig } from './config'
+export type { ConfigOptions, EnvOptions, Field, FieldOptions, Schema, Settings, Source } from './config'
 export { Counters } from './counters'
 export type { CounterType, CounterTypes, CountersOptions } from './counters'
 export { Quota, RateLimit } from './limits'

@@ -77,6 +77,7 @@ typedef struct TsOnce TsOnce;
 typedef struct TsClaim TsClaim;
 typedef struct TsTx TsTx;
 typedef struct TsSnapshot TsSnapshot;
+typedef struct TsConfig TsConfig;
 
 /* A borrowed look at a TsError; its pointers live as long as the error. */
 typedef struct TsErrorView {
@@ -298,6 +299,18 @@ int32_t ts_snapshot_list(const TsSnapshot *s, const TsBucket *b, const uint8_t *
                          TsPage **out, TsError **err);
 void ts_snapshot_close(const TsSnapshot *s);
 void ts_snapshot_free(TsSnapshot *s);
+
+/* Config (KV-20): fields, layers, values and sources as JSON text; the
+ * bytes of get and sources are the caller's (ts_bytes_free). */
+int32_t ts_config_open(const TsStore *s, const uint8_t *name, size_t name_len, const uint8_t *fields, size_t fields_len,
+                       const uint8_t *layers, size_t layers_len, TsConfig **out, TsError **err);
+void ts_config_free(TsConfig *c);
+int32_t ts_config_get(const TsConfig *c, uint8_t **out, size_t *out_len, TsError **err);
+int32_t ts_config_sources(const TsConfig *c, uint8_t **out, size_t *out_len, TsError **err);
+int32_t ts_config_update(const TsConfig *c, const uint8_t *patch, size_t patch_len, TsError **err);
+int32_t ts_config_reset(const TsConfig *c, const uint8_t *path, size_t path_len, TsError **err);
+uint64_t ts_config_generation(const TsConfig *c);
+uint64_t ts_config_wait(const TsConfig *c, uint64_t after, uint64_t timeout_ms);
 
 /* A TEST HOOK, not for applications: the store's next group commit fails as
  * a failed fsync would, and each of its writes answers TS_OUTCOME_UNKNOWN. */

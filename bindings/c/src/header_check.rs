@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     include_str!("lib.rs"),
     include_str!("store.rs"),
     include_str!("bucket.rs"),
@@ -14,6 +14,7 @@ const SOURCES: [&str; 7] = [
     include_str!("limits.rs"),
     include_str!("once.rs"),
     include_str!("session.rs"),
+    include_str!("config.rs"),
 ];
 
 /// What one side declares, in C spelling, keyed by name.

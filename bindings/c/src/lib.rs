@@ -28,6 +28,7 @@
 #![allow(clippy::missing_safety_doc)] // the crate-level "Safety" section covers every function
 
 mod bucket;
+mod config;
 mod limits;
 mod once;
 mod session;
@@ -46,6 +47,7 @@ use std::time::Duration;
 use tinystore::{Branch, Error, ErrorKind, Result, Ticket};
 
 pub use bucket::*;
+pub use config::*;
 pub use limits::*;
 pub use once::*;
 pub use session::*;

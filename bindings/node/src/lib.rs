@@ -8,6 +8,7 @@
 //! TypeScript gives the handbook's names and types.
 
 mod bucket;
+mod config;
 mod convert;
 mod js;
 mod limit_store;
@@ -23,6 +24,7 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 
 pub use bucket::NativeBucket;
+pub use config::NativeConfig;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use once::{NativeClaim, NativeOnce};
 pub use snapshot::NativeSnapshot;

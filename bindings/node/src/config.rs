@@ -1,0 +1,100 @@
+//! Config (KV-20): the core's `RawConfig` on JSON text. The package's
+//! `config.ts` describes a schema object as the core's fields and converts
+//! values; every rule stays in the core. Updates, resets and waits for a
+//! change run on a thread of their own (they are rare), never on the event
+//! loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi_derive::napi;
+use tinystore::RawConfig;
+use tinystore::config::{Layers, Schema};
+
+use crate::convert;
+use crate::js;
+use crate::settle::{self, sync};
+use crate::store::NativeStore;
+
+/// One config: its value, sources and changes as JSON text.
+#[napi]
+pub struct NativeConfig {
+    raw: Arc<RawConfig>,
+}
+
+#[napi]
+impl NativeConfig {
+    /// Opens config `name` on `store`: `fields` and `layers` are the core's
+    /// JSON descriptions.
+    #[napi(factory)]
+    pub fn open(
+        env: Env,
+        store: &NativeStore,
+        name: String,
+        fields: String,
+        layers: String,
+    ) -> napi::Result<NativeConfig> {
+        let r = (|| {
+            let schema = Schema::from_json(&fields)?;
+            let layers = Layers::from_json(&layers)?;
+            RawConfig::open(&store.store, &name, schema, layers, None)
+        })();
+        Ok(NativeConfig {
+            raw: Arc::new(sync(&env, r)?),
+        })
+    }
+
+    /// The whole config as JSON, from memory.
+    #[napi]
+    pub fn get(&self, env: Env) -> napi::Result<String> {
+        sync(&env, self.raw.get_json())
+    }
+
+    /// Each field's source, as a JSON list.
+    #[napi]
+    pub fn sources(&self, env: Env) -> napi::Result<String> {
+        sync(&env, self.raw.sources_json())
+    }
+
+    /// The generation: it grows with every change seen.
+    #[napi]
+    pub fn generation(&self) -> f64 {
+        self.raw.generation() as f64
+    }
+
+    /// Checks and keeps the fields of `patch` (JSON) that change.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn update<'e>(&self, env: &'e Env, patch: String) -> napi::Result<Unknown<'e>> {
+        let raw = self.raw.clone();
+        settle::off_thread(
+            env,
+            move || raw.update_json(&patch),
+            |env, ()| js::undefined(env).map_err(convert::napi_err),
+        )
+    }
+
+    /// Gives the field, or struct of fields, at `path` back to the layers.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn reset<'e>(&self, env: &'e Env, path: String) -> napi::Result<Unknown<'e>> {
+        let raw = self.raw.clone();
+        settle::off_thread(
+            env,
+            move || raw.reset(&path),
+            |env, ()| js::undefined(env).map_err(convert::napi_err),
+        )
+    }
+
+    /// Resolves with the generation once it passes `after`, or after `timeoutMs`.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn wait<'e>(&self, env: &'e Env, after: f64, timeout_ms: f64) -> napi::Result<Unknown<'e>> {
+        let raw = self.raw.clone();
+        let timeout = Duration::from_millis(timeout_ms.clamp(0.0, 60_000.0) as u64);
+        settle::off_thread(
+            env,
+            move || Ok(raw.wait(after as u64, timeout)),
+            |env, g| js::number(env, g as f64).map_err(convert::napi_err),
+        )
+    }
+}
