@@ -1,0 +1,131 @@
+//! Config (KV-20): the core's `RawConfig` on JSON text. The Go package
+//! describes a struct as the core's fields (`[{"path", "type", "default",
+//! "secret", "required", "env"}]`) and converts; every rule is the core's.
+
+use tinystore::config::{Layers, Schema};
+use tinystore::{Error, ErrorKind, RawConfig};
+
+use crate::store::{TsStore, store};
+use crate::{TsError, bytes, give_bytes, guard, text};
+
+/// A config handle.
+pub struct TsConfig(RawConfig);
+
+unsafe fn config<'a>(c: *const TsConfig) -> tinystore::Result<&'a RawConfig> {
+    unsafe { c.as_ref() }
+        .map(|c| &c.0)
+        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null config"))
+}
+
+unsafe fn give_text(s: String, out: *mut *mut u8, out_len: *mut usize) -> tinystore::Result<()> {
+    if out.is_null() || out_len.is_null() {
+        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+    }
+    let (p, n) = give_bytes(s.into_bytes());
+    unsafe {
+        *out = p;
+        *out_len = n;
+    }
+    Ok(())
+}
+
+/// Opens config `name` with the field description `fields` and the layers
+/// `layers` (both JSON). The handle goes to `out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_open(
+    s: *const TsStore,
+    name: *const u8,
+    name_len: usize,
+    fields: *const u8,
+    fields_len: usize,
+    layers: *const u8,
+    layers_len: usize,
+    out: *mut *mut TsConfig,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let st = unsafe { store(s) }?;
+        let name = unsafe { text(name, name_len, "config name") }?;
+        let schema = Schema::from_json(unsafe { text(fields, fields_len, "config fields") }?)?;
+        let layers = Layers::from_json(unsafe { text(layers, layers_len, "config layers") }?)?;
+        let c = RawConfig::open(st, name, schema, layers, None)?;
+        if out.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        }
+        unsafe { *out = Box::into_raw(Box::new(TsConfig(c))) };
+        Ok(())
+    })
+}
+
+/// Frees a config handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_free(c: *mut TsConfig) {
+    if !c.is_null() {
+        drop(unsafe { Box::from_raw(c) });
+    }
+}
+
+/// The whole config as JSON, from memory; the bytes are the caller's
+/// (`ts_bytes_free`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_get(
+    c: *const TsConfig,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || unsafe { give_text(config(c)?.get_json()?, out, out_len) })
+}
+
+/// Each field's source as a JSON list; the bytes are the caller's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_sources(
+    c: *const TsConfig,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || unsafe { give_text(config(c)?.sources_json()?, out, out_len) })
+}
+
+/// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_update(
+    c: *const TsConfig,
+    patch: *const u8,
+    patch_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let patch = std::str::from_utf8(unsafe { bytes(patch, patch_len) })
+            .map_err(|_| Error::new(ErrorKind::Invalid, "the config update is not UTF-8 text"))?;
+        unsafe { config(c) }?.update_json(patch)
+    })
+}
+
+/// Gives the field, or struct of fields, at `path` back to the layers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_reset(
+    c: *const TsConfig,
+    path: *const u8,
+    path_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let path = unsafe { text(path, path_len, "config path") }?;
+        unsafe { config(c) }?.reset(path)
+    })
+}
+
+/// The config's generation: it grows with every change seen (0 for null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_generation(c: *const TsConfig) -> u64 {
+    unsafe { config(c) }.map_or(0, RawConfig::generation)
+}
+
+/// Blocks until the generation passes `after`, or `timeout_ms`; returns the
+/// generation then (0 for null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_wait(c: *const TsConfig, after: u64, timeout_ms: u64) -> u64 {
+    unsafe { config(c) }.map_or(0, |c| c.wait(after, std::time::Duration::from_millis(timeout_ms)))
+}
