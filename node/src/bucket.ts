@@ -4,6 +4,7 @@
  * @module
  */
 
+import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
 import type { NativeBucket, NativeEntry } from './native'
 import { waitsForOwnTx } from './scope'
@@ -74,6 +75,8 @@ export interface BucketParts {
 	readonly native: NativeBucket
 	readonly owners: readonly Key[]
 	readonly store: object | undefined
+	/** The bucket's own codec, when it has one. */
+	readonly codec?: Codec<unknown> | undefined
 }
 
 /** The parts of each bucket, for `tx.with` and `view.with`. @internal */
@@ -98,14 +101,19 @@ export class Bucket<T> {
 	readonly #json: boolean
 	readonly #owners: readonly Key[]
 	readonly #store: object | undefined
+	readonly #codec: Codec<T> | undefined
 
-	/** @internal Made by `store.bucket` and `under`; `store` is the addon's store it belongs to. */
-	constructor(native: NativeBucket, owners: readonly Key[] = [], store?: object) {
+	/**
+	 * @internal Made by `store.bucket` and `under`; `store` is the addon's
+	 * store it belongs to; `codec` the bucket's own, over a bucket of bytes.
+	 */
+	constructor(native: NativeBucket, owners: readonly Key[] = [], store?: object, codec?: Codec<T>) {
 		this.#native = native
 		this.#json = native.valueType === 'json'
 		this.#owners = owners
 		this.#store = store
-		bucketParts.set(this, { native, owners, store })
+		this.#codec = codec
+		bucketParts.set(this, { native, owners, store, codec: codec as Codec<unknown> | undefined })
 	}
 
 	/** The bucket's name. */
@@ -130,19 +138,22 @@ export class Bucket<T> {
 	under(...owners: Key[]): Bucket<T> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Bucket<T>(native, [...this.#owners, ...owners], this.#store)
+		return new Bucket<T>(native, [...this.#owners, ...owners], this.#store, this.#codec)
 	}
 
 	#decode(value: unknown, key: Key): T {
+		if (this.#codec) return decodeWith(this.#codec, value, this.name, showKey(key, this.#owners))
 		return (this.#json ? fromJson(value, this.name, showKey(key, this.#owners)) : value) as T
 	}
 
 	#encode(value: T, key: Key): unknown {
+		if (this.#codec) return encodeWith(this.#codec, value, this.name, showKey(key, this.#owners))
 		return this.#json ? toJson(value, this.name, showKey(key, this.#owners)) : value
 	}
 
 	#entry(e: NativeEntry): Entry<T> {
-		if (this.#json) e.value = fromJson(e.value, this.name, showKey(e.key, this.#owners))
+		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.name, showKey(e.key, this.#owners))
+		else if (this.#json) e.value = fromJson(e.value, this.name, showKey(e.key, this.#owners))
 		return e as Entry<T>
 	}
 
@@ -199,6 +210,16 @@ export class Bucket<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
+			if (this.#codec) {
+				// The codec runs here, not in the engine's write: take only what decoded.
+				const native = this.#native
+				return takeDecoded(
+					() => native.entry(key),
+					(v) => native.take(key, v),
+					(v) => this.#decode(v, key),
+					options?.ifVersion,
+				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.name })))
+			}
 			const taken = this.#native.take(key, options?.ifVersion)
 			if (!this.#json) return taken as Promise<T | undefined>
 			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))

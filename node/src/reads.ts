@@ -7,6 +7,7 @@
  */
 
 import { type BucketParts, bucketParts, type Entry, type ListOptions, type Page } from './bucket'
+import { type Codec, decodeWith, encodeWith } from './codec'
 import { ClosedError, InvalidError } from './errors'
 import type { NativeBucket, NativeEntry, NativeReads } from './native'
 import type { Scope } from './scope'
@@ -36,14 +37,24 @@ export class SessionReads<T> {
 	readonly scope: Scope
 	/** `'transaction'` or `'view'`, for messages. */
 	readonly kind: string
+	/** The bucket's own codec, when it has one: values decode here, not in the engine. */
+	readonly codec: Codec<T> | undefined
 	readonly #json: boolean
 
-	constructor(source: NativeReads, bucket: NativeBucket, owners: readonly Key[], scope: Scope, kind: string) {
+	constructor(
+		source: NativeReads,
+		bucket: NativeBucket,
+		owners: readonly Key[],
+		scope: Scope,
+		kind: string,
+		codec?: Codec<T>,
+	) {
 		this.source = source
 		this.bucket = bucket
 		this.owners = owners
 		this.scope = scope
 		this.kind = kind
+		this.codec = codec
 		this.#json = bucket.valueType === 'json'
 	}
 
@@ -55,7 +66,7 @@ export class SessionReads<T> {
 		} catch (e) {
 			throw invalidArg(e, { bucket: this.bucket.name })
 		}
-		return new SessionReads<T>(this.source, native, [...this.owners, ...owners], this.scope, this.kind)
+		return new SessionReads<T>(this.source, native, [...this.owners, ...owners], this.scope, this.kind, this.codec)
 	}
 
 	/** Throws `ClosedError` once the transaction or view has ended. */
@@ -79,17 +90,20 @@ export class SessionReads<T> {
 
 	/** The value of a row as the bucket's type. */
 	decode(value: unknown, key: Key): T {
+		if (this.codec) return decodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
 		return (this.#json ? fromJson(value, this.bucket.name, showKey(key, this.owners)) : value) as T
 	}
 
 	/** A value as the addon takes it (JSON as its text). */
 	encode(value: T, key: Key): unknown {
+		if (this.codec) return encodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
 		return this.#json ? toJson(value, this.bucket.name, showKey(key, this.owners)) : value
 	}
 
 	/** An entry with its value as the bucket's type. */
 	entryOf(e: NativeEntry): Entry<T> {
-		if (this.#json) e.value = fromJson(e.value, this.bucket.name, showKey(e.key, this.owners))
+		if (this.codec) e.value = decodeWith(this.codec, e.value, this.bucket.name, showKey(e.key, this.owners))
+		else if (this.#json) e.value = fromJson(e.value, this.bucket.name, showKey(e.key, this.owners))
 		return e as Entry<T>
 	}
 

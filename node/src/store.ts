@@ -6,6 +6,7 @@
  */
 
 import { Bucket, type BucketOptions } from './bucket'
+import { type Codec, checkCodec } from './codec'
 import { type CounterType, type CounterTypes, Counters, type CountersOptions } from './counters'
 import type { Duration, Rate } from './durations'
 import { InvalidError } from './errors'
@@ -103,9 +104,28 @@ export class Store implements AsyncDisposable {
 	 * otherwise: `store.bucket<Session>('sessions', { idle: '30d' })`.
 	 */
 	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
-	bucket(name: string, options?: BucketOptions & { type?: ValueType }): Bucket<unknown> {
+	/**
+	 * A bucket with its own codec in place of the choice by type: values are
+	 * kept as the bytes of `codec.encode` and read with `codec.decode`:
+	 * `store.bucket('points', { codec: { encode, decode } })`.
+	 */
+	bucket<T>(name: string, options: BucketOptions & { codec: Codec<T> }): Bucket<T>
+	bucket(name: string, options?: BucketOptions & { type?: ValueType; codec?: Codec<unknown> }): Bucket<unknown> {
+		if (options?.codec !== undefined) return this.#codecBucket(name, options)
 		try {
 			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'), [], this.#native)
+		} catch (e) {
+			throw invalidArg(e, { bucket: String(name) })
+		}
+	}
+
+	#codecBucket(name: string, options: BucketOptions & { type?: ValueType; codec?: unknown }): Bucket<unknown> {
+		checkCodec(options.codec, String(name))
+		if (options.type !== undefined) {
+			throw new InvalidError('a bucket takes a type or a codec, not both', { bucket: String(name) })
+		}
+		try {
+			return new Bucket(this.#native.bucket(name, options.ttl, options.idle, 'bytes'), [], this.#native, options.codec)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

@@ -8,6 +8,7 @@
 import type { Bucket, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
 import type { Duration } from './durations'
 import type { NativeTx } from './native'
+import type { Codec } from './codec'
 import { partsOf, SessionReads } from './reads'
 import type { Scope } from './scope'
 import { dateArg, type Key, type ValueType } from './values'
@@ -48,7 +49,14 @@ export class Tx {
 	 */
 	with<T>(bucket: Bucket<T>): TxBucket<T> {
 		const parts = partsOf(bucket, this.#scope.store, 'tx.with')
-		const reads = new SessionReads<T>(this.#native, parts.native, parts.owners, this.#scope, 'transaction')
+		const reads = new SessionReads<T>(
+			this.#native,
+			parts.native,
+			parts.owners,
+			this.#scope,
+			'transaction',
+			parts.codec as Codec<T> | undefined,
+		)
 		reads.check()
 		return new TxBucket<T>(this.#native, reads)
 	}
@@ -155,6 +163,16 @@ export class TxBucket<T> {
 	 */
 	async take(key: Key, options?: VersionOptions): Promise<T | undefined> {
 		const r = this.#reads
+		if (r.codec) {
+			// The transaction holds the writer: reading, decoding, then taking
+			// is one step, and a value that does not decode is never taken.
+			const e = r.call(() => r.source.entry(r.bucket, key))
+			if (e !== undefined && (options?.ifVersion === undefined || options.ifVersion === e.version)) {
+				const decoded = r.decode(e.value, key)
+				r.call(() => this.#native.take(r.bucket, key, e.version))
+				return decoded
+			}
+		}
 		const value = r.call(() => this.#native.take(r.bucket, key, options?.ifVersion))
 		return value === undefined ? undefined : r.decode(value, key)
 	}

@@ -19,10 +19,11 @@
  * @module
  */
 
+import type { RawValue } from './codec'
 import { CorruptError, type ErrorWhat, InvalidError, TinystoreError } from './errors'
 
 /** The `type` option of a bucket or `once`: what its values are. */
-export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool' | 'set'
+export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool' | 'set' | 'raw'
 
 /** The TypeScript type of each value type but JSON. */
 export interface ValueTypes {
@@ -44,6 +45,12 @@ export interface ValueTypes {
 	 * none, and `has` says which.
 	 */
 	set: null
+	/**
+	 * A row as it is, whatever type wrote it: `null`, a `bigint` or a
+	 * `Uint8Array` (see `RawValue`). It writes a safe integer number or a
+	 * string (as its UTF-8 bytes) too.
+	 */
+	raw: RawValue
 }
 
 /** The value types that hold `T`: JSON always, and the scalar types of its kind. */

@@ -8,6 +8,7 @@
 import type { Bucket, Entry, ListOptions, Page } from './bucket'
 import { InvalidError } from './errors'
 import type { NativeSnapshot } from './native'
+import type { Codec } from './codec'
 import { partsOf, SessionReads } from './reads'
 import type { Scope } from './scope'
 import type { Key, ValueType } from './values'
@@ -43,7 +44,14 @@ export class View {
 	/** `bucket` (or a branch of it) read in this view. A bucket of another store is `InvalidError`. */
 	with<T>(bucket: Bucket<T>): ViewBucket<T> {
 		const parts = partsOf(bucket, this.#scope.store, 'view.with')
-		const reads = new SessionReads<T>(this.#native, parts.native, parts.owners, this.#scope, 'view')
+		const reads = new SessionReads<T>(
+			this.#native,
+			parts.native,
+			parts.owners,
+			this.#scope,
+			'view',
+			parts.codec as Codec<T> | undefined,
+		)
 		reads.check()
 		return new ViewBucket<T>(reads)
 	}

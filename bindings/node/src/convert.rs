@@ -45,6 +45,9 @@ pub(crate) enum ValueKind {
     Bool,
     /// A set member: `null`, kept as a row of nothing.
     Set,
+    /// The row as it is: `null` (nothing), a `bigint` (an integer) or a
+    /// `Uint8Array` (bytes), whatever type wrote it.
+    Raw,
 }
 
 impl ValueKind {
@@ -59,9 +62,10 @@ impl ValueKind {
             "float" => ValueKind::Float,
             "bool" => ValueKind::Bool,
             "set" => ValueKind::Set,
+            "raw" => ValueKind::Raw,
             other => {
                 return Err(invalid(format!(
-                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool' or 'set'"
+                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
                 )));
             }
         })
@@ -77,6 +81,7 @@ impl ValueKind {
             ValueKind::Float => "a number",
             ValueKind::Bool => "a boolean",
             ValueKind::Set => "null (a member has no value)",
+            ValueKind::Raw => "null, a bigint, an integer number, a string or a Uint8Array",
         }
     }
 
@@ -119,6 +124,25 @@ impl ValueKind {
             (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v).map_err(napi_err)?)),
             (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
             (ValueKind::Set, "null") => Ok(Raw::Null),
+            (ValueKind::Raw, "null") => Ok(Raw::Null),
+            (ValueKind::Raw, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+                Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
+                _ => Err(invalid("the bigint is outside int64, the integers a row keeps")),
+            },
+            (ValueKind::Raw, "number") => {
+                let n = js::read_f64(env, v).map_err(napi_err)?;
+                if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
+                    return Err(invalid(format!(
+                        "{n} is not a safe integer: a raw bucket keeps integers (a bigint, or a safe integer number) and bytes"
+                    )));
+                }
+                Ok(Raw::int(n as i64))
+            }
+            (ValueKind::Raw, "string") => Ok(Raw::Bytes(js::read_string(env, v).map_err(napi_err)?)),
+            (ValueKind::Raw, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
+                Some(b) => Ok(Raw::Bytes(b)),
+                None => Err(wrong()),
+            },
             _ => Err(wrong()),
         }
     }
@@ -154,6 +178,7 @@ impl ValueKind {
             ValueKind::Float => raw.as_float().map(|_| ()),
             ValueKind::Bool => raw.as_bool().map(|_| ()),
             ValueKind::Set => raw.as_set_member(),
+            ValueKind::Raw => Ok(()),
         }
     }
 
@@ -173,6 +198,11 @@ impl ValueKind {
             ValueKind::Float => js::number(env, raw.as_float()?),
             ValueKind::Bool => js::boolean(env, raw.as_bool()?),
             ValueKind::Set => js::null(env),
+            ValueKind::Raw => match raw {
+                Raw::Null => js::null(env),
+                Raw::Int(i) => js::bigint_i64(env, *i),
+                Raw::Bytes(b) => js::uint8array(env, b),
+            },
         };
         v.map_err(napi_err)
     }
@@ -188,6 +218,7 @@ impl ValueKind {
             ValueKind::Float => "float",
             ValueKind::Bool => "bool",
             ValueKind::Set => "set",
+            ValueKind::Raw => "raw",
         }
     }
 }

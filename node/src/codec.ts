@@ -1,0 +1,101 @@
+/**
+ * Raw buckets and a bucket's own codec.
+ *
+ * `store.bucket(name, { type: 'raw' })` reads every value as its row keeps
+ * it, whatever type or language wrote it: `null` (nothing, a set member), a
+ * `bigint` (integers and booleans) or a `Uint8Array` (text, bytes, float
+ * bits, uint64, JSON; an empty string is empty bytes). What it writes, a
+ * bucket of the matching type reads back.
+ *
+ * `store.bucket<Point>(name, { codec: { encode, decode } })` keeps values as
+ * the bytes of `encode` and reads them with `decode`. A value `decode`
+ * refuses is `CorruptError` naming the bucket and key, and a `take` of it
+ * leaves it in place.
+ *
+ * @module
+ */
+
+import { ConflictError, CorruptError, InvalidError } from './errors'
+
+/** A value of a raw bucket: a row as it is. */
+export type RawValue = null | bigint | Uint8Array
+
+/** A bucket's own codec, in place of the choice by type. */
+export interface Codec<T> {
+	/** The bytes that keep `value`; a throw is `InvalidError` and writes nothing. */
+	encode(value: T): Uint8Array
+	/** The value kept in `bytes`; a throw is `CorruptError`, and a `take` keeps the value. */
+	decode(bytes: Uint8Array): T
+}
+
+/** Refuses an option that is not a codec, naming the bucket. @internal */
+export function checkCodec(codec: unknown, bucket: string): asserts codec is Codec<unknown> {
+	const c = codec as Partial<Codec<unknown>> | null
+	if (typeof c !== 'object' || c === null || typeof c.encode !== 'function' || typeof c.decode !== 'function') {
+		throw new InvalidError('codec is an object with encode(value) => Uint8Array and decode(bytes) => value', {
+			bucket,
+		})
+	}
+}
+
+/** The bytes of `value` through `codec`; a failure is `InvalidError` naming the key. @internal */
+export function encodeWith<T>(codec: Codec<T>, value: T, bucket: string, key: string): Uint8Array {
+	let out: unknown
+	try {
+		out = codec.encode(value)
+	} catch (e) {
+		throw new InvalidError(`the bucket's codec could not encode the value: ${(e as Error)?.message ?? e}`, {
+			bucket,
+			key,
+		})
+	}
+	if (!(out instanceof Uint8Array)) {
+		throw new InvalidError(`the bucket's codec gave ${typeof out}, not a Uint8Array`, { bucket, key })
+	}
+	return out
+}
+
+/** The value of a byte row through `codec`; a failure is `CorruptError` naming the key. @internal */
+export function decodeWith<T>(codec: Codec<T>, bytes: unknown, bucket: string, key: string): T {
+	try {
+		return codec.decode(bytes as Uint8Array)
+	} catch (e) {
+		throw new CorruptError(`the bucket's codec could not decode the value: ${(e as Error)?.message ?? e}`, {
+			bucket,
+			key,
+		})
+	}
+}
+
+/**
+ * A take through a codec, whose decode runs here and not inside the
+ * engine's write: read the row, decode it, then take it only at the version
+ * read. A value that does not decode is never taken; a take that lost a race
+ * (the key changed or went) reads again, so of racing takers exactly one
+ * gets the value. @internal
+ */
+export async function takeDecoded<T>(
+	read: () => { value: unknown; version: string } | undefined,
+	take: (ifVersion: string | undefined) => Promise<unknown> | unknown,
+	decode: (value: unknown) => T,
+	ifVersion: string | undefined,
+): Promise<T | undefined> {
+	for (;;) {
+		const e = read()
+		if (e === undefined || (ifVersion !== undefined && e.version !== ifVersion)) {
+			// Absent, or at another version: the engine answers (undefined, or
+			// ConflictError naming the key) without a value to decode.
+			if (ifVersion === undefined) return undefined
+			await take(ifVersion)
+			return undefined
+		}
+		const value = decode(e.value)
+		try {
+			await take(e.version)
+			return value
+		} catch (err) {
+			if (ifVersion === undefined && err instanceof ConflictError) continue
+			throw err
+		}
+	}
+}
