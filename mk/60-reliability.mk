@@ -29,7 +29,7 @@ reliability-long: reliability-tools
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=60
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := key_paths value_decoding durations_and_rates
+FUZZ_TARGETS := key_paths value_decoding durations_and_rates c_abi
 
 fuzz-smoke:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked

@@ -7,6 +7,7 @@
 #   make bench              everything (mk/*.mk's BENCH_TARGETS, these last)
 #   make bench-peers        Python: Redis, limits, the get curve, bytes per session
 #   make bench-node-peers   Node and Bun: rate-limiter-flexible
+#   make bench-reads        Rust: get against a prepared rusqlite read, 10k and 1M keys
 #   make bench-charts       SVGs in bench/charts/ from bench/results/*.json
 #   make bench-peers BENCH_SHORT=1   a quick run that checks it all works
 #
@@ -21,8 +22,8 @@ BENCH_PY_PEERS := "redis>=5" "limits>=4" "matplotlib>=3.8" diskcache
 BENCH_SHORT ?=
 BENCH_PEERS_ARGS ?= $(if $(BENCH_SHORT),--short)
 
-.PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-charts
-BENCH_TARGETS += bench-peers bench-node-peers bench-charts
+.PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-reads bench-charts
+BENCH_TARGETS += bench-reads bench-peers bench-node-peers bench-charts
 
 $(BENCH_VENV)/.ready: mk/95-bench.mk
 	python3 -m venv $(BENCH_VENV)
@@ -42,6 +43,9 @@ bench-peers: build-python bench-tools
 bench-node-peers: node $(BENCH_NODE_DIR)/node_modules/.package-lock.json
 	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) node peers.mjs
 	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) $(NODE_BIN)/bun peers.mjs
+
+bench-reads:
+	cargo run --release -p tinystore-bench --bin reads -- $(if $(BENCH_SHORT),--short)
 
 bench-charts: $(BENCH_VENV)/.ready
 	cd bench/python && $(BENCH_PY) chart.py $(if $(BENCH_SHORT),--short)

@@ -38,6 +38,11 @@ mod value;
 #[cfg(test)]
 mod header_check;
 
+// The C ABI fuzz check (fuzz/src/c_abi.rs), whose test replays its corpus.
+#[cfg(test)]
+#[path = "../../../fuzz/src/c_abi.rs"]
+mod fuzz_c_abi;
+
 use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;

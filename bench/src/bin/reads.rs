@@ -1,0 +1,169 @@
+//! Point reads (issue #9): `Bucket::get` of hits and misses against a raw
+//! prepared rusqlite read of the same keys, over stores of 10,000 and
+//! 1,000,000 keys, in alternating rounds, medians. Answers two targets: a
+//! get within 1.3 times the raw read, and a get over 1,000,000 keys costing
+//! at most 1.5 times one over 10,000 (the keys are read in a random order,
+//! so the large store does not sit in the CPU's caches).
+//!
+//! `cargo run --release -p tinystore-bench --bin reads [-- --rounds 7 --ms 300 --sizes 10000,1000000]`
+//! (`make bench-reads`; `--short` for a quick check: 3 rounds, 10,000 and 100,000 keys).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension};
+use tinystore::{Bucket, Store};
+use tinystore_bench::{Contender, compare, machine, timed};
+
+/// The key of index `i`: 24 hex digits, spread over the key space as token digests are.
+fn key(i: u64) -> String {
+    format!(
+        "{:024x}",
+        i.wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128 * 0xFFFF_FFFF + i as u128
+    )
+}
+
+/// A random walk over `n` indexes (a fixed sequence, the same for every contender).
+fn walk(n: u64) -> impl FnMut(u64) -> u64 {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    }
+}
+
+/// A tinystore store and a plain SQLite file with the same `n` keys.
+fn build(dir: &std::path::Path, n: u64) -> (Store, Bucket<Vec<u8>>, Connection) {
+    let store = Store::open(dir.join("ts")).expect("open");
+    let bucket = store.bucket::<Vec<u8>>("bench").open().expect("bucket");
+    let value = vec![7u8; 100];
+    let mut i = 0;
+    while i < n {
+        let end = (i + 20_000).min(n);
+        store
+            .tx(|tx| {
+                let b = tx.with(&bucket);
+                for j in i..end {
+                    b.set(key(j), &value)?;
+                }
+                Ok(())
+            })
+            .expect("seed");
+        i = end;
+    }
+    let plain = Connection::open(dir.join("plain.db")).expect("plain");
+    plain
+        .execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+             CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;",
+        )
+        .expect("schema");
+    let t = plain.unchecked_transaction().expect("tx");
+    {
+        let mut put = t.prepare("INSERT INTO kv (k, v) VALUES (?1, ?2)").expect("prepare");
+        for j in 0..n {
+            put.execute(rusqlite::params![key(j), value]).expect("insert");
+        }
+    }
+    t.commit().expect("commit");
+    (store, bucket, plain)
+}
+
+fn main() {
+    let mut rounds = 7;
+    let mut ms = 300;
+    let mut sizes = vec![10_000u64, 1_000_000];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rounds" => rounds = args.next().and_then(|v| v.parse().ok()).expect("--rounds N"),
+            "--ms" => ms = args.next().and_then(|v| v.parse().ok()).expect("--ms N"),
+            "--sizes" => {
+                sizes = args
+                    .next()
+                    .expect("--sizes A,B")
+                    .split(',')
+                    .map(|s| s.parse().expect("a size"))
+                    .collect()
+            }
+            "--short" => {
+                rounds = 3;
+                ms = 150;
+                sizes = vec![10_000, 100_000];
+            }
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("== Rust point reads: tinystore Bucket::get against a prepared rusqlite read");
+    println!("# machine: {}", machine());
+    println!("# command: {}", std::env::args().collect::<Vec<_>>().join(" "));
+    println!(
+        "# load average at start: {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    let budget = Duration::from_millis(ms);
+    let mut hits = Vec::new();
+    for &n in &sizes {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
+        let (store, bucket, plain) = build(dir.path(), n);
+        let mut read = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
+        let mut read_miss = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
+        let (mut w1, mut w2, mut w3, mut w4) = (walk(n), walk(n), walk(n), walk(n));
+        let mut contenders = vec![
+            Contender::new(format!("tinystore get, hit, {n} keys"), |b| {
+                timed(b, |i| {
+                    black_box(bucket.get(key(w1(i))).expect("get").expect("a hit"));
+                })
+            }),
+            Contender::new(format!("rusqlite prepared read, hit, {n} keys"), |b| {
+                timed(b, |i| {
+                    let v: Option<Vec<u8>> = read.query_row([key(w2(i))], |r| r.get(0)).optional().expect("read");
+                    black_box(v.expect("a hit"));
+                })
+            }),
+            Contender::new(format!("tinystore get, miss, {n} keys"), |b| {
+                timed(b, |i| {
+                    black_box(bucket.get(key(w3(i) + n)).expect("get"));
+                })
+            }),
+            Contender::new(format!("rusqlite prepared read, miss, {n} keys"), |b| {
+                timed(b, |i| {
+                    let v: Option<Vec<u8>> = read_miss
+                        .query_row([key(w4(i) + n)], |r| r.get(0))
+                        .optional()
+                        .expect("read");
+                    black_box(v);
+                })
+            }),
+        ];
+        let m = compare(&format!("point reads over {n} keys"), rounds, budget, &mut contenders);
+        drop(contenders);
+        println!(
+            "  ratios: get time / rusqlite read time: hits {:.2}, misses {:.2} (target <= 1.3)",
+            m[1] / m[0],
+            m[3] / m[2]
+        );
+        hits.push((n, m[0], m[1]));
+        drop((read, read_miss));
+        store.close().expect("close");
+    }
+    if let (Some(first), Some(last)) = (hits.first(), hits.last())
+        && hits.len() > 1
+    {
+        println!(
+            "\nthe cost of a get from {} to {} keys: tinystore {:.2}x, rusqlite {:.2}x (target <= 1.5)",
+            first.0,
+            last.0,
+            first.1 / last.1,
+            first.2 / last.2
+        );
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "# load average at the end: {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+}
