@@ -72,6 +72,7 @@ fn build(dir: &std::path::Path, n: u64) -> (Store, Bucket<Vec<u8>>, Connection) 
 }
 
 fn main() {
+    let mut short = false;
     let mut rounds = 7;
     let mut ms = 300;
     let mut sizes = vec![10_000u64, 1_000_000];
@@ -89,6 +90,7 @@ fn main() {
                     .collect()
             }
             "--short" => {
+                short = true;
                 rounds = 3;
                 ms = 150;
                 sizes = vec![10_000, 100_000];
@@ -106,6 +108,8 @@ fn main() {
     );
     let budget = Duration::from_millis(ms);
     let mut hits = Vec::new();
+    let mut rows: Vec<(String, f64)> = Vec::new();
+    let mut ratios: Vec<(String, f64, &str)> = Vec::new();
     for &n in &sizes {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
         let (store, bucket, plain) = build(dir.path(), n);
@@ -147,6 +151,23 @@ fn main() {
             m[3] / m[2]
         );
         hits.push((n, m[0], m[1]));
+        let names = [
+            "tinystore get, hit",
+            "rusqlite read, hit",
+            "tinystore get, miss",
+            "rusqlite read, miss",
+        ];
+        rows.extend(names.iter().zip(&m).map(|(name, v)| (format!("{name}, {n} keys"), *v)));
+        ratios.push((
+            format!("get time / rusqlite read time, hits, {n} keys"),
+            m[1] / m[0],
+            "<= 1.3",
+        ));
+        ratios.push((
+            format!("get time / rusqlite read time, misses, {n} keys"),
+            m[3] / m[2],
+            "<= 1.3",
+        ));
         drop((read, read_miss));
         store.close().expect("close");
     }
@@ -160,10 +181,43 @@ fn main() {
             first.1 / last.1,
             first.2 / last.2
         );
+        ratios.push((
+            format!("get time, {} / {} keys", last.0, first.0),
+            first.1 / last.1,
+            "<= 1.5",
+        ));
     }
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "# load average at the end: {}",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    let end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let three = |l: &str| l.split_whitespace().take(3).collect::<Vec<_>>().join(", ");
+    println!("# load average at the end: {}", three(&end));
+    // The results for bench/python/chart.py, as the other benches write them.
+    let quote = |t: &str| format!("{t:?}");
+    let json = format!(
+        "{{\"meta\": {{\"cpu\": {}, \"cores\": {}, \"command\": {}, \"load\": [{}], \"load_end\": [{}]}},\n \
+         \"curve\": {{\"title\": {}, \"rows\": {{{}}}, \"ratios\": [{}]}}}}\n",
+        quote(&machine()),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        quote(&std::env::args().collect::<Vec<_>>().join(" ")),
+        three(&load),
+        three(&end),
+        quote("Rust point reads against a prepared rusqlite read"),
+        rows.iter()
+            .map(|(k, v)| format!("{}: {v:.1}", quote(k)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ratios
+            .iter()
+            .map(|(k, v, t)| format!("[{}, {v:.3}, {}]", quote(k), quote(t)))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    std::fs::create_dir_all(&dir).expect("bench/results");
+    let file = dir.join(if short {
+        "rust-reads-short.json"
+    } else {
+        "rust-reads.json"
+    });
+    std::fs::write(&file, json).expect("write the results");
+    println!("# results in {}", file.display());
 }
