@@ -12,6 +12,7 @@ mod completions;
 mod config;
 mod convert;
 mod errors;
+mod limit_store;
 mod limits;
 mod once;
 mod store;
@@ -24,6 +25,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bucket::Bucket>()?;
     m.add_class::<completions::Ticket>()?;
     m.add_class::<completions::Completions>()?;
+    m.add_class::<limit_store::LimitStore>()?;
+    m.add_class::<limit_store::LimitUpdate>()?;
     m.add_class::<limits::RateLimit>()?;
     m.add_class::<limits::Quota>()?;
     m.add_class::<limits::Counters>()?;

@@ -1,0 +1,296 @@
+"""A limit store for app frameworks, on ``kv.db``.
+
+Where a framework keeps its limit counts (sign-ins, password resets, codes
+sent), shared by every process that opens the same store, with no Redis. It
+is the ``LimitStore`` contract (``shared``, ``update(keys, apply)``,
+``read(keys)``, ``sweep()``) in Python's idiom::
+
+    import tinystore
+    from tinystore.limit_store import LimitEntry, limit_store
+
+    store = await tinystore.open("data")
+    limits = limit_store(store, max_entries=200_000)
+
+    def count(entries, now):
+        e = entries.get("sign-in:ada")
+        return {"sign-in:ada": LimitEntry((e.value if e else 0) + 1, e.expires_at if e else now + 60_000)}
+
+    await limits.update(["sign-in:ada"], count)
+
+Given a ``tinystore.sync`` store, ``limit_store`` gives the same store
+without ``await``. Every rule (keys stored as their SHA-256, versions checked
+at commit, expiry on the store's clock, the bound, the 2 s deadline, 64
+calls in flight) is the engine's; this module converts values and calls
+``apply``. The filling and full lines go to the ``tinystore.limit_store``
+logger, with ``extra={"kind": "limit-store-filling"}`` (a warning) or
+``"limit-store-full"`` (an error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol, Union, cast, overload
+
+from . import _native
+from ._aio import Store as _AsyncStore
+from ._loop import completions
+from .errors import InvalidError
+from .sync import Store as _SyncStore
+
+__all__ = ["LimitEntry", "Changes", "Apply", "LimitStore", "SyncLimitStore", "limit_store", "LOGGER"]
+
+LOGGER = logging.getLogger("tinystore.limit_store")
+"""Where the ``limit-store-filling`` warning and the ``limit-store-full`` error go."""
+
+_NAME = "limit-store"
+
+
+@dataclass(frozen=True)
+class LimitEntry:
+    """One entry: a JSON value (at most 4 KB of JSON) and when it expires."""
+
+    value: Any
+    """Anything ``json.dumps`` writes."""
+    expires_at: int
+    """When the entry expires, in ms since the epoch on the store's clock."""
+
+
+Changes = Optional[Mapping[str, Optional[LimitEntry]]]
+"""What ``apply`` returns: the new entry of each key to change, ``None`` to
+delete it; keys left out are kept. Returning ``None`` changes nothing."""
+
+Apply = Callable[[Mapping[str, LimitEntry], int], Changes]
+"""``apply(entries, now)``: the live entries of the keys (a key without one is
+absent) and the store's clock in ms. It may run more than once when another
+process changed a key meanwhile; only its last run is written."""
+
+_Native = tuple[str, int] | None
+
+
+class _NativeUpdate(Protocol):
+    def entries(self) -> list[_Native]: ...
+    def now(self) -> int: ...
+    def cancel(self) -> None: ...
+    def take_events(self) -> list[tuple[str, str, bool]]: ...
+    def commit(self, changes: list[tuple[int, str, int]]) -> tuple[bool, list[_Native], int]: ...
+    def commit_then(self, completions: Any, future: Any, changes: list[tuple[int, str, int]]) -> Any: ...
+
+
+class _NativeLimitStore(Protocol):
+    max_entries: int
+
+    def read(self, keys: list[str]) -> list[_Native]: ...
+    def begin(self, keys: list[str]) -> _NativeUpdate: ...
+    def sweep(self) -> int: ...
+    def sweep_then(self, completions: Any, future: Any) -> Any: ...
+
+
+def _open_native(store: Any, max_entries: int | None, name: str | None) -> _NativeLimitStore:
+    if max_entries is not None and (not isinstance(max_entries, int) or isinstance(max_entries, bool)):
+        raise InvalidError(
+            f"max_entries must be an int, not {type(max_entries).__name__}",
+            bucket=_NAME,
+            text=f"invalid: max_entries must be an int (bucket {_NAME})",
+        )
+    if max_entries is not None and max_entries < 1:
+        raise InvalidError(
+            f"max_entries must be 1 or more, not {max_entries}",
+            bucket=_NAME,
+            text=f"invalid: max_entries must be 1 or more, not {max_entries} (bucket {_NAME})",
+        )
+    cls = getattr(_native, "LimitStore")
+    return cast(_NativeLimitStore, cls(store._n, max_entries, name))
+
+
+def _invalid(message: str, key: str | None = None) -> InvalidError:
+    where = f"(bucket {_NAME}, key {key})" if key is not None else f"(bucket {_NAME})"
+    return InvalidError(message, bucket=_NAME, path=key, text=f"invalid: {message} {where}")
+
+
+def _keys(keys: Sequence[str]) -> list[str]:
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+        raise _invalid(f"keys must be a list of str, not {type(keys).__name__}")
+    for k in keys:
+        if not isinstance(k, str):
+            raise _invalid(f"a limit store key must be a str, not {type(k).__name__}")
+    return list(keys)
+
+
+def _entries(keys: list[str], raw: list[_Native]) -> dict[str, LimitEntry]:
+    out: dict[str, LimitEntry] = {}
+    for k, e in zip(keys, raw):
+        if e is not None:
+            out[k] = LimitEntry(json.loads(e[0]), e[1])
+    return out
+
+
+def _encode(keys: list[str], changes: Changes) -> list[tuple[int, str, int]]:
+    """One ``(kind, json_text, expires_ms)`` a key: kind 0 keeps, 1 deletes, 2 writes."""
+    out = [(0, "", 0) for _ in keys]
+    if changes is None:
+        return out
+    if not isinstance(changes, Mapping):
+        raise _invalid(f"apply must return a mapping of key to LimitEntry or None, not {type(changes).__name__}")
+    for key, entry in changes.items():
+        if key not in keys:
+            raise _invalid("apply returned a key that is not one of the keys of the update", key)
+        i = keys.index(key)
+        if entry is None:
+            out[i] = (1, "", 0)
+            continue
+        if not isinstance(entry, LimitEntry):
+            raise _invalid(f"an entry must be a LimitEntry or None, not {type(entry).__name__}", key)
+        at = entry.expires_at
+        if isinstance(at, bool) or not isinstance(at, (int, float)) or at != at or at in (float("inf"), float("-inf")):
+            raise _invalid(f"expires_at must be a number of ms, not {at!r}", key)
+        try:
+            text = json.dumps(entry.value, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise _invalid(f"the value cannot be written as JSON: {e}", key) from None
+        out[i] = (2, text, int(at // 1))
+    return out
+
+
+def _log(events: list[tuple[str, str, bool]]) -> None:
+    for kind, message, is_error in events:
+        LOGGER.log(logging.ERROR if is_error else logging.WARNING, "%s: %s", kind, message, extra={"kind": kind})
+
+
+class LimitStore:
+    """The limit store for asyncio code: ``limit_store(store)`` of a ``tinystore.Store``."""
+
+    __slots__ = ("_n",)
+
+    shared = True
+    """True: every process that opens the same ``kv.db`` sees the same entries."""
+
+    def __init__(self, native: _NativeLimitStore) -> None:
+        self._n = native
+
+    @property
+    def max_entries(self) -> int:
+        """The bound on live entries."""
+        return self._n.max_entries
+
+    async def update(self, keys: Sequence[str], apply: Apply) -> dict[str, LimitEntry]:
+        """Atomically: reads the live entries of ``keys``, calls ``apply(entries, now)``
+        and writes what it returns (``None`` deletes), with no other update to these
+        keys in between, across processes. Returns the keys' live entries after it.
+
+        Raises (the framework's "unavailable") ``LimitError`` when the store is full
+        and a key is new, or 64 calls are in flight; ``OutcomeUnknownError`` when no
+        answer came within 2 s; ``InvalidError`` or ``LimitError`` for a bad entry
+        (nothing written); and whatever ``apply`` raised.
+        """
+        if not callable(apply):
+            raise _invalid("update needs an apply function")
+        names = _keys(keys)
+        u = self._n.begin(names)
+        raw, now = u.entries(), u.now()
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    changes = _encode(names, apply(_entries(names, raw), now))
+                except BaseException:
+                    u.cancel()
+                    raise
+                fut = loop.create_future()
+                ticket = u.commit_then(completions(loop), fut, changes)
+                try:
+                    written, raw, now = await fut
+                except asyncio.CancelledError:
+                    ticket.cancel()
+                    raise
+                if written:
+                    return _entries(names, raw)
+        finally:
+            _log(u.take_events())
+
+    async def read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
+        """The live entries of ``keys``, judged on the store's clock."""
+        names = _keys(keys)
+        return _entries(names, self._n.read(names))
+
+    async def sweep(self) -> int:
+        """Removes expired entries; returns how many went."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        ticket = self._n.sweep_then(completions(loop), fut)
+        try:
+            return cast(int, await fut)
+        except asyncio.CancelledError:
+            ticket.cancel()
+            raise
+
+
+class SyncLimitStore:
+    """The limit store for threads: ``limit_store(store)`` of a ``tinystore.sync.Store``.
+
+    A call blocks its thread with the GIL released.
+    """
+
+    __slots__ = ("_n",)
+
+    shared = True
+    """True: every process that opens the same ``kv.db`` sees the same entries."""
+
+    def __init__(self, native: _NativeLimitStore) -> None:
+        self._n = native
+
+    @property
+    def max_entries(self) -> int:
+        """The bound on live entries."""
+        return self._n.max_entries
+
+    def update(self, keys: Sequence[str], apply: Apply) -> dict[str, LimitEntry]:
+        """As :meth:`LimitStore.update`, blocking."""
+        if not callable(apply):
+            raise _invalid("update needs an apply function")
+        names = _keys(keys)
+        u = self._n.begin(names)
+        raw, now = u.entries(), u.now()
+        try:
+            while True:
+                try:
+                    changes = _encode(names, apply(_entries(names, raw), now))
+                except BaseException:
+                    u.cancel()
+                    raise
+                written, raw, now = u.commit(changes)
+                if written:
+                    return _entries(names, raw)
+        finally:
+            _log(u.take_events())
+
+    def read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
+        """The live entries of ``keys``, judged on the store's clock."""
+        names = _keys(keys)
+        return _entries(names, self._n.read(names))
+
+    def sweep(self) -> int:
+        """Removes expired entries; returns how many went."""
+        return self._n.sweep()
+
+
+@overload
+def limit_store(store: _AsyncStore, *, max_entries: int | None = None, name: str | None = None) -> LimitStore: ...
+@overload
+def limit_store(store: _SyncStore, *, max_entries: int | None = None, name: str | None = None) -> SyncLimitStore: ...
+def limit_store(
+    store: Union[_AsyncStore, _SyncStore], *, max_entries: int | None = None, name: str | None = None
+) -> Union[LimitStore, SyncLimitStore]:
+    """The limit store of an open store: ``max_entries`` bounds the live entries
+    (1,000,000 by default); ``name`` is what its rows live under (``limit-store``).
+    Two stores opened on one directory, in one process or in several, are two
+    handles on the same entries.
+    """
+    if isinstance(store, _AsyncStore):
+        return LimitStore(_open_native(store, max_entries, name))
+    if isinstance(store, _SyncStore):
+        return SyncLimitStore(_open_native(store, max_entries, name))
+    raise _invalid(f"limit_store takes a store from tinystore.open or tinystore.sync.open, not {type(store).__name__}")
