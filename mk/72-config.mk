@@ -7,7 +7,7 @@
 .PHONY: test-config test-config-python test-config-node test-config-go
 TEST_TARGETS += test-config
 
-test-config: test-config-python test-config-node
+test-config: test-config-python test-config-node test-config-go
 
 test-config-python: build-python
 	cd $(PY_DIR) && $(PY) -m mypy config_tests

@@ -1,0 +1,105 @@
+package native
+
+/*
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"time"
+)
+
+// Config is an open config (KV-20): values, sources and patches cross as
+// JSON text in the core's form.
+type Config struct {
+	handle
+	ptr *C.TsConfig
+}
+
+// OpenConfig opens config name of s with the core's field description and
+// layers, both JSON.
+func OpenConfig(s *Store, name, fields, layers string) (*Config, error) {
+	var ptr *C.TsConfig
+	err := s.handle(func(p *C.TsStore) error {
+		n, nl := text(name)
+		f, fl := text(fields)
+		l, ll := text(layers)
+		var e *C.TsError
+		return failure(C.ts_config_open(p, n, nl, f, fl, l, ll, &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{handle: handle{store: s, Name: name}, ptr: ptr}
+	runtime.SetFinalizer(c, func(c *Config) { C.ts_config_free(c.ptr) })
+	return c, nil
+}
+
+// taken reads JSON bytes the ABI handed out, and frees them.
+func taken(p *C.uint8_t, n C.size_t) []byte {
+	b := goBytes(p, n)
+	C.ts_bytes_free(p, n)
+	return b
+}
+
+// Get is the whole config as JSON, from memory.
+func (c *Config) Get() ([]byte, error) {
+	var p *C.uint8_t
+	var n C.size_t
+	var e *C.TsError
+	rc := C.ts_config_get(c.ptr, &p, &n, &e)
+	runtime.KeepAlive(c)
+	if err := failure(rc, e, nil); err != nil {
+		return nil, err
+	}
+	return taken(p, n), nil
+}
+
+// Sources is each field's source, as a JSON list.
+func (c *Config) Sources() ([]byte, error) {
+	var p *C.uint8_t
+	var n C.size_t
+	var e *C.TsError
+	rc := C.ts_config_sources(c.ptr, &p, &n, &e)
+	runtime.KeepAlive(c)
+	if err := failure(rc, e, nil); err != nil {
+		return nil, err
+	}
+	return taken(p, n), nil
+}
+
+// Update checks and keeps the fields of patch (JSON) that change.
+func (c *Config) Update(patch []byte) error {
+	p, n := bytes(patch)
+	var e *C.TsError
+	rc := C.ts_config_update(c.ptr, p, n, &e)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(patch)
+	return failure(rc, e, nil)
+}
+
+// Reset gives the field, or struct of fields, at path back to the layers.
+func (c *Config) Reset(path string) error {
+	p, n := text(path)
+	var e *C.TsError
+	rc := C.ts_config_reset(c.ptr, p, n, &e)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(path)
+	return failure(rc, e, nil)
+}
+
+// Generation grows with every change seen.
+func (c *Config) Generation() uint64 {
+	g := uint64(C.ts_config_generation(c.ptr))
+	runtime.KeepAlive(c)
+	return g
+}
+
+// Wait blocks until the generation passes after, or timeout; it returns
+// the generation then.
+func (c *Config) Wait(after uint64, timeout time.Duration) uint64 {
+	g := uint64(C.ts_config_wait(c.ptr, C.uint64_t(after), C.uint64_t(timeout.Milliseconds())))
+	runtime.KeepAlive(c)
+	return g
+}
