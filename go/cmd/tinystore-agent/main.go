@@ -169,6 +169,8 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		return true, ixWrite(store, arg(2))
 	case "ix-read":
 		return ixRead(store, arg(2))
+	case "ix-raw-copy":
+		return ixRawCopy(store, arg(2), arg(3))
 	case "take-setup":
 		b, err := kv.OpenBucket[string](store, "race-take")
 		if err != nil {

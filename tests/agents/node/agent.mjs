@@ -87,6 +87,32 @@ async function ixRead(store, owner) {
 	return bad === 0
 }
 
+/**
+ * Copies OWNER's interchange rows from `src` to the store in `dstDir` through
+ * raw buckets, as they are (see the Rust agent's raw_copy.rs).
+ */
+async function ixRawCopy(src, dstDir, owner) {
+	const dst = await open(dstDir)
+	let [n, nulls, ints, bytes, empty, size] = [0, 0, 0, 0, 0, 0]
+	for (const ty of [...new Set(fixture().map((item) => item.type))].sort()) {
+		const to = dst.bucket(`ix-${ty}`, { type: 'raw' }).under(owner)
+		for await (const e of src.bucket(`ix-${ty}`, { type: 'raw' }).under(owner).all()) {
+			if (e.value === null) nulls++
+			else if (typeof e.value === 'bigint') ints++
+			else {
+				bytes++
+				if (e.value.length === 0) empty++
+				size += e.value.length
+			}
+			await to.set(e.key, e.value)
+			n++
+		}
+	}
+	await dst.close()
+	say(`copied ${n} null=${nulls} int=${ints} bytes=${bytes} empty=${empty} size=${size}`)
+	return true
+}
+
 /** Runs one command on the store in `args[1]`; resolves with whether it passed. */
 async function run(args) {
 	const [cmd = '', dir = 'data'] = args
@@ -100,6 +126,9 @@ async function run(args) {
 			break
 		case 'ix-read':
 			ok = await ixRead(store, arg(2))
+			break
+		case 'ix-raw-copy':
+			ok = await ixRawCopy(store, arg(2), arg(3))
 			break
 		case 'take-setup': {
 			const b = store.bucket('race-take', { type: 'string' })

@@ -125,6 +125,28 @@ async def once_run(store: tinystore.Store, key: str, hold_ms: int, answer: str, 
     return True
 
 
+async def ix_raw_copy(src: tinystore.Store, dst_dir: str, owner: str) -> bool:
+    """Copies OWNER's interchange rows from ``src`` to the store in ``dst_dir``
+    through raw buckets, as they are (see the Rust agent's raw_copy.rs)."""
+    n = nulls = ints = blobs = empty = size = 0
+    async with tinystore.open(dst_dir) as dst:
+        for ty in sorted({item["type"] for item in fixture()}):
+            to = dst.bucket(f"ix-{ty}", tinystore.Raw).under(owner)
+            async for e in src.bucket(f"ix-{ty}", tinystore.Raw).under(owner).all():
+                if e.value is None:
+                    nulls += 1
+                elif isinstance(e.value, int):
+                    ints += 1
+                else:
+                    blobs += 1
+                    empty += e.value == b""
+                    size += len(e.value)
+                await to.set(e.key, e.value)
+                n += 1
+    say(f"copied {n} null={nulls} int={ints} bytes={blobs} empty={empty} size={size}")
+    return True
+
+
 async def run(args: list[str]) -> bool:
     cmd = args[0] if args else ""
     dir = args[1] if len(args) > 1 else "data"
@@ -140,6 +162,8 @@ async def run(args: list[str]) -> bool:
             return await ix_write(store, arg(2))
         if cmd == "ix-read":
             return await ix_read(store, arg(2))
+        if cmd == "ix-raw-copy":
+            return await ix_raw_copy(store, arg(2), arg(3))
         if cmd == "take-setup":
             b = store.bucket("race-take", str)
             for r in range(num(2)):

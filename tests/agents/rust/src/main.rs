@@ -10,6 +10,8 @@ use serde_json::Value;
 use tinystore::{ListOptions, Raw, RawBucket, Store};
 use tinystore_conformance::{Ty, lossy, same_value, text, to_raw};
 
+mod raw_copy;
+
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -118,6 +120,18 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
     let ok = match cmd {
         "ix-write" => ix_write(&store, &arg(2)).map(|_| true)?,
         "ix-read" => ix_read(&store, &arg(2))?,
+        "ix-raw-copy" => {
+            let dst = Store::open(arg(2))?;
+            let mut types: Vec<String> = fixture()
+                .iter()
+                .map(|i| i["type"].as_str().unwrap().to_owned())
+                .collect();
+            types.sort();
+            types.dedup();
+            say(&raw_copy::copy(&store, &dst, &arg(3), &types)?);
+            dst.close()?;
+            true
+        }
         "take-setup" => {
             let b = RawBucket::open(&store, "race-take", None, None)?;
             for r in 0..num(2) {
