@@ -13,6 +13,8 @@ import asyncio
 import datetime as dt
 import hashlib
 import logging
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -297,3 +299,18 @@ def test_store_bad_input_is_invalid(tmp_path: Path) -> None:
             ls.read(["a", "a"])
         with pytest.raises(tinystore.InvalidError):
             limit_store(object())  # type: ignore[call-overload]
+
+
+def test_store_the_readme_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    found = re.search(r"<!-- limit-store example -->\n```python\n(.*?)```", readme, re.S)
+    assert found, "the README has the limit-store example"
+    run = subprocess.run(
+        [sys.executable, "-c", found.group(1)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert lines[0] == "[True, True, True, True, True, False]"
+    assert "value=5" in lines[1]
+    assert lines[-1] == "0"

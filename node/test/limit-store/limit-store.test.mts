@@ -5,7 +5,8 @@
 // titles carry its words: "contract: ..." and "store: ...".
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { createHash } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -276,4 +277,27 @@ test('store: the 65th call in flight is answered unavailable at once', async () 
 	assert.ok(refused[0] instanceof LimitError)
 	assert.match(String(refused[0]), /64 calls are in flight/)
 	assert.equal(await countOnce(t.first, 'k64'), 1, 'room again once they finish')
+})
+
+test('store: the README example runs as written', async () => {
+	const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8')
+	const block = /<!-- limit-store example -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+	assert.ok(block, 'the README has the limit-store example')
+	const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript')
+	const dir = freshDir()
+	const js = ts.transpileModule(block.replace("open('data')", `open(${JSON.stringify(dir)})`), {
+		compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+	}).outputText
+	// Inside the package, so that 'tinystore' resolves to it.
+	const file = fileURLToPath(new URL(`./readme-example-${process.pid}.mjs`, import.meta.url))
+	writeFileSync(file, js)
+	try {
+		const { stdout } = await promisify(execFile)(process.execPath, [file])
+		const lines = stdout.trim().split('\n')
+		assert.deepEqual(lines.slice(0, 6), ['true', 'true', 'true', 'true', 'true', 'false'])
+		assert.match(stdout, /value: 5/)
+		assert.equal(lines.at(-1), '0')
+	} finally {
+		rmSync(file, { force: true })
+	}
 })
