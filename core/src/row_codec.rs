@@ -133,3 +133,8 @@ impl RowCodec<Raw> for AsRow {
         Ok(row.clone())
     }
 }
+
+/// The examples of `core/README.md`, run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeExamples;
