@@ -208,9 +208,9 @@ export class Config<S extends Schema> {
 	/**
 	 * The settings after every change from now on, by any handle or process
 	 * (another process's within a second); behind, it skips to the latest.
-	 * Ends when the store closes or `signal` aborts.
+	 * Ends when the store closes or `signal` (an `AbortSignal`) aborts.
 	 */
-	watch(options?: { signal?: AbortSignal }): AsyncIterableIterator<Settings<S>> {
+	watch(options?: { signal?: { readonly aborted: boolean } }): AsyncIterableIterator<Settings<S>> {
 		let seen = this.#native.generation()
 		let stopped = false
 		const signal = options?.signal
