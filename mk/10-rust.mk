@@ -20,3 +20,8 @@ demo-rust:
 BENCH_TARGETS += bench-writer
 bench-writer:
 	cargo run --release -p tinystore-bench --bin writer -- --rounds 5 --secs 2
+
+.PHONY: bench-memory
+BENCH_TARGETS += bench-memory
+bench-memory:
+	cargo run --release -p tinystore-bench --bin memory -- --secs 3

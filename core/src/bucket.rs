@@ -4,13 +4,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::budget::Held;
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::key::AsKey;
-use crate::raw::Raw;
+use crate::raw::{MAX_VALUE, Raw};
 use crate::row_codec::{AsRow, ByType, Codec, RowCodec, WithCodec};
 use crate::store::Store;
-use crate::values::{Created, Entry, Expiry, ListOptions, Page, Pages, RawBucket, Version, WriteOptions};
+use crate::values::{Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, Pages, RawBucket, Version, WriteOptions};
 
 /// Opens a bucket: `store.bucket::<Session>("sessions").idle(d).open()?`.
 ///
@@ -174,6 +175,15 @@ impl<T: Send + 'static> Bucket<T> {
         }
     }
 
+    /// Encodes a value holding the memory budget first: the largest value
+    /// until the encoding says what it holds, plus `extra` the call keeps.
+    fn encode_holding(&self, key: &[u8], value: &T, extra: usize) -> Result<(Raw, Held)> {
+        let mut held = self.raw.core.store.inner.hold(MAX_VALUE + extra);
+        let raw = self.codec.encode_row(value).map_err(|e| self.named(key, e))?;
+        held.shrink_to(raw.encoded_len() + extra);
+        Ok((raw, held))
+    }
+
     fn named(&self, key: &[u8], e: crate::Error) -> crate::Error {
         if e.path().is_some() {
             return e;
@@ -189,7 +199,9 @@ impl<T: Send + 'static> Bucket<T> {
     /// The value with its version and expiry.
     pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
         let k = key.key_bytes();
-        match self.raw.entry(&k)? {
+        // The memory of the largest value, until the row is decoded.
+        let _held = self.raw.core.store.inner.hold(MAX_VALUE);
+        match self.raw.entry_held(&k)? {
             None => Ok(None),
             Some(e) => typed(&*self.codec, e).map(Some).map_err(|e| self.named(&k, e)),
         }
@@ -215,8 +227,8 @@ impl<T: Send + 'static> Bucket<T> {
         done: impl FnOnce(Result<Version>) + Send + 'static,
     ) -> Result<Ticket> {
         let k = key.key_bytes();
-        let raw = self.codec.encode_row(value).map_err(|e| self.named(&k, e))?;
-        self.raw.set_then(&k, raw, WriteOptions::default(), done)
+        let (raw, held) = self.encode_holding(&k, value, 0)?;
+        self.raw.set_then_held(&k, raw, WriteOptions::default(), held, done)
     }
 
     /// Writes a value only if the key is absent; says whether it did.
@@ -248,7 +260,8 @@ impl<T: Send + 'static> Bucket<T> {
 
     /// A page of this branch's own keys, in the byte order of their text.
     pub fn list(&self, opts: &ListOptions) -> Result<Page<T>> {
-        let page = self.raw.list(opts)?;
+        let _held = self.raw.core.store.inner.hold(PAGE_HOLD);
+        let page = self.raw.list_held(opts)?;
         let mut entries = Vec::with_capacity(page.entries.len());
         for e in page.entries {
             let k = e.key.0.clone();
@@ -305,12 +318,8 @@ impl<T: Send + 'static> KeyCall<'_, T> {
 
     /// Writes the value.
     pub fn set(self, value: &T) -> Result<Version> {
-        let raw = self
-            .bucket
-            .codec
-            .encode_row(value)
-            .map_err(|e| self.bucket.named(&self.key, e))?;
-        self.bucket.raw.set(&self.key, raw, self.opts)
+        let (raw, held) = self.bucket.encode_holding(&self.key, value, 0)?;
+        self.bucket.raw.set_held(&self.key, raw, self.opts, held)
     }
 
     /// Writes the value if the key is absent; says whether it did.
@@ -320,12 +329,9 @@ impl<T: Send + 'static> KeyCall<'_, T> {
 
     /// Writes the value if the key is absent, or gives the entry found.
     pub fn create_entry(self, value: &T) -> Result<Created<T>> {
-        let raw = self
-            .bucket
-            .codec
-            .encode_row(value)
-            .map_err(|e| self.bucket.named(&self.key, e))?;
-        match self.bucket.raw.create(&self.key, raw, self.opts.expiry)? {
+        // Its own value, and the largest, for the value it may find.
+        let (raw, held) = self.bucket.encode_holding(&self.key, value, MAX_VALUE)?;
+        match self.bucket.raw.create_held(&self.key, raw, self.opts.expiry, held)? {
             Created::Written(v) => Ok(Created::Written(v)),
             Created::Found(e) => Ok(Created::Found(
                 typed(&*self.bucket.codec, e).map_err(|e| self.bucket.named(&self.key, e))?,

@@ -23,6 +23,7 @@
 //! describes the file.
 
 mod bucket;
+mod budget;
 mod clock;
 mod codec;
 pub mod config;

@@ -21,10 +21,12 @@ use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
-use crate::raw::Raw;
+use crate::raw::{MAX_VALUE, Raw};
 use crate::storage::file;
 use crate::store::{FILE_NAME, Store};
-use crate::values::{self, Created, Entry, Expiry, ListOptions, Page, RawBucket, Target, Version, WriteOptions};
+use crate::values::{
+    self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
+};
 
 /// The longest a binding's transaction may hold the writer before it is
 /// rolled back, so that a forgotten one cannot stop every write for good.
@@ -196,6 +198,7 @@ impl TxSession {
     /// Reads a live key as the transaction sees it.
     pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let t = self.target(bucket, key)?;
+        let _held = t.hold_now(MAX_VALUE, "a read")?;
         self.run(move |w| {
             Ok(t.read(w.conn, w.now)?.map(|c| Entry {
                 key: crate::Key(t.key.clone()),
@@ -209,18 +212,21 @@ impl TxSession {
     /// Writes a value inside the transaction.
     pub fn set(&self, bucket: &RawBucket, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
         let t = self.target(bucket, key)?;
+        let _held = t.hold_now(value.encoded_len(), "a write")?;
         self.run(move |w| t.op_set(w, &value, opts))
     }
 
     /// Writes a value if the key is absent.
     pub fn create(&self, bucket: &RawBucket, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
         let t = self.target(bucket, key)?;
+        let _held = t.hold_now(value.encoded_len() + MAX_VALUE, "a create")?;
         self.run(move |w| t.op_create(w, &value, expiry))
     }
 
     /// Reads and deletes a key inside the transaction.
     pub fn take(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<Option<Entry<Raw>>> {
         let t = self.target(bucket, key)?;
+        let _held = t.hold_now(MAX_VALUE, "a take")?;
         self.run(move |w| t.op_take(w, if_version, Ok))
     }
 
@@ -246,6 +252,7 @@ impl TxSession {
     /// A page of a branch as the transaction sees it.
     pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
         self.target(bucket, b"-")?;
+        let _held = bucket.hold_now(PAGE_HOLD)?;
         let (core, branch, opts) = (bucket.core.clone(), bucket.branch.clone(), opts.clone());
         self.run(move |w| values::list_on(&core, &branch, w.conn, w.now, &opts))
     }
@@ -294,6 +301,7 @@ impl Snapshot {
     /// Reads a live key in the snapshot. Renews nothing.
     pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let t = Target::new(&bucket.core, &bucket.branch, key)?;
+        let _held = t.hold_now(MAX_VALUE, "a read")?;
         self.with(bucket, |c| {
             Ok(t.read(c, self.now)?.map(|cell| Entry {
                 key: crate::Key(t.key.clone()),
@@ -306,6 +314,7 @@ impl Snapshot {
 
     /// A page of a branch in the snapshot.
     pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
+        let _held = bucket.hold_now(PAGE_HOLD)?;
         self.with(bucket, |c| {
             values::list_on(&bucket.core, &bucket.branch, c, self.now, opts)
         })

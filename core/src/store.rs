@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::budget::{Budget, Held};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::group_commit::{WriteCtx, Writer};
@@ -23,6 +24,7 @@ pub struct Options {
     clock: Option<SystemTime>,
     readers: Option<usize>,
     sweep_every: Option<Duration>,
+    memory: Option<usize>,
 }
 
 impl Options {
@@ -43,6 +45,18 @@ impl Options {
     /// (default: every minute, and every ten seconds while a backlog remains).
     pub fn sweep_every(mut self, d: Duration) -> Options {
         self.sweep_every = Some(d);
+        self
+    }
+
+    /// A memory budget, in bytes, for the values the store holds at once
+    /// (default: none). A call holds the memory its value may need before
+    /// it makes the value, and waits for its turn while the budget is spent:
+    /// a write its value's size (a typed value the largest, 1 MiB, until it
+    /// is encoded), a read the largest value, a page of `list` its 4 MiB and
+    /// the row past them. Inside a `tx` or `view` a call takes what is free
+    /// or is `Limit` at once. At least 1 MiB.
+    pub fn memory(mut self, bytes: usize) -> Options {
+        self.memory = Some(bytes);
         self
     }
 
@@ -70,6 +84,26 @@ pub(crate) struct StoreInner {
     closed: AtomicBool,
     pub(crate) sweep_every: Duration,
     background: Mutex<Option<(JoinHandle<()>, Arc<Stop>)>>,
+    budget: Option<Arc<Budget>>,
+}
+
+impl StoreInner {
+    /// Holds `bytes` of the memory budget, waiting for this call's turn;
+    /// holds nothing when the store has no budget.
+    pub(crate) fn hold(&self, bytes: usize) -> Held {
+        match &self.budget {
+            Some(b) => b.take(bytes),
+            None => Held::nothing(),
+        }
+    }
+
+    /// [`StoreInner::hold`] inside a transaction: what is free now, or `Limit`.
+    pub(crate) fn hold_now(&self, bytes: usize, what: &str) -> Result<Held> {
+        match &self.budget {
+            Some(b) => b.take_now(bytes, what),
+            None => Ok(Held::nothing()),
+        }
+    }
 }
 
 impl Store {
@@ -92,6 +126,14 @@ impl Store {
     pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
         let dir = dir.as_ref().to_path_buf();
         check_dir(&dir)?;
+        if let Some(m) = options.memory
+            && m < crate::MAX_VALUE
+        {
+            return Err(Error::invalid(format!(
+                "memory budget {m} bytes is below the largest value, {} bytes (1 MiB)",
+                crate::MAX_VALUE
+            )));
+        }
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::new(crate::ErrorKind::Io, format!("{}: {e}", dir.display())))?;
         let file = dir.join(FILE_NAME);
@@ -116,6 +158,7 @@ impl Store {
             closed: AtomicBool::new(false),
             sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
             background: Mutex::new(None),
+            budget: options.memory.map(Budget::new),
         });
         if !inner.clock.is_manual() {
             maintain::start_background(&inner);

@@ -12,9 +12,11 @@ use crate::bucket::Bucket;
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
-use crate::raw::Raw;
+use crate::raw::{MAX_VALUE, Raw};
 use crate::store::Store;
-use crate::values::{self, Created, Entry, Expiry, ListOptions, Page, RawBucket, Target, Version, WriteOptions};
+use crate::values::{
+    self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
+};
 use rusqlite::Connection;
 
 /// An open transaction: see [`Store::tx`].
@@ -127,6 +129,7 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     /// The value with its version and expiry.
     pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
         let t = self.target(key)?;
+        let _held = t.hold_now(MAX_VALUE, "a read")?;
         let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
         cell.map(|c| {
             Ok(Entry {
@@ -152,14 +155,18 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     /// Writes a value with a call's own expiry or version check.
     pub fn set_with(&self, key: impl AsKey, value: &T, opts: WriteOptions) -> Result<Version> {
         let t = self.target(key)?;
+        let mut held = t.hold_now(MAX_VALUE, "a write")?;
         let raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
+        held.shrink_to(raw.encoded_len());
         self.tx.run(|w| t.op_set(w, &raw, opts))
     }
 
     /// Writes a value if the key is absent; says whether it did.
     pub fn create(&self, key: impl AsKey, value: &T) -> Result<bool> {
         let t = self.target(key)?;
+        let mut held = t.hold_now(2 * MAX_VALUE, "a create")?;
         let raw: Raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
+        held.shrink_to(raw.encoded_len() + MAX_VALUE);
         Ok(matches!(
             self.tx.run(|w| t.op_create(w, &raw, None))?,
             Created::Written(_)
@@ -169,6 +176,7 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     /// Reads and deletes a key.
     pub fn take(&self, key: impl AsKey) -> Result<Option<T>> {
         let t = self.target(key)?;
+        let _held = t.hold_now(MAX_VALUE, "a take")?;
         let codec = self.bucket.codec.clone();
         self.tx.run(|w| t.op_take(w, None, |e| codec.decode_row(&e.value)))
     }
@@ -216,6 +224,7 @@ impl<T: Send + 'static> ViewBucket<'_, '_, T> {
         let raw = self.bucket.raw();
         same_store(self.view.store, raw)?;
         let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
+        let _held = t.hold_now(MAX_VALUE, "a read")?;
         match t.read(self.view.conn, self.view.now)? {
             Some(c) => Ok(Some(self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?)),
             None => Ok(None),
@@ -226,6 +235,7 @@ impl<T: Send + 'static> ViewBucket<'_, '_, T> {
     pub fn list(&self, opts: &ListOptions) -> Result<Page<Raw>> {
         let raw = self.bucket.raw();
         same_store(self.view.store, raw)?;
+        let _held = raw.hold_now(PAGE_HOLD)?;
         values::list_on(&raw.core, &raw.branch, self.view.conn, self.view.now, opts)
     }
 }

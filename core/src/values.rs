@@ -11,11 +11,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::budget::Held;
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch, Key};
-use crate::raw::Raw;
+use crate::raw::{MAX_VALUE, Raw};
 use crate::storage::{self, Cell, Kind};
 use crate::store::Store;
 
@@ -25,6 +26,10 @@ pub const MAX_PAGE: usize = 1000;
 pub const DEFAULT_PAGE: usize = 100;
 /// The most bytes of values one page holds.
 pub const MAX_PAGE_BYTES: usize = 4 << 20;
+
+/// What a page of `list` holds of the memory budget: its bytes and the row
+/// past them, which it reads to know the page is full.
+pub(crate) const PAGE_HOLD: usize = MAX_PAGE_BYTES + MAX_VALUE;
 /// A branch with more keys than this is hidden by a clear mark and deleted
 /// by maintenance, instead of deleted in one write.
 pub const CLEAR_BOUND: usize = 10_000;
@@ -234,6 +239,12 @@ impl Target {
             return e;
         }
         e.at(&self.core.name, self.branch.show_with(Some(&self.key)))
+    }
+
+    /// Holds `bytes` of the memory budget inside a transaction: what is
+    /// free now, or `Limit` naming this key.
+    pub(crate) fn hold_now(&self, bytes: usize, what: &str) -> Result<Held> {
+        self.core.store.inner.hold_now(bytes, what).map_err(|e| self.name(e))
     }
 
     fn conflict(&self, what: &str) -> Error {
@@ -476,6 +487,13 @@ impl RawBucket {
     /// read asks for a renewal (written about a second later), or renews a key
     /// in its last minute before it returns.
     pub fn entry(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
+        let _held = self.core.store.inner.hold(MAX_VALUE);
+        self.entry_held(key)
+    }
+
+    /// [`RawBucket::entry`] for a caller that already holds the memory of
+    /// the value it reads (a typed bucket, until it has decoded it).
+    pub(crate) fn entry_held(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let t = self.target(key)?;
         let inner = &self.core.store.inner;
         let now = inner.clock.now_millis();
@@ -535,6 +553,21 @@ impl RawBucket {
     /// A page of this branch's own keys, in the byte order of their text.
     /// Renews nothing.
     pub fn list(&self, opts: &ListOptions) -> Result<Page<Raw>> {
+        let _held = self.core.store.inner.hold(PAGE_HOLD);
+        self.list_held(opts)
+    }
+
+    /// Holds a page's memory inside a transaction, or `Limit` naming the bucket.
+    pub(crate) fn hold_now(&self, bytes: usize) -> Result<Held> {
+        self.core
+            .store
+            .inner
+            .hold_now(bytes, "a page of list")
+            .map_err(|e| e.in_bucket(&self.core.name))
+    }
+
+    /// [`RawBucket::list`] for a caller that already holds a page's memory.
+    pub(crate) fn list_held(&self, opts: &ListOptions) -> Result<Page<Raw>> {
         let inner = &self.core.store.inner;
         inner.check_open()?;
         self.branch.check(&self.core.name)?;
@@ -550,12 +583,15 @@ impl RawBucket {
 
     /// Every write of a key changes at most one row of cells, and a value
     /// that spills adds a row before it: only that write needs a savepoint.
+    /// `held` is the memory budget the write holds until it is answered.
     fn write<T: Send + 'static>(
         &self,
         t: Target,
         (weight, isolation): (usize, Isolation),
+        held: Held,
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        let _held = held;
         let inner = &self.core.store.inner;
         // The writer's own errors (closed, cancelled, outcome unknown) name
         // the key too; an op's errors already do.
@@ -571,6 +607,7 @@ impl RawBucket {
         &self,
         t: Target,
         (weight, isolation): (usize, Isolation),
+        held: Held,
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<Ticket> {
@@ -584,15 +621,24 @@ impl RawBucket {
                 weight,
                 isolation,
                 move |w: &mut WriteCtx<'_>| op(&t, w),
-                move |r| done(r.map_err(|e| named.name(e))),
+                move |r| {
+                    drop(held);
+                    done(r.map_err(|e| named.name(e)))
+                },
             )
             .map_err(|e| named_too.name(e))
     }
 
     /// Writes `value`, durably, and returns its version.
     pub fn set(&self, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
+        let held = self.core.store.inner.hold(value.encoded_len());
+        self.set_held(key, value, opts, held)
+    }
+
+    /// [`RawBucket::set`] holding memory the caller took before it made the value.
+    pub(crate) fn set_held(&self, key: &[u8], value: Raw, opts: WriteOptions, held: Held) -> Result<Version> {
         let t = self.target(key)?;
-        self.write(t, set_cost(&value), move |t, w| t.op_set(w, &value, opts))
+        self.write(t, set_cost(&value), held, move |t, w| t.op_set(w, &value, opts))
     }
 
     /// The completion form of [`RawBucket::set`]: returns at once, and `done`
@@ -604,14 +650,40 @@ impl RawBucket {
         opts: WriteOptions,
         done: impl FnOnce(Result<Version>) + Send + 'static,
     ) -> Result<Ticket> {
+        let held = self.core.store.inner.hold(value.encoded_len());
+        self.set_then_held(key, value, opts, held, done)
+    }
+
+    /// [`RawBucket::set_then`] holding memory the caller took before it made the value.
+    pub(crate) fn set_then_held(
+        &self,
+        key: &[u8],
+        value: Raw,
+        opts: WriteOptions,
+        held: Held,
+        done: impl FnOnce(Result<Version>) + Send + 'static,
+    ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, set_cost(&value), move |t, w| t.op_set(w, &value, opts), done)
+        self.write_then(t, set_cost(&value), held, move |t, w| t.op_set(w, &value, opts), done)
     }
 
     /// Writes `value` only if the key is absent.
     pub fn create(&self, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+        // Its own value, and the largest, for the value it may find.
+        let held = self.core.store.inner.hold(value.encoded_len() + MAX_VALUE);
+        self.create_held(key, value, expiry, held)
+    }
+
+    /// [`RawBucket::create`] holding memory the caller took before it made the value.
+    pub(crate) fn create_held(
+        &self,
+        key: &[u8],
+        value: Raw,
+        expiry: Option<Expiry>,
+        held: Held,
+    ) -> Result<Created<Raw>> {
         let t = self.target(key)?;
-        self.write(t, cost(Some(&value)), move |t, w| t.op_create(w, &value, expiry))
+        self.write(t, cost(Some(&value)), held, move |t, w| t.op_create(w, &value, expiry))
     }
 
     /// The completion form of [`RawBucket::create`].
@@ -623,7 +695,14 @@ impl RawBucket {
         done: impl FnOnce(Result<Created<Raw>>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, cost(Some(&value)), move |t, w| t.op_create(w, &value, expiry), done)
+        let held = self.core.store.inner.hold(value.encoded_len() + MAX_VALUE);
+        self.write_then(
+            t,
+            cost(Some(&value)),
+            held,
+            move |t, w| t.op_create(w, &value, expiry),
+            done,
+        )
     }
 
     /// Reads and deletes a key in one write. `check` runs inside the write:
@@ -635,7 +714,8 @@ impl RawBucket {
         check: impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static,
     ) -> Result<Option<Entry<Raw>>> {
         let t = self.target(key)?;
-        self.write(t, cost(None), move |t, w| {
+        let held = self.core.store.inner.hold(MAX_VALUE);
+        self.write(t, cost(None), held, move |t, w| {
             t.op_take(w, if_version, |e| {
                 check(&e)?;
                 Ok(e)
@@ -652,9 +732,11 @@ impl RawBucket {
         done: impl FnOnce(Result<Option<Entry<Raw>>>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
+        let held = self.core.store.inner.hold(MAX_VALUE);
         self.write_then(
             t,
             cost(None),
+            held,
             move |t, w| {
                 t.op_take(w, if_version, |e| {
                     check(&e)?;
@@ -668,7 +750,7 @@ impl RawBucket {
     /// Deletes a key; says whether a live key was there.
     pub fn delete(&self, key: &[u8], if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        self.write(t, cost(None), move |t, w| t.op_delete(w, if_version))
+        self.write(t, cost(None), Held::nothing(), move |t, w| t.op_delete(w, if_version))
     }
 
     /// The completion form of [`RawBucket::delete`].
@@ -679,14 +761,22 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, cost(None), move |t, w| t.op_delete(w, if_version), done)
+        self.write_then(
+            t,
+            cost(None),
+            Held::nothing(),
+            move |t, w| t.op_delete(w, if_version),
+            done,
+        )
     }
 
     /// Gives a live key a new expiry, keeping its value and version; says
     /// whether a live key was there.
     pub fn expire(&self, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        self.write(t, cost(None), move |t, w| t.op_expire(w, expiry, if_version))
+        self.write(t, cost(None), Held::nothing(), move |t, w| {
+            t.op_expire(w, expiry, if_version)
+        })
     }
 
     /// The completion form of [`RawBucket::expire`].
@@ -698,7 +788,13 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        self.write_then(t, cost(None), move |t, w| t.op_expire(w, expiry, if_version), done)
+        self.write_then(
+            t,
+            cost(None),
+            Held::nothing(),
+            move |t, w| t.op_expire(w, expiry, if_version),
+            done,
+        )
     }
 
     /// Removes this branch and every branch under it, for every reader at once.
