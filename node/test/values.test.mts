@@ -119,3 +119,26 @@ test('KV-14 counters past 2^53: bigint counters count the whole int64 range; num
 	assert.deepEqual(read.what, { bucket: 'bytes-sent', key: 'k' })
 	assert.throws(() => store.counters('c', { type: 'float' as never }), InvalidError)
 })
+
+test('KV-1 keys: a read finds a key of any length and spelling, and names a bad one', async () => {
+	await using store = await testStore()
+	const b = store.bucket<string>('keys')
+	// Around the 256 bytes a read first tries (a four-byte character across the edge), and far past them.
+	const keys = ['k', 'é'.repeat(126), `${'x'.repeat(250)}😀😀`, `${'y'.repeat(251)}😀`, 'z'.repeat(1000), 'a\u0000b']
+	for (const k of keys) await b.set(k, `value of ${k.length}`)
+	for (const k of keys) {
+		assert.equal(await b.get(k), `value of ${k.length}`, `a key of ${k.length} characters`)
+		assert.equal(await b.get(`${k}!`), undefined)
+	}
+	await b.set(7, 'seven')
+	assert.equal(await b.get(7), 'seven')
+	assert.equal(await b.get(7n), 'seven')
+	assert.equal(await b.get(new TextEncoder().encode('7')), 'seven')
+	const empty = await rejection(b.get(''))
+	assert.ok(empty instanceof InvalidError)
+	assert.equal((empty as InvalidError).what.bucket, 'keys')
+	assert.ok((await rejection(b.get({} as never))) instanceof InvalidError)
+	assert.ok((await rejection(b.get('k'.repeat(1025)))) instanceof InvalidError, 'a path over 1 KiB')
+	await store.close()
+	assert.equal((await rejection(b.get('k'))).code, 'CLOSED')
+})

@@ -29,6 +29,18 @@ impl NativeBucket {
         convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.raw.name()))
     }
 
+    /// Runs `f` with the bytes of a key. A read's key is most often a short
+    /// string: it is read straight into a buffer on the stack, with no type
+    /// check, length query or allocation (a third of the binding's own time
+    /// in a `get`); any other key goes through [`convert::key`].
+    pub(crate) fn with_key<R>(&self, env: &Env, v: &Unknown<'_>, f: impl FnOnce(&[u8]) -> Ts<R>) -> Ts<R> {
+        let mut buf = [0u8; 256];
+        match js::read_string_into(env.raw(), js::raw(v), &mut buf) {
+            Some(k) if !k.is_empty() => f(k),
+            _ => f(&self.key(env, v)?),
+        }
+    }
+
     fn value(&self, env: &Env, key: &[u8], v: &Unknown<'_>) -> Ts<Raw> {
         self.kind
             .encode(env.raw(), js::raw(v))
@@ -143,13 +155,10 @@ impl NativeBucket {
         key: &Unknown<'e>,
         read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let k = self.key(env, key)?;
-            match read(&k)? {
-                Some(e) => self.decoded(env.raw(), &e.value, &k),
-                None => js::undefined(env.raw()).map_err(napi_err),
-            }
-        })();
+        let r = self.with_key(env, key, |k| match read(k)? {
+            Some(e) => self.decoded(env.raw(), &e.value, k),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
@@ -160,14 +169,11 @@ impl NativeBucket {
         key: &Unknown<'e>,
         read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let k = self.key(env, key)?;
-            match read(&k)? {
-                Some(e) => convert::entry(env.raw(), self.kind, &e)
-                    .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), &k))),
-                None => js::undefined(env.raw()).map_err(napi_err),
-            }
-        })();
+        let r = self.with_key(env, key, |k| match read(k)? {
+            Some(e) => convert::entry(env.raw(), self.kind, &e)
+                .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), k))),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
@@ -236,6 +242,13 @@ impl NativeBucket {
         })
     }
 
+    /// A handle of this bucket for the bare `get(handle, key)` of
+    /// `fastReads()`, the read without napi-rs' per-call bookkeeping.
+    #[napi]
+    pub fn read_handle<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        crate::fast_get::handle(env, self)
+    }
+
     /// The value of a live key, or `undefined` (JSON as its text).
     #[napi]
     pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
@@ -251,7 +264,7 @@ impl NativeBucket {
     /// Whether a live key is there.
     #[napi]
     pub fn has<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<bool> {
-        let r = self.key(env, &key).and_then(|k| self.raw.has(&k));
+        let r = self.with_key(env, &key, |k| self.raw.has(k));
         sync(env, r)
     }
 

@@ -70,6 +70,17 @@ pub(crate) fn read_string(env: napi_env, v: napi_value) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The UTF-8 bytes of a JS string written into `buf`, in one call: `None`
+/// when the value is not a string, or the string may not have fit (a read
+/// stops short of a character that does not fit, so anything within four
+/// bytes of the end counts as not fitting). The fast path of a read's key:
+/// no type check, no length query, no allocation.
+pub(crate) fn read_string_into(env: napi_env, v: napi_value, buf: &mut [u8]) -> Option<&[u8]> {
+    let mut written = 0;
+    let status = unsafe { sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut written) };
+    (status == sys::Status::napi_ok && written + 4 < buf.len()).then(|| &buf[..written])
+}
+
 /// A JS number.
 pub(crate) fn read_f64(env: napi_env, v: napi_value) -> Result<f64> {
     let mut out = 0.0;

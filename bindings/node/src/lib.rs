@@ -10,6 +10,7 @@
 mod bucket;
 mod config;
 mod convert;
+mod fast_get;
 mod js;
 mod limit_store;
 mod limits;
@@ -25,6 +26,7 @@ use napi_derive::napi;
 
 pub use bucket::NativeBucket;
 pub use config::NativeConfig;
+pub use fast_get::fast_reads;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use once::{NativeClaim, NativeOnce};
 pub use snapshot::NativeSnapshot;
