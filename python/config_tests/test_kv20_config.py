@@ -218,3 +218,17 @@ async def test_kv20_watch_sees_another_process(store: tinystore.Store) -> None:
 def test_kv20_rows_kept_in_kv_db(store: tinystore.Store) -> None:
     tinystore.open_config(store, "app", Settings)
     assert ("app", "config") in store.names()
+
+
+def test_kv20_sync_update_reset_and_watch(tmp_path: Path) -> None:
+    with tinystore.sync.open(tmp_path / "data") as store:
+        cfg = tinystore.sync.open_config(store, "app", Settings)
+        other = tinystore.sync.open_config(store, "app", Settings)
+        changes = cfg.watch(timeout=2)
+        cfg.update(lambda s: setattr(s.limits, "rps", 300))
+        assert next(changes).limits.rps == 300  # the watcher sees it
+        assert other.get().limits.rps == 300  # and every handle, at once
+        with pytest.raises(tinystore.InvalidError, match="burst 400 is over rps 300"):
+            cfg.update(lambda s: setattr(s.limits, "burst", 400))
+        cfg.reset("limits")
+        assert other.get().limits == Limits()

@@ -36,7 +36,7 @@ import json
 import os
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -46,7 +46,7 @@ from .errors import InvalidError
 
 T = TypeVar("T")
 
-__all__ = ["Config", "Source", "Watch", "open_config"]
+__all__ = ["Config", "Source", "SyncConfig", "Watch", "open_config", "open_sync_config"]
 
 
 @dataclass(frozen=True)
@@ -183,15 +183,8 @@ def _from_json(tp: Any, data: Mapping[str, Any], shape: dict[str, _Field], at: s
     return tp(**args)
 
 
-class Config(Generic[T]):
-    """Typed settings of class ``T`` kept in a store (KV-20).
-
-    ``get`` reads memory; ``update`` checks the result by its types and the
-    class's own checks (``__post_init__``, pydantic validators, ``validate``)
-    before anything is written, and keeps the fields it changed; ``reset``
-    gives a field back to the layers; ``watch`` yields every change, made by
-    any handle or process; ``sources`` says where each field came from.
-    """
+class _ConfigBase(Generic[T]):
+    """What the async and sync configs share: reads from memory."""
 
     def __init__(self, native: _native.Config, tp: type[T], shape: dict[str, _Field]) -> None:
         self._n = native
@@ -206,6 +199,30 @@ class Config(Generic[T]):
             self._cached = (g, _from_json(self._tp, json.loads(self._n.get()), self._shape))
         return self._cached[1]
 
+    def _patch(self, change: Callable[[T], T | None]) -> str:
+        current = copy.deepcopy(self.get())
+        changed = change(current)
+        return json.dumps(_to_json(current if changed is None else changed))
+
+    def sources(self) -> list[Source]:
+        """Where each field's value came from (secret fields are not listed)."""
+        out = []
+        for s in json.loads(self._n.sources()):
+            detail = {k: v for k, v in s.items() if k not in ("path", "from", "leftOut")}
+            out.append(Source(s["path"], s["from"], detail, s.get("leftOut")))
+        return out
+
+
+class Config(_ConfigBase[T]):
+    """Typed settings of class ``T`` kept in a store (KV-20).
+
+    ``get`` reads memory; ``update`` checks the result by its types and the
+    class's own checks (``__post_init__``, pydantic validators, ``validate``)
+    before anything is written, and keeps the fields it changed; ``reset``
+    gives a field back to the layers; ``watch`` yields every change, made by
+    any handle or process; ``sources`` says where each field came from.
+    """
+
     async def update(self, change: Callable[[T], T | None]) -> None:
         """Changes a copy of the settings with ``change`` (which mutates it or
         returns a new one), checks it, and keeps the changed fields.
@@ -215,22 +232,11 @@ class Config(Generic[T]):
                 required field emptied, or the class's checks refusing it;
                 nothing is written.
         """
-        current = copy.deepcopy(self.get())
-        changed = change(current)
-        result = current if changed is None else changed
-        await asyncio.to_thread(self._n.update, json.dumps(_to_json(result)))
+        await asyncio.to_thread(self._n.update, self._patch(change))
 
     async def reset(self, path: str) -> None:
         """Gives the field at ``path``, or every field of the struct there, back to the layers."""
         await asyncio.to_thread(self._n.reset, path)
-
-    def sources(self) -> list[Source]:
-        """Where each field's value came from (secret fields are not listed)."""
-        out = []
-        for s in json.loads(self._n.sources()):
-            detail = {k: v for k, v in s.items() if k not in ("path", "from", "leftOut")}
-            out.append(Source(s["path"], s["from"], detail, s.get("leftOut")))
-        return out
 
     def watch(self, *, timeout: float | None = None) -> Watch[T]:
         """The settings after every change from now on, by any handle or
@@ -275,6 +281,93 @@ class Watch(Generic[T]):
         """Stops watching (nothing is held between changes)."""
 
 
+class SyncConfig(_ConfigBase[T]):
+    """:class:`Config` for synchronous code: ``update`` and ``reset`` block
+    until durable, and ``watch`` is an iterator that blocks for each change."""
+
+    def update(self, change: Callable[[T], T | None]) -> None:
+        """Changes a copy of the settings with ``change``, checks it, and
+        keeps the changed fields (see :meth:`Config.update`)."""
+        self._n.update(self._patch(change))
+
+    def reset(self, path: str) -> None:
+        """Gives the field at ``path``, or every field of the struct there, back to the layers."""
+        self._n.reset(path)
+
+    def watch(self, *, timeout: float | None = None) -> Iterator[T]:
+        """The settings after every change from now on, by any handle or
+        process; ends when the store closes, or after ``timeout`` seconds
+        without a change."""
+        seen = self._n.generation()
+
+        def changes() -> Iterator[T]:
+            nonlocal seen
+            waited = 0.0
+            while True:
+                g = self._n.wait(seen, 250)
+                if g > seen:
+                    seen, waited = g, 0.0
+                    yield self.get()
+                    continue
+                waited += 0.25
+                if timeout is not None and waited >= timeout:
+                    return
+                try:
+                    self._n.get()
+                except Exception:
+                    return
+
+        return changes()
+
+
+def _open_native(
+    store: StoreBase,
+    name: str,
+    tp: type[T],
+    defaults: T | None,
+    layers: Iterable[Mapping[str, Any]],
+    env_prefix: str | None,
+    env_files: Iterable[str | os.PathLike[str]],
+    environ: Mapping[str, str] | None,
+    validate: Callable[[T], object] | None,
+) -> tuple[_native.Config, dict[str, _Field]]:
+    if not _is_struct(tp):
+        raise InvalidError(f"config {name!r}: {tp!r} is not a dataclass or pydantic model", bucket=name)
+    base = tp() if defaults is None else defaults
+    fields: list[dict[str, Any]] = []
+    shape: dict[str, _Field] = {}
+    _describe(tp, base, "", fields, shape)
+
+    def check(text: str) -> None:
+        value = _from_json(tp, json.loads(text), shape)
+        if validate is not None:
+            validate(value)
+
+    spec: dict[str, Any] = {"defaults": [_to_json(dict(layer)) for layer in layers]}
+    if env_prefix is not None:
+        spec["prefix"] = env_prefix
+        spec["envFiles"] = [os.fspath(f) for f in env_files]
+        spec["env"] = dict(os.environ if environ is None else environ)
+    return _native.Config(store._n, name, json.dumps(fields), json.dumps(spec), check), shape
+
+
+def open_sync_config(
+    store: StoreBase,
+    name: str,
+    tp: type[T],
+    *,
+    defaults: T | None = None,
+    layers: Iterable[Mapping[str, Any]] = (),
+    env_prefix: str | None = None,
+    env_files: Iterable[str | os.PathLike[str]] = (),
+    environ: Mapping[str, str] | None = None,
+    validate: Callable[[T], object] | None = None,
+) -> SyncConfig[T]:
+    """:func:`open_config` for synchronous code (``tinystore.sync.open_config``)."""
+    native, shape = _open_native(store, name, tp, defaults, layers, env_prefix, env_files, environ, validate)
+    return SyncConfig(native, tp, shape)
+
+
 def open_config(
     store: StoreBase,
     name: str,
@@ -309,22 +402,5 @@ def open_config(
         InvalidError: a variable that does not read as its field's type, or
             a required field left empty, named by its variable.
     """
-    if not _is_struct(tp):
-        raise InvalidError(f"config {name!r}: {tp!r} is not a dataclass or pydantic model", bucket=name)
-    base = tp() if defaults is None else defaults
-    fields: list[dict[str, Any]] = []
-    shape: dict[str, _Field] = {}
-    _describe(tp, base, "", fields, shape)
-
-    def check(text: str) -> None:
-        value = _from_json(tp, json.loads(text), shape)
-        if validate is not None:
-            validate(value)
-
-    spec: dict[str, Any] = {"defaults": [_to_json(dict(layer)) for layer in layers]}
-    if env_prefix is not None:
-        spec["prefix"] = env_prefix
-        spec["envFiles"] = [os.fspath(f) for f in env_files]
-        spec["env"] = dict(os.environ if environ is None else environ)
-    native = _native.Config(store._n, name, json.dumps(fields), json.dumps(spec), check)
+    native, shape = _open_native(store, name, tp, defaults, layers, env_prefix, env_files, environ, validate)
     return Config(native, tp, shape)

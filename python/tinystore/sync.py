@@ -22,6 +22,8 @@ from typing import Any, TypeVar, overload
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
+from .config import SyncConfig as Config
+from .config import open_sync_config as open_config
 from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
@@ -30,6 +32,8 @@ from ._time import Duration, opt_millis
 
 __all__ = [
     "open",
+    "open_config",
+    "Config",
     "Store",
     "Bucket",
     "RateLimit",
