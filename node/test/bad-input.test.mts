@@ -215,6 +215,8 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	const guesses = store.rateLimit('guesses', { rate: '5/m' })
 	const messages = store.quota('messages', { daily: '100/d' })
 	const attempts = store.counters('attempts')
+	const big = store.counters('wide', { type: 'bigint' })
+	await big.add('top', 2n ** 63n - 2n)
 	const c = await catalogue(store, dir)
 	await c.refused('burst 0', () => store.rateLimit('r0', { rate: '5/m', burst: 0 }).allow('k'), InvalidError, '0', 'r0')
 	for (const burst of [NaN, Infinity, -1, 1.5]) {
@@ -235,8 +237,11 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	await c.refused('window Daily', () => store.quota('q0', { Daily: '1/m' }).allow('k'), InvalidError, 'Daily')
 	await c.refused('quota allow over the limit', () => messages.allow('k', 101), InvalidError, '101')
 	await c.refused('add past a safe integer', () => attempts.add('k', 2 ** 53), InvalidError, 'safe integer', 'attempts')
+	await c.refused('a bigint counter past int64', () => big.add('top', 2n), LimitError, 'int64', 'wide', 'top')
+	await c.refused('a bigint step past int64', () => big.add('k', 2n ** 63n), InvalidError, 'int64', 'wide')
 	c.done()
 	assert.equal(await attempts.get('k'), 0, 'a refused add changes nothing')
+	assert.equal(await big.get('top'), 2n ** 63n - 2n, 'a refused add changes nothing')
 })
 
 test('KV-18 bad calls are InvalidError and write nothing', async () => {
