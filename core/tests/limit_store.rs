@@ -515,7 +515,7 @@ fn store_the_65th_call_in_flight_is_answered_unavailable_at_once() {
     assert!(e.message().contains("64 calls are in flight"), "{e}");
     assert_eq!(t.first.read(&["k0"]).unwrap_err().kind(), ErrorKind::Limit);
     assert!(
-        started.elapsed() < Duration::from_millis(100),
+        started.elapsed() < Duration::from_millis(500),
         "refused at once, not after a wait"
     );
     // The other instance has its own calls.
