@@ -147,6 +147,16 @@ if (deno) {
 	})
 }
 
+// ONLY=get (or set, ...) keeps the cases whose name holds one of the words, and
+// their peers': the quick look at one figure on a busy machine.
+const only = process.env.ONLY?.split(',')
+if (only) {
+	for (const name of Object.keys(cases)) {
+		const peer = name.startsWith('plain') || name.startsWith('@deno')
+		const word = (w) => name.includes(w) || (w === 'get' && name.includes('point read'))
+		if (!only.some(word) || (peer && name.startsWith('@deno') && !only.includes('deno'))) delete cases[name]
+	}
+}
 const results = Object.fromEntries(Object.keys(cases).map((k) => [k, []]))
 for (let r = 0; r < ROUNDS; r++) {
 	for (const [name, run] of Object.entries(cases)) results[name].push(await run())
@@ -163,7 +173,7 @@ console.log('  ratios:')
 console.log(`    get 1 in flight / plain point read:          ${ratio('tinystore get, 1 in flight', 'plain point read (sync)')} (target >= 0.50)`)
 console.log(`    sets 64 in flight / plain 64 per transaction: ${ratio('tinystore set, 64 in flight', 'plain set, 64 per transaction')} (target >= 0.80)`)
 console.log(`    set 1 in flight / plain 1 per transaction:    ${ratio('tinystore set, 1 in flight', 'plain set, 1 per transaction')}`)
-if (deno) {
+if (deno && '@deno/kv set, 64 in flight' in m) {
 	console.log(`    sets 64 in flight / @deno/kv 64 in flight:    ${ratio('tinystore set, 64 in flight', '@deno/kv set, 64 in flight')} (target >= 10)`)
 	console.log(`    get 1 in flight / @deno/kv get:               ${ratio('tinystore get, 1 in flight', '@deno/kv get, 1 in flight')}`)
 }
