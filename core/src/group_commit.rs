@@ -30,6 +30,8 @@ use rusqlite::Connection;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage;
+use crate::storage::file::BUSY_TIMEOUT;
+use crate::storage::turns::Turns;
 
 /// The most writes one group commits.
 const GROUP_MAX_WRITES: usize = 1024;
@@ -267,6 +269,8 @@ struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
     conn: Mutex<Option<Connection>>,
+    /// Taken after `conn`, never alone before it.
+    turns: Mutex<Turns>,
     clock: Clock,
 }
 
@@ -277,8 +281,12 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer thread on `conn`.
-    pub fn start(conn: Connection, clock: Clock) -> Result<Writer> {
+    /// Starts the writer thread on `conn`, taking turns at the write lock
+    /// with the writers of other processes through `turns`.
+    pub fn start(conn: Connection, turns: Turns, clock: Clock) -> Result<Writer> {
+        // `Turns::begin` waits for the lock itself, asking again often; a
+        // busy handler in SQLite would sleep longer and longer instead.
+        conn.busy_timeout(std::time::Duration::ZERO)?;
         let shared = Arc::new(Shared {
             stats: GroupStats::default(),
             queue: Mutex::new(Queue {
@@ -287,6 +295,7 @@ impl Writer {
             }),
             wake: Condvar::new(),
             conn: Mutex::new(Some(conn)),
+            turns: Mutex::new(turns),
             clock,
         });
         let s = shared.clone();
@@ -404,7 +413,7 @@ impl Writer {
         let guard = lock(&self.shared.conn);
         let conn = guard.as_ref().ok_or_else(Error::closed)?;
         let now = self.shared.clock.now_millis();
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+        lock(&self.shared.turns).begin(conn, BUSY_TIMEOUT)?;
         let mut ctx = WriteCtx {
             conn,
             now,
@@ -426,7 +435,10 @@ impl Writer {
         });
         match out {
             Ok(v) => match conn.execute_batch("COMMIT") {
-                Ok(()) => Ok(v),
+                Ok(()) => {
+                    lock(&self.shared.turns).after_commit();
+                    Ok(v)
+                }
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
                     Err(Error::outcome_unknown(&e.into()))
@@ -501,7 +513,7 @@ fn run(shared: Arc<Shared>) {
         // held the file joins this group.
         let guard = lock(&shared.conn);
         let began = match guard.as_ref() {
-            Some(conn) => conn.execute_batch("BEGIN IMMEDIATE").map_err(Error::from),
+            Some(conn) => lock(&shared.turns).begin(conn, BUSY_TIMEOUT),
             None => Err(Error::closed()),
         };
         let group = take_group(&mut lock(&shared.queue).ops);
@@ -525,6 +537,7 @@ fn run(shared: Arc<Shared>) {
         }
         let leftover = commit_group(conn, &shared.clock, group, &shared.stats);
         drop(guard);
+        lock(&shared.turns).after_commit();
         if !leftover.is_empty() {
             let mut q = lock(&shared.queue);
             for op in leftover.into_iter().rev() {

@@ -147,7 +147,8 @@ impl Store {
             .readers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));
         let readers = Readers::open(&file, n)?;
-        let writer = Writer::start(conn, clock.clone())?;
+        let turns = storage::turns::Turns::open(&file);
+        let writer = Writer::start(conn, turns, clock.clone())?;
         let inner = Arc::new(StoreInner {
             dir,
             clock,

@@ -6,6 +6,7 @@
 
 pub mod file;
 pub mod sql;
+pub mod turns;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
