@@ -89,11 +89,18 @@ def ratios(rows: list[tuple[str, float, str]]) -> None:
         print(f"| {name} | {v:.2f} | {target} |")
 
 
-def save(name: str, meta: dict[str, Any], sections: dict[str, Any]) -> str:
-    """Writes ``bench/results/<name>.json`` for the charts; its path."""
+def save(name: str, meta: dict[str, Any], sections: dict[str, Any], merge: bool = False) -> str:
+    """Writes ``bench/results/<name>.json`` for the charts; its path. With
+    ``merge``, sections of an earlier run that this one did not measure stay
+    (with the conditions of this run in ``meta``)."""
     os.makedirs(RESULTS, exist_ok=True)
     meta = {**meta, "load_end": [round(x, 2) for x in os.getloadavg()]}
     path = os.path.join(RESULTS, f"{name}.json")
+    if merge and os.path.exists(path):
+        with open(path) as f:
+            earlier = json.load(f)
+        earlier.pop("meta", None)
+        sections = {**earlier, **sections}
     with open(path, "w") as f:
         json.dump({"meta": meta, **sections}, f, indent=1)
     print(f"# load average at the end: {' '.join(map(str, meta['load_end']))}; results in {path}")

@@ -53,8 +53,7 @@ class RedisServer:
     def __init__(self, base: str, fsync: str) -> None:
         self.fsync = fsync
         self.port = free_port()
-        self.dir = os.path.join(base, f"redis-{fsync}")
-        os.makedirs(self.dir)
+        self.dir = tempfile.mkdtemp(prefix=f"redis-{fsync}-", dir=base)
         exe = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.proc = subprocess.Popen(
             [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--appendonly", "yes",
@@ -416,7 +415,7 @@ def main() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print()
-    benchinfo.save("python-peers" + ("-short" if args.short else ""), meta, results)
+    benchinfo.save("python-peers" + ("-short" if args.short else ""), meta, results, merge=bool(args.only))
 
 
 if __name__ == "__main__":
