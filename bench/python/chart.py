@@ -49,7 +49,7 @@ def save(fig: Any, name: str) -> str:
 
 
 def ratio_chart(name: str, section: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    rows = [(r[0], float(r[1]), r[2]) for r in section.get("ratios", [])]
+    rows = [(r[0], float(r[1]), r[2]) for r in section.get("ratios", []) if isinstance(r[1], (int, float))]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.4))
@@ -82,7 +82,7 @@ def ratio_chart(name: str, section: dict[str, Any], meta: dict[str, Any]) -> str
 
 
 def rate_chart(name: str, section: dict[str, Any], meta: dict[str, Any]) -> str | None:
-    rows = section.get("rows") or {}
+    rows = {k: v for k, v in (section.get("rows") or {}).items() if isinstance(v, (int, float)) and v > 0}
     if not rows:
         return None
     unit = section.get("unit", "ops/s")
