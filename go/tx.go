@@ -37,6 +37,9 @@ type View struct{ n *native.Snapshot }
 //		return orders.WithTx(tx).Set(ctx, "o-1", Order{Apples: left})
 //	})
 func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	if fn == nil {
+		return &Error{Kind: ErrInvalid, Message: "Tx needs a function to run; it was nil"}
+	}
 	n, err := native.BeginTx(ctx, s.n)
 	if err != nil {
 		return err
@@ -63,6 +66,9 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 // through it is ErrInvalid. Keep fn short: the file keeps every page the
 // snapshot may still read. fn's error is View's.
 func (s *Store) View(ctx context.Context, fn func(v *View) error) error {
+	if fn == nil {
+		return &Error{Kind: ErrInvalid, Message: "View needs a function to run; it was nil"}
+	}
 	n, err := native.OpenSnapshot(ctx, s.n)
 	if err != nil {
 		return err

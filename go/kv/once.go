@@ -67,6 +67,9 @@ func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context)
 	if err != nil {
 		return zero, err
 	}
+	if fn == nil {
+		return zero, native.KeyError(o.name, o.owners, k, native.CodeInvalid, "Run needs a function to run; it was nil")
+	}
 	mark := runMark{o.h.Store(), o.name, string(o.owners) + "\x00" + k}
 	marks, _ := ctx.Value(running{}).([]runMark)
 	if slices.Contains(marks, mark) {
