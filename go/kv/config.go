@@ -33,9 +33,10 @@ type Config[T any] struct {
 	h         *native.Config
 	durations []string // paths of time.Duration fields, whose engine form is milliseconds
 
-	mu     sync.Mutex
-	gen    uint64
-	cached T
+	mu      sync.Mutex
+	gen     uint64
+	cached  T
+	refused uint64 // the generation whose kept values Validate refused
 }
 
 // ConfigOption is an option of OpenConfig.
@@ -297,6 +298,19 @@ func (c *Config[T]) load() (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	// A Validate that refuses the kept values together leaves them all out.
+	if v, ok := any(&t).(interface{ Validate() error }); ok && c.refused != g {
+		if verr := v.Validate(); verr != nil {
+			c.refused = g
+			c.h.RefuseKept(g, verr.Error())
+			if b, err = c.h.Get(); err != nil {
+				return zero, err
+			}
+			if t, err = c.decode(b); err != nil {
+				return zero, err
+			}
+		}
+	}
 	c.gen, c.cached = g, t
 	return t, nil
 }
@@ -317,7 +331,8 @@ func (c *Config[T]) decode(b []byte) (T, error) {
 }
 
 // Get is the settings now, from memory. It is a copy only at its top
-// level: treat its slices and maps as read-only.
+// level: treat its slices and maps as read-only. When T's Validate refuses
+// the kept values together, they are all left out, and Sources says why.
 func (c *Config[T]) Get() T {
 	t, _ := c.load()
 	return t

@@ -294,3 +294,38 @@ func TestKV20WatchSeesAnotherProcess(t *testing.T) {
 		t.Fatal("this process's own change not seen at once")
 	}
 }
+
+// cfgStrict refuses a port under 8000.
+type cfgStrict cfgSettings
+
+// Validate refuses a port under 8000.
+func (s *cfgStrict) Validate() error {
+	if s.Port < 8000 {
+		return fmt.Errorf("port %d is under 8000", s.Port)
+	}
+	return nil
+}
+
+func TestKV20KeptValuesValidateRefusesAreLeftOut(t *testing.T) {
+	store, _ := openStore(t)
+	c := openSettings(t, store)
+	if err := c.Update(context.Background(), func(s *cfgSettings) { s.Port = 7000; s.Host = "kept.example" }); err != nil {
+		t.Fatal(err)
+	}
+	strict, err := kv.OpenConfig[cfgStrict](store, "app", kv.Defaults(cfgStrict(cfgDefaults)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strict.Get(); got.Port != 8080 || got.Host != "localhost" {
+		t.Fatalf("kept values Validate refuses together are all left out: %+v", got)
+	}
+	sources, err := strict.Sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sources {
+		if s.Path == "host" && !strings.Contains(s.LeftOut, "port 7000 is under 8000") {
+			t.Fatalf("sources say why: %+v", s)
+		}
+	}
+}

@@ -128,6 +128,7 @@ interface NativeConfig {
 	get(): string
 	sources(): string
 	generation(): number
+	refuseKept(generation: number, why: string): void
 	update(patch: string): Promise<void>
 	reset(path: string): Promise<void>
 	wait(after: number, timeoutMs: number): Promise<number>
@@ -157,6 +158,7 @@ export class Config<S extends Schema> {
 	readonly #native: NativeConfig
 	readonly #validate: ((s: Settings<S>) => string | void) | undefined
 	#cached: [number, Settings<S>] | undefined
+	#refused = -1
 
 	/** @internal Made by {@link openConfig}. */
 	constructor(nativeConfig: NativeConfig, validate: ((s: Settings<S>) => string | void) | undefined) {
@@ -164,13 +166,35 @@ export class Config<S extends Schema> {
 		this.#validate = validate
 	}
 
-	/** The settings now, from memory (rebuilt once a change). Treat it as read-only. */
+	/**
+	 * The settings now, from memory (rebuilt once a change). Treat it as
+	 * read-only. When `validate` refuses the kept values together, they are
+	 * all left out, and `sources` says why.
+	 */
 	get(): Settings<S> {
 		const g = this.#native.generation()
 		if (this.#cached === undefined || this.#cached[0] !== g) {
-			this.#cached = [g, JSON.parse(this.#native.get()) as Settings<S>]
+			let value = JSON.parse(this.#native.get()) as Settings<S>
+			const why = this.#refusal(value)
+			if (why !== undefined && this.#refused !== g) {
+				this.#refused = g
+				this.#native.refuseKept(g, why)
+				value = JSON.parse(this.#native.get()) as Settings<S>
+			}
+			this.#cached = [g, value]
 		}
 		return this.#cached[1]
+	}
+
+	/** Why `validate` refuses `s`, if it does. */
+	#refusal(s: Settings<S>): string | undefined {
+		if (!this.#validate) return undefined
+		try {
+			const why = this.#validate(s)
+			return typeof why === 'string' ? why : undefined
+		} catch (e) {
+			return e instanceof Error ? e.message : String(e)
+		}
 	}
 
 	/**
@@ -183,15 +207,8 @@ export class Config<S extends Schema> {
 	async update(change: (s: Settings<S>) => Settings<S> | void): Promise<void> {
 		const copy = structuredClone(this.get())
 		const result = change(copy) ?? copy
-		if (this.#validate) {
-			let why: string | void
-			try {
-				why = this.#validate(result)
-			} catch (e) {
-				why = e instanceof Error ? e.message : String(e)
-			}
-			if (typeof why === 'string') throw new InvalidError(`the config refused the update: ${why}`)
-		}
+		const why = this.#refusal(result)
+		if (why !== undefined) throw new InvalidError(`the config refused the update: ${why}`)
 		await this.#native.update(JSON.stringify(result))
 	}
 

@@ -160,6 +160,11 @@ test('KV-20 a kept value that no longer fits is left out and reported', async ()
 	const host = changed.sources().find((x) => x.path === 'host')
 	assert.match(host?.leftOut ?? '', /no longer fits/)
 	assert.equal(openConfig(store, 'app', schema).get().port, 7000, 'the program changed back: kept values used again')
+	const strict = openConfig(store, 'app', schema, {
+		validate: (s) => (s.port < 8000 ? `port ${s.port} is under 8000` : undefined),
+	})
+	assert.equal(strict.get().host, 'localhost', 'kept values validate refuses together are all left out')
+	assert.match(strict.sources().find((x) => x.path === 'host')?.leftOut ?? '', /port 7000 is under 8000/)
 	await store.close()
 })
 

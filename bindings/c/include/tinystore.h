@@ -311,6 +311,7 @@ int32_t ts_config_update(const TsConfig *c, const uint8_t *patch, size_t patch_l
 int32_t ts_config_reset(const TsConfig *c, const uint8_t *path, size_t path_len, TsError **err);
 uint64_t ts_config_generation(const TsConfig *c);
 uint64_t ts_config_wait(const TsConfig *c, uint64_t after, uint64_t timeout_ms);
+void ts_config_refuse_kept(const TsConfig *c, uint64_t generation, const uint8_t *why, size_t why_len);
 
 /* A TEST HOOK, not for applications: the store's next group commit fails as
  * a failed fsync would, and each of its writes answers TS_OUTCOME_UNKNOWN. */

@@ -129,3 +129,13 @@ pub unsafe extern "C" fn ts_config_generation(c: *const TsConfig) -> u64 {
 pub unsafe extern "C" fn ts_config_wait(c: *const TsConfig, after: u64, timeout_ms: u64) -> u64 {
     unsafe { config(c) }.map_or(0, |c| c.wait(after, std::time::Duration::from_millis(timeout_ms)))
 }
+
+/// Leaves out every kept value of generation `generation`: the caller's own
+/// validator refuses the config built with them, for the reason `why`
+/// (UTF-8, shown by `ts_config_sources`). A later change is checked again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_refuse_kept(c: *const TsConfig, generation: u64, why: *const u8, why_len: usize) {
+    if let Ok(c) = unsafe { config(c) } {
+        c.refuse_kept(generation, &String::from_utf8_lossy(unsafe { bytes(why, why_len) }));
+    }
+}

@@ -64,6 +64,13 @@ impl NativeConfig {
         self.raw.generation() as f64
     }
 
+    /// Leaves out every kept value of generation `generation`: the
+    /// package's `validate` refuses the config built with them, for `why`.
+    #[napi]
+    pub fn refuse_kept(&self, generation: f64, why: String) {
+        self.raw.refuse_kept(generation as u64, &why);
+    }
+
     /// Checks and keeps the fields of `patch` (JSON) that change.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn update<'e>(&self, env: &'e Env, patch: String) -> napi::Result<Unknown<'e>> {

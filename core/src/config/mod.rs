@@ -176,6 +176,8 @@ pub struct RawConfig {
     base: BTreeMap<String, (Value, Source)>,
     validator: Option<Validator>,
     built: Mutex<Option<Built>>,
+    /// A generation whose kept values the language's own validator refused.
+    refused: Mutex<Option<(u64, String)>>,
 }
 
 impl std::fmt::Debug for RawConfig {
@@ -210,6 +212,7 @@ impl RawConfig {
             base,
             validator,
             built: Mutex::new(None),
+            refused: Mutex::new(None),
         };
         cfg.built()?;
         Ok(cfg)
@@ -268,6 +271,15 @@ impl RawConfig {
     /// watcher thread of a store with a test clock too.
     pub fn wait(&self, after: u64, timeout: Duration) -> u64 {
         self.shared.wait(after, timeout)
+    }
+
+    /// Leaves out every kept value of generation `generation`, because the
+    /// language's own validator (one that cannot run inside the engine)
+    /// refuses the config built with them; `sources` reports `why`. A later
+    /// change is checked again.
+    pub fn refuse_kept(&self, generation: u64, why: &str) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some((generation, why.to_owned()));
+        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Reads the file for changes now, as the watcher thread does every
@@ -361,7 +373,7 @@ impl RawConfig {
         if let Some(b) = b.as_ref().filter(|b| b.generation == generation) {
             return Ok((b.value.clone(), b.sources.clone()));
         }
-        let (value, sources) = self.build(&rows.rows);
+        let (value, sources) = self.build(generation, &rows.rows);
         let value = Arc::new(value);
         *b = Some(Built {
             generation,
@@ -374,7 +386,7 @@ impl RawConfig {
     /// Lays the kept rows over the layers. A kept value that no longer fits
     /// its field, or is kept for a secret or unknown field, is left out and
     /// logged; kept values the validator refuses together are all left out.
-    fn build(&self, rows: &BTreeMap<String, kept::KeptRow>) -> (Value, Vec<FieldSource>) {
+    fn build(&self, generation: u64, rows: &BTreeMap<String, kept::KeptRow>) -> (Value, Vec<FieldSource>) {
         let mut value = Value::Object(Default::default());
         let mut sources = Vec::with_capacity(self.schema.fields.len());
         for f in &self.schema.fields {
@@ -411,9 +423,19 @@ impl RawConfig {
                 }
             }
         }
-        if let (true, Some(check)) = (any_kept, &self.validator)
-            && let Err(why) = check(&value)
-        {
+        let refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, why)| why);
+        let refusal = match (any_kept, &self.validator) {
+            (false, _) => None,
+            (true, Some(check)) => check(&value).err().or(refused),
+            (true, None) => refused,
+        };
+        if let Some(why) = refusal {
             let why = format!("the config refuses the kept values together: {why}");
             log::warn!("tinystore: config {:?}: kept values left out: {why}", self.name);
             value = layers_only;

@@ -103,3 +103,12 @@ func (c *Config) Wait(after uint64, timeout time.Duration) uint64 {
 	runtime.KeepAlive(c)
 	return g
 }
+
+// RefuseKept leaves out every kept value of generation gen: the program's
+// Validate refuses the config built with them, for the reason why.
+func (c *Config) RefuseKept(gen uint64, why string) {
+	w, n := text(why)
+	C.ts_config_refuse_kept(c.ptr, C.uint64_t(gen), w, n)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(why)
+}
