@@ -20,4 +20,4 @@ test-config-node: node
 	cd $(NODE_DIR) && $(NODE_BIN)/bun test dist/config-test/
 
 test-config-go: go-lib
-	cd go && $(GO) test -race -count=1 -run '^TestKV20' ./kv/
+	cd go && $(GO) test -race -count=1 -run '^(TestKV20|ExampleOpenConfig)' ./kv/
