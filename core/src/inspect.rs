@@ -25,7 +25,7 @@ pub struct Inspector {
 pub struct NameInfo {
     /// The handle's name.
     pub name: String,
-    /// Its kind: `values`, `counters`, `rate_limit`, `quota`, `once` or `config`.
+    /// Its kind: `values`, `counters`, `rate_limit`, `quota`, `once`, `config` or `limit_store`.
     pub kind: String,
     /// Its rows, expired ones included until maintenance deletes them.
     pub rows: usize,

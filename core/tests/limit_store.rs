@@ -566,3 +566,19 @@ fn store_every_call_is_answered_within_its_deadline() {
     assert_eq!(e.kind(), ErrorKind::Cancelled);
     assert_eq!(ls.read(&["k2"]).unwrap(), vec![None]);
 }
+
+#[test]
+fn kv02_the_limit_stores_name_cannot_be_opened_as_a_bucket_of_values() {
+    let (_dir, store) = manual();
+    let ls = LimitStore::open(&store).unwrap();
+    assert_eq!(count_once(&ls, "sign-in:ada"), 1);
+    let e = store.bucket::<i64>("limit-store").open().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.to_string().contains("holds a limit store"), "{e}");
+    assert_eq!(
+        store.names().unwrap(),
+        [("limit-store".to_string(), "limit_store".to_string())],
+        "the refusal registered nothing"
+    );
+    assert_eq!(count_once(&ls, "sign-in:ada"), 2, "the limit store goes on");
+}

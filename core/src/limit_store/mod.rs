@@ -219,7 +219,9 @@ impl LimitStoreBuilder {
         if self.in_flight == 0 {
             return bad("a limit store needs room for at least one call in flight".into());
         }
-        let core = BucketCore::open(&self.store, &self.name, Kind::Values, None, None)?;
+        // A kind of its own: a bucket of values opened on the name by
+        // mistake would write rows the limit store cannot read.
+        let core = BucketCore::open(&self.store, &self.name, Kind::LimitStore, None, None)?;
         let count = Target::new(&core, &Branch::root(), COUNT_KEY)?;
         let ls = LimitStore {
             shared: Arc::new(Shared {

@@ -28,6 +28,8 @@ pub enum Kind {
     Once,
     /// Typed settings.
     Config,
+    /// A web framework's limit store (its rows are keyed by SHA-256).
+    LimitStore,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
             Kind::Quota => "quota",
             Kind::Once => "once",
             Kind::Config => "config",
+            Kind::LimitStore => "limit_store",
         }
     }
 
@@ -52,6 +55,7 @@ impl Kind {
             "quota" => Kind::Quota,
             "once" => Kind::Once,
             "config" => Kind::Config,
+            "limit_store" => Kind::LimitStore,
             _ => return None,
         })
     }
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Quota => "a quota",
             Kind::Once => "a once",
             Kind::Config => "a config",
+            Kind::LimitStore => "a limit store",
         }
     }
 }
