@@ -284,9 +284,6 @@ impl Writer {
     /// Starts the writer thread on `conn`, taking turns at the write lock
     /// with the writers of other processes through `turns`.
     pub fn start(conn: Connection, turns: Turns, clock: Clock) -> Result<Writer> {
-        // `Turns::begin` waits for the lock itself, asking again often; a
-        // busy handler in SQLite would sleep longer and longer instead.
-        conn.busy_timeout(std::time::Duration::ZERO)?;
         let shared = Arc::new(Shared {
             stats: GroupStats::default(),
             queue: Mutex::new(Queue {

@@ -59,10 +59,19 @@ impl Turns {
         Turns { file, waiting: false }
     }
 
-    /// `BEGIN IMMEDIATE` on `conn` (whose own busy timeout is zero), taking
-    /// turns: while the lock is busy, show the sign and ask again every
-    /// [`POLL`], until `timeout`.
+    /// `BEGIN IMMEDIATE` on `conn`, taking turns: while the lock is busy,
+    /// show the sign and ask again every [`POLL`], until `timeout`. Only this
+    /// statement runs without SQLite's busy handler (which would sleep longer
+    /// and longer); every other statement of the connection keeps `timeout`,
+    /// since a lock SQLite takes inside the transaction may be busy briefly.
     pub fn begin(&mut self, conn: &Connection, timeout: Duration) -> Result<()> {
+        conn.busy_timeout(Duration::ZERO)?;
+        let out = self.poll_begin(conn, timeout);
+        conn.busy_timeout(timeout)?;
+        out
+    }
+
+    fn poll_begin(&mut self, conn: &Connection, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             match conn.execute_batch("BEGIN IMMEDIATE") {
