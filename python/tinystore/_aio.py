@@ -270,7 +270,7 @@ class Bucket(BucketBase[T]):
         (``limit`` 1 to 1000, 100 when not given). Renews nothing. Read inline."""
         fut: asyncio.Future[Page[T]] = _get_loop().create_future()
         try:
-            rows, nxt = self._n.list(after, limit)
+            rows, nxt = self._list_native(after, limit)
             fut.set_result(Page([_entry(r) for r in rows], nxt))
         except Exception as e:
             fut.set_exception(e)

@@ -40,6 +40,14 @@ def _invalid(name: str, message: str) -> InvalidError:
     return InvalidError(message, bucket=name, text=f"invalid: {message} (bucket {name})")
 
 
+def _check_name(name: Any) -> str:
+    """A handle name must be text: another type is bad input (KV-18), not a TypeError."""
+    if not isinstance(name, str):
+        message = f"a handle name must be text, not {type(name).__name__} {name!r}"
+        raise InvalidError(message, text=f"invalid: {message}")
+    return name
+
+
 class StoreBase:
     """The parts of a store that do not wait: handles, the clock, names."""
 
@@ -71,10 +79,12 @@ class StoreBase:
     def _bucket_native(
         self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None, custom: Any = None
     ) -> _native.Bucket:
+        name = _check_name(name)
         codec = codec_of(name, tp) if custom is None else custom_codec(name, tp, custom)
         return _native.Bucket(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, ttl, idle)
 
     def _rate_limit_native(self, name: str, rate: Any, burst: Any) -> _native.RateLimit:
+        name = _check_name(name)
         if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool) or burst < 1):
             raise _invalid(name, f"burst must be a positive int, not {burst!r}")
         if rate is None:
@@ -82,14 +92,17 @@ class StoreBase:
         return _native.RateLimit(self._n, name, rate, burst)
 
     def _quota_native(self, name: str, windows: dict[str, Any]) -> _native.Quota:
+        name = _check_name(name)
         if not windows:
             raise _invalid(name, "a quota needs one to eight windows, as quota(name, daily='100/1d')")
         return _native.Quota(self._n, name, list(windows.items()))
 
     def _counters_native(self, name: str, ttl: Duration | None, flush_every: Duration | None) -> _native.Counters:
+        name = _check_name(name)
         return _native.Counters(self._n, name, ttl, flush_every)
 
     def _once_native(self, name: str, tp: Any, keep: Duration | None) -> _native.Once:
+        name = _check_name(name)
         codec = codec_of(name, tp)
         return _native.Once(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, keep)
 
@@ -118,6 +131,13 @@ class BucketBase(Generic[T]):
     def owners(self) -> list[str | bytes]:
         """The owners of this branch, outermost first."""
         return self._n.owners
+
+    def _list_native(self, after: Key | None, limit: Any) -> Any:
+        """One page from the core; a page size of another type is bad input (KV-18)."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            message = f"a page size (limit) must be an int from 1 to 1000, not {type(limit).__name__} {limit!r}"
+            raise InvalidError(message, bucket=self.name, text=f"invalid: {message} (bucket {self.name})")
+        return self._n.list(after, limit)
 
     def under(self, *owners: Key) -> Any:
         """The branch of ``owners`` under this one: ``sessions.under(user_id)``.

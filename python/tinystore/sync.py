@@ -203,7 +203,7 @@ class Bucket(BucketBase[T]):
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
         """One page of this branch's own keys, in the byte order of their text. Renews nothing."""
-        rows, nxt = self._n.list(after, limit)
+        rows, nxt = self._list_native(after, limit)
         return Page([_entry(r) for r in rows], nxt)
 
     def all(self) -> Iterator[Entry[T]]:
