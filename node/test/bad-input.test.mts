@@ -251,6 +251,7 @@ test('KV-18 bad calls are InvalidError and write nothing', async () => {
 	const c = await catalogue(store, dir)
 	await c.refused('a page of 0', () => texts.list({ limit: 0 }), InvalidError, '0', 'texts')
 	await c.refused('a page of 1001', () => texts.list({ limit: 1001 }), InvalidError, '1001', 'texts')
+	await c.refused('a page of 1.5', () => texts.list({ limit: 1.5 }), InvalidError, '1.5', 'limit', 'texts')
 	for (const limit of [NaN, Infinity, -1, '10' as Loose]) {
 		await c.refused(`a page of ${String(limit)}`, () => texts.list({ limit }), InvalidError)
 	}

@@ -182,7 +182,7 @@ impl NativeBucket {
         &self,
         env: &'e Env,
         after: &Unknown<'e>,
-        limit: Option<u32>,
+        limit: Option<f64>,
         read: impl FnOnce(&ListOptions) -> Ts<Page<Raw>>,
     ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
@@ -191,10 +191,19 @@ impl NativeBucket {
             } else {
                 Some(Key(self.key(env, after)?))
             };
-            let page = read(&ListOptions {
-                after,
-                limit: limit.map(|l| l as usize),
-            })?;
+            let limit = match limit {
+                // A number that is not a whole count is bad input, not a
+                // page size to round (KV-18).
+                Some(l) if !(l.is_finite() && l.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&l)) => {
+                    return Err(tinystore::Error::new(
+                        tinystore::ErrorKind::Invalid,
+                        format!("a page size (limit) must be a whole number from 1 to 1000, not {l}"),
+                    )
+                    .in_bucket(self.raw.name()));
+                }
+                l => l.map(|l| l as usize),
+            };
+            let page = read(&ListOptions { after, limit })?;
             let mut items = Vec::with_capacity(page.entries.len());
             for e in &page.entries {
                 items.push(
@@ -270,7 +279,7 @@ impl NativeBucket {
 
     /// A page of this branch's own keys: `{ entries, next }`.
     #[napi]
-    pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<u32>) -> napi::Result<Unknown<'e>> {
+    pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<f64>) -> napi::Result<Unknown<'e>> {
         self.list_by(env, &after, limit, |opts| self.raw.list(opts))
     }
 

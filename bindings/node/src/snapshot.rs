@@ -46,7 +46,7 @@ impl NativeSnapshot {
         env: &'e Env,
         bucket: &NativeBucket,
         after: Unknown<'e>,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Unknown<'e>> {
         bucket.list_by(env, &after, limit, |opts| self.snapshot.list(&bucket.raw, opts))
     }

@@ -217,7 +217,7 @@ impl NativeTx {
         env: &'e Env,
         bucket: &NativeBucket,
         after: Unknown<'e>,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Unknown<'e>> {
         bucket.list_by(env, &after, limit, |opts| self.call(|s| s.list(&bucket.raw, opts)))
     }
