@@ -87,21 +87,7 @@ pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
             if self.0 {
                 return; // an outer call wakes them
             }
-            for (shared, ops) in HELD.with(|h| h.borrow_mut().take()).unwrap_or_default() {
-                // One push under one lock: the writer cannot start a group
-                // with part of the burst.
-                let mut q = lock(&shared.queue);
-                if q.closed {
-                    drop(q);
-                    for op in ops {
-                        op.finish(None, Some(Error::closed()));
-                    }
-                    continue;
-                }
-                q.ops.extend(ops);
-                drop(q);
-                shared.wake.notify_one();
-            }
+            push_held(HELD.with(|h| h.borrow_mut().take()).unwrap_or_default());
         }
     }
     let nested = HELD.with(|h| {
@@ -112,6 +98,35 @@ pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
     });
     let _release = Release(nested);
     f()
+}
+
+/// Queues the held writes, each writer's in one push under one lock, so that
+/// the writer cannot start a group with part of a burst.
+fn push_held(held: Vec<Held>) {
+    for (shared, ops) in held {
+        let mut q = lock(&shared.queue);
+        if q.closed {
+            drop(q);
+            for op in ops {
+                op.finish(None, Some(Error::closed()));
+            }
+            continue;
+        }
+        q.ops.extend(ops);
+        drop(q);
+        shared.wake.notify_one();
+    }
+}
+
+/// Queues now the writes this thread is holding back inside
+/// [`submit_together`]: for a caller about to wait for something only those
+/// writes can give back (the memory budget), which would otherwise wait for
+/// itself.
+pub(crate) fn submit_held_now() {
+    let held = HELD.with(|h| h.borrow_mut().as_mut().map(std::mem::take));
+    if let Some(held) = held {
+        push_held(held);
+    }
 }
 
 /// What a write sees while it runs: the connection inside the group's

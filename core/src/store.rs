@@ -92,7 +92,12 @@ impl StoreInner {
     /// holds nothing when the store has no budget.
     pub(crate) fn hold(&self, bytes: usize) -> Held {
         match &self.budget {
-            Some(b) => b.take(bytes),
+            Some(b) => {
+                // Writes this thread holds back in `submit_together` keep
+                // their memory until they commit: queue them before waiting.
+                crate::group_commit::submit_held_now();
+                b.take(bytes)
+            }
             None => Held::nothing(),
         }
     }

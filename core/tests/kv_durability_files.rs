@@ -454,3 +454,24 @@ fn kv19_calls_after_close_are_closed() {
     assert_eq!(store.bucket::<i64>("c").open().unwrap_err().kind(), ErrorKind::Closed);
     assert!(store.close().is_ok(), "closing twice is harmless");
 }
+
+#[test]
+fn kv19_stores_creating_one_new_file_at_once_all_open_it() {
+    // Several processes (here, stores with connections of their own) open a
+    // store that does not exist yet, at the same moment: each must see the
+    // file either empty or made, never half made and taken for another
+    // application's.
+    for _ in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    start.wait();
+                    let store = tinystore::Store::open(dir.path()).unwrap();
+                    store.bucket::<i64>("b").open().unwrap();
+                });
+            }
+        });
+    }
+}

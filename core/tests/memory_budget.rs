@@ -122,3 +122,29 @@ fn inside_a_transaction_a_call_that_cannot_have_its_memory_is_limit_at_once() {
     // With the outside write committed, the same read has its memory.
     store.tx(|tx| tx.with(&b).get("k")).unwrap().unwrap();
 }
+
+#[test]
+fn writes_submitted_together_under_a_spent_budget_do_not_wait_for_themselves() {
+    // A binding submits a burst of writes inside `submit_together`; under a
+    // budget the fourth waits for memory that only the first three give
+    // back when they commit, so they must reach the writer first.
+    let (_d, store) = budgeted(2 * MAX_VALUE);
+    let raw = RawBucket::open(&store, "blobs", None, None).unwrap();
+    let (tx, rx) = mpsc::channel();
+    tinystore::submit_together(|| {
+        for i in 0..16 {
+            let tx = tx.clone();
+            raw.set_then(
+                format!("k{i}").as_bytes(),
+                Raw::Bytes(vec![7; 600_000]),
+                WriteOptions::default(),
+                move |r| tx.send(r).unwrap(),
+            )
+            .unwrap();
+        }
+    });
+    for _ in 0..16 {
+        rx.recv().unwrap().unwrap();
+    }
+    assert_eq!(raw.all().collect::<Result<Vec<_>, _>>().unwrap().len(), 16);
+}

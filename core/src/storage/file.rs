@@ -137,6 +137,16 @@ fn opened(path: &Path, e: rusqlite::Error) -> Error {
 
 /// Refuses a database that is not ours, or is of a newer format.
 pub(crate) fn check_owner(conn: &Connection, path: &Path) -> Result<()> {
+    if conn.is_autocommit() {
+        // The marks must come from one state of the file: another process
+        // may be creating it this moment, and an id read before its commit
+        // beside tables read after it looks like another application's file.
+        conn.execute_batch("BEGIN").map_err(|e| opened(path, e))?;
+        let out = check_owner(conn, path);
+        // Only reads ran: ending the transaction keeps nothing either way.
+        let _ = conn.execute_batch("COMMIT");
+        return out;
+    }
     let app: i32 = conn
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .map_err(|e| opened(path, e))?;
