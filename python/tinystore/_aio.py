@@ -34,7 +34,7 @@ _get_loop = asyncio.get_running_loop
 _Cancelled = asyncio.CancelledError
 
 
-def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None) -> Opening:
+def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memory: int | None = None) -> Opening:
     """Opens the store in ``dir`` (created if needed; the file is ``dir/kv.db``).
 
     Use it either way::
@@ -46,22 +46,28 @@ def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None) -> Op
     ``clock=datetime(...)`` gives the store a test clock (a naive datetime is
     UTC): it stands still until ``store.clock.advance("16m")``, and nothing
     runs in the background until ``await store.maintain()``.
+
+    ``memory=32 << 20`` gives the store a memory budget in bytes: a call holds
+    the memory its value may need (a read the largest value, 1 MiB) and
+    waits its turn while the budget is spent; inside ``store.tx()`` it is
+    ``LimitError`` at once instead. At least 1 MiB.
     """
-    return Opening(dir, clock)
+    return Opening(dir, clock, memory)
 
 
 class Opening:
     """An opening store: await it, or use it as ``async with``."""
 
-    __slots__ = ("_dir", "_clock", "_store")
+    __slots__ = ("_dir", "_clock", "_memory", "_store")
 
-    def __init__(self, dir: str | os.PathLike[str], clock: dt.datetime | None) -> None:
+    def __init__(self, dir: str | os.PathLike[str], clock: dt.datetime | None, memory: int | None = None) -> None:
         self._dir = dir
         self._clock = clock
+        self._memory = memory
         self._store: Store | None = None
 
     async def _open(self) -> Store:
-        return Store(open_native(self._dir, self._clock))
+        return Store(open_native(self._dir, self._clock, self._memory))
 
     def __await__(self) -> Generator[Any, None, Store]:
         return self._open().__await__()

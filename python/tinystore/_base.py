@@ -19,11 +19,14 @@ Key = Union[str, bytes, int]
 """A key or an owner: text, bytes, or an integer (its decimal spelling: ``42`` and ``"42"`` are one key)."""
 
 
-def open_native(dir: str | os.PathLike[str], clock: Any) -> _native.Store:
-    """Opens the native store; ``clock`` (a datetime) makes it a test store."""
+def open_native(dir: str | os.PathLike[str], clock: Any, memory: Any = None) -> _native.Store:
+    """Opens the native store; ``clock`` (a datetime) makes it a test store,
+    ``memory`` (bytes) gives it a memory budget."""
     if not isinstance(dir, (str, os.PathLike)):
         raise InvalidError(f"a store opens a directory (str or path), not {type(dir).__name__}")
-    return _native.Store(os.fspath(dir), None if clock is None else to_millis(clock))
+    if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 0):
+        raise InvalidError(f"memory is a budget in bytes, a non-negative int, not {memory!r}")
+    return _native.Store(os.fspath(dir), None if clock is None else to_millis(clock), memory)
 
 
 def codec_of(name: str, tp: Any) -> Codec:

@@ -50,12 +50,13 @@ __all__ = [
 T = TypeVar("T")
 
 
-def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None) -> Store:
+def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memory: int | None = None) -> Store:
     """Opens the store in ``dir`` (created if needed); use it as ``with`` to close it.
 
-    ``clock=datetime(...)`` gives the store a test clock (naive is UTC).
+    ``clock=datetime(...)`` gives the store a test clock (naive is UTC);
+    ``memory=32 << 20`` a memory budget in bytes (see ``tinystore.open``).
     """
-    return Store(open_native(dir, clock))
+    return Store(open_native(dir, clock, memory))
 
 
 class Store(StoreBase):

@@ -16,13 +16,17 @@ pub struct Store {
 
 #[pymethods]
 impl Store {
-    /// Opens the store in `dir`; `clock_ms` gives it a manual test clock.
+    /// Opens the store in `dir`; `clock_ms` gives it a manual test clock,
+    /// `memory` a memory budget in bytes (`Options::memory`).
     #[new]
-    #[pyo3(signature = (dir, clock_ms=None))]
-    fn new(py: Python<'_>, dir: PathBuf, clock_ms: Option<i64>) -> PyResult<Store> {
+    #[pyo3(signature = (dir, clock_ms=None, memory=None))]
+    fn new(py: Python<'_>, dir: PathBuf, clock_ms: Option<i64>, memory: Option<usize>) -> PyResult<Store> {
         let mut opts = Options::new();
         if let Some(ms) = clock_ms {
             opts = opts.test_clock(from_millis(ms));
+        }
+        if let Some(bytes) = memory {
+            opts = opts.memory(bytes);
         }
         let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
         Ok(Store { store })
