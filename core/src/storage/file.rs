@@ -97,9 +97,23 @@ pub fn open_writer(path: &Path) -> Result<Connection> {
         // Read-only checks first: nothing is written to a file that is not ours.
         check_owner(&conn, path)?;
     }
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-        .map_err(|e| opened(path, e))?;
+    // Switching a new file to WAL takes its exclusive lock, and SQLite
+    // answers a connection that would deadlock with another doing the same
+    // with SQLITE_BUSY at once, without its busy handler: ask again.
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mode: String = loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            other => break other.map_err(|e| opened(path, e))?,
+        }
+    };
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::new(
             ErrorKind::Io,
