@@ -244,6 +244,7 @@ class Once(Generic[T]):
         returns its answer. If ``fn`` raises, nothing is kept and the next run
         runs again. A run of the key inside its own ``fn`` is ``InvalidError``.
         """
+        RunMarks.check_fn(self._n, fn)
         mark = RunMarks.check(self._n, self._store_id, key)
         loop = _get_loop()
         fut = loop.create_future()

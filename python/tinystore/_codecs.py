@@ -440,8 +440,11 @@ def _dump_any(v: Any) -> Any:
         return v
     if isinstance(v, Mapping):
         return {_any_key(k): _dump_any(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
+    if isinstance(v, (list, tuple)):
         return [_dump_any(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        # JSON has no sets: kept as a list it would read back as a list, in no set order.
+        raise Mismatch(f"{type(v).__name__} {v!r} cannot be written as JSON (a bucket of type set[...] keeps sets)")
     if isinstance(v, bytes):
         return _no_bytes(v)
     tp = type(v)

@@ -48,6 +48,14 @@ class RunMarks:
         return mark
 
     @staticmethod
+    def check_fn(native: Any, fn: Any) -> None:
+        """What a run calls must be callable: anything else is bad input (KV-18),
+        refused before the key is claimed, not a TypeError from inside the run."""
+        if not callable(fn):
+            msg = f"a run needs a function to call, not {type(fn).__name__} {fn!r}"
+            raise InvalidError(msg, bucket=native.name, text=f"invalid: {msg} (bucket {native.name})")
+
+    @staticmethod
     def enter(mark: tuple[int, str, bytes]) -> contextvars.Token[frozenset[tuple[int, str, bytes]]]:
         return _running.set(_running.get() | {mark})
 

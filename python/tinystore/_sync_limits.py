@@ -148,6 +148,7 @@ class Once(Generic[T]):
         """The answer kept for ``key``, or ``fn()`` kept. A run of the key
         elsewhere (another thread or process) is waited for, with the GIL
         released. If ``fn`` raises, nothing is kept."""
+        RunMarks.check_fn(self._n, fn)
         mark = RunMarks.check(self._n, self._store_id, key)
         kept, got = self._n.begin(key)
         if kept:
