@@ -230,6 +230,36 @@ impl TxSession {
         self.run(move |w| t.op_take(w, if_version, Ok))
     }
 
+    /// Reads a key, runs `check` on what it holds, and deletes it only if
+    /// the check passes: the take of a binding whose values must read as the
+    /// bucket's type or codec, so that a value that does not is never taken.
+    ///
+    /// `check` runs on the calling thread, between the read and the delete
+    /// (so it may call back into the binding's language); the transaction
+    /// holds the writer, so nothing changes the key in between. An error
+    /// from `check` comes back named with the bucket and key, and the value
+    /// stays. A key at another version than `if_version` is `Conflict`
+    /// before any check.
+    pub fn take_checked(
+        &self,
+        bucket: &RawBucket,
+        key: &[u8],
+        if_version: Option<Version>,
+        check: impl FnOnce(&Entry<Raw>) -> Result<()>,
+    ) -> Result<Option<Entry<Raw>>> {
+        let t = self.target(bucket, key)?;
+        let version = match self.entry(bucket, key)? {
+            // The take names the conflict of an absent key at a version.
+            None if if_version.is_none() => return Ok(None),
+            Some(found) if if_version.is_none_or(|v| v == found.version) => {
+                check(&found).map_err(|e| t.name(e))?;
+                Some(found.version)
+            }
+            _ => if_version,
+        };
+        self.take(bucket, key, version)
+    }
+
     /// Deletes a key inside the transaction.
     pub fn delete(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<bool> {
         let t = self.target(bucket, key)?;

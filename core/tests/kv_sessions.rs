@@ -94,3 +94,45 @@ fn kv16_snapshot_reads_one_point_in_time() {
     snap.close();
     assert_eq!(snap.entry(b.raw(), b"a").unwrap_err().kind(), ErrorKind::Closed);
 }
+
+#[test]
+fn kv05_session_take_checked_keeps_a_value_its_check_refuses() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<String>("b").open().unwrap();
+    b.set("bad", &"not a number".into()).unwrap();
+    b.set("good", &"42".into()).unwrap();
+    let as_number = |e: &tinystore::Entry<Raw>| match e.value.as_text()?.parse::<i64>() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(tinystore::Error::new(ErrorKind::Corrupt, "not a number")),
+    };
+    let (tx, done) = begin(&store);
+    let e = tx.take_checked(b.raw(), b"bad", None, as_number).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("not a number"), "the check's own error: {e}");
+    assert_eq!((e.bucket(), e.path()), (Some("b"), Some("bad")), "{e}");
+    assert!(
+        tx.entry(b.raw(), b"bad").unwrap().is_some(),
+        "a value the check refuses stays"
+    );
+    let taken = tx.take_checked(b.raw(), b"good", None, as_number).unwrap().unwrap();
+    assert_eq!(taken.value, Raw::text("42"));
+    assert_eq!(
+        tx.entry(b.raw(), b"good").unwrap(),
+        None,
+        "a value that passes is taken"
+    );
+    assert_eq!(tx.take_checked(b.raw(), b"gone", None, as_number).unwrap(), None);
+    // A version that does not match is a conflict before the check runs.
+    let at = tx.entry(b.raw(), b"bad").unwrap().unwrap().version;
+    let other = tinystore::Version::from_raw(at.get() + 1);
+    let e = tx
+        .take_checked(b.raw(), b"bad", Some(other), |_| {
+            panic!("checked a value at another version")
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(b.get("bad").unwrap().as_deref(), Some("not a number"));
+    assert_eq!(b.get("good").unwrap(), None);
+}
