@@ -67,6 +67,35 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(Duration::from_millis(total))
 }
 
+/// The most milliseconds a duration given as a number may have: 2^53 - 1, the
+/// largest integer a double (a JavaScript number) holds exactly, about 285,000
+/// years. Past it a double no longer holds every millisecond, so a number there
+/// is a mistake rather than a span.
+pub const MAX_DURATION_MILLIS: f64 = 9_007_199_254_740_991.0;
+
+/// A duration given as a number of milliseconds, as a binding of a language
+/// without a duration type passes one (Node's `ttl: 60_000`).
+///
+/// NaN, an infinity, a negative number and a number past
+/// [`MAX_DURATION_MILLIS`] are `Invalid`, naming the number: refused, never
+/// saturated, so `2 ** 64` ms is an error rather than the end of time.
+///
+/// ```
+/// # use std::time::Duration;
+/// assert_eq!(tinystore::duration_from_millis(1500.0).unwrap(), Duration::from_millis(1500));
+/// assert!(tinystore::duration_from_millis(2f64.powi(64)).is_err());
+/// ```
+pub fn duration_from_millis(ms: f64) -> Result<Duration> {
+    if !(0.0..=MAX_DURATION_MILLIS).contains(&ms) {
+        return Err(Error::invalid(format!(
+            "a duration of {ms} ms is not a span of time: give a number of milliseconds from 0 to 2^53 - 1"
+        )));
+    }
+    // Whole milliseconds exactly (a double's seconds would round them), a fraction to the nanosecond.
+    let whole = ms.trunc();
+    Ok(Duration::from_millis(whole as u64) + Duration::from_nanos(((ms - whole) * 1e6).round() as u64))
+}
+
 /// Parses a rate such as `"5/m"`, `"100/5h"` or `"300/7d"` into a count and a span.
 ///
 /// ```
@@ -116,6 +145,28 @@ mod tests {
             let e = parse_duration(bad).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad}");
             assert!(e.message().contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn kv18_durations_in_milliseconds_refuse_what_is_not_a_span() {
+        assert_eq!(duration_from_millis(0.0).unwrap(), Duration::ZERO);
+        assert_eq!(duration_from_millis(1.5).unwrap(), Duration::from_micros(1500));
+        assert_eq!(
+            duration_from_millis(MAX_DURATION_MILLIS).unwrap(),
+            Duration::from_millis((1 << 53) - 1)
+        );
+        for (bad, shown) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+            (-1.0, "-1"),
+            (2f64.powi(53), "9007199254740992"),
+            (2f64.powi(64), "18446744073709552000"),
+            (f64::MAX, "1797693134862315"),
+        ] {
+            let e = duration_from_millis(bad).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad}");
+            assert!(e.message().contains(shown), "{bad}: {e}");
         }
     }
 

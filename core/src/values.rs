@@ -465,6 +465,12 @@ impl RawBucket {
         &self.core.name
     }
 
+    /// The store this handle belongs to (a binding checks a call against a
+    /// transaction its thread holds on the same store).
+    pub fn store(&self) -> &Store {
+        &self.core.store
+    }
+
     /// The branch of `owner` under this one.
     pub fn under(&self, owner: impl AsKey) -> RawBucket {
         RawBucket {

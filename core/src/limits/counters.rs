@@ -197,6 +197,12 @@ impl Counters {
         &self.core.name
     }
 
+    /// The store this handle belongs to (a binding checks a call against a
+    /// transaction its thread holds on the same store).
+    pub fn store(&self) -> &Store {
+        &self.core.store
+    }
+
     /// The branch of `owner`: the counters that belong to it.
     pub fn under(&self, owner: impl AsKey) -> Counters {
         Counters {

@@ -159,6 +159,12 @@ impl RawOnce {
         &self.core.bucket.name
     }
 
+    /// The store this handle belongs to (a binding checks a call against a
+    /// transaction its thread holds on the same store).
+    pub fn store(&self) -> &Store {
+        &self.core.bucket.store
+    }
+
     /// The branch of `owner`: its keys run apart from the others.
     pub fn under(&self, owner: impl AsKey) -> RawOnce {
         RawOnce {

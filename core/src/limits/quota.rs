@@ -277,6 +277,12 @@ impl Quota {
         &self.core.bucket.name
     }
 
+    /// The store this handle belongs to (a binding checks a call against a
+    /// transaction its thread holds on the same store).
+    pub fn store(&self) -> &Store {
+        &self.core.bucket.store
+    }
+
     /// The branch of `owner`: its keys count apart from the others.
     pub fn under(&self, owner: impl AsKey) -> Quota {
         Quota {
