@@ -64,7 +64,8 @@ export interface NativeReads {
 export interface NativeTx extends NativeReads {
 	set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): void
 	create(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): boolean
-	take(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): unknown
+	/** `check` (a codec's decode) runs between the read and the delete; its `false` keeps the value. */
+	take(bucket: NativeBucket, key: unknown, ifVersion: string | undefined, check?: (value: unknown) => boolean): unknown
 	delete(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): boolean
 	expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): boolean
 	clear(bucket: NativeBucket): void
@@ -146,7 +147,11 @@ export interface NativeModule {
 	errorCodes(): string[]
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
-	NativeStore: { open(dir: string, clockMs: number | undefined): NativeStore }
+	/** The bare `allow` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
+	fastLimits(): { allow(handle: unknown, key: unknown, n: number): number | object }
+	/** A handle of a rate limit for `fastLimits().allow`. */
+	rateLimitHandle(limit: NativeRateLimit): unknown
+	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
 	NativeBucket: { prototype: NativeBucket }
 }
 

@@ -26,6 +26,16 @@ export interface OpenOptions {
 	 * sweeps when the test says. Move it with `store.clock.advance('16m')`.
 	 */
 	clock?: Date
+	/**
+	 * A memory budget in bytes (at least 1 MiB) for the values the store
+	 * holds at once; by default there is none. A call holds the memory its
+	 * value may need before it makes the value (a write its size, a read the
+	 * largest value, 1 MiB; a page of `list` 4 MiB) and waits its turn while
+	 * the budget is spent, so the process stays within it under any load.
+	 * Inside `store.tx()` or `store.view()` a call takes what is free or is
+	 * `LimitError` at once (run the transaction again).
+	 */
+	memory?: number
 }
 
 /** The addon's store behind each `Store`, for the package's own tests. @internal */
@@ -329,8 +339,12 @@ export async function open(dir: string, options?: OpenOptions): Promise<Store> {
 	if (clock !== undefined && !(clock instanceof Date)) {
 		throw new InvalidError('the clock option is a Date')
 	}
+	const memory = options?.memory
+	if (memory !== undefined && typeof memory !== 'number') {
+		throw new InvalidError(`memory is a budget in bytes (a number), not ${typeof memory}`)
+	}
 	try {
-		return new Store(native.NativeStore.open(dir, clock?.getTime()))
+		return new Store(native.NativeStore.open(dir, clock?.getTime(), memory))
 	} catch (e) {
 		throw invalidArg(e, {})
 	}

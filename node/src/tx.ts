@@ -164,14 +164,25 @@ export class TxBucket<T> {
 	async take(key: Key, options?: VersionOptions): Promise<T | undefined> {
 		const r = this.#reads
 		if (r.codec) {
-			// The transaction holds the writer: reading, decoding, then taking
-			// is one step, and a value that does not decode is never taken.
-			const e = r.call(() => r.source.entry(r.bucket, key))
-			if (e !== undefined && (options?.ifVersion === undefined || options.ifVersion === e.version)) {
-				const decoded = r.decode(e.value, key)
-				r.call(() => this.#native.take(r.bucket, key, e.version))
-				return decoded
+			// The engine's checked take runs the decode between its read and
+			// its delete, so a value that does not decode is never taken.
+			let decoded: { value: T } | undefined
+			let failure: { error: unknown } | undefined
+			const check = (value: unknown): boolean => {
+				try {
+					decoded = { value: r.decode(value, key) }
+					return true
+				} catch (error) {
+					failure = { error }
+					return false
+				}
 			}
+			try {
+				r.call(() => this.#native.take(r.bucket, key, options?.ifVersion, check))
+			} catch (e) {
+				throw failure ? failure.error : e
+			}
+			return decoded?.value
 		}
 		const value = r.call(() => this.#native.take(r.bucket, key, options?.ifVersion))
 		return value === undefined ? undefined : r.decode(value, key)

@@ -22,13 +22,23 @@ pub struct NativeStore {
 
 #[napi]
 impl NativeStore {
-    /// Opens the store in `dir`; `clock_ms` gives a test clock starting then.
+    /// Opens the store in `dir`; `clock_ms` gives a test clock starting then,
+    /// `memory` a memory budget in bytes (`Options::memory`).
     #[napi(factory)]
-    pub fn open(env: Env, dir: String, clock_ms: Option<f64>) -> napi::Result<NativeStore> {
+    pub fn open(env: Env, dir: String, clock_ms: Option<f64>, memory: Option<f64>) -> napi::Result<NativeStore> {
         let r = (|| {
             let mut options = Options::new();
             if let Some(ms) = clock_ms {
                 options = options.test_clock(convert::time(ms, "the clock")?);
+            }
+            if let Some(bytes) = memory {
+                // A fraction or NaN is bad input to refuse, not a size to round.
+                if !(bytes.is_finite() && bytes.fract() == 0.0 && (0.0..=9.0e15).contains(&bytes)) {
+                    return Err(settle::invalid(format!(
+                        "memory is a budget in bytes, a whole number of at least 1 MiB (1048576), not {bytes}"
+                    )));
+                }
+                options = options.memory(bytes as usize);
             }
             Store::open_with(&dir, options)
         })();

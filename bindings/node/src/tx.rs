@@ -260,8 +260,9 @@ impl NativeTx {
     }
 
     /// Reads and deletes a key inside the transaction; returns the value or
-    /// `undefined`. A value that does not read as the bucket's type is
-    /// `Corrupt` and stays: it is checked before it is taken.
+    /// `undefined`. A value that does not read as the bucket's type, or that
+    /// `check` (the package's codec, given the value read) answers `false`
+    /// for, is `Corrupt` and stays: it is checked before it is taken.
     #[napi]
     pub fn take<'e>(
         &self,
@@ -269,17 +270,19 @@ impl NativeTx {
         bucket: &NativeBucket,
         key: Unknown<'e>,
         if_version: Option<String>,
+        check: Option<Unknown<'e>>,
     ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
             let (k, if_version) = bucket.prepare_versioned(env, &key, if_version)?;
-            let found = self.call(|s| s.entry(&bucket.raw, &k))?;
-            if let Some(found) = &found {
-                bucket.check(&found.value, &k)?;
-            }
-            // Nothing else writes while the transaction holds the writer, so
-            // the version just read is the one taken.
-            let version = if_version.or(found.map(|f| f.version));
-            let taken = self.call(|s| s.take(&bucket.raw, &k, version))?;
+            let taken = self.call(|s| {
+                s.take_checked(&bucket.raw, &k, if_version, |e| {
+                    bucket.check(&e.value, &k)?;
+                    match &check {
+                        Some(f) => js_check(env, js::raw(f), bucket.decoded(env.raw(), &e.value, &k)?),
+                        None => Ok(()),
+                    }
+                })
+            })?;
             Ok(taken.map(|e| (k, e)))
         })();
         let v = match sync(env, r)? {
@@ -341,4 +344,25 @@ impl NativeTx {
     pub fn rollback<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         self.end(env, true, TxSession::rollback)
     }
+}
+
+/// Calls the package's check of a value to be taken (its codec's decode):
+/// `true` lets the take go on; `false` or a throw is `Corrupt`, and the
+/// value stays. The package keeps the decode's own error to throw.
+fn js_check(env: &Env, f: napi::sys::napi_value, value: napi::sys::napi_value) -> tinystore::Result<()> {
+    let (env, mut out) = (env.raw(), std::ptr::null_mut());
+    let mut this = std::ptr::null_mut();
+    let passed = unsafe { napi::sys::napi_get_undefined(env, &mut this) } == napi::sys::Status::napi_ok
+        && unsafe { napi::sys::napi_call_function(env, this, f, 1, &value, &mut out) } == napi::sys::Status::napi_ok
+        && js::read_bool(env, out).unwrap_or(false);
+    if !passed {
+        // A throw leaves its exception pending; the check's `false` says it.
+        let mut thrown = std::ptr::null_mut();
+        unsafe { napi::sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+        return Err(tinystore::Error::new(
+            ErrorKind::Corrupt,
+            "the bucket's codec could not decode the value; it stays",
+        ));
+    }
+    Ok(())
 }
