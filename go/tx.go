@@ -2,6 +2,7 @@ package tinystore
 
 import (
 	"context"
+	"runtime"
 
 	"tinyshed.org/tinystore/internal/native"
 )
@@ -23,8 +24,10 @@ type View struct{ n *native.Snapshot }
 // callers see none of them before the commit.
 //
 // Tx waits for the store's one writer, and holds it while fn runs, so keep
-// fn short: a write outside the transaction (a bucket without WithTx, a
-// counter, another Tx) waits until it ends, and a transaction held longer
+// fn short: a write to the same store outside the transaction (a bucket
+// without WithTx, a counter, a run of Once, another Tx) from another
+// goroutine waits until it ends, and one from fn's own goroutine, which
+// would wait for itself, is ErrInvalid at once; a transaction held longer
 // than ten seconds is rolled back by the store. If ctx ends before the
 // transaction starts, or before fn returns, nothing is written and Tx
 // answers ErrCancelled. A commit whose group fails is ErrOutcomeUnknown.
@@ -40,10 +43,17 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return &Error{Kind: ErrInvalid, Message: "Tx needs a function to run; it was nil"}
 	}
+	// fn runs on this OS thread, where the transaction marks itself: a write
+	// of fn outside the transaction (or a Tx inside it) would wait for the
+	// writer the transaction holds, so the core refuses it at once, as Rust
+	// does, instead of a wait until the transaction's ten-second limit.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	n, err := native.BeginTx(ctx, s.n)
 	if err != nil {
 		return err
 	}
+	n.HoldThread()
 	committed := false
 	defer func() {
 		if !committed {

@@ -204,12 +204,14 @@ func TestKV18BadDurationsAndRatesAreInvalidQuotingThem(t *testing.T) {
 	}
 	day := 24 * time.Hour
 	c.refused("ttl 0", errOf(kv.OpenBucket[int](s, "t0", kv.TTL(0))), tinystore.ErrInvalid, "t0")
-	c.refused("a negative ttl", errOf(kv.OpenBucket[int](s, "t0", kv.TTL(-time.Minute))), tinystore.ErrInvalid, "ttl", "negative")
+	c.refused("a negative ttl", errOf(kv.OpenBucket[int](s, "t0", kv.TTL(-time.Minute))), tinystore.ErrInvalid, "ttl", "negative", "t0")
 	c.refused("idle 0", errOf(kv.OpenBucket[int](s, "t0", kv.Idle(0))), tinystore.ErrInvalid, "t0")
-	c.refused("a negative idle", errOf(kv.OpenBucket[int](s, "t0", kv.Idle(-time.Second))), tinystore.ErrInvalid, "idle", "negative")
+	c.refused("a negative idle", errOf(kv.OpenBucket[int](s, "t0", kv.Idle(-time.Second))), tinystore.ErrInvalid, "idle", "negative", "t0")
 	c.refused("ttl and idle", errOf(kv.OpenBucket[int](s, "t1", kv.TTL(day), kv.Idle(day))), tinystore.ErrInvalid, "t1")
 	c.refused("flush every 10ms", errOf(kv.OpenCounters(s, "c0", kv.FlushEvery(10*time.Millisecond))), tinystore.ErrInvalid, "c0")
-	c.refused("a negative keep", errOf(kv.OpenOnce[int](s, "o0", kv.Keep(-time.Hour))), tinystore.ErrInvalid, "keep", "negative")
+	c.refused("a negative keep", errOf(kv.OpenOnce[int](s, "o0", kv.Keep(-time.Hour))), tinystore.ErrInvalid, "keep", "negative", "o0")
+	c.refused("a negative counters ttl", errOf(kv.OpenCounters(s, "c0", kv.TTL(-time.Hour))), tinystore.ErrInvalid, "ttl", "negative", "c0")
+	c.refused("a negative flush", errOf(kv.OpenCounters(s, "c0", kv.FlushEvery(-time.Hour))), tinystore.ErrInvalid, "flush", "negative", "c0")
 	c.refused("a call's negative ttl", texts.Set(ctx, "kept", "w", kv.TTL(-time.Second)), tinystore.ErrInvalid, "texts")
 	c.refused("expire with a negative ttl", errOf(texts.Expire(ctx, "kept", kv.TTL(-time.Second))), tinystore.ErrInvalid, "texts")
 	c.refused("advance by a negative", s.Advance(-time.Second), tinystore.ErrInvalid, "back")
@@ -230,7 +232,7 @@ func TestKV18BadLimitsWindowsAndCountsAreInvalidNamingThem(t *testing.T) {
 	c.refused("rate 0", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(0, minute))), tinystore.ErrInvalid, "r0")
 	c.refused("a negative rate", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(-5, minute))), tinystore.ErrInvalid, "r0")
 	c.refused("a zero span", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, 0))), tinystore.ErrInvalid, "r0")
-	c.refused("a negative span", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, -minute))), tinystore.ErrInvalid, "span", "negative")
+	c.refused("a negative span", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, -minute))), tinystore.ErrInvalid, "span", "negative", "r0")
 	c.refused("burst 0", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, minute), kv.Burst(0))), tinystore.ErrInvalid, "r0")
 	c.refused("a negative burst", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, minute), kv.Burst(-1))), tinystore.ErrInvalid, "r0")
 	c.refused("AllowN 0", errOf(guesses.AllowN(ctx, "k", 0)), tinystore.ErrInvalid, "guesses")
@@ -248,7 +250,7 @@ func TestKV18BadLimitsWindowsAndCountsAreInvalidNamingThem(t *testing.T) {
 	c.refused("a window twice", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, minute), kv.Window("day", 2, minute))), tinystore.ErrInvalid, `"day"`)
 	c.refused("a window limit of 0", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 0, minute))), tinystore.ErrInvalid, `"day"`)
 	c.refused("a negative window limit", errOf(kv.OpenQuota(s, "q0", kv.Window("day", -1, minute))), tinystore.ErrInvalid, `"day"`)
-	c.refused("a negative window span", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, -minute))), tinystore.ErrInvalid, "span", "negative")
+	c.refused("a negative window span", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, -minute))), tinystore.ErrInvalid, "span", "negative", "q0")
 	c.refused("a window under 1ms", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, 10*time.Microsecond))), tinystore.ErrInvalid, `"day"`)
 	c.refused("quota AllowN over the limit", errOf(messages.AllowN(ctx, "k", 101)), tinystore.ErrInvalid, "101", "messages")
 	c.refused("quota AllowN -1", errOf(messages.AllowN(ctx, "k", -1)), tinystore.ErrInvalid, "messages")
@@ -342,5 +344,58 @@ func TestKV18BadStorePathsAndOptionsAreRefusedNamingThem(t *testing.T) {
 	}
 	if _, err := os.Stat("kv.db"); !errors.Is(err, os.ErrNotExist) {
 		t.Error("an empty path opened kv.db in the working directory")
+	}
+}
+
+func TestKV18AWriteOutsideATxFromInsideItIsInvalidAtOnce(t *testing.T) {
+	s := badFixture(t)
+	ctx := context.Background()
+	texts := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](s, "texts"))
+	attempts := must[*kv.Counters](t)(kv.OpenCounters(s, "attempts"))
+	messages := must[*kv.Quota](t)(kv.OpenQuota(s, "messages", kv.Window("daily", 100, 24*time.Hour)))
+	sends := must[*kv.Once[string]](t)(kv.OpenOnce[string](s, "sends"))
+	other, _ := openManual(t) // another store: its writer is free
+	elsewhere := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](other, "texts"))
+	c := newCatalogue(t, s)
+	err := s.Tx(ctx, func(tx *kv.Tx) error {
+		ok(t, texts.WithTx(tx).Set(ctx, "in-tx", "v"))
+		// Each of these would wait for the writer this transaction holds,
+		// until its ten-second limit: the transaction's own goroutine is
+		// refused at once, and nothing of it is written.
+		c.refused("a bucket's Set", texts.Set(ctx, "outside", "v"), tinystore.ErrInvalid, "inside a transaction", "texts")
+		c.refused("a bucket's Delete", errOf(texts.Delete(ctx, "kept")), tinystore.ErrInvalid, "inside a transaction", "texts")
+		c.refused("a bucket's Take", errOf2(texts.Take(ctx, "kept")), tinystore.ErrInvalid, "inside a transaction", "texts")
+		c.refused("a counter's Add", errOf(attempts.Add(ctx, "kept", 1)), tinystore.ErrInvalid, "inside a transaction", "attempts")
+		c.refused("a quota's Allow", errOf(messages.Allow(ctx, "kept")), tinystore.ErrInvalid, "inside a transaction", "messages")
+		c.refused("a run of once", errOf(sends.Run(ctx, "k", func(context.Context) (string, error) { return "sent", nil })),
+			tinystore.ErrInvalid, "inside a transaction", "sends")
+		c.refused("a Tx inside a Tx", s.Tx(ctx, func(*kv.Tx) error { return nil }), tinystore.ErrInvalid, "transaction")
+		// Reads outside the transaction and writes to another store go on.
+		if v, found := get(t, texts, "kept"); !found || v != "v" {
+			t.Errorf("a read outside the transaction: %q %v", v, found)
+		}
+		ok(t, elsewhere.Set(ctx, "k", "v"))
+		ok(t, other.Tx(ctx, func(tx2 *kv.Tx) error { return elsewhere.WithTx(tx2).Set(ctx, "k2", "v") }))
+		return nil
+	})
+	ok(t, err)
+	// The transaction committed; the refused writes never landed.
+	if v, found := get(t, texts, "in-tx"); !found || v != "v" {
+		t.Fatalf("the transaction's write: %q %v", v, found)
+	}
+	if _, found := get(t, texts, "outside"); found {
+		t.Error("a refused write landed after the transaction")
+	}
+	if v, found := get(t, texts, "kept"); !found || v != "v" {
+		t.Errorf("a refused delete or take landed: %q %v", v, found)
+	}
+	if n := must[int64](t)(attempts.Get(ctx, "kept")); n != 1 {
+		t.Errorf("a refused add landed: %d", n)
+	}
+	// After the transaction, the same goroutine writes as usual.
+	ok(t, texts.Set(ctx, "after", "v"))
+	ok(t, s.Tx(ctx, func(tx *kv.Tx) error { return texts.WithTx(tx).Set(ctx, "after-tx", "v") }))
+	if c.count == 0 {
+		t.Error("no case ran")
 	}
 }

@@ -270,6 +270,11 @@ int32_t ts_tx_begin(const TsStore *s, const TsCancel *cancel, TsTx **out, TsErro
 int32_t ts_tx_commit(const TsTx *t, TsError **err);
 void ts_tx_rollback(const TsTx *t);
 void ts_tx_free(TsTx *t);
+/* Marks the calling thread as the transaction's until it ends: a call from it
+ * that would wait for the same store's writer outside the transaction is
+ * TS_INVALID at once. Only for a caller that keeps the transaction's calls on
+ * this thread. */
+void ts_tx_hold_thread(const TsTx *t);
 int32_t ts_tx_get(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
                   size_t key_len, int32_t want, TsEntry *out, bool *found, TsError **err);
 int32_t ts_tx_set(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,

@@ -10,9 +10,10 @@ use tinystore::{
     WriteOptions, from_millis, to_millis,
 };
 
+use crate::held_tx::wait_outside;
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::{TsCancel, TsError, bytes, guard, span, text, wait};
+use crate::{TsCancel, TsError, bytes, guard, span, text};
 
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
@@ -147,9 +148,13 @@ pub unsafe extern "C" fn ts_bucket_open(
     guard(err, || {
         let st = unsafe { store(s) }?;
         let name = unsafe { text(name, name_len, "bucket name") }?;
-        let ttl = if has_ttl { Some(span(ttl_ns, "ttl")?) } else { None };
+        let ttl = if has_ttl {
+            Some(span(ttl_ns, "ttl").map_err(|e| e.in_bucket(name))?)
+        } else {
+            None
+        };
         let idle = if has_idle {
-            Some(span(idle_ns, "idle span")?)
+            Some(span(idle_ns, "idle span").map_err(|e| e.in_bucket(name))?)
         } else {
             None
         };
@@ -236,7 +241,7 @@ pub unsafe extern "C" fn ts_bucket_set(
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        let v = wait(cancel, |done| rb.set_then(key, raw, opts, done))?;
+        let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
         if let Some(out) = unsafe { version.as_mut() } {
             *out = v.get();
         }
@@ -278,7 +283,9 @@ pub unsafe extern "C" fn ts_bucket_create(
                 invalid("create takes no if_version: it writes only an absent key"),
             ));
         }
-        match wait(cancel, |done| rb.create_then(key, raw, opts.expiry, done))? {
+        match wait_outside(rb.store(), rb.name(), cancel, |done| {
+            rb.create_then(key, raw, opts.expiry, done)
+        })? {
             Created::Written(v) => {
                 set_flag(written, true);
                 if let Some(out) = unsafe { version.as_mut() } {
@@ -332,7 +339,9 @@ pub unsafe extern "C" fn ts_bucket_take(
             }
         };
         set_flag(found, false);
-        let taken = wait(cancel, |done| rb.take_then(key, opts.if_version, decodes, done))?;
+        let taken = wait_outside(rb.store(), rb.name(), cancel, |done| {
+            rb.take_then(key, opts.if_version, decodes, done)
+        })?;
         if let Some(e) = taken {
             let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
             fill(out, &e, v);
@@ -362,7 +371,12 @@ pub unsafe extern "C" fn ts_bucket_delete(
         if opts.expiry.is_some() {
             return Err(named(&rb, key, invalid("delete takes no expiry")));
         }
-        set_flag(found, wait(cancel, |done| rb.delete_then(key, opts.if_version, done))?);
+        set_flag(
+            found,
+            wait_outside(rb.store(), rb.name(), cancel, |done| {
+                rb.delete_then(key, opts.if_version, done)
+            })?,
+        );
         Ok(())
     })
 }
@@ -390,7 +404,9 @@ pub unsafe extern "C" fn ts_bucket_expire(
         };
         set_flag(
             found,
-            wait(cancel, |done| rb.expire_then(key, expiry, opts.if_version, done))?,
+            wait_outside(rb.store(), rb.name(), cancel, |done| {
+                rb.expire_then(key, expiry, opts.if_version, done)
+            })?,
         );
         Ok(())
     })
@@ -408,7 +424,7 @@ pub unsafe extern "C" fn ts_bucket_clear(
 ) -> i32 {
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
-        wait(cancel, |done| rb.clear_then(done))
+        wait_outside(rb.store(), rb.name(), cancel, |done| rb.clear_then(done))
     })
 }
 

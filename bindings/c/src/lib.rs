@@ -29,6 +29,7 @@
 
 mod bucket;
 mod config;
+mod held_tx;
 mod limits;
 mod once;
 mod session;

@@ -5,8 +5,9 @@ use std::time::SystemTime;
 
 use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateLimit, Result};
 
+use crate::held_tx::wait_outside;
 use crate::store::{TsStore, store};
-use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, owners_of, span, text, wait};
+use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, owners_of, span, text};
 
 /// Counters, opened on a store.
 pub struct TsCounters(Counters);
@@ -135,12 +136,13 @@ pub unsafe extern "C" fn ts_counters_open(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let mut b = unsafe { store(s) }?.counters(unsafe { text(name, name_len, "counters name") }?);
+        let name = unsafe { text(name, name_len, "counters name") }?;
+        let mut b = unsafe { store(s) }?.counters(name);
         if has_ttl {
-            b = b.ttl(span(ttl_ns, "ttl")?);
+            b = b.ttl(span(ttl_ns, "ttl").map_err(|e| e.in_bucket(name))?);
         }
         if has_flush_every {
-            b = b.flush_every(span(flush_every_ns, "flush_every")?);
+            b = b.flush_every(span(flush_every_ns, "flush_every").map_err(|e| e.in_bucket(name))?);
         }
         put(out, TsCounters(b.open()?))
     })
@@ -175,9 +177,9 @@ pub unsafe extern "C" fn ts_counters_add(
         })?;
         let key = unsafe { bytes(key, key_len) };
         let v = if max {
-            wait(cancel, |done| h.max_then(key, n, done))?
+            wait_outside(h.store(), h.name(), cancel, |done| h.max_then(key, n, done))?
         } else {
-            wait(cancel, |done| h.add_then(key, n, done))?
+            wait_outside(h.store(), h.name(), cancel, |done| h.add_then(key, n, done))?
         };
         set(out, v);
         Ok(())
@@ -221,7 +223,10 @@ pub unsafe extern "C" fn ts_counters_delete(
             bytes(owners, owners_len)
         })?;
         let key = unsafe { bytes(key, key_len) };
-        set(found, wait(cancel, |done| h.delete_then(key, done))?);
+        set(
+            found,
+            wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done))?,
+        );
         Ok(())
     })
 }
@@ -239,7 +244,7 @@ pub unsafe extern "C" fn ts_counters_clear(
         let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
             bytes(owners, owners_len)
         })?;
-        wait(cancel, |done| h.clear_then(done))
+        wait_outside(h.store(), h.name(), cancel, |done| h.clear_then(done))
     })
 }
 
@@ -260,9 +265,9 @@ pub unsafe extern "C" fn ts_rate_limit_open(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let mut b = unsafe { store(s) }?
-            .rate_limit(unsafe { text(name, name_len, "rate limit name") }?)
-            .rate(count, span(per_ns, "rate's span")?);
+        let name = unsafe { text(name, name_len, "rate limit name") }?;
+        let per = span(per_ns, "rate's span").map_err(|e| e.in_bucket(name))?;
+        let mut b = unsafe { store(s) }?.rate_limit(name).rate(count, per);
         if has_burst {
             b = b.burst(burst);
         }
@@ -339,7 +344,8 @@ pub unsafe extern "C" fn ts_quota_open(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let mut b = unsafe { store(s) }?.quota(unsafe { text(name, name_len, "quota name") }?);
+        let name = unsafe { text(name, name_len, "quota name") }?;
+        let mut b = unsafe { store(s) }?.quota(name);
         let names = owners_of(unsafe { bytes(names, names_len) })?;
         if names.len() != count || (count > 0 && (limits.is_null() || spans_ns.is_null())) {
             return Err(Error::new(
@@ -350,7 +356,8 @@ pub unsafe extern "C" fn ts_quota_open(
         for (i, n) in names.into_iter().enumerate() {
             let n = std::str::from_utf8(n).map_err(|_| Error::new(ErrorKind::Invalid, "a window name is not UTF-8"))?;
             let (limit, ns) = unsafe { (*limits.add(i), *spans_ns.add(i)) };
-            b = b.window(n, limit, span(ns, "window's span")?);
+            let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
+            b = b.window(n, limit, per);
         }
         put(out, TsQuota(b.open()?))
     })
@@ -393,10 +400,10 @@ pub unsafe extern "C" fn ts_quota_use(
         let h = branch(&unsafe { handle(q, "quota") }?.0, unsafe { bytes(owners, owners_len) })?;
         let key = unsafe { bytes(key, key_len) };
         let a = match op {
-            TS_QUOTA_ALLOW => wait(cancel, |done| h.allow_n_then(key, n, done))?,
-            TS_QUOTA_REFUND => wait(cancel, |done| h.refund_n_then(key, n, done))?,
+            TS_QUOTA_ALLOW => wait_outside(h.store(), h.name(), cancel, |done| h.allow_n_then(key, n, done))?,
+            TS_QUOTA_REFUND => wait_outside(h.store(), h.name(), cancel, |done| h.refund_n_then(key, n, done))?,
             TS_QUOTA_PEEK => h.peek(key)?,
-            TS_QUOTA_RESET => return wait(cancel, |done| h.reset_then(key, done)),
+            TS_QUOTA_RESET => return wait_outside(h.store(), h.name(), cancel, |done| h.reset_then(key, done)),
             _ => return Err(Error::new(ErrorKind::Invalid, format!("no quota operation {op}"))),
         };
         fill(out, &a);

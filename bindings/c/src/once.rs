@@ -8,9 +8,10 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use tinystore::{Begun, Branch, Claim, Error, ErrorKind, RawOnce, Result};
 
+use crate::held_tx::wait_outside;
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out};
-use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, span, text, wait};
+use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, span, text};
 
 /// A once, opened on a store.
 pub struct TsOnce(RawOnce);
@@ -54,12 +55,13 @@ pub unsafe extern "C" fn ts_once_open(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let keep = if has_keep { Some(span(keep_ns, "keep")?) } else { None };
-        let o = RawOnce::open(
-            unsafe { store(s) }?,
-            unsafe { text(name, name_len, "once name") }?,
-            keep,
-        )?;
+        let name = unsafe { text(name, name_len, "once name") }?;
+        let keep = if has_keep {
+            Some(span(keep_ns, "keep").map_err(|e| e.in_bucket(name))?)
+        } else {
+            None
+        };
+        let o = RawOnce::open(unsafe { store(s) }?, name, keep)?;
         if out.is_null() {
             return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
         }
@@ -109,6 +111,7 @@ pub unsafe extern "C" fn ts_once_begin(
         if claim.is_null() {
             return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
         }
+        crate::held_tx::check_outside(h.store(), "a run of once").map_err(|e| e.in_bucket(h.name()))?;
         let slot = Arc::new((Mutex::new(Slot::Waiting), Condvar::new()));
         let ready = slot.clone();
         h.begin(key, move |r| {
@@ -256,7 +259,7 @@ pub unsafe extern "C" fn ts_once_delete(
     guard(err, || {
         let h = branch(unsafe { handle(o) }?, unsafe { bytes(owners, owners_len) })?;
         let key = unsafe { bytes(key, key_len) };
-        let f = wait(cancel, |done| h.delete_then(key, done))?;
+        let f = wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done))?;
         if let Some(out) = unsafe { found.as_mut() } {
             *out = f;
         }

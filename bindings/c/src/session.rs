@@ -13,6 +13,7 @@ use tinystore::{Created, Error, ErrorKind, Key, ListOptions, Result, Snapshot, T
 use crate::bucket::{
     TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, fill, invalid, named, set_flag, under, write_options,
 };
+use crate::held_tx::{Hold, check_outside};
 use crate::store::{TsStore, store};
 use crate::value::{raw_in, value_out, value_view};
 use crate::{TsCancel, TsError, bytes, guard};
@@ -23,6 +24,8 @@ use crate::{TsCancel, TsError, bytes, guard};
 pub struct TsTx {
     session: TxSession,
     done: Mutex<Option<Receiver<Result<()>>>>,
+    /// The threads `ts_tx_hold_thread` marked; cleared when the transaction ends.
+    hold: Hold,
 }
 
 /// An open read snapshot: every read sees the file as it was at its first read.
@@ -57,6 +60,7 @@ pub unsafe extern "C" fn ts_tx_begin(
         if out.is_null() {
             return Err(invalid("a null out pointer"));
         }
+        check_outside(st, "a transaction")?;
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let gave_up = ready_tx.clone();
         let (done_tx, done_rx) = mpsc::sync_channel(1);
@@ -86,6 +90,7 @@ pub unsafe extern "C" fn ts_tx_begin(
             *out = Box::into_raw(Box::new(TsTx {
                 session,
                 done: Mutex::new(Some(done_rx)),
+                hold: Hold::new(st),
             }))
         };
         Ok(())
@@ -105,6 +110,7 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsTx, err: *mut *mut TsError) ->
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(ended)?;
+        t.hold.end();
         // A commit that cannot reach the writer (the transaction timed out)
         // still has its answer on `done`, which says why.
         let sent = t.session.commit();
@@ -118,10 +124,26 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsTx, err: *mut *mut TsError) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_rollback(t: *const TsTx) {
     let Some(t) = (unsafe { t.as_ref() }) else { return };
+    t.hold.end();
     let done = t.done.lock().unwrap_or_else(|p| p.into_inner()).take();
     let _ = t.session.rollback();
     if let Some(done) = done {
         let _ = done.recv();
+    }
+}
+
+/// Marks the calling thread as the transaction's until it ends (commit,
+/// rollback or free): a call from this thread that would wait for the
+/// writer of the same store outside the transaction (a bucket's or counter's
+/// write, a run of once, another transaction) is then `TS_INVALID` at once,
+/// nothing written, rather than a wait the transaction's own thread would
+/// end only at `tinystore::TX_LIMIT`. Only for a caller that makes the
+/// transaction's calls on this thread (Go locks the goroutine to it); a null
+/// or ended transaction marks nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsTx) {
+    if let Some(t) = unsafe { t.as_ref() } {
+        t.hold.mark_thread();
     }
 }
 

@@ -78,6 +78,19 @@ func (t *Tx) Commit() error {
 	return failure(rc, e, nil)
 }
 
+// HoldThread marks the calling OS thread as the transaction's until it
+// ends: a call from that thread that would wait for the same store's writer
+// outside the transaction is CodeInvalid at once instead of waiting for the
+// transaction's limit. The caller must keep the transaction's calls on this
+// thread (runtime.LockOSThread) until the transaction ends.
+func (t *Tx) HoldThread() {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.ptr != nil {
+		C.ts_tx_hold_thread(t.ptr)
+	}
+}
+
 // Rollback ends the transaction writing nothing of it; after the end it
 // does nothing.
 func (t *Tx) Rollback() {
