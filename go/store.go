@@ -2,6 +2,7 @@ package tinystore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"tinyshed.org/tinystore/internal/native"
@@ -21,6 +22,15 @@ type Options struct {
 	// Readers is how many reader connections to keep; 0 for one per core
 	// (2 to 8).
 	Readers int
+	// Memory is a budget in bytes, at least 1 MiB, for the values the
+	// store holds at once; 0 for none. A call holds the memory its value
+	// may need before it makes the value (a write its row's size, or 1 MiB
+	// until a codec has encoded it; a read the largest value, 1 MiB; a Scan
+	// page 4 MiB) and waits its turn while the budget is spent, so the
+	// process stays within it under any load. Inside Tx or View a call
+	// cannot wait: it takes what is free or is ErrLimit at once, to run the
+	// transaction again.
+	Memory int64
 }
 
 // Store is an open store: a directory holding kv.db. Open buckets, limits,
@@ -44,11 +54,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.Readers < 0 {
 		return nil, &Error{Kind: ErrInvalid, Message: "Options.Readers is negative"}
 	}
+	if opts.Memory < 0 {
+		return nil, &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Options.Memory is negative (%d): a budget in bytes, at least 1 MiB, or 0 for none", opts.Memory)}
+	}
 	start := time.Now()
 	if opts.Clock != nil {
 		start = opts.Clock()
 	}
-	n, err := native.Open(dir, opts.Manual, start, opts.Clock, opts.Readers)
+	n, err := native.Open(dir, opts.Manual, start, opts.Clock, opts.Readers, opts.Memory)
 	if err != nil {
 		return nil, err
 	}

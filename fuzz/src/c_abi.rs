@@ -266,6 +266,7 @@ fn open_store(dir: &str) -> *mut TsStore {
         manual: true,
         clock_ms: START_MS,
         readers: 1,
+        memory: 0,
     };
     let mut store = null_mut();
     let mut err = null_mut();

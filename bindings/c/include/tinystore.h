@@ -103,6 +103,7 @@ typedef struct TsStoreOptions {
   bool manual;      /* a test clock: nothing runs in the background */
   int64_t clock_ms; /* the test clock's start */
   uint32_t readers; /* reader connections; 0 for the default */
+  uint64_t memory;  /* a memory budget in bytes, at least 1 MiB; 0 for none */
 } TsStoreOptions;
 
 /* What one maintenance pass did. */

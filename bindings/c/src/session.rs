@@ -273,9 +273,8 @@ pub unsafe extern "C" fn ts_tx_create(
 
 /// Reads and deletes a key inside the transaction, as `ts_bucket_take`
 /// does: a row of another kind than `want`, or a non-zero `check` (called
-/// on the caller's thread), is `TS_CORRUPT` and the value stays. Since the
-/// transaction runs nothing else, reading the key and then deleting it at
-/// the version read is one step.
+/// on the caller's thread), is `TS_CORRUPT` and the value stays (the
+/// session's `take_checked` holds that rule for every binding).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_take(
     t: *const TsTx,
@@ -301,33 +300,18 @@ pub unsafe extern "C" fn ts_tx_take(
             return Err(named(&rb, key, invalid("take takes no expiry")));
         }
         set_flag(found, false);
-        let Some(e) = t.session.entry(&rb, key).map_err(|x| named(&rb, key, x))? else {
-            if opts.if_version.is_some() {
-                // An absent key at a version: the core names the conflict.
-                t.session
-                    .take(&rb, key, opts.if_version)
-                    .map_err(|x| named(&rb, key, x))?;
-            }
-            return Ok(());
-        };
-        if opts.if_version.is_none_or(|v| v == e.version) {
-            let v = value_view(&e.value, want).map_err(|x| named(&rb, key, x))?;
-            if let Some(f) = check
-                && unsafe { f(check_ctx, &v) } != 0
-            {
-                return Err(named(
-                    &rb,
-                    key,
-                    Error::new(
-                        ErrorKind::Corrupt,
-                        "the value does not decode as the bucket's type; it stays",
-                    ),
-                ));
-            }
-        }
         let taken = t
             .session
-            .take(&rb, key, Some(opts.if_version.unwrap_or(e.version)))
+            .take_checked(&rb, key, opts.if_version, |e| {
+                let v = value_view(&e.value, want)?;
+                match check {
+                    Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
+                        ErrorKind::Corrupt,
+                        "the value does not decode as the bucket's type; it stays",
+                    )),
+                    _ => Ok(()),
+                }
+            })
             .map_err(|x| named(&rb, key, x))?;
         if let Some(e) = taken {
             let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;

@@ -19,6 +19,9 @@ pub struct TsStoreOptions {
     pub clock_ms: i64,
     /// Reader connections to keep; 0 for the default.
     pub readers: u32,
+    /// A memory budget in bytes (`Options::memory`, at least 1 MiB); 0 for
+    /// none.
+    pub memory: u64,
 }
 
 /// What one maintenance pass did.
@@ -61,6 +64,9 @@ pub unsafe extern "C" fn ts_store_open(
             }
             if opts.readers > 0 {
                 o = o.readers(opts.readers as usize);
+            }
+            if opts.memory > 0 {
+                o = o.memory(usize::try_from(opts.memory).unwrap_or(usize::MAX));
             }
         }
         let s = Store::open_with(dir, o)?;

@@ -36,9 +36,10 @@ type Maintenance struct {
 }
 
 // Open opens the store in dir. A manual store has a test clock starting at
-// start; clock, when not nil, is read before each call to move it.
-func Open(dir string, manual bool, start time.Time, clock func() time.Time, readers int) (*Store, error) {
-	opts := C.TsStoreOptions{manual: C.bool(manual), readers: C.uint32_t(readers)}
+// start; clock, when not nil, is read before each call to move it. memory
+// is the store's memory budget in bytes, 0 for none.
+func Open(dir string, manual bool, start time.Time, clock func() time.Time, readers int, memory int64) (*Store, error) {
+	opts := C.TsStoreOptions{manual: C.bool(manual), readers: C.uint32_t(readers), memory: C.uint64_t(memory)}
 	if manual {
 		opts.clock_ms = C.int64_t(start.UnixMilli())
 	}
