@@ -86,6 +86,24 @@ test('KV-12 rate limit: burst at once, then the rate; peek counts nothing; reset
 	assert.equal((await limit.under('tenant').allow('ip', 3)).ok, true, 'a branch counts apart')
 })
 
+test('KV-12 rate limit: a refusal answers what would still pass and when the request would; keys of every kind count apart', async () => {
+	await using store = await testStore()
+	const limit = store.rateLimit('api', { rate: '10/s', burst: 3 })
+	const retryAt = new Date(T0.getTime() + 100)
+	assert.deepEqual(await limit.allow('ip', 2), { ok: true, left: 1, retryAt: undefined, windows: {} })
+	assert.deepEqual(await limit.allow('ip', 2), { ok: false, left: 1, retryAt, windows: {} }, 'one would still pass')
+	assert.deepEqual(await limit.allow('ip'), { ok: true, left: 0, retryAt: undefined, windows: {} })
+	assert.deepEqual(await limit.allow('ip'), { ok: false, left: 0, retryAt, windows: {} })
+	for (const key of [7, 8n, new Uint8Array([1, 2]), 'k'.repeat(300)]) {
+		assert.deepEqual(await limit.allow(key, 3), { ok: true, left: 0, retryAt: undefined, windows: {} }, String(key))
+		assert.equal((await limit.allow(key)).ok, false, String(key))
+	}
+	assert.equal((await limit.allow('7')).ok, false, 'the number 7 is the key "7"')
+	const e = await rejection(limit.allow(null as never))
+	assert.ok(e instanceof InvalidError)
+	assert.equal((e as InvalidError).what.bucket, 'api')
+})
+
 test('KV-12 rate limit: the state survives a reopen; a bad rate is InvalidError naming it', async () => {
 	const dir = freshDir()
 	{

@@ -1,0 +1,142 @@
+//! The hot call of a rate limit, `limit.allow(key, n)`, as a bare napi
+//! function answering a number.
+//!
+//! Measured with callgrind, a `#[napi]` `allow` answering
+//! `{ ok, left, retryAt, windows }` cost about 16,400 instructions in Node,
+//! most of them napi-rs' per-call bookkeeping and the six properties set
+//! through napi (each one interns its name and moves the object to a new
+//! shape). The package builds the same object in JavaScript for a fraction
+//! of that, so the addon answers only what the object needs:
+//! - `left >= 0`: the request passed, with `left` more that would pass now;
+//! - `-1 - retryAtMs <= -1`: it was refused, none would pass now, and the
+//!   same request passes at `retryAtMs` (a Date's milliseconds);
+//! - any other refusal (some would pass: a request of `n > 1` refused, or a
+//!   time before 1970) as the whole answer object.
+//!
+//! The call takes a handle made once per rate limit (an External that owns a
+//! clone of the limit), so it needs no `this` to unwrap, and reads a string
+//! key into the stack, as the bare `get` does (fast_get.rs).
+
+use std::ffi::c_void;
+use std::ptr;
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi::sys::{self, napi_callback_info, napi_env, napi_value};
+use napi_derive::napi;
+use tinystore::{Allowance, RateLimit};
+
+use crate::convert::{self, Ts, napi_err};
+use crate::js;
+use crate::limits::NativeRateLimit;
+use crate::settle;
+
+unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
+    drop(unsafe { Box::from_raw(data.cast::<RateLimit>()) });
+}
+
+/// The handle of a rate limit (or a branch of it) for `allow(handle, key, n)`.
+#[napi(ts_return_type = "unknown")]
+pub fn rate_limit_handle<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Result<Unknown<'e>> {
+    let data = Box::into_raw(Box::new(limit.limit.clone()));
+    let mut out = ptr::null_mut();
+    let status =
+        unsafe { sys::napi_create_external(env.raw(), data.cast(), Some(drop_handle), ptr::null_mut(), &mut out) };
+    if status != sys::Status::napi_ok {
+        drop(unsafe { Box::from_raw(data) });
+        js::check(status, "making a rate limit handle")?;
+    }
+    Ok(js::unknown(env.raw(), out))
+}
+
+/// `allow(handle, key, n)`: takes `n` requests or none, answering as the
+/// module's doc says. `n` is a whole number from 1 (the package checks it).
+unsafe extern "C" fn allow(env: napi_env, info: napi_callback_info) -> napi_value {
+    match take(env, info) {
+        Ok(v) => v,
+        Err(e) => {
+            // The exception is pending; what a callback returns then is ignored.
+            let _ = settle::throw::<()>(env, e);
+            ptr::null_mut()
+        }
+    }
+}
+
+fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
+    let mut argc = 3;
+    let mut argv = [ptr::null_mut(); 3];
+    let status = unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    js::check(status, "reading the arguments of allow").map_err(napi_err)?;
+    let mut data = ptr::null_mut();
+    let status = unsafe { sys::napi_get_value_external(env, argv[0], &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return Err(settle::invalid("allow takes a rate limit's handle"));
+    }
+    // The External owns the limit until it is collected, and the caller holds it.
+    let limit = unsafe { &*data.cast::<RateLimit>() };
+    let mut n = 0.0;
+    let status = unsafe { sys::napi_get_value_double(env, argv[2], &mut n) };
+    if status != sys::Status::napi_ok || n.fract() != 0.0 || !(1.0..=9_007_199_254_740_991.0).contains(&n) {
+        return Err(settle::invalid("allow takes a count: a whole number from 1").in_bucket(limit.name()));
+    }
+    let mut buf = [0u8; 256];
+    let a = match js::read_string_into(env, argv[1], &mut buf) {
+        Some(k) if !k.is_empty() => limit.allow_n(k, n as u64)?,
+        _ => {
+            let k = convert::key(env, argv[1]).map_err(|e| e.in_bucket(limit.name()))?;
+            limit.allow_n(k, n as u64)?
+        }
+    };
+    answer(env, &a).map_err(napi_err)
+}
+
+/// The answer as a number, or as the whole object when a number cannot say it.
+fn answer(env: napi_env, a: &Allowance) -> napi::Result<napi_value> {
+    if a.ok {
+        return js::number(env, a.left as f64);
+    }
+    let retry_ms = a.retry_at.map(tinystore::to_millis);
+    if let (0, Some(ms)) = (a.left, retry_ms)
+        && ms >= 0
+    {
+        return js::number(env, -1.0 - ms as f64);
+    }
+    let o = js::object(env)?;
+    js::set(env, o, "ok\0", js::boolean(env, a.ok)?)?;
+    js::set(env, o, "left\0", js::number(env, a.left as f64)?)?;
+    js::set(env, o, "retryAt\0", js::opt_date(env, a.retry_at)?)?;
+    js::set(env, o, "windows\0", js::object(env)?)?;
+    Ok(o)
+}
+
+/// The bare rate limit calls, made once per JS environment: `{ allow }`.
+#[napi(ts_return_type = "{ allow(handle: unknown, key: unknown, n: number): number | object }")]
+pub fn fast_limits<'e>(env: &'e Env) -> napi::Result<Unknown<'e>> {
+    let obj = js::object(env.raw())?;
+    let mut f = ptr::null_mut();
+    let name = "allow";
+    js::check(
+        unsafe {
+            sys::napi_create_function(
+                env.raw(),
+                name.as_ptr().cast(),
+                name.len() as isize,
+                Some(allow),
+                ptr::null_mut(),
+                &mut f,
+            )
+        },
+        "making allow",
+    )?;
+    js::set(env.raw(), obj, "allow\0", f)?;
+    Ok(js::unknown(env.raw(), obj))
+}
