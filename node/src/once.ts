@@ -73,6 +73,13 @@ export class Once<T> {
 	 * a key inside its own run is `InvalidError`, not a deadlock.
 	 */
 	async run(key: Key, fn: () => T | Promise<T>): Promise<T> {
+		if (typeof fn !== 'function') {
+			// Refused before the key is claimed, rather than a TypeError from inside the run.
+			throw new InvalidError(`a run needs a function to call, not ${typeof fn} ${String(fn)}`, {
+				bucket: this.name,
+				key: showKey(key, this.#owners),
+			})
+		}
 		const id = runId(this.name, this.#owners, key)
 		const outer = inside.getStore()
 		if (outer?.has(id)) {

@@ -190,6 +190,18 @@ test('KV-18 bad durations and rates are InvalidError quoting them, NaN and Infin
 		await c.refused(`expire in ${ms} ms`, () => texts.expire('kept', ms as Loose), InvalidError)
 		await c.refused(`advance by ${ms} ms`, () => store.clock.advance(ms as Loose), InvalidError)
 	}
+	// Past what a number holds exactly (2^53 - 1 ms, about 285,000 years): refused naming it, not saturated.
+	for (const [ms, shown] of [
+		[2 ** 64, '18446744073709552000'],
+		[2 ** 53, '9007199254740992'],
+		[Number.MAX_VALUE, 'ms'],
+	] as const) {
+		await c.refused(`ttl ${ms} ms`, () => store.bucket('t0', { ttl: ms }).get('k'), InvalidError, 'ttl', shown)
+		await c.refused(`a set's ttl of ${ms} ms`, () => texts.set('kept', 'w', { ttl: ms }), InvalidError, 'ttl', shown)
+		await c.refused(`expire in ${ms} ms`, () => texts.expire('kept', ms), InvalidError, shown)
+		await c.refused(`advance by ${ms} ms`, () => store.clock.advance(ms), InvalidError, shown)
+		await c.refused(`once keep ${ms} ms`, () => store.once('o0', { keep: ms }).get('k'), InvalidError, 'keep', shown)
+	}
 	for (const bad of [true, {}, [], 10n]) {
 		await c.refused(`ttl of ${typeof bad}`, () => store.bucket('t0', { ttl: bad as Loose }).get('k'), InvalidError, 'ttl')
 	}
@@ -218,9 +230,8 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	const big = store.counters('wide', { type: 'bigint' })
 	await big.add('top', 2n ** 63n - 2n)
 	const c = await catalogue(store, dir)
-	await c.refused('burst 0', () => store.rateLimit('r0', { rate: '5/m', burst: 0 }).allow('k'), InvalidError, '0', 'r0')
-	for (const burst of [NaN, Infinity, -1, 1.5]) {
-		await c.refused(`burst ${burst}`, () => store.rateLimit('r0', { rate: '5/m', burst }).allow('k'), InvalidError, 'r0')
+	for (const burst of [0, NaN, Infinity, -1, 1.5]) {
+		await c.refused(`burst ${burst}`, () => store.rateLimit('r0', { rate: '5/m', burst }).allow('k'), InvalidError, 'burst', 'r0')
 	}
 	await c.refused('allow 0', () => guesses.allow('k', 0), InvalidError, 'guesses')
 	await c.refused('allow over the burst', () => guesses.allow('k', 6), InvalidError, '6', 'guesses')
@@ -321,4 +332,22 @@ test('KV-18 a once run inside its own run is InvalidError and writes nothing', a
 		return 'outer'
 	})
 	assert.equal(answer, 'outer')
+})
+
+test('KV-18 a once run of something not callable is InvalidError naming it, and claims nothing', async () => {
+	const { store, dir } = await fixture()
+	await using _ = store
+	const sends = store.once<string>('sends')
+	const c = await catalogue(store, dir)
+	for (const [fn, shown] of [
+		['sent', 'string sent'],
+		[42, 'number 42'],
+		[undefined, 'undefined'],
+		[null, 'object null'],
+	] as const) {
+		await c.refused(`run of ${String(fn)}`, () => sends.run('k', fn as Loose), InvalidError, shown, 'sends')
+	}
+	c.done()
+	// Nothing was claimed: the key runs at once.
+	assert.equal(await sends.run('k', () => 'first'), 'first')
 })

@@ -273,12 +273,10 @@ pub(crate) fn duration(env: napi_env, v: napi_value, what: &str) -> Ts<Option<Du
     }
 }
 
-/// A number of milliseconds as a span; negative, NaN or infinite is `Invalid`.
+/// A number of milliseconds as a span, by the core's rule: negative, NaN,
+/// infinite or past 2^53 - 1 is `Invalid` naming `what` and the number.
 pub(crate) fn millis(ms: f64, what: &str) -> Ts<Duration> {
-    if !ms.is_finite() || ms < 0.0 {
-        return Err(invalid(format!("{what} of {ms} ms is not a span of time")));
-    }
-    Ok(Duration::from_secs_f64(ms / 1000.0))
+    tinystore::duration_from_millis(ms).map_err(|e| invalid(format!("{what}: {}", e.message())))
 }
 
 /// A time as milliseconds since the Unix epoch (what `Date.getTime()` gives).

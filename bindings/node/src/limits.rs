@@ -84,7 +84,9 @@ pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, 
     let (count, per) = tinystore::parse_rate(rate).map_err(|e| e.in_bucket(name))?;
     let mut b = store.rate_limit(name).rate(count, per);
     if let Some(burst) = burst {
-        b = b.burst(self::count(Some(burst)).map_err(|e| e.in_bucket(name))?);
+        let burst = self::count(Some(burst))
+            .map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
+        b = b.burst(burst);
     }
     b.open()
 }
