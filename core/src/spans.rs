@@ -91,9 +91,10 @@ pub fn duration_from_millis(ms: f64) -> Result<Duration> {
             "a duration of {ms} ms is not a span of time: give a number of milliseconds from 0 to 2^53 - 1"
         )));
     }
-    // Whole milliseconds exactly (a double's seconds would round them), a fraction to the nanosecond.
+    // Whole milliseconds exactly (a double's seconds would round them), a
+    // fraction cut to the nanosecond below (rounding could make it a whole ms).
     let whole = ms.trunc();
-    Ok(Duration::from_millis(whole as u64) + Duration::from_nanos(((ms - whole) * 1e6).round() as u64))
+    Ok(Duration::from_millis(whole as u64) + Duration::from_nanos(((ms - whole) * 1e6) as u64))
 }
 
 /// Parses a rate such as `"5/m"`, `"100/5h"` or `"300/7d"` into a count and a span.

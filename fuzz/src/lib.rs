@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tinystore::{Branch, ErrorKind, MAX_PATH, Raw, decode, encode, parse_duration, parse_rate, split_path};
+use tinystore::{
+    Branch, ErrorKind, MAX_DURATION_MILLIS, MAX_PATH, Raw, decode, duration_from_millis, encode, parse_duration,
+    parse_rate, split_path,
+};
 
 /// Splits fuzz input into length-prefixed parts: each part is one length
 /// byte and that many bytes (cut short at the end of the input).
@@ -302,6 +305,21 @@ pub fn durations_and_rates(data: &[u8]) {
         match parse_duration(&spelled) {
             Ok(d) => assert_eq!(d, Duration::from_millis(ms), "{spelled}"),
             Err(e) => assert!(e.message().contains("too long"), "{spelled}: {e}"),
+        }
+        // The same eight bytes as a double: a duration in ms as Node gives one
+        // is a span exactly when it is a number from 0 to 2^53 - 1, never
+        // saturated, and a refusal names the number.
+        let ms = f64::from_le_bytes(data[..8].try_into().unwrap());
+        match duration_from_millis(ms) {
+            Ok(d) => {
+                assert!((0.0..=MAX_DURATION_MILLIS).contains(&ms), "{ms} ms was accepted");
+                assert_eq!(d.as_millis(), ms.trunc() as u128, "{ms} ms");
+            }
+            Err(e) => {
+                assert!(!(0.0..=MAX_DURATION_MILLIS).contains(&ms), "{ms} ms was refused: {e}");
+                assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+                assert!(e.message().contains(&ms.to_string()), "the error names {ms}: {e}");
+            }
         }
     }
 }
