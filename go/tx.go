@@ -45,7 +45,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	// fn runs on this OS thread, where the transaction marks itself: a write
 	// of fn outside the transaction (or a Tx inside it) would wait for the
-	// writer the transaction holds, so the core refuses it at once, as Rust
+	// writer the transaction holds, so the C ABI refuses it at once, as Rust
 	// does, instead of a wait until the transaction's ten-second limit.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
