@@ -162,18 +162,9 @@ impl Tx {
     ) -> PyResult<Py<PyAny>> {
         let k = bucket.key(py, key)?;
         let opts = bucket.write_options(py, None, None, if_version)?;
-        // The session's take has no check: the transaction holds the writer,
-        // so reading, checking that the value decodes, then taking at the
-        // version read is one step, and a value that does not decode stays.
         let out = py.detach(|| {
-            let found = self.session.entry(&bucket.raw, &k)?;
-            match found {
-                Some(e) if opts.if_version.is_none_or(|v| v == e.version) => {
-                    bucket.codec.check(&e.value).map_err(bucket.name_key(&k))?;
-                    self.session.take(&bucket.raw, &k, Some(e.version))
-                }
-                _ => self.session.take(&bucket.raw, &k, opts.if_version),
-            }
+            self.session
+                .take_checked(&bucket.raw, &k, opts.if_version, |e| bucket.codec.check(&e.value))
         });
         resolve_taken(bucket, out)(py)
     }
