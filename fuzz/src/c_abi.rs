@@ -33,7 +33,7 @@ use crate::{
     ts_parse_duration, ts_parse_rate, ts_quota_free, ts_quota_open, ts_quota_use, ts_rate_limit_allow,
     ts_rate_limit_free, ts_rate_limit_open, ts_snapshot_close, ts_snapshot_free, ts_snapshot_get, ts_snapshot_open,
     ts_store_close, ts_store_free, ts_store_maintain, ts_store_open, ts_store_set_clock, ts_tx_begin, ts_tx_commit,
-    ts_tx_free, ts_tx_get, ts_tx_rollback, ts_tx_set,
+    ts_tx_free, ts_tx_get, ts_tx_hold_thread, ts_tx_rollback, ts_tx_set,
 };
 
 /// The codes of the error table: `TS_OK` to `TS_CANCELLED`.
@@ -836,6 +836,35 @@ fn step(h: &mut Handles, input: &mut Input) {
                 return;
             }
             let b = h.bucket(input);
+            if input.bool() {
+                // The transaction's thread, marked, is refused a write outside
+                // it and a transaction inside it at once: each would wait for
+                // the writer this transaction holds, until its limit.
+                unsafe { ts_tx_hold_thread(tx) };
+                let code = call(input, "set outside a held transaction", |err| unsafe {
+                    ts_bucket_set(
+                        b,
+                        null(),
+                        0,
+                        b"k".as_ptr(),
+                        1,
+                        3,
+                        0,
+                        b"v".as_ptr(),
+                        1,
+                        null(),
+                        null(),
+                        null_mut(),
+                        err,
+                    )
+                });
+                assert_eq!(code, TS_INVALID, "a write outside a held transaction was not refused");
+                let mut inner = null_mut();
+                let code = call(input, "tx_begin inside a held transaction", |err| unsafe {
+                    ts_tx_begin(h.store, null(), &mut inner, err)
+                });
+                assert_eq!(code, TS_INVALID, "a transaction inside a held one was not refused");
+            }
             let key = input.key();
             let (kind, integer) = (input.kind(), input.i64());
             let mut version = 0;
