@@ -289,7 +289,8 @@ impl Target {
                 // no read first. It runs without a savepoint of its own.
                 let version = w.next_version();
                 let expiry = self.core.set_expiry(w.now, opts.expiry);
-                if storage::set_inline(w.conn, self.core.id, &self.path, version, expiry, value, w.now)? {
+                let now = w.now;
+                if storage::set_inline(w.cell_set()?, self.core.id, &self.path, version, expiry, value, now)? {
                     return Ok(Version(version));
                 }
                 // The row holds a spilled value: replace it and free the

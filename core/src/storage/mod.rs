@@ -234,7 +234,7 @@ pub enum SetExpiry {
 /// holds a spilled value: the caller then replaces it with [`put`], which
 /// frees the spill.
 pub fn set_inline(
-    conn: &Connection,
+    stmt: &mut rusqlite::Statement<'_>,
     bucket: i64,
     path: &[u8],
     version: i64,
@@ -248,9 +248,7 @@ pub fn set_inline(
         SetExpiry::Give(e) => (false, e),
         SetExpiry::KeepLiveElse(e) => (true, e),
     };
-    let n = conn
-        .prepare_cached(sql::CELL_SET)?
-        .execute(params![bucket, path, version, expires, value, keep, now])?;
+    let n = stmt.execute(params![bucket, path, version, expires, value, keep, now])?;
     Ok(n == 1)
 }
 
