@@ -39,9 +39,6 @@ export interface Allowance<W extends string = never> {
 	windows: Record<W, WindowUsage>
 }
 
-/** The addon's bare `allow` (bindings/node/src/fast_limits.rs), made once. */
-const bare = addon.fastLimits()
-
 /** The options of a rate limit. */
 export interface RateLimitOptions {
 	/** Requests per span, refilled continuously: `'5/m'`, `'100/s'`. */
@@ -64,8 +61,8 @@ export interface RateLimitOptions {
  */
 export class RateLimit {
 	readonly #native: NativeRateLimit
-	/** The handle of the bare `allow`, made at the first `allow`. */
-	#handle: unknown
+	/** The addon's bare `allow` of this limit (bindings/node/src/fast_limits.rs), made at the first `allow`. */
+	#allow: ((key: unknown, n?: number) => number | object) | undefined
 	/** The rate limit's name. */
 	readonly name: string
 
@@ -88,7 +85,8 @@ export class RateLimit {
 			// A count goes through the bare call, which answers a number when it can:
 			// the object is made here, where it costs a fraction of making it in the addon.
 			if (!Number.isSafeInteger(n) || n < 1) return this.#native.allow(key, n) as Allowance
-			const r = bare.allow((this.#handle ??= addon.rateLimitHandle(this.#native)), key, n)
+			const allow = (this.#allow ??= addon.rateLimitAllow(this.#native))
+			const r = n === 1 ? allow(key) : allow(key, n)
 			if (typeof r !== 'number') return r as Allowance
 			if (r >= 0) return { ok: true, left: r, retryAt: undefined, windows: {} }
 			return { ok: false, left: 0, retryAt: new Date(-1 - r), windows: {} }

@@ -147,10 +147,8 @@ export interface NativeModule {
 	errorCodes(): string[]
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
-	/** The bare `allow` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
-	fastLimits(): { allow(handle: unknown, key: unknown, n: number): number | object }
-	/** A handle of a rate limit for `fastLimits().allow`. */
-	rateLimitHandle(limit: NativeRateLimit): unknown
+	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
+	rateLimitAllow(limit: NativeRateLimit): (key: unknown, n?: number) => number | object
 	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
 	NativeBucket: { prototype: NativeBucket }
 }

@@ -28,7 +28,7 @@ use napi_derive::napi;
 pub use bucket::NativeBucket;
 pub use config::NativeConfig;
 pub use fast_get::fast_reads;
-pub use fast_limits::{fast_limits, rate_limit_handle};
+pub use fast_limits::rate_limit_allow;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use once::{NativeClaim, NativeOnce};
 pub use snapshot::NativeSnapshot;
