@@ -51,10 +51,12 @@ pub const LIMIT_IN_FLIGHT: usize = 64;
 /// The most keys one call takes.
 pub const MAX_LIMIT_KEYS: usize = 64;
 /// How many times `update` runs `apply` before it gives up on a key that
-/// other updates keep changing. Each run after the first follows one
-/// commit that changed the key, so 64 updates racing on one key need up to
-/// 64; the deadline bounds the time they take.
-pub const MAX_UPDATE_ATTEMPTS: u32 = 100;
+/// other updates keep changing. The deadline is what bounds an update; this
+/// only stops a loop that nothing else would. It must not bind first: each
+/// run after the first follows a commit by another update, and a process
+/// counting in a loop can commit a hundred times while another's one update
+/// waits its turn (a cap of 100 failed two processes counting together).
+pub const MAX_UPDATE_ATTEMPTS: u32 = 10_000;
 /// The `limit-store-full` error is logged at most this often by one handle.
 pub const FULL_LOG_EVERY: Duration = Duration::from_secs(60);
 
