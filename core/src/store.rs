@@ -55,6 +55,13 @@ impl Options {
     /// is encoded), a read the largest value, a page of `list` its 4 MiB and
     /// the row past them. Inside a `tx` or `view` a call takes what is free
     /// or is `Limit` at once. At least 1 MiB.
+    ///
+    /// On Linux with glibc, opening a store with a budget also fixes
+    /// malloc's mmap threshold at 64 KiB for the process (unless
+    /// `MALLOC_MMAP_THRESHOLD_` is set): glibc otherwise raises the
+    /// threshold once a large buffer is freed, then keeps freed value
+    /// buffers in its per-thread arenas, and the process stays resident at
+    /// twice the budget though the store holds no more than it.
     pub fn memory(mut self, bytes: usize) -> Options {
         self.memory = Some(bytes);
         self
@@ -141,6 +148,9 @@ impl Store {
         }
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::new(crate::ErrorKind::Io, format!("{}: {e}", dir.display())))?;
+        if options.memory.is_some() {
+            return_freed_values_to_the_system();
+        }
         let file = dir.join(FILE_NAME);
         let clock = match options.clock {
             Some(t) => Clock::manual(t),
@@ -341,6 +351,21 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// A flag the background thread waits on, set to stop it.
 pub(crate) type Stop = (Mutex<bool>, Condvar);
+
+/// Fixes glibc's mmap threshold, once per process, so that a freed value
+/// buffer (up to 1 MiB) goes back to the system: see [`Options::memory`].
+fn return_freed_values_to_the_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+                // SAFETY: mallopt takes glibc's arena lock; any thread may call it at any time.
+                unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 64 * 1024) };
+            }
+        });
+    }
+}
 
 /// Waits out `d` or until `stop` is set; returns whether to stop.
 pub(crate) fn pause(stop: &(Mutex<bool>, Condvar), d: Duration) -> bool {
