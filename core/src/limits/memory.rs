@@ -97,12 +97,24 @@ pub(crate) struct Memory<V> {
 }
 
 fn shard_of(path: &[u8]) -> usize {
-    // FNV-1a: only picks a shard; the maps themselves hash with a random key.
+    // Only picks a shard (the maps themselves hash with a random key), so a
+    // multiply-fold over eight bytes at a time, a fraction of the cost of a
+    // byte-wise FNV. The shard comes from the top bits of the last product,
+    // which every bit of the path moves.
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in path {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    let mut words = path.chunks_exact(8);
+    for word in &mut words {
+        let word: [u8; 8] = word.try_into().unwrap_or_default();
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K).rotate_left(29);
     }
-    (h as usize) % SHARDS
+    let tail = words
+        .remainder()
+        .iter()
+        .rev()
+        .fold(0u64, |t, &b| (t << 8) | u64::from(b));
+    h = (h ^ tail ^ ((path.len() as u64) << 56)).wrapping_mul(K).rotate_left(29);
+    ((u128::from(h.wrapping_mul(K)) * SHARDS as u128) >> 64) as usize
 }
 
 impl<V: Held> Memory<V> {

@@ -193,14 +193,17 @@ impl Shared {
     }
 }
 
-thread_local! {
-    /// A path built for one call, so the hot path of a rate limit does not allocate.
-    static PATH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// The longest path [`with_path`] builds on the stack; a longer one is
+/// allocated (a key that long is rare).
+const STACK_PATH: usize = 256;
+// A path short enough for the stack is never too long for a key.
+const _: () = assert!(STACK_PATH <= crate::key::MAX_PATH);
 
 /// Runs `f` with the path of `key` in `branch`. A plain key (no NUL, not
-/// empty, short) is written into a reused buffer; any other goes through
-/// [`Branch::path`], which escapes it or says what is wrong with it.
+/// empty, short) is written into a buffer on the stack, so the hot path of a
+/// rate limit does not allocate (a thread-local buffer cost a TLS lookup a
+/// call in a shared library); any other goes through [`Branch::path`],
+/// which escapes it or says what is wrong with it.
 pub(crate) fn with_path<R>(
     branch: &crate::key::Branch,
     name: &str,
@@ -208,21 +211,16 @@ pub(crate) fn with_path<R>(
     f: impl FnOnce(&[u8]) -> Result<R>,
 ) -> Result<R> {
     let prefix = branch.prefix();
-    let plain = !key.is_empty()
-        && !key.contains(&0)
-        && prefix.len() + 1 + key.len() <= crate::key::MAX_PATH
-        && branch.owners().iter().all(|o| !o.is_empty());
+    let len = prefix.len() + 1 + key.len();
+    let plain =
+        len <= STACK_PATH && !key.is_empty() && !key.contains(&0) && branch.owners().iter().all(|o| !o.is_empty());
     if plain {
-        // Taken out while `f` runs, so a nested call finds an empty buffer.
-        let mut buf = PATH.with(|b| std::mem::take(&mut *b.borrow_mut()));
-        buf.clear();
-        buf.extend_from_slice(prefix);
-        buf.push(0x02); // the key's tag in a path (key.rs)
-        buf.extend_from_slice(key);
-        debug_assert_eq!(Some(&buf[..]), branch.path(name, key).ok().as_deref());
-        let out = f(&buf);
-        PATH.with(|b| *b.borrow_mut() = buf);
-        return out;
+        let mut buf = [0u8; STACK_PATH];
+        buf[..prefix.len()].copy_from_slice(prefix);
+        buf[prefix.len()] = 0x02; // the key's tag in a path (key.rs)
+        buf[prefix.len() + 1..len].copy_from_slice(key);
+        debug_assert_eq!(Some(&buf[..len]), branch.path(name, key).ok().as_deref());
+        return f(&buf[..len]);
     }
     f(&branch.path(name, key)?)
 }
