@@ -12,13 +12,17 @@
 
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use serde::ser::{self, Impossible, Serialize};
+use std::any::{Any, TypeId};
 use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::raw::Raw;
 
 /// Encodes `value` into the row its type keeps.
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Raw> {
+pub fn encode<T: Serialize + ?Sized + 'static>(value: &T) -> Result<Raw> {
+    if let Some(bytes) = as_bytes(value) {
+        return Ok(Raw::Bytes(bytes.clone()));
+    }
     match value.serialize(Probe) {
         Ok(raw) => Ok(raw),
         Err(ProbeError::Compound) => {
@@ -31,8 +35,34 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Raw> {
     }
 }
 
+/// `Vec<u8>` is bytes (KV-3, Go's `[]byte`), kept as they are. Serde sees
+/// it as a sequence of numbers, which would be JSON (`[7,7,7]`): twice the
+/// size, unreadable as bytes by the other languages, and decoded number by
+/// number.
+fn as_bytes<T: ?Sized + 'static>(value: &T) -> Option<&Vec<u8>> {
+    if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() {
+        // SAFETY: T is Vec<u8>: the type ids are equal.
+        Some(unsafe { &*(value as *const T as *const Vec<u8>) })
+    } else {
+        None
+    }
+}
+
 /// Decodes a row as `T`; a row of another kind is `Corrupt`.
-pub fn decode<T: DeserializeOwned>(raw: &Raw) -> Result<T> {
+pub fn decode<T: DeserializeOwned + 'static>(raw: &Raw) -> Result<T> {
+    if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() {
+        let Raw::Bytes(bytes) = raw else {
+            return Err(Error::corrupt(format!(
+                "a {} row does not read as Vec<u8>: bytes are kept as a bytes row",
+                raw.kind_name()
+            )));
+        };
+        let mut out: Option<T> = None;
+        if let Some(slot) = (&mut out as &mut dyn Any).downcast_mut::<Option<Vec<u8>>>() {
+            *slot = Some(bytes.clone());
+        }
+        return out.ok_or_else(|| Error::corrupt("Vec<u8> did not decode as itself"));
+    }
     T::deserialize(RowDe(raw)).map_err(|e| {
         Error::corrupt(format!(
             "a {} row does not read as {}: {}",

@@ -173,3 +173,34 @@ fn kv03_row_read_as_another_type_is_corrupt() {
     assert_eq!(e.kind(), ErrorKind::Corrupt);
     assert_eq!((e.bucket(), e.path()), (Some("mixed"), Some("k")));
 }
+
+#[test]
+fn kv03_vec_u8_is_bytes_kept_as_a_bytes_row() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<Vec<u8>>("blobs").open().unwrap();
+    b.set("k", &vec![0, 7, 255]).unwrap();
+    assert_eq!(
+        b.raw().entry(b"k").unwrap().unwrap().value,
+        Raw::Bytes(vec![0, 7, 255]),
+        "the row holds the bytes themselves, not JSON [0,7,255]"
+    );
+    assert_eq!(b.get("k").unwrap(), Some(vec![0, 7, 255]));
+    b.raw()
+        .set(b"from-raw", Raw::Bytes(b"hi".to_vec()), Default::default())
+        .unwrap();
+    assert_eq!(
+        b.get("from-raw").unwrap(),
+        Some(b"hi".to_vec()),
+        "a bytes row reads as Vec<u8>"
+    );
+    b.raw().set(b"int", Raw::Int(7), Default::default()).unwrap();
+    let e = b.get("int").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("Vec<u8>"), "{e}");
+    let e = b.take("int").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(
+        b.raw().has(b"int").unwrap(),
+        "a take that cannot decode leaves the value"
+    );
+}

@@ -138,7 +138,7 @@ fn eq<T: PartialEq>(a: &T, b: &T) -> bool {
 /// to a row that decodes to the same value.
 fn decodes_as<T>(raw: &Raw, same: impl Fn(&T, &T) -> bool) -> Option<T>
 where
-    T: Serialize + DeserializeOwned + std::fmt::Debug,
+    T: Serialize + DeserializeOwned + std::fmt::Debug + 'static,
 {
     match decode::<T>(raw) {
         Err(e) => {
