@@ -7,7 +7,7 @@
  */
 
 import type { Rate } from './durations'
-import { type NativeQuota, type NativeRateLimit, native as addon } from './native'
+import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
 import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
 
@@ -39,6 +39,31 @@ export interface Allowance<W extends string = never> {
 	windows: Record<W, WindowUsage>
 }
 
+/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/fast_limits.rs says. */
+type CAllow = (limit: number, key: Uint8Array, len: number, n: number) => number
+
+/**
+ * Under Bun, the addon's C `allow` through Bun's FFI: a napi call there
+ * costs more than the engine's whole `allow`. Undefined under Node (whose
+ * napi calls are cheap) or when the FFI cannot open the addon.
+ */
+const cAllow: CAllow | undefined = (() => {
+	if (!('Bun' in globalThis)) return undefined
+	try {
+		const { dlopen, FFIType } = require('bun:ffi')
+		const lib = dlopen(addonFile, {
+			tinystore_rate_limit_allow: { args: [FFIType.ptr, FFIType.ptr, FFIType.u32, FFIType.f64], returns: FFIType.f64 },
+		})
+		return lib.symbols.tinystore_rate_limit_allow as CAllow
+	} catch {
+		return undefined
+	}
+})()
+
+/** Where a string key's UTF-8 goes for the C `allow` (one thread runs this module). */
+const keyBytes = new Uint8Array(256)
+const utf8 = new TextEncoder()
+
 /** The options of a rate limit. */
 export interface RateLimitOptions {
 	/** Requests per span, refilled continuously: `'5/m'`, `'100/s'`. */
@@ -62,7 +87,7 @@ export interface RateLimitOptions {
 export class RateLimit {
 	readonly #native: NativeRateLimit
 	/** The addon's bare `allow` of this limit (bindings/node/src/fast_limits.rs), made at the first `allow`. */
-	#allow: ((key: unknown, n?: number) => number | object) | undefined
+	#allow: (((key: unknown, n?: number) => number | object) & { address: number }) | undefined
 	/** The rate limit's name. */
 	readonly name: string
 
@@ -86,7 +111,13 @@ export class RateLimit {
 			// the object is made here, where it costs a fraction of making it in the addon.
 			if (!Number.isSafeInteger(n) || n < 1) return this.#native.allow(key, n) as Allowance
 			const allow = (this.#allow ??= addon.rateLimitAllow(this.#native))
-			const r = n === 1 ? allow(key) : allow(key, n)
+			let r: number | object = Number.NaN
+			if (cAllow !== undefined && typeof key === 'string') {
+				// A key that fits the buffer goes through C; NaN says only napi can answer (nothing was counted).
+				const { read, written } = utf8.encodeInto(key, keyBytes)
+				if (read === key.length && written > 0) r = cAllow(allow.address, keyBytes, written, n)
+			}
+			if (typeof r === 'number' && Number.isNaN(r)) r = n === 1 ? allow(key) : allow(key, n)
 			if (typeof r !== 'number') return r as Allowance
 			if (r >= 0) return { ok: true, left: r, retryAt: undefined, windows: {} }
 			return { ok: false, left: 0, retryAt: new Date(-1 - r), windows: {} }

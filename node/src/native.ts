@@ -148,7 +148,7 @@ export interface NativeModule {
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
 	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
-	rateLimitAllow(limit: NativeRateLimit): (key: unknown, n?: number) => number | object
+	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
 	NativeBucket: { prototype: NativeBucket }
 }
@@ -161,8 +161,11 @@ function platformTag(): string {
 	return `linux-${arch}-${report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'}`
 }
 
+/** The addon's file, which Bun's FFI opens again for the C `allow` of a rate limit (limits.ts). */
+export const addonFile = join(__dirname, '..', '..', `tinystore.${platformTag()}.node`)
+
 function load(): NativeModule {
-	const file = join(__dirname, '..', '..', `tinystore.${platformTag()}.node`)
+	const file = addonFile
 	if (!existsSync(file)) {
 		throw new Error(
 			`tinystore: no native addon for this platform (${platformTag()}): ${file} is missing. ` +
