@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch, Key};
 use crate::raw::{MAX_VALUE, Raw};
+use crate::readers::ReaderConn;
 use crate::storage::{self, Cell, Kind};
 use crate::store::Store;
 
@@ -265,6 +266,12 @@ impl Target {
         storage::get(conn, self.core.id, &self.path, now).map_err(|e| self.name(e))
     }
 
+    /// [`Target::read`] on a reader, through the statement it holds.
+    pub(crate) fn read_on(&self, reader: &ReaderConn, now: i64) -> Result<Option<Cell>> {
+        let get = || storage::get_with(&mut *reader.cell_get()?, self.core.id, &self.path, now);
+        get().map_err(|e| self.name(e))
+    }
+
     fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {
         let Some(want) = want else { return Ok(()) };
         match live {
@@ -504,7 +511,7 @@ impl RawBucket {
         let t = self.target(key)?;
         let inner = &self.core.store.inner;
         let now = inner.clock.now_millis();
-        let Some(mut cell) = inner.readers.with(|c| t.read(c, now))? else {
+        let Some(mut cell) = inner.readers.with(|c| t.read_on(c, now))? else {
             return Ok(None);
         };
         if let Some(renewed) = self.renew(&t, cell.version, cell.expires, now)? {

@@ -154,6 +154,11 @@ pub fn raise_clock_mark(conn: &Connection, now: i64) -> Result<()> {
 /// Reads a live row with its value.
 pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
     let mut st = conn.prepare_cached(sql::CELL_GET)?;
+    get_with(&mut st, bucket, path, now)
+}
+
+/// [`get`] through a statement of [`sql::CELL_GET`] its caller holds.
+pub fn get_with(st: &mut rusqlite::Statement<'_>, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
     let mut rows = st.query(params![bucket, path, now])?;
     match rows.next()? {
         None => Ok(None),
