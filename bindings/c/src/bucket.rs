@@ -302,6 +302,27 @@ pub unsafe extern "C" fn ts_bucket_create(
     })
 }
 
+/// The check of a take: the value read as `want`, then given to the
+/// caller's `check` (when not null). A row of another kind, or a non-zero
+/// check, is `Corrupt`, and the take leaves the value.
+pub(crate) fn decodes_as(
+    want: i32,
+    check: Option<TsCheckFn>,
+    check_ctx: u64,
+) -> impl Fn(&Entry<Raw>) -> Result<()> + Send + Copy {
+    move |e: &Entry<Raw>| -> Result<()> {
+        let v = value_view(&e.value, want)?;
+        match check {
+            // SAFETY: the caller gave `check` and `check_ctx` for this call.
+            Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
+                ErrorKind::Corrupt,
+                "the value does not decode as the bucket's type; it stays",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Reads and deletes a key in one write. The value is read as `want` and
 /// given to `check` (when not null) inside the write: a row of another
 /// kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
@@ -328,16 +349,7 @@ pub unsafe extern "C" fn ts_bucket_take(
         if opts.expiry.is_some() {
             return Err(named(&rb, key, invalid("take takes no expiry")));
         }
-        let decodes = move |e: &Entry<Raw>| -> Result<()> {
-            let v = value_view(&e.value, want)?;
-            match check {
-                Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
-                    ErrorKind::Corrupt,
-                    "the value does not decode as the bucket's type; it stays",
-                )),
-                _ => Ok(()),
-            }
-        };
+        let decodes = decodes_as(want, check, check_ctx);
         set_flag(found, false);
         let taken = wait_outside(rb.store(), rb.name(), cancel, |done| {
             rb.take_then(key, opts.if_version, decodes, done)

@@ -11,7 +11,8 @@ use std::sync::mpsc::{self, Receiver};
 use tinystore::{Created, Error, ErrorKind, Key, ListOptions, Result, Snapshot, TxSession};
 
 use crate::bucket::{
-    TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, fill, invalid, named, set_flag, under, write_options,
+    TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, decodes_as, fill, invalid, named, set_flag, under,
+    write_options,
 };
 use crate::held_tx::{Hold, check_outside};
 use crate::store::{TsStore, store};
@@ -302,16 +303,7 @@ pub unsafe extern "C" fn ts_tx_take(
         set_flag(found, false);
         let taken = t
             .session
-            .take_checked(&rb, key, opts.if_version, |e| {
-                let v = value_view(&e.value, want)?;
-                match check {
-                    Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
-                        ErrorKind::Corrupt,
-                        "the value does not decode as the bucket's type; it stays",
-                    )),
-                    _ => Ok(()),
-                }
-            })
+            .take_checked(&rb, key, opts.if_version, decodes_as(want, check, check_ctx))
             .map_err(|x| named(&rb, key, x))?;
         if let Some(e) = taken {
             let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;

@@ -52,14 +52,7 @@ pub(crate) fn handle<'e>(env: &'e Env, bucket: &NativeBucket) -> napi::Result<Un
 /// `get(handle, key)`: the value of a live key, or `undefined` (JSON as its
 /// text), as the bucket's `get` answers.
 unsafe extern "C" fn get(env: napi_env, info: napi_callback_info) -> napi_value {
-    match read(env, info) {
-        Ok(v) => v,
-        Err(e) => {
-            // The exception is pending; what a callback returns then is ignored.
-            let _ = settle::throw::<()>(env, e);
-            ptr::null_mut()
-        }
-    }
+    settle::value_or_throw(env, read(env, info))
 }
 
 fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {

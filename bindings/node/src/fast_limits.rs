@@ -122,14 +122,7 @@ fn number(a: &Allowance) -> Option<f64> {
 /// `allow(key, n?)`: takes `n` requests (1 when left out) or none, answering
 /// as the module's doc says. `n` is a whole number from 1 (the package checks it).
 unsafe extern "C" fn allow(env: napi_env, info: napi_callback_info) -> napi_value {
-    match take(env, info) {
-        Ok(v) => v,
-        Err(e) => {
-            // The exception is pending; what a callback returns then is ignored.
-            let _ = settle::throw::<()>(env, e);
-            ptr::null_mut()
-        }
-    }
+    settle::value_or_throw(env, take(env, info))
 }
 
 fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {

@@ -308,6 +308,16 @@ pub(crate) fn throw<T>(env: napi_env, e: tinystore::Error) -> Result<T> {
     Err(Error::new(Status::PendingException, e.to_string()))
 }
 
+/// What a bare napi callback returns: its value, or, for an error, null
+/// with the error thrown (what a callback returns with an exception pending
+/// is ignored).
+pub(crate) fn value_or_throw(env: napi_env, r: crate::convert::Ts<napi_value>) -> napi_value {
+    r.unwrap_or_else(|e| {
+        let _ = throw::<()>(env, e);
+        ptr::null_mut()
+    })
+}
+
 /// An `Invalid` engine error with a message, for bad input the glue finds.
 pub(crate) fn invalid(message: impl Into<String>) -> tinystore::Error {
     tinystore::Error::new(ErrorKind::Invalid, message)
