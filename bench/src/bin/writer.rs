@@ -21,9 +21,14 @@ const VALUE: usize = 128;
 /// its previous round would be timed without its fsync.
 static RUN: AtomicU64 = AtomicU64::new(0);
 
-/// A key of this run, unique across runs and threads.
-fn key(run: u64, t: usize, n: u64) -> Vec<u8> {
-    format!("r{run}-{t}-{n}").into_bytes()
+/// The `n`th key of a run, unique across runs. Every contender writes one
+/// sequence of keys, its threads drawing the next number from one counter:
+/// a group of writes then lands on the same few b-tree pages for each of
+/// them. (Keys of 64 threads counting apart land on 64 pages per commit, so
+/// a contender whose threads did so would write and sync four times the
+/// bytes of the hand-batched peer.)
+fn key(run: u64, n: u64) -> Vec<u8> {
+    format!("r{run}-{n}").into_bytes()
 }
 
 fn raw_conn(path: &std::path::Path) -> Connection {
@@ -37,18 +42,20 @@ fn raw_conn(path: &std::path::Path) -> Connection {
 }
 
 /// Runs `threads` loops of `op` at once for `budget`; returns total ops.
+/// `op` gets its thread's index and the next number of the run's sequence.
 fn in_flight(threads: usize, budget: Duration, op: impl Fn(usize, u64) + Sync) -> (u64, Duration) {
     let stop = AtomicBool::new(false);
     let total = AtomicU64::new(0);
+    let next = AtomicU64::new(0);
     let barrier = Barrier::new(threads + 1);
     let start = std::thread::scope(|s| {
         for t in 0..threads {
-            let (stop, total, barrier, op) = (&stop, &total, &barrier, &op);
+            let (stop, total, barrier, op, next) = (&stop, &total, &barrier, &op, &next);
             s.spawn(move || {
                 barrier.wait();
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    op(t, n);
+                    op(t, next.fetch_add(1, Ordering::Relaxed));
                     n += 1;
                 }
                 total.fetch_add(n, Ordering::Relaxed);
@@ -74,7 +81,7 @@ fn completions(raw: &tinystore::RawBucket, v: &tinystore::Raw, depth: usize, bud
     let run = RUN.fetch_add(1, Ordering::Relaxed);
     let submit = |n: u64| {
         let inbox = inbox.clone();
-        raw.set_then(&key(run, 0, n), v.clone(), Default::default(), move |r| {
+        raw.set_then(&key(run, n), v.clone(), Default::default(), move |r| {
             r.unwrap();
             let mut q = inbox.0.lock().unwrap();
             q.0 += 1;
@@ -160,8 +167,8 @@ fn main() {
             Contender::new(format!("tinystore set, {threads} in flight"), |b| {
                 let run = RUN.fetch_add(1, Ordering::Relaxed);
                 grouped(&store, &per_group[0], || {
-                    in_flight(threads, b, |t, n| {
-                        raw.set(&key(run, t, n), v.clone(), Default::default()).unwrap();
+                    in_flight(threads, b, |_, n| {
+                        raw.set(&key(run, n), v.clone(), Default::default()).unwrap();
                     })
                 })
             }),
@@ -177,7 +184,7 @@ fn main() {
                         "INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
                     )
                     .unwrap()
-                    .execute(params![key(run, t, n), vec![7u8; VALUE]])
+                    .execute(params![key(run, n), vec![7u8; VALUE]])
                     .unwrap();
                 })
             }),
@@ -194,7 +201,7 @@ fn main() {
                             )
                             .unwrap();
                         for _ in 0..64 {
-                            st.execute(params![key(run, 0, n), vec![7u8; VALUE]]).unwrap();
+                            st.execute(params![key(run, n), vec![7u8; VALUE]]).unwrap();
                             n += 1;
                         }
                     }
