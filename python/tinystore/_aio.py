@@ -20,7 +20,6 @@ from typing import Any, TypeVar, overload
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
-from ._loop import completions
 from ._handles import Rate
 from ._results import Entry, Maintenance, Page, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
@@ -307,69 +306,57 @@ class Bucket(BucketBase[T]):
         ``ttl`` or ``expires_at`` replaces it. With ``if_version`` it writes only
         a live key at that version (else ``ConflictError``).
         """
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.set_then(completions(loop), fut, key, value, ttl, opt_millis(expires_at), if_version)
+        w = self._n.set_then(_get_loop(), key, value, ttl, None if expires_at is None else opt_millis(expires_at), if_version)
         try:
-            return await fut
+            return await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise
 
     async def create(
         self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
     ) -> bool:
         """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.create_then(completions(loop), fut, key, value, ttl, opt_millis(expires_at))
+        w = self._n.create_then(_get_loop(), key, value, ttl, None if expires_at is None else opt_millis(expires_at))
         try:
-            return await fut
+            return await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise
 
     async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.take_then(completions(loop), fut, key, if_version)
+        w = self._n.take_then(_get_loop(), key, if_version)
         try:
-            return await fut
+            return await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise
 
     async def delete(self, key: Key, *, if_version: str | None = None) -> bool:
         """Deletes the key; says whether a live key was there. A missing key is fine."""
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.delete_then(completions(loop), fut, key, if_version)
+        w = self._n.delete_then(_get_loop(), key, if_version)
         try:
-            return await fut
+            return await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise
 
     async def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
         ttl, at = (None, when) if isinstance(when, dt.datetime) else (when, None)
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.expire_then(completions(loop), fut, key, ttl, opt_millis(at), if_version)
+        w = self._n.expire_then(_get_loop(), key, ttl, opt_millis(at), if_version)
         try:
-            return await fut
+            return await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise
 
     async def clear(self) -> None:
         """Removes this branch and every branch under it, for every reader at once."""
-        loop = _get_loop()
-        fut = loop.create_future()
-        ticket = self._n.clear_then(completions(loop), fut)
+        w = self._n.clear_then(_get_loop())
         try:
-            await fut
+            await w
         except _Cancelled:
-            ticket.cancel()
+            w.cancel()
             raise

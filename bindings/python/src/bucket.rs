@@ -1,7 +1,7 @@
 //! A bucket of typed values: every call of the core's `RawBucket`, with
 //! values converted by the bucket's codec. Reads run inline (with the GIL
 //! released); each write has a blocking form for the sync API and a
-//! `*_then` form that answers an asyncio future through [`Completions`].
+//! `*_then` form that answers a [`Pending`] through [`Completions`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,9 +10,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
 
-use crate::completions::{Completions, Ticket};
+use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
+use crate::pending::Pending;
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -120,8 +121,28 @@ fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
     PyBool::new(py, b).to_owned().into_any().unbind()
 }
 
+/// A version as Python gets it: its decimal text, spelled on the stack
+/// (the answer of every set: `to_string` cost a heap string and the
+/// formatting machinery each).
 fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
-    pyo3::types::PyString::new(py, &v.to_string()).into_any().unbind()
+    let mut buf = [0u8; 20]; // i64::MIN spells in 20 bytes
+    let mut at = buf.len();
+    let n = v.get();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    let text = std::str::from_utf8(&buf[at..]).unwrap_or_default();
+    pyo3::types::PyString::new(py, text).into_any().unbind()
 }
 
 pub(crate) fn created(c: Created<Raw>) -> bool {
@@ -265,25 +286,25 @@ impl Bucket {
         Ok(v.to_string())
     }
 
-    /// The completion form of `set`: resolves `future` with the version.
-    #[pyo3(signature = (completions, future, key, value, ttl=None, expires_at=None, if_version=None))]
+    /// The completion form of `set`: answers the version through the `Pending`.
+    #[pyo3(signature = (running, key, value, ttl=None, expires_at=None, if_version=None))]
     #[allow(clippy::too_many_arguments)]
-    fn set_then(
+    fn set_then<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'py>,
+        running: &Bound<'py, PyAny>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Ticket> {
+    ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.set_then(&k, raw, opts, move |out| {
                 q.push(&store, future, resolve_with(out, py_version))
             })
@@ -310,23 +331,23 @@ impl Bucket {
     }
 
     /// The completion form of `create`.
-    #[pyo3(signature = (completions, future, key, value, ttl=None, expires_at=None))]
+    #[pyo3(signature = (running, key, value, ttl=None, expires_at=None))]
     #[allow(clippy::too_many_arguments)]
-    fn create_then(
+    fn create_then<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'py>,
+        running: &Bound<'py, PyAny>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
-    ) -> PyResult<Ticket> {
+    ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, ttl, expires_at, None)?;
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.create_then(&k, raw, opts.expiry, move |out| {
                 q.push(&store, future, resolve_with(out, |py, c| py_bool(py, created(c))))
             })
@@ -349,21 +370,21 @@ impl Bucket {
     }
 
     /// The completion form of `take`.
-    #[pyo3(signature = (completions, future, key, if_version=None))]
-    fn take_then(
+    #[pyo3(signature = (running, key, if_version=None))]
+    fn take_then<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'py>,
+        running: &Bound<'py, PyAny>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Ticket> {
+    ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, None, None, if_version)?;
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         let (codec, raw, this_store) = (self.codec.clone(), self.raw.clone(), self.store.clone());
         let check = self.take_check();
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.take_then(&k, opts.if_version, check, move |out| {
                 let this = Bucket {
                     raw,
@@ -384,19 +405,19 @@ impl Bucket {
     }
 
     /// The completion form of `delete`.
-    #[pyo3(signature = (completions, future, key, if_version=None))]
-    fn delete_then(
+    #[pyo3(signature = (running, key, if_version=None))]
+    fn delete_then<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'py>,
+        running: &Bound<'py, PyAny>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Ticket> {
+    ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, None, None, if_version)?;
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.delete_then(&k, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
@@ -426,18 +447,17 @@ impl Bucket {
     }
 
     /// The completion form of `expire`.
-    #[pyo3(signature = (completions, future, key, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (running, key, ttl=None, expires_at=None, if_version=None))]
     #[allow(clippy::too_many_arguments)]
-    fn expire_then(
+    fn expire_then<'py>(
         &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'py>,
+        running: &Bound<'py, PyAny>,
         key: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Ticket> {
+    ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, ttl, expires_at, if_version)?;
         let e = opts.expiry.ok_or_else(|| {
@@ -446,8 +466,9 @@ impl Bucket {
                 invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
             )
         })?;
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.expire_then(&k, e, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
@@ -460,9 +481,10 @@ impl Bucket {
     }
 
     /// The completion form of `clear`.
-    fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
+    fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
+        let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, move |future| {
             bucket.clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
         })
     }

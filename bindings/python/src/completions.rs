@@ -14,7 +14,9 @@
 //! a socket pair. The loop watches the other end with `add_reader` and
 //! `drain`s the queue: it converts each result to Python and resolves its
 //! future, on the loop's own thread. One wake-up serves every answer queued
-//! meanwhile.
+//! meanwhile. A bucket's write answers through a [`Pending`] instead of a
+//! future: `drain` wakes the task waiting on it there and then, and hands
+//! the writes those tasks make next to the core before it returns.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -24,9 +26,11 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use tinystore::Store;
 
 use crate::errors::to_py;
+use crate::pending::Pending;
 
 /// Turns a result into the Python value (or exception) of its future.
 pub type Resolve = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -114,14 +118,21 @@ pub struct TicketCell {
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Ticket(pub Arc<TicketCell>);
 
+impl TicketCell {
+    /// Cancels the write if its group has not started; else does nothing.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        if let Some(t) = lock(&self.core).as_ref() {
+            t.cancel();
+        }
+    }
+}
+
 #[pymethods]
 impl Ticket {
     /// Cancels the write if its group has not started; else does nothing.
     fn cancel(&self) {
-        self.0.cancelled.store(true, Ordering::Release);
-        if let Some(t) = lock(&self.0.core).as_ref() {
-            t.cancel();
-        }
+        self.0.cancel();
     }
 }
 
@@ -136,6 +147,29 @@ pub struct Completions {
 }
 
 impl Completions {
+    /// The queues of the running loop `lp`: the last loop's, kept here (a
+    /// write pays no Python call to find them), else the package's
+    /// registry's, `tinystore._loop.completions`, which makes and registers
+    /// a new loop's. Like that registry's own cache, this keeps the last
+    /// loop it served alive.
+    pub fn of_loop<'py>(lp: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Completions>> {
+        static LAST: Mutex<Option<(Py<PyAny>, Py<Completions>)>> = Mutex::new(None);
+        static REGISTRY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let py = lp.py();
+        if let Some((l, c)) = lock(&LAST).as_ref()
+            && l.is(lp)
+        {
+            return Ok(c.bind(py).clone());
+        }
+        let registry = REGISTRY.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("tinystore._loop")?.getattr("completions")?.unbind())
+        })?;
+        let found = registry.bind(py).call1((lp,))?.cast_into::<Completions>()?;
+        let old = lock(&LAST).replace((lp.clone().unbind(), found.clone().unbind()));
+        drop(old); // with the GIL, outside the lock
+        Ok(found)
+    }
+
     /// Queues a write for the end of this iteration of the loop; `submit`
     /// hands it to the core with the future its completion resolves.
     pub fn defer(
@@ -145,6 +179,36 @@ impl Completions {
         submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
     ) -> PyResult<Ticket> {
         let py = slf.py();
+        let ticket = Arc::new(TicketCell::default());
+        let spare = future.clone_ref(py);
+        Completions::queue(slf, future, spare, ticket.clone(), store, Box::new(submit))?;
+        Ok(Ticket(ticket))
+    }
+
+    /// Queues a write of a bucket like `defer`, answered through a
+    /// [`Pending`] (made here, and returned for the caller to await).
+    pub fn defer_pending<'py>(
+        slf: &Bound<'py, Completions>,
+        store: &Store,
+        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
+    ) -> PyResult<Bound<'py, Pending>> {
+        let py = slf.py();
+        let pending = Bound::new(py, Pending::new(py, &slf.get().loop_ref))?;
+        let ticket = pending.get().ticket.clone();
+        let (future, spare) = (pending.clone().into_any().unbind(), pending.clone().into_any().unbind());
+        Completions::queue(slf, future, spare, ticket, store, Box::new(submit))?;
+        Ok(pending)
+    }
+
+    fn queue(
+        slf: &Bound<'_, Completions>,
+        future: Py<PyAny>,
+        spare: Py<PyAny>,
+        ticket: Arc<TicketCell>,
+        store: &Store,
+        submit: Submit,
+    ) -> PyResult<()> {
+        let py = slf.py();
         if store.is_closed() {
             return Err(to_py(
                 py,
@@ -152,16 +216,14 @@ impl Completions {
             ));
         }
         let this = slf.get();
-        let ticket = Arc::new(TicketCell::default());
-        let spare = future.clone_ref(py);
         let was_empty = {
             let mut p = lock(&this.pending);
             let was_empty = p.is_empty();
             p.push(Deferred {
-                submit: Box::new(submit),
+                submit,
                 future,
                 spare,
-                ticket: ticket.clone(),
+                ticket,
                 store: store.clone(),
             });
             was_empty
@@ -172,7 +234,7 @@ impl Completions {
                 lp.call_method1(intern!(py, "call_soon"), (slf.getattr(intern!(py, "flush"))?,))?;
             }
         }
-        Ok(Ticket(ticket))
+        Ok(())
     }
 }
 
@@ -205,6 +267,9 @@ impl Completions {
     /// without the GIL. A write cancelled meanwhile is never handed over.
     fn flush(&self, py: Python<'_>) {
         let writes = std::mem::take(&mut *lock(&self.pending));
+        if writes.is_empty() {
+            return;
+        }
         let queue = self.queue.clone();
         let spares = py.detach(move || {
             let mut spares = Vec::with_capacity(writes.len());
@@ -234,7 +299,8 @@ impl Completions {
     }
 
     /// Resolves every queued future, on the loop's thread. A future that was
-    /// cancelled meanwhile is skipped: its caller went away.
+    /// cancelled meanwhile is skipped: its caller went away. The task
+    /// waiting on a [`Pending`] steps here, in this one callback of the loop.
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         let mut buf = [0u8; 256];
         while let Ok(n) = (&self.watched).read(&mut buf) {
@@ -247,6 +313,7 @@ impl Completions {
         // that a group's answers resolve in one pass and their coroutines
         // write again together (as one group, not three).
         let mut stores = Vec::new();
+        let mut fatal = None;
         loop {
             let answers = std::mem::take(&mut *lock(&self.queue.answers));
             if answers.is_empty() {
@@ -255,6 +322,15 @@ impl Completions {
             for a in answers {
                 stores.push(a.store);
                 let future = a.future.bind(py);
+                if let Ok(pending) = future.cast::<Pending>() {
+                    if pending.get().is_done() {
+                        continue;
+                    }
+                    if let Some(e) = Pending::finish(pending, (a.resolve)(py)) {
+                        fatal.get_or_insert(e);
+                    }
+                    continue;
+                }
                 if future.call_method0(intern!(py, "done"))?.is_truthy()? {
                     continue;
                 }
@@ -267,9 +343,13 @@ impl Completions {
                 }
             }
         }
+        // The tasks woken here wrote again: hand their writes over now, not
+        // an iteration of the loop later (the flush they scheduled finds
+        // nothing left).
+        self.flush(py);
         // The last reference to a store closes it, which waits for its writer:
         // never with the GIL held.
         py.detach(move || drop(stores));
-        Ok(())
+        fatal.map_or(Ok(()), Err)
     }
 }

@@ -15,6 +15,7 @@ mod errors;
 mod limit_store;
 mod limits;
 mod once;
+mod pending;
 mod store;
 mod tx;
 
@@ -25,6 +26,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bucket::Bucket>()?;
     m.add_class::<completions::Ticket>()?;
     m.add_class::<completions::Completions>()?;
+    m.add_class::<pending::Pending>()?;
     m.add_class::<limit_store::LimitStore>()?;
     m.add_class::<limit_store::LimitUpdate>()?;
     m.add_class::<limits::RateLimit>()?;
