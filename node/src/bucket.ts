@@ -6,7 +6,7 @@
 
 import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
-import type { NativeBucket, NativeEntry } from './native'
+import { bareSet, type NativeBucket, type NativeEntry } from './native'
 import { waitsForOwnTx } from './scope'
 import { dateArg, fromJson, invalidArg, type Key, showKey, toJson, type ValueType } from './values'
 
@@ -98,7 +98,11 @@ export const bucketParts = new WeakMap<object, BucketParts>()
  */
 export class Bucket<T> {
 	readonly #native: NativeBucket
+	/** The name, read from the addon once: each read of its getter there costs a napi call and a new string. */
+	readonly #name: string
 	readonly #json: boolean
+	/** The addon's handle of this bucket for `bareSet`, made at the first set without options. */
+	#handle: unknown
 	readonly #owners: readonly Key[]
 	readonly #store: object | undefined
 	readonly #codec: Codec<T> | undefined
@@ -109,6 +113,7 @@ export class Bucket<T> {
 	 */
 	constructor(native: NativeBucket, owners: readonly Key[] = [], store?: object, codec?: Codec<T>) {
 		this.#native = native
+		this.#name = native.name
 		this.#json = native.valueType === 'json'
 		this.#owners = owners
 		this.#store = store
@@ -118,7 +123,7 @@ export class Bucket<T> {
 
 	/** The bucket's name. */
 	get name(): string {
-		return this.#native.name
+		return this.#name
 	}
 
 	/** The type of the bucket's values. */
@@ -142,18 +147,18 @@ export class Bucket<T> {
 	}
 
 	#decode(value: unknown, key: Key): T {
-		if (this.#codec) return decodeWith(this.#codec, value, this.name, showKey(key, this.#owners))
-		return (this.#json ? fromJson(value, this.name, showKey(key, this.#owners)) : value) as T
+		if (this.#codec) return decodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
+		return (this.#json ? fromJson(value, this.#name, showKey(key, this.#owners)) : value) as T
 	}
 
 	#encode(value: T, key: Key): unknown {
-		if (this.#codec) return encodeWith(this.#codec, value, this.name, showKey(key, this.#owners))
-		return this.#json ? toJson(value, this.name, showKey(key, this.#owners)) : value
+		if (this.#codec) return encodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
+		return this.#json ? toJson(value, this.#name, showKey(key, this.#owners)) : value
 	}
 
 	#entry(e: NativeEntry): Entry<T> {
-		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.name, showKey(e.key, this.#owners))
-		else if (this.#json) e.value = fromJson(e.value, this.name, showKey(e.key, this.#owners))
+		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.#name, showKey(e.key, this.#owners))
+		else if (this.#json) e.value = fromJson(e.value, this.#name, showKey(e.key, this.#owners))
 		return e as Entry<T>
 	}
 
@@ -176,29 +181,31 @@ export class Bucket<T> {
 
 	/** Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON cannot write is `InvalidError`. */
 	set(key: Key, value: T, options?: SetOptions): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
+			const encoded = this.#codec !== undefined || this.#json ? this.#encode(value, key) : value
+			if (options == null) return bareSet((this.#handle ??= this.#native.readHandle()), key, encoded)
 			return this.#native.set(
 				key,
-				this.#encode(value, key),
-				options?.ttl,
-				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-				options?.ifVersion,
+				encoded,
+				options.ttl,
+				dateArg(options.expiresAt, 'expiresAt', { bucket: this.#name }),
+				options.ifVersion,
 			)
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }))
+			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }))
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
@@ -207,7 +214,7 @@ export class Bucket<T> {
 	 * gets the value. A value that no longer reads is `CorruptError` and stays.
 	 */
 	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
 			if (this.#codec) {
@@ -218,24 +225,24 @@ export class Bucket<T> {
 					(v) => native.take(key, v),
 					(v) => this.#decode(v, key),
 					options?.ifVersion,
-				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.name })))
+				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name })))
 			}
 			const taken = this.#native.take(key, options?.ifVersion)
 			if (!this.#json) return taken as Promise<T | undefined>
 			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
 	/** Deletes the key; resolves with whether a live key was there. */
 	delete(key: Key, options?: VersionOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.delete(key, options?.ifVersion)
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
@@ -244,25 +251,25 @@ export class Bucket<T> {
 	 * its value and version; resolves with whether a live key was there.
 	 */
 	expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
 			return when instanceof Date
 				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
 				: this.#native.expire(key, when, undefined, options?.ifVersion)
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
 	/** Removes this branch and every branch under it, for every reader at once. */
 	clear(): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
+		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
 			return this.#native.clear()
 		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
+			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
 	}
 
@@ -272,7 +279,7 @@ export class Bucket<T> {
 		try {
 			page = this.#native.list(options?.after, options?.limit)
 		} catch (e) {
-			throw invalidArg(e, { bucket: this.name })
+			throw invalidArg(e, { bucket: this.#name })
 		}
 		return { entries: page.entries.map((e) => this.#entry(e)), next: page.next }
 	}

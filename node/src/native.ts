@@ -147,6 +147,8 @@ export interface NativeModule {
 	errorCodes(): string[]
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
+	/** The bare `set(handle, key, value)` of a bucket: see bindings/node/src/fast_set.rs. */
+	fastWrites(): { set(handle: unknown, key: unknown, value: unknown): Promise<void> }
 	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
 	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
@@ -196,3 +198,11 @@ function useBareGet(loaded: NativeModule): void {
 
 /** The addon, loaded once per thread. */
 export const native: NativeModule = load()
+
+/**
+ * The addon's bare `set(handle, key, value)`: a bucket's `set` without
+ * options, without napi-rs' per-call bookkeeping of a method (about a sixth
+ * of a set's time on the JS thread; see bindings/node/src/fast_set.rs).
+ * `handle` is the bucket's `readHandle()`.
+ */
+export const bareSet: (handle: unknown, key: unknown, value: unknown) => Promise<void> = native.fastWrites().set

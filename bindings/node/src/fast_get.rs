@@ -24,9 +24,9 @@ use crate::js;
 use crate::settle;
 
 /// What a handle owns: the bucket (or branch) and the type of its values.
-struct Handle {
-    raw: RawBucket,
-    kind: ValueKind,
+pub(crate) struct Handle {
+    pub(crate) raw: RawBucket,
+    pub(crate) kind: ValueKind,
 }
 
 unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -69,13 +69,7 @@ fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
         )
     };
     js::check(status, "reading the arguments of get").map_err(napi_err)?;
-    let mut data = ptr::null_mut();
-    let status = unsafe { sys::napi_get_value_external(env, argv[0], &mut data) };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return Err(settle::invalid("get takes a bucket's read handle"));
-    }
-    // The External owns the handle until it is collected, and the caller holds it.
-    let h = unsafe { &*data.cast::<Handle>() };
+    let h = unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("get takes a bucket's read handle"))?;
     let mut buf = [0u8; 256];
     match js::read_string_into(env, argv[1], &mut buf) {
         Some(k) if !k.is_empty() => value(env, h, k),
@@ -84,6 +78,18 @@ fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
             value(env, h, &k)
         }
     }
+}
+
+/// The handle an External made by [`handle`] owns, or `None` for any other value.
+///
+/// # Safety
+/// `v` is a value of the current callback: the External, and so the
+/// handle, lives at least as long as the callback's scope.
+pub(crate) unsafe fn handle_of<'a>(env: napi_env, v: napi_value) -> Option<&'a Handle> {
+    let mut data = ptr::null_mut();
+    let status = unsafe { sys::napi_get_value_external(env, v, &mut data) };
+    // The External owns the handle until it is collected, and the caller holds it.
+    (status == sys::Status::napi_ok && !data.is_null()).then(|| unsafe { &*data.cast::<Handle>() })
 }
 
 fn value(env: napi_env, h: &Handle, key: &[u8]) -> Ts<napi_value> {

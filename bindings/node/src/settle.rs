@@ -175,7 +175,13 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     let Some(shared) = SHARED.try_with(|s| s.borrow().clone()).ok().flatten() else {
         return;
     };
-    let batch = std::mem::take(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()));
+    let batch = {
+        let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        // The next group is most likely as large: room for it at once, not
+        // grown push by push on the writer thread.
+        let room = q.len();
+        std::mem::replace(&mut *q, Vec::with_capacity(room))
+    };
     if env.is_null() {
         return; // the env is going away: nothing can be settled
     }
@@ -531,7 +537,11 @@ unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> n
 /// Hands this turn's writes to the engine now: before a `close` or
 /// `maintain`, so that writes issued before it are queued before it.
 pub(crate) fn uncork_now() {
-    let corked = CORK.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let corked = CORK.with(|c| {
+        let mut c = c.borrow_mut();
+        let room = c.len();
+        std::mem::replace(&mut *c, Vec::with_capacity(room))
+    });
     if corked.is_empty() {
         return;
     }
