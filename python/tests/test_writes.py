@@ -4,6 +4,7 @@ clock and maintenance (KV-17), closing (KV-19)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime as dt
 from pathlib import Path
 
@@ -127,6 +128,57 @@ async def test_kv15_a_write_cancelled_after_submission_leaves_the_loop_clean(sto
     # The answer of the write (done or cancelled) is drained without error.
     await b.set("k2", 2)
     assert await b.get("k2") == 2
+
+
+async def test_kv15_a_task_resumes_from_a_write_in_its_own_context_and_as_itself(store: tinystore.Store) -> None:
+    # The loop's drain wakes the tasks of a group itself: each must go on in
+    # its own contextvars context, as the current task, as after a future.
+    b = store.bucket("b", int)
+    var: contextvars.ContextVar[int] = contextvars.ContextVar("var")
+
+    async def one(i: int) -> tuple[int, bool]:
+        var.set(i)
+        me = asyncio.current_task()
+        await b.set(f"k{i}", i)
+        return var.get(), asyncio.current_task() is me
+
+    assert await asyncio.gather(*(one(i) for i in range(64))) == [(i, True) for i in range(64)]
+
+
+async def test_kv15_every_way_to_await_a_write_gets_its_answer(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    version = await asyncio.create_task(b.set("k", 1))
+    assert (await b.entry("k")).version == version  # type: ignore[union-attr]
+    assert await asyncio.wait_for(b.create("k", 2), timeout=60) is False
+    assert await asyncio.ensure_future(b.delete("k")) is True
+    wrote, took = asyncio.ensure_future(b.set("a", 1)), asyncio.ensure_future(b.take("missing"))
+    _, waiting = await asyncio.wait([wrote, took])
+    assert not waiting and isinstance(wrote.result(), str) and took.result() is None
+    with pytest.raises(tinystore.ConflictError):
+        await asyncio.gather(b.set("a", 2, if_version="1"))
+    assert await b.get("a") == 1
+
+
+async def test_kv15_a_write_cancelled_by_a_timeout_raises_timeout(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    await b.set("warm", 0)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        # The write waits for the file's lock; the timeout cancels it.
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(b.set("late", 1), timeout=0.2)
+    finally:
+        holder.communicate("go\n", timeout=30)
+    await b.set("after", 1)
+    assert await b.get("after") == 1
+    await store.close()
 
 
 async def test_kv17_the_test_clock_moves_only_forward(store: tinystore.Store) -> None:

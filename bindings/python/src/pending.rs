@@ -48,9 +48,36 @@ enum Outcome {
 /// context current when it was added, as asyncio's futures do).
 type Callback = (Py<PyAny>, Option<Py<PyAny>>);
 
+/// The done callbacks: nearly always one (the waiting task's wake-up),
+/// kept without a heap allocation.
+#[derive(Default)]
+struct Callbacks {
+    first: Option<Callback>,
+    rest: Vec<Callback>,
+}
+
+impl Callbacks {
+    fn push(&mut self, c: Callback) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(c);
+        } else {
+            self.rest.push(c);
+        }
+    }
+
+    fn take(&mut self) -> impl Iterator<Item = Callback> + use<> {
+        let all = std::mem::take(self);
+        all.first.into_iter().chain(all.rest)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Callback> {
+        self.first.iter().chain(self.rest.iter())
+    }
+}
+
 struct State {
     outcome: Outcome,
-    callbacks: Vec<Callback>,
+    callbacks: Callbacks,
 }
 
 /// The answer of one write; awaitable once, from a task of the loop it
@@ -70,7 +97,7 @@ impl Pending {
         Pending {
             state: Mutex::new(State {
                 outcome: Outcome::Waiting,
-                callbacks: Vec::new(),
+                callbacks: Callbacks::default(),
             }),
             blocking: AtomicBool::new(false),
             ticket: Arc::new(TicketCell::default()),
@@ -106,7 +133,7 @@ impl Pending {
                 Ok(v) => Outcome::Value(v),
                 Err(e) => Outcome::Error(e),
             };
-            std::mem::take(&mut st.callbacks)
+            st.callbacks.take()
         };
         let mut fatal = None;
         for (cb, ctx) in callbacks {
@@ -146,8 +173,9 @@ impl Pending {
 
     /// Schedules callbacks with the loop's `call_soon`, as an asyncio
     /// future does (for a cancellation, or a callback added when done).
-    fn schedule(slf: &Bound<'_, Pending>, callbacks: Vec<Callback>) -> PyResult<()> {
-        if callbacks.is_empty() {
+    fn schedule(slf: &Bound<'_, Pending>, callbacks: impl Iterator<Item = Callback>) -> PyResult<()> {
+        let mut callbacks = callbacks.peekable();
+        if callbacks.peek().is_none() {
             return Ok(());
         }
         let py = slf.py();
@@ -253,7 +281,7 @@ impl Pending {
                 st.callbacks.push((r#fn, context));
                 return Ok(());
             }
-            vec![(r#fn, context)]
+            std::iter::once((r#fn, context))
         };
         Pending::schedule(slf, done)
     }
@@ -261,16 +289,16 @@ impl Pending {
     /// Removes every registration of `fn`; says how many there were.
     fn remove_done_callback(&self, py: Python<'_>, r#fn: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut st = self.lock();
-        let before = st.callbacks.len();
-        let mut kept = Vec::with_capacity(before);
-        for (cb, ctx) in std::mem::take(&mut st.callbacks) {
+        let (mut kept, mut removed) = (Callbacks::default(), 0);
+        for (cb, ctx) in st.callbacks.take() {
             if cb.bind(py).eq(r#fn)? {
-                continue;
+                removed += 1;
+            } else {
+                kept.push((cb, ctx));
             }
-            kept.push((cb, ctx));
         }
         st.callbacks = kept;
-        Ok(before - st.callbacks.len())
+        Ok(removed)
     }
 
     /// The answer; raises the write's error, `CancelledError`, or
@@ -318,7 +346,7 @@ impl Pending {
                 return Ok(false);
             }
             st.outcome = Outcome::Cancelled(msg.unwrap_or_else(|| py.None()));
-            std::mem::take(&mut st.callbacks)
+            st.callbacks.take()
         };
         this.ticket.cancel();
         Pending::schedule(slf, callbacks)?;
@@ -328,7 +356,7 @@ impl Pending {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.loop_ref)?;
         if let Ok(st) = self.state.try_lock() {
-            for (cb, ctx) in &st.callbacks {
+            for (cb, ctx) in st.callbacks.iter() {
                 visit.call(cb)?;
                 if let Some(ctx) = ctx {
                     visit.call(ctx)?;
@@ -344,7 +372,7 @@ impl Pending {
 
     fn __clear__(&self) {
         let callbacks = std::mem::take(&mut self.lock().callbacks);
-        drop(callbacks);
+        drop(callbacks); // outside the lock: a callback's last reference may run Python code
     }
 }
 
