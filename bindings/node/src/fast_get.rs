@@ -11,6 +11,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::Arc;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
@@ -25,7 +26,8 @@ use crate::settle;
 
 /// What a handle owns: the bucket (or branch) and the type of its values.
 pub(crate) struct Handle {
-    pub(crate) raw: RawBucket,
+    /// Shared with the sets in flight, which may outlive the handle.
+    pub(crate) raw: Arc<RawBucket>,
     pub(crate) kind: ValueKind,
 }
 
@@ -36,7 +38,7 @@ unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut 
 /// The read handle of a bucket, for `get(handle, key)`.
 pub(crate) fn handle<'e>(env: &'e Env, bucket: &NativeBucket) -> napi::Result<Unknown<'e>> {
     let data = Box::into_raw(Box::new(Handle {
-        raw: bucket.raw.clone(),
+        raw: Arc::new(bucket.raw.clone()),
         kind: bucket.kind,
     }));
     let mut out = ptr::null_mut();

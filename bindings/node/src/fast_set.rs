@@ -17,13 +17,12 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::WriteOptions;
 
 use crate::bucket::show_path;
 use crate::convert::{self, Ts, napi_err};
 use crate::fast_get::handle_of;
 use crate::js;
-use crate::settle;
+use crate::settle::{self, SetArgs};
 
 /// `set(handle, key, value)`: writes the value durably, as the bucket's
 /// `set(key, value)` does; answers its Promise, or throws bad input.
@@ -50,23 +49,19 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     // A key is most often a short string: read straight into the stack, in
     // one call, as a read's key is.
     let mut buf = [0u8; 256];
+    let long;
     let key = match js::read_string_into(env, argv[1], &mut buf) {
-        Some(k) if !k.is_empty() => k.to_vec(),
-        _ => convert::key(env, argv[1]).map_err(|e| e.in_bucket(name))?,
+        Some(k) if !k.is_empty() => k,
+        _ => {
+            long = convert::key(env, argv[1]).map_err(|e| e.in_bucket(name))?;
+            &long[..]
+        }
     };
     let value = h
         .kind
         .encode(env, argv[2])
-        .map_err(|e| e.at(name, show_path(h.raw.owners(), &key)))?;
-    let raw = h.raw.clone();
-    let env_ref = Env::from_raw(env);
-    let promise = settle::write(
-        &env_ref,
-        move |done| raw.set_then(&key, value, WriteOptions::default(), done),
-        |env, _version| js::undefined(env).map_err(napi_err),
-    )
-    .map_err(napi_err)?;
-    Ok(js::raw(&promise))
+        .map_err(|e| e.at(name, show_path(h.raw.owners(), key)))?;
+    settle::set(env, SetArgs::new(h.raw.clone(), key, value)).map_err(napi_err)
 }
 
 /// The bare write functions, made once per JS environment: `{ set }`.

@@ -73,6 +73,10 @@ thread_local! {
     static SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
     /// Writes of this turn, waiting for the microtask that hands them over.
     static CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
+    /// The other vector of this turn's writes, kept for its room.
+    static SPARE_CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
+    /// The other vector of the completion queue, kept for its room.
+    static SPARE_DONE: RefCell<Vec<Done>> = const { RefCell::new(Vec::new()) };
     /// `queueMicrotask` and the native function that uncorks, for this env.
     static UNCORK: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
 }
@@ -80,7 +84,59 @@ thread_local! {
 /// A write checked and converted, waiting to be handed to the engine.
 struct Corked {
     pending: Pending,
-    submit: Box<dyn FnOnce() -> tinystore::Result<()>>,
+    work: Work,
+}
+
+/// What a corked write does when handed over.
+enum Work {
+    /// Any write: gives its completion to one of the core's `*_then` calls.
+    Call(Box<dyn FnOnce() -> tinystore::Result<()>>),
+    /// A set without options, the hot write, kept as it is rather than in
+    /// a boxed closure: no allocation for the call, its key inline.
+    Set(SetArgs),
+}
+
+/// The parts of a set without options ([`set`]).
+pub(crate) struct SetArgs {
+    /// The bucket, shared with its handle.
+    pub(crate) raw: Arc<tinystore::RawBucket>,
+    /// The key.
+    pub(crate) key: KeyBytes,
+    /// The value, converted.
+    pub(crate) value: tinystore::Raw,
+    completion: Option<Completion>,
+}
+
+/// A key's bytes: inline when short (most keys), else on the heap.
+pub(crate) enum KeyBytes {
+    /// Up to [`KeyBytes::INLINE`] bytes.
+    Inline(u8, [u8; KeyBytes::INLINE]),
+    /// A longer key.
+    Heap(Vec<u8>),
+}
+
+impl KeyBytes {
+    /// The longest key kept inline.
+    pub(crate) const INLINE: usize = 46;
+
+    /// The key `k`, copied.
+    pub(crate) fn new(k: &[u8]) -> KeyBytes {
+        if k.len() <= Self::INLINE {
+            let mut b = [0u8; Self::INLINE];
+            b[..k.len()].copy_from_slice(k);
+            KeyBytes::Inline(k.len() as u8, b)
+        } else {
+            KeyBytes::Heap(k.to_vec())
+        }
+    }
+
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline(n, b) => &b[..usize::from(*n)],
+            KeyBytes::Heap(v) => v,
+        }
+    }
 }
 
 /// Sets up this env: the threadsafe function and the function that makes
@@ -175,20 +231,19 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     let Some(shared) = SHARED.try_with(|s| s.borrow().clone()).ok().flatten() else {
         return;
     };
-    let batch = {
-        let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        // The next group is most likely as large: room for it at once, not
-        // grown push by push on the writer thread.
-        let room = q.len();
-        std::mem::replace(&mut *q, Vec::with_capacity(room))
-    };
+    // The queue and a spare trade places, so that both keep their room
+    // from group to group: a new vector a group cost a large allocation
+    // (and glibc's consolidation of its free lists) on each side.
+    let mut batch = SPARE_DONE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    std::mem::swap(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()), &mut batch);
     if env.is_null() {
         return; // the env is going away: nothing can be settled
     }
     let n = batch.len();
-    for done in batch {
+    for done in batch.drain(..) {
         settle(env, &shared, done.deferred, done.outcome);
     }
+    SPARE_DONE.with(|s| *s.borrow_mut() = batch);
     shared.finish_n(env, n);
 }
 
@@ -492,15 +547,60 @@ where
         }
     };
     let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
+    cork(env.raw(), pending, Work::Call(submit))?;
+    Ok(js::unknown(env.raw(), promise))
+}
+
+/// Hands a set without options to the engine and returns its Promise,
+/// as [`write`] with `set_then` does, corked the same way.
+pub(crate) fn set(env: napi_env, mut args: SetArgs) -> Result<napi_value> {
+    let (pending, completion, promise) = Pending::new(env)?;
+    args.completion = Some(completion);
+    cork(env, pending, Work::Set(args))?;
+    Ok(promise)
+}
+
+impl SetArgs {
+    /// The parts of a set, before its Promise is made.
+    pub(crate) fn new(raw: Arc<tinystore::RawBucket>, key: &[u8], value: tinystore::Raw) -> SetArgs {
+        SetArgs {
+            raw,
+            key: KeyBytes::new(key),
+            value,
+            completion: None,
+        }
+    }
+
+    /// Gives the set to the engine: what `set_then` says.
+    fn submit(self) -> tinystore::Result<()> {
+        let SetArgs {
+            raw,
+            key,
+            value,
+            completion,
+        } = self;
+        let Some(completion) = completion else {
+            return Ok(()); // never corked without one
+        };
+        // The answer captures nothing, so its box allocates nothing.
+        raw.set_then(key.as_slice(), value, tinystore::WriteOptions::default(), move |r| {
+            completion.send(r.map(|_| Box::new(|env| js::undefined(env).map_err(crate::convert::napi_err)) as Answer))
+        })
+        .map(|_| ())
+    }
+}
+
+/// Queues a checked write for the end of this turn.
+fn cork(env: napi_env, pending: Pending, work: Work) -> Result<()> {
     let first = CORK.with(|c| {
         let mut c = c.borrow_mut();
-        c.push(Corked { pending, submit });
+        c.push(Corked { pending, work });
         c.len() == 1
     });
     if first {
-        schedule_uncork(env.raw())?;
+        schedule_uncork(env)?;
     }
-    Ok(js::unknown(env.raw(), promise))
+    Ok(())
 }
 
 /// Queues the microtask that hands this turn's writes to the engine.
@@ -537,20 +637,23 @@ unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> n
 /// Hands this turn's writes to the engine now: before a `close` or
 /// `maintain`, so that writes issued before it are queued before it.
 pub(crate) fn uncork_now() {
-    let corked = CORK.with(|c| {
-        let mut c = c.borrow_mut();
-        let room = c.len();
-        std::mem::replace(&mut *c, Vec::with_capacity(room))
-    });
+    // This turn's writes and a spare trade places, keeping their room (see call_js).
+    let mut corked = SPARE_CORK.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    CORK.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut corked));
     if corked.is_empty() {
+        SPARE_CORK.with(|s| *s.borrow_mut() = corked);
         return;
     }
     tinystore::submit_together(|| {
-        for c in corked {
-            let queued = (c.submit)();
+        for c in corked.drain(..) {
+            let queued = match c.work {
+                Work::Call(submit) => submit(),
+                Work::Set(args) => args.submit(),
+            };
             let _ = c.pending.queued(queued);
         }
     });
+    SPARE_CORK.with(|s| *s.borrow_mut() = corked);
 }
 
 /// Runs blocking engine work (close, maintain) on a thread of its own and
