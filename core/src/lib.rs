@@ -65,7 +65,7 @@ pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
-pub use store::{FILE_NAME, Options, Store, check_name};
+pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,

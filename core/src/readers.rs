@@ -60,10 +60,11 @@ impl Deref for ReaderConn {
 }
 
 impl Readers {
-    /// Opens `n` readers on `path` (at least one).
-    pub fn open(path: &Path, n: usize) -> Result<Readers> {
+    /// Opens `n` readers on `path` (at least one), each mapping
+    /// `mmap_size` bytes of it.
+    pub fn open(path: &Path, n: usize, mmap_size: u64) -> Result<Readers> {
         let conns = (0..n.max(1))
-            .map(|_| file::open_reader(path).map(|c| Mutex::new(Some(ReaderConn::new(c)))))
+            .map(|_| file::open_reader(path, mmap_size).map(|c| Mutex::new(Some(ReaderConn::new(c)))))
             .collect::<Result<_>>()?;
         Ok(Readers {
             conns,

@@ -308,7 +308,7 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
-        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME))?;
+        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         conn.execute_batch("BEGIN DEFERRED")?;
         Ok(Snapshot {
             store: self.clone(),

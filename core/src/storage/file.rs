@@ -135,12 +135,17 @@ pub fn clock_mark(conn: &Connection, path: &Path) -> Result<i64> {
         .map_err(|e| opened(path, e))
 }
 
-/// Opens a reader: read-only statements, no schema work.
-pub fn open_reader(path: &Path) -> Result<Connection> {
+/// Opens a reader: read-only statements, no schema work, and up to
+/// `mmap_size` bytes of the file read through a memory map.
+pub fn open_reader(path: &Path, mmap_size: u64) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| opened(path, e))?;
     configure(&conn)?;
     conn.pragma_update(None, "query_only", true)?;
+    if mmap_size > 0 {
+        // SQLite caps it at its compile-time limit (2 GiB) without an error.
+        conn.pragma_update(None, "mmap_size", mmap_size.min(i64::MAX as u64) as i64)?;
+    }
     Ok(conn)
 }
 
