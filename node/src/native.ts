@@ -147,8 +147,11 @@ export interface NativeModule {
 	errorCodes(): string[]
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
-	/** The bare `set(handle, key, value)` of a bucket: see bindings/node/src/fast_set.rs. */
-	fastWrites(): { set(handle: unknown, key: unknown, value: unknown): Promise<void> }
+	/** The bare `set(handle, key, value, id)` of a bucket and its settled numbers: see bindings/node/src/fast_set.rs. */
+	fastWrites(
+		settled: (n: number) => void,
+		failed: (id: number, error: unknown) => void,
+	): { set(handle: unknown, key: unknown, value: unknown, id: number): void; ids: Uint32Array }
 	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
 	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
@@ -199,10 +202,53 @@ function useBareGet(loaded: NativeModule): void {
 /** The addon, loaded once per thread. */
 export const native: NativeModule = load()
 
+/** The fulfil and reject functions of the Promises of bare sets in flight, by number. */
+const fulfil: (((v: undefined) => void) | undefined)[] = []
+const fail: (((e: unknown) => void) | undefined)[] = []
+/** Numbers free for reuse, and the next never used. */
+const freeIds: number[] = []
+let nextId = 0
+
+/** Fulfils the Promises whose numbers the addon wrote into `fast.ids`. */
+function settled(n: number): void {
+	const ids = fast.ids
+	for (let i = 0; i < n; i++) {
+		const id = ids[i] as number
+		const f = fulfil[id]
+		fulfil[id] = fail[id] = undefined
+		freeIds.push(id)
+		f?.(undefined)
+	}
+}
+
+/** Rejects the Promise of number `id` with the addon's error. */
+function failed(id: number, error: unknown): void {
+	const f = fail[id]
+	fulfil[id] = fail[id] = undefined
+	freeIds.push(id)
+	f?.(error)
+}
+
+const fast = native.fastWrites(settled, failed)
+
 /**
- * The addon's bare `set(handle, key, value)`: a bucket's `set` without
- * options, without napi-rs' per-call bookkeeping of a method (about a sixth
- * of a set's time on the JS thread; see bindings/node/src/fast_set.rs).
- * `handle` is the bucket's `readHandle()`.
+ * A bucket's `set` without options through the addon's bare
+ * `set(handle, key, value, id)`: the same write without napi-rs' per-call
+ * bookkeeping of a method, and with a Promise made here and kept by number,
+ * which the addon settles a group at a time (see
+ * bindings/node/src/fast_set.rs). `handle` is the bucket's `readHandle()`.
+ * Bad input throws, as the method does.
  */
-export const bareSet: (handle: unknown, key: unknown, value: unknown) => Promise<void> = native.fastWrites().set
+export function bareSet(handle: unknown, key: unknown, value: unknown): Promise<void> {
+	const id = freeIds.pop() ?? nextId++
+	try {
+		fast.set(handle, key, value, id)
+	} catch (e) {
+		freeIds.push(id)
+		throw e
+	}
+	return new Promise<void>((resolve, reject) => {
+		fulfil[id] = resolve
+		fail[id] = reject
+	})
+}

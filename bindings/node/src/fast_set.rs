@@ -24,15 +24,16 @@ use crate::fast_get::handle_of;
 use crate::js;
 use crate::settle::{self, SetArgs};
 
-/// `set(handle, key, value)`: writes the value durably, as the bucket's
-/// `set(key, value)` does; answers its Promise, or throws bad input.
+/// `set(handle, key, value, id)`: writes the value durably, as the
+/// bucket's `set(key, value)` does, and settles the Promise the package
+/// keeps as number `id` once durable; throws bad input.
 unsafe extern "C" fn set(env: napi_env, info: napi_callback_info) -> napi_value {
     settle::value_or_throw(env, write(env, info))
 }
 
 fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let mut argc = 3;
-    let mut argv = [ptr::null_mut(); 3];
+    let mut argc = 4;
+    let mut argv = [ptr::null_mut(); 4];
     let status = unsafe {
         sys::napi_get_cb_info(
             env,
@@ -61,13 +62,29 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
         .kind
         .encode(env, argv[2])
         .map_err(|e| e.at(name, show_path(h.raw.owners(), key)))?;
-    settle::set(env, SetArgs::new(h.raw.clone(), key, value)).map_err(napi_err)
+    let mut id = 0;
+    js::check(
+        unsafe { sys::napi_get_value_uint32(env, argv[3], &mut id) },
+        "reading the number of a set's Promise",
+    )
+    .map_err(napi_err)?;
+    settle::set(env, SetArgs::new(h.raw.clone(), key, value), id).map_err(napi_err)?;
+    js::undefined(env).map_err(napi_err)
 }
 
-/// The bare write functions, made once per JS environment: `{ set }`.
-#[napi(ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown): Promise<void> }")]
-pub fn fast_writes<'e>(env: &'e Env) -> napi::Result<Unknown<'e>> {
+/// The bare write functions, made once per JS environment: `{ set, ids }`.
+/// The package keeps each set's Promise under a number; once a group is
+/// durable the addon writes the numbers of the fulfilled ones into `ids`
+/// and calls `settled(n)` once, and calls `failed(id, error)` for each
+/// rejected one: no napi Promise and no napi call a set.
+#[napi(
+    ts_args_type = "settled: (n: number) => void, failed: (id: number, error: unknown) => void",
+    ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; ids: Uint32Array }"
+)]
+pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    let ids = settle::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
     let obj = js::object(env.raw())?;
+    js::set(env.raw(), obj, "ids\0", ids)?;
     let mut f = ptr::null_mut();
     let name = "set";
     js::check(

@@ -48,8 +48,31 @@ pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> tinystore::Result<napi_valu
 
 /// One settled write, waiting for the JS thread.
 struct Done {
-    deferred: sys::napi_deferred,
+    whom: Whom,
     outcome: std::result::Result<Answer, tinystore::Error>,
+}
+
+/// Whom an answer settles: a Promise the addon made, or one the package
+/// made for a bare set and keeps under a number ([`crate::fast_set`]),
+/// which the addon settles a group at a time with one call into JS.
+#[derive(Clone, Copy)]
+enum Whom {
+    Promise(sys::napi_deferred),
+    Js(u32),
+}
+
+/// The package's side of the Promises it keeps by number (one per env):
+/// `settled(n)` fulfils the first `n` numbers of `ids`, `failed(id, error)`
+/// rejects one.
+struct JsPromises {
+    settled: sys::napi_ref,
+    failed: sys::napi_ref,
+    /// Keeps the buffer of `ids`, and so `ids`, alive.
+    _buffer: sys::napi_ref,
+    ids: *mut u32,
+    cap: usize,
+    /// How many numbers `ids` holds, not yet settled.
+    len: usize,
 }
 
 // SAFETY: a napi_deferred is only an opaque handle; it is used on the JS
@@ -77,6 +100,8 @@ thread_local! {
     static SPARE_CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
     /// The other vector of the completion queue, kept for its room.
     static SPARE_DONE: RefCell<Vec<Done>> = const { RefCell::new(Vec::new()) };
+    /// The package's Promises kept by number, for this env.
+    static JS_PROMISES: RefCell<Option<JsPromises>> = const { RefCell::new(None) };
     /// `queueMicrotask` and the native function that uncorks, for this env.
     static UNCORK: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
 }
@@ -241,30 +266,124 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     }
     let n = batch.len();
     for done in batch.drain(..) {
-        settle(env, &shared, done.deferred, done.outcome);
+        settle(env, &shared, done.whom, done.outcome);
     }
+    flush_settled(env);
     SPARE_DONE.with(|s| *s.borrow_mut() = batch);
     shared.finish_n(env, n);
 }
 
-/// Resolves or rejects one deferred on the JS thread.
-fn settle(
-    env: napi_env,
-    shared: &Shared,
-    deferred: sys::napi_deferred,
-    outcome: std::result::Result<Answer, tinystore::Error>,
-) {
+/// Sets up the package's Promises kept by number: `settled` and `failed`
+/// as [`JsPromises`] says. Returns `ids`, the `Uint32Array` the addon
+/// writes the numbers of fulfilled Promises into.
+pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_value) -> Result<napi_value> {
+    const CAP: usize = 1024;
+    let (mut data, mut buffer, mut ids) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    js::check(
+        unsafe { sys::napi_create_arraybuffer(env, CAP * 4, &mut data, &mut buffer) },
+        "making the buffer of settled numbers",
+    )?;
+    js::check(
+        unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, CAP, buffer, 0, &mut ids) },
+        "making the settled numbers",
+    )?;
+    let mut refs = [ptr::null_mut(); 3];
+    for (r, v) in refs.iter_mut().zip([settled, failed, buffer]) {
+        js::check(unsafe { sys::napi_create_reference(env, v, 1, r) }, "keeping settled")?;
+    }
+    JS_PROMISES.with(|p| {
+        *p.borrow_mut() = Some(JsPromises {
+            settled: refs[0],
+            failed: refs[1],
+            _buffer: refs[2],
+            ids: data.cast(),
+            cap: CAP,
+            len: 0,
+        })
+    });
+    Ok(ids)
+}
+
+/// Calls the package's `settled(n)` for the numbers `ids` holds.
+fn flush_settled(env: napi_env) {
+    let call = JS_PROMISES.with(|p| {
+        let mut p = p.borrow_mut();
+        let p = p.as_mut()?;
+        let n = std::mem::take(&mut p.len);
+        (n > 0).then_some((p.settled, n))
+    });
+    if let Some((f, n)) = call {
+        let mut arg = ptr::null_mut();
+        unsafe { sys::napi_create_uint32(env, n as u32, &mut arg) };
+        call_ref(env, f, &[arg]);
+    }
+}
+
+/// Calls a function this env keeps a reference to, with `undefined` as `this`.
+fn call_ref(env: napi_env, f: sys::napi_ref, args: &[napi_value]) {
+    let (mut func, mut this, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    unsafe {
+        sys::napi_get_reference_value(env, f, &mut func);
+        sys::napi_get_undefined(env, &mut this);
+        sys::napi_call_function(env, this, func, args.len(), args.as_ptr(), &mut out);
+    }
+}
+
+/// Fulfils (with `undefined`, a set's answer) or rejects a Promise the
+/// package keeps by number.
+fn answer_js(env: napi_env, id: u32, rejection: Option<napi_value>) {
+    if let Some(err) = rejection {
+        let failed = JS_PROMISES.with(|p| p.borrow().as_ref().map(|p| p.failed));
+        if let Some(f) = failed {
+            let mut arg = ptr::null_mut();
+            unsafe { sys::napi_create_uint32(env, id, &mut arg) };
+            call_ref(env, f, &[arg, err]);
+        }
+        return;
+    }
+    let full = JS_PROMISES.with(|p| {
+        let mut p = p.borrow_mut();
+        let Some(p) = p.as_mut() else { return false };
+        // SAFETY: `ids` is the buffer's memory, kept alive by its
+        // reference, and `len < cap` after every push.
+        unsafe { *p.ids.add(p.len) = id };
+        p.len += 1;
+        p.len == p.cap
+    });
+    if full {
+        flush_settled(env);
+    }
+}
+
+/// Rejects `whom` with the JS error `err`.
+fn reject(env: napi_env, whom: Whom, err: napi_value) {
+    match whom {
+        Whom::Promise(d) => unsafe {
+            sys::napi_reject_deferred(env, d, err);
+        },
+        Whom::Js(id) => answer_js(env, id, Some(err)),
+    }
+}
+
+/// Resolves or rejects one Promise on the JS thread.
+fn settle(env: napi_env, shared: &Shared, whom: Whom, outcome: std::result::Result<Answer, tinystore::Error>) {
+    if let (Whom::Js(id), Ok(_)) = (whom, &outcome) {
+        // A bare set's answer is `undefined`: nothing to make.
+        answer_js(env, id, None);
+        return;
+    }
     let made = match outcome.and_then(|answer| answer(env)) {
         Ok(v) => Ok((true, v)),
         Err(e) => shared.error_value(env, &e).map(|v| (false, v)),
     };
     match made {
-        Ok((true, v)) => unsafe {
-            sys::napi_resolve_deferred(env, deferred, v);
+        Ok((true, v)) => match whom {
+            Whom::Promise(d) => unsafe {
+                sys::napi_resolve_deferred(env, d, v);
+            },
+            Whom::Js(id) => answer_js(env, id, None),
         },
-        Ok((false, v)) => unsafe {
-            sys::napi_reject_deferred(env, deferred, v);
-        },
+        Ok((false, v)) => reject(env, whom, v),
         Err(e) => unsafe {
             // Making the answer failed in napi itself: reject with what JS
             // threw, or with a plain Error saying so.
@@ -277,7 +396,7 @@ fn settle(
                 let msg = js::string(env, &e.reason).unwrap_or(ptr::null_mut());
                 sys::napi_create_error(env, ptr::null_mut(), msg, &mut err);
             }
-            sys::napi_reject_deferred(env, deferred, err);
+            reject(env, whom, err);
         },
     }
 }
@@ -384,17 +503,27 @@ pub(crate) fn invalid(message: impl Into<String>) -> tinystore::Error {
     tinystore::Error::new(ErrorKind::Invalid, message)
 }
 
-/// Where a completion puts its answer: the deferred, until taken once.
+/// Where a completion puts its answer: whom it settles, until taken once.
 struct Slot {
+    /// The deferred, or for a Promise the package keeps, any non-null
+    /// pointer; null once taken.
     deferred: AtomicPtr<sys::napi_deferred__>,
+    /// The number of a Promise the package keeps, or `u32::MAX`.
+    js: u32,
     armed: AtomicBool,
     shared: Arc<Shared>,
 }
 
 impl Slot {
-    fn take(&self) -> Option<sys::napi_deferred> {
+    fn take(&self) -> Option<Whom> {
         let d = self.deferred.swap(ptr::null_mut(), Ordering::AcqRel);
-        (!d.is_null()).then_some(d)
+        if d.is_null() {
+            None
+        } else if self.js != u32::MAX {
+            Some(Whom::Js(self.js))
+        } else {
+            Some(Whom::Promise(d))
+        }
     }
 }
 
@@ -414,8 +543,8 @@ pub(crate) struct Completion {
 impl Completion {
     /// Settles the Promise with `answer`, built later on the JS thread.
     pub(crate) fn send(self, outcome: std::result::Result<Answer, tinystore::Error>) {
-        if let Some(deferred) = self.slot.take() {
-            self.slot.shared.push(Done { deferred, outcome });
+        if let Some(whom) = self.slot.take() {
+            self.slot.shared.push(Done { whom, outcome });
         }
     }
 }
@@ -423,8 +552,8 @@ impl Completion {
 impl Completion {
     /// Settles the Promise and wakes the JS thread at once (see [`turn`]).
     fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
-        if let Some(deferred) = self.slot.take() {
-            self.slot.shared.push_now(Done { deferred, outcome });
+        if let Some(whom) = self.slot.take() {
+            self.slot.shared.push_now(Done { whom, outcome });
         }
     }
 }
@@ -432,13 +561,10 @@ impl Completion {
 impl Drop for Completion {
     fn drop(&mut self) {
         if self.slot.armed.load(Ordering::Acquire)
-            && let Some(deferred) = self.slot.take()
+            && let Some(whom) = self.slot.take()
         {
             let e = tinystore::Error::new(ErrorKind::Closed, "the store closed before this call finished");
-            self.slot.shared.push(Done {
-                deferred,
-                outcome: Err(e),
-            });
+            self.slot.shared.push(Done { whom, outcome: Err(e) });
         }
     }
 }
@@ -453,20 +579,32 @@ impl Pending {
             unsafe { sys::napi_create_promise(env, &mut deferred, &mut promise) },
             "creating a promise",
         )?;
+        let (pending, completion) = Pending::with(env, shared, deferred, u32::MAX);
+        Ok((pending, completion, promise))
+    }
+
+    /// A Promise the package made and keeps as number `id`, pending until
+    /// its completion is sent.
+    pub(crate) fn kept(env: napi_env, id: u32) -> Result<(Pending, Completion)> {
+        let shared = shared()?;
+        Ok(Pending::with(env, shared, ptr::NonNull::dangling().as_ptr(), id))
+    }
+
+    fn with(env: napi_env, shared: Arc<Shared>, deferred: sys::napi_deferred, js: u32) -> (Pending, Completion) {
         shared.begin(env);
         let slot = Arc::new(Slot {
             deferred: AtomicPtr::new(deferred),
+            js,
             armed: AtomicBool::new(false),
             shared,
         });
-        Ok((
+        (
             Pending {
                 slot: slot.clone(),
                 env,
             },
             Completion { slot },
-            promise,
-        ))
+        )
     }
 
     /// Finishes the hand-off: `queued` is what the engine said when given
@@ -483,10 +621,10 @@ impl Pending {
 
     /// Rejects the Promise at once (on the JS thread), if not yet settled.
     pub(crate) fn reject_now(self, e: tinystore::Error) -> Result<()> {
-        if let Some(deferred) = self.slot.take() {
+        if let Some(whom) = self.slot.take() {
             let shared = &self.slot.shared;
             let v = shared.error_value(self.env, &e)?;
-            unsafe { sys::napi_reject_deferred(self.env, deferred, v) };
+            reject(self.env, whom, v);
             shared.finish_n(self.env, 1);
         }
         Ok(())
@@ -551,13 +689,13 @@ where
     Ok(js::unknown(env.raw(), promise))
 }
 
-/// Hands a set without options to the engine and returns its Promise,
-/// as [`write`] with `set_then` does, corked the same way.
-pub(crate) fn set(env: napi_env, mut args: SetArgs) -> Result<napi_value> {
-    let (pending, completion, promise) = Pending::new(env)?;
+/// Hands a set without options to the engine, as [`write`] with
+/// `set_then` does, corked the same way; its answer settles the Promise
+/// the package keeps as number `id`.
+pub(crate) fn set(env: napi_env, mut args: SetArgs, id: u32) -> Result<()> {
+    let (pending, completion) = Pending::kept(env, id)?;
     args.completion = Some(completion);
-    cork(env, pending, Work::Set(args))?;
-    Ok(promise)
+    cork(env, pending, Work::Set(args))
 }
 
 impl SetArgs {
