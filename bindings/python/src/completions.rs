@@ -272,10 +272,13 @@ impl Completions {
     /// Hands the writes of this iteration to the core, back to back and
     /// without the GIL. A write cancelled meanwhile is never handed over.
     fn flush(&self, py: Python<'_>) {
-        let mut writes = std::mem::take(&mut *lock(&self.pending));
-        if writes.is_empty() {
-            return;
-        }
+        let mut writes = {
+            let mut p = lock(&self.pending);
+            if p.is_empty() {
+                return; // and the buffer keeps its room
+            }
+            std::mem::take(&mut *p)
+        };
         let queue = self.queue.clone();
         let (spares, emptied) = py.detach(move || {
             let mut spares = Vec::with_capacity(writes.len());
