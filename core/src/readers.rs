@@ -39,14 +39,14 @@ impl ReaderConn {
         }
     }
 
-    /// The point read's statement ([`sql::CELL_GET`]), prepared once.
+    /// The point read's statement ([`sql::CELL_GET_INLINE`]), prepared once.
     pub(crate) fn cell_get(&self) -> Result<RefMut<'_, Statement<'static>>> {
         let mut slot = self.cell_get.borrow_mut();
         if slot.is_none() {
             // SAFETY: the connection is boxed, so it does not move, and it
             // outlives the statement, which is dropped first (field order).
             let conn: &'static Connection = unsafe { &*(self.conn.as_ref() as *const Connection) };
-            *slot = Some(conn.prepare_cached(sql::CELL_GET)?);
+            *slot = Some(conn.prepare_cached(sql::CELL_GET_INLINE)?);
         }
         Ok(RefMut::map(slot, |s| &mut **s.as_mut().expect("prepared above")))
     }

@@ -268,7 +268,7 @@ impl Target {
 
     /// [`Target::read`] on a reader, through the statement it holds.
     pub(crate) fn read_on(&self, reader: &ReaderConn, now: i64) -> Result<Option<Cell>> {
-        let get = || storage::get_with(&mut *reader.cell_get()?, self.core.id, &self.path, now);
+        let get = || storage::get_with(&mut *reader.cell_get()?, reader, self.core.id, &self.path, now);
         get().map_err(|e| self.name(e))
     }
 

@@ -154,11 +154,6 @@ pub fn raise_clock_mark(conn: &Connection, now: i64) -> Result<()> {
 /// Reads a live row with its value.
 pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
     let mut st = conn.prepare_cached(sql::CELL_GET)?;
-    get_with(&mut st, bucket, path, now)
-}
-
-/// [`get`] through a statement of [`sql::CELL_GET`] its caller holds.
-pub fn get_with(st: &mut rusqlite::Statement<'_>, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
     let mut rows = st.query(params![bucket, path, now])?;
     match rows.next()? {
         None => Ok(None),
@@ -168,6 +163,34 @@ pub fn get_with(st: &mut rusqlite::Statement<'_>, bucket: i64, path: &[u8], now:
             value: Raw::from_sql(r.get_ref(2)?)?,
         })),
     }
+}
+
+/// [`get`] on a reader, through the statement of [`sql::CELL_GET_INLINE`]
+/// it holds (`st`, prepared on `conn`). A value that spilled is read again
+/// with [`sql::CELL_GET`], whose one statement sees the row and its spill
+/// in one snapshot.
+pub fn get_with(
+    st: &mut rusqlite::Statement<'_>,
+    conn: &Connection,
+    bucket: i64,
+    path: &[u8],
+    now: i64,
+) -> Result<Option<Cell>> {
+    {
+        let mut rows = st.query(params![bucket, path, now])?;
+        match rows.next()? {
+            None => return Ok(None),
+            Some(r) if r.get_ref(3)? == rusqlite::types::ValueRef::Null => {
+                return Ok(Some(Cell {
+                    version: r.get(0)?,
+                    expires: r.get(1)?,
+                    value: Raw::from_sql(r.get_ref(2)?)?,
+                }));
+            }
+            Some(_) => {} // spilled
+        }
+    }
+    get(conn, bucket, path, now)
 }
 
 /// Whether a live row is there: its version and expiry.
