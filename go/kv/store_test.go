@@ -162,3 +162,62 @@ func TestKV19TwoStoresOnOneFileSeeEachOthersCommits(t *testing.T) {
 		t.Fatalf("the second store reads %q", v)
 	}
 }
+
+func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *testing.T) {
+	store, _ := openManual(t)
+	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "queued"))
+	holding, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- store.Tx(ctx, func(tx *kv.Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	// The transaction holds the writer: the Set waits in the writer's queue
+	// when its context ends, and is answered once the writer comes to it.
+	queued, cancel := context.WithCancel(ctx)
+	defer cancel()
+	set := make(chan error, 1)
+	go func() { set <- b.Set(queued, "k", "v") }()
+	time.Sleep(20 * time.Millisecond) // lets the Set reach the queue (either way, it must not write)
+	cancel()
+	close(release)
+	ok(t, <-held)
+	if err := <-set; !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a queued Set whose context ended: %v, want ErrCancelled and context.Canceled", err)
+	}
+	if _, found := get(t, b, "k"); found {
+		t.Fatal("a Set that gave up wrote")
+	}
+	ok(t, b.Set(ctx, "k", "v")) // the writer goes on
+}
+
+func TestKV15SetsFromManyGoroutinesAnswerEachItsOwnVersion(t *testing.T) {
+	store, _ := openManual(t)
+	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "versions"))
+	versions := make([]kv.Version, 200)
+	var wg sync.WaitGroup
+	for i := range versions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := b.SetVersion(ctx, i, int64(i))
+			if err != nil {
+				t.Error(err)
+			}
+			versions[i] = v
+		}()
+	}
+	wg.Wait()
+	for i, v := range versions {
+		e, found, err := b.Entry(ctx, i)
+		if err != nil || !found || e.Value != int64(i) || e.Version != v {
+			t.Fatalf("key %d: %+v found %v err %v, want value %d at the version its Set answered (%v)", i, e, found, err, i, v)
+		}
+	}
+	ok(t, store.Close())
+	isKind(t, b.Set(ctx, "late", 1), tinystore.ErrClosed)
+}

@@ -78,6 +78,7 @@ typedef struct TsClaim TsClaim;
 typedef struct TsTx TsTx;
 typedef struct TsSnapshot TsSnapshot;
 typedef struct TsConfig TsConfig;
+typedef struct TsAnswers TsAnswers;
 
 /* A borrowed look at a TsError; its pointers live as long as the error. */
 typedef struct TsErrorView {
@@ -156,6 +157,14 @@ typedef struct TsAllowance {
 
 /* Checks a value inside a take's write, on the writer thread; non-zero keeps
  * the value and makes the take TS_CORRUPT. */
+/* A submitted write's answer (ts_answers_wait); err, when not null, is the caller's. */
+typedef struct TsAnswer {
+  uint64_t token;
+  int32_t code;
+  int64_t version;
+  TsError *err;
+} TsAnswer;
+
 typedef int32_t (*TsCheckFn)(uint64_t ctx, const TsValue *value);
 
 /* Errors and buffers. */
@@ -214,6 +223,14 @@ int32_t ts_bucket_clear(const TsBucket *b, const uint8_t *owners, size_t owners_
                         TsError **err);
 int32_t ts_bucket_list(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *after,
                        size_t after_len, bool has_after, uint32_t limit, int32_t want, TsPage **out, TsError **err);
+/* Writes answered through a queue: submit returns at once, one thread drains the answers. */
+TsAnswers *ts_answers_new(void);
+void ts_answers_free(TsAnswers *q);
+size_t ts_answers_wait(const TsAnswers *q, TsAnswer *out, size_t cap);
+int32_t ts_bucket_set_submit(const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                             size_t key_len, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
+                             const TsWriteOptions *options, const TsCancel *cancel, const TsAnswers *answers,
+                             uint64_t token, bool *answered, int64_t *version, TsError **err);
 size_t ts_page_len(const TsPage *p);
 bool ts_page_entry(const TsPage *p, size_t i, TsEntry *out);
 bool ts_page_next(const TsPage *p, const uint8_t **key, size_t *key_len);

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     include_str!("lib.rs"),
+    include_str!("answers.rs"),
     include_str!("store.rs"),
     include_str!("bucket.rs"),
     include_str!("value.rs"),

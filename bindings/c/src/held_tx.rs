@@ -72,7 +72,7 @@ impl Drop for Hold {
 
 /// Whether this thread holds an open transaction of `store` (of its file:
 /// another store on the same directory waits for the same write lock).
-fn holds(store: &Store) -> bool {
+pub(crate) fn holds(store: &Store) -> bool {
     HELD.with(|h| {
         let mut h = h.borrow_mut();
         h.retain(|(_, o)| o.load(Ordering::Acquire));

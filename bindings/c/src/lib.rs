@@ -27,6 +27,7 @@
 
 #![allow(clippy::missing_safety_doc)] // the crate-level "Safety" section covers every function
 
+mod answers;
 mod bucket;
 mod config;
 mod held_tx;
@@ -52,6 +53,7 @@ use std::time::Duration;
 
 use tinystore::{Branch, Error, ErrorKind, Result, Ticket};
 
+pub use answers::*;
 pub use bucket::*;
 pub use config::*;
 pub use limits::*;

@@ -143,7 +143,9 @@ func (b *Bucket) Has(ctx context.Context, owners []byte, key string) (bool, erro
 	return bool(found), failure(rc, e, ctx)
 }
 
-// Set writes a value and returns its version.
+// Set writes a value and returns its version. The write is submitted and
+// this goroutine waits for its answer on a channel (see answers.go), not in
+// a thread parked in cgo.
 func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
 	if err := b.begin(ctx); err != nil {
 		return 0, err
@@ -152,14 +154,40 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
+	q := answerQueue()
+	s := takeSlot()
+	defer putSlot(s)
+	done := ctx.Done()
+	var c *C.TsCancel
+	if done != nil {
+		c = C.ts_cancel_new()
+		defer C.ts_cancel_free(c) // after the answer: the write may fire it till then
+	}
+	var answered C.bool
 	var version C.int64_t
 	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_set(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c, &version, &e)
-	})
+	rc := C.ts_bucket_set_submit(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c,
+		q, C.uint64_t(s.token), &answered, &version, &e)
+	runtime.KeepAlive(v.Bytes) // copied by the submit
+	if rc != C.TS_OK || bool(answered) {
+		runtime.KeepAlive(b)
+		return int64(version), failure(rc, e, ctx)
+	}
+	var r reply
+	if done == nil {
+		r = <-s.ch
+	} else {
+		select {
+		case r = <-s.ch:
+		case <-done:
+			// Gives up on the write if its group has not started; either
+			// way it is answered, Cancelled or with what it did.
+			C.ts_cancel_fire(c)
+			r = <-s.ch
+		}
+	}
 	runtime.KeepAlive(b)
-	runtime.KeepAlive(v.Bytes)
-	return int64(version), failure(rc, e, ctx)
+	return r.version, failure(r.code, r.err, ctx)
 }
 
 // Create writes a value only if the key is absent: written says whether it
