@@ -25,16 +25,6 @@ pub(crate) fn napi_err(e: Error) -> tinystore::Error {
     tinystore::Error::new(ErrorKind::Invalid, e.reason)
 }
 
-/// The UTF-8 bytes of a JS string: a short one read into the stack in one
-/// call (no length query) and copied once, a long one as [`js::read_string`].
-fn read_text(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
-    let mut buf = [0u8; 1024];
-    match js::read_string_into(env, v, &mut buf) {
-        Some(bytes) => Ok(bytes.to_vec()),
-        None => js::read_string(env, v).map_err(napi_err),
-    }
-}
-
 /// The type of values a bucket (or `once`) holds, as its `type` option says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ValueKind {
@@ -98,6 +88,23 @@ impl ValueKind {
     /// Converts a JS value of this kind to its row. A value of another JS
     /// type, or an integer out of range, is `Invalid`.
     pub(crate) fn encode(self, env: napi_env, v: napi_value) -> Ts<Raw> {
+        if matches!(self, ValueKind::String | ValueKind::Json) {
+            // Most values of these types are short strings: read straight
+            // into the stack, in one napi call (no type query first: a
+            // value that is no string, or too long, takes the way below).
+            let mut buf = [0u8; 1024];
+            if let Some(bytes) = js::read_string_into(env, v, &mut buf) {
+                match self {
+                    ValueKind::Json => return Ok(Raw::json(bytes.to_vec())),
+                    // The bytes came from a JS string, so they are UTF-8.
+                    _ => {
+                        if let Ok(text) = std::str::from_utf8(bytes) {
+                            return Ok(Raw::text(text));
+                        }
+                    }
+                }
+            }
+        }
         let t = js::type_name(env, v);
         let wrong = || {
             invalid(format!(
@@ -107,13 +114,8 @@ impl ValueKind {
             ))
         };
         match (self, t) {
-            (ValueKind::Json, "string") => Ok(Raw::json(read_text(env, v)?)),
+            (ValueKind::Json, "string") => Ok(Raw::json(js::read_string(env, v).map_err(napi_err)?)),
             (ValueKind::String, "string") => {
-                let mut buf = [0u8; 1024];
-                if let Some(bytes) = js::read_string_into(env, v, &mut buf) {
-                    // A short string (most values): one call into the stack, one copy.
-                    return Ok(Raw::text(std::str::from_utf8(bytes).map_err(|_| wrong())?));
-                }
                 let bytes = js::read_string(env, v).map_err(napi_err)?;
                 // The bytes came from a JS string, so they are UTF-8.
                 Ok(Raw::text(std::str::from_utf8(&bytes).map_err(|_| wrong())?))

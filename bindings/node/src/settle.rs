@@ -16,6 +16,12 @@
 //! the writer finds them all queued and commits them as one group instead
 //! of starting a group with the first while JS is still issuing the rest.
 //!
+//! A bucket's set without options, the hot write, settles no napi Promise:
+//! the package makes its Promise and keeps it under a number, and the
+//! addon hands each group's numbers back in one call (`settled(n)`, the
+//! numbers in a shared `Uint32Array`) and each rejection in another
+//! (`failed(id, error)`); see [`crate::fast_set`].
+//!
 //! A transaction's turn is the exception: the writer hands JS the session
 //! and then waits for JS's calls, so that answer wakes the JS thread at
 //! once ([`turn`]) instead of after the group, which would be never.
