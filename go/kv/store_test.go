@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -180,17 +181,26 @@ func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *test
 	// when its context ends, and is answered once the writer comes to it.
 	queued, cancel := context.WithCancel(ctx)
 	defer cancel()
-	set := make(chan error, 1)
-	go func() { set <- b.Set(queued, "k", "v") }()
-	time.Sleep(20 * time.Millisecond) // lets the Set reach the queue (either way, it must not write)
+	// Several, so that they wait both ways: the first in cgo, the others
+	// on the queue of answers (a Set alone and Sets in flight together).
+	const n = 4
+	set := make(chan error, n)
+	for i := range n {
+		go func() { set <- b.Set(queued, strconv.Itoa(i), "v") }()
+	}
+	time.Sleep(20 * time.Millisecond) // lets the Sets reach the queue (either way, they must not write)
 	cancel()
 	close(release)
 	ok(t, <-held)
-	if err := <-set; !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("a queued Set whose context ended: %v, want ErrCancelled and context.Canceled", err)
+	for range n {
+		if err := <-set; !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("a queued Set whose context ended: %v, want ErrCancelled and context.Canceled", err)
+		}
 	}
-	if _, found := get(t, b, "k"); found {
-		t.Fatal("a Set that gave up wrote")
+	for i := range n {
+		if _, found := get(t, b, strconv.Itoa(i)); found {
+			t.Fatal("a Set that gave up wrote")
+		}
 	}
 	ok(t, b.Set(ctx, "k", "v")) // the writer goes on
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/cgo"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -143,12 +144,23 @@ func (b *Bucket) Has(ctx context.Context, owners []byte, key string) (bool, erro
 	return bool(found), failure(rc, e, ctx)
 }
 
-// Set writes a value and returns its version. The write is submitted and
-// this goroutine waits for its answer on a channel (see answers.go), not in
-// a thread parked in cgo.
+// setsInFlight counts the Sets of the process between their start and
+// their answer.
+var setsInFlight atomic.Int64
+
+// Set writes a value and returns its version. Alone, it waits for its
+// answer in cgo, woken by the writer itself. With other Sets in flight, it
+// submits the write and waits on a channel (see answers.go), not in a
+// thread parked in cgo: the writer then wakes one thread for the group.
+// (Alone, the channel would cost a second wake-up: the writer wakes the
+// drainer, which wakes this goroutine.)
 func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
 	if err := b.begin(ctx); err != nil {
 		return 0, err
+	}
+	defer setsInFlight.Add(-1)
+	if setsInFlight.Add(1) == 1 {
+		return b.setBlocking(ctx, owners, key, v, opts)
 	}
 	o, ol := bytes(owners)
 	k, kl := text(key)
@@ -188,6 +200,22 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 	}
 	runtime.KeepAlive(b)
 	return r.version, failure(r.code, r.err, ctx)
+}
+
+// setBlocking is Set waiting for its answer in cgo.
+func (b *Bucket) setBlocking(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	vb, vl := bytes(v.Bytes)
+	co := opts.c()
+	var version C.int64_t
+	var e *C.TsError
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		return C.ts_bucket_set(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c, &version, &e)
+	})
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(v.Bytes)
+	return int64(version), failure(rc, e, ctx)
 }
 
 // Create writes a value only if the key is absent: written says whether it
