@@ -16,6 +16,10 @@
 //!   form plus a parked thread; the writer wakes only the first blocked
 //!   caller of a group, and the callers wake each other as a tree.
 //! - A write cancelled before its group starts is never run.
+//! - A group that a burst's write started ([`submit_together`], [`Burst`])
+//!   takes the burst's later writes as they come, and commits when the
+//!   burst ends, goes quiet for [`BURST_GAP_AT_MOST`], or has been open for
+//!   [`BURST_WAIT_AT_MOST`]: a burst never holds a group for longer.
 //! - `tx` takes the same connection in the caller's thread, so a transaction
 //!   and a group never interleave.
 
@@ -24,6 +28,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -37,6 +42,15 @@ use crate::storage::turns::Turns;
 const GROUP_MAX_WRITES: usize = 1024;
 /// The most bytes of values one group carries; a heavier write goes alone.
 const GROUP_MAX_BYTES: usize = 8 << 20;
+/// The longest a group waits, from its start, for the rest of an open
+/// burst ([`submit_together`]) before it commits what it has.
+const BURST_WAIT_AT_MOST: Duration = Duration::from_millis(2);
+/// The longest a group waits for a burst's next write; a burst that went
+/// quiet (its thread runs other work) does not hold the group.
+const BURST_GAP_AT_MOST: Duration = Duration::from_micros(200);
+/// How long the writer spins for a burst's next write before it sleeps:
+/// waking a sleeping thread costs more than this on a virtual machine.
+const BURST_SPIN: Duration = Duration::from_micros(50);
 
 thread_local! {
     /// Set on the writer thread: a blocking write from a completion would
@@ -44,18 +58,15 @@ thread_local! {
     static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
-    /// Set inside [`submit_together`]: the writes held back, by writer, to
-    /// queue in one push when it ends.
-    static HELD: std::cell::RefCell<Option<Vec<Held>>> = const { std::cell::RefCell::new(None) };
+    /// Set inside [`submit_together`]: the writers this thread's burst
+    /// writes to, each counting it among its open bursts.
+    static BURST: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
     /// On the writer thread: what [`after_answers`] put off until the group is answered.
     static AFTER: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
     /// On the writer thread: the blocking callers answered in this group,
     /// in order, still to be woken.
     static BLOCKED: std::cell::RefCell<Vec<Arc<dyn Blocked>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Writes of one writer held back by [`submit_together`].
-type Held = (Arc<Shared>, Vec<Box<dyn WriteOp>>);
 
 /// Runs `f` once the writer has answered every write of the group it is
 /// answering, when called from a write's completion on the writer thread;
@@ -171,60 +182,74 @@ fn run_after_answers() {
     }
 }
 
-/// Runs `f`, holding back the writer's wake-up for every write it submits
-/// until `f` returns: the writer then finds them all queued and commits them
-/// as one group, instead of starting a group with the first while the rest
-/// are still being submitted. For bindings that submit a burst of writes
-/// (every `set` of one event-loop turn) from one thread.
+/// Runs `f` as one burst of writes: every write it submits joins the
+/// group the first one starts, which stays open while `f` runs (up to
+/// [`BURST_WAIT_AT_MOST`], and [`BURST_GAP_AT_MOST`] between two writes).
+/// The writer runs each write as it comes, while this thread makes the
+/// next, and commits when `f` returns: one group, one fsync, and the two
+/// threads working at once rather than in turn. For bindings that submit a
+/// burst of writes (every `set` of one event-loop turn) from one thread.
 pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
-    struct Release(bool);
-    impl Drop for Release {
-        fn drop(&mut self) {
-            if self.0 {
-                return; // an outer call wakes them
-            }
-            push_held(HELD.with(|h| h.borrow_mut().take()).unwrap_or_default());
-        }
-    }
-    let nested = HELD.with(|h| {
-        let mut h = h.borrow_mut();
-        let nested = h.is_some();
-        h.get_or_insert_with(Vec::new);
-        nested
-    });
-    let _release = Release(nested);
+    let _burst = Burst::start();
     f()
 }
 
-/// Queues the held writes, each writer's in one push under one lock, so that
-/// the writer cannot start a group with part of a burst.
-fn push_held(held: Vec<Held>) {
-    for (shared, ops) in held {
-        let mut q = lock(&shared.queue);
-        if q.closed {
-            drop(q);
-            for op in ops {
-                op.finish(None, Some(Error::closed()));
-            }
-            continue;
+/// A burst of writes from this thread, open until the guard is dropped:
+/// [`submit_together`] for a binding whose burst spans several calls into
+/// it (every `set` of one event-loop turn, submitted as it is made, with
+/// the guard dropped when the turn ends). A burst inside another is part
+/// of it. Bound to its thread.
+pub struct Burst {
+    outer: bool,
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Burst {
+    /// Opens a burst on this thread, or joins the one open.
+    pub fn start() -> Burst {
+        let nested = BURST.with(|b| {
+            let mut b = b.borrow_mut();
+            let nested = b.is_some();
+            b.get_or_insert_with(Vec::new);
+            nested
+        });
+        Burst {
+            outer: !nested,
+            _thread: std::marker::PhantomData,
         }
-        q.ops.extend(ops);
-        let idle = q.idle;
+    }
+}
+
+impl Drop for Burst {
+    fn drop(&mut self) {
+        if self.outer {
+            close_bursts(BURST.with(|b| b.borrow_mut().take()).unwrap_or_default());
+        }
+    }
+}
+
+/// Ends this thread's burst at each writer: a group waiting for it commits.
+fn close_bursts(writers: Vec<Arc<Shared>>) {
+    for shared in writers {
+        let mut q = lock(&shared.queue);
+        q.bursts -= 1;
+        shared.pushes.fetch_add(1, Ordering::Release);
+        let wake = q.bursts == 0 && q.gathering;
         drop(q);
-        if idle {
+        if wake {
             shared.wake.notify_one();
         }
     }
 }
 
-/// Queues now the writes this thread is holding back inside
-/// [`submit_together`]: for a caller about to wait for something only those
-/// writes can give back (the memory budget), which would otherwise wait for
-/// itself.
+/// Ends this thread's burst now, inside [`submit_together`]: for a caller
+/// about to wait for something only its writes can give back (the memory
+/// budget), which would otherwise keep their group waiting for the burst.
+/// Its later writes start a burst of their own.
 pub(crate) fn submit_held_now() {
-    let held = HELD.with(|h| h.borrow_mut().as_mut().map(std::mem::take));
-    if let Some(held) = held {
-        push_held(held);
+    let writers = BURST.with(|b| b.borrow_mut().as_mut().map(std::mem::take));
+    if let Some(writers) = writers {
+        close_bursts(writers);
     }
 }
 
@@ -405,11 +430,20 @@ struct Queue {
     /// look at the queue before it waits. Skipping the wake-up spares each
     /// caller a system call while the writer is busy with a group.
     idle: bool,
+    /// Threads inside [`submit_together`] that wrote to this writer: while
+    /// there are any, a group waits for more of their writes.
+    bursts: usize,
+    /// The writer is waiting on `wake` for a burst's next write.
+    gathering: bool,
 }
 
 struct Shared {
     stats: GroupStats,
     queue: Mutex<Queue>,
+    /// Moves at every push and at every burst's end, under the queue's
+    /// lock: a writer gathering a burst spins on it without taking the
+    /// lock, which the burst's thread needs for each push.
+    pushes: AtomicU64,
     wake: Condvar,
     conn: Mutex<Option<Connection>>,
     /// Taken after `conn`, never alone before it.
@@ -433,8 +467,11 @@ impl Writer {
                 ops: VecDeque::new(),
                 closed: false,
                 idle: false,
+                bursts: 0,
+                gathering: false,
             }),
             wake: Condvar::new(),
+            pushes: AtomicU64::new(0),
             conn: Mutex::new(Some(conn)),
             turns: Mutex::new(turns),
             clock,
@@ -476,31 +513,26 @@ impl Writer {
             weight,
             isolation,
         });
-        if lock(&self.shared.queue).closed {
+        let mut q = lock(&self.shared.queue);
+        if q.closed {
             return Err(Error::closed());
         }
-        let job: Box<dyn WriteOp> = job;
-        let job = HELD.with(|h| match h.borrow_mut().as_mut() {
-            Some(writers) => {
-                match writers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &self.shared)) {
-                    Some((_, ops)) => ops.push(job),
-                    None => writers.push((self.shared.clone(), vec![job])),
-                }
-                None
+        let joins_burst = BURST.with(|b| match b.borrow_mut().as_mut() {
+            Some(writers) if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) => {
+                writers.push(self.shared.clone());
+                true
             }
-            None => Some(job),
+            _ => false,
         });
-        if let Some(job) = job {
-            let mut q = lock(&self.shared.queue);
-            if q.closed {
-                return Err(Error::closed());
-            }
-            q.ops.push_back(job);
-            let idle = q.idle;
-            drop(q);
-            if idle {
-                self.shared.wake.notify_one();
-            }
+        if joins_burst {
+            q.bursts += 1;
+        }
+        q.ops.push_back(job);
+        self.shared.pushes.fetch_add(1, Ordering::Release);
+        let wake = q.idle || q.gathering;
+        drop(q);
+        if wake {
+            self.shared.wake.notify_one();
         }
         Ok(Ticket(cancel))
     }
@@ -697,7 +729,7 @@ fn run(shared: Arc<Shared>) {
             let _ = conn.execute_batch("ROLLBACK");
             continue;
         }
-        let leftover = commit_group(conn, &shared.clock, group, &shared.stats);
+        let leftover = commit_group(conn, &shared, group);
         drop(guard);
         lock(&shared.turns).after_commit();
         if !leftover.is_empty() {
@@ -711,7 +743,16 @@ fn run(shared: Arc<Shared>) {
 
 fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
     let mut group = Vec::new();
-    let mut bytes = 0;
+    take_into(ops, &mut group);
+    group
+}
+
+/// Moves writes from the queue into `group` while it has room, by count
+/// and by bytes; a write heavier than the room left waits for the next
+/// group, unless the group is empty. Returns how many it moved.
+fn take_into(ops: &mut VecDeque<Box<dyn WriteOp>>, group: &mut Vec<Box<dyn WriteOp>>) -> usize {
+    let mut bytes: usize = group.iter().map(|op| op.weight()).sum();
+    let before = group.len();
     while let Some(op) = ops.front() {
         if !group.is_empty() && (group.len() >= GROUP_MAX_WRITES || bytes + op.weight() > GROUP_MAX_BYTES) {
             break;
@@ -719,7 +760,58 @@ fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
         bytes += op.weight();
         group.push(ops.pop_front().expect("front was there"));
     }
-    group
+    group.len() - before
+}
+
+/// While a burst is open ([`submit_together`]), waits for its next writes
+/// and moves them into `group`: spinning for [`BURST_SPIN`], then asleep
+/// until a write or the burst's end wakes the writer. Returns false when
+/// the group should commit: no burst is open, the group is full, or the
+/// waits ran out. Writes cancelled meanwhile are answered here.
+fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, started: Instant) -> bool {
+    let gap_from = Instant::now();
+    let mut q = lock(&shared.queue);
+    loop {
+        if !q.ops.is_empty() {
+            let at = group.len();
+            let moved = take_into(&mut q.ops, group);
+            drop(q);
+            let mut i = at;
+            while i < group.len() {
+                if group[i].cancelled() {
+                    group.remove(i).finish(None, None);
+                } else {
+                    i += 1;
+                }
+            }
+            if moved == 0 {
+                return false; // full
+            }
+            if group.len() > at {
+                return true;
+            }
+            q = lock(&shared.queue); // all cancelled: wait on
+            continue;
+        }
+        let waited = gap_from.elapsed();
+        let total = started.elapsed();
+        if q.bursts == 0 || q.closed || waited >= BURST_GAP_AT_MOST || total >= BURST_WAIT_AT_MOST {
+            return false;
+        }
+        if waited < BURST_SPIN {
+            let seen = shared.pushes.load(Ordering::Acquire);
+            drop(q);
+            while shared.pushes.load(Ordering::Acquire) == seen && gap_from.elapsed() < BURST_SPIN {
+                std::hint::spin_loop();
+            }
+            q = lock(&shared.queue);
+            continue;
+        }
+        q.gathering = true;
+        let left = (BURST_GAP_AT_MOST - waited).min(BURST_WAIT_AT_MOST - total);
+        q = shared.wake.wait_timeout(q, left).unwrap_or_else(|p| p.into_inner()).0;
+        q.gathering = false;
+    }
 }
 
 /// Runs a statement through the connection's cache: savepoints run once
@@ -731,12 +823,9 @@ fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// Commits one group, inside the transaction the caller began, and answers it. Returns the writes that never ran
 /// because SQLite ended the transaction under them; they go back in front
 /// of the queue.
-fn commit_group(
-    conn: &Connection,
-    clock: &Clock,
-    mut group: Vec<Box<dyn WriteOp>>,
-    stats: &GroupStats,
-) -> Vec<Box<dyn WriteOp>> {
+fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
+    let (clock, stats) = (&shared.clock, &shared.stats);
+    let started = Instant::now();
     let now = clock.now_millis();
     let rev = match storage::revision(conn) {
         Ok(r) => r,
@@ -751,7 +840,7 @@ fn commit_group(
     let mut ctx = WriteCtx::new(conn, now, rev);
     let mut ran = 0;
     let mut aborted: Option<Error> = None;
-    while ran < group.len() {
+    while ran < group.len() || (aborted.is_none() && gather(shared, &mut group, started)) {
         let savepoint = group[ran].isolation() == Isolation::Savepoint;
         if savepoint && let Err(e) = exec_cached(conn, "SAVEPOINT w") {
             aborted = Some(e.into());
@@ -862,6 +951,24 @@ mod submit_together_tests {
             store.group_stats().0 - g0,
             1,
             "64 writes submitted together are one group"
+        );
+    }
+
+    #[test]
+    fn kv15_a_write_awaited_inside_an_open_burst_is_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let store = Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap();
+        let b = RawBucket::open(&store, "b", None, None).unwrap();
+        let _burst = super::Burst::start();
+        let (tx, rx) = std::sync::mpsc::channel();
+        b.set_then(b"k", Raw::int(1), WriteOptions::default(), move |r| tx.send(r).unwrap())
+            .unwrap();
+        // The burst stays open: its group commits once the burst goes quiet.
+        let answer = rx.recv_timeout(Duration::from_secs(10));
+        assert!(
+            matches!(answer, Ok(Ok(_))),
+            "a write awaited inside its burst was answered: {answer:?}"
         );
     }
 }
