@@ -58,19 +58,7 @@ unsafe extern "C" fn get(env: napi_env, info: napi_callback_info) -> napi_value 
 }
 
 fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let mut argc = 2;
-    let mut argv = [ptr::null_mut(); 2];
-    let status = unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
-    js::check(status, "reading the arguments of get").map_err(napi_err)?;
+    let argv: [napi_value; 2] = js::args(env, info, "get").map_err(napi_err)?;
     let h = unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("get takes a bucket's read handle"))?;
     let mut buf = [0u8; 256];
     match js::read_string_into(env, argv[1], &mut buf) {

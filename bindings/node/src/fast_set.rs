@@ -39,19 +39,7 @@ unsafe extern "C" fn set(env: napi_env, info: napi_callback_info) -> napi_value 
 }
 
 fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let mut argc = 4;
-    let mut argv = [ptr::null_mut(); 4];
-    let status = unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
-    js::check(status, "reading the arguments of set").map_err(napi_err)?;
+    let argv: [napi_value; 4] = js::args(env, info, "set").map_err(napi_err)?;
     let h = unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("set takes a bucket's read handle"))?;
     let name = h.raw.name();
     // A key is most often a short string: read straight into the stack, in

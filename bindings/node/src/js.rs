@@ -22,6 +22,30 @@ pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
     }
 }
 
+/// The first `N` arguments of a bare callback (`undefined` past those
+/// given); `what` names the call in the error.
+pub(crate) fn args<const N: usize>(
+    env: napi_env,
+    info: sys::napi_callback_info,
+    what: &str,
+) -> Result<[napi_value; N]> {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    // SAFETY: argv has room for argc values, as napi requires.
+    let status = unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    check(status, &format!("reading the arguments of {what}"))?;
+    Ok(argv)
+}
+
 /// The JS type of a value, as `typeof` would name it (`null` for null).
 pub(crate) fn type_name(env: napi_env, v: napi_value) -> &'static str {
     let mut t = 0;
