@@ -279,3 +279,23 @@ async def test_two_event_loops_in_two_threads_share_a_store(tmp_path: Path) -> N
     assert not errors
     assert len([e async for e in b.all()]) == 40
     await store.close()
+
+
+async def test_kv15_with_a_memory_budget_64_coroutines_writing_in_turn_commit_together(tmp_path: Path) -> None:
+    # Under a budget a write's submit may wait for memory, so writes are handed
+    # over at the end of the loop's turn instead of as they are made; the 64
+    # still commit together, and each answer is its own.
+    async with tinystore.open(tmp_path, memory=32 << 20) as store:
+        b = store.bucket("b", int)
+        await b.set("warm", 0)
+        groups0, writes0 = store._n.group_stats()
+
+        async def writer(w: int) -> None:
+            for i in range(5):
+                await b.set(f"{w}:{i}", i)
+
+        await asyncio.gather(*(writer(w) for w in range(64)))
+        groups, writes = store._n.group_stats()
+        assert writes - writes0 == 320
+        assert groups - groups0 <= 10, groups - groups0
+        assert [await b.get(f"{w}:4") for w in range(64)] == [4] * 64

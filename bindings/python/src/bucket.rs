@@ -22,6 +22,9 @@ pub struct Bucket {
     pub(crate) raw: RawBucket,
     pub(crate) codec: Arc<Codec>,
     pub(crate) store: tinystore::Store,
+    /// Its async writes go to the core as they are made (see
+    /// `Completions::defer_pending`): false for a store with a memory budget.
+    pub(crate) streams: bool,
 }
 
 /// An entry as Python gets it: (key, value, version, expires_at in ms).
@@ -180,6 +183,7 @@ impl Bucket {
         Ok(Bucket {
             raw,
             store: core,
+            streams: !store.budgeted,
             codec: Arc::new(Codec {
                 kind,
                 type_name,
@@ -212,6 +216,7 @@ impl Bucket {
             raw,
             codec: self.codec.clone(),
             store: self.store.clone(),
+            streams: self.streams,
         })
     }
 
@@ -304,7 +309,7 @@ impl Bucket {
         let opts = self.write_options(py, ttl, expires_at, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.set_then(&k, raw, opts, move |out| {
                 q.push(&store, future, resolve_with(out, py_version))
             })
@@ -347,7 +352,7 @@ impl Bucket {
         let opts = self.write_options(py, ttl, expires_at, None)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.create_then(&k, raw, opts.expiry, move |out| {
                 q.push(&store, future, resolve_with(out, |py, c| py_bool(py, created(c))))
             })
@@ -382,14 +387,16 @@ impl Bucket {
         let opts = self.write_options(py, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        let (codec, raw, this_store) = (self.codec.clone(), self.raw.clone(), self.store.clone());
+        let (codec, raw, this_store, streams) =
+            (self.codec.clone(), self.raw.clone(), self.store.clone(), self.streams);
         let check = self.take_check();
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.take_then(&k, opts.if_version, check, move |out| {
                 let this = Bucket {
                     raw,
                     codec,
                     store: this_store,
+                    streams,
                 };
                 q.push(&store, future, resolve_taken(&this, out))
             })
@@ -417,7 +424,7 @@ impl Bucket {
         let opts = self.write_options(py, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.delete_then(&k, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
@@ -468,7 +475,7 @@ impl Bucket {
         })?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.expire_then(&k, e, opts.if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
@@ -484,7 +491,7 @@ impl Bucket {
     fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, move |future| {
+        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
             bucket.clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
         })
     }

@@ -1,11 +1,16 @@
 //! Writes between an asyncio loop and the store's writer thread.
 //!
 //! Going out: a coroutine's write is converted at once (so bad input raises
-//! in the call) but handed to the core at the end of the loop's iteration,
-//! together with every other write of that iteration, in one tight loop
-//! without the GIL. The writer takes every write queued when it starts a
-//! group, so the writes of 64 coroutines reach it together and commit with
-//! one fsync instead of trickling into two or three groups.
+//! in the call). A bucket's write on a store without a memory budget is
+//! handed to the core there and then, inside a burst ([`tinystore::Burst`])
+//! that the loop's thread holds open until the iteration's writes are made
+//! (the end of `drain`, or the `flush` the first write scheduled): the
+//! writer runs each write while the loop makes the next, and commits them
+//! as one group when the burst ends. The loop's Python work and the
+//! writer's inserts overlap instead of taking turns. Every other write
+//! (limits, transactions, a store with a budget, whose submit may wait for
+//! memory) waits for the end of the iteration and is handed over with the
+//! rest in one tight loop without the GIL.
 //!
 //! Coming back: the core calls a write's completion on its writer thread
 //! once the group is durable. That thread must never wait for the GIL (it
@@ -18,6 +23,7 @@
 //! future: `drain` wakes the task waiting on it there and then, and hands
 //! the writes those tasks make next to the core before it returns.
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -90,6 +96,56 @@ impl Queue {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+thread_local! {
+    /// The burst this loop's thread streams its bucket writes into, open
+    /// from the first write of an iteration (or the start of `drain`) to
+    /// the `flush` that ends it. A burst no one closes would hold each
+    /// group of the store for up to 2 ms.
+    static BURST: RefCell<OpenBurst> = const { RefCell::new(OpenBurst(None)) };
+}
+
+/// This thread's open burst, if any.
+struct OpenBurst(Option<tinystore::Burst>);
+
+impl Drop for OpenBurst {
+    /// Only when the thread exits with a burst open (its loop stopped before
+    /// the flush ran): ending it then may find the core's own thread-local
+    /// state gone, a panic that must not abort the process.
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(b)));
+        }
+    }
+}
+
+/// Opens this thread's burst unless one is open; says whether it opened one.
+fn open_burst() -> bool {
+    BURST.with(|b| {
+        let mut b = b.borrow_mut();
+        let opened = b.0.is_none();
+        if opened {
+            b.0 = Some(tinystore::Burst::start());
+        }
+        opened
+    })
+}
+
+/// Ends this thread's burst: the group its writes joined commits now.
+fn close_burst() {
+    let burst = BURST.with(|b| b.borrow_mut().0.take());
+    drop(burst);
+}
+
+/// Ends this thread's burst when dropped: `drain` closes it even when it
+/// returns early with an error.
+struct BurstEnd;
+
+impl Drop for BurstEnd {
+    fn drop(&mut self) {
+        close_burst();
+    }
 }
 
 /// Hands a converted write to the core; gets the future to resolve.
@@ -186,31 +242,36 @@ impl Completions {
         let py = slf.py();
         let ticket = Arc::new(TicketCell::default());
         let spare = future.clone_ref(py);
-        Completions::queue(slf, future, spare, ticket.clone(), store, Box::new(submit))?;
+        Completions::queue(slf, future, spare, ticket.clone(), store, false, Box::new(submit))?;
         Ok(Ticket(ticket))
     }
 
     /// Queues a write of a bucket like `defer`, answered through a
     /// [`Pending`] (made here, and returned for the caller to await).
+    /// `stream`: hand it to the core at once, into this iteration's burst
+    /// (only where `submit` never waits: a store without a memory budget).
     pub fn defer_pending<'py>(
         slf: &Bound<'py, Completions>,
         store: &Store,
+        stream: bool,
         submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
     ) -> PyResult<Bound<'py, Pending>> {
         let py = slf.py();
         let pending = Bound::new(py, Pending::new(py, &slf.get().loop_ref))?;
         let ticket = pending.get().ticket.clone();
         let (future, spare) = (pending.clone().into_any().unbind(), pending.clone().into_any().unbind());
-        Completions::queue(slf, future, spare, ticket, store, Box::new(submit))?;
+        Completions::queue(slf, future, spare, ticket, store, stream, Box::new(submit))?;
         Ok(pending)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn queue(
         slf: &Bound<'_, Completions>,
         future: Py<PyAny>,
         spare: Py<PyAny>,
         ticket: Arc<TicketCell>,
         store: &Store,
+        stream: bool,
         submit: Submit,
     ) -> PyResult<()> {
         let py = slf.py();
@@ -221,6 +282,23 @@ impl Completions {
             ));
         }
         let this = slf.get();
+        // A write waiting for the flush goes before any made after it:
+        // while one waits, the later ones wait too.
+        if stream && lock(&this.pending).is_empty() {
+            // Outside `drain` (which closes its own burst): end this one
+            // with the iteration.
+            if open_burst()
+                && let Err(e) = Completions::schedule_flush(slf)
+            {
+                close_burst();
+                return Err(e);
+            }
+            match submit(future) {
+                Ok(t) => *lock(&ticket.core) = Some(t),
+                Err(e) => this.queue.push(store, spare, Box::new(move |py| Err(to_py(py, e)))),
+            }
+            return Ok(());
+        }
         let was_empty = {
             let mut p = lock(&this.pending);
             let was_empty = p.is_empty();
@@ -234,10 +312,17 @@ impl Completions {
             was_empty
         };
         if was_empty {
-            let lp = this.loop_ref.bind(py).call0()?;
-            if !lp.is_none() {
-                lp.call_method1(intern!(py, "call_soon"), (slf.getattr(intern!(py, "flush"))?,))?;
-            }
+            Completions::schedule_flush(slf)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `flush` at the loop's next iteration.
+    fn schedule_flush(slf: &Bound<'_, Completions>) -> PyResult<()> {
+        let py = slf.py();
+        let lp = slf.get().loop_ref.bind(py).call0()?;
+        if !lp.is_none() {
+            lp.call_method1(intern!(py, "call_soon"), (slf.getattr(intern!(py, "flush"))?,))?;
         }
         Ok(())
     }
@@ -270,11 +355,14 @@ impl Completions {
     }
 
     /// Hands the writes of this iteration to the core, back to back and
-    /// without the GIL. A write cancelled meanwhile is never handed over.
+    /// without the GIL, and ends the burst the streamed ones joined. A
+    /// write cancelled meanwhile is never handed over.
     fn flush(&self, py: Python<'_>) {
         let mut writes = {
             let mut p = lock(&self.pending);
             if p.is_empty() {
+                drop(p);
+                close_burst();
                 return; // and the buffer keeps its room
             }
             std::mem::take(&mut *p)
@@ -302,6 +390,7 @@ impl Completions {
                     }
                 }
             });
+            close_burst();
             (spares, writes)
         });
         drop(spares); // with the GIL: these are the last references of some futures
@@ -328,6 +417,10 @@ impl Completions {
         // write again together (as one group, not three).
         let mut stores = Vec::new();
         let mut fatal = None;
+        // The tasks woken here write again: their writes stream into one
+        // burst, which the flush at the end closes.
+        open_burst();
+        let _end = BurstEnd;
         let mut answers = std::mem::take(&mut *lock(&self.answered));
         loop {
             std::mem::swap(&mut *lock(&self.queue.answers), &mut answers);

@@ -12,6 +12,9 @@ use crate::errors::{py_err, to_py};
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Store {
     pub store: CoreStore,
+    /// Opened with a memory budget: a write's submit may wait for memory,
+    /// so its async writes are not handed over from inside Python code.
+    pub budgeted: bool,
 }
 
 #[pymethods]
@@ -29,7 +32,10 @@ impl Store {
             opts = opts.memory(bytes);
         }
         let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
-        Ok(Store { store })
+        Ok(Store {
+            store,
+            budgeted: memory.is_some(),
+        })
     }
 
     /// Writes what memory holds and closes the file.
