@@ -925,12 +925,18 @@ mod submit_together_tests {
 
     use crate::{Options, Raw, RawBucket, Store, WriteOptions};
 
-    #[test]
-    fn kv15_writes_submitted_together_commit_as_one_group() {
+    /// A store with a test clock, and its bucket "b".
+    fn store_with_bucket() -> (tempfile::TempDir, Store, RawBucket) {
         let dir = tempfile::tempdir().unwrap();
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let store = Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap();
         let b = RawBucket::open(&store, "b", None, None).unwrap();
+        (dir, store, b)
+    }
+
+    #[test]
+    fn kv15_writes_submitted_together_commit_as_one_group() {
+        let (_dir, store, b) = store_with_bucket();
         b.set(b"warm", Raw::int(0), WriteOptions::default()).unwrap();
         let (g0, _) = store.group_stats();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -956,10 +962,7 @@ mod submit_together_tests {
 
     #[test]
     fn kv15_a_write_awaited_inside_an_open_burst_is_answered() {
-        let dir = tempfile::tempdir().unwrap();
-        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let store = Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap();
-        let b = RawBucket::open(&store, "b", None, None).unwrap();
+        let (_dir, _store, b) = store_with_bucket();
         let _burst = super::Burst::start();
         let (tx, rx) = std::sync::mpsc::channel();
         b.set_then(b"k", Raw::int(1), WriteOptions::default(), move |r| tx.send(r).unwrap())

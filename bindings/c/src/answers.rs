@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tinystore::{Error, ErrorKind, Result, Version};
 
 use crate::bucket::{TsWriteOptions, named, under, write_options};
-use crate::held_tx::{holds, wait_outside};
+use crate::held_tx::holds;
 use crate::value::raw_in;
 use crate::{TS_OK, TsBucket, TsCancel, TsError, bytes, code_of, guard};
 
@@ -200,11 +200,8 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
         if holds(rb.store()) {
-            let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
+            crate::bucket::set_and_wait(&rb, key, raw, opts, cancel, version)?;
             crate::bucket::set_flag(answered, true);
-            if let Some(out) = unsafe { version.as_mut() } {
-                *out = v.get();
-            }
             return Ok(());
         }
         if answers.is_null() {

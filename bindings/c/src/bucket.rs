@@ -241,12 +241,25 @@ pub unsafe extern "C" fn ts_bucket_set(
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
-        if let Some(out) = unsafe { version.as_mut() } {
-            *out = v.get();
-        }
-        Ok(())
+        set_and_wait(&rb, key, raw, opts, cancel, version)
     })
+}
+
+/// Writes a value and waits for it in this thread (see `wait_outside`);
+/// its version goes to `version` when that is not null.
+pub(crate) fn set_and_wait(
+    rb: &RawBucket,
+    key: &[u8],
+    raw: Raw,
+    opts: WriteOptions,
+    cancel: *const TsCancel,
+    version: *mut i64,
+) -> tinystore::Result<()> {
+    let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
+    if let Some(out) = unsafe { version.as_mut() } {
+        *out = v.get();
+    }
+    Ok(())
 }
 
 /// Writes a value only if the key is absent. `written` says whether it did;

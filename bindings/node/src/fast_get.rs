@@ -97,21 +97,7 @@ fn value(env: napi_env, h: &Handle, key: &[u8]) -> Ts<napi_value> {
 #[napi(ts_return_type = "{ get(handle: unknown, key: unknown): unknown }")]
 pub fn fast_reads<'e>(env: &'e Env) -> napi::Result<Unknown<'e>> {
     let obj = js::object(env.raw())?;
-    let mut f = ptr::null_mut();
-    let name = "get";
-    js::check(
-        unsafe {
-            sys::napi_create_function(
-                env.raw(),
-                name.as_ptr().cast(),
-                name.len() as isize,
-                Some(get),
-                ptr::null_mut(),
-                &mut f,
-            )
-        },
-        "making get",
-    )?;
+    let f = js::function(env.raw(), "get", get, ptr::null_mut())?;
     js::set(env.raw(), obj, "get\0", f)?;
     Ok(js::unknown(env.raw(), obj))
 }

@@ -47,22 +47,13 @@ unsafe extern "C" fn drop_limit(_env: napi_env, data: *mut c_void, _hint: *mut c
 #[napi(ts_return_type = "(key: unknown, n?: number) => number | object")]
 pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Result<Unknown<'e>> {
     let data = Box::into_raw(Box::new(limit.limit.clone()));
-    let name = "allow";
-    let mut f = ptr::null_mut();
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            Some(allow),
-            data.cast(),
-            &mut f,
-        )
+    let f = match js::function(env.raw(), "allow", allow, data.cast()) {
+        Ok(f) => f,
+        Err(e) => {
+            drop(unsafe { Box::from_raw(data) });
+            return Err(e);
+        }
     };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { Box::from_raw(data) });
-        js::check(status, "making allow")?;
-    }
     // From here the function owns the limit: dropped when it is collected.
     let status = unsafe {
         sys::napi_add_finalizer(

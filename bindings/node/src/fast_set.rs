@@ -81,21 +81,7 @@ pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) 
     let ids = settle::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
     let obj = js::object(env.raw())?;
     js::set(env.raw(), obj, "ids\0", ids)?;
-    let mut f = ptr::null_mut();
-    let name = "set";
-    js::check(
-        unsafe {
-            sys::napi_create_function(
-                env.raw(),
-                name.as_ptr().cast(),
-                name.len() as isize,
-                Some(set),
-                ptr::null_mut(),
-                &mut f,
-            )
-        },
-        "making set",
-    )?;
+    let f = js::function(env.raw(), "set", set, ptr::null_mut())?;
     js::set(env.raw(), obj, "set\0", f)?;
     Ok(js::unknown(env.raw(), obj))
 }

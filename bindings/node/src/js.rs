@@ -22,6 +22,22 @@ pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
     }
 }
 
+/// A bare JS function named `name` that runs `cb` with `data` (null for
+/// none; the caller keeps ownership of what it points to).
+pub(crate) fn function(
+    env: napi_env,
+    name: &str,
+    cb: unsafe extern "C" fn(napi_env, sys::napi_callback_info) -> napi_value,
+    data: *mut c_void,
+) -> Result<napi_value> {
+    let mut f = ptr::null_mut();
+    // SAFETY: the name's bytes and length are passed together; napi copies them.
+    let status =
+        unsafe { sys::napi_create_function(env, name.as_ptr().cast(), name.len() as isize, Some(cb), data, &mut f) };
+    check(status, &format!("making {name}"))?;
+    Ok(f)
+}
+
 /// The first `N` arguments of a bare callback (`undefined` past those
 /// given); `what` names the call in the error.
 pub(crate) fn args<const N: usize>(

@@ -215,20 +215,7 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
             unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) },
             "finding queueMicrotask",
         )?;
-        let mut uncork_fn = ptr::null_mut();
-        js::check(
-            unsafe {
-                sys::napi_create_function(
-                    env,
-                    c"uncork".as_ptr(),
-                    6,
-                    Some(uncork),
-                    ptr::null_mut(),
-                    &mut uncork_fn,
-                )
-            },
-            "making uncork",
-        )?;
+        let uncork_fn = js::function(env, "uncork", uncork, ptr::null_mut())?;
         let (mut q, mut f) = (ptr::null_mut(), ptr::null_mut());
         js::check(
             unsafe { sys::napi_create_reference(env, queue, 1, &mut q) },
