@@ -4,6 +4,7 @@ clock and maintenance (KV-17), closing (KV-19)."""
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import contextvars
 import datetime as dt
 from pathlib import Path
@@ -157,6 +158,29 @@ async def test_kv15_every_way_to_await_a_write_gets_its_answer(store: tinystore.
     with pytest.raises(tinystore.ConflictError):
         await asyncio.gather(b.set("a", 2, if_version="1"))
     assert await b.get("a") == 1
+
+
+async def test_kv15_a_set_is_a_coroutine_that_writes_only_once_awaited(store: tinystore.Store) -> None:
+    # set without options is the native module's own coroutine: it must keep
+    # what callers of an `async def` rely on.
+    b = store.bucket("b", int)
+    assert asyncio.iscoroutinefunction(b.set) and asyncio.iscoroutinefunction(tinystore.Bucket.set)
+    never = b.set("never", 1)
+    assert asyncio.iscoroutine(never) and isinstance(never, collections.abc.Coroutine)
+    await b.set("other", 2)  # a group commits meanwhile, without the unawaited write
+    assert await b.get("never") is None
+    never.close()
+    bad = b.set(object(), 1)  # type: ignore[arg-type]
+    with pytest.raises(tinystore.InvalidError):
+        await bad  # bad input raises where it is awaited, not where it is made
+    done = b.set("k", 3)
+    version = await done
+    assert (await b.entry("k")).version == version  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError):
+        await done  # awaited twice, as a coroutine
+    with pytest.raises(asyncio.CancelledError):
+        b.set("thrown", 4).throw(asyncio.CancelledError())
+    assert await b.get("thrown") is None
 
 
 async def test_kv15_a_write_cancelled_by_a_timeout_raises_timeout(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import os
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -31,6 +32,18 @@ __all__ = ["open", "Opening", "Store", "Bucket"]
 T = TypeVar("T")
 _get_loop = asyncio.get_running_loop
 _Cancelled = asyncio.CancelledError
+
+
+def _mark_coroutine_function(f: Callable[..., Any]) -> None:
+    """Marks a plain function that returns a coroutine as a coroutine function,
+    for ``inspect.iscoroutinefunction`` (Python 3.12 on) and
+    ``asyncio.iscoroutinefunction``, as its ``async def`` was."""
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(f)
+    marker = getattr(asyncio.coroutines, "_is_coroutine", None)
+    if marker is not None:
+        f._is_coroutine = marker  # type: ignore[attr-defined]
 
 
 def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memory: int | None = None) -> Opening:
@@ -291,7 +304,7 @@ class Bucket(BucketBase[T]):
             if after is None:
                 return
 
-    async def set(
+    def set(
         self,
         key: Key,
         value: T,
@@ -299,13 +312,26 @@ class Bucket(BucketBase[T]):
         ttl: Duration | None = None,
         expires_at: dt.datetime | None = None,
         if_version: str | None = None,
-    ) -> str:
+    ) -> Coroutine[Any, Any, str]:
         """Writes ``value`` and returns once it is durable, with its version.
 
         A new key gets the bucket's ``ttl``; a live key keeps its expiry unless
         ``ttl`` or ``expires_at`` replaces it. With ``if_version`` it writes only
         a live key at that version (else ``ConflictError``).
         """
+        # Without options, the coroutine is the native module's own: the
+        # write starts when it is first awaited, as in an ``async def``,
+        # without a Python frame around it (the hot path of durable sets).
+        if ttl is None and expires_at is None and if_version is None:
+            return self._n.set_call(key, value)
+        return self._set(key, value, ttl, expires_at, if_version)
+
+    _mark_coroutine_function(set)
+
+    async def _set(
+        self, key: Key, value: T, ttl: Duration | None, expires_at: dt.datetime | None, if_version: str | None
+    ) -> str:
+        """``set`` with options."""
         w = self._n.set_then(_get_loop(), key, value, ttl, None if expires_at is None else opt_millis(expires_at), if_version)
         try:
             return await w

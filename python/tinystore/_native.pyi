@@ -8,7 +8,7 @@ milliseconds since the epoch, versions as decimal text, durations as text
 import asyncio
 import datetime
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Generic, TypeVar, final
 
 _Key = str | bytes | int
@@ -48,6 +48,17 @@ class Pending(Generic[_T]):
     def done(self) -> bool: ...
     def cancelled(self) -> bool: ...
     def cancel(self, msg: Any = None) -> bool: ...
+
+@final
+class SetCall(Coroutine[Any, Any, str]):
+    """The coroutine of a bucket's ``set(key, value)`` without options: the
+    write starts when it is first awaited; it gives the version."""
+
+    def __await__(self) -> Generator[Any, None, str]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any, /) -> Any: ...
+    def throw(self, typ: Any, val: Any = None, tb: Any = None, /) -> Any: ...
+    def close(self) -> None: ...
 
 @final
 class Ticket:
@@ -147,6 +158,7 @@ class Bucket:
     def set(
         self, key: _Key, value: Any, ttl: _Span | None = None, expires_at: int | None = None, if_version: Any = None
     ) -> str: ...
+    def set_call(self, key: _Key, value: Any) -> SetCall: ...
     def set_then(
         self,
         running: asyncio.AbstractEventLoop,

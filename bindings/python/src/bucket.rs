@@ -14,6 +14,7 @@ use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
+use crate::set_call::SetCall;
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -294,7 +295,7 @@ impl Bucket {
     /// The completion form of `set`: answers the version through the `Pending`.
     #[pyo3(signature = (running, key, value, ttl=None, expires_at=None, if_version=None))]
     #[allow(clippy::too_many_arguments)]
-    fn set_then<'py>(
+    pub(crate) fn set_then<'py>(
         &self,
         py: Python<'py>,
         running: &Bound<'py, PyAny>,
@@ -314,6 +315,12 @@ impl Bucket {
                 q.push(&store, future, resolve_with(out, py_version))
             })
         })
+    }
+
+    /// `set(key, value)` of the asyncio API: a coroutine that writes when
+    /// first awaited (see [`SetCall`]).
+    fn set_call(slf: Py<Self>, key: Py<PyAny>, value: Py<PyAny>) -> SetCall {
+        SetCall::new(slf, key, value)
     }
 
     /// Writes a value only if the key is absent; says whether it did.

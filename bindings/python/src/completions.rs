@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::{PyTraverseError, PyVisit};
 use tinystore::Store;
 
 use crate::errors::to_py;
@@ -205,6 +206,10 @@ pub struct Completions {
     answered: Mutex<Vec<Answer>>,
     /// A weak reference to the loop, to schedule `flush` without keeping it alive.
     loop_ref: Py<PyAny>,
+    /// An `asyncio.Future` of the loop, done with None, made at the first
+    /// `drain`: what a waiting task's wake-up gets for a write that succeeded
+    /// (see `Pending::finish`).
+    succeeded: Mutex<Option<Py<PyAny>>>,
 }
 
 impl Completions {
@@ -317,6 +322,29 @@ impl Completions {
         Ok(())
     }
 
+    /// The loop's done Future for a task's wake-up (see `Pending::finish`);
+    /// None when the loop is gone or makes no Future, and the tasks are
+    /// woken with the `Pending` itself.
+    fn succeeded<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        if let Some(f) = lock(&self.succeeded).as_ref() {
+            return Some(f.bind(py).clone());
+        }
+        let made = (|| -> PyResult<Option<Bound<'py, PyAny>>> {
+            let lp = self.loop_ref.bind(py).call0()?;
+            if lp.is_none() {
+                return Ok(None);
+            }
+            let kw = pyo3::types::PyDict::new(py);
+            kw.set_item(intern!(py, "loop"), lp)?;
+            let f = py.import("asyncio")?.getattr("Future")?.call((), Some(&kw))?;
+            f.call_method1(intern!(py, "set_result"), (py.None(),))?;
+            Ok(Some(f))
+        })();
+        let f = made.ok().flatten()?;
+        *lock(&self.succeeded) = Some(f.clone().unbind());
+        Some(f)
+    }
+
     /// Runs `flush` at the loop's next iteration.
     fn schedule_flush(slf: &Bound<'_, Completions>) -> PyResult<()> {
         let py = slf.py();
@@ -346,7 +374,23 @@ impl Completions {
             pending: Mutex::new(Vec::new()),
             answered: Mutex::new(Vec::new()),
             loop_ref,
+            succeeded: Mutex::new(None),
         })
+    }
+
+    /// The done Future refers to the loop, which refers to `drain` (its
+    /// reader): the collector must see that cycle.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.loop_ref)?;
+        if let Ok(f) = self.succeeded.try_lock() {
+            visit.call(&*f)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let f = lock(&self.succeeded).take();
+        drop(f); // outside the lock
     }
 
     /// The file descriptor the loop watches.
@@ -422,6 +466,7 @@ impl Completions {
         open_burst();
         let _end = BurstEnd;
         let mut answers = std::mem::take(&mut *lock(&self.answered));
+        let succeeded = self.succeeded(py);
         loop {
             std::mem::swap(&mut *lock(&self.queue.answers), &mut answers);
             if answers.is_empty() {
@@ -435,7 +480,7 @@ impl Completions {
                     if pending.get().is_done() {
                         continue;
                     }
-                    if let Some(e) = Pending::finish(pending, (a.resolve)(py)) {
+                    if let Some(e) = Pending::finish(pending, (a.resolve)(py), succeeded.as_ref()) {
                         fatal.get_or_insert(e);
                     }
                     continue;

@@ -119,11 +119,25 @@ impl Pending {
     /// waiting task steps here as it would one iteration later after a
     /// `call_soon`. An answer to a write already cancelled is dropped.
     ///
+    /// `succeeded`, when given, is an `asyncio.Future` done with None: the
+    /// wake-up of a task (asyncio's C `Task`) gets it in place of this
+    /// `Pending` when the write succeeded. That wake-up only asks its
+    /// argument whether it raised, and then steps the task, whose `await`
+    /// takes the answer from the `Pending` itself; a Future is asked in C,
+    /// a `Pending` through a Python method call (a tenth of a write's
+    /// instructions on the loop's thread). Every other callback gets the
+    /// `Pending`.
+    ///
     /// A callback's `Exception` goes to the loop's exception handler, as
     /// from a handle; a `BaseException` (KeyboardInterrupt, SystemExit) is
     /// returned, after the callbacks have run, for `drain` to raise.
-    pub(crate) fn finish(slf: &Bound<'_, Pending>, answer: PyResult<Py<PyAny>>) -> Option<PyErr> {
+    pub(crate) fn finish(
+        slf: &Bound<'_, Pending>,
+        answer: PyResult<Py<PyAny>>,
+        succeeded: Option<&Bound<'_, PyAny>>,
+    ) -> Option<PyErr> {
         let py = slf.py();
+        let succeeded = if answer.is_ok() { succeeded } else { None };
         let callbacks = {
             let mut st = slf.get().lock();
             if !matches!(st.outcome, Outcome::Waiting) {
@@ -137,13 +151,14 @@ impl Pending {
         };
         let mut fatal = None;
         for (cb, ctx) in callbacks {
-            let ran = match &ctx {
-                Some(ctx) => ctx.bind(py).call_method1(intern!(py, "run"), (cb.bind(py), slf)),
-                None => cb.bind(py).call1((slf,)),
+            let cb = cb.bind(py);
+            let arg = match succeeded {
+                Some(done) if is_task_wakeup(py, cb) => done.as_any(),
+                _ => slf.as_any(),
             };
-            if let Err(e) = ran {
+            if let Err(e) = call_in(py, ctx.as_ref(), cb, arg) {
                 if e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                    slf.get().report(py, &cb, e);
+                    slf.get().report(py, cb.as_unbound(), e);
                 } else if fatal.is_none() {
                     fatal = Some(e);
                 }
@@ -193,6 +208,29 @@ impl Pending {
         Ok(())
     }
 
+    /// One step of awaiting it: yields the `Pending` itself (Some) while it
+    /// waits; then ends the iteration with the answer (None, StopIteration
+    /// set) or raises it. The `__next__` of a `Pending` and of a `SetCall`.
+    pub(crate) fn step(slf: &Bound<'_, Pending>) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        let this = slf.get();
+        let st = this.lock();
+        match &st.outcome {
+            Outcome::Waiting => {
+                this.blocking.store(true, Ordering::Relaxed);
+                Ok(Some(slf.clone().into_any().unbind()))
+            }
+            Outcome::Value(v) => {
+                let v = v.clone_ref(py);
+                drop(st);
+                stop_with(py, v);
+                Ok(None)
+            }
+            Outcome::Error(e) => Err(e.clone_ref(py)),
+            Outcome::Cancelled(msg) => Err(Pending::cancelled_error(py, msg)),
+        }
+    }
+
     fn cancelled_error(py: Python<'_>, msg: &Py<PyAny>) -> PyErr {
         match asyncio_class(py, &CANCELLED, "CancelledError") {
             Ok(cls) => {
@@ -226,23 +264,7 @@ impl Pending {
     /// The task's step: yields the `Pending` itself while it waits, then
     /// ends with the answer (or raises it).
     fn __next__(slf: &Bound<'_, Self>) -> PyResult<Option<Py<PyAny>>> {
-        let py = slf.py();
-        let this = slf.get();
-        let st = this.lock();
-        match &st.outcome {
-            Outcome::Waiting => {
-                this.blocking.store(true, Ordering::Relaxed);
-                Ok(Some(slf.clone().into_any().unbind()))
-            }
-            Outcome::Value(v) => {
-                let v = v.clone_ref(py);
-                drop(st);
-                stop_with(py, v);
-                Ok(None)
-            }
-            Outcome::Error(e) => Err(e.clone_ref(py)),
-            Outcome::Cancelled(msg) => Err(Pending::cancelled_error(py, msg)),
-        }
+        Pending::step(slf)
     }
 
     /// True while a task waits on it (asyncio's mark of a future-like object).
@@ -337,7 +359,7 @@ impl Pending {
     /// Gives up on the write: a write whose group has not started is never
     /// written. False when it was already answered.
     #[pyo3(signature = (msg=None))]
-    fn cancel(slf: &Bound<'_, Self>, msg: Option<Py<PyAny>>) -> PyResult<bool> {
+    pub(crate) fn cancel(slf: &Bound<'_, Self>, msg: Option<Py<PyAny>>) -> PyResult<bool> {
         let py = slf.py();
         let this = slf.get();
         let callbacks = {
@@ -386,5 +408,53 @@ fn stop_with(py: Python<'_>, value: Py<PyAny>) {
     } else {
         // SAFETY: with the GIL; PyErr_SetObject takes its own references.
         unsafe { ffi::PyErr_SetObject(ffi::PyExc_StopIteration, v.as_ptr()) };
+    }
+}
+
+/// Calls `cb(arg)` inside `ctx` (a `contextvars.Context`), as
+/// `ctx.run(cb, arg)` does, without looking up and calling `run`.
+fn call_in(py: Python<'_>, ctx: Option<&Py<PyAny>>, cb: &Bound<'_, PyAny>, arg: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: with the GIL; every pointer is a live object held by the
+    // caller; Enter and Exit pair as in the interpreter's own `Context.run`
+    // (Exit runs whether or not the call raised).
+    unsafe {
+        if let Some(ctx) = ctx
+            && ffi::PyContext_Enter(ctx.as_ptr()) != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        let out = ffi::PyObject_CallOneArg(cb.as_ptr(), arg.as_ptr());
+        let called = Bound::from_owned_ptr_or_err(py, out).map(drop);
+        if let Some(ctx) = ctx
+            && ffi::PyContext_Exit(ctx.as_ptr()) != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        called
+    }
+}
+
+static TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Whether `cb` is the wake-up a C `asyncio.Task` (or a subclass) adds to
+/// the future it waits on: the function `task_wakeup` bound to the task.
+fn is_task_wakeup(py: Python<'_>, cb: &Bound<'_, PyAny>) -> bool {
+    let Ok(task) = asyncio_class(py, &TASK, "Task") else {
+        return false;
+    };
+    // SAFETY: with the GIL; a PyCFunction's method definition and name are
+    // static C data of the module that made it, alive while it is.
+    unsafe {
+        let f = cb.as_ptr();
+        if ffi::PyCFunction_Check(f) == 0 {
+            return false;
+        }
+        let f = f.cast::<ffi::PyCFunctionObject>();
+        let (def, owner) = ((*f).m_ml, (*f).m_self);
+        if def.is_null() || owner.is_null() || (*def).ml_name.is_null() {
+            return false;
+        }
+        std::ffi::CStr::from_ptr((*def).ml_name) == c"task_wakeup"
+            && ffi::PyObject_TypeCheck(owner, task.as_ptr().cast()) != 0
     }
 }
