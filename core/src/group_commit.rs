@@ -34,9 +34,9 @@ use rusqlite::Connection;
 
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage;
 use crate::storage::file::BUSY_TIMEOUT;
 use crate::storage::turns::Turns;
+use crate::storage::{self, sql};
 
 /// The most writes one group commits.
 const GROUP_MAX_WRITES: usize = 1024;
@@ -278,12 +278,12 @@ impl<'a> WriteCtx<'a> {
         }
     }
 
-    /// The statement of the common `set` ([`crate::storage::sql::CELL_SET`]),
+    /// The statement of the common `set` ([`crate::sql::CELL_SET`]),
     /// prepared once per group.
     pub(crate) fn cell_set(&mut self) -> Result<&mut rusqlite::Statement<'a>> {
         let stmt = match self.cell_set.take() {
             Some(stmt) => stmt,
-            None => self.conn.prepare_cached(storage::sql::CELL_SET)?,
+            None => self.conn.prepare_cached(sql::CELL_SET)?,
         };
         Ok(self.cell_set.insert(stmt))
     }
@@ -301,16 +301,15 @@ impl<'a> WriteCtx<'a> {
     /// a write that runs without one ([`Isolation::OneStatement`]) and finds
     /// that it must change more than one row after all.
     pub(crate) fn savepoint<T>(&mut self, f: impl FnOnce(&mut WriteCtx<'a>) -> Result<T>) -> Result<T> {
-        exec_cached(self.conn, "SAVEPOINT within")?;
+        storage::run_tx_statement(self.conn, sql::INNER_SAVEPOINT)?;
         let out = f(self);
         if self.conn.is_autocommit() {
             return out; // SQLite ended the whole transaction (I/O failure)
         }
         let end = match out {
-            Ok(_) => exec_cached(self.conn, "RELEASE within"),
-            Err(_) => {
-                exec_cached(self.conn, "ROLLBACK TO within").and_then(|()| exec_cached(self.conn, "RELEASE within"))
-            }
+            Ok(_) => storage::run_tx_statement(self.conn, sql::INNER_RELEASE),
+            Err(_) => storage::run_tx_statement(self.conn, sql::INNER_ROLLBACK)
+                .and_then(|()| storage::run_tx_statement(self.conn, sql::INNER_RELEASE)),
         };
         end?;
         out
@@ -341,7 +340,11 @@ trait WriteOp: Send {
     fn finish(self: Box<Self>, commit: Option<&Error>, refused: Option<Error>);
 }
 
-struct Job<T, F, C> {
+/// One write: `state` is what its work and its completion share (for a
+/// bucket's write, the key it names in errors), kept in the write's one
+/// allocation rather than behind an `Arc` of its own.
+struct Job<S, T, F, C> {
+    state: Option<S>,
     work: Option<F>,
     done: Option<C>,
     out: Option<Result<T>>,
@@ -350,11 +353,12 @@ struct Job<T, F, C> {
     isolation: Isolation,
 }
 
-impl<T, F, C> WriteOp for Job<T, F, C>
+impl<S, T, F, C> WriteOp for Job<S, T, F, C>
 where
+    S: Send,
     T: Send,
-    F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send,
-    C: FnOnce(Result<T>) + Send,
+    F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send,
+    C: FnOnce(S, Result<T>) + Send,
 {
     fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Acquire))
@@ -367,7 +371,8 @@ where
     }
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
         let work = self.work.take().expect("a write runs once");
-        let out = work(ctx);
+        let state = self.state.as_ref().expect("a write's state lives until it is answered");
+        let out = work(state, ctx);
         let failed = out.is_err();
         self.out = Some(out);
         failed
@@ -382,8 +387,8 @@ where
                 "the write was cancelled before it started",
             )),
         };
-        if let Some(done) = self.done.take() {
-            done(out);
+        if let (Some(done), Some(state)) = (self.done.take(), self.state.take()) {
+            done(state, out);
         }
     }
 }
@@ -504,8 +509,30 @@ impl Writer {
         F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
+        self.submit_with(weight, isolation, (), move |(), w| work(w), move |(), r| done(r))
+            .map_err(|(e, ())| e)
+    }
+
+    /// [`Writer::submit_as`] with `state` that the work borrows and the
+    /// completion then owns. A write the writer refuses at once (it is
+    /// closed) hands `state` back with the error.
+    pub(crate) fn submit_with<S, T, F, C>(
+        &self,
+        weight: usize,
+        isolation: Isolation,
+        state: S,
+        work: F,
+        done: C,
+    ) -> std::result::Result<Ticket, (Error, S)>
+    where
+        S: Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+        C: FnOnce(S, Result<T>) + Send + 'static,
+    {
         let cancel = Arc::new(AtomicBool::new(false));
-        let job = Box::new(Job {
+        let mut job = Box::new(Job {
+            state: Some(state),
             work: Some(work),
             done: Some(done),
             out: None,
@@ -515,7 +542,9 @@ impl Writer {
         });
         let mut q = lock(&self.shared.queue);
         if q.closed {
-            return Err(Error::closed());
+            drop(q);
+            let state = job.state.take().expect("the state was just put there");
+            return Err((Error::closed(), state));
         }
         let joins_burst = BURST.with(|b| match b.borrow_mut().as_mut() {
             Some(writers) if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) => {
@@ -552,14 +581,37 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
     {
+        self.call_with(weight, isolation, (), move |(), w| work(w), |(), e| e)
+    }
+
+    /// [`Writer::call_as`] with `state` that the work borrows, and that
+    /// `name` uses to add to every error of the call, the writer's own
+    /// (closed, cancelled, outcome unknown) too.
+    pub(crate) fn call_with<S, T, F>(
+        &self,
+        weight: usize,
+        isolation: Isolation,
+        state: S,
+        work: F,
+        name: fn(&S, Error) -> Error,
+    ) -> Result<T>
+    where
+        S: Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+    {
         if ON_WRITER.with(|w| w.get()) {
-            return Err(Error::invalid(
-                "a blocking write was called from inside a write's completion; use the completion form",
+            return Err(name(
+                &state,
+                Error::invalid("a blocking write was called from inside a write's completion; use the completion form"),
             ));
         }
         if IN_TX.with(|t| t.get()) == self.id() {
-            return Err(Error::invalid(
-                "a write outside the transaction was called from inside it; use the transaction's handles (tx.with)",
+            return Err(name(
+                &state,
+                Error::invalid(
+                    "a write outside the transaction was called from inside it; use the transaction's handles (tx.with)",
+                ),
             ));
         }
         let answer = Arc::new(Answer {
@@ -569,11 +621,12 @@ impl Writer {
             caller: std::thread::current(),
         });
         let mut give = GiveAnswer(Some(answer.clone()));
-        self.submit_as(weight, isolation, work, move |r| {
+        self.submit_with(weight, isolation, state, work, move |s, r| {
             if let Some(a) = give.0.take() {
-                a.give(r);
+                a.give(r.map_err(|e| name(&s, e)));
             }
-        })?;
+        })
+        .map_err(|(e, s)| name(&s, e))?;
         answer.wait()
     }
 
@@ -619,16 +672,16 @@ impl Writer {
             Ok(v)
         });
         let out = match out {
-            Ok(v) => match conn.execute_batch("COMMIT") {
+            Ok(v) => match storage::run_tx_statement(conn, sql::COMMIT) {
                 Ok(()) => Ok(v),
                 Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                     Err(Error::outcome_unknown(&e.into()))
                 }
             },
             Err(e) => {
                 if !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                 }
                 Err(e)
             }
@@ -726,7 +779,7 @@ fn run(shared: Arc<Shared>) {
             }
         };
         if group.is_empty() {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
             continue;
         }
         let leftover = commit_group(conn, &shared, group);
@@ -814,12 +867,6 @@ fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, started: Instant) 
     }
 }
 
-/// Runs a statement through the connection's cache: savepoints run once
-/// per write, and parsing them each time showed in profiles.
-fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
-}
-
 /// Commits one group, inside the transaction the caller began, and answers it. Returns the writes that never ran
 /// because SQLite ended the transaction under them; they go back in front
 /// of the queue.
@@ -830,7 +877,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
     let rev = match storage::revision(conn) {
         Ok(r) => r,
         Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
             for op in group {
                 op.finish(None, Some(e.clone()));
             }
@@ -842,7 +889,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
     let mut aborted: Option<Error> = None;
     while ran < group.len() || (aborted.is_none() && gather(shared, &mut group, started)) {
         let savepoint = group[ran].isolation() == Isolation::Savepoint;
-        if savepoint && let Err(e) = exec_cached(conn, "SAVEPOINT w") {
+        if savepoint && let Err(e) = storage::run_tx_statement(conn, sql::WRITE_SAVEPOINT) {
             aborted = Some(e.into());
             break;
         }
@@ -859,8 +906,9 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
         }
         let end = match (savepoint, failed) {
             (false, _) => Ok(()),
-            (true, true) => exec_cached(conn, "ROLLBACK TO w").and_then(|()| exec_cached(conn, "RELEASE w")),
-            (true, false) => exec_cached(conn, "RELEASE w"),
+            (true, true) => storage::run_tx_statement(conn, sql::WRITE_ROLLBACK)
+                .and_then(|()| storage::run_tx_statement(conn, sql::WRITE_RELEASE)),
+            (true, false) => storage::run_tx_statement(conn, sql::WRITE_RELEASE),
         };
         if let Err(e) = end {
             aborted = Some(e.into());
@@ -871,7 +919,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
     let commit = match aborted {
         Some(e) => {
             if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
             }
             // Nothing was written: answer each write that ran with the
             // sure failure, not OutcomeUnknown.
@@ -893,10 +941,10 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
             };
             let commit = || {
                 if stats.fail_next_commit.swap(false, Ordering::AcqRel) {
-                    conn.execute_batch("ROLLBACK")?;
+                    storage::run_tx_statement(conn, sql::ROLLBACK)?;
                     return Err(Error::new(ErrorKind::Io, "disk I/O error (injected by a test)"));
                 }
-                conn.execute_batch("COMMIT").map_err(Error::from)
+                storage::run_tx_statement(conn, sql::COMMIT).map_err(Error::from)
             };
             match saved.and_then(|()| commit()) {
                 Ok(()) => {
@@ -906,7 +954,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
                 }
                 Err(e) => {
                     if !conn.is_autocommit() {
-                        let _ = conn.execute_batch("ROLLBACK");
+                        let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                     }
                     Some(e)
                 }

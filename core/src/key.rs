@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -138,10 +139,13 @@ fn escape_into(out: &mut Vec<u8>, name: &[u8]) {
 }
 
 /// The owners of a branch: their names, for messages, and their encoded prefix.
+///
+/// Shared, not owned: every write clones its handle's branch to carry it to
+/// the writer, and a branch of one owner held three vectors to copy.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Branch {
-    owners: Vec<Vec<u8>>,
-    prefix: Vec<u8>,
+    owners: Arc<[Vec<u8>]>,
+    prefix: Arc<[u8]>,
 }
 
 impl Branch {
@@ -153,12 +157,16 @@ impl Branch {
     /// The branch of `owner` under this one. An empty owner is refused at
     /// the first call on the branch, where the bucket can be named.
     pub fn child(&self, owner: &[u8]) -> Branch {
-        let mut b = self.clone();
-        b.owners.push(owner.to_vec());
-        b.prefix.push(OWNER);
-        escape_into(&mut b.prefix, owner);
-        b.prefix.push(0);
-        b
+        let mut owners = self.owners.to_vec();
+        owners.push(owner.to_vec());
+        let mut prefix = self.prefix.to_vec();
+        prefix.push(OWNER);
+        escape_into(&mut prefix, owner);
+        prefix.push(0);
+        Branch {
+            owners: owners.into(),
+            prefix: prefix.into(),
+        }
     }
 
     /// The encoded prefix of this branch.
@@ -186,22 +194,31 @@ impl Branch {
 
     /// The path of `key` in this branch, checked: not empty, at most 1 KiB.
     pub fn path(&self, handle: &str, key: &[u8]) -> Result<Vec<u8>> {
+        let mut p = Vec::with_capacity(self.prefix.len() + key.len() + 1);
+        self.path_into(handle, key, &mut p)?;
+        Ok(p)
+    }
+
+    /// [`Branch::path`] appended to `out`, which is left as it was on an
+    /// error.
+    pub fn path_into(&self, handle: &str, key: &[u8], out: &mut Vec<u8>) -> Result<()> {
         self.check(handle)?;
         if key.is_empty() {
             return Err(Error::invalid("a key is empty").at(handle, self.show_with(Some(key))));
         }
-        let mut p = Vec::with_capacity(self.prefix.len() + key.len() + 1);
-        p.extend_from_slice(&self.prefix);
-        p.push(KEY);
-        escape_into(&mut p, key);
-        if p.len() > MAX_PATH {
-            return Err(Error::invalid(format!(
-                "the path of owners and key is {} bytes, over {MAX_PATH}",
-                p.len()
-            ))
-            .at(handle, self.show_with(Some(key))));
+        let start = out.len();
+        out.extend_from_slice(&self.prefix);
+        out.push(KEY);
+        escape_into(out, key);
+        let len = out.len() - start;
+        if len > MAX_PATH {
+            out.truncate(start);
+            return Err(
+                Error::invalid(format!("the path of owners and key is {len} bytes, over {MAX_PATH}"))
+                    .at(handle, self.show_with(Some(key))),
+            );
         }
-        Ok(p)
+        Ok(())
     }
 
     /// `owner/owner/key`, for errors and listings.
@@ -215,18 +232,18 @@ impl Branch {
 
     /// The range of this branch's own keys.
     pub fn own_keys(&self) -> (Vec<u8>, Vec<u8>) {
-        let mut lo = self.prefix.clone();
+        let mut lo = self.prefix.to_vec();
         lo.push(KEY);
-        let mut hi = self.prefix.clone();
+        let mut hi = self.prefix.to_vec();
         hi.push(END);
         (lo, hi)
     }
 
     /// The range of this branch and every branch under it.
     pub fn subtree(&self) -> (Vec<u8>, Vec<u8>) {
-        let mut lo = self.prefix.clone();
+        let mut lo = self.prefix.to_vec();
         lo.push(OWNER);
-        let mut hi = self.prefix.clone();
+        let mut hi = self.prefix.to_vec();
         hi.push(END);
         (lo, hi)
     }
@@ -234,7 +251,7 @@ impl Branch {
     /// The key of a path in this branch's own range.
     pub fn key_of(&self, path: &[u8]) -> Result<Key> {
         let rest = path
-            .strip_prefix(self.prefix.as_slice())
+            .strip_prefix(&self.prefix[..])
             .and_then(|r| r.strip_prefix(&[KEY]))
             .ok_or_else(|| Error::corrupt("a path does not belong to its branch"))?;
         let mut key = Vec::with_capacity(rest.len());
@@ -254,7 +271,7 @@ impl Branch {
 
     /// The path after which a listing resumes, from a cursor key.
     pub fn after(&self, key: &[u8]) -> Vec<u8> {
-        let mut p = self.prefix.clone();
+        let mut p = self.prefix.to_vec();
         p.push(KEY);
         escape_into(&mut p, key);
         p

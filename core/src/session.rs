@@ -201,7 +201,7 @@ impl TxSession {
         let _held = t.hold_now(MAX_VALUE, "a read")?;
         self.run(move |w| {
             Ok(t.read(w.conn, w.now)?.map(|c| Entry {
-                key: crate::Key(t.key.clone()),
+                key: crate::Key(t.key().to_vec()),
                 value: c.value,
                 version: Version(c.version),
                 expires_at: c.expires.map(crate::clock::from_millis),
@@ -334,7 +334,7 @@ impl Snapshot {
         let _held = t.hold_now(MAX_VALUE, "a read")?;
         self.with(bucket, |c| {
             Ok(t.read(c, self.now)?.map(|cell| Entry {
-                key: crate::Key(t.key.clone()),
+                key: crate::Key(t.key().to_vec()),
                 value: cell.value,
                 version: Version(cell.version),
                 expires_at: cell.expires.map(crate::clock::from_millis),

@@ -134,7 +134,7 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         cell.map(|c| {
             Ok(Entry {
                 value: self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?,
-                key: crate::Key(t.key.clone()),
+                key: crate::Key(t.key().to_vec()),
                 version: Version(c.version),
                 expires_at: c.expires.map(crate::clock::from_millis),
             })

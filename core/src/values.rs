@@ -219,19 +219,33 @@ impl BucketCore {
 pub(crate) struct Target {
     pub core: Arc<BucketCore>,
     pub branch: Branch,
-    pub key: Vec<u8>,
-    pub path: Vec<u8>,
+    /// The path, then the key: one allocation a write, not two.
+    path_and_key: Vec<u8>,
+    path_len: usize,
 }
 
 impl Target {
     pub(crate) fn new(core: &Arc<BucketCore>, branch: &Branch, key: &[u8]) -> Result<Target> {
-        let path = branch.path(&core.name, key)?;
+        let mut path_and_key = Vec::with_capacity(branch.prefix().len() + 2 * key.len() + 8);
+        branch.path_into(&core.name, key, &mut path_and_key)?;
+        let path_len = path_and_key.len();
+        path_and_key.extend_from_slice(key);
         Ok(Target {
             core: core.clone(),
             branch: branch.clone(),
-            key: key.to_vec(),
-            path,
+            path_and_key,
+            path_len,
         })
+    }
+
+    /// The key's encoded path in its bucket.
+    pub(crate) fn path(&self) -> &[u8] {
+        &self.path_and_key[..self.path_len]
+    }
+
+    /// The key as the caller gave it.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.path_and_key[self.path_len..]
     }
 
     /// Names this key in an error.
@@ -239,7 +253,7 @@ impl Target {
         if e.path().is_some() {
             return e;
         }
-        e.at(&self.core.name, self.branch.show_with(Some(&self.key)))
+        e.at(&self.core.name, self.branch.show_with(Some(self.key())))
     }
 
     /// Holds `bytes` of the memory budget inside a transaction: what is
@@ -254,7 +268,7 @@ impl Target {
 
     fn entry(&self, cell: Cell) -> Entry<Raw> {
         Entry {
-            key: Key(self.key.clone()),
+            key: Key(self.key().to_vec()),
             value: cell.value,
             version: Version(cell.version),
             expires_at: cell.expires.map(from_millis),
@@ -263,12 +277,12 @@ impl Target {
 
     /// Reads the key on `conn`, without renewal.
     pub(crate) fn read(&self, conn: &rusqlite::Connection, now: i64) -> Result<Option<Cell>> {
-        storage::get(conn, self.core.id, &self.path, now).map_err(|e| self.name(e))
+        storage::get(conn, self.core.id, self.path(), now).map_err(|e| self.name(e))
     }
 
     /// [`Target::read`] on a reader, through the statement it holds.
     pub(crate) fn read_on(&self, reader: &ReaderConn, now: i64) -> Result<Option<Cell>> {
-        let get = || storage::get_with(&mut *reader.cell_get()?, reader, self.core.id, &self.path, now);
+        let get = || storage::get_with(&mut *reader.cell_get()?, reader, self.core.id, self.path(), now);
         get().map_err(|e| self.name(e))
     }
 
@@ -282,7 +296,7 @@ impl Target {
     }
 
     fn live_meta(&self, w: &WriteCtx<'_>) -> Result<(Option<storage::CellMeta>, Option<storage::CellMeta>)> {
-        let m = storage::meta(w.conn, self.core.id, &self.path, w.now)?;
+        let m = storage::meta(w.conn, self.core.id, self.path(), w.now)?;
         Ok((m, m.filter(|m| m.live)))
     }
 
@@ -297,7 +311,7 @@ impl Target {
                 let version = w.next_version();
                 let expiry = self.core.set_expiry(w.now, opts.expiry);
                 let now = w.now;
-                if storage::set_inline(w.cell_set()?, self.core.id, &self.path, version, expiry, value, now)? {
+                if storage::set_inline(w.cell_set()?, self.core.id, self.path(), version, expiry, value, now)? {
                     return Ok(Version(version));
                 }
                 // The row holds a spilled value: replace it and free the
@@ -319,7 +333,7 @@ impl Target {
         storage::put(
             w.conn,
             self.core.id,
-            &self.path,
+            self.path(),
             version,
             expires,
             value,
@@ -334,13 +348,13 @@ impl Target {
             if let Some(cell) = self.read(w.conn, w.now)? {
                 return Ok(Created::Found(self.entry(cell)));
             }
-            let any = storage::meta(w.conn, self.core.id, &self.path, w.now)?;
+            let any = storage::meta(w.conn, self.core.id, self.path(), w.now)?;
             let expires = self.core.expiry(w.now, expiry, None);
             let version = w.next_version();
             storage::put(
                 w.conn,
                 self.core.id,
-                &self.path,
+                self.path(),
                 version,
                 expires,
                 value,
@@ -371,9 +385,9 @@ impl Target {
             {
                 return Err(self.conflict(&format!("the key is at version {}, not {v}", cell.version)));
             }
-            let spill = storage::meta(w.conn, self.core.id, &self.path, w.now)?.and_then(|m| m.spill);
+            let spill = storage::meta(w.conn, self.core.id, self.path(), w.now)?.and_then(|m| m.spill);
             let value = decode(self.entry(cell))?;
-            storage::delete(w.conn, self.core.id, &self.path, spill)?;
+            storage::delete(w.conn, self.core.id, self.path(), spill)?;
             Ok(Some(value))
         };
         run().map_err(|e| self.name(e))
@@ -384,7 +398,7 @@ impl Target {
             let (any, live) = self.live_meta(w)?;
             self.check_version(live.as_ref(), if_version)?;
             let Some(m) = any else { return Ok(false) };
-            storage::delete(w.conn, self.core.id, &self.path, m.spill)?;
+            storage::delete(w.conn, self.core.id, self.path(), m.spill)?;
             Ok(live.is_some())
         };
         run().map_err(|e| self.name(e))
@@ -397,7 +411,7 @@ impl Target {
             if live.is_none() {
                 return Ok(false);
             }
-            storage::set_expiry(w.conn, self.core.id, &self.path, Some(expiry.at(w.now)))?;
+            storage::set_expiry(w.conn, self.core.id, self.path(), Some(expiry.at(w.now)))?;
             Ok(true)
         };
         run().map_err(|e| self.name(e))
@@ -527,7 +541,7 @@ impl RawBucket {
         let now = inner.clock.now_millis();
         let found = inner
             .readers
-            .with(|c| storage::has(c, self.core.id, &t.path, now))
+            .with(|c| storage::has(c, self.core.id, t.path(), now))
             .map_err(|e| t.name(e))?;
         let Some((version, expires)) = found else {
             return Ok(false);
@@ -551,10 +565,10 @@ impl RawBucket {
         if left >= LAST_MINUTE {
             inner
                 .renewals
-                .ask(self.core.id, t.path.clone(), version, expires, until);
+                .ask(self.core.id, t.path().to_vec(), version, expires, until);
             return Ok(None);
         }
-        let (id, path) = (self.core.id, t.path.clone());
+        let (id, path) = (self.core.id, t.path().to_vec());
         let done = inner
             .writer
             .call(0, move |w: &mut WriteCtx<'_>| {
@@ -606,15 +620,15 @@ impl RawBucket {
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let _held = held;
-        let inner = &self.core.store.inner;
         // The writer's own errors (closed, cancelled, outcome unknown) name
         // the key too; an op's errors already do.
-        let t = Arc::new(t);
-        let named = t.clone();
-        inner
-            .writer
-            .call_as(weight, isolation, move |w: &mut WriteCtx<'_>| op(&t, w))
-            .map_err(|e| named.name(e))
+        self.core.store.inner.writer.call_with(
+            weight,
+            isolation,
+            t,
+            move |t: &Target, w: &mut WriteCtx<'_>| op(t, w),
+            |t, e| t.name(e),
+        )
     }
 
     fn write_then<T: Send + 'static>(
@@ -625,22 +639,15 @@ impl RawBucket {
         op: impl FnOnce(&Target, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<Ticket> {
-        let inner = &self.core.store.inner;
-        let t = Arc::new(t);
-        let named = t.clone();
-        let named_too = t.clone();
-        inner
+        self.core
+            .store
+            .inner
             .writer
-            .submit_as(
-                weight,
-                isolation,
-                move |w: &mut WriteCtx<'_>| op(&t, w),
-                move |r| {
-                    drop(held);
-                    done(r.map_err(|e| named.name(e)))
-                },
-            )
-            .map_err(|e| named_too.name(e))
+            .submit_with(weight, isolation, t, op, move |t, r| {
+                drop(held);
+                done(r.map_err(|e| t.name(e)))
+            })
+            .map_err(|(e, t)| t.name(e))
     }
 
     /// Writes `value`, durably, and returns its version.

@@ -66,7 +66,7 @@ pub(crate) fn count_on(conn: &rusqlite::Connection, count: &Target, now: i64) ->
 /// Counts the entry rows exactly (every row of the name but the count's).
 fn rows(sh: &Shared, w: &WriteCtx<'_>) -> Result<usize> {
     let all = storage::bucket_rows(w.conn, sh.core.id)?;
-    let has_count = storage::meta(w.conn, sh.core.id, &sh.count.path, w.now)?.is_some();
+    let has_count = storage::meta(w.conn, sh.core.id, sh.count.path(), w.now)?.is_some();
     Ok(all - usize::from(has_count))
 }
 
@@ -168,7 +168,7 @@ pub(crate) fn commit(
     let metas = |w: &WriteCtx<'_>| -> Result<Vec<Option<storage::CellMeta>>> {
         targets
             .iter()
-            .map(|t| storage::meta(w.conn, id, &t.path, w.now))
+            .map(|t| storage::meta(w.conn, id, t.path(), w.now))
             .collect()
     };
     let tally = |metas: &[Option<storage::CellMeta>]| {

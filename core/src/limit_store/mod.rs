@@ -304,7 +304,7 @@ impl Shared {
         }
         let targets = keys.iter().map(|k| self.target_of(k)).collect::<Result<Vec<_>>>()?;
         for (i, t) in targets.iter().enumerate() {
-            if targets[..i].iter().any(|o| o.path == t.path) {
+            if targets[..i].iter().any(|o| o.path() == t.path()) {
                 return Err(Error::invalid("a key appears twice in one call").at(&self.core.name, show(&keys[i])));
             }
         }

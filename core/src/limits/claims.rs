@@ -168,13 +168,13 @@ pub(crate) fn op_claim(t: &Target, w: &mut WriteCtx<'_>, holder: &str) -> Result
             return Ok(FileClaim::Kept(cell.value));
         }
         let now = real_millis();
-        if let Some((h, until)) = storage::run_holder(w.conn, t.core.id, &t.path)?
+        if let Some((h, until)) = storage::run_holder(w.conn, t.core.id, t.path())?
             && h != holder
             && until > now
         {
             return Ok(FileClaim::Busy);
         }
-        storage::run_claim(w.conn, t.core.id, &t.path, holder, now + duration_millis(ONCE_LEASE))?;
+        storage::run_claim(w.conn, t.core.id, t.path(), holder, now + duration_millis(ONCE_LEASE))?;
         Ok(FileClaim::Claimed)
     };
     run().map_err(|e| t.name(e))
@@ -186,7 +186,7 @@ pub(crate) fn peek_claim(t: &Target, conn: &rusqlite::Connection, now: i64, hold
     if let Some(cell) = t.read(conn, now)? {
         return Ok(Some(FileClaim::Kept(cell.value)));
     }
-    match storage::run_holder(conn, t.core.id, &t.path).map_err(|e| t.name(e))? {
+    match storage::run_holder(conn, t.core.id, t.path()).map_err(|e| t.name(e))? {
         Some((h, until)) if h != holder && until > real_millis() => Ok(Some(FileClaim::Busy)),
         _ => Ok(None),
     }
@@ -196,19 +196,19 @@ pub(crate) fn peek_claim(t: &Target, conn: &rusqlite::Connection, now: i64, hold
 /// go of its claim, in one write.
 pub(crate) fn op_keep(t: &Target, w: &mut WriteCtx<'_>, value: &Raw, keep_ms: i64, holder: &str) -> Result<()> {
     let mut run = || {
-        let old = storage::meta(w.conn, t.core.id, &t.path, w.now)?;
+        let old = storage::meta(w.conn, t.core.id, t.path(), w.now)?;
         let version = w.next_version();
         let expires = w.now.saturating_add(keep_ms);
         storage::put(
             w.conn,
             t.core.id,
-            &t.path,
+            t.path(),
             version,
             Some(expires),
             value,
             old.and_then(|m| m.spill),
         )?;
-        storage::run_release(w.conn, t.core.id, &t.path, holder)
+        storage::run_release(w.conn, t.core.id, t.path(), holder)
     };
     run().map_err(|e| t.name(e))
 }

@@ -180,7 +180,7 @@ fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> 
         storage::put(
             w.conn,
             t.core.id,
-            &t.path,
+            t.path(),
             version,
             expires,
             &crate::Raw::Int(new),
@@ -238,7 +238,7 @@ impl Counters {
         memory
             .change(
                 inner,
-                &t.path,
+                t.path(),
                 now,
                 || self.load(t, now),
                 |c| {
@@ -324,7 +324,7 @@ impl Counters {
     pub fn get(&self, key: impl AsKey) -> Result<i64> {
         let t = self.target(&key.key_bytes())?;
         let now = self.core.store.inner.clock.now_millis();
-        if let Some(c) = self.memory.as_ref().and_then(|m| m.get(&t.path)) {
+        if let Some(c) = self.memory.as_ref().and_then(|m| m.get(t.path())) {
             return Ok(c.value(now));
         }
         Ok(self.load(&t, now)?.value(now))
@@ -350,7 +350,7 @@ impl Counters {
         memory
             .change(
                 inner,
-                &t.path,
+                t.path(),
                 now,
                 || self.load(t, now),
                 |c| {

@@ -123,7 +123,7 @@ impl fmt::Debug for Claim {
                 f,
                 "Claim({:?}, {:?})",
                 once.core.bucket.name,
-                t.branch.show_with(Some(&t.key))
+                t.branch.show_with(Some(t.key()))
             ),
             None => f.write_str("Claim(let go)"),
         }
@@ -131,7 +131,7 @@ impl fmt::Debug for Claim {
 }
 
 fn run_key(t: &Target) -> RunKey {
-    (t.core.id, t.path.clone())
+    (t.core.id, t.path().to_vec())
 }
 
 impl RawOnce {
@@ -345,7 +345,7 @@ fn poll(job: Arc<Begin>) {
 fn let_go(once: &RawOnce, t: &Target) {
     let runs = &once.core.runs;
     runs.released_in_file();
-    let (id, path, holder) = (t.core.id, t.path.clone(), runs.holder.clone());
+    let (id, path, holder) = (t.core.id, t.path().to_vec(), runs.holder.clone());
     let _ = once.core.bucket.store.inner.writer.submit(
         0,
         move |w: &mut WriteCtx<'_>| storage::run_release(w.conn, id, &path, &holder),

@@ -262,13 +262,13 @@ impl QuotaCore {
 /// Writes a quota row, or deletes it when no window has started.
 fn write_row(t: &Target, w: &mut WriteCtx<'_>, row: &Row) -> Result<()> {
     if row.is_empty() {
-        storage::delete(w.conn, t.core.id, &t.path, None)?;
+        storage::delete(w.conn, t.core.id, t.path(), None)?;
         return Ok(());
     }
     let expires = row.values().map(|&(_, reset)| reset).max();
     let json = serde_json::to_vec(row).map_err(|e| Error::corrupt(format!("a quota row did not encode: {e}")))?;
     let version = w.next_version();
-    storage::put(w.conn, t.core.id, &t.path, version, expires, &Raw::Bytes(json), None)
+    storage::put(w.conn, t.core.id, t.path(), version, expires, &Raw::Bytes(json), None)
 }
 
 impl Quota {

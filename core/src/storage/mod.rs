@@ -139,10 +139,19 @@ pub fn revision(conn: &Connection) -> Result<i64> {
 }
 
 /// Records the file's last revision, and raises the clock's high-water
-/// mark to `mark` (ms; 0 raises nothing) in the same statement.
+/// mark to `mark` (ms; 0 raises nothing).
 pub fn set_revision(conn: &Connection, rev: i64, mark: i64) -> Result<()> {
-    conn.prepare_cached(sql::REVISION_SET)?.execute([rev, mark])?;
+    conn.prepare_cached(sql::REVISION_SET)?.execute([rev])?;
+    if mark > 0 {
+        raise_clock_mark(conn, mark)?;
+    }
     Ok(())
+}
+
+/// Runs one of the writer's transaction statements ([`sql::BEGIN_WRITE`],
+/// [`sql::COMMIT`], [`sql::ROLLBACK`]) through the statement cache.
+pub fn run_tx_statement(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(statement)?.execute([]).map(|_| ())
 }
 
 /// Raises the clock's high-water mark to `now` (ms); never lowers it.

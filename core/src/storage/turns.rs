@@ -74,7 +74,7 @@ impl Turns {
     fn poll_begin(&mut self, conn: &Connection, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
-            match conn.execute_batch("BEGIN IMMEDIATE") {
+            match super::run_tx_statement(conn, super::sql::BEGIN_WRITE) {
                 Ok(()) => {
                     self.set_waiting(false);
                     return Ok(());
