@@ -46,7 +46,13 @@ def _mark_coroutine_function(f: Callable[..., Any]) -> None:
         f._is_coroutine = marker  # type: ignore[attr-defined]
 
 
-def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memory: int | None = None) -> Opening:
+def open(
+    dir: str | os.PathLike[str],
+    *,
+    clock: dt.datetime | None = None,
+    memory: int | None = None,
+    mmap_size: int | None = None,
+) -> Opening:
     """Opens the store in ``dir`` (created if needed; the file is ``dir/kv.db``).
 
     Use it either way::
@@ -63,23 +69,39 @@ def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memor
     the memory its value may need (a read the largest value, 1 MiB) and
     waits its turn while the budget is spent; inside ``store.tx()`` it is
     ``LimitError`` at once instead. At least 1 MiB.
+
+    ``mmap_size`` is how many bytes of kv.db each reader maps into memory
+    (1 GiB unless set; none with a memory budget). A mapped read costs no
+    system call, so reads stay fast as the file grows past the page cache;
+    the price is that a mapped page that cannot be read (a failing disk, or
+    another process cutting kv.db short during a read) stops the process
+    with SIGBUS instead of raising. ``mmap_size=0`` turns mapped reads off:
+    for a store on a network filesystem, or where such a truncating process
+    may exist. A non-negative int.
     """
-    return Opening(dir, clock, memory)
+    return Opening(dir, clock, memory, mmap_size)
 
 
 class Opening:
     """An opening store: await it, or use it as ``async with``."""
 
-    __slots__ = ("_dir", "_clock", "_memory", "_store")
+    __slots__ = ("_dir", "_clock", "_memory", "_mmap_size", "_store")
 
-    def __init__(self, dir: str | os.PathLike[str], clock: dt.datetime | None, memory: int | None = None) -> None:
+    def __init__(
+        self,
+        dir: str | os.PathLike[str],
+        clock: dt.datetime | None,
+        memory: int | None = None,
+        mmap_size: int | None = None,
+    ) -> None:
         self._dir = dir
         self._clock = clock
         self._memory = memory
+        self._mmap_size = mmap_size
         self._store: Store | None = None
 
     async def _open(self) -> Store:
-        return Store(open_native(self._dir, self._clock, self._memory))
+        return Store(open_native(self._dir, self._clock, self._memory, self._mmap_size))
 
     def __await__(self) -> Generator[Any, None, Store]:
         return self._open().__await__()

@@ -50,13 +50,20 @@ __all__ = [
 T = TypeVar("T")
 
 
-def open(dir: str | os.PathLike[str], *, clock: dt.datetime | None = None, memory: int | None = None) -> Store:
+def open(
+    dir: str | os.PathLike[str],
+    *,
+    clock: dt.datetime | None = None,
+    memory: int | None = None,
+    mmap_size: int | None = None,
+) -> Store:
     """Opens the store in ``dir`` (created if needed); use it as ``with`` to close it.
 
     ``clock=datetime(...)`` gives the store a test clock (naive is UTC);
-    ``memory=32 << 20`` a memory budget in bytes (see ``tinystore.open``).
+    ``memory=32 << 20`` a memory budget in bytes; ``mmap_size=0`` reads
+    kv.db without mapping it (see ``tinystore.open`` for both).
     """
-    return Store(open_native(dir, clock, memory))
+    return Store(open_native(dir, clock, memory, mmap_size))
 
 
 class Store(StoreBase):

@@ -20,16 +20,26 @@ pub struct Store {
 #[pymethods]
 impl Store {
     /// Opens the store in `dir`; `clock_ms` gives it a manual test clock,
-    /// `memory` a memory budget in bytes (`Options::memory`).
+    /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
+    /// the bytes of kv.db each reader maps (`Options::mmap_size`).
     #[new]
-    #[pyo3(signature = (dir, clock_ms=None, memory=None))]
-    fn new(py: Python<'_>, dir: PathBuf, clock_ms: Option<i64>, memory: Option<usize>) -> PyResult<Store> {
+    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None))]
+    fn new(
+        py: Python<'_>,
+        dir: PathBuf,
+        clock_ms: Option<i64>,
+        memory: Option<usize>,
+        mmap_size: Option<u64>,
+    ) -> PyResult<Store> {
         let mut opts = Options::new();
         if let Some(ms) = clock_ms {
             opts = opts.test_clock(from_millis(ms));
         }
         if let Some(bytes) = memory {
             opts = opts.memory(bytes);
+        }
+        if let Some(bytes) = mmap_size {
+            opts = opts.mmap_size(bytes);
         }
         let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
         Ok(Store {

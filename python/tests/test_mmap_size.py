@@ -1,0 +1,68 @@
+"""How much of kv.db the readers map: ``open(dir, mmap_size=...)`` (issue #9)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tinystore
+from tinystore import sync
+
+
+def mapped(db: Path) -> bool:
+    """Whether this process maps ``db`` itself (Linux: /proc/self/maps; its
+    ``-shm`` file is mapped either way)."""
+    path = str(db.resolve())
+    return any(line.split(maxsplit=5)[5:] == [path] for line in Path("/proc/self/maps").read_text().splitlines())
+
+
+def write_and_read_all(at: Path, **options: Any) -> bool:
+    """Writes 3000 values of 2 kB (the file outgrows its WAL and is
+    checkpointed), reads every one twice, and says whether kv.db is mapped."""
+    with sync.open(at, **options) as store:
+        b = store.bucket("b", str)
+        with store.tx() as tx:
+            for i in range(3000):
+                tx.bucket(b).set(f"k{i}", f"{i}:" + "v" * 2000)
+        for _ in range(2):
+            assert all(b.get(f"k{i}") == f"{i}:" + "v" * 2000 for i in range(3000))
+        return mapped(at / "kv.db")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_a_store_opened_with_mmap_size_0_reads_without_mapping_the_file(tmp_path: Path) -> None:
+    assert not write_and_read_all(tmp_path / "plain", mmap_size=0)
+    # The default maps: the check above can tell the two apart.
+    assert write_and_read_all(tmp_path / "mapped")
+
+
+async def test_the_async_open_takes_mmap_size(tmp_path: Path) -> None:
+    async with tinystore.open(tmp_path, mmap_size=0) as store:
+        b = store.bucket("b", int)
+        await b.set("k", 1)
+        assert await b.get("k") == 1
+
+
+@pytest.mark.parametrize("bad", [-1, 1 << 64, 1.5, "1GiB", "0", True])
+def test_a_bad_mmap_size_is_invalid_names_the_option_and_writes_nothing(tmp_path: Path, bad: Any) -> None:
+    fresh = tmp_path / "fresh"
+    with pytest.raises(tinystore.InvalidError, match="mmap_size"):
+        sync.open(fresh, mmap_size=bad)
+    assert not fresh.exists()
+
+    existing = tmp_path / "existing"
+    with sync.open(existing) as store:
+        store.bucket("b", str).set("k", "v")
+    before = {p.name: p.read_bytes() for p in existing.iterdir()}
+    with pytest.raises(tinystore.InvalidError, match="mmap_size"):
+        sync.open(existing, mmap_size=bad)
+    assert {p.name: p.read_bytes() for p in existing.iterdir()} == before
+
+
+async def test_the_async_open_refuses_a_bad_mmap_size(tmp_path: Path) -> None:
+    with pytest.raises(tinystore.InvalidError, match="mmap_size"):
+        await tinystore.open(tmp_path / "s", mmap_size=-1)
+    assert not (tmp_path / "s").exists()
