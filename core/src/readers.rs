@@ -1,7 +1,16 @@
 //! Reader connections: one per core, `query_only`, no transaction of their
 //! own. A read is one prepared statement and sees the last commit before it.
+//!
+//! A point read skips the clear-mark check when the reader knows that the
+//! snapshot it read holds no mark. SQLite counts, per connection, the
+//! snapshots it found changed since its last read (`SQLITE_FCNTL_DATA_VERSION`,
+//! moved by a commit of any connection of any process). A reader asks
+//! whether any mark exists and notes that count; a read without the check
+//! is kept only when the count after it is the noted one, so it read the
+//! very snapshot that had no mark. Otherwise the read runs again with the
+//! check, and the reader asks again.
 
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell as StdCell, RefCell, RefMut};
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +19,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use rusqlite::{CachedStatement, Connection, Statement};
 
 use crate::error::{Error, Result};
-use crate::storage::{file, sql};
+use crate::storage::{self, Cell, file, sql};
 
 /// The store's readers: a call takes a free one, or waits for its turn.
 pub(crate) struct Readers {
@@ -22,9 +31,20 @@ pub(crate) struct Readers {
 /// taking it from the connection's cache and giving it back hashed its SQL
 /// twice a get, a sixth of a get's cost.
 pub(crate) struct ReaderConn {
-    // Declared before `conn`, so dropped first: the statement borrows it.
+    // Declared before `conn`, so dropped first: the statements borrow it.
     cell_get: RefCell<Option<CachedStatement<'static>>>,
+    cell_get_unmarked: RefCell<Option<CachedStatement<'static>>>,
+    /// What this reader last learned of clear marks, if anything.
+    marks: StdCell<Option<MarksSeen>>,
     conn: Box<Connection>,
+}
+
+/// Whether any clear mark existed in the snapshot this reader saw at
+/// `version` (its count of changed snapshots).
+#[derive(Clone, Copy)]
+struct MarksSeen {
+    version: u32,
+    any: bool,
 }
 
 // SAFETY: the connection is `Send`, and its statement goes with it: both are
@@ -35,20 +55,82 @@ impl ReaderConn {
     fn new(conn: Connection) -> ReaderConn {
         ReaderConn {
             cell_get: RefCell::new(None),
+            cell_get_unmarked: RefCell::new(None),
+            marks: StdCell::new(None),
             conn: Box::new(conn),
         }
     }
 
-    /// The point read's statement ([`sql::CELL_GET_INLINE`]), prepared once.
-    pub(crate) fn cell_get(&self) -> Result<RefMut<'_, Statement<'static>>> {
-        let mut slot = self.cell_get.borrow_mut();
+    /// A point read of a live row, by the rule of the module's docs.
+    pub(crate) fn get(&self, bucket: i64, path: &[u8], now: i64) -> Result<Option<Cell>> {
+        if let Some(seen) = self.marks.get()
+            && !seen.any
+        {
+            let out = storage::get_with(
+                &mut *self.statement(&self.cell_get_unmarked, sql::CELL_GET_UNMARKED)?,
+                self,
+                bucket,
+                path,
+                now,
+            )?;
+            if self.data_version()? == seen.version {
+                return Ok(out);
+            }
+        }
+        let out = storage::get_with(
+            &mut *self.statement(&self.cell_get, sql::CELL_GET_INLINE)?,
+            self,
+            bucket,
+            path,
+            now,
+        )?;
+        let version = self.data_version()?;
+        if self.marks.get().map(|m| m.version) != Some(version) {
+            let any = storage::any_marks(self)?;
+            // The count after the question, which is the count of the
+            // snapshot it saw.
+            let version = self.data_version()?;
+            self.marks.set(Some(MarksSeen { version, any }));
+        }
+        Ok(out)
+    }
+
+    /// One of the point read's statements, prepared once into `slot`.
+    fn statement<'s>(
+        &'s self,
+        slot: &'s RefCell<Option<CachedStatement<'static>>>,
+        sql: &str,
+    ) -> Result<RefMut<'s, Statement<'static>>> {
+        let mut slot = slot.borrow_mut();
         if slot.is_none() {
             // SAFETY: the connection is boxed, so it does not move, and it
             // outlives the statement, which is dropped first (field order).
             let conn: &'static Connection = unsafe { &*(self.conn.as_ref() as *const Connection) };
-            *slot = Some(conn.prepare_cached(sql::CELL_GET_INLINE)?);
+            *slot = Some(conn.prepare_cached(sql)?);
         }
         Ok(RefMut::map(slot, |s| &mut **s.as_mut().expect("prepared above")))
+    }
+
+    /// SQLite's count of the changed snapshots this connection has seen.
+    fn data_version(&self) -> Result<u32> {
+        let mut version: u32 = 0;
+        // SAFETY: the handle is this open connection's, used by this thread
+        // alone (the reader's mutex); the file control writes one u32.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                self.conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_DATA_VERSION,
+                (&mut version as *mut u32).cast(),
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            return Err(Error::from(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rc),
+                None,
+            )));
+        }
+        Ok(version)
     }
 }
 

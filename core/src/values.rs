@@ -282,8 +282,7 @@ impl Target {
 
     /// [`Target::read`] on a reader, through the statement it holds.
     pub(crate) fn read_on(&self, reader: &ReaderConn, now: i64) -> Result<Option<Cell>> {
-        let get = || storage::get_with(&mut *reader.cell_get()?, reader, self.core.id, self.path(), now);
-        get().map_err(|e| self.name(e))
+        reader.get(self.core.id, self.path(), now).map_err(|e| self.name(e))
     }
 
     fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {

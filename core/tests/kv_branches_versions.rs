@@ -75,6 +75,48 @@ fn kv08_clear_of_25000_keys_hides_them_at_once_and_maintenance_deletes_them() {
 }
 
 #[test]
+fn kv08_a_clear_by_another_store_hides_keys_from_readers_that_saw_no_mark() {
+    // A point read skips the clear-mark check while its reader knows the
+    // file holds no mark; a mark made by another store must end that.
+    let (dir, store) = common::manual();
+    let n = tinystore::CLEAR_BOUND as i64 + 1; // over the bound: a clear marks
+    let s = store.bucket::<i64>("seen").open().unwrap().under("big");
+    store
+        .tx(|tx| {
+            let t = tx.with(&s);
+            for i in 0..n {
+                t.set(i, &i)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Enough gets that every reader (one per core) has read, twice.
+    for i in 0..64 {
+        assert_eq!(s.get(i).unwrap(), Some(i));
+    }
+    let second = common::reopen(dir.path());
+    second.bucket::<i64>("seen").open().unwrap().under("big").clear().unwrap();
+    let marks: i64 = rusqlite::Connection::open(store.file())
+        .unwrap()
+        .query_row("SELECT count(*) FROM branches", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(marks, 1, "the clear hid the keys with a mark, not by deleting them");
+    for i in 0..64 {
+        assert_eq!(s.get(i).unwrap(), None, "key {i} after the other store's clear");
+    }
+    // A key written after the clear is there, on every reader.
+    second.bucket::<i64>("seen").open().unwrap().under("big").set(7, &70).unwrap();
+    for _ in 0..64 {
+        assert_eq!(s.get(7).unwrap(), Some(70));
+    }
+    // Once maintenance has deleted the rows and the mark, reads go on right.
+    second.maintain().unwrap();
+    for i in 0..64 {
+        assert_eq!(s.get(i).unwrap(), (i == 7).then_some(70), "key {i} after maintenance");
+    }
+}
+
+#[test]
 fn kv09_list_pages_in_byte_order_without_loss_or_doubling() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("n").open().unwrap();

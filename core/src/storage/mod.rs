@@ -175,7 +175,7 @@ pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Opti
 }
 
 /// [`get`] on a reader, through the statement of [`sql::CELL_GET_INLINE`]
-/// it holds (`st`, prepared on `conn`). A value that spilled is read again
+/// (or [`sql::CELL_GET_UNMARKED`]) it holds (`st`, prepared on `conn`). A value that spilled is read again
 /// with [`sql::CELL_GET`], whose one statement sees the row and its spill
 /// in one snapshot.
 pub fn get_with(
@@ -200,6 +200,11 @@ pub fn get_with(
         }
     }
     get(conn, bucket, path, now)
+}
+
+/// Whether any clear mark exists in the file.
+pub fn any_marks(conn: &Connection) -> Result<bool> {
+    Ok(conn.prepare_cached(sql::MARKS_ANY)?.query_row([], |r| r.get(0))?)
 }
 
 /// Whether a live row is there: its version and expiry.
