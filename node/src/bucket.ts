@@ -6,7 +6,7 @@
 
 import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
-import { bareSet, type NativeBucket, type NativeEntry } from './native'
+import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
 import { waitsForOwnTx } from './scope'
 import { dateArg, fromJson, invalidArg, type Key, showKey, toJson, type ValueType } from './values'
 
@@ -102,7 +102,7 @@ export class Bucket<T> {
 	readonly #name: string
 	readonly #json: boolean
 	/** The addon's handle of this bucket for `bareSet`, made at the first set without options. */
-	#handle: unknown
+	#handle: SetHandle | undefined
 	readonly #owners: readonly Key[]
 	readonly #store: object | undefined
 	readonly #codec: Codec<T> | undefined
@@ -185,7 +185,7 @@ export class Bucket<T> {
 		if (refused) return Promise.reject(refused)
 		try {
 			const encoded = this.#codec !== undefined || this.#json ? this.#encode(value, key) : value
-			if (options == null) return bareSet((this.#handle ??= this.#native.readHandle()), key, encoded)
+			if (options == null) return bareSet((this.#handle ??= setHandle(this.#native)), key, encoded)
 			return this.#native.set(
 				key,
 				encoded,

@@ -151,7 +151,7 @@ export interface NativeModule {
 	fastWrites(
 		settled: (n: number) => void,
 		failed: (id: number, error: unknown) => void,
-	): { set(handle: unknown, key: unknown, value: unknown, id: number): void; ids: Uint32Array }
+	): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }
 	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
 	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number): NativeStore }
@@ -231,24 +231,76 @@ function failed(id: number, error: unknown): void {
 
 const fast = native.fastWrites(settled, failed)
 
+/** The addon's C `set`, as `tinystore_bucket_set` in bindings/node/src/fast_set.rs says: 1 when it did the set. */
+type CSet = (handle: number, key: Uint8Array, keyLen: number, value: Uint8Array, valueLen: number, id: number) => number
+
+/**
+ * Under Bun, the addon's C `set` through Bun's FFI: a napi call there costs
+ * more than the rest of a set's work on the JS thread. Undefined under Node
+ * (whose napi calls are cheap) or when the FFI cannot open the addon.
+ */
+const cSet: CSet | undefined = (() => {
+	if (!('Bun' in globalThis)) return undefined
+	try {
+		const { dlopen, FFIType } = require('bun:ffi')
+		const lib = dlopen(addonFile, {
+			tinystore_bucket_set: {
+				args: [FFIType.ptr, FFIType.ptr, FFIType.u32, FFIType.ptr, FFIType.u32, FFIType.u32],
+				returns: FFIType.i32,
+			},
+		})
+		return lib.symbols.tinystore_bucket_set as CSet
+	} catch {
+		return undefined
+	}
+})()
+
+/** Where a string key's and value's UTF-8 go for the C `set` (one thread runs this module). */
+const setKey = new Uint8Array(256)
+const setValue = new Uint8Array(1024)
+const utf8 = new TextEncoder()
+
+/** What `bareSet` needs of a bucket: its read handle, and under Bun where it lives. */
+export interface SetHandle {
+	readonly handle: unknown
+	readonly address: number
+}
+
+/** The `SetHandle` of a bucket, made once at its first set without options. */
+export function setHandle(bucket: NativeBucket): SetHandle {
+	const handle = bucket.readHandle()
+	return { handle, address: cSet === undefined ? 0 : fast.address(handle) }
+}
+
 /**
  * A bucket's `set` without options through the addon's bare
  * `set(handle, key, value, id)`: the same write without napi-rs' per-call
  * bookkeeping of a method, and with a Promise made here and kept by number,
  * which the addon settles a group at a time (see
- * bindings/node/src/fast_set.rs). `handle` is the bucket's `readHandle()`.
- * Bad input throws, as the method does.
+ * bindings/node/src/fast_set.rs). Under Bun a string key and value go
+ * through the C `set` first; what it declines goes through napi. Bad input
+ * throws, as the method does.
  */
-export function bareSet(handle: unknown, key: unknown, value: unknown): Promise<void> {
+export function bareSet(h: SetHandle, key: unknown, value: unknown): Promise<void> {
 	const id = freeIds.pop() ?? nextId++
-	try {
-		fast.set(handle, key, value, id)
-	} catch (e) {
-		freeIds.push(id)
-		throw e
+	if (!(cSet !== undefined && typeof key === 'string' && typeof value === 'string' && viaC(h, key, value, id))) {
+		try {
+			fast.set(h.handle, key, value, id)
+		} catch (e) {
+			freeIds.push(id)
+			throw e
+		}
 	}
 	return new Promise<void>((resolve, reject) => {
 		fulfil[id] = resolve
 		fail[id] = reject
 	})
+}
+
+/** Tries the C `set` (Bun): whether it did the set, which it cannot for a key or value its buffer does not hold. */
+function viaC(h: SetHandle, key: string, value: string, id: number): boolean {
+	const k = utf8.encodeInto(key, setKey)
+	if (k.read !== key.length || k.written === 0) return false
+	const v = utf8.encodeInto(value, setValue)
+	return v.read === value.length && (cSet as CSet)(h.address, setKey, k.written, setValue, v.written, id) === 1
 }

@@ -15,6 +15,9 @@ use crate::settle::{self, sync};
 pub struct NativeBucket {
     pub(crate) raw: RawBucket,
     pub(crate) kind: ValueKind,
+    /// Whether its sets without options may go to the writer as they are
+    /// made, in a burst (the store has no memory budget: see `cork::set`).
+    pub(crate) streams: bool,
 }
 
 /// `owner/owner/key` for a message, as the engine names a key.
@@ -248,6 +251,7 @@ impl NativeBucket {
         Ok(NativeBucket {
             raw: self.raw.under(owner),
             kind: self.kind,
+            streams: self.streams,
         })
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct Handle {
     /// Shared with the sets in flight, which may outlive the handle.
     pub(crate) raw: Arc<RawBucket>,
     pub(crate) kind: ValueKind,
+    /// The bucket's `streams`: its bare sets may stream into a burst.
+    pub(crate) streams: bool,
 }
 
 unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -40,6 +42,7 @@ pub(crate) fn handle<'e>(env: &'e Env, bucket: &NativeBucket) -> napi::Result<Un
     let data = Box::into_raw(Box::new(Handle {
         raw: Arc::new(bucket.raw.clone()),
         kind: bucket.kind,
+        streams: bucket.streams,
     }));
     let mut out = ptr::null_mut();
     let status =

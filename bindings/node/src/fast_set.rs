@@ -17,6 +17,13 @@
 //! reject functions under a number it passes as `id`; once the group is
 //! durable the addon writes the numbers into `ids` and calls `settled(n)`
 //! once for the group, or `failed(id, error)` for a write that failed.
+//!
+//! Under Bun a napi call costs far more than under Node (see
+//! [`crate::fast_limits`]), so there the package first tries the same set
+//! as the C function [`tinystore_bucket_set`] through Bun's FFI, with the
+//! key's and the value's UTF-8 in buffers it reuses. That call does only
+//! what needs no napi call (a string or JSON bucket, while this turn's
+//! other sets are in flight); whatever it declines goes through napi.
 
 use std::ptr;
 
@@ -26,10 +33,12 @@ use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 
 use crate::bucket::show_path;
+use crate::convert::ValueKind;
 use crate::convert::{self, Ts, napi_err};
-use crate::fast_get::handle_of;
+use crate::cork::{self, SetArgs};
+use crate::fast_get::{Handle, handle_of};
 use crate::js;
-use crate::settle::{self, SetArgs};
+use crate::settle;
 
 /// `set(handle, key, value, id)`: writes the value durably, as the
 /// bucket's `set(key, value)` does, and settles the Promise the package
@@ -63,9 +72,65 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
         "reading the number of a set's Promise",
     )
     .map_err(napi_err)?;
-    settle::set(env, SetArgs::new(h.raw.clone(), key, value), id).map_err(napi_err)?;
+    cork::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)?;
     // A callback's null is `undefined` to JS, without a napi call to make one.
     Ok(ptr::null_mut())
+}
+
+/// `set(handle, key, value, id)` for a runtime that calls C faster than
+/// napi (Bun's FFI): `key[..key_len]` is a string key's UTF-8 (not empty)
+/// and `value[..value_len]` a string value's. Answers 1 when the set was
+/// handed over as the napi `set` would hand it (its Promise, kept as `id`,
+/// settles the same way), or 0 when only the napi `set` can do it (a
+/// bucket of another type, the first set of a turn, an error to throw),
+/// having done nothing.
+///
+/// # Safety
+/// `handle` is the `address` of a read handle that is still alive; `key`
+/// and `value` point to `key_len` and `value_len` readable bytes; the
+/// call is made on the JS thread of the env that made the handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tinystore_bucket_set(
+    handle: *const std::ffi::c_void,
+    key: *const u8,
+    key_len: u32,
+    value: *const u8,
+    value_len: u32,
+    id: u32,
+) -> i32 {
+    if handle.is_null() || key.is_null() || key_len == 0 || value.is_null() {
+        return 0;
+    }
+    // SAFETY: as the caller promises.
+    let (h, key, value) = unsafe {
+        (
+            &*handle.cast::<Handle>(),
+            std::slice::from_raw_parts(key, key_len as usize),
+            std::slice::from_raw_parts(value, value_len as usize),
+        )
+    };
+    let value = match h.kind {
+        ValueKind::Json => tinystore::Raw::json(value.to_vec()),
+        ValueKind::String => match std::str::from_utf8(value) {
+            Ok(text) => tinystore::Raw::text(text),
+            Err(_) => return 0,
+        },
+        _ => return 0,
+    };
+    i32::from(cork::set_from_c(SetArgs::new(h.raw.clone(), key, value), id, h.streams))
+}
+
+/// `address(handle)`: where a read handle's bucket lives, for
+/// [`tinystore_bucket_set`] (a user-space pointer fits a JS number exactly).
+unsafe extern "C" fn address(env: napi_env, info: napi_callback_info) -> napi_value {
+    settle::value_or_throw(env, address_of(env, info))
+}
+
+fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
+    let argv: [napi_value; 1] = js::args(env, info, "address").map_err(napi_err)?;
+    let h =
+        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("address takes a bucket's read handle"))?;
+    js::number(env, h as *const Handle as usize as f64).map_err(napi_err)
 }
 
 /// The bare write functions, made once per JS environment: `{ set, ids }`.
@@ -75,7 +140,7 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
 /// rejected one: no napi Promise and no napi call a set.
 #[napi(
     ts_args_type = "settled: (n: number) => void, failed: (id: number, error: unknown) => void",
-    ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; ids: Uint32Array }"
+    ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }"
 )]
 pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) -> napi::Result<Unknown<'e>> {
     let ids = settle::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
@@ -83,5 +148,7 @@ pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) 
     js::set(env.raw(), obj, "ids\0", ids)?;
     let f = js::function(env.raw(), "set", set, ptr::null_mut())?;
     js::set(env.raw(), obj, "set\0", f)?;
+    let f = js::function(env.raw(), "address", address, ptr::null_mut())?;
+    js::set(env.raw(), obj, "address\0", f)?;
     Ok(js::unknown(env.raw(), obj))
 }

@@ -10,6 +10,7 @@
 mod bucket;
 mod config;
 mod convert;
+mod cork;
 mod fast_get;
 mod fast_limits;
 mod fast_set;

@@ -11,10 +11,8 @@
 //! go, so a group of 64 writes costs one cross-thread wake-up, not 64.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
-//! `Promise.all`) are corked: each is checked and converted at once, but
-//! handed to the writer together in a microtask at the end of the turn, so
-//! the writer finds them all queued and commits them as one group instead
-//! of starting a group with the first while JS is still issuing the rest.
+//! `Promise.all`) reach the writer as one group: [`crate::cork`] hands
+//! them over (corked until the turn's microtask, or streamed into a burst).
 //!
 //! A bucket's set without options, the hot write, settles no napi Promise:
 //! the package makes its Promise and keeps it under a number, and the
@@ -47,6 +45,7 @@ use napi::sys::{self, napi_env, napi_value};
 use napi::{Error, Result, Status};
 use tinystore::ErrorKind;
 
+use crate::cork::Work;
 use crate::js;
 
 /// Builds the settled value on the JS thread; an error rejects instead.
@@ -91,6 +90,9 @@ pub(crate) struct Shared {
     tsfn: sys::napi_threadsafe_function,
     inflight: AtomicUsize,
     make_error: AtomicPtr<sys::napi_ref__>,
+    /// The env itself, for a set made through the C call ([`crate::cork::set_from_c`]),
+    /// which gets none.
+    env: napi_env,
 }
 
 // SAFETY: `tsfn` is made for calls from any thread; `make_error` and the
@@ -100,74 +102,10 @@ unsafe impl Sync for Shared {}
 
 thread_local! {
     static SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
-    /// Writes of this turn, waiting for the microtask that hands them over.
-    static CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
-    /// The other vector of this turn's writes, kept for its room.
-    static SPARE_CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
     /// The other vector of the completion queue, kept for its room.
     static SPARE_DONE: RefCell<Vec<Done>> = const { RefCell::new(Vec::new()) };
     /// The package's Promises kept by number, for this env.
     static JS_PROMISES: RefCell<Option<JsPromises>> = const { RefCell::new(None) };
-    /// `queueMicrotask` and the native function that uncorks, for this env.
-    static UNCORK: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
-}
-
-/// A write checked and converted, waiting to be handed to the engine.
-struct Corked {
-    pending: Pending,
-    work: Work,
-}
-
-/// What a corked write does when handed over.
-enum Work {
-    /// Any write: gives its completion to one of the core's `*_then` calls.
-    Call(Box<dyn FnOnce() -> tinystore::Result<()>>),
-    /// A set without options, the hot write, kept as it is rather than in
-    /// a boxed closure: no allocation for the call, its key inline.
-    Set(SetArgs),
-}
-
-/// The parts of a set without options ([`set`]).
-pub(crate) struct SetArgs {
-    /// The bucket, shared with its handle.
-    pub(crate) raw: Arc<tinystore::RawBucket>,
-    /// The key.
-    pub(crate) key: KeyBytes,
-    /// The value, converted.
-    pub(crate) value: tinystore::Raw,
-    completion: Option<Completion>,
-}
-
-/// A key's bytes: inline when short (most keys), else on the heap.
-pub(crate) enum KeyBytes {
-    /// Up to [`KeyBytes::INLINE`] bytes.
-    Inline(u8, [u8; KeyBytes::INLINE]),
-    /// A longer key.
-    Heap(Vec<u8>),
-}
-
-impl KeyBytes {
-    /// The longest key kept inline.
-    pub(crate) const INLINE: usize = 46;
-
-    /// The key `k`, copied.
-    pub(crate) fn new(k: &[u8]) -> KeyBytes {
-        if k.len() <= Self::INLINE {
-            let mut b = [0u8; Self::INLINE];
-            b[..k.len()].copy_from_slice(k);
-            KeyBytes::Inline(k.len() as u8, b)
-        } else {
-            KeyBytes::Heap(k.to_vec())
-        }
-    }
-
-    /// The bytes.
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        match self {
-            KeyBytes::Inline(n, b) => &b[..usize::from(*n)],
-            KeyBytes::Heap(v) => v,
-        }
-    }
 }
 
 /// Sets up this env: the threadsafe function and the function that makes
@@ -204,35 +142,13 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
         "creating the threadsafe function",
     )?;
     js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
-    UNCORK.with(|u| -> Result<()> {
-        let mut global = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_get_global(env, &mut global) },
-            "finding the global object",
-        )?;
-        let mut queue = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) },
-            "finding queueMicrotask",
-        )?;
-        let uncork_fn = js::function(env, "uncork", uncork, ptr::null_mut())?;
-        let (mut q, mut f) = (ptr::null_mut(), ptr::null_mut());
-        js::check(
-            unsafe { sys::napi_create_reference(env, queue, 1, &mut q) },
-            "keeping queueMicrotask",
-        )?;
-        js::check(
-            unsafe { sys::napi_create_reference(env, uncork_fn, 1, &mut f) },
-            "keeping uncork",
-        )?;
-        *u.borrow_mut() = Some((q, f));
-        Ok(())
-    })?;
+    crate::cork::init(env)?;
     let shared = Arc::new(Shared {
         queue: Mutex::new(Vec::new()),
         tsfn,
         inflight: AtomicUsize::new(0),
         make_error: AtomicPtr::new(error_ref),
+        env,
     });
     SHARED.with(|s| *s.borrow_mut() = Some(shared));
     Ok(())
@@ -576,6 +492,18 @@ impl Pending {
         Ok((pending, completion, promise))
     }
 
+    /// [`Pending::kept`] for a caller without an env (the C call of a set):
+    /// `None` unless other Promises are in flight, so that the threadsafe
+    /// function is ref'd already and no napi call is needed.
+    pub(crate) fn kept_in_flight(id: u32) -> Option<(Pending, Completion)> {
+        let shared = SHARED.with(|s| s.borrow().clone())?;
+        if shared.inflight.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let env = shared.env;
+        Some(Pending::with(env, shared, ptr::NonNull::dangling().as_ptr(), id))
+    }
+
     /// A Promise the package made and keeps as number `id`, pending until
     /// its completion is sent.
     pub(crate) fn kept(env: napi_env, id: u32) -> Result<(Pending, Completion)> {
@@ -610,6 +538,17 @@ impl Pending {
             }
             Err(e) => self.reject_now(e),
         }
+    }
+
+    /// Takes back a Promise the engine refused before queueing it, for the
+    /// caller to throw the error instead: says whether it was still
+    /// unsettled (else its completion answered it, and will settle it).
+    pub(crate) fn withdraw(self) -> bool {
+        let taken = self.slot.take().is_some();
+        if taken {
+            self.slot.shared.finish_n(self.env, 1);
+        }
+        taken
     }
 
     /// Rejects the Promise at once (on the JS thread), if not yet settled.
@@ -678,113 +617,8 @@ where
         }
     };
     let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
-    cork(env.raw(), pending, Work::Call(submit))?;
+    crate::cork::cork(env.raw(), pending, Work::Call(submit))?;
     Ok(js::unknown(env.raw(), promise))
-}
-
-/// Hands a set without options to the engine, as [`write`] with
-/// `set_then` does, corked the same way; its answer settles the Promise
-/// the package keeps as number `id`.
-pub(crate) fn set(env: napi_env, mut args: SetArgs, id: u32) -> Result<()> {
-    let (pending, completion) = Pending::kept(env, id)?;
-    args.completion = Some(completion);
-    cork(env, pending, Work::Set(args))
-}
-
-impl SetArgs {
-    /// The parts of a set, before its Promise is made.
-    pub(crate) fn new(raw: Arc<tinystore::RawBucket>, key: &[u8], value: tinystore::Raw) -> SetArgs {
-        SetArgs {
-            raw,
-            key: KeyBytes::new(key),
-            value,
-            completion: None,
-        }
-    }
-
-    /// Gives the set to the engine: what `set_then` says.
-    fn submit(self) -> tinystore::Result<()> {
-        let SetArgs {
-            raw,
-            key,
-            value,
-            completion,
-        } = self;
-        let Some(completion) = completion else {
-            return Ok(()); // never corked without one
-        };
-        // The answer captures nothing, so its box allocates nothing.
-        raw.set_then(key.as_slice(), value, tinystore::WriteOptions::default(), move |r| {
-            completion.send(r.map(|_| Box::new(|env| js::undefined(env).map_err(crate::convert::napi_err)) as Answer))
-        })
-        .map(|_| ())
-    }
-}
-
-/// Queues a checked write for the end of this turn.
-fn cork(env: napi_env, pending: Pending, work: Work) -> Result<()> {
-    let first = CORK.with(|c| {
-        let mut c = c.borrow_mut();
-        c.push(Corked { pending, work });
-        c.len() == 1
-    });
-    if first {
-        schedule_uncork(env)?;
-    }
-    Ok(())
-}
-
-/// Queues the microtask that hands this turn's writes to the engine.
-fn schedule_uncork(env: napi_env) -> Result<()> {
-    let Some((queue, uncork_ref)) = UNCORK.with(|u| *u.borrow()) else {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "tinystore: the addon was not initialised",
-        ));
-    };
-    let (mut q, mut f, mut this, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    js::check(
-        unsafe { sys::napi_get_reference_value(env, queue, &mut q) },
-        "finding queueMicrotask",
-    )?;
-    js::check(
-        unsafe { sys::napi_get_reference_value(env, uncork_ref, &mut f) },
-        "finding uncork",
-    )?;
-    js::check(unsafe { sys::napi_get_undefined(env, &mut this) }, "making undefined")?;
-    js::check(
-        unsafe { sys::napi_call_function(env, this, q, 1, &f, &mut out) },
-        "calling queueMicrotask",
-    )
-}
-
-/// The microtask: hands every corked write to the engine, in order. A
-/// write the engine refuses (the store closed meanwhile) rejects at once.
-unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> napi_value {
-    uncork_now();
-    ptr::null_mut()
-}
-
-/// Hands this turn's writes to the engine now: before a `close` or
-/// `maintain`, so that writes issued before it are queued before it.
-pub(crate) fn uncork_now() {
-    // This turn's writes and a spare trade places, keeping their room (see call_js).
-    let mut corked = SPARE_CORK.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    CORK.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut corked));
-    if corked.is_empty() {
-        SPARE_CORK.with(|s| *s.borrow_mut() = corked);
-        return;
-    }
-    tinystore::submit_together(|| {
-        for c in corked.drain(..) {
-            let queued = match c.work {
-                Work::Call(submit) => submit(),
-                Work::Set(args) => args.submit(),
-            };
-            let _ = c.pending.queued(queued);
-        }
-    });
-    SPARE_CORK.with(|s| *s.borrow_mut() = corked);
 }
 
 /// Runs blocking engine work (close, maintain) on a thread of its own and

@@ -18,6 +18,9 @@ use crate::tx;
 #[napi]
 pub struct NativeStore {
     pub(crate) store: Store,
+    /// Opened with a memory budget: a write's submit may wait for memory,
+    /// so its buckets' sets are never streamed into a burst (see `cork::set`).
+    pub(crate) budgeted: bool,
 }
 
 #[napi]
@@ -42,7 +45,10 @@ impl NativeStore {
             }
             Store::open_with(&dir, options)
         })();
-        Ok(NativeStore { store: sync(&env, r)? })
+        Ok(NativeStore {
+            store: sync(&env, r)?,
+            budgeted: memory.is_some(),
+        })
     }
 
     /// The directory of the store.
@@ -85,7 +91,7 @@ impl NativeStore {
         ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
     )]
     pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        settle::uncork_now();
+        crate::cork::uncork_now();
         let store = self.store.clone();
         settle::off_thread(
             env,
@@ -108,7 +114,7 @@ impl NativeStore {
     /// Writes what memory holds and closes the file.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        settle::uncork_now();
+        crate::cork::uncork_now();
         let store = self.store.clone();
         settle::off_thread(
             env,
@@ -174,7 +180,11 @@ impl NativeStore {
             let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
             let idle = convert::duration(env.raw(), js::raw(&idle), "idle")?;
             let raw = tinystore::RawBucket::open(&self.store, &name, ttl, idle).map_err(|e| e.in_bucket(&name))?;
-            Ok(NativeBucket { raw, kind })
+            Ok(NativeBucket {
+                raw,
+                kind,
+                streams: !self.budgeted,
+            })
         })();
         sync(env, r)
     }
