@@ -14,7 +14,6 @@ use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
-use crate::set_call::SetCall;
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -89,6 +88,27 @@ impl Bucket {
         ))
     }
 
+    /// Makes the write of `set(key, value)` without options on `running`'s
+    /// loop, answered through `pending` (the call's coroutine, at its first step).
+    pub(crate) fn set_start(
+        &self,
+        py: Python<'_>,
+        running: &Bound<'_, PyAny>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        pending: &Bound<'_, Pending>,
+    ) -> PyResult<()> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let completions = &Completions::of_loop(running)?;
+        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
+        Completions::defer_into(completions, &self.store, self.streams, pending, move |future| {
+            bucket.set_then(&k, raw, WriteOptions::default(), move |out| {
+                q.push(&store, future, resolve_with(out, py_version))
+            })
+        })
+    }
+
     fn take_check(&self) -> impl FnOnce(&Entry<Raw>) -> tinystore::Result<()> + Send + 'static {
         let codec = self.codec.clone();
         move |e: &Entry<Raw>| codec.check(&e.value)
@@ -145,8 +165,21 @@ fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
         at -= 1;
         buf[at] = b'-';
     }
-    let text = std::str::from_utf8(&buf[at..]).unwrap_or_default();
-    pyo3::types::PyString::new(py, text).into_any().unbind()
+    let digits = &buf[at..];
+    // An ASCII str filled in place: no UTF-8 check or decoding.
+    // SAFETY: with the GIL; PyUnicode_New(n, 127) makes a compact ASCII str
+    // of n one-byte characters, written here before anyone sees it.
+    unsafe {
+        let s = pyo3::ffi::PyUnicode_New(digits.len() as pyo3::ffi::Py_ssize_t, 127);
+        if s.is_null() {
+            drop(PyErr::fetch(py)); // out of memory: the slower way may yet work
+            return pyo3::types::PyString::new(py, std::str::from_utf8(digits).unwrap_or_default())
+                .into_any()
+                .unbind();
+        }
+        std::ptr::copy_nonoverlapping(digits.as_ptr(), pyo3::ffi::PyUnicode_1BYTE_DATA(s), digits.len());
+        Bound::from_owned_ptr(py, s).unbind()
+    }
 }
 
 pub(crate) fn created(c: Created<Raw>) -> bool {
@@ -295,7 +328,7 @@ impl Bucket {
     /// The completion form of `set`: answers the version through the `Pending`.
     #[pyo3(signature = (running, key, value, ttl=None, expires_at=None, if_version=None))]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn set_then<'py>(
+    fn set_then<'py>(
         &self,
         py: Python<'py>,
         running: &Bound<'py, PyAny>,
@@ -318,9 +351,9 @@ impl Bucket {
     }
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
-    /// first awaited (see [`SetCall`]).
-    fn set_call(slf: Py<Self>, key: Py<PyAny>, value: Py<PyAny>) -> SetCall {
-        SetCall::new(slf, key, value)
+    /// first awaited (see [`Pending::unstarted`]).
+    fn set_call(slf: Py<Self>, key: Py<PyAny>, value: Py<PyAny>) -> Pending {
+        Pending::unstarted(slf, key, value)
     }
 
     /// Writes a value only if the key is absent; says whether it did.

@@ -263,10 +263,24 @@ impl Completions {
     ) -> PyResult<Bound<'py, Pending>> {
         let py = slf.py();
         let pending = Bound::new(py, Pending::new(py, &slf.get().loop_ref))?;
+        Completions::defer_into(slf, store, stream, &pending, submit)?;
+        Ok(pending)
+    }
+
+    /// `defer_pending` answering a `Pending` the caller made (the coroutine
+    /// of a `set`, at its first step).
+    pub fn defer_into(
+        slf: &Bound<'_, Completions>,
+        store: &Store,
+        stream: bool,
+        pending: &Bound<'_, Pending>,
+        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        pending.get().made_on(py, &slf.get().loop_ref);
         let ticket = pending.get().ticket.clone();
         let (future, spare) = (pending.clone().into_any().unbind(), pending.clone().into_any().unbind());
-        Completions::queue(slf, future, spare, ticket, store, stream, Box::new(submit))?;
-        Ok(pending)
+        Completions::queue(slf, future, spare, ticket, store, stream, Box::new(submit))
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -16,7 +16,6 @@ mod limit_store;
 mod limits;
 mod once;
 mod pending;
-mod set_call;
 mod store;
 mod tx;
 
@@ -28,7 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<completions::Ticket>()?;
     m.add_class::<completions::Completions>()?;
     m.add_class::<pending::Pending>()?;
-    m.add_class::<set_call::SetCall>()?;
     m.add_class::<limit_store::LimitStore>()?;
     m.add_class::<limit_store::LimitUpdate>()?;
     m.add_class::<limits::RateLimit>()?;
