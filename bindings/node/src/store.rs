@@ -26,9 +26,17 @@ pub struct NativeStore {
 #[napi]
 impl NativeStore {
     /// Opens the store in `dir`; `clock_ms` gives a test clock starting then,
-    /// `memory` a memory budget in bytes (`Options::memory`).
+    /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
+    /// the bytes of kv.db each reader maps (`Options::mmap_size`). Bad
+    /// options are refused before anything is created.
     #[napi(factory)]
-    pub fn open(env: Env, dir: String, clock_ms: Option<f64>, memory: Option<f64>) -> napi::Result<NativeStore> {
+    pub fn open(
+        env: Env,
+        dir: String,
+        clock_ms: Option<f64>,
+        memory: Option<f64>,
+        mmap_size: Option<f64>,
+    ) -> napi::Result<NativeStore> {
         let r = (|| {
             let mut options = Options::new();
             if let Some(ms) = clock_ms {
@@ -42,6 +50,15 @@ impl NativeStore {
                     )));
                 }
                 options = options.memory(bytes as usize);
+            }
+            if let Some(bytes) = mmap_size {
+                // As memory: a fraction, NaN or a negative size is refused, not rounded.
+                if !(bytes.is_finite() && bytes.fract() == 0.0 && (0.0..=9.0e15).contains(&bytes)) {
+                    return Err(settle::invalid(format!(
+                        "mmapSize is the bytes of kv.db each reader maps, a whole number from 0 (0 maps nothing), not {bytes}"
+                    )));
+                }
+                options = options.mmap_size(bytes as u64);
             }
             Store::open_with(&dir, options)
         })();
