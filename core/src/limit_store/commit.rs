@@ -6,8 +6,9 @@
 //! moves it by the rows it adds or removes, in the same transaction, so
 //! every process sees the same count without a `count(*)` per write. The
 //! store's background maintenance deletes expired rows without moving it,
-//! so the count can only be too high; it is made exact again by counting
-//! the rows when it crosses 80%, when the store looks full, and at a sweep.
+//! so the count can only be too high (`sweep.rs` says why, and how a
+//! recount on a reader corrects it); here it is made exact by counting the
+//! rows when it crosses 80% and when the store looks full.
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -18,12 +19,9 @@ use crate::raw::Raw;
 use crate::storage::{self, Cell};
 use crate::values::{Expiry, Target, WriteOptions};
 
-use super::{Change, FULL_LOG_EVERY, LimitEntry, LimitEvent, MAX_LIMIT_VALUE, Shared, Swept};
+use super::sweep::bookkeeping_rows;
+use super::{Change, FULL_LOG_EVERY, LimitEntry, LimitEvent, MAX_LIMIT_VALUE, Shared};
 
-/// Batches of expired rows one sweep deletes at most.
-const SWEEP_ROUNDS: usize = 10;
-/// What a sweep weighs in the writer's group: it goes alone.
-pub(crate) const SWEEP_WEIGHT: usize = 8 << 20;
 /// After a full store refused a key, new keys are refused without another
 /// sweep for this long (ms).
 const FULL_RECHECK: i64 = 1000;
@@ -63,14 +61,15 @@ pub(crate) fn count_on(conn: &rusqlite::Connection, count: &Target, now: i64) ->
     }
 }
 
-/// Counts the entry rows exactly (every row of the name but the count's).
+/// Counts the entry rows exactly (every row of the name but its
+/// bookkeeping): a scan of the store's rows, so only at the thresholds.
 fn rows(sh: &Shared, w: &WriteCtx<'_>) -> Result<usize> {
     let all = storage::bucket_rows(w.conn, sh.core.id)?;
-    let has_count = storage::meta(w.conn, sh.core.id, sh.count.path(), w.now)?.is_some();
-    Ok(all - usize::from(has_count))
+    Ok(all.saturating_sub(bookkeeping_rows(w.conn, sh, w.now)?))
 }
 
-fn set_count(sh: &Shared, w: &mut WriteCtx<'_>, n: usize) -> Result<()> {
+/// Writes the count of entries.
+pub(super) fn set_count(sh: &Shared, w: &mut WriteCtx<'_>, n: usize) -> Result<()> {
     sh.count
         .op_set(w, &Raw::Int(n as i64), WriteOptions::default())
         .map(|_| ())
@@ -262,24 +261,4 @@ pub(crate) fn commit(
         set_count(sh, w, after)?;
     }
     Ok(Outcome::Written { entries, events })
-}
-
-/// Removes expired rows and makes the count exact; says how many of this
-/// store's entries went.
-pub(crate) fn sweep(sh: &Shared, w: &mut WriteCtx<'_>) -> Result<Swept> {
-    let before = rows(sh, w)?;
-    for _ in 0..SWEEP_ROUNDS {
-        if storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)? < SWEEP_BATCH {
-            break;
-        }
-    }
-    let after = rows(sh, w)?;
-    if count_on(w.conn, &sh.count, w.now)? != after {
-        set_count(sh, w, after)?;
-    }
-    sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;
-    Ok(Swept {
-        removed: before.saturating_sub(after),
-        entries: after,
-    })
 }
