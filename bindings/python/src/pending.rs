@@ -25,7 +25,6 @@ use crate::completions::TicketCell;
 
 static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INVALID_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn asyncio_class<'py>(
     py: Python<'py>,
@@ -164,10 +163,7 @@ impl Pending {
     /// Makes the write of an unstarted `set` on the running loop.
     fn start(slf: &Bound<'_, Pending>, start: Start) -> PyResult<()> {
         let py = slf.py();
-        let get_loop = GET_RUNNING_LOOP.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
-        })?;
-        let running = get_loop.bind(py).call0()?;
+        let running = crate::completions::running_loop(py)?;
         let Start { bucket, key, value } = start;
         bucket.get().set_start(py, &running, key.bind(py), value.bind(py), slf)
     }
