@@ -31,7 +31,25 @@ type Options struct {
 	// cannot wait: it takes what is free or is ErrLimit at once, to run the
 	// transaction again.
 	Memory int64
+	// MmapSize is how many bytes of kv.db each reader maps into memory and
+	// reads without a system call; 0 for the default: 1 GiB, or none with a
+	// Memory budget (whose resident memory would otherwise grow with the
+	// pages read). NoMmap maps nothing; any other negative value is
+	// ErrInvalid.
+	//
+	// Mapping makes a get over a file larger than the readers' page caches
+	// cost no system call. Its price: a mapped page that cannot be read
+	// stops the process with SIGBUS instead of returning an error. Turn it
+	// off (NoMmap) for kv.db on a network filesystem, where a page can
+	// vanish under a read, or wherever a failing disk must surface as an
+	// error; or set a size to bound how much of a large file each reader
+	// maps.
+	MmapSize int64
 }
+
+// NoMmap is Options.MmapSize for a store whose readers map nothing: every
+// page a reader's cache lacks is read with pread.
+const NoMmap int64 = native.MmapNone
 
 // Store is an open store: a directory holding kv.db. Open buckets, limits,
 // quotas and once handles on it with package kv. A Store is safe for
@@ -57,11 +75,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.Memory < 0 {
 		return nil, &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Options.Memory is negative (%d): a budget in bytes, at least 1 MiB, or 0 for none", opts.Memory)}
 	}
+	if opts.MmapSize < 0 && opts.MmapSize != NoMmap {
+		return nil, &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Options.MmapSize is negative (%d): bytes of kv.db each reader maps, 0 for the default, or NoMmap for none", opts.MmapSize)}
+	}
 	start := time.Now()
 	if opts.Clock != nil {
 		start = opts.Clock()
 	}
-	n, err := native.Open(dir, opts.Manual, start, opts.Clock, opts.Readers, opts.Memory)
+	n, err := native.Open(dir, opts.Manual, start, opts.Clock, native.OpenOptions{
+		Readers: opts.Readers, Memory: opts.Memory, MmapSize: opts.MmapSize,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +122,37 @@ func (s *Store) Maintain(ctx context.Context) (Maintenance, error) {
 	}
 	m, err := s.n.Maintain()
 	return Maintenance(m), err
+}
+
+// GroupStats says how the writer shared its commits since the store
+// opened. The writer commits the writes waiting for it together, one
+// transaction and one fsync a group, so writes per group is how well
+// concurrent writes share the cost of durability.
+type GroupStats struct {
+	// Groups is how many groups the writer committed.
+	Groups uint64
+	// Writes is how many writes those groups held.
+	Writes uint64
+}
+
+// WritesPerGroup is Writes / Groups; 0 before the first group.
+func (g GroupStats) WritesPerGroup() float64 {
+	if g.Groups == 0 {
+		return 0
+	}
+	return float64(g.Writes) / float64(g.Groups)
+}
+
+// GroupStats is the writer's groups since Open. Take it before and after
+// a run of writes and Sub them: writes per group is then the run's.
+func (s *Store) GroupStats() (GroupStats, error) {
+	g, w, err := s.n.GroupStats()
+	return GroupStats{Groups: g, Writes: w}, err
+}
+
+// Sub is the groups and writes between an earlier GroupStats and g.
+func (g GroupStats) Sub(earlier GroupStats) GroupStats {
+	return GroupStats{Groups: g.Groups - earlier.Groups, Writes: g.Writes - earlier.Writes}
 }
 
 // Now is the store's clock: expiry is judged on it.

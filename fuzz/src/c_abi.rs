@@ -267,6 +267,7 @@ fn open_store(dir: &str) -> *mut TsStore {
         clock_ms: START_MS,
         readers: 1,
         memory: 0,
+        mmap_size: 0,
     };
     let mut store = null_mut();
     let mut err = null_mut();

@@ -105,7 +105,20 @@ typedef struct TsStoreOptions {
   int64_t clock_ms; /* the test clock's start */
   uint32_t readers; /* reader connections; 0 for the default */
   uint64_t memory;  /* a memory budget in bytes, at least 1 MiB; 0 for none */
+  int64_t mmap_size; /* bytes of kv.db each reader maps; 0 for the default (1 GiB,
+                      * none with a memory budget), TS_MMAP_NONE for none */
 } TsStoreOptions;
+
+/* mmap_size for no mapped reads (a network filesystem; no SIGBUS when the
+ * file is cut short under a read). Other negative values are TS_INVALID. */
+#define TS_MMAP_NONE -1
+
+/* The writer's groups since the store opened: writes / groups is how well
+ * concurrent writes share a commit. */
+typedef struct TsGroupStats {
+  uint64_t groups;
+  uint64_t writes;
+} TsGroupStats;
 
 /* What one maintenance pass did. */
 typedef struct TsMaintenance {
@@ -186,6 +199,7 @@ int32_t ts_store_open(const uint8_t *dir, size_t dir_len, const TsStoreOptions *
 int32_t ts_store_close(const TsStore *s, TsError **err);
 void ts_store_free(TsStore *s);
 int32_t ts_store_maintain(const TsStore *s, TsMaintenance *out, TsError **err);
+int32_t ts_store_group_stats(const TsStore *s, TsGroupStats *out, TsError **err);
 int32_t ts_store_set_clock(const TsStore *s, int64_t ms, TsError **err);
 int64_t ts_store_now(const TsStore *s);
 

@@ -22,6 +22,24 @@ pub struct TsStoreOptions {
     /// A memory budget in bytes (`Options::memory`, at least 1 MiB); 0 for
     /// none.
     pub memory: u64,
+    /// Bytes of kv.db each reader maps (`Options::mmap_size`); 0 for the
+    /// default (1 GiB, none with a memory budget), `TS_MMAP_NONE` to map
+    /// nothing. Any other negative value is `TS_INVALID`.
+    pub mmap_size: i64,
+}
+
+/// `mmap_size` for no mapped reads: every page a reader's cache lacks is
+/// read with `pread` (a network filesystem, or where a file cut short under
+/// a read must be an error, never SIGBUS).
+pub const TS_MMAP_NONE: i64 = -1;
+
+/// The writer's groups since the store opened.
+#[repr(C)]
+pub struct TsGroupStats {
+    /// Groups committed (one transaction and one fsync each).
+    pub groups: u64,
+    /// Writes in them: writes per group is how well concurrent writes share a commit.
+    pub writes: u64,
 }
 
 /// What one maintenance pass did.
@@ -68,6 +86,20 @@ pub unsafe extern "C" fn ts_store_open(
             if opts.memory > 0 {
                 o = o.memory(usize::try_from(opts.memory).unwrap_or(usize::MAX));
             }
+            match opts.mmap_size {
+                0 => {}
+                TS_MMAP_NONE => o = o.mmap_size(0),
+                n if n > 0 => o = o.mmap_size(n as u64),
+                n => {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        format!(
+                            "the store option mmap_size is {n}: bytes of kv.db each reader maps, \
+                             0 for the default or TS_MMAP_NONE (-1) for none; nothing was opened"
+                        ),
+                    ));
+                }
+            }
         }
         let s = Store::open_with(dir, o)?;
         if out.is_null() {
@@ -107,6 +139,22 @@ pub unsafe extern "C" fn ts_store_maintain(s: *const TsStore, out: *mut TsMainte
                 expired: m.expired as u64,
                 more: m.more,
             };
+        }
+        Ok(())
+    })
+}
+
+/// The writer's groups and the writes in them since the store opened.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_group_stats(
+    s: *const TsStore,
+    out: *mut TsGroupStats,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let (groups, writes) = unsafe { store(s) }?.group_stats();
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = TsGroupStats { groups, writes };
         }
         Ok(())
     })
@@ -177,4 +225,65 @@ fn nanos(d: std::time::Duration, text: &str) -> Result<i64> {
             format!("{text:?} is longer than 292 years in nanoseconds"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr::null_mut;
+
+    use super::*;
+    use crate::{TS_INVALID, TS_OK, TsErrorView, ts_error_free, ts_error_view};
+
+    fn open(dir: &str, mmap_size: i64) -> (i32, *mut TsStore, String) {
+        let options = TsStoreOptions {
+            manual: true,
+            clock_ms: 1_792_486_800_000,
+            readers: 1,
+            memory: 0,
+            mmap_size,
+        };
+        let (mut s, mut err) = (null_mut(), null_mut());
+        let code = unsafe { ts_store_open(dir.as_ptr(), dir.len(), &options, &mut s, &mut err) };
+        let mut message = String::new();
+        if !err.is_null() {
+            let mut v = TsErrorView {
+                code: 0,
+                message: std::ptr::null(),
+                message_len: 0,
+                bucket: std::ptr::null(),
+                bucket_len: 0,
+                path: std::ptr::null(),
+                path_len: 0,
+            };
+            unsafe { ts_error_view(err, &mut v) };
+            message = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(v.message, v.message_len) }).into();
+            unsafe { ts_error_free(err) };
+        }
+        (code, s, message)
+    }
+
+    #[test]
+    fn mmap_size_none_opens_and_a_negative_size_is_invalid_naming_it_and_creates_nothing() {
+        let base = std::env::temp_dir().join(format!("ts-c-mmap-{}", std::process::id()));
+        let dir = base.join("none");
+        let (code, s, message) = open(dir.to_str().unwrap(), TS_MMAP_NONE);
+        assert_eq!((code, message.as_str()), (TS_OK, ""));
+        let mut stats = TsGroupStats { groups: 9, writes: 9 };
+        let mut err = null_mut();
+        assert_eq!(unsafe { ts_store_group_stats(s, &mut stats, &mut err) }, TS_OK);
+        assert_eq!(
+            (stats.groups, stats.writes),
+            (0, 0),
+            "a new store has committed no group"
+        );
+        unsafe { ts_store_free(s) };
+
+        let never = base.join("never");
+        let (code, s, message) = open(never.to_str().unwrap(), -2);
+        assert_eq!(code, TS_INVALID);
+        assert!(s.is_null());
+        assert!(message.contains("mmap_size is -2"), "{message}");
+        assert!(!never.exists(), "a refused open created its directory");
+        let _ = std::fs::remove_dir_all(base);
+    }
 }

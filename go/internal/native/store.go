@@ -35,11 +35,25 @@ type Maintenance struct {
 	More                               bool // whether rows were left for the next pass
 }
 
+// MmapNone is OpenOptions.MmapSize for no mapped reads (TS_MMAP_NONE).
+const MmapNone = int64(C.TS_MMAP_NONE)
+
+// OpenOptions are the store options the C ABI takes beside the clock.
+type OpenOptions struct {
+	Readers int   // reader connections; 0 for the default
+	Memory  int64 // the memory budget in bytes; 0 for none
+	// MmapSize is the bytes of kv.db each reader maps: 0 for the default,
+	// MmapNone for none; other negative values are refused by the core.
+	MmapSize int64
+}
+
 // Open opens the store in dir. A manual store has a test clock starting at
-// start; clock, when not nil, is read before each call to move it. memory
-// is the store's memory budget in bytes, 0 for none.
-func Open(dir string, manual bool, start time.Time, clock func() time.Time, readers int, memory int64) (*Store, error) {
-	opts := C.TsStoreOptions{manual: C.bool(manual), readers: C.uint32_t(readers), memory: C.uint64_t(memory)}
+// start; clock, when not nil, is read before each call to move it.
+func Open(dir string, manual bool, start time.Time, clock func() time.Time, o OpenOptions) (*Store, error) {
+	opts := C.TsStoreOptions{
+		manual: C.bool(manual), readers: C.uint32_t(o.Readers), memory: C.uint64_t(o.Memory),
+		mmap_size: C.int64_t(o.MmapSize),
+	}
 	if manual {
 		opts.clock_ms = C.int64_t(start.UnixMilli())
 	}
@@ -92,6 +106,16 @@ func (s *Store) with(f func(p *C.TsStore) error) error {
 		return closedErr()
 	}
 	return f(s.ptr)
+}
+
+// GroupStats is the writer's groups and the writes in them since Open.
+func (s *Store) GroupStats() (groups, writes uint64, err error) {
+	var g C.TsGroupStats
+	err = s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_group_stats(p, &g, &e), e, nil)
+	})
+	return uint64(g.groups), uint64(g.writes), err
 }
 
 // Maintain runs one maintenance pass.
