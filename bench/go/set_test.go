@@ -82,10 +82,16 @@ type contender struct {
 	name  string
 	round func(d time.Duration) (int64, time.Duration, error)
 	rates []float64 // ops/s, one per round
+	// perGroup is TinyStore's writes per group of the writer, one per
+	// round: how many sets shared each commit and its fsync.
+	perGroup []float64
 }
 
-func (c *contender) median() float64 {
-	r := append([]float64(nil), c.rates...)
+func (c *contender) median() float64 { return median(c.rates) }
+
+// median is the middle of xs (the mean of the middle two), 0 for none.
+func median(xs []float64) float64 {
+	r := append([]float64(nil), xs...)
 	sort.Float64s(r)
 	if len(r) == 0 {
 		return 0
@@ -136,12 +142,21 @@ func BenchmarkSet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ours := func(g int) func(time.Duration) (int64, time.Duration, error) {
+	// ours also keeps the round's writes per group in its contender.
+	ours := func(g int, c *contender) func(time.Duration) (int64, time.Duration, error) {
 		return func(d time.Duration) (int64, time.Duration, error) {
 			r := run.Add(1)
-			return inFlight(g, d, func(buf []byte, n int64) error {
+			before, err := store.GroupStats()
+			if err != nil {
+				return 0, 0, err
+			}
+			n, el, err := inFlight(g, d, func(buf []byte, n int64) error {
 				return bucket.Set(ctx, setKey(buf, r, n), value)
 			})
+			if after, serr := store.GroupStats(); err == nil && serr == nil {
+				c.perGroup = append(c.perGroup, after.Sub(before).WritesPerGroup())
+			}
+			return n, el, err
 		}
 	}
 	batched := func(d time.Duration) (int64, time.Duration, error) {
@@ -175,10 +190,14 @@ func BenchmarkSet(b *testing.B) {
 			return err
 		})
 	}
+	ours64 := &contender{name: "tinystore set, 64 goroutines"}
+	ours64.round = ours(writers, ours64)
+	ours1 := &contender{name: "tinystore set, 1 goroutine"}
+	ours1.round = ours(1, ours1)
 	cs := []*contender{
-		{name: "tinystore set, 64 goroutines", round: ours(writers)},
+		ours64,
 		{name: "sqlite, 64 sets batched by hand per transaction", round: batched},
-		{name: "tinystore set, 1 goroutine", round: ours(1)},
+		ours1,
 		{name: "sqlite, one transaction per set", round: onePerTx},
 	}
 	for range *setRounds {
@@ -193,7 +212,11 @@ func BenchmarkSet(b *testing.B) {
 	out := []string{fmt.Sprintf("durable sets, 100-byte values, WAL + synchronous=FULL, new keys every run; %d rounds of %v, medians",
 		*setRounds, *setRound)}
 	for _, c := range cs {
-		out = append(out, fmt.Sprintf("  %-58s %10.0f ops/s", c.name, c.median()))
+		line := fmt.Sprintf("  %-58s %10.0f ops/s", c.name, c.median())
+		if len(c.perGroup) > 0 {
+			line += fmt.Sprintf("  %5.1f writes/group", median(c.perGroup))
+		}
+		out = append(out, line)
 	}
 	ratio := cs[0].median() / cs[1].median()
 	out = append(out,
