@@ -14,7 +14,10 @@
 //!   queue order, so no caller parks a thread to wait: a binding resolves its
 //!   Promise or Future from here. A blocking Rust call is the completion
 //!   form plus a parked thread; the writer wakes only the first blocked
-//!   caller of a group, and the callers wake each other as a tree.
+//!   caller of a group, and the callers wake each other as a tree. A
+//!   blocking call that finds nothing queued and the connection free commits
+//!   its write as a group of one on its own thread, the way `tx` does: two
+//!   thread hand-offs less for a lone writer.
 //! - A write cancelled before its group starts is never run.
 //! - A group that a burst's write started ([`submit_together`], [`Burst`])
 //!   takes the burst's later writes as they come, and commits when the
@@ -25,7 +28,7 @@
 
 use std::cell::Cell as StdCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
@@ -454,6 +457,10 @@ struct Shared {
     /// Taken after `conn`, never alone before it.
     turns: Mutex<Turns>,
     clock: Clock,
+    /// Writes in the last group committed: while groups hold more than
+    /// one, writers are many, and a blocking call queues its write to
+    /// join them rather than commit it alone ([`Writer::run_here`]).
+    last_group: AtomicUsize,
 }
 
 /// The writer of one store.
@@ -480,6 +487,7 @@ impl Writer {
             conn: Mutex::new(Some(conn)),
             turns: Mutex::new(turns),
             clock,
+            last_group: AtomicUsize::new(0),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -530,22 +538,19 @@ impl Writer {
         F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(S, Result<T>) + Send + 'static,
     {
-        let cancel = Arc::new(AtomicBool::new(false));
-        let mut job = Box::new(Job {
-            state: Some(state),
-            work: Some(work),
-            done: Some(done),
-            out: None,
-            cancel: Some(cancel.clone()),
-            weight,
-            isolation,
-        });
-        let mut q = lock(&self.shared.queue);
+        let (mut job, cancel) = new_job(weight, isolation, state, work, done);
+        let q = lock(&self.shared.queue);
         if q.closed {
             drop(q);
             let state = job.state.take().expect("the state was just put there");
             return Err((Error::closed(), state));
         }
+        self.push(q, job);
+        Ok(Ticket(cancel))
+    }
+
+    /// Queues `job` for the next group, waking the writer when it waits.
+    fn push(&self, mut q: MutexGuard<'_, Queue>, job: Box<dyn WriteOp>) {
         let joins_burst = BURST.with(|b| match b.borrow_mut().as_mut() {
             Some(writers) if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) => {
                 writers.push(self.shared.clone());
@@ -563,7 +568,40 @@ impl Writer {
         if wake {
             self.shared.wake.notify_one();
         }
-        Ok(Ticket(cancel))
+    }
+
+    /// Commits `job` as a group of its own on this thread, holding the
+    /// writer's connection: for a blocking call that finds no write queued
+    /// and the connection free, which would otherwise wake the writer
+    /// thread and wait to be woken in turn. Writes queued meanwhile wait
+    /// for the connection and form the writer's next group.
+    fn run_here(&self, guard: MutexGuard<'_, Option<Connection>>, job: Box<dyn WriteOp>) {
+        let shared = &self.shared;
+        let began = match guard.as_ref() {
+            Some(conn) => lock(&shared.turns).begin(conn, BUSY_TIMEOUT),
+            None => Err(Error::closed()),
+        };
+        let conn = match began {
+            Ok(()) => guard.as_ref().expect("a transaction began on this connection"),
+            Err(e) => {
+                drop(guard);
+                job.finish(None, Some(e));
+                return;
+            }
+        };
+        let leftover = commit_group(conn, shared, vec![job], false);
+        drop(guard);
+        lock(&shared.turns).after_commit();
+        if !leftover.is_empty() {
+            // SQLite ended the transaction before the write ran: the writer
+            // runs it in its next group.
+            let mut q = lock(&shared.queue);
+            for op in leftover.into_iter().rev() {
+                q.ops.push_front(op);
+            }
+            drop(q);
+            shared.wake.notify_one();
+        }
     }
 
     /// Runs `work` in the next group and waits for its commit.
@@ -621,12 +659,33 @@ impl Writer {
             caller: std::thread::current(),
         });
         let mut give = GiveAnswer(Some(answer.clone()));
-        self.submit_with(weight, isolation, state, work, move |s, r| {
+        let (mut job, _cancel) = new_job(weight, isolation, state, work, move |s, r: Result<T>| {
             if let Some(a) = give.0.take() {
                 a.give(r.map_err(|e| name(&s, e)));
             }
-        })
-        .map_err(|(e, s)| name(&s, e))?;
+        });
+        let q = lock(&self.shared.queue);
+        if q.closed {
+            drop(q);
+            let state = job.state.take().expect("the state was just put there");
+            return Err(name(&state, Error::closed()));
+        }
+        // Nothing queued (so no earlier write of this thread), no burst
+        // open, no sign of other writers (else the first caller a group
+        // woke would commit alone, and split every group in two), and the
+        // connection free: commit here. The lock order is
+        // the writer's (connection, then queue) reversed, so only a try.
+        let alone = q.ops.is_empty()
+            && q.bursts == 0
+            && BURST.with(|b| b.borrow().is_none())
+            && self.shared.last_group.load(Ordering::Relaxed) <= 1;
+        match self.shared.conn.try_lock() {
+            Ok(conn) if alone => {
+                drop(q);
+                self.run_here(conn, job);
+            }
+            _ => self.push(q, job),
+        }
         answer.wait()
     }
 
@@ -731,6 +790,28 @@ impl Drop for Writer {
     }
 }
 
+/// A write and the ticket that cancels it.
+#[allow(clippy::type_complexity)]
+fn new_job<S, T, F, C>(
+    weight: usize,
+    isolation: Isolation,
+    state: S,
+    work: F,
+    done: C,
+) -> (Box<Job<S, T, F, C>>, Arc<AtomicBool>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let job = Box::new(Job {
+        state: Some(state),
+        work: Some(work),
+        done: Some(done),
+        out: None,
+        cancel: Some(cancel.clone()),
+        weight,
+        isolation,
+    });
+    (job, cancel)
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic in a completion must not wedge the store: the state behind
     // these locks stays consistent because every update is a single push,
@@ -782,7 +863,7 @@ fn run(shared: Arc<Shared>) {
             let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
             continue;
         }
-        let leftover = commit_group(conn, &shared, group);
+        let leftover = commit_group(conn, &shared, group, true);
         drop(guard);
         lock(&shared.turns).after_commit();
         if !leftover.is_empty() {
@@ -867,10 +948,16 @@ fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, started: Instant) 
     }
 }
 
-/// Commits one group, inside the transaction the caller began, and answers it. Returns the writes that never ran
-/// because SQLite ended the transaction under them; they go back in front
-/// of the queue.
-fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
+/// Commits one group, inside the transaction the caller began, and answers
+/// it; when it `gathers`, it takes an open burst's writes as they come.
+/// Returns the writes that never ran because SQLite ended the transaction
+/// under them; they go back in front of the queue.
+fn commit_group(
+    conn: &Connection,
+    shared: &Shared,
+    mut group: Vec<Box<dyn WriteOp>>,
+    gathers: bool,
+) -> Vec<Box<dyn WriteOp>> {
     let (clock, stats) = (&shared.clock, &shared.stats);
     let started = Instant::now();
     let now = clock.now_millis();
@@ -887,7 +974,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
     let mut ctx = WriteCtx::new(conn, now, rev);
     let mut ran = 0;
     let mut aborted: Option<Error> = None;
-    while ran < group.len() || (aborted.is_none() && gather(shared, &mut group, started)) {
+    while ran < group.len() || (gathers && aborted.is_none() && gather(shared, &mut group, started)) {
         let savepoint = group[ran].isolation() == Isolation::Savepoint;
         if savepoint && let Err(e) = storage::run_tx_statement(conn, sql::WRITE_SAVEPOINT) {
             aborted = Some(e.into());
@@ -950,6 +1037,7 @@ fn commit_group(conn: &Connection, shared: &Shared, mut group: Vec<Box<dyn Write
                 Ok(()) => {
                     stats.groups.fetch_add(1, Ordering::Relaxed);
                     stats.writes.fetch_add(group.len() as u64, Ordering::Relaxed);
+                    shared.last_group.store(group.len(), Ordering::Relaxed);
                     None
                 }
                 Err(e) => {
