@@ -1071,29 +1071,53 @@ mod submit_together_tests {
     }
 
     #[test]
-    fn kv15_writes_submitted_together_commit_as_one_group() {
+    fn kv15_writes_waiting_while_the_writer_is_busy_commit_as_one_group() {
+        // The writer is held busy (a `tx` on another thread holds its
+        // connection) while 64 writes are submitted, so all of them wait
+        // when it is next free. Without the hold the count would depend on
+        // scheduling: an open burst keeps a group open only while writes
+        // keep coming, and a descheduled thread ends it (BURST_GAP_AT_MOST).
         let (_dir, store, b) = store_with_bucket();
         b.set(b"warm", Raw::int(0), WriteOptions::default()).unwrap();
-        let (g0, _) = store.group_stats();
+        let (g0, w0) = store.group_stats();
+        let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         let (tx, rx) = std::sync::mpsc::channel();
-        super::submit_together(|| {
-            for i in 0..64 {
-                let tx = tx.clone();
-                let key = format!("k{i}");
-                b.set_then(key.as_bytes(), Raw::int(i), WriteOptions::default(), move |r| {
-                    tx.send(r).unwrap()
-                })
-                .unwrap();
-            }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                store
+                    .tx(|_| {
+                        held.wait();
+                        release.wait();
+                        Ok(())
+                    })
+                    .unwrap()
+            });
+            held.wait();
+            super::submit_together(|| {
+                for i in 0..64 {
+                    let tx = tx.clone();
+                    let key = format!("k{i}");
+                    b.set_then(key.as_bytes(), Raw::int(i), WriteOptions::default(), move |r| {
+                        tx.send(r).unwrap()
+                    })
+                    .unwrap();
+                }
+            });
+            release.wait();
         });
         for _ in 0..64 {
             rx.recv().unwrap().unwrap();
         }
+        let (g1, w1) = store.group_stats();
         assert_eq!(
-            store.group_stats().0 - g0,
-            1,
-            "64 writes submitted together are one group"
+            (g1 - g0, w1 - w0),
+            (1, 64),
+            "64 waiting writes are one group, one fsync"
         );
+        for i in 0..64 {
+            let key = format!("k{i}");
+            assert_eq!(b.entry(key.as_bytes()).unwrap().map(|e| e.value), Some(Raw::int(i)));
+        }
     }
 
     #[test]

@@ -95,7 +95,13 @@ fn kv08_a_clear_by_another_store_hides_keys_from_readers_that_saw_no_mark() {
         assert_eq!(s.get(i).unwrap(), Some(i));
     }
     let second = common::reopen(dir.path());
-    second.bucket::<i64>("seen").open().unwrap().under("big").clear().unwrap();
+    second
+        .bucket::<i64>("seen")
+        .open()
+        .unwrap()
+        .under("big")
+        .clear()
+        .unwrap();
     let marks: i64 = rusqlite::Connection::open(store.file())
         .unwrap()
         .query_row("SELECT count(*) FROM branches", [], |r| r.get(0))
@@ -105,7 +111,13 @@ fn kv08_a_clear_by_another_store_hides_keys_from_readers_that_saw_no_mark() {
         assert_eq!(s.get(i).unwrap(), None, "key {i} after the other store's clear");
     }
     // A key written after the clear is there, on every reader.
-    second.bucket::<i64>("seen").open().unwrap().under("big").set(7, &70).unwrap();
+    second
+        .bucket::<i64>("seen")
+        .open()
+        .unwrap()
+        .under("big")
+        .set(7, &70)
+        .unwrap();
     for _ in 0..64 {
         assert_eq!(s.get(7).unwrap(), Some(70));
     }
