@@ -54,35 +54,13 @@ pub(crate) const RECOUNT_EVERY: i64 = 10 * 60 * 1000;
 /// hold of the writer. More rows wait for the next sweep.
 const SWEEP_ROUNDS: usize = 10;
 
-/// One batch of a store's expired rows, oldest expiry first. Through the
-/// expiry index (`+bucket` keeps SQLite from walking the store's every
-/// row by its key instead), so it reads expired rows only.
-// Every other statement lives in `storage::sql`; this one belongs there
-// beside `EXPIRED_ROWS` when that module is free to change.
-const EXPIRED_IN_BUCKET: &str = "SELECT path, spill FROM cells
-     WHERE expires IS NOT NULL AND expires <= ?2 AND +bucket = ?1 ORDER BY expires LIMIT ?3";
-
-/// Deletes up to `batch` expired rows of `bucket`; says how many went.
-fn sweep_bucket(conn: &rusqlite::Connection, bucket: i64, now: i64, batch: usize) -> Result<usize> {
-    let rows: Vec<(Vec<u8>, Option<i64>)> = conn
-        .prepare_cached(EXPIRED_IN_BUCKET)?
-        .query_map(rusqlite::params![bucket, now, batch as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    for (path, spill) in &rows {
-        storage::delete(conn, bucket, path, *spill)?;
-    }
-    Ok(rows.len())
-}
-
 /// Removes this store's expired rows (up to the bound) and moves the count
 /// by what went. `entries` is the count after: exact but for rows others
 /// deleted since the last recount (see the module's docs).
 pub(crate) fn sweep(sh: &Shared, w: &mut WriteCtx<'_>) -> Result<Swept> {
     let mut removed = 0;
     for _ in 0..SWEEP_ROUNDS {
-        let n = sweep_bucket(w.conn, sh.core.id, w.now, SWEEP_BATCH)?;
+        let n = storage::sweep_expired_in(w.conn, sh.core.id, w.now, SWEEP_BATCH)?;
         removed += n;
         if n < SWEEP_BATCH {
             break;

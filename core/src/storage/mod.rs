@@ -438,6 +438,19 @@ pub fn sweep_expired(conn: &Connection, now: i64, batch: usize) -> Result<usize>
     Ok(n)
 }
 
+/// [`sweep_expired`] of one name's rows (`bucket`): for a limit store,
+/// whose stored count moves by what its own sweep deletes.
+pub fn sweep_expired_in(conn: &Connection, bucket: i64, now: i64, batch: usize) -> Result<usize> {
+    let rows: Vec<(Vec<u8>, Option<i64>)> = conn
+        .prepare_cached(sql::EXPIRED_IN_BUCKET)?
+        .query_map(params![bucket, now, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (path, spill) in &rows {
+        delete(conn, bucket, path, *spill)?;
+    }
+    Ok(rows.len())
+}
+
 /// How many expired rows wait for a sweep.
 pub fn count_expired(conn: &Connection, now: i64) -> Result<usize> {
     let n: i64 = conn

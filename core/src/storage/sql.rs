@@ -215,6 +215,11 @@ pub const MARK_DELETE: &str = "DELETE FROM branches WHERE bucket = ?1 AND lo = ?
 /// Expired rows, oldest first, a batch at a time.
 pub const EXPIRED_ROWS: &str = "SELECT bucket, path, spill FROM cells
      WHERE expires IS NOT NULL AND expires <= ?1 ORDER BY expires LIMIT ?2";
+/// One batch of one name's expired rows, oldest expiry first. Through the
+/// expiry index (`+bucket` keeps SQLite from walking the name's every row
+/// by its key instead), so it reads expired rows only.
+pub const EXPIRED_IN_BUCKET: &str = "SELECT path, spill FROM cells
+     WHERE expires IS NOT NULL AND expires <= ?2 AND +bucket = ?1 ORDER BY expires LIMIT ?3";
 pub const EXPIRED_COUNT: &str = "SELECT count(*) FROM cells WHERE expires IS NOT NULL AND expires <= ?1";
 
 pub const STATS: &str = "SELECT (SELECT count(*) FROM cells), (SELECT count(*) FROM spilled),
