@@ -286,11 +286,11 @@ pub fn set_inline(
 ) -> Result<bool> {
     debug_assert!(!spills(value), "a spilling value is written with put");
     value.check_size()?;
-    let (keep, expires) = match expiry {
-        SetExpiry::Give(e) => (false, e),
-        SetExpiry::KeepLiveElse(e) => (true, e),
+    let (keep_at, expires) = match expiry {
+        SetExpiry::Give(e) => (None, e),
+        SetExpiry::KeepLiveElse(e) => (Some(now), e),
     };
-    let n = stmt.execute(params![bucket, path, version, expires, value, keep, now])?;
+    let n = stmt.execute(params![bucket, path, version, expires, value, keep_at])?;
     Ok(n == 1)
 }
 

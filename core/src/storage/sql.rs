@@ -160,19 +160,21 @@ pub const CELL_UPSERT: &str = "INSERT INTO cells (bucket, path, version, expires
        value = excluded.value, spill = excluded.spill";
 
 /// A `set` of an inline value in one statement, with no read before it:
-/// like [`CELL_UPSERT`], but when `:keep` is 1 a live row keeps its expiry
+/// like [`CELL_UPSERT`], but when ?6 is given a live row keeps its expiry
 /// (a write to a live key of a bucket without idle renewal does not extend
 /// it). A row with a spilled value is left alone (no change), for the
 /// caller to replace in a savepoint with its spill freed. No trigger on
 /// `cells`: one would make SQLite journal every statement's pages.
 /// Positional, because binding by name searches the names per call: ?1
-/// bucket, ?2 path, ?3 version, ?4 expires, ?5 value, ?6 keep, ?7 now.
+/// bucket, ?2 path, ?3 version, ?4 expires, ?5 value, ?6 now when a live
+/// row keeps its expiry, else NULL (one parameter for both: a bind costs
+/// about 190 instructions).
 pub const CELL_SET: &str = concat!(
     "INSERT INTO cells (bucket, path, version, expires, value, spill)
      VALUES (?1, ?2, ?3, ?4, ?5, NULL)
      ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version,
-       expires = CASE WHEN ?6 AND ",
-    visible!("cells", "?7"),
+       expires = CASE WHEN ?6 IS NOT NULL AND ",
+    visible!("cells", "?6"),
     " THEN cells.expires ELSE excluded.expires END,
        value = excluded.value, spill = NULL
      WHERE cells.spill IS NULL"
