@@ -592,16 +592,7 @@ impl Writer {
         let leftover = commit_group(conn, shared, vec![job], false);
         drop(guard);
         lock(&shared.turns).after_commit();
-        if !leftover.is_empty() {
-            // SQLite ended the transaction before the write ran: the writer
-            // runs it in its next group.
-            let mut q = lock(&shared.queue);
-            for op in leftover.into_iter().rev() {
-                q.ops.push_front(op);
-            }
-            drop(q);
-            shared.wake.notify_one();
-        }
+        put_back(shared, leftover);
     }
 
     /// Runs `work` in the next group and waits for its commit.
@@ -866,13 +857,22 @@ fn run(shared: Arc<Shared>) {
         let leftover = commit_group(conn, &shared, group, true);
         drop(guard);
         lock(&shared.turns).after_commit();
-        if !leftover.is_empty() {
-            let mut q = lock(&shared.queue);
-            for op in leftover.into_iter().rev() {
-                q.ops.push_front(op);
-            }
-        }
+        put_back(&shared, leftover);
     }
+}
+
+/// Puts writes that never ran (SQLite ended the transaction under them)
+/// back in front of the queue, in their order, for the writer's next group.
+fn put_back(shared: &Shared, leftover: Vec<Box<dyn WriteOp>>) {
+    if leftover.is_empty() {
+        return;
+    }
+    let mut q = lock(&shared.queue);
+    for op in leftover.into_iter().rev() {
+        q.ops.push_front(op);
+    }
+    drop(q);
+    shared.wake.notify_one();
 }
 
 fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
