@@ -22,7 +22,7 @@ use rusqlite::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
 use crate::raw::{MAX_VALUE, Raw};
-use crate::storage::file;
+use crate::storage::{self, file};
 use crate::store::{FILE_NAME, Store};
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -309,7 +309,7 @@ impl Store {
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
         let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
-        conn.execute_batch("BEGIN DEFERRED")?;
+        storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
         Ok(Snapshot {
             store: self.clone(),
             conn: Mutex::new(Some(conn)),
@@ -353,7 +353,7 @@ impl Snapshot {
     /// Ends the snapshot; a read after this is `Closed`.
     pub fn close(&self) {
         if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = c.execute_batch("COMMIT");
+            let _ = storage::run_tx_statement(&c, storage::sql::COMMIT);
         }
     }
 }

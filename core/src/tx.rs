@@ -67,12 +67,9 @@ impl Store {
     pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
         let now = self.inner.clock.now_millis();
-        self.inner.readers.with(|conn| {
-            conn.execute_batch("BEGIN DEFERRED")?;
-            let out = f(&View { store: self, conn, now });
-            let _ = conn.execute_batch("COMMIT");
-            out
-        })
+        self.inner
+            .readers
+            .with(|conn| crate::storage::in_snapshot(conn, || f(&View { store: self, conn, now })))
     }
 }
 

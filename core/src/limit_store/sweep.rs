@@ -109,8 +109,7 @@ pub(crate) fn bookkeeping_rows(conn: &rusqlite::Connection, sh: &Shared, now: i6
 /// Counts the entry rows on a reader, in one snapshot with the count.
 /// A scan of every row of the store: never in the writer.
 pub(crate) fn seen_on(conn: &rusqlite::Connection, sh: &Shared, now: i64) -> Result<Seen> {
-    conn.execute_batch("BEGIN DEFERRED")?;
-    let read = || -> Result<Seen> {
+    storage::in_snapshot(conn, || {
         let all = storage::bucket_rows(conn, sh.core.id)?;
         let real = all.saturating_sub(bookkeeping_rows(conn, sh, now)?);
         Ok(Seen {
@@ -118,10 +117,7 @@ pub(crate) fn seen_on(conn: &rusqlite::Connection, sh: &Shared, now: i64) -> Res
             stored: count_on(conn, &sh.count, now)?,
             generation: generation_on(conn, &sh.recount, now)?,
         })
-    };
-    let seen = read();
-    let _ = conn.execute_batch("COMMIT");
-    seen
+    })
 }
 
 /// Takes the snapshot's excess off the count, unless another recount

@@ -148,6 +148,16 @@ pub fn set_revision(conn: &Connection, rev: i64, mark: i64) -> Result<()> {
     Ok(())
 }
 
+/// Runs `read` in one read transaction on `conn`, so that all its
+/// statements see one snapshot.
+pub fn in_snapshot<T>(conn: &Connection, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    run_tx_statement(conn, sql::BEGIN_READ)?;
+    let out = read();
+    // A read transaction has nothing to commit; ending it cannot lose data.
+    let _ = run_tx_statement(conn, sql::COMMIT);
+    out
+}
+
 /// Runs one of the writer's transaction statements ([`sql::BEGIN_WRITE`],
 /// [`sql::COMMIT`], [`sql::ROLLBACK`]) through the statement cache.
 pub fn run_tx_statement(conn: &Connection, statement: &str) -> rusqlite::Result<()> {

@@ -103,6 +103,8 @@ pub const CLOCK_RAISE: &str = "UPDATE meta SET value = ?1 WHERE name = 'clock' A
 /// every other: parsing them again each group showed in profiles.
 pub const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 pub const COMMIT: &str = "COMMIT";
+/// A read transaction on a reader: its statements see one snapshot.
+pub const BEGIN_READ: &str = "BEGIN DEFERRED";
 pub const ROLLBACK: &str = "ROLLBACK";
 /// The savepoint of one write of a group, which rolls back alone.
 pub const WRITE_SAVEPOINT: &str = "SAVEPOINT w";
