@@ -4,6 +4,10 @@
 //! An ordinary store runs this on a background thread: memory and renewals
 //! every second, sweeps every minute and every ten seconds while the last
 //! sweep stopped at its bound. A manual store runs it only in `maintain()`.
+//!
+//! The expired sweep deletes rows of every name, limit stores' included,
+//! whether or not this process opened them: it moves each limit store's
+//! count of entries by the rows it deleted, in the same transaction.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -11,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::group_commit::WriteCtx;
+use crate::limit_store;
 use crate::storage;
 use crate::store::{StoreInner, pause};
 
@@ -143,7 +148,9 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
         let mut left = true;
         for _ in 0..SWEEP_ROUNDS {
             let n = store.writer.call(SWEEP_BATCH, |w: &mut WriteCtx<'_>| {
-                storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)
+                let swept = storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
+                limit_store::uncount_swept(w, &swept)?;
+                Ok(swept.iter().map(|&(_, n)| n).sum::<usize>())
             })?;
             m.expired += n;
             if n < SWEEP_BATCH {

@@ -1,8 +1,10 @@
 //! The limit store's sweep (issue #12): what it answers and the count it
 //! leaves, with two handles on one kv.db, one sweeping while the other
-//! writes; and, ignored, how long a sweep holds the writer over 1,000,000
-//! entries (`cargo test -p tinystore --release --test limit_store_sweep --
-//! --ignored --nocapture`).
+//! writes; the count kept exact when others delete its expired rows (the
+//! store's maintenance in a process that never opened the limit store, a
+//! full limit store's sweep of every name); and, ignored, how long a sweep
+//! holds the writer over 1,000,000 entries (`cargo test -p tinystore
+//! --release --test limit_store_sweep -- --ignored --nocapture`).
 
 mod common;
 
@@ -38,12 +40,6 @@ fn keys(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
-/// Entries the file really holds, counted on a reader (`recount`): the
-/// number a user relies on for the bound.
-fn real_entries(ls: &LimitStore) -> usize {
-    ls.recount().unwrap()
-}
-
 #[test]
 fn store_a_sweep_answers_the_expired_it_removed_and_the_live_left_while_another_handle_writes() {
     let (dir, a) = manual();
@@ -73,8 +69,7 @@ fn store_a_sweep_answers_the_expired_it_removed_and_the_live_left_while_another_
     // The new keys may land before or after the sweep.
     assert!(swept.entries == 5 || swept.entries == 8, "{swept:?}");
     assert_eq!(first.entries().unwrap(), 8);
-    assert_eq!(real_entries(&second), 8);
-    assert_eq!(second.entries().unwrap(), 8, "a recount with no drift changes nothing");
+    assert_eq!(second.entries().unwrap(), 8);
 
     let again = sweep_swept(&second);
     assert_eq!(again, Swept { removed: 0, entries: 8 });
@@ -86,31 +81,79 @@ fn store_a_sweep_answers_the_expired_it_removed_and_the_live_left_while_another_
     );
 }
 
+/// The bound is judged on the count, so the count must be the entries there
+/// are even when a process that never opened the limit store (it may not
+/// even know one exists) deletes its expired rows in its maintenance.
 #[test]
-fn store_a_recount_corrects_a_count_the_background_sweep_left_high_and_only_once() {
+fn store_another_store_that_never_opened_the_limit_store_sweeps_its_entries_and_the_count_stays_exact() {
     let (dir, a) = manual();
+    // Opened before the limit stores exist: it learns of them from the file.
     let b = reopen(dir.path());
     let first = LimitStore::open(&a).unwrap();
-    let second = LimitStore::open(&b).unwrap();
+    let second = LimitStore::builder(&a).name("second-store").open().unwrap();
     let now = a.clock().now_millis();
     put_all(&first, &keys("short", 6), now + 1000);
     put_all(&first, &keys("long", 4), now + 600_000);
+    put_all(&second, &keys("short", 3), now + 1000);
+    put_all(&second, &keys("long", 1), now + 600_000);
+    // Expired rows of a bucket of values in the same sweep: they move no count.
+    let sessions = a.bucket::<i64>("sessions").ttl(Duration::from_secs(1)).open().unwrap();
+    sessions.set("s", &1).unwrap();
     for s in [&a, &b] {
         s.clock().advance(Duration::from_secs(2)).unwrap();
     }
-    // The store's own maintenance deletes expired rows of every name
-    // without knowing the limit store's count: the count is left high.
-    assert_eq!(a.maintain().unwrap().expired, 6);
-    assert_eq!(first.entries().unwrap(), 10);
-    assert_eq!(first.sweep().unwrap(), 0, "nothing left to remove");
-    // Both handles recount: the second finds the count exact and leaves it.
-    // (Two recounts at once are tested in limit_store/sweep.rs.)
-    assert_eq!(first.recount().unwrap(), 4);
-    assert_eq!(second.recount().unwrap(), 4);
-    assert_eq!(second.entries().unwrap(), 4);
-    put_all(&second, &keys("more", 2), b.clock().now_millis() + 600_000);
+    assert_eq!(b.maintain().unwrap().expired, 10);
+    assert_eq!((first.entries().unwrap(), second.entries().unwrap()), (4, 1));
+    assert_eq!(
+        (first.sweep().unwrap(), second.sweep().unwrap()),
+        (0, 0),
+        "nothing left to remove"
+    );
+    put_all(&first, &keys("more", 2), a.clock().now_millis() + 600_000);
     assert_eq!(first.entries().unwrap(), 6);
-    assert_eq!(first.recount().unwrap(), 6);
+    // Entries that expire later, swept later, by either store.
+    put_all(&first, &keys("later", 3), a.clock().now_millis() + 5000);
+    for s in [&a, &b] {
+        s.clock().advance(Duration::from_secs(10)).unwrap();
+    }
+    assert_eq!(a.maintain().unwrap().expired, 3);
+    assert_eq!(first.entries().unwrap(), 6);
+    assert_eq!(b.maintain().unwrap().expired, 0);
+    assert_eq!(first.entries().unwrap(), 6);
+}
+
+/// A full limit store, refusing a new key, first deletes the expired rows
+/// of every name; the other limit stores whose rows went must not be left
+/// counting them, or they would refuse keys they have room for.
+#[test]
+fn store_a_full_store_sweeping_other_names_expired_entries_keeps_their_counts_exact() {
+    let (dir, a) = manual();
+    let b = reopen(dir.path());
+    let full = LimitStore::builder(&a).name("full").max_entries(3).open().unwrap();
+    let other = LimitStore::builder(&b).name("other").max_entries(4).open().unwrap();
+    let now = a.clock().now_millis();
+    put_all(&full, &keys("held", 3), now + 600_000);
+    put_all(&other, &keys("short", 2), now + 1000);
+    put_all(&other, &keys("long", 2), now + 600_000);
+    for s in [&a, &b] {
+        s.clock().advance(Duration::from_secs(2)).unwrap();
+    }
+    let at = a.clock().now_millis();
+    let refused = full
+        .update(&["new"], |_, _| vec![Change::Put(entry("1", at + 60_000))])
+        .unwrap_err();
+    assert_eq!(refused.kind(), tinystore::ErrorKind::Limit, "{refused}");
+    assert_eq!(full.entries().unwrap(), 3);
+    assert_eq!(
+        other.entries().unwrap(),
+        2,
+        "the full store's sweep moved the other's count"
+    );
+    assert_eq!(other.sweep().unwrap(), 0, "its expired entries were already gone");
+    // It has room for two more keys, as its count says.
+    put_all(&other, &keys("new", 2), at + 600_000);
+    assert_eq!(other.entries().unwrap(), 4);
+    assert_eq!(a.maintain().unwrap().expired, 0);
 }
 
 /// How long a sweep holds the writer over 1,000,000 entries: the time of

@@ -1,14 +1,7 @@
-//! The limit store's writes, as functions of the writer's group: an
-//! update's check-and-write of several keys, and the sweep.
-//!
-//! The count of entries: one row of the store's own name (key
-//! `COUNT_KEY`) holds how many entry rows there are, and every write
-//! moves it by the rows it adds or removes, in the same transaction, so
-//! every process sees the same count without a `count(*)` per write. The
-//! store's background maintenance deletes expired rows without moving it,
-//! so the count can only be too high (`sweep.rs` says why, and how a
-//! recount on a reader corrects it); here it is made exact by counting the
-//! rows when it crosses 80% and when the store looks full.
+//! The limit store's update, as a function of the writer's group: the
+//! check-and-write of several keys, judged against the bound on the count
+//! of entries (`count.rs`), which it moves by the rows it adds or removes
+//! in the same transaction.
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -19,7 +12,7 @@ use crate::raw::Raw;
 use crate::storage::{self, Cell};
 use crate::values::{Expiry, Target, WriteOptions};
 
-use super::sweep::bookkeeping_rows;
+use super::count::{count_on, set_count, uncount_swept};
 use super::{Change, FULL_LOG_EVERY, LimitEntry, LimitEvent, MAX_LIMIT_VALUE, Shared};
 
 /// After a full store refused a key, new keys are refused without another
@@ -50,29 +43,6 @@ pub(crate) fn cell_entry(cell: Option<Cell>) -> Result<(Option<LimitEntry>, Opti
     let value = String::from_utf8(b).map_err(|_| bad())?;
     let expires_at = cell.expires.ok_or_else(bad)?;
     Ok((Some(LimitEntry { value, expires_at }), Some(cell.version)))
-}
-
-/// The count of entries the file holds for the store.
-pub(crate) fn count_on(conn: &rusqlite::Connection, count: &Target, now: i64) -> Result<usize> {
-    match count.read(conn, now)? {
-        None => Ok(0),
-        Some(Cell { value: Raw::Int(n), .. }) if n >= 0 => Ok(n as usize),
-        Some(_) => Err(Error::corrupt("the limit store's count row does not hold a count")),
-    }
-}
-
-/// Counts the entry rows exactly (every row of the name but its
-/// bookkeeping): a scan of the store's rows, so only at the thresholds.
-fn rows(sh: &Shared, w: &WriteCtx<'_>) -> Result<usize> {
-    let all = storage::bucket_rows(w.conn, sh.core.id)?;
-    Ok(all.saturating_sub(bookkeeping_rows(w.conn, sh, w.now)?))
-}
-
-/// Writes the count of entries.
-pub(super) fn set_count(sh: &Shared, w: &mut WriteCtx<'_>, n: usize) -> Result<()> {
-    sh.count
-        .op_set(w, &Raw::Int(n as i64), WriteOptions::default())
-        .map(|_| ())
 }
 
 /// Refuses bad changes before anything is queued: one a key, values of
@@ -184,8 +154,7 @@ pub(crate) fn commit(
     };
     let mut meta = metas(w)?;
     let (mut added, mut removed) = tally(&meta);
-    let stored = count_on(w.conn, &sh.count, w.now)?;
-    let mut count = stored;
+    let mut count = count_on(w.conn, id, w.now)?;
     let mut events = Vec::new();
     if added > 0 && (count + added).saturating_sub(removed) > sh.max_entries {
         let now = w.now;
@@ -194,17 +163,16 @@ pub(crate) fn commit(
             watch.full_until.is_some_and(|t| now < t)
         };
         if !recently {
-            // Full, as the count says: remove expired rows, count exactly, and look again.
-            storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
-            count = rows(sh, w)?;
+            // Full, as the count says: remove expired rows (of every name,
+            // moving each limit store's count by its own) and look again.
+            let swept = storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
+            uncount_swept(w, &swept)?;
+            count = count_on(w.conn, id, w.now)?;
             meta = metas(w)?;
             (added, removed) = tally(&meta);
             filling(sh, w.now, count, &mut events);
         }
         if recently || (count + added).saturating_sub(removed) > sh.max_entries {
-            if count != stored {
-                set_count(sh, w, count)?;
-            }
             let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
             watch.full_until = Some(now + FULL_RECHECK);
             if watch.last_full.is_none_or(|t| now - t >= log_every()) {
@@ -249,16 +217,13 @@ pub(crate) fn commit(
             }
         }
     }
-    let mut after = (count + added).saturating_sub(removed);
+    let after = (count + added).saturating_sub(removed);
     let at = filling_at(sh.max_entries);
     if count < at && after >= at {
-        // Crossing 80% as the count says: the count may be high (rows the
-        // background sweep removed), so count exactly before warning.
-        after = rows(sh, w)?;
         filling(sh, w.now, after, &mut events);
     }
-    if after != stored {
-        set_count(sh, w, after)?;
+    if after != count {
+        set_count(w, id, after)?;
     }
     Ok(Outcome::Written { entries, events })
 }

@@ -13,20 +13,23 @@
 //! - Expiry on the store's clock: an entry's `expires_at` is the row's expiry,
 //!   so reads judge it and the store's maintenance sweeps it in the background.
 //! - Keys are stored as the SHA-256 of the key, never the key itself.
-//! - A bound on entries that never removes a live one: a count in the file,
-//!   kept by the writes (`commit.rs`), warns at 80% and refuses new keys when
-//!   full after removing expired rows. The sweep moves it by what it deletes
-//!   and a recount on a reader corrects what others' deletes left
-//!   (`sweep.rs`), so neither scans the rows in the writer.
+//! - A bound on entries that never removes a live one: a count in the file
+//!   (`count.rs`) warns at 80% and refuses new keys when full after removing
+//!   expired rows (`commit.rs`). Whatever deletes or adds entry rows moves
+//!   it in the same transaction, the store's maintenance in any process
+//!   included, so it is exact and nothing scans the rows in the writer.
 //! - Every call answered within its deadline, at most so many in flight
 //!   (`deadline.rs`).
 
 mod commit;
+mod count;
 mod deadline;
 mod sweep;
 
+pub(crate) use count::uncount_swept;
+
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -169,9 +172,8 @@ pub enum Commit {
 pub struct Swept {
     /// Expired entries of this limit store removed.
     pub removed: usize,
-    /// Entries held after the sweep, as the count in the file says: exact,
-    /// but for expired entries the store's background maintenance removed
-    /// since the last recount (see [`LimitStore::recount`]).
+    /// Entries held after the sweep, as the count in the file says (live
+    /// entries, and expired ones past this sweep's bound).
     pub entries: usize,
 }
 
@@ -229,15 +231,10 @@ impl LimitStoreBuilder {
         // A kind of its own: a bucket of values opened on the name by
         // mistake would write rows the limit store cannot read.
         let core = BucketCore::open(&self.store, &self.name, Kind::LimitStore, None, None)?;
-        let count = Target::new(&core, &Branch::root(), COUNT_KEY)?;
-        let recount = Target::new(&core, &Branch::root(), RECOUNT_KEY)?;
         let ls = LimitStore {
             shared: Arc::new(Shared {
                 store: self.store.clone(),
                 core,
-                count,
-                recount,
-                recounting: AtomicBool::new(false),
                 max_entries: self.max_entries,
                 deadline: self.deadline,
                 max_in_flight: self.in_flight,
@@ -263,9 +260,6 @@ impl LimitStoreBuilder {
 /// The key of the row that holds the count of entries: never 32 bytes, so
 /// never a key's digest.
 pub(crate) const COUNT_KEY: &[u8] = b"#entries";
-/// The key of the row that holds how many recounts corrected the count
-/// (`sweep.rs`): not 32 bytes either.
-pub(crate) const RECOUNT_KEY: &[u8] = b"#recount";
 
 /// When this handle last logged, and what it knows of fullness, in ms on
 /// the store's clock (so a test clock drives them too).
@@ -276,19 +270,11 @@ pub(crate) struct Watch {
     /// Until then a new key is refused without another sweep: a full store
     /// must not sweep for every new key an attacker sends.
     pub full_until: Option<i64>,
-    /// When this handle last started a recount.
-    pub last_recount: Option<i64>,
 }
 
 pub(crate) struct Shared {
     pub store: Store,
     pub core: Arc<BucketCore>,
-    /// The row that holds the count of entries.
-    pub count: Target,
-    /// The row that holds the recount's generation.
-    pub recount: Target,
-    /// A recount of this handle is running in the background.
-    pub recounting: AtomicBool,
     pub max_entries: usize,
     pub deadline: Duration,
     pub max_in_flight: usize,
@@ -488,73 +474,7 @@ impl LimitStore {
             },
         )?;
         deadline::watch(Instant::now() + self.shared.deadline, &answer, Some(ticket.clone()));
-        self.recount_if_due();
         Ok(ticket)
-    }
-
-    /// Counts the entries on a reader and corrects the count in the file
-    /// by what it finds; says how many entries there are. The count can
-    /// only be too high, by the expired entries the store's background
-    /// maintenance removed without moving it. A scan of every entry, but
-    /// never in the writer: the writer only takes the difference off (two
-    /// point reads), so writes go on meanwhile. Sweeps start one in the
-    /// background on an ordinary store every 10 minutes; call it yourself
-    /// on a manual store.
-    pub fn recount(&self) -> Result<usize> {
-        let sh = &self.shared;
-        sh.store.inner.check_open()?;
-        let name = &sh.core.name;
-        let now = sh.store.inner.clock.now_millis();
-        let seen = sh
-            .store
-            .inner
-            .readers
-            .with(|c| sweep::seen_on(c, sh, now))
-            .map_err(|e| e.in_bucket(name))?;
-        let op_shared = sh.clone();
-        sh.store
-            .inner
-            .writer
-            .call(sweep::CORRECT_WEIGHT, move |w| sweep::correct(&op_shared, w, &seen))
-            .map_err(|e| e.in_bucket(name))
-    }
-
-    /// Starts a recount on a thread of its own if none ran for a while:
-    /// after a sweep, so a count that others' deletes left high is
-    /// corrected without a caller waiting for the scan.
-    fn recount_if_due(&self) {
-        let sh = &self.shared;
-        if sh.store.is_manual() {
-            return;
-        }
-        let now = sh.store.inner.clock.now_millis();
-        {
-            let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
-            if watch.last_recount.is_some_and(|t| now - t < sweep::RECOUNT_EVERY) {
-                return;
-            }
-            if sh.recounting.swap(true, Ordering::AcqRel) {
-                return;
-            }
-            watch.last_recount = Some(now);
-        }
-        let ls = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("tinystore-limit-recount".into())
-            .spawn(move || {
-                match ls.recount() {
-                    // A store closed meanwhile has nothing left to correct.
-                    Err(e) if e.kind() != ErrorKind::Closed => {
-                        log::warn!(target: "tinystore::limit_store", "the recount of {} failed: {e}", ls.name());
-                    }
-                    _ => {}
-                }
-                ls.shared.recounting.store(false, Ordering::Release);
-            });
-        if let Err(e) = spawned {
-            sh.recounting.store(false, Ordering::Release);
-            log::warn!(target: "tinystore::limit_store", "the recount of {} did not start: {e}", sh.core.name);
-        }
     }
 
     /// Entries held, as the count in the file says (live entries, and
@@ -563,7 +483,7 @@ impl LimitStore {
         let sh = &self.shared;
         sh.store.inner.check_open()?;
         let now = sh.store.inner.clock.now_millis();
-        sh.store.inner.readers.with(|c| commit::count_on(c, &sh.count, now))
+        sh.store.inner.readers.with(|c| count::count_on(c, sh.core.id, now))
     }
 }
 

@@ -435,17 +435,22 @@ pub fn sweep_cleared(conn: &Connection, batch: usize) -> Result<usize> {
     Ok(done)
 }
 
-/// Deletes up to `batch` expired rows, oldest first. Returns how many went.
-pub fn sweep_expired(conn: &Connection, now: i64, batch: usize) -> Result<usize> {
+/// Deletes up to `batch` expired rows of every name, oldest first. Returns
+/// how many went of each name, as (bucket id, rows), so that a handle that
+/// keeps a count of its rows (the limit store) moves it in the same
+/// transaction.
+pub fn sweep_expired(conn: &Connection, now: i64, batch: usize) -> Result<Vec<(i64, usize)>> {
     let rows: Vec<(i64, Vec<u8>, Option<i64>)> = conn
         .prepare_cached(sql::EXPIRED_ROWS)?
         .query_map(params![now, batch as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let n = rows.len();
+    let mut buckets = Vec::with_capacity(rows.len());
     for (bucket, path, spill) in rows {
         delete(conn, bucket, &path, spill)?;
+        buckets.push(bucket);
     }
-    Ok(n)
+    buckets.sort_unstable();
+    Ok(buckets.chunk_by(|a, b| a == b).map(|run| (run[0], run.len())).collect())
 }
 
 /// [`sweep_expired`] of one name's rows (`bucket`): for a limit store,
