@@ -38,6 +38,7 @@ use rusqlite::Connection;
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::file::BUSY_TIMEOUT;
+use crate::storage::hot::{HotStatement, WriteConn};
 use crate::storage::turns::Turns;
 use crate::storage::{self, sql};
 
@@ -260,35 +261,29 @@ pub(crate) fn submit_held_now() {
 /// transaction, the time, and the file's revision counter.
 pub struct WriteCtx<'a> {
     pub(crate) conn: &'a Connection,
+    /// The write connection, for its statement of the common `set`.
+    write_conn: &'a WriteConn,
     /// The store's clock when the group started, in ms.
     pub(crate) now: i64,
     rev: i64,
     dirty: bool,
-    /// The common `set`'s statement, held for the whole group: taking it
-    /// from the connection's cache and giving it back hash its SQL text
-    /// twice, which cost a tenth of a small `set`.
-    cell_set: Option<rusqlite::CachedStatement<'a>>,
 }
 
 impl<'a> WriteCtx<'a> {
-    fn new(conn: &'a Connection, now: i64, rev: i64) -> WriteCtx<'a> {
+    fn new(conn: &'a WriteConn, now: i64, rev: i64) -> WriteCtx<'a> {
         WriteCtx {
             conn,
+            write_conn: conn,
             now,
             rev,
             dirty: false,
-            cell_set: None,
         }
     }
 
     /// The statement of the common `set` ([`crate::sql::CELL_SET`]),
-    /// prepared once per group.
-    pub(crate) fn cell_set(&mut self) -> Result<&mut rusqlite::Statement<'a>> {
-        let stmt = match self.cell_set.take() {
-            Some(stmt) => stmt,
-            None => self.conn.prepare_cached(sql::CELL_SET)?,
-        };
-        Ok(self.cell_set.insert(stmt))
+    /// prepared once for the connection's life.
+    pub(crate) fn cell_set(&self) -> std::cell::RefMut<'a, HotStatement> {
+        self.write_conn.cell_set()
     }
 
     /// A new revision of the file: the version of what this write writes.
@@ -453,7 +448,7 @@ struct Shared {
     /// lock, which the burst's thread needs for each push.
     pushes: AtomicU64,
     wake: Condvar,
-    conn: Mutex<Option<Connection>>,
+    conn: Mutex<Option<WriteConn>>,
     /// Taken after `conn`, never alone before it.
     turns: Mutex<Turns>,
     clock: Clock,
@@ -473,6 +468,7 @@ impl Writer {
     /// Starts the writer thread on `conn`, taking turns at the write lock
     /// with the writers of other processes through `turns`.
     pub fn start(conn: Connection, turns: Turns, clock: Clock) -> Result<Writer> {
+        let conn = WriteConn::new(conn)?;
         let shared = Arc::new(Shared {
             stats: GroupStats::default(),
             queue: Mutex::new(Queue {
@@ -575,7 +571,7 @@ impl Writer {
     /// and the connection free, which would otherwise wake the writer
     /// thread and wait to be woken in turn. Writes queued meanwhile wait
     /// for the connection and form the writer's next group.
-    fn run_here(&self, guard: MutexGuard<'_, Option<Connection>>, job: Box<dyn WriteOp>) {
+    fn run_here(&self, guard: MutexGuard<'_, Option<WriteConn>>, job: Box<dyn WriteOp>) {
         let shared = &self.shared;
         let began = match guard.as_ref() {
             Some(conn) => lock(&shared.turns).begin(conn, BUSY_TIMEOUT),
@@ -739,7 +735,6 @@ impl Writer {
         // Let go of the connection before yielding the write lock to other
         // processes: the group loop and the next `tx` of this process need
         // not wait out another process's turn.
-        drop(ctx);
         drop(guard);
         if out.is_ok() {
             lock(&self.shared.turns).after_commit();
@@ -953,7 +948,7 @@ fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, started: Instant) 
 /// Returns the writes that never ran because SQLite ended the transaction
 /// under them; they go back in front of the queue.
 fn commit_group(
-    conn: &Connection,
+    conn: &WriteConn,
     shared: &Shared,
     mut group: Vec<Box<dyn WriteOp>>,
     gathers: bool,

@@ -16,9 +16,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
-use rusqlite::{CachedStatement, Connection, Statement};
+use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::storage::hot::HotStatement;
 use crate::storage::{self, Cell, file, sql};
 
 /// The store's readers: a call takes a free one, or waits for its turn.
@@ -27,16 +28,16 @@ pub(crate) struct Readers {
     next: AtomicUsize,
 }
 
-/// One reader connection, holding the point read's statement for its life:
-/// taking it from the connection's cache and giving it back hashed its SQL
+/// One reader connection, holding the point read's statements for its life:
+/// taking one from the connection's cache and giving it back hashed its SQL
 /// twice a get, a sixth of a get's cost.
 pub(crate) struct ReaderConn {
-    // Declared before `conn`, so dropped first: the statements borrow it.
-    cell_get: RefCell<Option<CachedStatement<'static>>>,
-    cell_get_unmarked: RefCell<Option<CachedStatement<'static>>>,
+    // Declared before `conn`, so dropped first (finalized before it closes).
+    cell_get: RefCell<Option<HotStatement>>,
+    cell_get_unmarked: RefCell<Option<HotStatement>>,
     /// What this reader last learned of clear marks, if anything.
     marks: StdCell<Option<MarksSeen>>,
-    conn: Box<Connection>,
+    conn: Connection,
 }
 
 /// Whether any clear mark existed in the snapshot this reader saw at
@@ -57,7 +58,7 @@ impl ReaderConn {
             cell_get: RefCell::new(None),
             cell_get_unmarked: RefCell::new(None),
             marks: StdCell::new(None),
-            conn: Box::new(conn),
+            conn,
         }
     }
 
@@ -96,19 +97,14 @@ impl ReaderConn {
     }
 
     /// One of the point read's statements, prepared once into `slot`.
-    fn statement<'s>(
-        &'s self,
-        slot: &'s RefCell<Option<CachedStatement<'static>>>,
-        sql: &str,
-    ) -> Result<RefMut<'s, Statement<'static>>> {
+    fn statement<'s>(&'s self, slot: &'s RefCell<Option<HotStatement>>, sql: &str) -> Result<RefMut<'s, HotStatement>> {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
-            // SAFETY: the connection is boxed, so it does not move, and it
-            // outlives the statement, which is dropped first (field order).
-            let conn: &'static Connection = unsafe { &*(self.conn.as_ref() as *const Connection) };
-            *slot = Some(conn.prepare_cached(sql)?);
+            // SAFETY: the statement is dropped before the connection closes
+            // (field order).
+            *slot = Some(unsafe { HotStatement::prepare(&self.conn, sql)? });
         }
-        Ok(RefMut::map(slot, |s| &mut **s.as_mut().expect("prepared above")))
+        Ok(RefMut::map(slot, |s| s.as_mut().expect("prepared above")))
     }
 
     /// SQLite's count of the changed snapshots this connection has seen.

@@ -310,7 +310,10 @@ impl Target {
                 let version = w.next_version();
                 let expiry = self.core.set_expiry(w.now, opts.expiry);
                 let now = w.now;
-                if storage::set_inline(w.cell_set()?, self.core.id, self.path(), version, expiry, value, now)? {
+                let mut st = w.cell_set();
+                let set = storage::set_inline(&mut st, self.core.id, self.path(), version, expiry, value, now);
+                drop(st); // the spilled case below may take it again
+                if set? {
                     return Ok(Version(version));
                 }
                 // The row holds a spilled value: replace it and free the

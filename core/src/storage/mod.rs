@@ -5,6 +5,7 @@
 //! caller holds: a group's savepoint, a `tx`, or none for a plain read.
 
 pub mod file;
+pub mod hot;
 pub mod sql;
 pub mod turns;
 
@@ -189,27 +190,28 @@ pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Opti
 /// with [`sql::CELL_GET`], whose one statement sees the row and its spill
 /// in one snapshot.
 pub fn get_with(
-    st: &mut rusqlite::Statement<'_>,
+    st: &mut hot::HotStatement,
     conn: &Connection,
     bucket: i64,
     path: &[u8],
     now: i64,
 ) -> Result<Option<Cell>> {
-    {
-        let mut rows = st.query(params![bucket, path, now])?;
-        match rows.next()? {
-            None => return Ok(None),
-            Some(r) if r.get_ref(3)? == rusqlite::types::ValueRef::Null => {
-                return Ok(Some(Cell {
-                    version: r.get(0)?,
-                    expires: r.get(1)?,
-                    value: Raw::from_sql(r.get_ref(2)?)?,
-                }));
-            }
-            Some(_) => {} // spilled
-        }
+    use hot::Param;
+    let (found, _) = st.run(&[Param::Int(bucket), Param::Blob(path), Param::Int(now)], |row| {
+        Ok(match row {
+            None => Some(None),
+            Some(r) if r.opt_int(3).is_none() => Some(Some(Cell {
+                version: r.int(0),
+                expires: r.opt_int(1),
+                value: r.raw(2)?,
+            })),
+            Some(_) => None, // spilled
+        })
+    })?;
+    match found {
+        Some(cell) => Ok(cell),
+        None => get(conn, bucket, path, now),
     }
-    get(conn, bucket, path, now)
 }
 
 /// Whether any clear mark exists in the file.
@@ -286,7 +288,7 @@ pub enum SetExpiry {
 /// holds a spilled value: the caller then replaces it with [`put`], which
 /// frees the spill.
 pub fn set_inline(
-    stmt: &mut rusqlite::Statement<'_>,
+    stmt: &mut hot::HotStatement,
     bucket: i64,
     path: &[u8],
     version: i64,
@@ -300,8 +302,17 @@ pub fn set_inline(
         SetExpiry::Give(e) => (None, e),
         SetExpiry::KeepLiveElse(e) => (Some(now), e),
     };
-    let n = stmt.execute(params![bucket, path, version, expires, value, keep_at])?;
-    Ok(n == 1)
+    use hot::Param;
+    let params = [
+        Param::Int(bucket),
+        Param::Blob(path),
+        Param::Int(version),
+        Param::opt(expires),
+        Param::raw(value),
+        Param::opt(keep_at),
+    ];
+    let ((), changed) = stmt.run(&params, |_| Ok(()))?;
+    Ok(changed == 1)
 }
 
 /// Deletes a row and its spill.
