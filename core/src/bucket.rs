@@ -193,7 +193,17 @@ impl<T: Send + 'static> Bucket<T> {
 
     /// The value of a live key, or `None`. In an idle bucket this renews the key.
     pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
-        Ok(self.entry(key)?.map(|e| e.value))
+        let k = key.key_bytes();
+        // The memory of the largest value, until the row is decoded.
+        let _held = self.raw.core.store.inner.hold(MAX_VALUE);
+        match self.raw.cell_held(&k)? {
+            None => Ok(None),
+            Some((_, cell)) => self
+                .codec
+                .decode_row(&cell.value)
+                .map(Some)
+                .map_err(|e| self.named(&k, e)),
+        }
     }
 
     /// The value with its version and expiry.

@@ -524,6 +524,12 @@ impl RawBucket {
     /// [`RawBucket::entry`] for a caller that already holds the memory of
     /// the value it reads (a typed bucket, until it has decoded it).
     pub(crate) fn entry_held(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
+        Ok(self.cell_held(key)?.map(|(t, cell)| t.entry(cell)))
+    }
+
+    /// [`RawBucket::entry_held`] as the row holds it, with its target: for
+    /// a typed `get`, which needs neither a copy of the key nor an entry.
+    pub(crate) fn cell_held(&self, key: &[u8]) -> Result<Option<(Target, Cell)>> {
         let t = self.target(key)?;
         let inner = &self.core.store.inner;
         let now = inner.clock.now_millis();
@@ -533,7 +539,7 @@ impl RawBucket {
         if let Some(renewed) = self.renew(&t, cell.version, cell.expires, now)? {
             cell.expires = Some(renewed);
         }
-        Ok(Some(t.entry(cell)))
+        Ok(Some((t, cell)))
     }
 
     /// Whether a live key is there (renewing it as `entry` does).
