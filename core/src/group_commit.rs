@@ -67,6 +67,8 @@ thread_local! {
     static BURST: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
     /// On the writer thread: what [`after_answers`] put off until the group is answered.
     static AFTER: std::cell::RefCell<Vec<Box<dyn FnOnce()>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Set inside [`submit_waited`]: this thread waits for what it submits.
+    static WAITS: StdCell<bool> = const { StdCell::new(false) };
     /// On the writer thread: the blocking callers answered in this group,
     /// in order, still to be woken.
     static BLOCKED: std::cell::RefCell<Vec<Arc<dyn Blocked>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -195,6 +197,24 @@ fn run_after_answers() {
 /// burst of writes (every `set` of one event-loop turn) from one thread.
 pub fn submit_together<R>(f: impl FnOnce() -> R) -> R {
     let _burst = Burst::start();
+    f()
+}
+
+/// Runs `f`, whose writes (the completion forms, `*_then`) the calling
+/// thread then waits for: for a binding whose blocking calls are a submit
+/// and a wait (the C ABI, so that a cancel can give up on a queued write).
+/// Such a write commits on this thread, as a blocking call does, when
+/// nothing is queued and the writer is free: two thread switches instead of
+/// four. Never from an event loop, which must not wait out a commit.
+pub fn submit_waited<R>(f: impl FnOnce() -> R) -> R {
+    /// Clears the mark however `f` ends, a panic too.
+    struct Waits(bool);
+    impl Drop for Waits {
+        fn drop(&mut self) {
+            WAITS.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Waits(WAITS.with(|w| w.replace(true)));
     f()
 }
 
@@ -541,8 +561,32 @@ impl Writer {
             let state = job.state.take().expect("the state was just put there");
             return Err((Error::closed(), state));
         }
-        self.push(q, job);
+        if WAITS.with(|w| w.get()) && !ON_WRITER.with(|w| w.get()) {
+            self.run_here_or_push(q, job);
+        } else {
+            self.push(q, job);
+        }
         Ok(Ticket(cancel))
+    }
+
+    /// Commits `job` on this thread when it would be alone, else queues it.
+    /// Alone: nothing queued (so no earlier write of this thread), no burst
+    /// open, no sign of other writers (else the first caller a group woke
+    /// would commit alone, and split every group in two), and the
+    /// connection free. The lock order is the writer's (connection, then
+    /// queue) reversed, so only a try.
+    fn run_here_or_push(&self, q: MutexGuard<'_, Queue>, job: Box<dyn WriteOp>) {
+        let alone = q.ops.is_empty()
+            && q.bursts == 0
+            && BURST.with(|b| b.borrow().is_none())
+            && self.shared.last_group.load(Ordering::Relaxed) <= 1;
+        match self.shared.conn.try_lock() {
+            Ok(conn) if alone => {
+                drop(q);
+                self.run_here(conn, job);
+            }
+            _ => self.push(q, job),
+        }
     }
 
     /// Queues `job` for the next group, waking the writer when it waits.
@@ -657,22 +701,7 @@ impl Writer {
             let state = job.state.take().expect("the state was just put there");
             return Err(name(&state, Error::closed()));
         }
-        // Nothing queued (so no earlier write of this thread), no burst
-        // open, no sign of other writers (else the first caller a group
-        // woke would commit alone, and split every group in two), and the
-        // connection free: commit here. The lock order is
-        // the writer's (connection, then queue) reversed, so only a try.
-        let alone = q.ops.is_empty()
-            && q.bursts == 0
-            && BURST.with(|b| b.borrow().is_none())
-            && self.shared.last_group.load(Ordering::Relaxed) <= 1;
-        match self.shared.conn.try_lock() {
-            Ok(conn) if alone => {
-                drop(q);
-                self.run_here(conn, job);
-            }
-            _ => self.push(q, job),
-        }
+        self.run_here_or_push(q, job);
         answer.wait()
     }
 
@@ -1113,6 +1142,74 @@ mod submit_together_tests {
             let key = format!("k{i}");
             assert_eq!(b.entry(key.as_bytes()).unwrap().map(|e| e.value), Some(Raw::int(i)));
         }
+    }
+
+    /// The thread a write's completion ran on, for a write submitted with
+    /// `submit_waited` or without it.
+    fn answered_on(b: &RawBucket, key: &[u8], waited: bool) -> std::thread::ThreadId {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let submit = || {
+            b.set_then(key, Raw::int(1), WriteOptions::default(), move |r| {
+                r.unwrap();
+                tx.send(std::thread::current().id()).unwrap()
+            })
+            .unwrap()
+        };
+        if waited {
+            super::submit_waited(submit)
+        } else {
+            submit()
+        };
+        rx.recv().unwrap()
+    }
+
+    #[test]
+    fn a_waited_write_alone_commits_on_its_callers_thread() {
+        let (_dir, store, b) = store_with_bucket();
+        let me = std::thread::current().id();
+        assert_ne!(
+            answered_on(&b, b"queued", false),
+            me,
+            "a completion form commits on the writer"
+        );
+        // Answered inside its group: wait until the writer lets go of the
+        // connection (a `tx` takes it), so that it is free for the next.
+        store.tx(|_| Ok(())).unwrap();
+        assert_eq!(answered_on(&b, b"here", true), me, "a waited write alone commits here");
+        assert_eq!(b.entry(b"here").unwrap().map(|e| e.value), Some(Raw::int(1)));
+    }
+
+    #[test]
+    fn a_waited_write_joins_the_queue_while_the_writer_is_busy() {
+        // A `tx` on another thread holds the connection: the write cannot
+        // commit here, so it queues and is answered after the tx ends.
+        let (_dir, store, b) = store_with_bucket();
+        let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        let me = std::thread::current().id();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                store
+                    .tx(|_| {
+                        held.wait();
+                        release.wait();
+                        Ok(())
+                    })
+                    .unwrap()
+            });
+            held.wait();
+            let (tx, rx) = std::sync::mpsc::channel();
+            super::submit_waited(|| {
+                b.set_then(b"k", Raw::int(1), WriteOptions::default(), move |r| {
+                    tx.send((std::thread::current().id(), r.is_ok())).unwrap()
+                })
+                .unwrap()
+            });
+            assert!(rx.try_recv().is_err(), "not answered while the tx holds the writer");
+            release.wait();
+            let (on, ok) = rx.recv().unwrap();
+            assert!(ok);
+            assert_ne!(on, me, "the queued write committed on the writer thread");
+        });
     }
 
     #[test]

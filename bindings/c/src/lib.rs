@@ -340,9 +340,12 @@ pub(crate) fn wait<T: Send + 'static>(
     submit: impl FnOnce(Done<T>) -> Result<Ticket>,
 ) -> Result<T> {
     let (tx, rx) = mpsc::sync_channel(1);
-    let ticket = submit(Box::new(move |r| {
-        let _ = tx.send(r);
-    }))?;
+    // This thread waits for the write: alone, it commits here.
+    let ticket = tinystore::submit_waited(|| {
+        submit(Box::new(move |r| {
+            let _ = tx.send(r);
+        }))
+    })?;
     if let Some(c) = unsafe { cancel.as_ref() } {
         c.on_fire(move || ticket.cancel());
     }
