@@ -149,7 +149,7 @@ impl<T> std::fmt::Debug for Bucket<T> {
 
 fn typed<T: 'static>(codec: &dyn RowCodec<T>, e: Entry<Raw>) -> Result<Entry<T>> {
     Ok(Entry {
-        value: codec.decode_row(&e.value)?,
+        value: codec.decode_owned(e.value)?,
         key: e.key,
         version: e.version,
         expires_at: e.expires_at,
@@ -200,7 +200,7 @@ impl<T: Send + 'static> Bucket<T> {
             None => Ok(None),
             Some((_, cell)) => self
                 .codec
-                .decode_row(&cell.value)
+                .decode_owned(cell.value)
                 .map(Some)
                 .map_err(|e| self.named(&k, e)),
         }

@@ -57,11 +57,7 @@ pub fn decode<T: DeserializeOwned + 'static>(raw: &Raw) -> Result<T> {
                 raw.kind_name()
             )));
         };
-        let mut out: Option<T> = None;
-        if let Some(slot) = (&mut out as &mut dyn Any).downcast_mut::<Option<Vec<u8>>>() {
-            *slot = Some(bytes.clone());
-        }
-        return out.ok_or_else(|| Error::corrupt("Vec<u8> did not decode as itself"));
+        return bytes_as(bytes.clone());
     }
     T::deserialize(RowDe(raw)).map_err(|e| {
         Error::corrupt(format!(
@@ -71,6 +67,24 @@ pub fn decode<T: DeserializeOwned + 'static>(raw: &Raw) -> Result<T> {
             e.0
         ))
     })
+}
+
+/// [`decode`] of a row the caller gives up: bytes read as `Vec<u8>` are
+/// moved, not copied (a get of a bytes value copied it twice).
+pub fn decode_owned<T: DeserializeOwned + 'static>(raw: Raw) -> Result<T> {
+    match raw {
+        Raw::Bytes(bytes) if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() => bytes_as(bytes),
+        raw => decode(&raw),
+    }
+}
+
+/// `bytes` as a `T` that is `Vec<u8>`.
+fn bytes_as<T: 'static>(bytes: Vec<u8>) -> Result<T> {
+    let mut out: Option<T> = None;
+    if let Some(slot) = (&mut out as &mut dyn Any).downcast_mut::<Option<Vec<u8>>>() {
+        *slot = Some(bytes);
+    }
+    out.ok_or_else(|| Error::corrupt("Vec<u8> did not decode as itself"))
 }
 
 fn short_type<T>() -> &'static str {

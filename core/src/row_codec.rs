@@ -53,6 +53,11 @@ pub trait RowCodec<T>: Send + Sync + 'static {
     fn encode_row(&self, value: &T) -> Result<Raw>;
     /// The value a row keeps; a row that does not read as `T` is `Corrupt`.
     fn decode_row(&self, row: &Raw) -> Result<T>;
+    /// [`RowCodec::decode_row`] of a row the caller no longer needs, which
+    /// a codec may take apart instead of copying.
+    fn decode_owned(&self, row: Raw) -> Result<T> {
+        self.decode_row(&row)
+    }
 }
 
 /// The default: a value is kept by its serde shape (KV-3), as every
@@ -66,6 +71,9 @@ impl<T: Serialize + DeserializeOwned + 'static> RowCodec<T> for ByType {
     }
     fn decode_row(&self, row: &Raw) -> Result<T> {
         crate::codec::decode(row)
+    }
+    fn decode_owned(&self, row: Raw) -> Result<T> {
+        crate::codec::decode_owned(row)
     }
 }
 
@@ -131,6 +139,9 @@ impl RowCodec<Raw> for AsRow {
     }
     fn decode_row(&self, row: &Raw) -> Result<Raw> {
         Ok(row.clone())
+    }
+    fn decode_owned(&self, row: Raw) -> Result<Raw> {
+        Ok(row)
     }
 }
 

@@ -130,7 +130,7 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
         cell.map(|c| {
             Ok(Entry {
-                value: self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?,
+                value: self.bucket.codec.decode_owned(c.value).map_err(|e| t.name(e))?,
                 key: crate::Key(t.key().to_vec()),
                 version: Version(c.version),
                 expires_at: c.expires.map(crate::clock::from_millis),
@@ -223,7 +223,7 @@ impl<T: Send + 'static> ViewBucket<'_, '_, T> {
         let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
         match t.read(self.view.conn, self.view.now)? {
-            Some(c) => Ok(Some(self.bucket.codec.decode_row(&c.value).map_err(|e| t.name(e))?)),
+            Some(c) => Ok(Some(self.bucket.codec.decode_owned(c.value).map_err(|e| t.name(e))?)),
             None => Ok(None),
         }
     }
