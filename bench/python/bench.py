@@ -93,7 +93,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reads", type=int, default=20_000, help="point reads per round")
     ap.add_argument("--sets", type=int, default=200, help="sets with 1 in flight per round")
-    ap.add_argument("--groups", type=int, default=30, help="groups of 64 sets per round")
+    ap.add_argument("--groups", type=int, default=300, help="groups of 64 sets per round")
     ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
     args = ap.parse_args()
 
