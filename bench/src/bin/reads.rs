@@ -5,7 +5,7 @@
 //! at most 1.5 times one over 10,000 (the keys are read in a random order,
 //! so the large store does not sit in the CPU's caches).
 //!
-//! `cargo run --release -p tinystore-bench --bin reads [-- --rounds 7 --ms 300 --sizes 10000,1000000]`
+//! `cargo run --release -p tinystore-bench --bin reads [-- --rounds 15 --ms 300 --sizes 10000,1000000]`
 //! (`make bench-reads`; `--short` for a quick check: 3 rounds, 10,000 and 100,000 keys).
 
 use std::hint::black_box;
@@ -73,7 +73,7 @@ fn build(dir: &std::path::Path, n: u64) -> (Store, Bucket<Vec<u8>>, Connection) 
 
 fn main() {
     let mut short = false;
-    let mut rounds = 7;
+    let mut rounds = 15;
     let mut ms = 300;
     let mut sizes = vec![10_000u64, 1_000_000];
     let mut args = std::env::args().skip(1);
