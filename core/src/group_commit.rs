@@ -1094,18 +1094,10 @@ mod submit_together_tests {
         (dir, store, b)
     }
 
-    #[test]
-    fn kv15_writes_waiting_while_the_writer_is_busy_commit_as_one_group() {
-        // The writer is held busy (a `tx` on another thread holds its
-        // connection) while 64 writes are submitted, so all of them wait
-        // when it is next free. Without the hold the count would depend on
-        // scheduling: an open burst keeps a group open only while writes
-        // keep coming, and a descheduled thread ends it (BURST_GAP_AT_MOST).
-        let (_dir, store, b) = store_with_bucket();
-        b.set(b"warm", Raw::int(0), WriteOptions::default()).unwrap();
-        let (g0, w0) = store.group_stats();
+    /// Runs `during` while a `tx` on another thread holds the writer's
+    /// connection, then lets the writer go: writes made in `during` wait.
+    fn with_writer_held(store: &Store, during: impl FnOnce()) {
         let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
-        let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             s.spawn(|| {
                 store
@@ -1117,6 +1109,23 @@ mod submit_together_tests {
                     .unwrap()
             });
             held.wait();
+            during();
+            release.wait();
+        });
+    }
+
+    #[test]
+    fn kv15_writes_waiting_while_the_writer_is_busy_commit_as_one_group() {
+        // The writer is held busy (a `tx` on another thread holds its
+        // connection) while 64 writes are submitted, so all of them wait
+        // when it is next free. Without the hold the count would depend on
+        // scheduling: an open burst keeps a group open only while writes
+        // keep coming, and a descheduled thread ends it (BURST_GAP_AT_MOST).
+        let (_dir, store, b) = store_with_bucket();
+        b.set(b"warm", Raw::int(0), WriteOptions::default()).unwrap();
+        let (g0, w0) = store.group_stats();
+        let (tx, rx) = std::sync::mpsc::channel();
+        with_writer_held(&store, || {
             super::submit_together(|| {
                 for i in 0..64 {
                     let tx = tx.clone();
@@ -1127,7 +1136,6 @@ mod submit_together_tests {
                     .unwrap();
                 }
             });
-            release.wait();
         });
         for _ in 0..64 {
             rx.recv().unwrap().unwrap();
@@ -1184,20 +1192,9 @@ mod submit_together_tests {
         // A `tx` on another thread holds the connection: the write cannot
         // commit here, so it queues and is answered after the tx ends.
         let (_dir, store, b) = store_with_bucket();
-        let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         let me = std::thread::current().id();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                store
-                    .tx(|_| {
-                        held.wait();
-                        release.wait();
-                        Ok(())
-                    })
-                    .unwrap()
-            });
-            held.wait();
-            let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
+        with_writer_held(&store, || {
             super::submit_waited(|| {
                 b.set_then(b"k", Raw::int(1), WriteOptions::default(), move |r| {
                     tx.send((std::thread::current().id(), r.is_ok())).unwrap()
@@ -1205,11 +1202,10 @@ mod submit_together_tests {
                 .unwrap()
             });
             assert!(rx.try_recv().is_err(), "not answered while the tx holds the writer");
-            release.wait();
-            let (on, ok) = rx.recv().unwrap();
-            assert!(ok);
-            assert_ne!(on, me, "the queued write committed on the writer thread");
         });
+        let (on, ok) = rx.recv().unwrap();
+        assert!(ok);
+        assert_ne!(on, me, "the queued write committed on the writer thread");
     }
 
     #[test]
