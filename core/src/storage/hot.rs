@@ -1,11 +1,11 @@
-//! The two statements every get and every set runs, called on SQLite
-//! directly rather than through rusqlite's `Statement`.
+//! The statements of the point read and of the common set, called on
+//! SQLite directly rather than through rusqlite's `Statement`.
 //!
 //! Why: rusqlite binds every blob `SQLITE_TRANSIENT` (SQLite copies it into
 //! memory of its own: a malloc, a copy and a free per key and per value)
 //! and converts each parameter and column through its generic `ToSql` and
-//! `ValueRef` layers. On a point read of 10,000 keys that was about a tenth
-//! of the read. A [`HotStatement`] binds blobs `SQLITE_STATIC`, which is
+//! `ValueRef` layers. On a point read of 10,000 keys that was 640 of its
+//! 10.9k instructions, and 610 of a set's 10.6k. A [`HotStatement`] binds blobs `SQLITE_STATIC`, which is
 //! sound because [`HotStatement::run`] binds, steps, reads and resets in
 //! one call: the borrowed bytes outlive every use SQLite makes of them.
 //!
