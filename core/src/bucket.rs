@@ -10,8 +10,11 @@ use crate::group_commit::Ticket;
 use crate::key::AsKey;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::row_codec::{AsRow, ByType, Codec, RowCodec, WithCodec};
+use crate::storage::Cell;
 use crate::store::Store;
-use crate::values::{Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, Pages, RawBucket, Version, WriteOptions};
+use crate::values::{
+    Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, Pages, RawBucket, Target, Version, WriteOptions,
+};
 
 /// Opens a bucket: `store.bucket::<Session>("sessions").idle(d).open()?`.
 ///
@@ -193,27 +196,23 @@ impl<T: Send + 'static> Bucket<T> {
 
     /// The value of a live key, or `None`. In an idle bucket this renews the key.
     pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
-        let k = key.key_bytes();
-        // The memory of the largest value, until the row is decoded.
-        let _held = self.raw.core.store.inner.hold(MAX_VALUE);
-        match self.raw.cell_held(&k)? {
-            None => Ok(None),
-            Some((_, cell)) => self
-                .codec
-                .decode_owned(cell.value)
-                .map(Some)
-                .map_err(|e| self.named(&k, e)),
-        }
+        self.read(key, |_, cell| self.codec.decode_owned(cell.value))
     }
 
     /// The value with its version and expiry.
     pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
+        self.read(key, |t, cell| typed(&*self.codec, t.entry(cell)))
+    }
+
+    /// Reads a live key and decodes it with `decode`, holding the memory of
+    /// the largest value until the row is decoded; a decode's error names
+    /// the key.
+    fn read<R>(&self, key: impl AsKey, decode: impl FnOnce(Target, Cell) -> Result<R>) -> Result<Option<R>> {
         let k = key.key_bytes();
-        // The memory of the largest value, until the row is decoded.
         let _held = self.raw.core.store.inner.hold(MAX_VALUE);
-        match self.raw.entry_held(&k)? {
+        match self.raw.cell_held(&k)? {
             None => Ok(None),
-            Some(e) => typed(&*self.codec, e).map(Some).map_err(|e| self.named(&k, e)),
+            Some((t, cell)) => decode(t, cell).map(Some).map_err(|e| self.named(&k, e)),
         }
     }
 

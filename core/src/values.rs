@@ -266,7 +266,7 @@ impl Target {
         self.name(Error::conflict(what.to_owned()))
     }
 
-    fn entry(&self, cell: Cell) -> Entry<Raw> {
+    pub(crate) fn entry(&self, cell: Cell) -> Entry<Raw> {
         Entry {
             key: Key(self.key().to_vec()),
             value: cell.value,
@@ -518,17 +518,12 @@ impl RawBucket {
     /// in its last minute before it returns.
     pub fn entry(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let _held = self.core.store.inner.hold(MAX_VALUE);
-        self.entry_held(key)
-    }
-
-    /// [`RawBucket::entry`] for a caller that already holds the memory of
-    /// the value it reads (a typed bucket, until it has decoded it).
-    pub(crate) fn entry_held(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         Ok(self.cell_held(key)?.map(|(t, cell)| t.entry(cell)))
     }
 
-    /// [`RawBucket::entry_held`] as the row holds it, with its target: for
-    /// a typed `get`, which needs neither a copy of the key nor an entry.
+    /// [`RawBucket::entry`] as the row holds it, with its target, for a
+    /// caller that already holds the memory of the value it reads (a typed
+    /// bucket, until it has decoded it; a `get` needs no copy of the key).
     pub(crate) fn cell_held(&self, key: &[u8]) -> Result<Option<(Target, Cell)>> {
         let t = self.target(key)?;
         let inner = &self.core.store.inner;

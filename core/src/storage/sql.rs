@@ -169,8 +169,8 @@ pub const CELL_UPSERT: &str = "INSERT INTO cells (bucket, path, version, expires
 /// `cells`: one would make SQLite journal every statement's pages.
 /// Positional, because binding by name searches the names per call: ?1
 /// bucket, ?2 path, ?3 version, ?4 expires, ?5 value, ?6 now when a live
-/// row keeps its expiry, else NULL (one parameter for both: a bind costs
-/// about 190 instructions).
+/// row keeps its expiry, else NULL (one parameter for both: each bind is
+/// work on every set).
 pub const CELL_SET: &str = concat!(
     "INSERT INTO cells (bucket, path, version, expires, value, spill)
      VALUES (?1, ?2, ?3, ?4, ?5, NULL)
