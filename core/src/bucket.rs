@@ -13,7 +13,7 @@ use crate::row_codec::{AsRow, ByType, Codec, RowCodec, WithCodec};
 use crate::storage::Cell;
 use crate::store::Store;
 use crate::values::{
-    Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, Pages, RawBucket, Target, Version, WriteOptions,
+    Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, Pages, RawBucket, Version, WriteOptions, entry_of,
 };
 
 /// Opens a bucket: `store.bucket::<Session>("sessions").idle(d).open()?`.
@@ -188,10 +188,7 @@ impl<T: Send + 'static> Bucket<T> {
     }
 
     fn named(&self, key: &[u8], e: crate::Error) -> crate::Error {
-        if e.path().is_some() {
-            return e;
-        }
-        e.at(self.raw.name(), self.raw.branch.show_with(Some(key)))
+        self.raw.named(key, e)
     }
 
     /// The value of a live key, or `None`. In an idle bucket this renews the key.
@@ -201,18 +198,18 @@ impl<T: Send + 'static> Bucket<T> {
 
     /// The value with its version and expiry.
     pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
-        self.read(key, |t, cell| typed(&*self.codec, t.entry(cell)))
+        self.read(key, |k, cell| typed(&*self.codec, entry_of(k, cell)))
     }
 
     /// Reads a live key and decodes it with `decode`, holding the memory of
     /// the largest value until the row is decoded; a decode's error names
     /// the key.
-    fn read<R>(&self, key: impl AsKey, decode: impl FnOnce(Target, Cell) -> Result<R>) -> Result<Option<R>> {
+    fn read<R>(&self, key: impl AsKey, decode: impl FnOnce(&[u8], Cell) -> Result<R>) -> Result<Option<R>> {
         let k = key.key_bytes();
         let _held = self.raw.core.store.inner.hold(MAX_VALUE);
         match self.raw.cell_held(&k)? {
             None => Ok(None),
-            Some((t, cell)) => decode(t, cell).map(Some).map_err(|e| self.named(&k, e)),
+            Some(cell) => decode(&k, cell).map(Some).map_err(|e| self.named(&k, e)),
         }
     }
 

@@ -17,7 +17,6 @@ use crate::error::{Error, Result};
 use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch, Key};
 use crate::raw::{MAX_VALUE, Raw};
-use crate::readers::ReaderConn;
 use crate::storage::{self, Cell, Kind};
 use crate::store::Store;
 
@@ -214,6 +213,29 @@ impl BucketCore {
     }
 }
 
+thread_local! {
+    /// Where a point read on this thread builds its key's path.
+    static READ_PATH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `e`, naming the bucket and the key's path unless it names a key already.
+fn name_key(bucket: &str, branch: &Branch, key: &[u8], e: Error) -> Error {
+    if e.path().is_some() {
+        return e;
+    }
+    e.at(bucket, branch.show_with(Some(key)))
+}
+
+/// The entry of `key` from its row.
+pub(crate) fn entry_of(key: &[u8], cell: Cell) -> Entry<Raw> {
+    Entry {
+        key: Key(key.to_vec()),
+        value: cell.value,
+        version: Version(cell.version),
+        expires_at: cell.expires.map(from_millis),
+    }
+}
+
 /// One key of one bucket, owned, so that a write can travel to the writer.
 #[derive(Clone)]
 pub(crate) struct Target {
@@ -250,10 +272,7 @@ impl Target {
 
     /// Names this key in an error.
     pub(crate) fn name(&self, e: Error) -> Error {
-        if e.path().is_some() {
-            return e;
-        }
-        e.at(&self.core.name, self.branch.show_with(Some(self.key())))
+        name_key(&self.core.name, &self.branch, self.key(), e)
     }
 
     /// Holds `bytes` of the memory budget inside a transaction: what is
@@ -267,22 +286,12 @@ impl Target {
     }
 
     pub(crate) fn entry(&self, cell: Cell) -> Entry<Raw> {
-        Entry {
-            key: Key(self.key().to_vec()),
-            value: cell.value,
-            version: Version(cell.version),
-            expires_at: cell.expires.map(from_millis),
-        }
+        entry_of(self.key(), cell)
     }
 
     /// Reads the key on `conn`, without renewal.
     pub(crate) fn read(&self, conn: &rusqlite::Connection, now: i64) -> Result<Option<Cell>> {
         storage::get(conn, self.core.id, self.path(), now).map_err(|e| self.name(e))
-    }
-
-    /// [`Target::read`] on a reader, through the statement it holds.
-    pub(crate) fn read_on(&self, reader: &ReaderConn, now: i64) -> Result<Option<Cell>> {
-        reader.get(self.core.id, self.path(), now).map_err(|e| self.name(e))
     }
 
     fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {
@@ -518,44 +527,72 @@ impl RawBucket {
     /// in its last minute before it returns.
     pub fn entry(&self, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let _held = self.core.store.inner.hold(MAX_VALUE);
-        Ok(self.cell_held(key)?.map(|(t, cell)| t.entry(cell)))
+        Ok(self.cell_held(key)?.map(|cell| entry_of(key, cell)))
     }
 
-    /// [`RawBucket::entry`] as the row holds it, with its target, for a
-    /// caller that already holds the memory of the value it reads (a typed
-    /// bucket, until it has decoded it; a `get` needs no copy of the key).
-    pub(crate) fn cell_held(&self, key: &[u8]) -> Result<Option<(Target, Cell)>> {
-        let t = self.target(key)?;
+    /// [`RawBucket::entry`] as the row holds it, for a caller that already
+    /// holds the memory of the value it reads (a typed bucket, until it has
+    /// decoded it; a `get` needs no copy of the key).
+    pub(crate) fn cell_held(&self, key: &[u8]) -> Result<Option<Cell>> {
         let inner = &self.core.store.inner;
-        let now = inner.clock.now_millis();
-        let Some(mut cell) = inner.readers.with(|c| t.read_on(c, now))? else {
-            return Ok(None);
-        };
-        if let Some(renewed) = self.renew(&t, cell.version, cell.expires, now)? {
-            cell.expires = Some(renewed);
-        }
-        Ok(Some((t, cell)))
+        self.with_path(key, |path| {
+            let now = inner.clock.now_millis();
+            let found = inner.readers.with(|c| c.get(self.core.id, path, now));
+            let Some(mut cell) = found.map_err(|e| self.named(key, e))? else {
+                return Ok(None);
+            };
+            if let Some(renewed) = self.renew(path, key, cell.version, cell.expires, now)? {
+                cell.expires = Some(renewed);
+            }
+            Ok(Some(cell))
+        })
     }
 
     /// Whether a live key is there (renewing it as `entry` does).
     pub fn has(&self, key: &[u8]) -> Result<bool> {
-        let t = self.target(key)?;
         let inner = &self.core.store.inner;
-        let now = inner.clock.now_millis();
-        let found = inner
-            .readers
-            .with(|c| storage::has(c, self.core.id, t.path(), now))
-            .map_err(|e| t.name(e))?;
-        let Some((version, expires)) = found else {
-            return Ok(false);
-        };
-        self.renew(&t, version, expires, now)?;
-        Ok(true)
+        self.with_path(key, |path| {
+            let now = inner.clock.now_millis();
+            let found = inner
+                .readers
+                .with(|c| storage::has(c, self.core.id, path, now))
+                .map_err(|e| self.named(key, e))?;
+            let Some((version, expires)) = found else {
+                return Ok(false);
+            };
+            self.renew(path, key, version, expires, now)?;
+            Ok(true)
+        })
+    }
+
+    /// Runs `read` with `key`'s path, built in this thread's buffer: a point
+    /// read allocates nothing for its path and clones no handle (building a
+    /// [`Target`] was 4% of a get).
+    fn with_path<R>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
+        self.core.store.inner.check_open()?;
+        READ_PATH.with(|buf| {
+            let mut own = Vec::new();
+            // A read never starts another on its thread while it holds the
+            // buffer; if one ever did, it would build its path apart.
+            let mut borrowed = buf.try_borrow_mut();
+            let path = match borrowed.as_deref_mut() {
+                Ok(path) => path,
+                Err(_) => &mut own,
+            };
+            path.clear();
+            self.branch.path_into(&self.core.name, key, path)?;
+            read(path)
+        })
+    }
+
+    /// `e`, naming this bucket and `key` unless it names a key already.
+    pub(crate) fn named(&self, key: &[u8], e: Error) -> Error {
+        name_key(&self.core.name, &self.branch, key, e)
     }
 
     /// Renews an idle key once a thirtieth of its span has passed: queued
     /// for the next flush, or now if it is in its last minute.
-    fn renew(&self, t: &Target, version: i64, expires: Option<i64>, now: i64) -> Result<Option<i64>> {
+    fn renew(&self, path: &[u8], key: &[u8], version: i64, expires: Option<i64>, now: i64) -> Result<Option<i64>> {
         let (Some(term), Some(exp)) = (self.core.idle, expires) else {
             return Ok(None);
         };
@@ -566,18 +603,16 @@ impl RawBucket {
         let until = now.saturating_add(term);
         let inner = &self.core.store.inner;
         if left >= LAST_MINUTE {
-            inner
-                .renewals
-                .ask(self.core.id, t.path().to_vec(), version, expires, until);
+            inner.renewals.ask(self.core.id, path.to_vec(), version, expires, until);
             return Ok(None);
         }
-        let (id, path) = (self.core.id, t.path().to_vec());
+        let (id, path) = (self.core.id, path.to_vec());
         let done = inner
             .writer
             .call(0, move |w: &mut WriteCtx<'_>| {
                 storage::renew(w.conn, id, &path, version, expires, until)
             })
-            .map_err(|e| t.name(e))?;
+            .map_err(|e| self.named(key, e))?;
         Ok(done.then_some(until))
     }
 
