@@ -3,7 +3,12 @@
 //!
 //! Every benchmark runs each contender once per round, in turn, for several
 //! rounds, so that a noisy neighbour slows all of them alike; it reports the
-//! median rate of each and its ratio to ours.
+//! median rate of each and two ratios to ours: the ratio of the medians, and
+//! the median of each round's ratio (the paired ratio). On these machines
+//! the cost of an fsync drifts by a third within an hour; the contenders of
+//! one round run seconds apart and see the same drift, so the paired ratio
+//! cancels it where the ratio of medians, taken from different rounds, does
+//! not. Both are printed; they differ by the noise of the run.
 
 use std::time::{Duration, Instant};
 
@@ -40,10 +45,34 @@ pub fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
+/// The rates every contender reached in every round, in the order they ran.
+pub struct Rounds {
+    /// `rates[contender][round]`, in operations per second.
+    pub rates: Vec<Vec<f64>>,
+}
+
+impl Rounds {
+    /// The median rate of contender `i`.
+    pub fn median(&self, i: usize) -> f64 {
+        median(&mut self.rates[i].clone())
+    }
+
+    /// The median over the rounds of contender `a`'s rate over `b`'s in the
+    /// same round.
+    pub fn paired(&self, a: usize, b: usize) -> f64 {
+        let mut ratios: Vec<f64> = self.rates[a].iter().zip(&self.rates[b]).map(|(x, y)| x / y).collect();
+        median(&mut ratios)
+    }
+
+    /// `median(a) / median(b)`: the ratio of the medians.
+    pub fn of_medians(&self, a: usize, b: usize) -> f64 {
+        self.median(a) / self.median(b)
+    }
+}
+
 /// Runs `contenders` in alternation for `rounds` rounds of `budget` each,
-/// prints a table of median rates with ratios to the first, and returns the
-/// medians in order.
-pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [Contender<'_>]) -> Vec<f64> {
+/// and prints a table of median rates with both ratios of the first to each.
+pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [Contender<'_>]) -> Rounds {
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
     for _ in 0..rounds {
         for (i, c) in contenders.iter_mut().enumerate() {
@@ -51,13 +80,22 @@ pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [C
             rates[i].push(ops as f64 / took.as_secs_f64());
         }
     }
-    let medians: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();
+    let out = Rounds { rates };
     println!("\n{title}  ({rounds} rounds of {budget:?}, medians)");
-    println!("  {:<52} {:>14} {:>12}", "contender", "ops/s", "ours / this");
-    for (c, m) in contenders.iter().zip(&medians) {
-        println!("  {:<52} {:>14} {:>11.2}x", c.name, format_rate(*m), medians[0] / m);
+    println!(
+        "  {:<60} {:>12} {:>12} {:>9}",
+        "contender", "ops/s", "ours / this", "paired"
+    );
+    for (i, c) in contenders.iter().enumerate() {
+        println!(
+            "  {:<60} {:>12} {:>11.2}x {:>8.2}x",
+            c.name,
+            format_rate(out.median(i)),
+            out.of_medians(0, i),
+            out.paired(0, i)
+        );
     }
-    medians
+    out
 }
 
 /// A rate with thousands separators.

@@ -107,33 +107,48 @@ fn main() {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     let budget = Duration::from_millis(ms);
-    let mut hits = Vec::new();
-    let mut rows: Vec<(String, f64)> = Vec::new();
-    let mut ratios: Vec<(String, f64, &str)> = Vec::new();
-    for &n in &sizes {
-        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
-        let (store, bucket, plain) = build(dir.path(), n);
-        let mut read = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
-        let mut read_miss = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
+    // Every size is built first and all are timed in one alternation, so
+    // that the cost of a get over the big store and over the small one is a
+    // ratio within each round, as ours against rusqlite is.
+    let dirs: Vec<tempfile::TempDir> = sizes
+        .iter()
+        .map(|_| tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir"))
+        .collect();
+    let stores: Vec<(Store, Bucket<Vec<u8>>, Connection)> =
+        dirs.iter().zip(&sizes).map(|(d, &n)| build(d.path(), n)).collect();
+    let mut reads: Vec<_> = stores
+        .iter()
+        .map(|(_, _, plain)| {
+            let hit = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
+            let miss = plain.prepare("SELECT v FROM kv WHERE k = ?1").expect("prepare");
+            (hit, miss)
+        })
+        .collect();
+    let mut contenders = Vec::new();
+    for ((&n, (_, bucket, _)), (read, read_miss)) in sizes.iter().zip(&stores).zip(reads.iter_mut()) {
         let (mut w1, mut w2, mut w3, mut w4) = (walk(n), walk(n), walk(n), walk(n));
-        let mut contenders = vec![
-            Contender::new(format!("tinystore get, hit, {n} keys"), |b| {
-                timed(b, |i| {
-                    black_box(bucket.get(key(w1(i))).expect("get").expect("a hit"));
-                })
-            }),
-            Contender::new(format!("rusqlite prepared read, hit, {n} keys"), |b| {
+        contenders.push(Contender::new(format!("tinystore get, hit, {n} keys"), move |b| {
+            timed(b, |i| {
+                black_box(bucket.get(key(w1(i))).expect("get").expect("a hit"));
+            })
+        }));
+        contenders.push(Contender::new(
+            format!("rusqlite prepared read, hit, {n} keys"),
+            move |b| {
                 timed(b, |i| {
                     let v: Option<Vec<u8>> = read.query_row([key(w2(i))], |r| r.get(0)).optional().expect("read");
                     black_box(v.expect("a hit"));
                 })
-            }),
-            Contender::new(format!("tinystore get, miss, {n} keys"), |b| {
-                timed(b, |i| {
-                    black_box(bucket.get(key(w3(i) + n)).expect("get"));
-                })
-            }),
-            Contender::new(format!("rusqlite prepared read, miss, {n} keys"), |b| {
+            },
+        ));
+        contenders.push(Contender::new(format!("tinystore get, miss, {n} keys"), move |b| {
+            timed(b, |i| {
+                black_box(bucket.get(key(w3(i) + n)).expect("get"));
+            })
+        }));
+        contenders.push(Contender::new(
+            format!("rusqlite prepared read, miss, {n} keys"),
+            move |b| {
                 timed(b, |i| {
                     let v: Option<Vec<u8>> = read_miss
                         .query_row([key(w4(i) + n)], |r| r.get(0))
@@ -141,51 +156,74 @@ fn main() {
                         .expect("read");
                     black_box(v);
                 })
-            }),
-        ];
-        let m = compare(&format!("point reads over {n} keys"), rounds, budget, &mut contenders);
-        drop(contenders);
-        println!(
-            "  ratios: get time / rusqlite read time: hits {:.2}, misses {:.2} (target <= 1.3)",
-            m[1] / m[0],
-            m[3] / m[2]
-        );
-        hits.push((n, m[0], m[1]));
-        let names = [
-            "tinystore get, hit",
-            "rusqlite read, hit",
-            "tinystore get, miss",
-            "rusqlite read, miss",
-        ];
-        rows.extend(names.iter().zip(&m).map(|(name, v)| (format!("{name}, {n} keys"), *v)));
-        ratios.push((
-            format!("get time / rusqlite read time, hits, {n} keys"),
-            m[1] / m[0],
-            "<= 1.3",
+            },
         ));
-        ratios.push((
-            format!("get time / rusqlite read time, misses, {n} keys"),
-            m[3] / m[2],
-            "<= 1.3",
-        ));
-        drop((read, read_miss));
-        store.close().expect("close");
     }
-    if let (Some(first), Some(last)) = (hits.first(), hits.last())
-        && hits.len() > 1
-    {
+    let m = compare("point reads", rounds, budget, &mut contenders);
+    drop(contenders);
+    let mut rows: Vec<(String, f64)> = Vec::new();
+    let mut ratios: Vec<(String, f64, &str)> = Vec::new();
+    let names = [
+        "tinystore get, hit",
+        "rusqlite read, hit",
+        "tinystore get, miss",
+        "rusqlite read, miss",
+    ];
+    println!(
+        "\nsummary: each figure is the paired ratio (median of the rounds' ratios), then the ratio of the medians"
+    );
+    for (s, &n) in sizes.iter().enumerate() {
+        let at = 4 * s;
+        rows.extend(
+            names
+                .iter()
+                .enumerate()
+                .map(|(j, name)| (format!("{name}, {n} keys"), m.median(at + j))),
+        );
         println!(
-            "\nthe cost of a get from {} to {} keys: tinystore {:.2}x, rusqlite {:.2}x (target <= 1.5)",
-            first.0,
-            last.0,
-            first.1 / last.1,
-            first.2 / last.2
+            "  {n} keys: get time / rusqlite read time: hits {:.2} ({:.2}), misses {:.2} ({:.2}) (target <= 1.3)",
+            m.paired(at + 1, at),
+            m.of_medians(at + 1, at),
+            m.paired(at + 3, at + 2),
+            m.of_medians(at + 3, at + 2)
+        );
+        for (what, a, b) in [("hits", at + 1, at), ("misses", at + 3, at + 2)] {
+            ratios.push((
+                format!("get time / rusqlite read time, {what}, {n} keys (paired)"),
+                m.paired(a, b),
+                "<= 1.3",
+            ));
+            ratios.push((
+                format!("get time / rusqlite read time, {what}, {n} keys (of medians)"),
+                m.of_medians(a, b),
+                "<= 1.3",
+            ));
+        }
+    }
+    if sizes.len() > 1 {
+        let (first, last) = (0, 4 * (sizes.len() - 1));
+        let (small, big) = (sizes[0], sizes[sizes.len() - 1]);
+        println!(
+            "  the cost of a get from {small} to {big} keys: tinystore {:.2}x ({:.2}), rusqlite {:.2}x ({:.2}) (target <= 1.5)",
+            m.paired(first, last),
+            m.of_medians(first, last),
+            m.paired(first + 1, last + 1),
+            m.of_medians(first + 1, last + 1)
         );
         ratios.push((
-            format!("get time, {} / {} keys", last.0, first.0),
-            first.1 / last.1,
+            format!("get time, {big} / {small} keys (paired)"),
+            m.paired(first, last),
             "<= 1.5",
         ));
+        ratios.push((
+            format!("get time, {big} / {small} keys (of medians)"),
+            m.of_medians(first, last),
+            "<= 1.5",
+        ));
+    }
+    drop(reads);
+    for (store, _, _) in stores {
+        store.close().expect("close");
     }
     let end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let three = |l: &str| l.split_whitespace().take(3).collect::<Vec<_>>().join(", ");

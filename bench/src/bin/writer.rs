@@ -222,13 +222,21 @@ fn main() {
             mean(&per_group[0]),
             mean(&per_group[1])
         );
-        summary.push((threads, m[0] / m[3], m[0] / m[2], m[1] / m[3], m[1] / m[2]));
+        summary.push((threads, m));
     }
     println!("\nsummary (targets at 64 in flight: >= 0.80 of hand-batched, >= 10x one-per-write)");
-    for (t, vs_batch, vs_one, c_batch, c_one) in summary {
+    println!("  each figure: the paired ratio (median of the rounds' ratios), then the ratio of the medians");
+    for (t, m) in summary {
+        let both = |a: usize, b: usize, digits: usize| {
+            format!("{:.digits$} ({:.digits$})", m.paired(a, b), m.of_medians(a, b))
+        };
         println!(
-            "  {t:>2} in flight: threads {vs_batch:.2} of hand-batched, {vs_one:.1}x one-per-write; \
-             event loop {c_batch:.2} of hand-batched, {c_one:.1}x one-per-write"
+            "  {t:>2} in flight: threads {} of hand-batched, {}x one-per-write; \
+             event loop {} of hand-batched, {}x one-per-write",
+            both(0, 3, 2),
+            both(0, 2, 1),
+            both(1, 3, 2),
+            both(1, 2, 1)
         );
     }
 }
