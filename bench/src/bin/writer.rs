@@ -2,7 +2,7 @@
 //! by hand two ways: one transaction per write, and 64 writes batched by hand
 //! into one transaction (the best a hand-written program can do).
 //!
-//! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2]`
+//! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2 --depths 1,8,64]`
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -143,6 +143,13 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// A comma-separated list after `name`, if given.
+fn arg_list(name: &str) -> Option<Vec<usize>> {
+    let args: Vec<String> = std::env::args().collect();
+    let list = args.get(args.iter().position(|a| a == name)? + 1)?;
+    Some(list.split(',').map(|n| n.parse().expect("--depths 1,8,64")).collect())
+}
+
 fn main() {
     let rounds = arg("--rounds", 5) as usize;
     let budget = Duration::from_millis(arg("--secs", 2) * 1000);
@@ -155,7 +162,8 @@ fn main() {
     let raw_path = dir.path().join("raw.db");
     drop(raw_conn(&raw_path));
     let mut summary = Vec::new();
-    for threads in [1usize, 8, 64] {
+    let depths: Vec<usize> = arg_list("--depths").unwrap_or_else(|| vec![1, 8, 64]);
+    for threads in depths {
         let conns: Vec<std::sync::Mutex<Connection>> = (0..threads)
             .map(|_| std::sync::Mutex::new(raw_conn(&raw_path)))
             .collect();
