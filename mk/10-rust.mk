@@ -19,7 +19,7 @@ demo-rust:
 .PHONY: bench-writer
 BENCH_TARGETS += bench-writer
 bench-writer:
-	cargo run --release -p tinystore-bench --bin writer -- --rounds 5 --secs 2
+	cargo run --release -p tinystore-bench --bin writer -- --rounds 9 --secs 2
 
 .PHONY: bench-memory
 BENCH_TARGETS += bench-memory
