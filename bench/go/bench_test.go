@@ -29,7 +29,7 @@ import (
 )
 
 const (
-	keys      = 10_000
+	keys      = 100_000 // gets over the smaller store of issue #9's workloads
 	valueSize = 100
 	writers   = 64
 )
