@@ -150,7 +150,8 @@ impl<T> std::fmt::Debug for Bucket<T> {
     }
 }
 
-fn typed<T: 'static>(codec: &dyn RowCodec<T>, e: Entry<Raw>) -> Result<Entry<T>> {
+/// An entry as a row holds it, its value decoded by `codec`.
+pub(crate) fn typed<T: 'static>(codec: &dyn RowCodec<T>, e: Entry<Raw>) -> Result<Entry<T>> {
     Ok(Entry {
         value: codec.decode_owned(e.value)?,
         key: e.key,

@@ -199,14 +199,7 @@ impl TxSession {
     pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let t = self.target(bucket, key)?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
-        self.run(move |w| {
-            Ok(t.read(w.conn, w.now)?.map(|c| Entry {
-                key: crate::Key(t.key().to_vec()),
-                value: c.value,
-                version: Version(c.version),
-                expires_at: c.expires.map(crate::clock::from_millis),
-            }))
-        })
+        self.run(move |w| Ok(t.read(w.conn, w.now)?.map(|c| t.entry(c))))
     }
 
     /// Writes a value inside the transaction.
@@ -332,14 +325,7 @@ impl Snapshot {
     pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
         let t = Target::new(&bucket.core, &bucket.branch, key)?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
-        self.with(bucket, |c| {
-            Ok(t.read(c, self.now)?.map(|cell| Entry {
-                key: crate::Key(t.key().to_vec()),
-                value: cell.value,
-                version: Version(cell.version),
-                expires_at: cell.expires.map(crate::clock::from_millis),
-            }))
-        })
+        self.with(bucket, |c| Ok(t.read(c, self.now)?.map(|cell| t.entry(cell))))
     }
 
     /// A page of a branch in the snapshot.

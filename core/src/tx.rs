@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 
-use crate::bucket::Bucket;
+use crate::bucket::{Bucket, typed};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
@@ -128,15 +128,8 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         let t = self.target(key)?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
         let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
-        cell.map(|c| {
-            Ok(Entry {
-                value: self.bucket.codec.decode_owned(c.value).map_err(|e| t.name(e))?,
-                key: crate::Key(t.key().to_vec()),
-                version: Version(c.version),
-                expires_at: c.expires.map(crate::clock::from_millis),
-            })
-        })
-        .transpose()
+        cell.map(|c| typed(&*self.bucket.codec, t.entry(c)).map_err(|e| t.name(e)))
+            .transpose()
     }
 
     /// Whether a live key is there.

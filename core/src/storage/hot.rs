@@ -5,9 +5,10 @@
 //! memory of its own: a malloc, a copy and a free per key and per value)
 //! and converts each parameter and column through its generic `ToSql` and
 //! `ValueRef` layers. On a point read of 10,000 keys that was 640 of its
-//! 10.9k instructions, and 610 of a set's 10.6k. A [`HotStatement`] binds blobs `SQLITE_STATIC`, which is
-//! sound because [`HotStatement::run`] binds, steps, reads and resets in
-//! one call: the borrowed bytes outlive every use SQLite makes of them.
+//! 10.9k instructions, and 610 of a set's 10.6k. A [`HotStatement`] binds
+//! blobs `SQLITE_STATIC`, which is sound because [`HotStatement::run`]
+//! binds, steps, reads and resets in one call: the borrowed bytes outlive
+//! every use SQLite makes of them.
 //!
 //! Everything else (a hundred rarer statements) stays on rusqlite.
 
