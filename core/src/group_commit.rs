@@ -734,7 +734,7 @@ impl Writer {
         let now = self.shared.clock.now_millis();
         lock(&self.shared.turns).begin(conn, BUSY_TIMEOUT)?;
         let mut ctx = WriteCtx::new(conn, now, 0);
-        let out = storage::revision(conn).and_then(|rev| {
+        let out = conn.revisions().start(conn).and_then(|rev| {
             ctx.rev = rev;
             /// Clears the thread's mark however `work` ends, a panic too.
             struct InTx;
@@ -749,7 +749,8 @@ impl Writer {
         });
         let out = out.and_then(|v| {
             if ctx.dirty {
-                storage::set_revision(conn, ctx.rev, self.shared.clock.mark_millis())?;
+                conn.revisions()
+                    .finish(conn, ctx.rev, true, self.shared.clock.mark_millis())?;
             }
             Ok(v)
         });
@@ -757,11 +758,13 @@ impl Writer {
             Ok(v) => match storage::run_tx_statement(conn, sql::COMMIT) {
                 Ok(()) => Ok(v),
                 Err(e) => {
+                    conn.revisions().forget();
                     let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                     Err(Error::outcome_unknown(&e.into()))
                 }
             },
             Err(e) => {
+                conn.revisions().forget();
                 if !conn.is_autocommit() {
                     let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                 }
@@ -992,7 +995,7 @@ fn commit_group(
     let (clock, stats) = (&shared.clock, &shared.stats);
     let started = Instant::now();
     let now = clock.now_millis();
-    let rev = match storage::revision(conn) {
+    let rev = match conn.revisions().start(conn) {
         Ok(r) => r,
         Err(e) => {
             let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
@@ -1047,16 +1050,10 @@ fn commit_group(
             return leftover;
         }
         None => {
-            // Every group raises the clock's mark (a sweep too), so the
-            // file remembers how late it has been within a minute or so.
-            let mark = clock.mark_millis();
-            let saved = if ctx.dirty {
-                storage::set_revision(conn, ctx.rev, mark)
-            } else if mark > 0 {
-                storage::raise_clock_mark(conn, mark)
-            } else {
-                Ok(())
-            };
+            // A group raises the clock's mark once it is a second behind
+            // (a sweep, which commits every minute, too), so the file
+            // remembers how late it has been within a minute or so.
+            let saved = conn.revisions().finish(conn, ctx.rev, ctx.dirty, clock.mark_millis());
             let commit = || {
                 if stats.fail_next_commit.swap(false, Ordering::AcqRel) {
                     storage::run_tx_statement(conn, sql::ROLLBACK)?;
@@ -1072,6 +1069,7 @@ fn commit_group(
                     None
                 }
                 Err(e) => {
+                    conn.revisions().forget();
                     if !conn.is_autocommit() {
                         let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
                     }

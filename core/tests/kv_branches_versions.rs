@@ -267,6 +267,42 @@ fn kv10_versions_never_repeat_across_delete_expiry_and_reopen() {
 }
 
 #[test]
+fn kv10_a_store_writing_after_another_stores_clear_writes_above_the_mark() {
+    // Each writer gives versions from a block it reserved in the file. A
+    // store whose block another store has since passed must not give a
+    // version from it: a key it writes after the other's clear would be at
+    // or below the clear's mark, and hidden.
+    let (dir, store) = common::manual();
+    let second = common::reopen(dir.path());
+    let mine = second.bucket::<i64>("seen").open().unwrap().under("big");
+    let early = mine.set("early", &0).unwrap(); // the second store reserves its block
+    let n = tinystore::CLEAR_BOUND as i64 + 1; // over the bound: a clear marks
+    let big = store.bucket::<i64>("seen").open().unwrap().under("big");
+    store
+        .tx(|tx| {
+            let t = tx.with(&big);
+            for i in 0..n {
+                t.set(i, &i)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    big.clear().unwrap();
+    assert!(!mine.has("early").unwrap(), "the clear hid the second store's key");
+    let after = mine.set("after", &1).unwrap();
+    assert_ne!(after, early);
+    assert_eq!(
+        mine.get("after").unwrap(),
+        Some(1),
+        "a key written after the clear is live"
+    );
+    assert_eq!(big.get("after").unwrap(), Some(1), "and the first store sees it");
+    let again = big.set("again", &2).unwrap();
+    assert_eq!(mine.get("again").unwrap(), Some(2));
+    assert!(![early, after].contains(&again));
+}
+
+#[test]
 fn kv10_if_version_applies_only_at_that_version() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("v").open().unwrap();

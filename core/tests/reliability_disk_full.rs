@@ -189,7 +189,13 @@ fn disk_full_child() {
     let image = base.join("ext4.img");
     let made = std::fs::File::create(&image).and_then(|f| f.set_len(8 << 20)).is_ok()
         && Command::new("mkfs.ext4")
-            .args(["-q", "-F"])
+            // 4 KiB blocks, as on any real disk: mkfs gives an image this
+            // small 1 KiB blocks, and then the one byte SQLite writes to each
+            // new page of kv.db-shm (so that the page is allocated before it
+            // is mapped) allocates a quarter of it. The rest of the page is
+            // allocated when first written through the map, and on a full
+            // disk that write stops the process with SIGBUS.
+            .args(["-q", "-F", "-b", "4096"])
             .arg(&image)
             .status()
             .is_ok_and(|s| s.success());

@@ -18,6 +18,7 @@ use std::ptr::NonNull;
 use rusqlite::Connection;
 use rusqlite::ffi;
 
+use super::revisions::Revisions;
 use crate::error::{Error, Result};
 use crate::raw::Raw;
 
@@ -226,10 +227,12 @@ unsafe fn failure(db: *mut ffi::sqlite3, rc: c_int) -> Error {
 }
 
 /// The write connection, with the statement of the common `set`
-/// ([`crate::storage::sql::CELL_SET`]) prepared once for its life.
+/// ([`crate::storage::sql::CELL_SET`]) prepared once for its life, and the
+/// block of revisions it gives versions from.
 pub struct WriteConn {
     // Declared before `conn`, so dropped first (finalized before it closes).
     cell_set: std::cell::RefCell<HotStatement>,
+    revisions: Revisions,
     conn: Connection,
 }
 
@@ -240,6 +243,7 @@ impl WriteConn {
         let cell_set = unsafe { HotStatement::prepare(&conn, crate::storage::sql::CELL_SET)? };
         Ok(WriteConn {
             cell_set: std::cell::RefCell::new(cell_set),
+            revisions: Revisions::default(),
             conn,
         })
     }
@@ -247,6 +251,11 @@ impl WriteConn {
     /// The common `set`'s statement.
     pub fn cell_set(&self) -> std::cell::RefMut<'_, HotStatement> {
         self.cell_set.borrow_mut()
+    }
+
+    /// The revisions this connection gives its writes' versions from.
+    pub fn revisions(&self) -> &Revisions {
+        &self.revisions
     }
 }
 

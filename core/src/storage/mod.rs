@@ -6,6 +6,7 @@
 
 pub mod file;
 pub mod hot;
+pub mod revisions;
 pub mod sql;
 pub mod turns;
 
@@ -134,21 +135,6 @@ pub fn list_buckets(conn: &Connection) -> Result<Vec<(i64, String, String)>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// The file's last revision.
-pub fn revision(conn: &Connection) -> Result<i64> {
-    Ok(conn.prepare_cached(sql::REVISION_GET)?.query_row([], |r| r.get(0))?)
-}
-
-/// Records the file's last revision, and raises the clock's high-water
-/// mark to `mark` (ms; 0 raises nothing).
-pub fn set_revision(conn: &Connection, rev: i64, mark: i64) -> Result<()> {
-    conn.prepare_cached(sql::REVISION_SET)?.execute([rev])?;
-    if mark > 0 {
-        raise_clock_mark(conn, mark)?;
-    }
-    Ok(())
-}
-
 /// Runs `read` in one read transaction on `conn`, so that all its
 /// statements see one snapshot.
 pub fn in_snapshot<T>(conn: &Connection, read: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -163,12 +149,6 @@ pub fn in_snapshot<T>(conn: &Connection, read: impl FnOnce() -> Result<T>) -> Re
 /// [`sql::COMMIT`], [`sql::ROLLBACK`]) through the statement cache.
 pub fn run_tx_statement(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(statement)?.execute([]).map(|_| ())
-}
-
-/// Raises the clock's high-water mark to `now` (ms); never lowers it.
-pub fn raise_clock_mark(conn: &Connection, now: i64) -> Result<()> {
-    conn.prepare_cached(sql::CLOCK_RAISE)?.execute([now])?;
-    Ok(())
 }
 
 /// Reads a live row with its value.
