@@ -385,7 +385,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=100_000, help="keys for the Redis gets")
     ap.add_argument("--reads", type=int, default=20_000, help="calls per round of a read or allow")
     ap.add_argument("--sets", type=int, default=300, help="sets 1 in flight per round")
-    ap.add_argument("--groups", type=int, default=40, help="groups of 64 sets per round")
+    ap.add_argument("--groups", type=int, default=300, help="groups of 64 sets per round (as bench.py)")
     ap.add_argument("--limit-keys", type=int, default=100_000)
     ap.add_argument("--curve", default="10000,1000000", help="store sizes for the get curve")
     ap.add_argument("--sessions", type=int, default=100_000)
