@@ -74,22 +74,28 @@ fn kv08_clear_of_25000_keys_hides_them_at_once_and_maintenance_deletes_them() {
     assert_eq!((cells, marks), (2, 0));
 }
 
-#[test]
-fn kv08_a_clear_by_another_store_hides_keys_from_readers_that_saw_no_mark() {
-    // A point read skips the clear-mark check while its reader knows the
-    // file holds no mark; a mark made by another store must end that.
-    let (dir, store) = common::manual();
-    let n = tinystore::CLEAR_BOUND as i64 + 1; // over the bound: a clear marks
-    let s = store.bucket::<i64>("seen").open().unwrap().under("big");
+/// Writes keys 0 to `CLEAR_BOUND` (one more than the bound) into `b`, in one
+/// transaction, so that clearing `b` leaves a mark instead of deleting.
+fn fill_past_the_clear_bound(store: &tinystore::Store, b: &tinystore::Bucket<i64>) {
+    let n = tinystore::CLEAR_BOUND as i64 + 1;
     store
         .tx(|tx| {
-            let t = tx.with(&s);
+            let t = tx.with(b);
             for i in 0..n {
                 t.set(i, &i)?;
             }
             Ok(())
         })
         .unwrap();
+}
+
+#[test]
+fn kv08_a_clear_by_another_store_hides_keys_from_readers_that_saw_no_mark() {
+    // A point read skips the clear-mark check while its reader knows the
+    // file holds no mark; a mark made by another store must end that.
+    let (dir, store) = common::manual();
+    let s = store.bucket::<i64>("seen").open().unwrap().under("big");
+    fill_past_the_clear_bound(&store, &s);
     // Enough gets that every reader (one per core) has read, twice.
     for i in 0..64 {
         assert_eq!(s.get(i).unwrap(), Some(i));
@@ -276,17 +282,8 @@ fn kv10_a_store_writing_after_another_stores_clear_writes_above_the_mark() {
     let second = common::reopen(dir.path());
     let mine = second.bucket::<i64>("seen").open().unwrap().under("big");
     let early = mine.set("early", &0).unwrap(); // the second store reserves its block
-    let n = tinystore::CLEAR_BOUND as i64 + 1; // over the bound: a clear marks
     let big = store.bucket::<i64>("seen").open().unwrap().under("big");
-    store
-        .tx(|tx| {
-            let t = tx.with(&big);
-            for i in 0..n {
-                t.set(i, &i)?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    fill_past_the_clear_bound(&store, &big);
     big.clear().unwrap();
     assert!(!mine.has("early").unwrap(), "the clear hid the second store's key");
     let after = mine.set("after", &1).unwrap();
