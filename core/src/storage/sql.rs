@@ -88,14 +88,16 @@ pub const BUCKET_FIND: &str = "SELECT id, kind FROM buckets WHERE name = ?1";
 pub const BUCKET_INSERT: &str = "INSERT INTO buckets (name, kind) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING";
 pub const BUCKET_LIST: &str = "SELECT id, name, kind FROM buckets ORDER BY name";
 
+/// At least every version in the file: the top of the last block of
+/// revisions a writer reserved (`storage/revisions.rs`).
 pub const REVISION_GET: &str = "SELECT value FROM meta WHERE name = 'revision'";
-/// The group's end. A point update: with `name IN ('revision', 'clock')`
-/// SQLite built an ephemeral table for the list, 30k instructions a group,
-/// 400 a write of a group of 64.
+/// A writer's new block. A point update: with `name IN ('revision',
+/// 'clock')` SQLite built an ephemeral table for the list, 30k instructions
+/// a group, 400 a write of a group of 64.
 pub const REVISION_SET: &str = "UPDATE meta SET value = ?1 WHERE name = 'revision'";
-/// The highest time (ms) any commit to the file has seen: a store's clock
-/// starts there, so a system clock set back before a restart cannot revive
-/// a key that was already expired.
+/// The highest time (ms) any commit to the file has seen, within a second:
+/// a store's clock starts there, so a system clock set back before a
+/// restart cannot revive a key that was already expired.
 pub const CLOCK_GET: &str = "SELECT value FROM meta WHERE name = 'clock'";
 pub const CLOCK_RAISE: &str = "UPDATE meta SET value = ?1 WHERE name = 'clock' AND value < ?1";
 
