@@ -32,9 +32,11 @@ use super::sql;
 use crate::error::Result;
 
 /// How many revisions a writer reserves at once. At 130,000 sets a second
-/// a block lasts half a second; a process that opens, writes once and
-/// exits spends one block, so 2^47 such runs fit in a version.
-pub const RESERVE: i64 = 1 << 16;
+/// a block lasts 30 ms, and one group of 64 in 64 writes `meta`. Small
+/// enough that versions stay short to read: a process that opens, writes
+/// once and exits spends one block, and five such processes in turn end
+/// near 20,000, not near 330,000 as blocks of 65,536 did.
+pub const RESERVE: i64 = 1 << 12;
 
 /// How far (ms) the clock's mark in the file may fall behind the time a
 /// group saw before the group raises it. The mark already trails by as much
