@@ -183,13 +183,9 @@ impl<T: Send + 'static> Bucket<T> {
     /// until the encoding says what it holds, plus `extra` the call keeps.
     fn encode_holding(&self, key: &[u8], value: &T, extra: usize) -> Result<(Raw, Held)> {
         let mut held = self.raw.core.store.inner.hold(MAX_VALUE + extra);
-        let raw = self.codec.encode_row(value).map_err(|e| self.named(key, e))?;
+        let raw = self.codec.encode_row(value).map_err(|e| self.raw.named(key, e))?;
         held.shrink_to(raw.encoded_len() + extra);
         Ok((raw, held))
-    }
-
-    fn named(&self, key: &[u8], e: crate::Error) -> crate::Error {
-        self.raw.named(key, e)
     }
 
     /// The value of a live key, or `None`. In an idle bucket this renews the key.
@@ -210,7 +206,7 @@ impl<T: Send + 'static> Bucket<T> {
         let _held = self.raw.core.store.inner.hold(MAX_VALUE);
         match self.raw.cell_held(&k)? {
             None => Ok(None),
-            Some(cell) => decode(&k, cell).map(Some).map_err(|e| self.named(&k, e)),
+            Some(cell) => decode(&k, cell).map(Some).map_err(|e| self.raw.named(&k, e)),
         }
     }
 
@@ -272,7 +268,7 @@ impl<T: Send + 'static> Bucket<T> {
         let mut entries = Vec::with_capacity(page.entries.len());
         for e in page.entries {
             let k = e.key.0.clone();
-            entries.push(typed(&*self.codec, e).map_err(|e| self.named(&k, e))?);
+            entries.push(typed(&*self.codec, e).map_err(|e| self.raw.named(&k, e))?);
         }
         Ok(Page {
             entries,
@@ -341,7 +337,7 @@ impl<T: Send + 'static> KeyCall<'_, T> {
         match self.bucket.raw.create_held(&self.key, raw, self.opts.expiry, held)? {
             Created::Written(v) => Ok(Created::Written(v)),
             Created::Found(e) => Ok(Created::Found(
-                typed(&*self.bucket.codec, e).map_err(|e| self.bucket.named(&self.key, e))?,
+                typed(&*self.bucket.codec, e).map_err(|e| self.bucket.raw.named(&self.key, e))?,
             )),
         }
     }

@@ -134,19 +134,20 @@ fn grouped(store: &Store, total: &Cell<(u64, u64)>, run: impl FnOnce() -> (u64, 
     out
 }
 
+/// The argument after `name`, if given.
+fn arg_value(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|a| a != name);
+    args.next()?;
+    args.next()
+}
+
 fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    arg_value(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// A comma-separated list after `name`, if given.
 fn arg_list(name: &str) -> Option<Vec<usize>> {
-    let args: Vec<String> = std::env::args().collect();
-    let list = args.get(args.iter().position(|a| a == name)? + 1)?;
+    let list = arg_value(name)?;
     Some(list.split(',').map(|n| n.parse().expect("--depths 1,8,64")).collect())
 }
 
