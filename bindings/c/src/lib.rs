@@ -40,9 +40,9 @@ mod value;
 #[cfg(test)]
 mod header_check;
 
-// The C ABI fuzz check (fuzz/src/c_abi.rs), whose test replays its corpus.
+// The C ABI fuzz check (fuzz/src/c_abi/), whose test replays its corpus.
 #[cfg(test)]
-#[path = "../../../fuzz/src/c_abi.rs"]
+#[path = "../../../fuzz/src/c_abi/mod.rs"]
 mod fuzz_c_abi;
 
 use std::borrow::Cow;

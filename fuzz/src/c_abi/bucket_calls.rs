@@ -1,0 +1,277 @@
+//! The calls on a bucket: open one of any name and spans, set, get, take,
+//! has, delete, expire, clear, create, and list a page. Apart because a
+//! bucket's calls are most of the ABI.
+
+use std::ptr::{null, null_mut};
+
+use super::TS_OK;
+use super::call_args::{entry, free_value, ptr};
+use super::checks::{call, is_name, touches};
+use super::input::Input;
+use super::run::Handles;
+use crate::{
+    TsPage, TsWriteOptions, ts_bucket_clear, ts_bucket_create, ts_bucket_delete, ts_bucket_expire, ts_bucket_free,
+    ts_bucket_get, ts_bucket_has, ts_bucket_list, ts_bucket_open, ts_bucket_set, ts_bucket_take, ts_cancel_fire,
+    ts_cancel_free, ts_cancel_new, ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
+};
+
+/// Opening a bucket of any name, ttl and idle.
+pub(super) fn bucket_open(h: &Handles, input: &mut Input, closed: bool) {
+    let name = input.bytes();
+    let (np, nl) = ptr(name, input.u8().is_multiple_of(16));
+    let (ttl, has_ttl, idle, has_idle) = (input.i64(), input.bool(), input.i64(), input.bool());
+    let mut b = null_mut();
+    let out = if input.u8().is_multiple_of(8) {
+        null_mut()
+    } else {
+        &mut b as *mut _
+    };
+    let code = call(input, "bucket_open", |err| unsafe {
+        ts_bucket_open(h.store, np, nl, ttl, has_ttl, idle, has_idle, out, err)
+    });
+    if code == TS_OK {
+        let name = if np.is_null() { &[][..] } else { name };
+        assert!(is_name(name), "bucket_open accepted the name {name:?}");
+        assert!(
+            (!has_ttl || ttl > 0) && (!has_idle || idle > 0),
+            "a span not above 0 was accepted"
+        );
+        assert!(!(has_ttl && has_idle), "ttl and idle were both accepted");
+    }
+    touches(code, "bucket_open", closed);
+    unsafe { ts_bucket_free(b) };
+}
+
+/// A set of any kind, value, options and cancel.
+pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
+    let b = h.bucket(input);
+    let owners = input.owners();
+    let key = input.key();
+    let (kind, integer) = (input.kind(), input.i64());
+    let v = input.bytes();
+    let (vp, vl) = ptr(v, input.u8().is_multiple_of(16));
+    let opts = TsWriteOptions {
+        expiry: input.kind() % 4,
+        expiry_value: input.i64(),
+        has_if_version: input.bool(),
+        if_version: input.i64(),
+    };
+    let o = if input.bool() { &opts as *const _ } else { null() };
+    let cancel = if input.u8().is_multiple_of(8) {
+        ts_cancel_new()
+    } else {
+        null_mut()
+    };
+    if !cancel.is_null() && input.bool() {
+        unsafe { ts_cancel_fire(cancel) };
+    }
+    let mut version = 0i64;
+    let code = call(input, "set", |err| unsafe {
+        ts_bucket_set(
+            b,
+            owners.as_ptr(),
+            owners.len(),
+            key.as_ptr(),
+            key.len(),
+            kind,
+            integer,
+            vp,
+            vl,
+            o,
+            cancel,
+            &mut version,
+            err,
+        )
+    });
+    unsafe { ts_cancel_free(cancel) };
+    if code == TS_OK {
+        assert!(
+            !b.is_null() && !key.is_empty(),
+            "set accepted a null bucket or an empty key"
+        );
+        assert!((0..=8).contains(&kind), "set accepted the value kind {kind}");
+        assert!(
+            kind != 4 || integer == 0 || integer == 1,
+            "set accepted the bool {integer}"
+        );
+        assert!(version > 0, "set answered version {version}");
+    }
+    touches(code, "set", closed);
+}
+
+/// get, or take, as any kind.
+pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, op: u8) {
+    let b = h.bucket(input);
+    let owners = input.owners();
+    let key = input.key();
+    let want = input.kind();
+    let mut out = entry();
+    let mut found = false;
+    let take = op == 3;
+    let code = call(input, if take { "take" } else { "get" }, |err| unsafe {
+        if take {
+            ts_bucket_take(
+                b,
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                want,
+                None,
+                0,
+                null(),
+                &mut out,
+                &mut found,
+                err,
+            )
+        } else {
+            ts_bucket_get(
+                b,
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                want,
+                &mut out,
+                &mut found,
+                err,
+            )
+        }
+    });
+    if code == TS_OK && found {
+        assert!((0..=9).contains(&want), "read as the kind {want}");
+        assert!(
+            want == 9 || out.value.kind == want,
+            "asked for {want}, got {}",
+            out.value.kind
+        );
+        assert!(out.version > 0);
+        free_value(&out.value);
+    }
+    touches(code, "get", closed);
+}
+
+/// has, delete, expire, clear, create.
+pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, closed: bool) {
+    let b = h.bucket(input);
+    let owners = input.owners();
+    let key = input.key();
+    let which = input.u8() % 5;
+    let opts = TsWriteOptions {
+        expiry: input.kind() % 4,
+        expiry_value: input.i64(),
+        has_if_version: input.bool(),
+        if_version: input.i64(),
+    };
+    let mut found = false;
+    let mut out = entry();
+    let mut written = false;
+    let mut version = 0;
+    let kind = input.kind();
+    let want = input.kind();
+    let code = call(input, "has/delete/expire/clear/create", |err| unsafe {
+        let (op, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        match which {
+            0 => ts_bucket_has(b, op, ol, kp, kl, &mut found, err),
+            1 => ts_bucket_delete(b, op, ol, kp, kl, &opts, null(), &mut found, err),
+            2 => ts_bucket_expire(b, op, ol, kp, kl, &opts, null(), &mut found, err),
+            3 => ts_bucket_clear(b, op, ol, null(), err),
+            _ => ts_bucket_create(
+                b,
+                op,
+                ol,
+                kp,
+                kl,
+                kind,
+                7,
+                kp,
+                kl,
+                &opts,
+                want,
+                null(),
+                &mut written,
+                &mut version,
+                &mut out,
+                err,
+            ),
+        }
+    });
+    if code == TS_OK && which == 4 && !written {
+        free_value(&out.value);
+    }
+    touches(code, "has/delete/expire/clear/create", closed);
+}
+
+/// A page, read at any index, then freed.
+pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
+    let b = h.bucket(input);
+    let owners = input.owners();
+    let after = input.key();
+    let has_after = input.bool();
+    let limit = match input.u8() % 4 {
+        0 => 0,
+        1 => 1001,
+        2 => u32::MAX,
+        _ => u32::from(input.u8()),
+    };
+    let want = input.kind();
+    let mut page: *mut TsPage = null_mut();
+    let code = call(input, "list", |err| unsafe {
+        ts_bucket_list(
+            b,
+            owners.as_ptr(),
+            owners.len(),
+            after.as_ptr(),
+            after.len(),
+            has_after,
+            limit,
+            want,
+            &mut page,
+            err,
+        )
+    });
+    if code == TS_OK {
+        assert!(
+            (1..=1000).contains(&limit) || limit == 0,
+            "list accepted a page of {limit}"
+        );
+        let n = unsafe { ts_page_len(page) };
+        for i in [0, n.saturating_sub(1), n, n + 1, usize::MAX] {
+            let mut e = entry();
+            let there = unsafe { ts_page_entry(page, i, &mut e) };
+            assert_eq!(there, i < n, "entry {i} of a page of {n}");
+        }
+        let (mut k, mut kl) = (null(), 0usize);
+        unsafe { ts_page_next(page, &mut k, &mut kl) };
+        unsafe { ts_page_next(page, null_mut(), null_mut()) };
+    }
+    unsafe { ts_page_free(page) };
+    touches(code, "list", closed);
+}
+
+/// A get of what earlier calls wrote, as every kind.
+pub(super) fn get_as_each_kind(h: &Handles, input: &mut Input, closed: bool) {
+    let key = input.key();
+    for want in 0..=9 {
+        let mut out = entry();
+        let mut found = false;
+        let code = call(input, "get as each kind", |err| unsafe {
+            ts_bucket_get(
+                h.bucket,
+                null(),
+                0,
+                key.as_ptr(),
+                key.len(),
+                want,
+                &mut out,
+                &mut found,
+                err,
+            )
+        });
+        if code == TS_OK && found {
+            free_value(&out.value);
+        }
+        touches(code, "get as each kind", closed);
+    }
+}

@@ -1,0 +1,233 @@
+//! The calls on the other handles: counters, a rate limit, a quota and
+//! once, and opening each of any name and options. Apart from the bucket's
+//! calls because each kind has its own arguments and answers.
+
+use std::ptr::{null, null_mut};
+
+use super::TS_OK;
+use super::call_args::{allowance, free_value, value};
+use super::checks::{call, is_name, touches};
+use super::input::Input;
+use super::run::Handles;
+use crate::{
+    ts_claim_abandon, ts_claim_keep, ts_counters_add, ts_counters_free, ts_counters_get, ts_counters_open,
+    ts_once_begin, ts_once_free, ts_once_get, ts_once_open, ts_quota_free, ts_quota_open, ts_quota_use,
+    ts_rate_limit_allow, ts_rate_limit_free, ts_rate_limit_open,
+};
+
+/// A counter: add or max any amount.
+pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
+    let c = if input.u8().is_multiple_of(8) {
+        null()
+    } else {
+        h.counters as *const _
+    };
+    let owners = input.owners();
+    let key = input.key();
+    let (n, max) = (input.i64(), input.bool());
+    let mut got = 0i64;
+    let code = call(input, "counters_add", |err| unsafe {
+        if input_is_get(n) {
+            ts_counters_get(c, owners.as_ptr(), owners.len(), key.as_ptr(), key.len(), &mut got, err)
+        } else {
+            ts_counters_add(
+                c,
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                n,
+                max,
+                null(),
+                &mut got,
+                err,
+            )
+        }
+    });
+    touches(code, "counters", closed);
+}
+
+/// A rate limit's allow of any n, or a quota's use of any op.
+pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
+    let owners = input.owners();
+    let key = input.key();
+    let n = input.i64() as u64;
+    let mut a = allowance();
+    let quota_op = input.kind() - 1;
+    let peek = input.bool();
+    let on_limit = input.bool();
+    let code = call(input, "allow/use", |err| unsafe {
+        if on_limit {
+            ts_rate_limit_allow(
+                h.limit,
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                n,
+                peek,
+                &mut a,
+                err,
+            )
+        } else {
+            ts_quota_use(
+                h.quota,
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                quota_op,
+                n,
+                null(),
+                &mut a,
+                err,
+            )
+        }
+    });
+    if code == TS_OK {
+        assert!(a.window_count <= 8);
+        assert!(
+            on_limit || (0..=3).contains(&quota_op),
+            "quota_use accepted the op {quota_op}"
+        );
+    }
+    touches(code, "allow/use", closed);
+}
+
+/// once: begin, then keep any value or abandon.
+pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
+    let owners = input.owners();
+    let key = input.key();
+    let want = input.kind();
+    let mut kept = false;
+    let mut v = value();
+    let mut claim = null_mut();
+    let code = call(input, "once_begin", |err| unsafe {
+        ts_once_begin(
+            h.once,
+            owners.as_ptr(),
+            owners.len(),
+            key.as_ptr(),
+            key.len(),
+            want,
+            null(),
+            &mut kept,
+            &mut v,
+            &mut claim,
+            err,
+        )
+    });
+    if code == TS_OK && kept {
+        free_value(&v);
+        assert!(claim.is_null(), "a kept answer with a claim");
+    } else if code == TS_OK {
+        assert!(!claim.is_null(), "no answer and no claim");
+        if input.bool() {
+            let (kind, integer) = (input.kind(), input.i64());
+            let bytes = input.bytes();
+            call(input, "claim_keep", |err| unsafe {
+                ts_claim_keep(claim, kind, integer, bytes.as_ptr(), bytes.len(), err)
+            });
+        } else {
+            unsafe { ts_claim_abandon(claim) };
+        }
+    }
+    let mut found = false;
+    let mut got = value();
+    let code2 = call(input, "once_get", |err| unsafe {
+        ts_once_get(
+            h.once,
+            owners.as_ptr(),
+            owners.len(),
+            key.as_ptr(),
+            key.len(),
+            want,
+            &mut got,
+            &mut found,
+            err,
+        )
+    });
+    if code2 == TS_OK && found {
+        free_value(&got);
+    }
+    touches(code, "once_begin", closed);
+}
+
+/// Handles of the other kinds, of any name and options.
+pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
+    let name = input.bytes();
+    let (a, b, c) = (input.i64(), input.bool(), input.i64());
+    let which = input.u8() % 4;
+    let code = call(input, "open a handle", |err| unsafe {
+        match which {
+            0 => {
+                let mut out = null_mut();
+                let code = ts_counters_open(
+                    h.store,
+                    name.as_ptr(),
+                    name.len(),
+                    a,
+                    b,
+                    c,
+                    input_is_get(c),
+                    &mut out,
+                    err,
+                );
+                ts_counters_free(out);
+                code
+            }
+            1 => {
+                let mut out = null_mut();
+                let code = ts_rate_limit_open(
+                    h.store,
+                    name.as_ptr(),
+                    name.len(),
+                    a as u64,
+                    c,
+                    a as u64 >> 1,
+                    b,
+                    &mut out,
+                    err,
+                );
+                ts_rate_limit_free(out);
+                code
+            }
+            2 => {
+                let mut out = null_mut();
+                let limits = [a as u64, c as u64];
+                let spans = [c, a];
+                let count = (a as usize) % 3;
+                let code = ts_quota_open(
+                    h.store,
+                    b"q2".as_ptr(),
+                    2,
+                    name.as_ptr(),
+                    name.len(),
+                    limits.as_ptr(),
+                    spans.as_ptr(),
+                    count,
+                    &mut out,
+                    err,
+                );
+                ts_quota_free(out);
+                code
+            }
+            _ => {
+                let mut out = null_mut();
+                let code = ts_once_open(h.store, name.as_ptr(), name.len(), a, b, &mut out, err);
+                ts_once_free(out);
+                code
+            }
+        }
+    });
+    if code == TS_OK && which != 2 {
+        assert!(is_name(name), "a handle opened with the name {name:?}");
+    }
+    touches(code, "open a handle", closed);
+}
+
+/// Whether an amount picks the read form of a call instead (an odd choice
+/// taken from a value the input gave anyway).
+pub(super) fn input_is_get(n: i64) -> bool {
+    n & 0x100 != 0
+}

@@ -1,0 +1,193 @@
+//! The calls on the store itself: a transaction, a snapshot, the test
+//! clock, maintenance and close. Apart because they end or change what the
+//! other calls act on (a transaction or snapshot after its end, a clock set
+//! back, every handle after close).
+
+use std::ptr::{null, null_mut};
+
+use super::call_args::{entry, free_value};
+use super::checks::{call, touches};
+use super::input::Input;
+use super::run::Handles;
+use super::{START_MS, TS_CLOSED, TS_INVALID, TS_OK};
+use crate::{
+    TsMaintenance, ts_bucket_set, ts_snapshot_close, ts_snapshot_free, ts_snapshot_get, ts_snapshot_open,
+    ts_store_close, ts_store_maintain, ts_store_set_clock, ts_tx_begin, ts_tx_commit, ts_tx_free, ts_tx_get,
+    ts_tx_hold_thread, ts_tx_rollback, ts_tx_set,
+};
+
+/// A transaction: a set and a get, commit or roll back, then a call after its end.
+pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
+    let mut tx = null_mut();
+    let code = call(input, "tx_begin", |err| unsafe {
+        ts_tx_begin(h.store, null(), &mut tx, err)
+    });
+    touches(code, "tx_begin", closed);
+    if code != TS_OK {
+        return;
+    }
+    let b = h.bucket(input);
+    if input.bool() {
+        // The transaction's thread, marked, is refused a write outside
+        // it and a transaction inside it at once: each would wait for
+        // the writer this transaction holds, until its limit.
+        unsafe { ts_tx_hold_thread(tx) };
+        let code = call(input, "set outside a held transaction", |err| unsafe {
+            ts_bucket_set(
+                b,
+                null(),
+                0,
+                b"k".as_ptr(),
+                1,
+                3,
+                0,
+                b"v".as_ptr(),
+                1,
+                null(),
+                null(),
+                null_mut(),
+                err,
+            )
+        });
+        assert_eq!(code, TS_INVALID, "a write outside a held transaction was not refused");
+        let mut inner = null_mut();
+        let code = call(input, "tx_begin inside a held transaction", |err| unsafe {
+            ts_tx_begin(h.store, null(), &mut inner, err)
+        });
+        assert_eq!(code, TS_INVALID, "a transaction inside a held one was not refused");
+    }
+    let key = input.key();
+    let (kind, integer) = (input.kind(), input.i64());
+    let mut version = 0;
+    call(input, "tx_set", |err| unsafe {
+        ts_tx_set(
+            tx,
+            b,
+            null(),
+            0,
+            key.as_ptr(),
+            key.len(),
+            kind,
+            integer,
+            key.as_ptr(),
+            key.len(),
+            null(),
+            &mut version,
+            err,
+        )
+    });
+    let mut out = entry();
+    let mut found = false;
+    let want = input.kind();
+    let code = call(input, "tx_get", |err| unsafe {
+        ts_tx_get(
+            tx,
+            b,
+            null(),
+            0,
+            key.as_ptr(),
+            key.len(),
+            want,
+            &mut out,
+            &mut found,
+            err,
+        )
+    });
+    if code == TS_OK && found {
+        free_value(&out.value);
+    }
+    if input.bool() {
+        call(input, "tx_commit", |err| unsafe { ts_tx_commit(tx, err) });
+    } else {
+        unsafe { ts_tx_rollback(tx) };
+    }
+    let code = call(input, "tx_get after the end", |err| unsafe {
+        ts_tx_get(tx, b, null(), 0, b"k".as_ptr(), 1, 3, &mut out, &mut found, err)
+    });
+    assert_ne!(code, TS_OK, "a call on an ended transaction succeeded");
+    unsafe { ts_tx_rollback(tx) };
+    unsafe { ts_tx_free(tx) };
+}
+
+/// A snapshot: a read, then a read after it is closed.
+pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
+    let mut snap = null_mut();
+    let code = call(input, "snapshot_open", |err| unsafe {
+        ts_snapshot_open(h.store, &mut snap, err)
+    });
+    touches(code, "snapshot_open", closed);
+    if code != TS_OK {
+        return;
+    }
+    let b = h.bucket(input);
+    let key = input.key();
+    let want = input.kind();
+    let mut out = entry();
+    let mut found = false;
+    let code = call(input, "snapshot_get", |err| unsafe {
+        ts_snapshot_get(
+            snap,
+            b,
+            null(),
+            0,
+            key.as_ptr(),
+            key.len(),
+            want,
+            &mut out,
+            &mut found,
+            err,
+        )
+    });
+    if code == TS_OK && found {
+        free_value(&out.value);
+    }
+    unsafe { ts_snapshot_close(snap) };
+    let code = call(input, "snapshot_get after close", |err| unsafe {
+        ts_snapshot_get(
+            snap,
+            h.bucket,
+            null(),
+            0,
+            b"k".as_ptr(),
+            1,
+            3,
+            &mut out,
+            &mut found,
+            err,
+        )
+    });
+    assert_ne!(code, TS_OK, "a read on a closed snapshot succeeded");
+    unsafe { ts_snapshot_free(snap) };
+}
+
+/// The test clock set anywhere, back included.
+pub(super) fn set_clock(h: &Handles, input: &mut Input) {
+    let ms = input.i64();
+    let code = call(input, "set_clock", |err| unsafe {
+        ts_store_set_clock(h.store, ms, err)
+    });
+    if code == TS_OK {
+        assert!(ms >= START_MS, "the clock was set back to {ms}");
+    }
+}
+
+/// The store's maintenance, with its out struct or a null one.
+pub(super) fn maintain(h: &Handles, input: &mut Input, closed: bool) {
+    let mut m = TsMaintenance {
+        flushed: 0,
+        renewed: 0,
+        cleared: 0,
+        expired: 0,
+        more: false,
+    };
+    let out = if input.bool() { &mut m as *mut _ } else { null_mut() };
+    let code = call(input, "maintain", |err| unsafe { ts_store_maintain(h.store, out, err) });
+    touches(code, "maintain", closed);
+}
+
+/// The store closed under its handles: every later call is refused.
+pub(super) fn close(h: &mut Handles, input: &mut Input) {
+    let code = call(input, "close", |err| unsafe { ts_store_close(h.store, err) });
+    assert!(code == TS_OK || code == TS_CLOSED || h.closed);
+    h.closed = true;
+}
