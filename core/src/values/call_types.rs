@@ -1,0 +1,123 @@
+//! The types a bucket's calls take and give: versions, entries, expiries,
+//! the options of a write and of a listing, pages and what `create` found.
+//! Kept apart from the code that fills them so that the public shapes of
+//! the API read in one place.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use crate::clock::{duration_millis, to_millis};
+use crate::error::{Error, Result};
+use crate::key::Key;
+
+/// The revision of the file that wrote a value. Versions never repeat, and
+/// compare only for equality; as text they are the decimal revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version(pub(crate) i64);
+
+impl Version {
+    /// The revision as a number, for bindings that carry it across.
+    pub fn get(self) -> i64 {
+        self.0
+    }
+
+    /// A version from the number [`Version::get`] gave.
+    pub fn from_raw(v: i64) -> Version {
+        Version(v)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Version {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Version> {
+        s.parse()
+            .map(Version)
+            .map_err(|_| Error::invalid(format!("{s:?} is not a version")))
+    }
+}
+
+/// A key with its value, version and expiry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry<T> {
+    /// The key, without its owners.
+    pub key: Key,
+    /// The value.
+    pub value: T,
+    /// The revision that wrote the value.
+    pub version: Version,
+    /// When the key expires, if it does.
+    pub expires_at: Option<SystemTime>,
+}
+
+/// When a key expires: a span from now or a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// This long from now.
+    In(Duration),
+    /// At this time; a time in the past makes the key absent at once.
+    At(SystemTime),
+}
+
+impl From<Duration> for Expiry {
+    fn from(d: Duration) -> Expiry {
+        Expiry::In(d)
+    }
+}
+
+impl From<SystemTime> for Expiry {
+    fn from(t: SystemTime) -> Expiry {
+        Expiry::At(t)
+    }
+}
+
+impl Expiry {
+    pub(super) fn at(self, now: i64) -> i64 {
+        match self {
+            Expiry::In(d) => now.saturating_add(duration_millis(d)),
+            Expiry::At(t) => to_millis(t),
+        }
+    }
+}
+
+/// A write's own options: its expiry and the version it expects.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// The key's new expiry, replacing the bucket's `ttl` and a live key's own.
+    pub expiry: Option<Expiry>,
+    /// Apply only to a live key at this version; otherwise `Conflict`.
+    pub if_version: Option<Version>,
+}
+
+/// Where a listing starts and how much a page holds.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Start after this key (the `next` of the page before).
+    pub after: Option<Key>,
+    /// Keys a page holds, 1 to 1000 (100 when not given).
+    pub limit: Option<usize>,
+}
+
+/// One page of a listing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page<T> {
+    /// The entries, in the byte order of their keys.
+    pub entries: Vec<Entry<T>>,
+    /// The cursor of the next page, when there may be one.
+    pub next: Option<Key>,
+}
+
+/// What `create` found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Created<T> {
+    /// The key was absent and now holds the value at this version.
+    Written(Version),
+    /// The key was there: its entry, unchanged.
+    Found(Entry<T>),
+}
