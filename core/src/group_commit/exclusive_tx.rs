@@ -1,0 +1,77 @@
+//! The `tx` path: a transaction run alone on the caller's thread, holding
+//! the writer's connection so that it and a group never interleave.
+//! Separate because it commits outside any group.
+
+use crate::error::{Error, Result};
+use crate::storage::file::BUSY_TIMEOUT;
+use crate::storage::{self, sql};
+
+use super::commit::WriteCtx;
+use super::{IN_TX, ON_WRITER, Writer, lock};
+
+impl Writer {
+    /// Runs `work` alone in its own transaction, in this thread: the
+    /// all-or-nothing `tx`. `Ok` commits, an error rolls everything back.
+    pub fn exclusive<T>(&self, work: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
+        if IN_TX.with(|t| t.get()) == self.id() {
+            return Err(Error::invalid(
+                "a transaction was opened inside another on the same store",
+            ));
+        }
+        if ON_WRITER.with(|w| w.get()) {
+            return Err(Error::invalid(
+                "a transaction was opened from inside a write's completion",
+            ));
+        }
+        let guard = lock(&self.shared.conn);
+        let conn = guard.as_ref().ok_or_else(Error::closed)?;
+        let now = self.shared.clock.now_millis();
+        lock(&self.shared.turns).begin(conn, BUSY_TIMEOUT)?;
+        let mut ctx = WriteCtx::new(conn, now, 0);
+        let out = conn.revisions().start(conn).and_then(|rev| {
+            ctx.rev = rev;
+            /// Clears the thread's mark however `work` ends, a panic too.
+            struct InTx;
+            impl Drop for InTx {
+                fn drop(&mut self) {
+                    IN_TX.with(|t| t.set(0));
+                }
+            }
+            IN_TX.with(|t| t.set(self.id()));
+            let _in_tx = InTx;
+            work(&mut ctx)
+        });
+        let out = out.and_then(|v| {
+            if ctx.dirty {
+                conn.revisions()
+                    .finish(conn, ctx.rev, true, self.shared.clock.mark_millis())?;
+            }
+            Ok(v)
+        });
+        let out = match out {
+            Ok(v) => match storage::run_tx_statement(conn, sql::COMMIT) {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    conn.revisions().forget();
+                    let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
+                    Err(Error::outcome_unknown(&e.into()))
+                }
+            },
+            Err(e) => {
+                conn.revisions().forget();
+                if !conn.is_autocommit() {
+                    let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
+                }
+                Err(e)
+            }
+        };
+        // Let go of the connection before yielding the write lock to other
+        // processes: the group loop and the next `tx` of this process need
+        // not wait out another process's turn.
+        drop(guard);
+        if out.is_ok() {
+            lock(&self.shared.turns).after_commit();
+        }
+        out
+    }
+}
