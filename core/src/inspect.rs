@@ -95,8 +95,9 @@ impl Inspector {
     }
 
     /// Live keys of a branch and every branch under it, in path order, from
-    /// after `after` (a key's full path, as [`Inspector::next`] gives), at
-    /// most `limit`. Returns the rows and the path to continue after.
+    /// after `after` (a key's full path, as the second value this returns
+    /// gives), at most `limit`. Returns the rows and the path to continue
+    /// after.
     pub fn list(
         &self,
         name: &str,

@@ -25,7 +25,7 @@ def writer_held(store: tinystore.Store) -> Iterator[None]:
     The writes of one turn of the loop reach the writer as they are made
     (at the end of the turn under a memory budget), and an idle writer
     starts a group at the first and takes the rest only while they keep
-    coming (core/src/group_commit.rs: 200 us of quiet at most, 2 ms in all),
+    coming (core/src/group_commit/mod.rs: 200 us of quiet at most, 2 ms in all),
     so on a loaded machine a descheduled loop thread splits them into two
     groups. A transaction holds the writer while it is open: it is one write
     of a group that stays open (core/src/session.rs), and the writes queued
