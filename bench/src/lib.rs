@@ -71,12 +71,16 @@ impl Rounds {
 }
 
 /// Runs `contenders` in alternation for `rounds` rounds of `budget` each,
-/// and prints a table of median rates with both ratios of the first to each.
+/// rotating which one goes first, and prints a table of median rates with both ratios of the first to each.
 pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [Contender<'_>]) -> Rounds {
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
-    for _ in 0..rounds {
-        for (i, c) in contenders.iter_mut().enumerate() {
-            let (ops, took) = (c.run)(budget);
+    let n = contenders.len();
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for round in 0..rounds {
+        // Each round starts one contender later, so that no contender always
+        // runs right after the same other one (whose WAL, checkpoint or
+        // dirty pages it would inherit) or always first in the round.
+        for i in (0..n).map(|k| (k + round) % n) {
+            let (ops, took) = (contenders[i].run)(budget);
             rates[i].push(ops as f64 / took.as_secs_f64());
         }
     }
