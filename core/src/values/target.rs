@@ -118,16 +118,20 @@ impl Target {
         let (any, live) = self.live_meta(w)?;
         self.check_version(live.as_ref(), opts.if_version)?;
         let expires = self.core.expiry(w.now, opts.expiry, live.map(|m| m.expires));
+        self.put_row(w, expires, value, any.and_then(|m| m.spill))
+    }
+
+    /// Writes the key's row with the group's next version, replacing the
+    /// value spilled in row `old_spill`, if any.
+    fn put_row(
+        &self,
+        w: &mut WriteCtx<'_>,
+        expires: Option<i64>,
+        value: &Raw,
+        old_spill: Option<i64>,
+    ) -> Result<Version> {
         let version = w.next_version();
-        storage::put(
-            w.conn,
-            self.core.id,
-            self.path(),
-            version,
-            expires,
-            value,
-            any.and_then(|m| m.spill),
-        )?;
+        storage::put(w.conn, self.core.id, self.path(), version, expires, value, old_spill)?;
         Ok(Version(version))
     }
 
@@ -139,17 +143,12 @@ impl Target {
             }
             let any = storage::meta(w.conn, self.core.id, self.path(), w.now)?;
             let expires = self.core.expiry(w.now, expiry, None);
-            let version = w.next_version();
-            storage::put(
-                w.conn,
-                self.core.id,
-                self.path(),
-                version,
+            Ok(Created::Written(self.put_row(
+                w,
                 expires,
                 value,
                 any.and_then(|m| m.spill),
-            )?;
-            Ok(Created::Written(Version(version)))
+            )?))
         };
         run().map_err(|e| self.name(e))
     }
