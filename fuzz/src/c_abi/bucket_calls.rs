@@ -6,7 +6,7 @@ use std::ptr::{null, null_mut};
 
 use super::TS_OK;
 use super::call_args::{entry, free_value, ptr};
-use super::checks::{call, is_name, touches};
+use super::checks::{call, call_get, is_name, touches};
 use super::input::Input;
 use super::run::Handles;
 use crate::{
@@ -254,24 +254,9 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn get_as_each_kind(h: &Handles, input: &mut Input, closed: bool) {
     let key = input.key();
     for want in 0..=9 {
-        let mut out = entry();
-        let mut found = false;
-        let code = call(input, "get as each kind", |err| unsafe {
-            ts_bucket_get(
-                h.bucket,
-                null(),
-                0,
-                key.as_ptr(),
-                key.len(),
-                want,
-                &mut out,
-                &mut found,
-                err,
-            )
+        let code = call_get(input, "get as each kind", |out, found, err| unsafe {
+            ts_bucket_get(h.bucket, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
         });
-        if code == TS_OK && found {
-            free_value(&out.value);
-        }
         touches(code, "get as each kind", closed);
     }
 }

@@ -6,9 +6,10 @@
 
 use std::ptr::{null, null_mut};
 
+use super::call_args::{entry, free_value};
 use super::input::Input;
 use super::{CODES, TS_OK};
-use crate::{TsError, TsErrorView, ts_error_free, ts_error_view};
+use crate::{TsEntry, TsError, TsErrorView, ts_error_free, ts_error_view};
 
 /// Checks the code of a call and the error it left, and frees the error.
 pub(super) fn checked(what: &str, code: i32, err: *mut TsError, asked: bool) -> i32 {
@@ -57,6 +58,22 @@ pub(super) fn call(input: &mut Input, what: &str, f: impl FnOnce(*mut *mut TsErr
     let mut err: *mut TsError = null_mut();
     let code = f(if asked { &mut err } else { null_mut() });
     checked(what, code, err, asked)
+}
+
+/// [`call`] for a read that hands out a value when it finds the key: `f`
+/// gets the out entry and found flag to write, and the value is freed after.
+pub(super) fn call_get(
+    input: &mut Input,
+    what: &str,
+    f: impl FnOnce(*mut TsEntry, *mut bool, *mut *mut TsError) -> i32,
+) -> i32 {
+    let mut out = entry();
+    let mut found = false;
+    let code = call(input, what, |err| f(&mut out, &mut found, err));
+    if code == TS_OK && found {
+        free_value(&out.value);
+    }
+    code
 }
 
 /// Whether `name` is a handle name (KV-2): `[a-z0-9][a-z0-9_-]{0,63}`.

@@ -5,8 +5,7 @@
 
 use std::ptr::{null, null_mut};
 
-use super::call_args::{entry, free_value};
-use super::checks::{call, touches};
+use super::checks::{call, call_get, touches};
 use super::input::Input;
 use super::run::Handles;
 use super::{START_MS, TS_CLOSED, TS_INVALID, TS_OK};
@@ -76,33 +75,17 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
             err,
         )
     });
-    let mut out = entry();
-    let mut found = false;
     let want = input.kind();
-    let code = call(input, "tx_get", |err| unsafe {
-        ts_tx_get(
-            tx,
-            b,
-            null(),
-            0,
-            key.as_ptr(),
-            key.len(),
-            want,
-            &mut out,
-            &mut found,
-            err,
-        )
+    call_get(input, "tx_get", |out, found, err| unsafe {
+        ts_tx_get(tx, b, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
     });
-    if code == TS_OK && found {
-        free_value(&out.value);
-    }
     if input.bool() {
         call(input, "tx_commit", |err| unsafe { ts_tx_commit(tx, err) });
     } else {
         unsafe { ts_tx_rollback(tx) };
     }
-    let code = call(input, "tx_get after the end", |err| unsafe {
-        ts_tx_get(tx, b, null(), 0, b"k".as_ptr(), 1, 3, &mut out, &mut found, err)
+    let code = call_get(input, "tx_get after the end", |out, found, err| unsafe {
+        ts_tx_get(tx, b, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
     });
     assert_ne!(code, TS_OK, "a call on an ended transaction succeeded");
     unsafe { ts_tx_rollback(tx) };
@@ -122,39 +105,12 @@ pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
     let b = h.bucket(input);
     let key = input.key();
     let want = input.kind();
-    let mut out = entry();
-    let mut found = false;
-    let code = call(input, "snapshot_get", |err| unsafe {
-        ts_snapshot_get(
-            snap,
-            b,
-            null(),
-            0,
-            key.as_ptr(),
-            key.len(),
-            want,
-            &mut out,
-            &mut found,
-            err,
-        )
+    call_get(input, "snapshot_get", |out, found, err| unsafe {
+        ts_snapshot_get(snap, b, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
     });
-    if code == TS_OK && found {
-        free_value(&out.value);
-    }
     unsafe { ts_snapshot_close(snap) };
-    let code = call(input, "snapshot_get after close", |err| unsafe {
-        ts_snapshot_get(
-            snap,
-            h.bucket,
-            null(),
-            0,
-            b"k".as_ptr(),
-            1,
-            3,
-            &mut out,
-            &mut found,
-            err,
-        )
+    let code = call_get(input, "snapshot_get after close", |out, found, err| unsafe {
+        ts_snapshot_get(snap, h.bucket, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
     });
     assert_ne!(code, TS_OK, "a read on a closed snapshot succeeded");
     unsafe { ts_snapshot_free(snap) };
