@@ -151,6 +151,10 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
 
 /// The answer as a number, or as the whole object when a number cannot say it.
 fn answer(env: napi_env, a: &Allowance) -> napi::Result<napi_value> {
+    if a.ok && a.left <= i32::MAX as u64 {
+        // Most answers: a small integer, which V8 keeps without a heap number.
+        return js::int32(env, a.left as i32);
+    }
     if let Some(n) = number(a) {
         return js::number(env, n);
     }

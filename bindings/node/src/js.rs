@@ -221,6 +221,13 @@ pub(crate) fn number(env: napi_env, n: f64) -> Result<napi_value> {
     Ok(out)
 }
 
+/// A JS number from an `i32`: cheaper for V8 to make than one from an `f64`.
+pub(crate) fn int32(env: napi_env, n: i32) -> Result<napi_value> {
+    let mut out = ptr::null_mut();
+    check(unsafe { sys::napi_create_int32(env, n, &mut out) }, "making a number")?;
+    Ok(out)
+}
+
 /// A JS boolean.
 pub(crate) fn boolean(env: napi_env, b: bool) -> Result<napi_value> {
     let mut out = ptr::null_mut();

@@ -21,11 +21,11 @@
 //! - The memory keeps itself alive until the store's last flush at close,
 //!   so dropping every handle loses nothing.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::key_table::{KeyHash, KeyTable, PathHash};
 use super::lock;
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
@@ -64,7 +64,7 @@ struct Slot<V> {
 }
 
 struct Shard<V> {
-    map: HashMap<Vec<u8>, Slot<V>>,
+    map: KeyTable<Slot<V>>,
     /// Stamps changes, so a flush marks clean only what it wrote.
     stamp: u64,
 }
@@ -78,6 +78,8 @@ pub(crate) struct Memory<V> {
     what: &'static str,
     bucket: i64,
     shards: Vec<Mutex<Shard<V>>>,
+    /// Hashes a path once for its shard and its place there.
+    hash: KeyHash,
     /// Keys held, and keys being read in.
     held: AtomicUsize,
     period: Duration,
@@ -94,27 +96,6 @@ pub(crate) struct Memory<V> {
     /// Moves at each clear, so a key read from the file across a clear is
     /// read again.
     clears: AtomicU64,
-}
-
-fn shard_of(path: &[u8]) -> usize {
-    // Only picks a shard (the maps themselves hash with a random key), so a
-    // multiply-fold over eight bytes at a time, a fraction of the cost of a
-    // byte-wise FNV. The shard comes from the top bits of the last product,
-    // which every bit of the path moves.
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut words = path.chunks_exact(8);
-    for word in &mut words {
-        let word: [u8; 8] = word.try_into().unwrap_or_default();
-        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K).rotate_left(29);
-    }
-    let tail = words
-        .remainder()
-        .iter()
-        .rev()
-        .fold(0u64, |t, &b| (t << 8) | u64::from(b));
-    h = (h ^ tail ^ ((path.len() as u64) << 56)).wrapping_mul(K).rotate_left(29);
-    ((u128::from(h.wrapping_mul(K)) * SHARDS as u128) >> 64) as usize
 }
 
 impl<V: Held> Memory<V> {
@@ -139,11 +120,12 @@ impl<V: Held> Memory<V> {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        map: HashMap::new(),
+                        map: KeyTable::new(),
                         stamp: 0,
                     })
                 })
                 .collect(),
+            hash: KeyHash::new(),
             held: AtomicUsize::new(0),
             period,
             last_flush: Mutex::new(Instant::now()),
@@ -161,9 +143,14 @@ impl<V: Held> Memory<V> {
         m
     }
 
+    fn shard(&self, h: PathHash) -> &Mutex<Shard<V>> {
+        &self.shards[KeyHash::shard(h, SHARDS)]
+    }
+
     /// The state memory holds for `path`, if it holds the key.
     pub(crate) fn get(&self, path: &[u8]) -> Option<V> {
-        lock(&self.shards[shard_of(path)]).map.get(path).map(|s| s.v.clone())
+        let h = self.hash.of(path);
+        lock(self.shard(h)).map.get(h, path).map(|s| s.v.clone())
     }
 
     /// Whether a key memory does not hold must be read from the file at `now_ms`.
@@ -183,12 +170,13 @@ impl<V: Held> Memory<V> {
         load: impl Fn() -> Result<V>,
         f: impl FnOnce(&mut V) -> Result<(R, bool)>,
     ) -> Result<R> {
-        let shard = &self.shards[shard_of(path)];
+        let h = self.hash.of(path);
+        let shard = self.shard(h);
         loop {
             {
                 let mut s = lock(shard);
                 let Shard { map, stamp } = &mut *s;
-                if let Some(slot) = map.get_mut(path) {
+                if let Some(slot) = map.get_mut(h, path) {
                     return apply(slot, stamp, f);
                 }
             }
@@ -210,14 +198,11 @@ impl<V: Held> Memory<V> {
                 continue;
             }
             let Shard { map, stamp } = &mut *s;
-            let slot = match map.entry(path.to_vec()) {
-                std::collections::hash_map::Entry::Occupied(o) => {
-                    // Another thread read it in meanwhile: use its state.
-                    self.held.fetch_sub(1, Ordering::AcqRel);
-                    o.into_mut()
-                }
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(Slot { v, dirty: 0 }),
-            };
+            let (slot, new) = map.get_or_insert(&self.hash, h, path, Slot { v, dirty: 0 });
+            if !new {
+                // Another thread read it in meanwhile: use its state.
+                self.held.fetch_sub(1, Ordering::AcqRel);
+            }
             return apply(slot, stamp, f);
         }
     }
@@ -325,7 +310,7 @@ impl<V: Held> Memory<V> {
             let snap = {
                 let s = lock(&self.shards[i]);
                 s.map
-                    .get(&path)
+                    .get(self.hash.of(&path), &path)
                     .filter(|slot| slot.dirty != 0)
                     .map(|slot| (slot.v.clone(), slot.dirty))
             };
@@ -345,7 +330,7 @@ impl<V: Held> Memory<V> {
     fn mark_clean(&self, done: Vec<(usize, Vec<u8>, u64)>) {
         for (i, path, stamp) in done {
             let mut s = lock(&self.shards[i]);
-            if let Some(slot) = s.map.get_mut(&path)
+            if let Some(slot) = s.map.get_mut(self.hash.of(&path), &path)
                 && slot.dirty == stamp
             {
                 slot.dirty = 0;
@@ -393,7 +378,7 @@ impl<V: Held> Memory<V> {
         for shard in &self.shards {
             let mut s = lock(shard);
             s.map.retain(|p, _| {
-                let inside = p.as_slice() >= lo && p.as_slice() < hi;
+                let inside = p >= lo && p < hi;
                 removed += usize::from(inside);
                 !inside
             });

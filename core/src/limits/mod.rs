@@ -16,6 +16,7 @@
 mod claims;
 mod counters;
 mod gcra;
+mod key_table;
 mod memory;
 mod once;
 mod quota;
@@ -212,15 +213,26 @@ pub(crate) fn with_path<R>(
 ) -> Result<R> {
     let prefix = branch.prefix();
     let len = prefix.len() + 1 + key.len();
-    let plain =
-        len <= STACK_PATH && !key.is_empty() && !key.contains(&0) && branch.owners().iter().all(|o| !o.is_empty());
+    // A byte loop rather than `contains`: a key is a few bytes, and the call
+    // to memchr cost more than the loop.
+    let plain = len <= STACK_PATH
+        && !key.is_empty()
+        && key.iter().all(|&b| b != 0)
+        && branch.owners().iter().all(|o| !o.is_empty());
     if plain {
-        let mut buf = [0u8; STACK_PATH];
-        buf[..prefix.len()].copy_from_slice(prefix);
-        buf[prefix.len()] = 0x02; // the key's tag in a path (key.rs)
-        buf[prefix.len() + 1..len].copy_from_slice(key);
-        debug_assert_eq!(Some(&buf[..len]), branch.path(name, key).ok().as_deref());
-        return f(&buf[..len]);
+        // Uninitialised: zeroing the whole buffer cost more than writing the path.
+        let mut buf = std::mem::MaybeUninit::<[u8; STACK_PATH]>::uninit();
+        let p = buf.as_mut_ptr().cast::<u8>();
+        // SAFETY: len <= STACK_PATH, so the three writes stay inside the
+        // buffer, and together they write each of its first len bytes.
+        let path = unsafe {
+            std::ptr::copy_nonoverlapping(prefix.as_ptr(), p, prefix.len());
+            *p.add(prefix.len()) = 0x02; // the key's tag in a path (key.rs)
+            std::ptr::copy_nonoverlapping(key.as_ptr(), p.add(prefix.len() + 1), key.len());
+            std::slice::from_raw_parts(p, len)
+        };
+        debug_assert_eq!(Some(path), branch.path(name, key).ok().as_deref());
+        return f(path);
     }
     f(&branch.path(name, key)?)
 }
