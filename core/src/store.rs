@@ -301,6 +301,7 @@ impl Store {
 }
 
 impl StoreInner {
+    #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::closed())

@@ -94,7 +94,11 @@ pub unsafe extern "C" fn tinystore_rate_limit_allow(limit: *const RateLimit, key
     // SAFETY: as the caller promises.
     let (limit, key) = unsafe { (&*limit, std::slice::from_raw_parts(key, len as usize)) };
     match limit.allow_n(key, n as u64) {
-        Ok(a) => number(&a).unwrap_or(f64::NAN),
+        Ok(a) => {
+            let out = number(&a).unwrap_or(f64::NAN);
+            forget_if_empty(a);
+            out
+        }
         Err(_) => f64::NAN,
     }
 }
@@ -146,7 +150,18 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
             limit.allow_n(k, n)?
         }
     };
-    answer(env, &a).map_err(napi_err)
+    let out = answer(env, &a).map_err(napi_err);
+    forget_if_empty(a);
+    out
+}
+
+/// Drops an answer, skipping the drop of its empty `windows` (a rate
+/// limit's always are): an empty `BTreeMap` owns no memory, yet its drop is
+/// an out-of-line loop, 3% of this call's instructions.
+fn forget_if_empty(a: Allowance) {
+    if a.windows.is_empty() {
+        std::mem::forget(a);
+    }
 }
 
 /// The answer as a number, or as the whole object when a number cannot say it.

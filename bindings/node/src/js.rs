@@ -14,12 +14,20 @@ use napi::sys::{self, napi_env, napi_value};
 use napi::{Error, Result, Status};
 
 /// Turns a napi status into a `Result`.
+#[inline]
 pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
-        Err(Error::new(Status::from(status), format!("napi: {what} failed")))
+        Err(failed(status, what))
     }
+}
+
+/// The error of a napi call that failed: out of line, so that a check on
+/// the hot path is a compare.
+#[cold]
+fn failed(status: sys::napi_status, what: &str) -> Error {
+    Error::new(Status::from(status), format!("napi: {what} failed"))
 }
 
 /// A bare JS function named `name` that runs `cb` with `data` (null for
@@ -222,6 +230,7 @@ pub(crate) fn number(env: napi_env, n: f64) -> Result<napi_value> {
 }
 
 /// A JS number from an `i32`: cheaper for V8 to make than one from an `f64`.
+#[inline]
 pub(crate) fn int32(env: napi_env, n: i32) -> Result<napi_value> {
     let mut out = ptr::null_mut();
     check(unsafe { sys::napi_create_int32(env, n, &mut out) }, "making a number")?;

@@ -70,6 +70,7 @@ impl Gcra {
     }
 
     /// Decides a request of `n` (1 to `burst`) at `now` for a key due at `due`.
+    #[inline]
     pub fn decide(&self, due: i64, now: i64, n: u64) -> Decision {
         let start = due.max(now);
         let cost = self.interval.saturating_mul(n as i64);

@@ -30,6 +30,7 @@ impl KeyHash {
     }
 
     /// The hash of `path`.
+    #[inline]
     pub(crate) fn of(&self, path: &[u8]) -> PathHash {
         PathHash(self.0.hash_one(path))
     }
@@ -42,6 +43,7 @@ impl KeyHash {
     /// spread over its table.
     ///
     /// [`MEMORY_BOUND`]: super::memory::MEMORY_BOUND
+    #[inline]
     pub(crate) fn shard(h: PathHash, shards: usize) -> usize {
         debug_assert!(shards.is_power_of_two() && shards <= 1 << 16);
         ((h.0 >> 32) as usize) & (shards - 1)
@@ -62,11 +64,13 @@ impl<V> KeyTable<V> {
     }
 
     /// The value of `path`, whose hash is `h`.
+    #[inline]
     pub(crate) fn get(&self, h: PathHash, path: &[u8]) -> Option<&V> {
         self.table.find(h.0, |(p, _)| p == path).map(|(_, v)| v)
     }
 
     /// The value of `path`, to change.
+    #[inline]
     pub(crate) fn get_mut(&mut self, h: PathHash, path: &[u8]) -> Option<&mut V> {
         self.table.find_mut(h.0, |(p, _)| p == path).map(|(_, v)| v)
     }

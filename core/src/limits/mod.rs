@@ -240,6 +240,7 @@ pub(crate) fn with_path<R>(
 /// The time now in nanoseconds since the Unix epoch, for rate limits: the
 /// test clock's milliseconds, or the system clock held so that it never goes
 /// back (`floor` keeps the highest time shown).
+#[inline]
 pub(crate) fn now_nanos(clock: &Clock, floor: &AtomicI64) -> i64 {
     if clock.is_manual() {
         return clock.now_millis().saturating_mul(1_000_000);
@@ -253,6 +254,7 @@ pub(crate) fn now_nanos(clock: &Clock, floor: &AtomicI64) -> i64 {
 /// and 128-bit nanoseconds were a third of the clock's cost in an `allow`.
 #[cfg(unix)]
 #[allow(clippy::useless_conversion)] // time_t and c_long are narrower than i64 on some targets
+#[inline]
 fn system_nanos() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime only writes the timespec it is given.

@@ -173,6 +173,7 @@ impl RateLimit {
         with_path(&self.branch, &self.core.bucket.name, key, |path| f(path, now)).map_err(|e| self.named(key, e))
     }
 
+    #[inline]
     fn answer(d: Decision) -> Allowance {
         Allowance {
             ok: d.ok,
