@@ -7,13 +7,23 @@
 //! foldhash, and the shard comes from bits of that hash the table never
 //! uses itself.
 //!
-//! The hash takes a random seed per memory, which a caller cannot see: keys
-//! come from users (IP addresses, account ids), and a name holds at most
-//! [`super::memory::MEMORY_BOUND`] keys, which bounds what colliding keys
-//! could cost. SipHash, the standard map's, costs several times as much.
+//! Keys come from users (IP addresses, account ids), so the hash must not
+//! let anyone pick keys that collide. Each memory's hash takes seeds drawn
+//! from the operating system's random source (through the standard
+//! library's `RandomState`), which a caller never sees and every process
+//! and every limit draws anew, so keys found to collide in one are no use
+//! against another.
+//! foldhash does not claim more than that: an attacker who could time a
+//! great many calls might learn a seed. What that could cost is bounded: a
+//! name holds at most [`super::memory::MEMORY_BOUND`] keys, spread over 64
+//! shards. SipHash, the standard map's hash, costs several times as much.
 
+use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
+use foldhash::SharedSeed;
+use foldhash::fast::SeedableRandomState;
 use hashbrown::HashTable;
 
 /// The hash of a path, from which [`KeyHash::shard`] and the table's place come.
@@ -21,12 +31,21 @@ use hashbrown::HashTable;
 pub(crate) struct PathHash(u64);
 
 /// Hashes paths for one memory: the same seed for every shard.
-pub(crate) struct KeyHash(foldhash::fast::RandomState);
+pub(crate) struct KeyHash(SeedableRandomState);
+
+/// 64 bits from the operating system's random source: the standard
+/// library's `RandomState` keys SipHash with them (foldhash's own seeds
+/// come from addresses and the time).
+fn os_random() -> u64 {
+    RandomState::new().hash_one(0x7469_6e79_u64)
+}
 
 impl KeyHash {
-    /// A hasher with a fresh random seed.
+    /// A hasher with fresh random seeds.
     pub(crate) fn new() -> Self {
-        Self(foldhash::fast::RandomState::default())
+        static SHARED: OnceLock<SharedSeed> = OnceLock::new();
+        let shared = SHARED.get_or_init(|| SharedSeed::from_u64(os_random()));
+        Self(SeedableRandomState::with_seed(os_random(), shared))
     }
 
     /// The hash of `path`.
