@@ -99,6 +99,14 @@ pub fn compare(title: &str, rounds: usize, budget: Duration, contenders: &mut [C
             out.paired(0, i)
         );
     }
+    // Each round's ratio, in the order the rounds ran: a median hides
+    // whether a low reading is one slow round or a drift over the run.
+    for (i, c) in contenders.iter().enumerate().skip(1) {
+        let each: Vec<String> = (0..rounds)
+            .map(|r| format!("{:.2}", out.rates[0][r] / out.rates[i][r]))
+            .collect();
+        println!("  rounds, ours / {}: {}", c.name, each.join(" "));
+    }
     out
 }
 
