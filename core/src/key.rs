@@ -129,7 +129,45 @@ pub(crate) fn show(bytes: &[u8]) -> String {
     }
 }
 
-fn escape_into(out: &mut Vec<u8>, name: &[u8]) {
+/// Where a path is built: a vector, or a write's inline buffer.
+pub(crate) trait PathOut {
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, s: &[u8]);
+    fn len(&self) -> usize;
+    fn truncate(&mut self, len: usize);
+}
+
+impl PathOut for Vec<u8> {
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b)
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        Vec::extend_from_slice(self, s)
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len)
+    }
+}
+
+impl<const N: usize> PathOut for smallvec::SmallVec<[u8; N]> {
+    fn push(&mut self, b: u8) {
+        smallvec::SmallVec::push(self, b)
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        smallvec::SmallVec::extend_from_slice(self, s)
+    }
+    fn len(&self) -> usize {
+        smallvec::SmallVec::len(self)
+    }
+    fn truncate(&mut self, len: usize) {
+        smallvec::SmallVec::truncate(self, len)
+    }
+}
+
+fn escape_into(out: &mut impl PathOut, name: &[u8]) {
     for &b in name {
         out.push(b);
         if b == 0 {
@@ -201,7 +239,7 @@ impl Branch {
 
     /// [`Branch::path`] appended to `out`, which is left as it was on an
     /// error.
-    pub fn path_into(&self, handle: &str, key: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn path_into(&self, handle: &str, key: &[u8], out: &mut impl PathOut) -> Result<()> {
         self.check(handle)?;
         if key.is_empty() {
             return Err(Error::invalid("a key is empty").at(handle, self.show_with(Some(key))));

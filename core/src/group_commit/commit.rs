@@ -97,9 +97,14 @@ pub(super) fn commit_group(
         }
     };
     let mut ctx = WriteCtx::new(conn, now, rev);
+    let mut bytes = if gathers {
+        group.iter().map(|op| op.weight()).sum()
+    } else {
+        0
+    };
     let mut ran = 0;
     let mut aborted: Option<Error> = None;
-    while ran < group.len() || (gathers && aborted.is_none() && gather(shared, &mut group, started)) {
+    while ran < group.len() || (gathers && aborted.is_none() && gather(shared, &mut group, &mut bytes, started)) {
         let savepoint = group[ran].isolation() == Isolation::Savepoint;
         if savepoint && let Err(e) = storage::run_tx_statement(conn, sql::WRITE_SAVEPOINT) {
             aborted = Some(e.into());

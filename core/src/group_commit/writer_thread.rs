@@ -112,21 +112,22 @@ pub(super) fn put_back(shared: &Shared, leftover: Vec<Box<dyn WriteOp>>) {
 
 fn take_group(ops: &mut VecDeque<Box<dyn WriteOp>>) -> Vec<Box<dyn WriteOp>> {
     let mut group = Vec::new();
-    take_into(ops, &mut group);
+    take_into(ops, &mut group, &mut 0);
     group
 }
 
 /// Moves writes from the queue into `group` while it has room, by count
-/// and by bytes; a write heavier than the room left waits for the next
+/// and by `bytes`, the weight the group holds (kept by the caller, so that
+/// a burst's group, which takes its writes a few at a time, is not summed
+/// again at each); a write heavier than the room left waits for the next
 /// group, unless the group is empty. Returns how many it moved.
-fn take_into(ops: &mut VecDeque<Box<dyn WriteOp>>, group: &mut Vec<Box<dyn WriteOp>>) -> usize {
-    let mut bytes: usize = group.iter().map(|op| op.weight()).sum();
+fn take_into(ops: &mut VecDeque<Box<dyn WriteOp>>, group: &mut Vec<Box<dyn WriteOp>>, bytes: &mut usize) -> usize {
     let before = group.len();
     while let Some(op) = ops.front() {
-        if !group.is_empty() && (group.len() >= GROUP_MAX_WRITES || bytes + op.weight() > GROUP_MAX_BYTES) {
+        if !group.is_empty() && (group.len() >= GROUP_MAX_WRITES || *bytes + op.weight() > GROUP_MAX_BYTES) {
             break;
         }
-        bytes += op.weight();
+        *bytes += op.weight();
         group.push(ops.pop_front().expect("front was there"));
     }
     group.len() - before
@@ -139,18 +140,20 @@ fn take_into(ops: &mut VecDeque<Box<dyn WriteOp>>, group: &mut Vec<Box<dyn Write
 /// waits ran out. Writes cancelled meanwhile are answered here.
 ///
 /// [`submit_together`]: super::submit_together
-pub(super) fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, started: Instant) -> bool {
+pub(super) fn gather(shared: &Shared, group: &mut Vec<Box<dyn WriteOp>>, bytes: &mut usize, started: Instant) -> bool {
     let gap_from = Instant::now();
     let mut q = lock(&shared.queue);
     loop {
         if !q.ops.is_empty() {
             let at = group.len();
-            let moved = take_into(&mut q.ops, group);
+            let moved = take_into(&mut q.ops, group, bytes);
             drop(q);
             let mut i = at;
             while i < group.len() {
                 if group[i].cancelled() {
-                    group.remove(i).finish(None, None);
+                    let op = group.remove(i);
+                    *bytes -= op.weight();
+                    op.finish(None, None);
                 } else {
                     i += 1;
                 }
