@@ -7,6 +7,13 @@
 //! rule (keys, expiry, limits, the file) stays in `tinystore`; the package's
 //! TypeScript gives the handbook's names and types.
 
+/// The allocator of the addon's Rust code (JS values keep V8's). A write
+/// is allocated on the event loop's thread and freed on the writer's,
+/// which glibc's malloc serves through one locked arena; mimalloc frees to
+/// the owning thread's heap without a lock (docs/measurements.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bucket;
 mod config;
 mod convert;
