@@ -18,8 +18,12 @@ demo-rust:
 
 .PHONY: bench-writer
 BENCH_TARGETS += bench-writer
+# Twice: with the system's malloc, what a Rust program gets by default, and
+# with mimalloc for ours and the peers alike (the Python and Node modules
+# allocate with mimalloc; a Rust program picks its own allocator).
 bench-writer:
 	cargo run --release -p tinystore-bench --bin writer -- --rounds 9 --secs 2
+	cargo run --release -p tinystore-bench --features mimalloc --bin writer -- --rounds 9 --secs 2 --depths 64
 
 .PHONY: bench-memory
 BENCH_TARGETS += bench-memory
