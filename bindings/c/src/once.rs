@@ -78,6 +78,9 @@ pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
     }
 }
 
+// One slot a call, in an Arc: its size, which a `Begun` holding a key's
+// path inline sets, costs nothing that boxing the answer would save.
+#[allow(clippy::large_enum_variant)]
 enum Slot {
     Waiting,
     Ready(Result<Begun>),
