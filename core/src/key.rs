@@ -168,12 +168,15 @@ impl<const N: usize> PathOut for smallvec::SmallVec<[u8; N]> {
 }
 
 fn escape_into(out: &mut impl PathOut, name: &[u8]) {
-    for &b in name {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
+    // Copied a run at a time, not a byte at a time: a key rarely holds a
+    // zero byte, and a push per byte was 400 instructions of a get.
+    let mut rest = name;
+    while let Some(i) = rest.iter().position(|&b| b == 0) {
+        out.extend_from_slice(&rest[..=i]);
+        out.push(0xFF);
+        rest = &rest[i + 1..];
     }
+    out.extend_from_slice(rest);
 }
 
 /// The owners of a branch: their names, for messages, and their encoded prefix.
@@ -369,6 +372,21 @@ mod tests {
         }
         assert_eq!(split_path(&c).unwrap().0, vec![b"a\0b".to_vec()]);
         assert_eq!(Branch::root().child(b"a").key_of(&d).unwrap().0, b"b\0c");
+    }
+
+    #[test]
+    fn kv01_every_nul_is_escaped_and_read_back() {
+        for key in [&b"\0"[..], b"\0\0", b"x\0", b"\0x", b"a\0\0b\0", b"plain"] {
+            let mut out = Vec::new();
+            escape_into(&mut out, key);
+            let want: Vec<u8> = key
+                .iter()
+                .flat_map(|&b| if b == 0 { vec![0, 0xFF] } else { vec![b] })
+                .collect();
+            assert_eq!(out, want, "{key:?}");
+            let path = Branch::root().path("t", key).unwrap();
+            assert_eq!(Branch::root().key_of(&path).unwrap().0, key);
+        }
     }
 
     #[test]

@@ -115,7 +115,8 @@ impl ReaderConn {
         let rc = unsafe {
             rusqlite::ffi::sqlite3_file_control(
                 self.conn.handle(),
-                c"main".as_ptr(),
+                // Null is the main database, without a lookup by name.
+                std::ptr::null(),
                 rusqlite::ffi::SQLITE_FCNTL_DATA_VERSION,
                 (&mut version as *mut u32).cast(),
             )
