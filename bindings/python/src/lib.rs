@@ -9,10 +9,11 @@ use pyo3::prelude::*;
 
 /// The allocator of the module's Rust code (Python's objects keep Python's).
 /// A write is allocated on the event loop's thread and freed on the
-/// writer's, which glibc's malloc serves through one locked arena: with
-/// mimalloc, which frees to the owning thread's heap without a lock, the
-/// writer's groups of 64 sets ran 1.10 times as fast (`prof loop 64`, 8
-/// alternating rounds on the 2-core VM; docs/measurements.md).
+/// writer's, which glibc's malloc serves through one locked arena; with
+/// mimalloc, which frees to the owning thread's heap without a lock, sets
+/// at 64 in flight went from 0.889 to 0.908 of `sqlite3` batched by hand
+/// (`bench/python/sets64.py`, medians of three runs on the 2-core VM;
+/// docs/measurements.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
