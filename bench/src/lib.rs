@@ -166,3 +166,85 @@ pub fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{cpu}, {cores} cores, SQLite {}, {ALLOCATOR}", rusqlite::version())
 }
+
+/// What a durable write waits on, measured on this machine before the
+/// contenders run: the two costs that set the writer's ratios apart from
+/// one VM to the next with the same code.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    /// Median time of an `fdatasync` after a 4 KiB write, in µs.
+    pub fsync_us: f64,
+    /// Median time for one thread to wake a parked thread and be woken back
+    /// by it, in µs (the hand-off between an event loop and the writer).
+    pub wake_round_trip_us: f64,
+}
+
+impl std::fmt::Display for Waits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fdatasync of a 4 KiB write {:.0} µs, a thread's wake-up and back {:.0} µs (medians)",
+            self.fsync_us, self.wake_round_trip_us
+        )
+    }
+}
+
+/// Measures [`Waits`] in `dir`, on the file system the benchmark writes to.
+pub fn probe_waits(dir: &std::path::Path) -> std::io::Result<Waits> {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = dir.join("probe-fsync.tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)?;
+    file.write_all(&vec![0u8; 64 * 4096])?;
+    file.sync_all()?;
+    let page = [1u8; 4096];
+    let mut syncs = Vec::with_capacity(200);
+    for i in 0..200u64 {
+        file.seek(SeekFrom::Start((i % 64) * 4096))?;
+        file.write_all(&page)?;
+        let t = Instant::now();
+        file.sync_data()?;
+        syncs.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(file);
+    std::fs::remove_file(&path)?;
+    Ok(Waits {
+        fsync_us: median(&mut syncs),
+        wake_round_trip_us: wake_round_trip(2_000),
+    })
+}
+
+/// The median of `n` round trips of a wake-up between two parked threads.
+fn wake_round_trip(n: usize) -> f64 {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let turn = std::sync::Arc::new(AtomicUsize::new(0));
+    let main = std::thread::current();
+    let other_turn = turn.clone();
+    // Each side parks until the counter reaches its next odd or even value,
+    // so every step is one unpark and one wake from `park`.
+    let other = std::thread::spawn(move || {
+        for i in 0..n {
+            while other_turn.load(Ordering::Acquire) != 2 * i + 1 {
+                std::thread::park();
+            }
+            other_turn.store(2 * i + 2, Ordering::Release);
+            main.unpark();
+        }
+    });
+    let mut trips = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        turn.store(2 * i + 1, Ordering::Release);
+        other.thread().unpark();
+        while turn.load(Ordering::Acquire) != 2 * i + 2 {
+            std::thread::park();
+        }
+        trips.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    other.join().expect("the probe's thread");
+    median(&mut trips)
+}

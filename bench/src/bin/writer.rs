@@ -157,6 +157,12 @@ fn main() {
     println!("writer benchmark: durable sets of {VALUE}-byte values, WAL + synchronous=FULL");
     println!("machine: {}", machine());
     let dir = tempfile::tempdir().unwrap();
+    // The fsync and a thread's wake-up bound every contender's rate, and
+    // differ from VM to VM: the figures below are read beside them.
+    match tinystore_bench::probe_waits(dir.path()) {
+        Ok(w) => println!("waits: {w}"),
+        Err(e) => println!("waits: not measured ({e})"),
+    }
     let store = Store::open(dir.path().join("ours")).unwrap();
     let bucket = store.bucket::<Vec<u8>>("bench").open().unwrap();
     let value = tinystore::Raw::Bytes(vec![7u8; VALUE]);
