@@ -45,6 +45,7 @@ mod limit_store;
 mod limits;
 mod maintain;
 mod raw;
+mod read_locks;
 mod readers;
 mod row_codec;
 mod session;
@@ -72,6 +73,7 @@ pub use limits::{
 };
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
+pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};

@@ -14,11 +14,12 @@ use std::cell::{Cell as StdCell, RefCell, RefMut};
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::read_locks::{self, Lease};
 use crate::storage::hot::HotStatement;
 use crate::storage::{self, Cell, file, sql};
 
@@ -140,10 +141,17 @@ impl Deref for ReaderConn {
 
 impl Readers {
     /// Opens `n` readers on `path` (at least one), each mapping
-    /// `mmap_size` bytes of it.
-    pub fn open(path: &Path, n: usize, mmap_size: u64) -> Result<Readers> {
+    /// `mmap_size` bytes of it. With a `lease`, each keeps its read-mark
+    /// lock between reads by that lease's rules (`read_locks`).
+    pub fn open(path: &Path, n: usize, mmap_size: u64, lease: Option<&Arc<Lease>>) -> Result<Readers> {
         let conns = (0..n.max(1))
-            .map(|_| file::open_reader(path, mmap_size).map(|c| Mutex::new(Some(ReaderConn::new(c)))))
+            .map(|_| {
+                let c = file::open_reader(path, mmap_size, lease.is_some())?;
+                if let Some(lease) = lease {
+                    read_locks::attach(&c, lease);
+                }
+                Ok(Mutex::new(Some(ReaderConn::new(c))))
+            })
             .collect::<Result<_>>()?;
         Ok(Readers {
             conns,

@@ -301,7 +301,7 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
-        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
+        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size, false)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
         Ok(Snapshot {
             store: self.clone(),

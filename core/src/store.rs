@@ -26,6 +26,7 @@ pub struct Options {
     sweep_every: Option<Duration>,
     memory: Option<usize>,
     mmap_size: Option<u64>,
+    keep_read_locks: Option<bool>,
 }
 
 /// How much of kv.db a reader maps into memory unless told otherwise.
@@ -88,6 +89,20 @@ impl Options {
     /// short between reads is `Corrupt` at the next read.
     pub fn mmap_size(mut self, bytes: u64) -> Options {
         self.mmap_size = Some(bytes);
+        self
+    }
+
+    /// Whether readers keep their read-mark lock in `kv.db-shm` between
+    /// reads while the file is quiet (default: on, off for a store with a
+    /// [`Options::test_clock`], which runs no thread of its own). A point
+    /// read then skips two `fcntl` system calls, a third to a half of its
+    /// time. The lock is given back within milliseconds of another
+    /// process's commit and before this process's writer begins, so that
+    /// no writer's checkpoint waits on it for long (docs/format.md, "Readers
+    /// and their locks"). Off, every read takes and gives back its lock, as
+    /// plain SQLite does.
+    pub fn keep_read_locks(mut self, on: bool) -> Options {
+        self.keep_read_locks = Some(on);
         self
     }
 
@@ -191,8 +206,10 @@ impl Store {
             Some(_) => 0,
             None => DEFAULT_MMAP_SIZE,
         });
-        let readers = Readers::open(&file, n, mmap_size)?;
-        let turns = storage::turns::Turns::open(&file);
+        let lease = crate::read_locks::Lease::of(&file);
+        let keep = options.keep_read_locks.unwrap_or(!clock.is_manual());
+        let readers = Readers::open(&file, n, mmap_size, keep.then_some(&lease))?;
+        let turns = storage::turns::Turns::open(&file, lease);
         let writer = Writer::start(conn, turns, clock.clone())?;
         let inner = Arc::new(StoreInner {
             dir,

@@ -37,8 +37,9 @@ fn walk(n: u64) -> impl FnMut(u64) -> u64 {
 }
 
 /// A tinystore store and a plain SQLite file with the same `n` keys.
-fn build(dir: &std::path::Path, n: u64) -> (Store, Bucket<Vec<u8>>, Connection) {
-    let store = Store::open(dir.join("ts")).expect("open");
+fn build(dir: &std::path::Path, n: u64, keep_locks: bool) -> (Store, Bucket<Vec<u8>>, Connection) {
+    let options = tinystore::Options::new().keep_read_locks(keep_locks);
+    let store = Store::open_with(dir.join("ts"), options).expect("open");
     let bucket = store.bucket::<Vec<u8>>("bench").open().expect("bucket");
     let value = vec![7u8; 100];
     let mut i = 0;
@@ -78,6 +79,7 @@ fn main() {
     let mut rounds = 15;
     let mut ms = 300;
     let mut sizes = vec![10_000u64, 100_000, 1_000_000];
+    let mut keep_locks = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -91,6 +93,9 @@ fn main() {
                     .map(|s| s.parse().expect("a size"))
                     .collect()
             }
+            // TinyStore's readers as plain SQLite's: every read takes its
+            // read-mark lock from the kernel (Options::keep_read_locks).
+            "--no-kept-locks" => keep_locks = false,
             "--short" => {
                 short = true;
                 rounds = 3;
@@ -116,8 +121,11 @@ fn main() {
         .iter()
         .map(|_| tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir"))
         .collect();
-    let stores: Vec<(Store, Bucket<Vec<u8>>, Connection)> =
-        dirs.iter().zip(&sizes).map(|(d, &n)| build(d.path(), n)).collect();
+    let stores: Vec<(Store, Bucket<Vec<u8>>, Connection)> = dirs
+        .iter()
+        .zip(&sizes)
+        .map(|(d, &n)| build(d.path(), n, keep_locks))
+        .collect();
     let mut reads: Vec<_> = stores
         .iter()
         .map(|(_, _, plain)| {
@@ -161,8 +169,20 @@ fn main() {
             },
         ));
     }
+    let locks = tinystore::read_lock_counts();
     let m = compare("point reads", rounds, budget, &mut contenders);
     drop(contenders);
+    let locks_after = tinystore::read_lock_counts();
+    println!(
+        "# tinystore's read-mark locks: {} reads found theirs kept, {} took it from the kernel{}",
+        locks_after.reused - locks.reused,
+        locks_after.taken - locks.taken,
+        if keep_locks {
+            ""
+        } else {
+            " (--no-kept-locks: readers as plain SQLite's, uncounted)"
+        }
+    );
     let mut rows: Vec<(String, f64)> = Vec::new();
     let mut ratios: Vec<(String, f64, &str)> = Vec::new();
     // Each ratio goes to the results twice: paired, and of the medians.

@@ -7,7 +7,7 @@ use crate::storage::file::BUSY_TIMEOUT;
 use crate::storage::{self, sql};
 
 use super::commit::WriteCtx;
-use super::{IN_TX, ON_WRITER, Writer, lock};
+use super::{IN_TX, ON_WRITER, Writer, after_commit, lock};
 
 impl Writer {
     /// Runs `work` alone in its own transaction, in this thread: the
@@ -70,7 +70,9 @@ impl Writer {
         // not wait out another process's turn.
         drop(guard);
         if out.is_ok() {
-            lock(&self.shared.turns).after_commit();
+            after_commit(&self.shared);
+        } else {
+            lock(&self.shared.turns).ended();
         }
         out
     }

@@ -28,6 +28,7 @@
 
 mod blocking;
 mod bursts;
+mod checkpoints;
 mod commit;
 mod exclusive_tx;
 mod job;
@@ -133,6 +134,8 @@ struct Shared {
     conn: Mutex<Option<WriteConn>>,
     /// Taken after `conn`, never alone before it.
     turns: Mutex<Turns>,
+    /// The context of `conn`'s WAL hook: declared after it, so it outlives it.
+    checkpoints: Arc<checkpoints::Checkpoints>,
     clock: Clock,
     /// Writes in the last group committed: while groups hold more than
     /// one, writers are many, and a blocking call queues its write to
@@ -150,6 +153,8 @@ impl Writer {
     /// Starts the writer thread on `conn`, taking turns at the write lock
     /// with the writers of other processes through `turns`.
     pub fn start(conn: Connection, turns: Turns, clock: Clock) -> Result<Writer> {
+        let checkpoints = Arc::new(checkpoints::Checkpoints::default());
+        checkpoints.install(&conn);
         let conn = WriteConn::new(conn)?;
         let shared = Arc::new(Shared {
             stats: GroupStats::default(),
@@ -164,6 +169,7 @@ impl Writer {
             pushes: AtomicU64::new(0),
             conn: Mutex::new(Some(conn)),
             turns: Mutex::new(turns),
+            checkpoints,
             clock,
             last_group: AtomicUsize::new(0),
         });
@@ -212,6 +218,16 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// After a commit, with the connection let go of: take turns with other
+/// processes' writers, and have the writer thread run a checkpoint that
+/// fell short again when it is due ([`checkpoints`]).
+fn after_commit(shared: &Shared) {
+    lock(&shared.turns).after_commit();
+    if shared.checkpoints.due().is_some() && !ON_WRITER.with(|w| w.get()) {
+        shared.wake.notify_one();
     }
 }
 

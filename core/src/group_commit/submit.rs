@@ -14,7 +14,7 @@ use crate::storage::hot::WriteConn;
 use super::commit::{WriteCtx, commit_group};
 use super::job::{Isolation, WriteOp, new_job};
 use super::writer_thread::put_back;
-use super::{BURST, ON_WRITER, Queue, Writer, lock};
+use super::{BURST, ON_WRITER, Queue, Writer, after_commit, lock};
 
 thread_local! {
     /// Set inside [`submit_waited`]: this thread waits for what it submits.
@@ -175,7 +175,7 @@ impl Writer {
         };
         let leftover = commit_group(conn, shared, vec![job], false);
         drop(guard);
-        lock(&shared.turns).after_commit();
+        after_commit(shared);
         put_back(shared, leftover);
     }
 }

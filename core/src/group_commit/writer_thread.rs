@@ -16,7 +16,8 @@ use super::blocking::wake_blocked;
 use super::commit::commit_group;
 use super::job::WriteOp;
 use super::{
-    BURST_GAP_AT_MOST, BURST_SPIN, BURST_WAIT_AT_MOST, GROUP_MAX_BYTES, GROUP_MAX_WRITES, ON_WRITER, Shared, lock,
+    BURST_GAP_AT_MOST, BURST_SPIN, BURST_WAIT_AT_MOST, GROUP_MAX_BYTES, GROUP_MAX_WRITES, ON_WRITER, Shared,
+    after_commit, lock,
 };
 
 thread_local! {
@@ -54,8 +55,28 @@ pub(super) fn run(shared: Arc<Shared>) {
         {
             let mut q = lock(&shared.queue);
             while q.ops.is_empty() && !q.closed {
+                let due = shared.checkpoints.due();
+                match due {
+                    Some(at) if at <= Instant::now() => {
+                        // Idle since the due time: run the checkpoint that
+                        // fell short again (the connection first, as ever).
+                        drop(q);
+                        if let Some(conn) = lock(&shared.conn).as_ref() {
+                            shared.checkpoints.retry(conn);
+                        }
+                        q = lock(&shared.queue);
+                        continue;
+                    }
+                    _ => {}
+                }
                 q.idle = true;
-                q = shared.wake.wait(q).unwrap_or_else(|p| p.into_inner());
+                q = match due {
+                    Some(at) => {
+                        let left = at.saturating_duration_since(Instant::now());
+                        shared.wake.wait_timeout(q, left).unwrap_or_else(|p| p.into_inner()).0
+                    }
+                    None => shared.wake.wait(q).unwrap_or_else(|p| p.into_inner()),
+                };
                 q.idle = false;
             }
             if q.ops.is_empty() {
@@ -87,11 +108,13 @@ pub(super) fn run(shared: Arc<Shared>) {
         };
         if group.is_empty() {
             let _ = storage::run_tx_statement(conn, sql::ROLLBACK);
+            drop(guard);
+            lock(&shared.turns).ended();
             continue;
         }
         let leftover = commit_group(conn, &shared, group, true);
         drop(guard);
-        lock(&shared.turns).after_commit();
+        after_commit(&shared);
         put_back(&shared, leftover);
     }
 }

@@ -136,10 +136,17 @@ pub fn clock_mark(conn: &Connection, path: &Path) -> Result<i64> {
 }
 
 /// Opens a reader: read-only statements, no schema work, and up to
-/// `mmap_size` bytes of the file read through a memory map.
-pub fn open_reader(path: &Path, mmap_size: u64) -> Result<Connection> {
+/// `mmap_size` bytes of the file read through a memory map. With
+/// `keep_locks`, through the VFS that keeps its read-mark lock between
+/// reads (`read_locks`), where that VFS could be registered.
+pub fn open_reader(path: &Path, mmap_size: u64, keep_locks: bool) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| opened(path, e))?;
+    let conn = if keep_locks && crate::read_locks::vfs::register().is_ok() {
+        Connection::open_with_flags_and_vfs(path, flags, crate::read_locks::vfs::NAME)
+    } else {
+        Connection::open_with_flags(path, flags)
+    }
+    .map_err(|e| opened(path, e))?;
     configure(&conn)?;
     conn.pragma_update(None, "query_only", true)?;
     if mmap_size > 0 {

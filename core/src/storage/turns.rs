@@ -21,11 +21,13 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode};
 
 use crate::error::{Error, Result};
+use crate::read_locks::Lease;
 
 /// The byte of kv.db whose shared lock means "a writer is waiting". SQLite
 /// locks bytes from 1 GiB (0x40000000) to 1 GiB + 512; this is 2 GiB - 1,
@@ -46,17 +48,25 @@ pub struct Turns {
     /// the platform has no open-file-description locks.
     file: Option<File>,
     waiting: bool,
+    /// This process's readers of the file: they keep no read-mark lock
+    /// from `begin` to `after_commit`.
+    lease: Arc<Lease>,
 }
 
 impl Turns {
-    /// Opens the sign on the file at `path` (already created).
-    pub fn open(path: &Path) -> Turns {
+    /// Opens the sign on the file at `path` (already created); `lease` is
+    /// the file's, shared with its readers in this process.
+    pub(crate) fn open(path: &Path, lease: Arc<Lease>) -> Turns {
         let file = if cfg!(target_os = "linux") {
             std::fs::OpenOptions::new().read(true).open(path).ok()
         } else {
             None
         };
-        Turns { file, waiting: false }
+        Turns {
+            file,
+            waiting: false,
+            lease,
+        }
     }
 
     /// `BEGIN IMMEDIATE` on `conn`, taking turns: while the lock is busy,
@@ -65,10 +75,22 @@ impl Turns {
     /// and longer); every other statement of the connection keeps `timeout`,
     /// since a lock SQLite takes inside the transaction may be busy briefly.
     pub fn begin(&mut self, conn: &Connection, timeout: Duration) -> Result<()> {
+        // Before the write lock, so that a WAL restart at this transaction's
+        // first frame finds no slot this process keeps.
+        self.lease.writing();
         conn.busy_timeout(Duration::ZERO)?;
         let out = self.poll_begin(conn, timeout);
+        if out.is_err() {
+            self.lease.written();
+        }
         conn.busy_timeout(timeout)?;
         out
+    }
+
+    /// After a transaction that began here was rolled back: readers may
+    /// keep their locks again (a commit ends with [`Turns::after_commit`]).
+    pub fn ended(&self) {
+        self.lease.written();
     }
 
     fn poll_begin(&mut self, conn: &Connection, timeout: Duration) -> Result<()> {
@@ -100,6 +122,7 @@ impl Turns {
     /// [`YIELD_AT_MOST`]. A fixed pause would not do: on a busy machine the
     /// waiter may not run again for longer than any pause.
     pub fn after_commit(&self) {
+        self.lease.written();
         let start = Instant::now();
         while self.others_waiting() && start.elapsed() < YIELD_AT_MOST {
             std::thread::sleep(POLL);
@@ -160,8 +183,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kv.db");
         std::fs::write(&path, b"").unwrap();
-        let mut a = Turns::open(&path);
-        let b = Turns::open(&path);
+        let mut a = Turns::open(&path, Lease::of(&path));
+        let b = Turns::open(&path, Lease::of(&path));
         assert!(!b.others_waiting());
         a.set_waiting(true);
         assert!(b.others_waiting(), "b sees a waiting");
