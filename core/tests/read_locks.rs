@@ -24,18 +24,25 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Gets `key` until one finds its lock kept: the file must first be quiet
-/// for `read_locks::QUIET` (20 ms).
+/// Reads with `get` until ten reads in a row find their lock kept, every
+/// reader of the store's then keeping one: a reader keeps its lock only
+/// once it has seen the file quiet for `read_locks::QUIET` (20 ms), and
+/// each reader counts from its own first look.
 fn read_until_kept(get: impl Fn()) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let before = read_lock_counts().reused;
-        get();
-        get();
-        if read_lock_counts().reused > before {
+        let before = read_lock_counts();
+        for _ in 0..10 {
+            get();
+        }
+        let after = read_lock_counts();
+        if after.taken == before.taken && after.reused >= before.reused + 10 {
             return;
         }
-        assert!(Instant::now() < deadline, "no read found its lock kept within 10 s");
+        assert!(
+            Instant::now() < deadline,
+            "reads did not find their lock kept within 10 s"
+        );
         std::thread::yield_now();
     }
 }

@@ -103,8 +103,9 @@ impl Lease {
     /// the file, and keep none until [`Lease::written`].
     pub fn writing(&self) {
         self.writing.store(true, Ordering::SeqCst);
-        let files: Vec<_> = lock(&self.files).iter().filter_map(Weak::upgrade).collect();
-        for f in files {
+        // Lock order: the lease's list, then a file's state (nothing takes
+        // them the other way round).
+        for f in lock(&self.files).iter().filter_map(Weak::upgrade) {
             f.release();
         }
     }
@@ -172,6 +173,9 @@ struct Kept {
     shm: *const u64,
     /// The read-mark lock kept for the connection's next read.
     slot: Option<c_int>,
+    /// The read-mark locks the connection holds in shared mode, by bit:
+    /// only a lock it holds can be kept.
+    shared: u8,
     /// When it was kept.
     kept_at: Instant,
     /// The WAL index header as last seen, and since when it is so.
@@ -191,6 +195,7 @@ impl KeptLock {
                 real,
                 shm: std::ptr::null(),
                 slot: None,
+                shared: 0,
                 kept_at: now,
                 header: [0; 6],
                 header_since: now,
@@ -207,12 +212,15 @@ impl KeptLock {
         if k.real.is_null() {
             return ffi::SQLITE_IOERR_SHMLOCK;
         }
+        let bit = read_slot_bit(ofst, n);
         if flags == SHARED_LOCK && k.slot == Some(ofst) {
             k.slot = None; // still held: the kernel is not asked again
+            k.shared |= bit;
             REUSED.fetch_add(1, Ordering::Relaxed);
             return ffi::SQLITE_OK;
         }
-        if flags == SHARED_UNLOCK && n == 1 && ofst >= READ_LOCK_FIRST && k.slot.is_none() && self.may_keep(&mut k) {
+        if flags == SHARED_UNLOCK && k.shared & bit != 0 && k.slot.is_none() && self.may_keep(&mut k) {
+            k.shared &= !bit;
             k.slot = Some(ofst);
             k.kept_at = Instant::now();
             drop(k);
@@ -222,7 +230,10 @@ impl KeptLock {
         k.give_back();
         let rc = k.real_shm_lock(ofst, n, flags);
         if flags == SHARED_LOCK && rc == ffi::SQLITE_OK {
+            k.shared |= bit;
             TAKEN.fetch_add(1, Ordering::Relaxed);
+        } else if flags & ffi::SQLITE_SHM_UNLOCK != 0 {
+            k.shared &= !bit;
         }
         rc
     }
@@ -282,6 +293,14 @@ impl KeptLock {
             return false;
         }
         now.duration_since(k.header_since) >= QUIET
+    }
+}
+
+/// The bit of a single read-mark lock at `ofst`, or 0 for any other lock.
+fn read_slot_bit(ofst: c_int, n: c_int) -> u8 {
+    match (n, ofst - READ_LOCK_FIRST) {
+        (1, slot @ 0..=4) => 1 << slot,
+        _ => 0,
     }
 }
 
