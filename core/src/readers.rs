@@ -1,5 +1,8 @@
 //! Reader connections: one per core, `query_only`, no transaction of their
 //! own. A read is one prepared statement and sees the last commit before it.
+//! With a lease, a reader keeps its read-mark lock between reads while the
+//! file is quiet (`read_locks`), which changes when a lock is taken from
+//! the kernel, never what a read sees.
 //!
 //! A point read skips the clear-mark check when the reader knows that the
 //! snapshot it read holds no mark. SQLite counts, per connection, the

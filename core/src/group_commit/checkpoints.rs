@@ -22,12 +22,12 @@ use rusqlite::{Connection, ffi};
 
 /// The WAL length, in frames, from which a commit checkpoints: SQLite's
 /// default `wal_autocheckpoint`.
-pub(crate) const AUTO_FRAMES: c_int = 1000;
+const AUTO_FRAMES: c_int = 1000;
 /// The first wait before a checkpoint that fell short is run again: longer
 /// than readers of other processes take to let go of a kept lock after a
 /// commit (`read_locks::POLL`), shorter than they wait before keeping one
 /// again (`read_locks::QUIET`).
-pub(crate) const RETRY_FIRST: Duration = Duration::from_millis(10);
+const RETRY_FIRST: Duration = Duration::from_millis(10);
 /// The longest wait between two tries.
 const RETRY_AT_MOST: Duration = Duration::from_secs(1);
 

@@ -127,6 +127,18 @@ impl Lease {
     }
 }
 
+/// The files of every lease of the process, for the keeping thread.
+fn every_file() -> Vec<Arc<KeptLock>> {
+    let leases: Vec<_> = lock(LEASES.get_or_init(Default::default))
+        .values()
+        .filter_map(Weak::upgrade)
+        .collect();
+    leases
+        .iter()
+        .flat_map(|l| lock(&l.files).iter().filter_map(Weak::upgrade).collect::<Vec<_>>())
+        .collect()
+}
+
 /// Lets a reader's connection keep its lock under `lease`'s rules; a
 /// connection not opened through [`vfs`] is left as it is.
 pub(crate) fn attach(conn: &rusqlite::Connection, lease: &Arc<Lease>) {
@@ -135,7 +147,7 @@ pub(crate) fn attach(conn: &rusqlite::Connection, lease: &Arc<Lease>) {
         return;
     };
     // Without the thread that gives them back, locks are never kept.
-    if keeper().add(&k) && k.lease.set(lease.clone()).is_ok() {
+    if keeper().start() && k.lease.set(lease.clone()).is_ok() {
         lease.add(&k);
     }
 }
@@ -246,8 +258,7 @@ impl KeptLock {
     /// `xShmUnmap`: the kept lock goes first, with the mapping it was in.
     pub(super) fn shm_unmap(&self, delete: c_int) -> c_int {
         let mut k = lock(&self.state);
-        k.give_back();
-        k.shm = std::ptr::null();
+        k.unmapped();
         if k.real.is_null() {
             return ffi::SQLITE_OK;
         }
@@ -258,8 +269,7 @@ impl KeptLock {
     /// `xClose`, before the real file closes.
     pub(super) fn close(&self) {
         let mut k = lock(&self.state);
-        k.give_back();
-        k.shm = std::ptr::null();
+        k.unmapped();
         k.real = std::ptr::null_mut();
     }
 
@@ -323,6 +333,12 @@ impl Kept {
         }
     }
 
+    /// The shm mapping goes away: the kept lock first, then the pointer.
+    fn unmapped(&mut self) {
+        self.give_back();
+        self.shm = std::ptr::null();
+    }
+
     /// The first copy of the WAL index header, or None while unmapped.
     fn read_header(&mut self) -> Option<[u64; 6]> {
         if self.shm.is_null() {
@@ -361,7 +377,6 @@ struct Keeper {
 
 #[derive(Default)]
 struct KeeperState {
-    files: Vec<Weak<KeptLock>>,
     armed: bool,
     /// The process that started the thread: a child made by `fork` has
     /// this state but not the thread, and starts its own.
@@ -378,8 +393,9 @@ fn keeper() -> &'static Keeper {
 }
 
 impl Keeper {
-    /// Watches `f` from now on; false if the thread could not start.
-    fn add(&'static self, f: &Arc<KeptLock>) -> bool {
+    /// Starts the thread in this process if it is not running; false if it
+    /// could not start. It watches every lease's files (`LEASES`).
+    fn start(&'static self) -> bool {
         let mut st = lock(&self.state);
         if st.started != Some(std::process::id()) {
             let spawned = std::thread::Builder::new()
@@ -390,8 +406,6 @@ impl Keeper {
             }
             st.started = Some(std::process::id());
         }
-        st.files.retain(|w| w.strong_count() > 0);
-        st.files.push(Arc::downgrade(f));
         true
     }
 
@@ -417,11 +431,10 @@ impl Keeper {
             st = self.wake.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
             st.armed = false;
             self.armed.store(false, Ordering::SeqCst);
-            st.files.retain(|w| w.strong_count() > 0);
-            let files: Vec<_> = st.files.iter().filter_map(Weak::upgrade).collect();
             // Never hold this lock while taking a file's: a reader keeping a
             // lock takes them the other way round.
             drop(st);
+            let files = every_file();
             let now = Instant::now();
             let mut any = false;
             for f in &files {
