@@ -45,6 +45,15 @@ type Options struct {
 	// error; or set a size to bound how much of a large file each reader
 	// maps.
 	MmapSize int64
+	// ReleaseReadLocks has every read take and give back its read-mark lock
+	// in kv.db-shm, as plain SQLite does. By default (false) a reader keeps
+	// the lock between reads while the file is quiet, which spares each
+	// read two system calls; it gives the lock back within milliseconds of
+	// another process's commit and before this store's writer begins. A
+	// Manual store never keeps it. Set it for a program that runs a
+	// blocking checkpoint of kv.db itself and must not wait those
+	// milliseconds.
+	ReleaseReadLocks bool
 }
 
 // NoMmap is Options.MmapSize for a store whose readers map nothing: every
@@ -84,6 +93,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	n, err := native.Open(dir, opts.Manual, start, opts.Clock, native.OpenOptions{
 		Readers: opts.Readers, Memory: opts.Memory, MmapSize: opts.MmapSize,
+		ReleaseReadLocks: opts.ReleaseReadLocks,
 	})
 	if err != nil {
 		return nil, err

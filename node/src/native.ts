@@ -154,7 +154,15 @@ export interface NativeModule {
 	): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }
 	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
 	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
-	NativeStore: { open(dir: string, clockMs: number | undefined, memory?: number, mmapSize?: number): NativeStore }
+	NativeStore: {
+		open(
+			dir: string,
+			clockMs: number | undefined,
+			memory?: number,
+			mmapSize?: number,
+			keepReadLocks?: boolean,
+		): NativeStore
+	}
 	NativeBucket: { prototype: NativeBucket }
 }
 

@@ -47,6 +47,16 @@ export interface OpenOptions {
 	 * network filesystem, or wherever an error beats a crash.
 	 */
 	mmapSize?: number
+	/**
+	 * Whether a reader keeps its read-mark lock in `kv.db-shm` between reads
+	 * while the file is quiet (default: true; false with a test clock). A
+	 * `get` then skips two system calls. The lock is given back within
+	 * milliseconds of another process's commit and before this store's
+	 * writer begins. Set false to have every read take and give back its
+	 * lock, as plain SQLite does: for a program that runs a blocking
+	 * checkpoint of kv.db itself and must not wait those milliseconds.
+	 */
+	keepReadLocks?: boolean
 }
 
 /** The addon's store behind each `Store`, for the package's own tests. @internal */
@@ -358,8 +368,12 @@ export async function open(dir: string, options?: OpenOptions): Promise<Store> {
 	if (mmapSize !== undefined && typeof mmapSize !== 'number') {
 		throw new InvalidError(`mmapSize is a number of bytes (0 maps nothing), not ${typeof mmapSize}`)
 	}
+	const keepReadLocks = options?.keepReadLocks
+	if (keepReadLocks !== undefined && typeof keepReadLocks !== 'boolean') {
+		throw new InvalidError(`keepReadLocks is true or false, not ${typeof keepReadLocks}`)
+	}
 	try {
-		return new Store(native.NativeStore.open(dir, clock?.getTime(), memory, mmapSize))
+		return new Store(native.NativeStore.open(dir, clock?.getTime(), memory, mmapSize, keepReadLocks))
 	} catch (e) {
 		throw invalidArg(e, {})
 	}

@@ -22,11 +22,18 @@ Key = Union[str, bytes, int]
 _MAX_MMAP = (1 << 64) - 1
 
 
-def open_native(dir: str | os.PathLike[str], clock: Any, memory: Any = None, mmap_size: Any = None) -> _native.Store:
+def open_native(
+    dir: str | os.PathLike[str],
+    clock: Any,
+    memory: Any = None,
+    mmap_size: Any = None,
+    keep_read_locks: Any = None,
+) -> _native.Store:
     """Opens the native store; ``clock`` (a datetime) makes it a test store,
     ``memory`` (bytes) gives it a memory budget, ``mmap_size`` (bytes) sets
-    how much of kv.db each reader maps. Bad options are refused before
-    anything is opened or created."""
+    how much of kv.db each reader maps, ``keep_read_locks`` (a bool)
+    whether readers keep their read-mark lock between reads. Bad options
+    are refused before anything is opened or created."""
     if not isinstance(dir, (str, os.PathLike)):
         raise InvalidError(f"a store opens a directory (str or path), not {type(dir).__name__}")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 0):
@@ -35,7 +42,11 @@ def open_native(dir: str | os.PathLike[str], clock: Any, memory: Any = None, mma
         not isinstance(mmap_size, int) or isinstance(mmap_size, bool) or not 0 <= mmap_size <= _MAX_MMAP
     ):
         raise InvalidError(f"mmap_size is a size in bytes, a non-negative int (0 maps nothing), not {mmap_size!r}")
-    return _native.Store(os.fspath(dir), None if clock is None else to_millis(clock), memory, mmap_size)
+    if keep_read_locks is not None and not isinstance(keep_read_locks, bool):
+        raise InvalidError(f"keep_read_locks is True or False, not {keep_read_locks!r}")
+    return _native.Store(
+        os.fspath(dir), None if clock is None else to_millis(clock), memory, mmap_size, keep_read_locks
+    )
 
 
 def codec_of(name: str, tp: Any) -> Codec:

@@ -56,14 +56,16 @@ def open(
     clock: dt.datetime | None = None,
     memory: int | None = None,
     mmap_size: int | None = None,
+    keep_read_locks: bool | None = None,
 ) -> Store:
     """Opens the store in ``dir`` (created if needed); use it as ``with`` to close it.
 
     ``clock=datetime(...)`` gives the store a test clock (naive is UTC);
     ``memory=32 << 20`` a memory budget in bytes; ``mmap_size=0`` reads
-    kv.db without mapping it (see ``tinystore.open`` for both).
+    kv.db without mapping it; ``keep_read_locks=False`` has every read take
+    and give back its lock as plain SQLite does (see ``tinystore.open``).
     """
-    return Store(open_native(dir, clock, memory, mmap_size))
+    return Store(open_native(dir, clock, memory, mmap_size, keep_read_locks))
 
 
 class Store(StoreBase):

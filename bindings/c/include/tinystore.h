@@ -107,6 +107,9 @@ typedef struct TsStoreOptions {
   uint64_t memory;  /* a memory budget in bytes, at least 1 MiB; 0 for none */
   int64_t mmap_size; /* bytes of kv.db each reader maps; 0 for the default (1 GiB,
                       * none with a memory budget), TS_MMAP_NONE for none */
+  bool release_read_locks; /* readers give back their read-mark lock at every
+                            * read, as plain SQLite does; false keeps it between
+                            * reads of a quiet file (not with a test clock) */
 } TsStoreOptions;
 
 /* mmap_size for no mapped reads (a network filesystem; no SIGBUS when the

@@ -26,6 +26,11 @@ pub struct TsStoreOptions {
     /// default (1 GiB, none with a memory budget), `TS_MMAP_NONE` to map
     /// nothing. Any other negative value is `TS_INVALID`.
     pub mmap_size: i64,
+    /// Readers give back their read-mark lock at every read, as plain
+    /// SQLite does, instead of keeping it between reads of a quiet file
+    /// (`Options::keep_read_locks(false)`). False for the default: kept,
+    /// except with a test clock.
+    pub release_read_locks: bool,
 }
 
 /// `mmap_size` for no mapped reads: every page a reader's cache lacks is
@@ -99,6 +104,9 @@ pub unsafe extern "C" fn ts_store_open(
                         ),
                     ));
                 }
+            }
+            if opts.release_read_locks {
+                o = o.keep_read_locks(false);
             }
         }
         let s = Store::open_with(dir, o)?;
@@ -241,6 +249,7 @@ mod tests {
             readers: 1,
             memory: 0,
             mmap_size,
+            release_read_locks: false,
         };
         let (mut s, mut err) = (null_mut(), null_mut());
         let code = unsafe { ts_store_open(dir.as_ptr(), dir.len(), &options, &mut s, &mut err) };

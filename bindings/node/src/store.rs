@@ -27,8 +27,10 @@ pub struct NativeStore {
 impl NativeStore {
     /// Opens the store in `dir`; `clock_ms` gives a test clock starting then,
     /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
-    /// the bytes of kv.db each reader maps (`Options::mmap_size`). Bad
-    /// options are refused before anything is created.
+    /// the bytes of kv.db each reader maps (`Options::mmap_size`),
+    /// `keep_read_locks` whether readers keep their read-mark lock between
+    /// reads (`Options::keep_read_locks`). Bad options are refused before
+    /// anything is created.
     #[napi(factory)]
     pub fn open(
         env: Env,
@@ -36,6 +38,7 @@ impl NativeStore {
         clock_ms: Option<f64>,
         memory: Option<f64>,
         mmap_size: Option<f64>,
+        keep_read_locks: Option<bool>,
     ) -> napi::Result<NativeStore> {
         let r = (|| {
             let mut options = Options::new();
@@ -59,6 +62,9 @@ impl NativeStore {
                     )));
                 }
                 options = options.mmap_size(bytes as u64);
+            }
+            if let Some(on) = keep_read_locks {
+                options = options.keep_read_locks(on);
             }
             Store::open_with(&dir, options)
         })();

@@ -21,15 +21,18 @@ pub struct Store {
 impl Store {
     /// Opens the store in `dir`; `clock_ms` gives it a manual test clock,
     /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
-    /// the bytes of kv.db each reader maps (`Options::mmap_size`).
+    /// the bytes of kv.db each reader maps (`Options::mmap_size`),
+    /// `keep_read_locks` whether readers keep their read-mark lock between
+    /// reads (`Options::keep_read_locks`).
     #[new]
-    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None))]
+    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None, keep_read_locks=None))]
     fn new(
         py: Python<'_>,
         dir: PathBuf,
         clock_ms: Option<i64>,
         memory: Option<usize>,
         mmap_size: Option<u64>,
+        keep_read_locks: Option<bool>,
     ) -> PyResult<Store> {
         let mut opts = Options::new();
         if let Some(ms) = clock_ms {
@@ -40,6 +43,9 @@ impl Store {
         }
         if let Some(bytes) = mmap_size {
             opts = opts.mmap_size(bytes);
+        }
+        if let Some(on) = keep_read_locks {
+            opts = opts.keep_read_locks(on);
         }
         let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
         Ok(Store {

@@ -59,6 +59,7 @@ fn open_store(dir: &str) -> *mut TsStore {
         readers: 1,
         memory: 0,
         mmap_size: 0,
+        release_read_locks: false,
     };
     let mut store = null_mut();
     let mut err = null_mut();

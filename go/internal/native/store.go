@@ -45,6 +45,9 @@ type OpenOptions struct {
 	// MmapSize is the bytes of kv.db each reader maps: 0 for the default,
 	// MmapNone for none; other negative values are refused by the core.
 	MmapSize int64
+	// ReleaseReadLocks has readers give back their read-mark lock at every
+	// read (TsStoreOptions.release_read_locks).
+	ReleaseReadLocks bool
 }
 
 // Open opens the store in dir. A manual store has a test clock starting at
@@ -52,7 +55,7 @@ type OpenOptions struct {
 func Open(dir string, manual bool, start time.Time, clock func() time.Time, o OpenOptions) (*Store, error) {
 	opts := C.TsStoreOptions{
 		manual: C.bool(manual), readers: C.uint32_t(o.Readers), memory: C.uint64_t(o.Memory),
-		mmap_size: C.int64_t(o.MmapSize),
+		mmap_size: C.int64_t(o.MmapSize), release_read_locks: C.bool(o.ReleaseReadLocks),
 	}
 	if manual {
 		opts.clock_ms = C.int64_t(start.UnixMilli())
