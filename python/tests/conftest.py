@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,3 +26,26 @@ def sync_store(tmp_path: Path) -> Iterator[tinystore.sync.Store]:
     """A sync store with a test clock at START."""
     with tinystore.sync.open(tmp_path / "data", clock=START) as s:
         yield s
+
+
+@pytest.fixture
+def refused_untouched(tmp_path: Path) -> Callable[..., None]:
+    """Checks that ``sync.open`` with ``options`` is ``InvalidError`` naming
+    ``name``, creates nothing in a fresh directory, and leaves an existing
+    store's files byte for byte as they were."""
+
+    def check(name: str, **options: Any) -> None:
+        fresh = tmp_path / "fresh"
+        with pytest.raises(tinystore.InvalidError, match=name):
+            tinystore.sync.open(fresh, **options)
+        assert not fresh.exists()
+
+        existing = tmp_path / "existing"
+        with tinystore.sync.open(existing) as store:
+            store.bucket("b", str).set("k", "v")
+        before = {p.name: p.read_bytes() for p in existing.iterdir()}
+        with pytest.raises(tinystore.InvalidError, match=name):
+            tinystore.sync.open(existing, **options)
+        assert {p.name: p.read_bytes() for p in existing.iterdir()} == before
+
+    return check
