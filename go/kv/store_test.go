@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/internal/native"
 	"tinyshed.org/tinystore/kv"
 )
 
@@ -189,7 +191,17 @@ func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *test
 		go func() { set <- b.Set(queued, strconv.Itoa(i), "v") }()
 	}
 	time.Sleep(20 * time.Millisecond) // lets the Sets reach the queue (either way, they must not write)
+	fired := native.CancelsFired()
 	cancel()
+	// A context's end reaches a queued write from a goroutine of its own:
+	// the transaction lets go only once each Set was told, or gave up
+	// before it reached the queue.
+	for deadline := time.Now().Add(10 * time.Second); native.CancelsFired()-fired+int64(len(set)) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, %d of %d Sets were told their context ended", native.CancelsFired()-fired+int64(len(set)), n)
+		}
+		runtime.Gosched()
+	}
 	close(release)
 	ok(t, <-held)
 	for range n {

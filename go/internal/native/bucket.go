@@ -195,6 +195,7 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 			// Gives up on the write if its group has not started; either
 			// way it is answered, Cancelled or with what it did.
 			C.ts_cancel_fire(c)
+			cancelsFired.Add(1)
 			r = <-s.ch
 		}
 	}

@@ -18,6 +18,7 @@ import "C"
 
 import (
 	"context"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -100,6 +101,15 @@ func goBytes(p *C.uint8_t, n C.size_t) []byte {
 	return C.GoBytes(unsafe.Pointer(p), C.int(n))
 }
 
+// cancelsFired counts the writes told, through ts_cancel_fire, that their
+// context ended: a context's end reaches the writer from a goroutine of
+// its own, so a test that must know the writer has been told waits on it.
+var cancelsFired atomic.Int64
+
+// CancelsFired is how many writes have been told that their context ended,
+// since the process started. For tests.
+func CancelsFired() int64 { return cancelsFired.Load() }
+
 // withCancel runs a blocking write, letting ctx give up on it before its
 // group starts. A context that cannot end costs nothing.
 func withCancel(ctx context.Context, call func(c *C.TsCancel) C.int32_t) C.int32_t {
@@ -110,6 +120,7 @@ func withCancel(ctx context.Context, call func(c *C.TsCancel) C.int32_t) C.int32
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		C.ts_cancel_fire(c)
+		cancelsFired.Add(1)
 		close(fired)
 	})
 	rc := call(c)
