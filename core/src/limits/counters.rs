@@ -2,9 +2,12 @@
 //!
 //! A durable counter writes each change through the writer, in one upsert
 //! that reads the live row inside the group, so racing adds count exactly.
-//! A `flush_every` counter changes memory and returns; the memory writes it
-//! every period, by `maintain` and on close, so a crash loses at most one
-//! period. Both keep these rules:
+//! A `flush_every` counter changes the limits table that every process on
+//! the store shares, with one compare-and-swap, and returns; the table is
+//! written every period, by `maintain` and on close, so racing adds from
+//! any processes count exactly and a crash loses at most one period. A key
+//! whose path is too long for the table is written at each change instead.
+//! Both keep these rules:
 //! - a missing or expired counter is 0;
 //! - a counter's `ttl` starts at its first change and does not slide: a live
 //!   counter keeps its expiry, an expired one starts again with a new one;
@@ -13,6 +16,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::memory::{Held, Memory};
@@ -130,11 +134,36 @@ impl Count {
     }
 }
 
+/// A slot's payload for a counter: bit 47 says it is present, the bits
+/// below it hold its expiry plus one (0: none).
+const PRESENT: u64 = 1 << 47;
+const EXPIRY_MASK: u64 = PRESENT - 1;
+const _: () = assert!(PRESENT <= super::shared::MAX_PAYLOAD);
+
 impl Held for Count {
     const NEW: Count = Count::ABSENT;
 
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
         self.live(now_ms).then_some((self.value, self.expires))
+    }
+
+    fn pack(&self) -> (i64, u64) {
+        // An expiry before 1970 is as expired as 1970's first millisecond,
+        // and one past the year 6000 as good as none.
+        let expiry = match self.expires {
+            None => 0,
+            Some(e) => (e.max(0) as u64).min(EXPIRY_MASK - 1) + 1,
+        };
+        (self.value, expiry | if self.present { PRESENT } else { 0 })
+    }
+
+    fn unpack(value: i64, payload: u64) -> Count {
+        let expiry = payload & EXPIRY_MASK;
+        Count {
+            value,
+            expires: (expiry != 0).then(|| (expiry - 1) as i64),
+            present: payload & PRESENT != 0,
+        }
     }
 }
 
@@ -258,9 +287,15 @@ impl Counters {
             .map_err(|e| t.name(e))
     }
 
+    /// The memory that holds `t`'s key: none for durable counters, and none
+    /// for a path too long for the table, which is written at each change.
+    fn memory_of(&self, t: &Target) -> Option<&Arc<Memory<Count>>> {
+        self.memory.as_ref().filter(|_| Memory::<Count>::holds(t.path()))
+    }
+
     fn change(&self, key: &[u8], how: How, n: i64) -> Result<i64> {
         let t = self.target(key)?;
-        match &self.memory {
+        match self.memory_of(&t) {
             Some(m) => self.change_in(m, &t, how, n),
             None => self
                 .core
@@ -281,7 +316,7 @@ impl Counters {
         done: impl FnOnce(Result<i64>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
-        match &self.memory {
+        match self.memory_of(&t) {
             Some(m) => {
                 done(self.change_in(m, &t, how, n));
                 Ok(Ticket::finished())
@@ -324,7 +359,7 @@ impl Counters {
     pub fn get(&self, key: impl AsKey) -> Result<i64> {
         let t = self.target(&key.key_bytes())?;
         let now = self.core.store.inner.clock.now_millis();
-        if let Some(c) = self.memory.as_ref().and_then(|m| m.get(t.path())) {
+        if let Some(c) = self.memory_of(&t).and_then(|m| m.get(t.path())) {
             return Ok(c.value(now));
         }
         Ok(self.load(&t, now)?.value(now))
@@ -333,7 +368,7 @@ impl Counters {
     /// Deletes the counter; says whether a live one was there.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.target(&key.key_bytes())?;
-        match &self.memory {
+        match self.memory_of(&t) {
             Some(m) => self.delete_in(m, &t),
             None => self
                 .core
@@ -365,7 +400,7 @@ impl Counters {
     /// The completion form of [`Counters::delete`].
     pub fn delete_then(&self, key: impl AsKey, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
-        match &self.memory {
+        match self.memory_of(&t) {
             Some(m) => {
                 done(self.delete_in(m, &t));
                 Ok(Ticket::finished())
@@ -379,16 +414,36 @@ impl Counters {
         }
     }
 
-    fn clear_op(&self) -> impl FnOnce(&mut WriteCtx<'_>) -> Result<()> + Send + 'static {
+    /// The clear's write, and the flag it sets once it has dropped the
+    /// branch from memory: only then does its caller end the clear there.
+    fn clear_op(
+        &self,
+    ) -> (
+        impl FnOnce(&mut WriteCtx<'_>) -> Result<()> + Send + 'static,
+        Arc<AtomicBool>,
+    ) {
         let (core, branch, memory) = (self.core.clone(), self.branch.clone(), self.memory.clone());
-        move |w: &mut WriteCtx<'_>| {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = dropped.clone();
+        let op = move |w: &mut WriteCtx<'_>| {
             op_clear(&core, &branch, w, false)?;
             if let Some(m) = &memory {
-                // In the clear's own write, so no flush after it writes these again.
+                // In the clear's own write, so no flush after it writes these
+                // again, and no key goes in until it commits.
                 let (lo, hi) = branch.subtree();
-                m.drop_range(&lo, &hi);
+                m.drop_range(&lo, &hi)?;
+                flag.store(true, Ordering::Release);
             }
             Ok(())
+        };
+        (op, dropped)
+    }
+
+    fn end_clear(&self, dropped: &AtomicBool) {
+        if let Some(m) = &self.memory
+            && dropped.load(Ordering::Acquire)
+        {
+            m.cleared();
         }
     }
 
@@ -396,21 +451,19 @@ impl Counters {
     /// file and from memory.
     pub fn clear(&self) -> Result<()> {
         self.core.store.inner.check_open()?;
-        let out = self.core.store.inner.writer.call(0, self.clear_op());
-        if let Some(m) = &self.memory {
-            m.cleared();
-        }
+        let (op, dropped) = self.clear_op();
+        let out = self.core.store.inner.writer.call(0, op);
+        self.end_clear(&dropped);
         out
     }
 
     /// The completion form of [`Counters::clear`].
     pub fn clear_then(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<Ticket> {
         self.core.store.inner.check_open()?;
-        let memory = self.memory.clone();
-        self.core.store.inner.writer.submit(0, self.clear_op(), move |r| {
-            if let Some(m) = &memory {
-                m.cleared();
-            }
+        let (op, dropped) = self.clear_op();
+        let me = self.clone();
+        self.core.store.inner.writer.submit(0, op, move |r| {
+            me.end_clear(&dropped);
             done(r)
         })
     }

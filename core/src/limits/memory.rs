@@ -1,32 +1,39 @@
 //! Keys held in memory and written to the file every period: the state of
-//! `flush_every` counters and of rate limits (KV-12, KV-14).
+//! `flush_every` counters and of rate limits (KV-12, KV-14), in the limits
+//! table that every process on the store maps ([`super::shared`]).
 //!
 //! Invariants:
-//! - A key enters memory at its first change, read from the file once;
-//!   after that its changes touch memory only, until a flush writes them.
-//! - A key changed since it was written (dirty) never leaves memory except
-//!   into the file: a live count is never evicted to make room. Written
-//!   (clean) keys go after a flush: every one for counters, so their next
-//!   change reads the file again; for rate limits those as good as new, and
-//!   every one when a new key needs room.
+//! - A key enters the table at its first change, read from the file once
+//!   (by whichever process changes it first); after that every process
+//!   changes it in the table, until a flush writes it.
+//! - A key whose state kv.db lacks (dirty) never leaves the table except
+//!   into the file: a live count is never evicted to make room. Clean keys
+//!   leave when the name passes half its bound (rate limits: those as good
+//!   as new; counters: those that are not live) and every one when a new
+//!   key needs room.
 //! - A rate limit reads a key from the file only while the file may hold a
-//!   live row that memory lacks: until the latest expiry among the name's
-//!   rows when the memory started, or among the live keys it let go of.
-//!   After that a key memory does not hold is new, and costs no read.
-//! - At most [`MEMORY_BOUND`] keys a name. A new key past the bound flushes
-//!   first; if the flush fails the new key is `Limit`, and the keys held
-//!   keep counting. A warning is logged when a name passes 80% of it.
-//! - A flush reads what it writes inside its writer op, so a `clear` that
-//!   the writer ran before it is never undone by it.
+//!   live row the table lacks: until the latest expiry among the name's
+//!   rows when its region was laid out, or among the live keys it let go
+//!   of. After that a key the table does not hold is new, and costs no read.
+//! - At most [`MEMORY_BOUND`] keys a name, across every process. A new key
+//!   past the bound flushes first; if the flush fails the new key is
+//!   `Limit`, and the keys held keep counting. A warning is logged when a
+//!   name passes 80% of it.
+//! - A flush reads what it writes inside its writer op, so a `clear` that a
+//!   writer (of any process) ran before it is never undone by it; new keys
+//!   wait for a running clear's commit, so none comes back from before it.
+//! - A path longer than a slot holds ([`MAX_SLOT_PATH`]) is not held: its
+//!   changes are written to kv.db as they happen (the handles do that).
 //! - The memory keeps itself alive until the store's last flush at close,
 //!   so dropping every handle loses nothing.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::key_table::{KeyHash, KeyTable, PathHash};
 use super::lock;
+use super::shared::{Found, MAX_SLOT_PATH, Place, Put, Region, State};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::maintain::Flush;
@@ -38,8 +45,8 @@ use crate::store::{Store, StoreInner};
 pub const MEMORY_BOUND: usize = 100_000;
 /// A warning is logged when a name's memory passes this many keys (80%).
 const WARN_AT: usize = MEMORY_BOUND / 5 * 4;
-/// Shards of a memory, so that threads on different keys rarely meet.
-const SHARDS: usize = 64;
+/// Past this many keys a flush lets clean keys go that nothing needs.
+const EVICT_FROM: usize = MEMORY_BOUND / 2;
 /// Keys written per transaction by a flush.
 const FLUSH_BATCH: usize = 10_000;
 /// How early a periodic flush may run: the store's tick is a second, so a
@@ -48,28 +55,20 @@ const TICK_SLACK: Duration = Duration::from_millis(250);
 /// A full memory logs its refusals at most this often.
 const FULL_LOG_EVERY: Duration = Duration::from_secs(60);
 
-/// The state of one key as memory holds it.
-pub(crate) trait Held: Clone + Send + 'static {
+/// The state of one key as the table holds it: a value and a 48-bit payload.
+pub(crate) trait Held: Copy + Send + 'static {
     /// The state of a key the file does not hold.
     const NEW: Self;
     /// The row that keeps this state, as an integer value and an expiry, or
     /// `None` when the key is as good as new and its row goes.
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)>;
+    /// The state as a slot keeps it.
+    fn pack(&self) -> (i64, u64);
+    /// The state a slot keeps.
+    fn unpack(value: i64, payload: u64) -> Self;
 }
 
-struct Slot<V> {
-    v: V,
-    /// 0 when the file has this state; else the stamp of its last change.
-    dirty: u64,
-}
-
-struct Shard<V> {
-    map: KeyTable<Slot<V>>,
-    /// Stamps changes, so a flush marks clean only what it wrote.
-    stamp: u64,
-}
-
-/// The in-memory keys of one counters or rate limit name.
+/// The keys of one counters or rate limit name, in the shared table.
 pub(crate) struct Memory<V> {
     me: Weak<Memory<V>>,
     /// Holds this memory until the store's last flush.
@@ -77,39 +76,25 @@ pub(crate) struct Memory<V> {
     name: String,
     what: &'static str,
     bucket: i64,
-    shards: Vec<Mutex<Shard<V>>>,
-    /// Hashes a path once for its shard and its place there.
-    hash: KeyHash,
-    /// Keys held, and keys being read in.
-    held: AtomicUsize,
+    region: Arc<Region>,
     period: Duration,
-    last_flush: Mutex<Instant>,
     flushing: Mutex<()>,
     room: Mutex<()>,
     warned: AtomicBool,
     last_full_log: Mutex<Option<Instant>>,
-    /// Evict every written key after a flush (counters), not only idle ones.
-    evict_all: bool,
-    /// Until this time (ms) the file may hold a live row memory lacks, so a
-    /// new key is read from it; `i64::MAX` reads always (counters).
-    read_until: AtomicI64,
-    /// Moves at each clear, so a key read from the file across a clear is
-    /// read again.
-    clears: AtomicU64,
+    _held: PhantomData<fn() -> V>,
 }
 
 impl<V: Held> Memory<V> {
-    /// A memory for the name `name` (id `bucket`), written every `period`,
-    /// registered with the store's flushes. Until `read_until` (ms) a key it
-    /// does not hold is read from the file.
+    /// A memory for the name `name` (id `bucket`) over its region, written
+    /// every `period`, registered with the store's flushes.
     pub(crate) fn new(
         store: &Store,
         name: &str,
         what: &'static str,
         bucket: i64,
         period: Duration,
-        evict_all: bool,
-        read_until: i64,
+        region: Arc<Region>,
     ) -> Arc<Memory<V>> {
         let m = Arc::new_cyclic(|me| Memory {
             me: me.clone(),
@@ -117,25 +102,13 @@ impl<V: Held> Memory<V> {
             name: name.to_owned(),
             what,
             bucket,
-            shards: (0..SHARDS)
-                .map(|_| {
-                    Mutex::new(Shard {
-                        map: KeyTable::new(),
-                        stamp: 0,
-                    })
-                })
-                .collect(),
-            hash: KeyHash::new(),
-            held: AtomicUsize::new(0),
+            region,
             period,
-            last_flush: Mutex::new(Instant::now()),
             flushing: Mutex::new(()),
             room: Mutex::new(()),
             warned: AtomicBool::new(false),
             last_full_log: Mutex::new(None),
-            evict_all,
-            read_until: AtomicI64::new(read_until),
-            clears: AtomicU64::new(0),
+            _held: PhantomData,
         });
         *lock(&m.keepalive) = Some(m.clone());
         let weak: Weak<dyn Flush> = Arc::downgrade(&m) as Weak<dyn Flush>;
@@ -143,74 +116,112 @@ impl<V: Held> Memory<V> {
         m
     }
 
-    fn shard(&self, h: PathHash) -> &Mutex<Shard<V>> {
-        &self.shards[KeyHash::shard(h, SHARDS)]
+    /// Whether the table holds keys of this path's length; a longer one is
+    /// written to kv.db at each change.
+    #[inline]
+    pub(crate) fn holds(path: &[u8]) -> bool {
+        path.len() <= MAX_SLOT_PATH
     }
 
-    /// The state memory holds for `path`, if it holds the key.
+    /// The state the table holds for `path`, if it holds the key.
     pub(crate) fn get(&self, path: &[u8]) -> Option<V> {
-        let h = self.hash.of(path);
-        lock(self.shard(h)).map.get(h, path).map(|s| s.v.clone())
+        let found = self.region.find(self.region.place(path), path)?;
+        Some(unpack(found.state))
     }
 
-    /// Whether a key memory does not hold must be read from the file at `now_ms`.
+    /// Whether a key the table does not hold must be read from the file at `now_ms`.
     pub(crate) fn must_read(&self, now_ms: i64) -> bool {
-        now_ms < self.read_until.load(Ordering::Acquire)
+        now_ms < self.region.header().read_until.load(Ordering::Acquire)
     }
 
     /// Changes the state of `path` with `f`, which returns its answer and
-    /// whether it changed the state. A key memory does not hold is read
-    /// with `load` first (when the file may hold it), making room if memory
-    /// is full.
+    /// whether it changed the state; `f` runs again if another thread or
+    /// process changed the key first. A key the table does not hold is read
+    /// with `load` first (when the file may hold it), making room if the
+    /// table is full.
     pub(crate) fn change<R>(
         &self,
         store: &StoreInner,
         path: &[u8],
         now_ms: i64,
         load: impl Fn() -> Result<V>,
-        f: impl FnOnce(&mut V) -> Result<(R, bool)>,
+        mut f: impl FnMut(&mut V) -> Result<(R, bool)>,
     ) -> Result<R> {
-        let h = self.hash.of(path);
-        let shard = self.shard(h);
+        debug_assert!(Self::holds(path));
+        let place = self.region.place(path);
+        let mut full_once = false;
         loop {
+            if let Some(found) = self.region.find(place, path)
+                && let Some(r) = self.apply(found, &mut f)?
             {
-                let mut s = lock(shard);
-                let Shard { map, stamp } = &mut *s;
-                if let Some(slot) = map.get_mut(h, path) {
-                    return apply(slot, stamp, f);
+                return Ok(r);
+            }
+            let put = self.put(store, place, path, now_ms, &load)?;
+            match put {
+                Put::New(found) | Put::There(found) => {
+                    if let Some(r) = self.apply(found, &mut f)? {
+                        return Ok(r);
+                    }
                 }
-            }
-            self.reserve(store)?;
-            let epoch = self.clears.load(Ordering::Acquire);
-            let loaded = if self.must_read(now_ms) { load() } else { Ok(V::NEW) };
-            let v = match loaded {
-                Ok(v) => v,
-                Err(e) => {
-                    self.held.fetch_sub(1, Ordering::AcqRel);
-                    return Err(e);
+                Put::Cleared => {}
+                Put::Full if !full_once => {
+                    full_once = true;
+                    self.make_room(store, true)?;
                 }
-            };
-            let mut s = lock(shard);
-            if self.clears.load(Ordering::Acquire) != epoch {
-                // A clear ran while the row was read: read it again.
-                drop(s);
-                self.held.fetch_sub(1, Ordering::AcqRel);
-                continue;
+                Put::Full => return Err(self.full("both buckets of this key are full of live keys")),
             }
-            let Shard { map, stamp } = &mut *s;
-            let (slot, new) = map.get_or_insert(&self.hash, h, path, Slot { v, dirty: 0 });
-            if !new {
-                // Another thread read it in meanwhile: use its state.
-                self.held.fetch_sub(1, Ordering::AcqRel);
-            }
-            return apply(slot, stamp, f);
         }
+    }
+
+    /// Changes the slot a look found, by compare-and-swap; `None` when the
+    /// slot no longer holds the key.
+    fn apply<R>(&self, found: Found, f: &mut impl FnMut(&mut V) -> Result<(R, bool)>) -> Result<Option<R>> {
+        let mut s = found.state;
+        loop {
+            if !s.live() || s.generation() != found.state.generation() {
+                return Ok(None);
+            }
+            let mut v: V = unpack(s);
+            let (r, changed) = f(&mut v)?;
+            if !changed {
+                return Ok(Some(r));
+            }
+            let (value, payload) = v.pack();
+            match self.region.swap(found.slot, s, s.with(value, payload)) {
+                Ok(()) => return Ok(Some(r)),
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Puts a key in: reads it from the file when it may be there, within
+    /// the bound, after any running clear.
+    fn put(
+        &self,
+        store: &StoreInner,
+        place: Place,
+        path: &[u8],
+        now_ms: i64,
+        load: &impl Fn() -> Result<V>,
+    ) -> Result<Put> {
+        let epoch = self.region.clears_settled()?;
+        self.reserve(store)?;
+        let loaded = if self.must_read(now_ms) { load() } else { Ok(V::NEW) };
+        let put = loaded.and_then(|v| {
+            let (value, payload) = v.pack();
+            self.region.put(place, path, value, payload, epoch)
+        });
+        if !matches!(put, Ok(Put::New(_))) {
+            self.region.header().held.fetch_sub(1, Ordering::AcqRel);
+        }
+        put
     }
 
     /// Takes a place for a new key, making room when memory is full.
     fn reserve(&self, store: &StoreInner) -> Result<()> {
+        let held = &self.region.header().held;
         loop {
-            let n = self.held.fetch_add(1, Ordering::AcqRel) + 1;
+            let n = held.fetch_add(1, Ordering::AcqRel) as usize + 1;
             if n <= MEMORY_BOUND {
                 if n >= WARN_AT && !self.warned.swap(true, Ordering::AcqRel) {
                     log::warn!(
@@ -222,34 +233,31 @@ impl<V: Held> Memory<V> {
                 }
                 return Ok(());
             }
-            self.held.fetch_sub(1, Ordering::AcqRel);
-            self.make_room(store)?;
+            held.fetch_sub(1, Ordering::AcqRel);
+            self.make_room(store, false)?;
         }
     }
 
     /// Flushes so that written keys can go; refuses when that frees nothing.
-    fn make_room(&self, store: &StoreInner) -> Result<()> {
+    /// `any` makes room though the bound is not reached.
+    fn make_room(&self, store: &StoreInner, any: bool) -> Result<()> {
         let _room = lock(&self.room);
-        if self.held.load(Ordering::Acquire) < MEMORY_BOUND {
+        let held = || self.region.header().held.load(Ordering::Acquire) as usize;
+        if !any && held() < MEMORY_BOUND {
             return Ok(()); // another thread made room
         }
-        let flushed = self.flush_now(store, true);
-        if self.held.load(Ordering::Acquire) < MEMORY_BOUND {
-            return Ok(());
+        let flushed = self.flush_now(store, true, true);
+        if any || held() < MEMORY_BOUND {
+            return flushed.map(|_| ());
         }
         let why = match flushed {
             Err(e) => format!("writing them to make room failed ({})", e.message()),
             Ok(_) => "every one changed again before it could be written".to_owned(),
         };
-        self.log_full(&why);
-        Err(Error::limit(format!(
-            "the memory of {} {:?} holds {MEMORY_BOUND} keys, its bound, and {why}; \
-             a new key is refused until a flush makes room, while the keys it holds keep counting",
-            self.what, self.name
-        )))
+        Err(self.full(&why))
     }
 
-    fn log_full(&self, why: &str) {
+    fn full(&self, why: &str) -> Error {
         let mut last = lock(&self.last_full_log);
         if last.is_none_or(|t| t.elapsed() >= FULL_LOG_EVERY) {
             *last = Some(Instant::now());
@@ -260,37 +268,43 @@ impl<V: Held> Memory<V> {
                 self.name
             );
         }
+        Error::limit(format!(
+            "the memory of {} {:?} holds {MEMORY_BOUND} keys, its bound, and {why}; \
+             a new key is refused until a flush makes room, while the keys it holds keep counting",
+            self.what, self.name
+        ))
     }
 
-    /// Writes every changed key, 10,000 a transaction, then lets written
-    /// keys go (`evict_all`: every one; else the idle ones). Returns how many
-    /// keys were written.
-    pub(crate) fn flush_now(&self, store: &StoreInner, evict_all: bool) -> Result<usize> {
+    /// Writes every key whose state kv.db lacks, 10,000 a transaction, then
+    /// lets clean keys go (with `evict_all`, every one). One process
+    /// flushes a name at a time: unless `wait`, a flush another holds is
+    /// left to it. Returns how many keys were written.
+    pub(crate) fn flush_now(&self, store: &StoreInner, evict_all: bool, wait: bool) -> Result<usize> {
         let _flushing = lock(&self.flushing);
-        let started = Instant::now();
-        let mut dirty: Vec<(usize, Vec<u8>)> = Vec::new();
-        for (i, shard) in self.shards.iter().enumerate() {
-            let s = lock(shard);
-            dirty.extend(
-                s.map
-                    .iter()
-                    .filter(|(_, slot)| slot.dirty != 0)
-                    .map(|(p, _)| (i, p.clone())),
-            );
-        }
+        let Some(_flush) = self.region.hold_flush(wait)? else {
+            return Ok(0);
+        };
+        let region = &self.region;
+        let dirty: Vec<(usize, State, Vec<u8>)> = region
+            .live()
+            .filter(|f| region.written(f.slot) != f.state)
+            .filter_map(|f| region.path(f.slot, f.state).map(|p| (f.slot, f.state, p)))
+            .collect();
         let mut written = 0;
         let mut result = Ok(());
         for chunk in dirty.chunks(FLUSH_BATCH) {
             let Some(me) = self.me.upgrade() else { break };
             let chunk = chunk.to_vec();
-            let weight = chunk.iter().map(|(_, p)| p.len() + 16).sum();
+            let weight = chunk.iter().map(|(_, _, p)| p.len() + 16).sum();
             match store
                 .writer
                 .call(weight, move |w: &mut WriteCtx<'_>| me.write_chunk(w, chunk))
             {
                 Ok(done) => {
                     written += done.len();
-                    self.mark_clean(done);
+                    for (i, s) in done {
+                        region.mark_written(i, s);
+                    }
                 }
                 Err(e) => {
                     result = Err(e.in_bucket(&self.name));
@@ -299,22 +313,22 @@ impl<V: Held> Memory<V> {
             }
         }
         self.evict(store.clock.now_millis(), evict_all);
-        *lock(&self.last_flush) = started;
+        region
+            .header()
+            .last_flush_ms
+            .store(super::real_millis(), Ordering::Release);
         result.map(|()| written)
     }
 
-    /// Writes the keys of `chunk` still dirty, as memory holds them now.
-    fn write_chunk(&self, w: &mut WriteCtx<'_>, chunk: Vec<(usize, Vec<u8>)>) -> Result<Vec<(usize, Vec<u8>, u64)>> {
+    /// Writes the keys of `chunk` still dirty, as the table holds them now.
+    fn write_chunk(&self, w: &mut WriteCtx<'_>, chunk: Vec<(usize, State, Vec<u8>)>) -> Result<Vec<(usize, State)>> {
         let mut done = Vec::with_capacity(chunk.len());
-        for (i, path) in chunk {
-            let snap = {
-                let s = lock(&self.shards[i]);
-                s.map
-                    .get(self.hash.of(&path), &path)
-                    .filter(|slot| slot.dirty != 0)
-                    .map(|slot| (slot.v.clone(), slot.dirty))
-            };
-            let Some((v, stamp)) = snap else { continue };
+        for (i, seen, path) in chunk {
+            let s = self.region.state(i);
+            if !s.live() || s.generation() != seen.generation() {
+                continue; // cleared, or gone clean
+            }
+            let v: V = unpack(s);
             match v.row(w.now) {
                 Some((value, expires)) => {
                     let version = w.next_version();
@@ -322,98 +336,92 @@ impl<V: Held> Memory<V> {
                 }
                 None => storage::delete(w.conn, self.bucket, &path, None)?,
             }
-            done.push((i, path, stamp));
+            done.push((i, s));
         }
         Ok(done)
     }
 
-    fn mark_clean(&self, done: Vec<(usize, Vec<u8>, u64)>) {
-        for (i, path, stamp) in done {
-            let mut s = lock(&self.shards[i]);
-            if let Some(slot) = s.map.get_mut(self.hash.of(&path), &path)
-                && slot.dirty == stamp
-            {
-                slot.dirty = 0;
+    /// Lets clean keys go: every one with `all`; past [`EVICT_FROM`] keys
+    /// those as good as new; none otherwise, since a key that stays costs
+    /// nothing and its next change needs no lock.
+    fn evict(&self, now_ms: i64, all: bool) {
+        let header = self.region.header();
+        if !all && (header.held.load(Ordering::Acquire) as usize) < EVICT_FROM {
+            return;
+        }
+        let mut live_until = i64::MIN;
+        let mut removed = 0;
+        for f in self.region.live() {
+            let row = unpack::<V>(f.state).row(now_ms);
+            if (row.is_none() || all) && self.region.evict(f.slot, f.state, false) {
+                removed += 1;
+                if let Some((_, expires)) = row {
+                    // Its row lives on in the file: read it when it comes back.
+                    live_until = live_until.max(expires.unwrap_or(i64::MAX));
+                }
             }
         }
-    }
-
-    /// Lets written keys go: every one with `all`, else those as good as new.
-    fn evict(&self, now_ms: i64, all: bool) {
-        let mut removed = 0;
-        let mut live_until = 0;
-        for shard in &self.shards {
-            let mut s = lock(shard);
-            s.map.retain(|_, slot| {
-                if slot.dirty != 0 {
-                    return true;
-                }
-                match slot.v.row(now_ms) {
-                    Some(_) if !all => true,
-                    Some((_, expires)) => {
-                        // Its row lives on in the file: read it when it comes back.
-                        live_until = live_until.max(expires.unwrap_or(i64::MAX));
-                        removed += 1;
-                        false
-                    }
-                    None => {
-                        removed += 1;
-                        false
-                    }
-                }
-            });
-        }
-        self.read_until.fetch_max(live_until, Ordering::AcqRel);
-        let held = self.held.fetch_sub(removed, Ordering::AcqRel) - removed;
-        if held < WARN_AT {
+        header.read_until.fetch_max(live_until, Ordering::AcqRel);
+        header.held.fetch_sub(removed, Ordering::AcqRel);
+        if (header.held.load(Ordering::Acquire) as usize) < WARN_AT {
             self.warned.store(false, Ordering::Release);
         }
     }
 
     /// Drops the keys of paths in `[lo, hi)`: a clear of their branch, run
-    /// inside the clear's write. Call [`Memory::cleared`] after its commit.
-    pub(crate) fn drop_range(&self, lo: &[u8], hi: &[u8]) {
-        self.clears.fetch_add(1, Ordering::AcqRel);
+    /// inside the clear's write. No key goes in until [`Memory::cleared`],
+    /// which the caller runs after the commit.
+    pub(crate) fn drop_range(&self, lo: &[u8], hi: &[u8]) -> Result<()> {
+        let header = self.region.header();
+        self.region.begin_clear()?;
         let mut removed = 0;
-        for shard in &self.shards {
-            let mut s = lock(shard);
-            s.map.retain(|p, _| {
-                let inside = p >= lo && p < hi;
-                removed += usize::from(inside);
-                !inside
-            });
+        for f in self.region.live() {
+            let Some(path) = self.region.path(f.slot, f.state) else {
+                continue;
+            };
+            if path.as_slice() < lo || path.as_slice() >= hi {
+                continue;
+            }
+            let mut s = f.state;
+            while s.live() && s.generation() == f.state.generation() {
+                match self.region.swap(f.slot, s, s.dead()) {
+                    Ok(()) => {
+                        removed += 1;
+                        break;
+                    }
+                    Err(now) => s = now,
+                }
+            }
         }
-        self.held.fetch_sub(removed, Ordering::AcqRel);
+        header.held.fetch_sub(removed, Ordering::AcqRel);
+        Ok(())
     }
 
-    /// Marks a clear committed: a key read from the file before this is
-    /// read again.
+    /// Marks a clear whose [`Memory::drop_range`] ran committed (or failed):
+    /// new keys may go in again, and read the file as the clear left it.
     pub(crate) fn cleared(&self) {
-        self.clears.fetch_add(1, Ordering::AcqRel);
+        self.region.end_clear();
     }
 
     /// How many keys memory holds.
     #[allow(dead_code)] // for debugging and tests
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(s).map.len()).sum()
+        self.region.live().count()
     }
 }
 
-fn apply<V, R>(slot: &mut Slot<V>, stamp: &mut u64, f: impl FnOnce(&mut V) -> Result<(R, bool)>) -> Result<R> {
-    let (r, changed) = f(&mut slot.v)?;
-    if changed {
-        *stamp += 1;
-        slot.dirty = *stamp;
-    }
-    Ok(r)
+fn unpack<V: Held>(s: State) -> V {
+    V::unpack(s.value(), s.payload())
 }
 
 impl<V: Held> Flush for Memory<V> {
     fn flush(&self, store: &StoreInner, force: bool) -> Result<usize> {
-        if !force && lock(&self.last_flush).elapsed() + TICK_SLACK < self.period {
+        let last = self.region.header().last_flush_ms.load(Ordering::Acquire);
+        let since = Duration::from_millis(super::real_millis().saturating_sub(last).max(0) as u64);
+        if !force && since + TICK_SLACK < self.period {
             return Ok(0);
         }
-        let out = self.flush_now(store, self.evict_all);
+        let out = self.flush_now(store, false, force);
         if store.check_open().is_err() {
             // The store's last flush: nothing will change this memory again.
             lock(&self.keepalive).take();

@@ -4,8 +4,10 @@
 //! Where each one keeps its state:
 //! - durable counters, quotas and the answers `once` keeps are written
 //!   through the writer on every call, like any bucket write;
-//! - `flush_every` counters and rate limits live in a [`memory::Memory`] per
-//!   name, written every period, by `maintain` and on close;
+//! - `flush_every` counters and rate limits live in the limits table beside
+//!   kv.db, which every process on the store maps ([`shared`]), through a
+//!   [`memory::Memory`] per name; it is written every period, by `maintain`
+//!   and on close;
 //! - a run of `once` is claimed in this store's memory and, for other
 //!   processes, in the `runs` table under a lease that a heartbeat renews.
 //!
@@ -16,11 +18,11 @@
 mod claims;
 mod counters;
 mod gcra;
-mod key_table;
 mod memory;
 mod once;
 mod quota;
 mod rate_limit;
+mod shared;
 mod timer;
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +36,7 @@ pub use memory::MEMORY_BOUND;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
 pub use rate_limit::{RateLimit, RateLimitBuilder};
+pub use shared::TABLE_FILE;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -42,6 +45,7 @@ use claims::Runs;
 use counters::Count;
 use memory::Memory;
 use rate_limit::Due;
+use shared::{RegionKind, Table};
 
 // Bindings hold these across threads: a claim while a Python or JS
 // function runs, handles in every worker.
@@ -106,6 +110,8 @@ pub(crate) struct Shared {
     rates: Mutex<HashMap<i64, Arc<Memory<Due>>>>,
     /// The runs of `once` claimed through this store.
     runs: Mutex<Option<Arc<Runs>>>,
+    /// The limits table, once a name needs it.
+    table: Mutex<Option<Arc<Table>>>,
 }
 
 /// The registry of per-store state. A store's entry goes when the store is
@@ -132,6 +138,7 @@ pub(crate) fn shared(store: &Store) -> Arc<Shared> {
         counters: Mutex::new(HashMap::new()),
         rates: Mutex::new(HashMap::new()),
         runs: Mutex::new(None),
+        table: Mutex::new(None),
     });
     reg.push(s.clone());
     s
@@ -164,26 +171,74 @@ impl Shared {
             }
             return Ok(memory.clone());
         }
-        // Counters read every new key: another process may have changed it.
-        let memory = flush_every.map(|d| Memory::new(store, name, "counters", id, d, true, i64::MAX));
+        let say = |d: Duration| format!("flush_every {d:?}");
+        let memory = match flush_every {
+            Some(d) => {
+                let table = self.table(store)?;
+                let period_ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                // Counters read every new key: a key that left the table may
+                // have a row.
+                let region = table.region(id, RegionKind::Counters, period_ms, || Ok(i64::MAX))?;
+                region.check_kind(RegionKind::Counters, name)?;
+                if region.period_ms() != period_ms {
+                    return Err(Error::invalid(format!(
+                        "counters {name:?} are open with {} by another process on this store, so they cannot \
+                         open with {}: every handle of a name, in every process, shares one memory",
+                        say(Duration::from_millis(region.period_ms())),
+                        say(d)
+                    ))
+                    .in_bucket(name));
+                }
+                Some(Memory::new(store, name, "counters", id, d, region))
+            }
+            None => {
+                // A durable name never lays the table out; it only looks
+                // whether a process already keeps the name in memory.
+                let kept = match store.dir().join(TABLE_FILE).exists() {
+                    true => self.table(store)?.period_of(id),
+                    false => None,
+                };
+                if let Some(period_ms) = kept {
+                    return Err(Error::invalid(format!(
+                        "counters {name:?} are open with {} by another process on this store, so they cannot \
+                         open with no flush_every (durable): a durable add would be lost under the memory's next flush",
+                        say(Duration::from_millis(period_ms))
+                    ))
+                    .in_bucket(name));
+                }
+                None
+            }
+        };
         map.insert(id, (flush_every, memory.clone()));
         Ok(memory)
     }
 
     /// The memory of rate limit `name`. It reads a new key from the file
-    /// only while a row the file held at its start may still be live.
+    /// only while a row the file held when its region was laid out may
+    /// still be live.
     fn rate_memory(&self, store: &Store, id: i64, name: &str) -> Result<Arc<Memory<Due>>> {
         let mut rates = lock(&self.rates);
         if let Some(m) = rates.get(&id) {
             return Ok(m.clone());
         }
-        let last = store
-            .inner
-            .readers
-            .with(|c| crate::storage::bucket_last_expiry(c, id))?;
-        let m = Memory::new(store, name, "rate limit", id, Duration::from_secs(1), false, last);
+        let region = self.table(store)?.region(id, RegionKind::RateLimit, 1_000, || {
+            store.inner.readers.with(|c| crate::storage::bucket_last_expiry(c, id))
+        })?;
+        region.check_kind(RegionKind::RateLimit, name)?;
+        let m = Memory::new(store, name, "rate limit", id, Duration::from_secs(1), region);
         rates.insert(id, m.clone());
         Ok(m)
+    }
+
+    /// The limits table of the store's file, mapped at its first use.
+    fn table(&self, store: &Store) -> Result<Arc<Table>> {
+        let mut table = lock(&self.table);
+        if let Some(t) = &*table {
+            return Ok(t.clone());
+        }
+        let t = shared::open(&store.file())?;
+        *table = Some(t.clone());
+        Ok(t)
     }
 
     /// The runs of `once` of this store.

@@ -1,13 +1,14 @@
 //! Rate limits (KV-12): GCRA over one due time a key, kept in memory.
 //!
-//! A key's due time lives in the name's [`Memory`]: its first request reads
-//! the row once (while the file may hold a live one), later requests change
-//! memory only, and the memory writes it every second and on close. So a
-//! restart keeps a spent burst spent, and a crash forgets at most a second,
-//! letting at most one burst more through. The row expires when the key is
-//! as good as new, and maintenance deletes it; memory lets such a key go
-//! after a flush. Each process keeps its own memory: processes sharing a
-//! file read each other's state only when a key first comes to them.
+//! A key's due time lives in the name's [`Memory`], in the limits table
+//! that every process on the store maps: one limit a key for all of them.
+//! Its first request reads the row once (while the file may hold a live
+//! one), later requests change the table with one compare-and-swap, and the
+//! table is written every second and on close. So a restart keeps a spent
+//! burst spent, and a crash forgets at most a second, letting at most one
+//! burst more through. The row expires when the key is as good as new, and
+//! maintenance deletes it. A key whose path is too long for the table is
+//! decided in a write of its own instead, on the file.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,6 +20,7 @@ use super::gcra::{Decision, Gcra};
 use super::memory::{Held, Memory};
 use super::{Allowance, from_nanos, now_nanos, shared, with_path};
 use crate::error::{Error, Result};
+use crate::group_commit::WriteCtx;
 use crate::key::{AsKey, Branch};
 use crate::storage::Kind;
 use crate::store::Store;
@@ -89,6 +91,14 @@ pub(crate) struct Due(i64);
 
 impl Held for Due {
     const NEW: Due = Due(0);
+
+    fn pack(&self) -> (i64, u64) {
+        (self.0, 0)
+    }
+
+    fn unpack(value: i64, _: u64) -> Due {
+        Due(value)
+    }
 
     fn row(&self, now_ms: i64) -> Option<(i64, Option<i64>)> {
         // The row lives until the key is as good as new.
@@ -164,6 +174,27 @@ impl RateLimit {
         }
     }
 
+    /// Decides a request of a key the table does not hold in one write: read
+    /// its due time, decide, write the new one.
+    fn allow_in_file(&self, path: &[u8], now: i64, n: u64) -> Result<Decision> {
+        let (id, gcra, path) = (self.core.bucket.id, self.core.gcra, path.to_vec());
+        let inner = &self.core.bucket.store.inner;
+        inner.writer.call(0, move |w: &mut WriteCtx<'_>| {
+            let due = match crate::storage::get(w.conn, id, &path, w.now)? {
+                Some(c) => c.value.as_int()?,
+                None => 0,
+            };
+            let d = gcra.decide(due, now, n);
+            if d.ok
+                && let Some((value, expires)) = Due(d.due).row(w.now)
+            {
+                let version = w.next_version();
+                crate::storage::put(w.conn, id, &path, version, expires, &crate::Raw::Int(value), None)?;
+            }
+            Ok(d)
+        })
+    }
+
     /// Runs `f` on the key's path and the time now (ns), naming the key in
     /// any error.
     fn on_key<R>(&self, key: &[u8], f: impl FnOnce(&[u8], i64) -> Result<R>) -> Result<R> {
@@ -206,6 +237,9 @@ impl RateLimit {
         }
         let inner = &self.core.bucket.store.inner;
         let d = self.on_key(&key, |path, now| {
+            if !Memory::<Due>::holds(path) {
+                return self.allow_in_file(path, now, n);
+            }
             let now_ms = now.div_euclid(1_000_000);
             self.core.memory.change(
                 inner,
@@ -233,7 +267,7 @@ impl RateLimit {
             let now_ms = now.div_euclid(1_000_000);
             let due = match self.core.memory.get(path) {
                 Some(d) => d,
-                None if self.core.memory.must_read(now_ms) => self.load(path, now_ms)?,
+                None if !Memory::<Due>::holds(path) || self.core.memory.must_read(now_ms) => self.load(path, now_ms)?,
                 None => Due::NEW,
             };
             let mut d = self.core.gcra.decide(due.0, now, 1);
@@ -250,6 +284,12 @@ impl RateLimit {
         let key = key.key_bytes();
         let inner = &self.core.bucket.store.inner;
         self.on_key(&key, |path, now| {
+            if !Memory::<Due>::holds(path) {
+                let (id, path) = (self.core.bucket.id, path.to_vec());
+                return inner.writer.call(0, move |w: &mut WriteCtx<'_>| {
+                    crate::storage::delete(w.conn, id, &path, None)
+                });
+            }
             self.core.memory.change(
                 inner,
                 path,

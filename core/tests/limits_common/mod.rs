@@ -33,6 +33,19 @@ pub fn rows(dir: &Path, name: &str) -> usize {
     n as usize
 }
 
+/// The integer values of the handle `name` in kv.db, summed, read past the
+/// store: what a flush has written, whatever the table holds.
+pub fn file_sum(dir: &Path, name: &str) -> i64 {
+    let c = rusqlite::Connection::open(dir.join(tinystore::FILE_NAME)).unwrap();
+    c.busy_timeout(Duration::from_secs(10)).unwrap();
+    c.query_row(
+        "SELECT coalesce(sum(c.value), 0) FROM cells c JOIN buckets b ON b.id = c.bucket WHERE b.name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 /// The environment variable that puts the test binary in a child's role.
 pub const CHILD: &str = "TINYSTORE_LIMITS_CHILD";
 /// The directory a child works in.
