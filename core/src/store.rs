@@ -27,6 +27,7 @@ pub struct Options {
     memory: Option<usize>,
     mmap_size: Option<u64>,
     keep_read_locks: Option<bool>,
+    share_with_group: bool,
 }
 
 /// How much of kv.db a reader maps into memory unless told otherwise.
@@ -103,6 +104,17 @@ impl Options {
     /// plain SQLite does.
     pub fn keep_read_locks(mut self, on: bool) -> Options {
         self.keep_read_locks = Some(on);
+        self
+    }
+
+    /// Creates the store's files readable and writable by their group as
+    /// well as their owner (0660, and 0770 for a directory the store
+    /// creates), for processes of several users in one group. By default
+    /// they are the owner's only (0600 and 0700): anyone who can write the
+    /// limits table can reset every rate limit. Files that exist keep their
+    /// permissions; the WAL, its index and the limits table take kv.db's.
+    pub fn share_with_group(mut self, on: bool) -> Options {
+        self.share_with_group = on;
         self
     }
 
@@ -187,8 +199,8 @@ impl Store {
                 crate::MAX_VALUE
             )));
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::new(crate::ErrorKind::Io, format!("{}: {e}", dir.display())))?;
+        let mode = if options.share_with_group { 0o660 } else { 0o600 };
+        create_private(&dir, mode)?;
         if options.memory.is_some() {
             return_freed_values_to_the_system();
         }
@@ -379,6 +391,29 @@ fn check_dir(dir: &Path) -> Result<()> {
         return bad(format!("needs {} to be a directory, and it is a file", found.display()));
     }
     Ok(())
+}
+
+/// Creates the store's directory (its mode `mode` with execute bits) and an
+/// empty kv.db with `mode` when they do not exist, past the umask: SQLite
+/// gives the WAL and its index kv.db's mode, and the limits table takes it too.
+fn create_private(dir: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let io = |p: &Path, e: std::io::Error| Error::new(crate::ErrorKind::Io, format!("{}: {e}", p.display()));
+    let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).map_err(|e| io(p, e));
+    if !dir.exists() {
+        let dir_mode = mode | (mode & 0o444) >> 2;
+        match std::fs::DirBuilder::new().recursive(true).mode(dir_mode).create(dir) {
+            Ok(()) => set(dir, dir_mode)?,
+            Err(e) if dir.is_dir() => drop(e), // another process made it first
+            Err(e) => return Err(io(dir, e)),
+        }
+    }
+    let file = dir.join(FILE_NAME);
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&file) {
+        Ok(_) => set(&file, mode),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(&file, e)),
+    }
 }
 
 /// Checks a handle's name: `[a-z0-9][a-z0-9_-]{0,63}` (KV-2).
