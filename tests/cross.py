@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+import cross_limits
+
 # A run whose process died is taken over within ONCE_LEASE + ONCE_POLL (core).
 ONCE_BOUND_S = 5.1
 failures: list[str] = []
@@ -200,6 +202,7 @@ def main() -> int:
     once_killed(agents)
     quota_race(agents)
     counter_race(agents)
+    cross_limits.run_all(agents, check, start_line)
     print()
     if failures:
         print(f"cross.py: {len(failures)} failed")

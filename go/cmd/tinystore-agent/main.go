@@ -164,6 +164,9 @@ func run(args []string) (bool, error) {
 }
 
 func command(store *tinystore.Store, cmd string, arg func(int) string, num func(int) int) (bool, error) {
+	if handled, err := limitsCommand(store, cmd, arg, num); handled {
+		return err == nil, err
+	}
 	switch cmd {
 	case "ix-write":
 		return true, ixWrite(store, arg(2))

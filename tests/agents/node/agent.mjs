@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { open } from '../../../node/dist/esm/index.mjs'
 import { isBig, lossy, packageType, parseJson, sameValue, show, text, toJs } from '../../conformance/node/values.mjs'
+import * as limits from './limits.mjs'
 
 /** Waits for the start time cross.py gives every racer (CROSS_START_AT_MS), so that slow starters race too. */
 async function startLine() {
@@ -119,6 +120,11 @@ async function run(args) {
 	const arg = (i) => args[i] ?? ''
 	const num = (i) => Number.parseInt(arg(i), 10) || 0
 	const store = await open(dir)
+	if (limits.commands.has(cmd)) {
+		const ok = await limits.run(store, cmd, arg, say, startLine)
+		await store.close()
+		return ok
+	}
 	let ok = true
 	switch (cmd) {
 		case 'ix-write':

@@ -24,6 +24,8 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance" / "python"))
 
 from case_values import bucket_type, same_value, short, text, value  # noqa: E402
 
+import limits  # noqa: E402  (beside this file)
+
 FIXTURE = ROOT / "tests" / "interchange" / "values.json"
 
 
@@ -158,6 +160,8 @@ async def run(args: list[str]) -> bool:
         return int(arg(i)) if arg(i).isdigit() else 0
 
     async with tinystore.open(dir) as store:
+        if cmd in limits.COMMANDS:
+            return await limits.run(store, cmd, arg, say, start_line)
         if cmd == "ix-write":
             return await ix_write(store, arg(2))
         if cmd == "ix-read":

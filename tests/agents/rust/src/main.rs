@@ -10,6 +10,7 @@ use serde_json::Value;
 use tinystore::{ListOptions, Raw, RawBucket, Store};
 use tinystore_conformance::{Ty, lossy, same_value, text, to_raw};
 
+mod limits;
 mod raw_copy;
 
 fn say(line: &str) {
@@ -117,6 +118,11 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
     let store = Store::open(args.get(1).map(String::as_str).unwrap_or("data"))?;
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let num = |i: usize| arg(i).parse::<u64>().unwrap_or(0);
+    if let Some(ok) = limits::run(&store, cmd, &arg) {
+        let ok = ok?;
+        store.close()?;
+        return Ok(ok);
+    }
     let ok = match cmd {
         "ix-write" => ix_write(&store, &arg(2)).map(|_| true)?,
         "ix-read" => ix_read(&store, &arg(2))?,
