@@ -409,7 +409,12 @@ fn create_private(dir: &Path, mode: u32) -> Result<()> {
         }
     }
     let file = dir.join(FILE_NAME);
-    match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&file) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&file)
+    {
         Ok(_) => set(&file, mode),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io(&file, e)),

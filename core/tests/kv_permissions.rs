@@ -44,16 +44,24 @@ fn kv19_files_are_created_for_their_owner_or_their_group_only() {
 
     let own = root.path().join("own/data");
     let got = modes_after_use(&own, Options::new());
-    let want: Vec<(String, u32)> = [("dir", 0o700), ("kv.db", 0o600), ("kv.db-wal", 0o600), ("kv.db-shm", 0o600)]
-        .into_iter()
-        .chain([(TABLE_FILE, 0o600)])
-        .map(|(f, m)| (f.to_owned(), m))
-        .collect();
+    let want: Vec<(String, u32)> = [
+        ("dir", 0o700),
+        ("kv.db", 0o600),
+        ("kv.db-wal", 0o600),
+        ("kv.db-shm", 0o600),
+    ]
+    .into_iter()
+    .chain([(TABLE_FILE, 0o600)])
+    .map(|(f, m)| (f.to_owned(), m))
+    .collect();
     assert_eq!(got, want, "owner only, whatever the umask lets through");
 
     let group = root.path().join("group");
     let got = modes_after_use(&group, Options::new().share_with_group(true));
-    assert!(got.iter().all(|(f, m)| *m == if f == "dir" { 0o770 } else { 0o660 }), "{got:?}");
+    assert!(
+        got.iter().all(|(f, m)| *m == if f == "dir" { 0o770 } else { 0o660 }),
+        "{got:?}"
+    );
 
     // A store whose files exist keeps their permissions.
     std::fs::set_permissions(own.join("kv.db"), std::fs::Permissions::from_mode(0o640)).unwrap();
@@ -61,5 +69,9 @@ fn kv19_files_are_created_for_their_owner_or_their_group_only() {
     let got = modes_after_use(&own, Options::new().share_with_group(true));
     assert_eq!(got[0], ("dir".to_owned(), 0o700));
     assert_eq!(got[1], ("kv.db".to_owned(), 0o640));
-    assert_eq!(got[4], (TABLE_FILE.to_owned(), 0o640), "the table takes kv.db's permissions");
+    assert_eq!(
+        got[4],
+        (TABLE_FILE.to_owned(), 0o640),
+        "the table takes kv.db's permissions"
+    );
 }

@@ -189,7 +189,11 @@ fn main() {
     for _ in 0..rounds {
         let a = processes(dir.path(), 1, budget.as_millis() as u64);
         let b = processes(dir.path(), 4, budget.as_millis() as u64);
-        println!("  one process {:>12}/s   four together {:>12}/s", format_rate(a), format_rate(b));
+        println!(
+            "  one process {:>12}/s   four together {:>12}/s",
+            format_rate(a),
+            format_rate(b)
+        );
         ratios.push(b / a);
         one.push(a);
         four.push(b);

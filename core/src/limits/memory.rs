@@ -7,10 +7,12 @@
 //!   (by whichever process changes it first); after that every process
 //!   changes it in the table, until a flush writes it.
 //! - A key whose state kv.db lacks (dirty) never leaves the table except
-//!   into the file: a live count is never evicted to make room. Clean keys
-//!   leave when the name passes half its bound (rate limits: those as good
-//!   as new; counters: those that are not live) and every one when a new
-//!   key needs room.
+//!   into the file: a live count is never evicted to make room. Keys leave
+//!   only when a new key finds the name at its bound: first the clean keys
+//!   as good as new (a rate limit's spent due time, a counter that is not
+//!   live), then, if that leaves the name nearly full, every clean key. A
+//!   slot costs the same whether it holds a key or not, and a key that
+//!   stays is changed again without a lock.
 //! - A rate limit reads a key from the file only while the file may hold a
 //!   live row the table lacks: until the latest expiry among the name's
 //!   rows when its region was laid out, or among the live keys it let go
@@ -45,8 +47,9 @@ use crate::store::{Store, StoreInner};
 pub const MEMORY_BOUND: usize = 100_000;
 /// A warning is logged when a name's memory passes this many keys (80%).
 const WARN_AT: usize = MEMORY_BOUND / 5 * 4;
-/// Past this many keys a flush lets clean keys go that nothing needs.
-const EVICT_FROM: usize = MEMORY_BOUND / 2;
+/// Making room lets live keys go too when letting go of those as good as
+/// new leaves more than this many.
+const ROOMY: usize = MEMORY_BOUND / 10 * 9;
 /// Keys written per transaction by a flush.
 const FLUSH_BATCH: usize = 10_000;
 /// How early a periodic flush may run: the store's tick is a second, so a
@@ -341,28 +344,32 @@ impl<V: Held> Memory<V> {
         Ok(done)
     }
 
-    /// Lets clean keys go: every one with `all`; past [`EVICT_FROM`] keys
-    /// those as good as new; none otherwise, since a key that stays costs
-    /// nothing and its next change needs no lock.
+    /// Lets clean keys go when `all` (a new key needs room): those as good
+    /// as new, then every clean one if the name is still nearly full.
     fn evict(&self, now_ms: i64, all: bool) {
-        let header = self.region.header();
-        if !all && (header.held.load(Ordering::Acquire) as usize) < EVICT_FROM {
+        if !all {
             return;
         }
+        let header = self.region.header();
         let mut live_until = i64::MIN;
-        let mut removed = 0;
-        for f in self.region.live() {
-            let row = unpack::<V>(f.state).row(now_ms);
-            if (row.is_none() || all) && self.region.evict(f.slot, f.state, false) {
-                removed += 1;
-                if let Some((_, expires)) = row {
-                    // Its row lives on in the file: read it when it comes back.
-                    live_until = live_until.max(expires.unwrap_or(i64::MAX));
+        for live_too in [false, true] {
+            if live_too && (header.held.load(Ordering::Acquire) as usize) < ROOMY {
+                break;
+            }
+            let mut removed = 0;
+            for f in self.region.live() {
+                let row = unpack::<V>(f.state).row(now_ms);
+                if (row.is_none() || live_too) && self.region.evict(f.slot, f.state, false) {
+                    removed += 1;
+                    if let Some((_, expires)) = row {
+                        // Its row lives on in the file: read it when it comes back.
+                        live_until = live_until.max(expires.unwrap_or(i64::MAX));
+                    }
                 }
             }
+            header.held.fetch_sub(removed, Ordering::AcqRel);
         }
         header.read_until.fetch_max(live_until, Ordering::AcqRel);
-        header.held.fetch_sub(removed, Ordering::AcqRel);
         if (header.held.load(Ordering::Acquire) as usize) < WARN_AT {
             self.warned.store(false, Ordering::Release);
         }

@@ -209,8 +209,10 @@ impl Region {
                 .filter(|&i| !self.state(i).live())
                 .collect::<smallvec::SmallVec<[usize; BUCKET_SLOTS]>>()
         };
+        // The first bucket while it has room, so that most looks read one
+        // bucket's tags; the second takes a key only when the first is full.
         let (a, b) = (free(place.buckets[0]), free(place.buckets[1]));
-        let Some(&i) = (if a.len() >= b.len() { a.first() } else { b.first() }) else {
+        let Some(&i) = a.first().or(b.first()) else {
             return Ok(Put::Full);
         };
         let slot = self.slot(i);

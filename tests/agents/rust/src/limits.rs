@@ -14,22 +14,36 @@ fn epoch_ms() -> u128 {
 
 /// The hot limit every racer shares: 20 a second, 10 at once.
 fn race_rate(store: &Store) -> tinystore::Result<RateLimit> {
-    store.rate_limit("race-rate").rate(20, Duration::from_secs(1)).burst(10).open()
+    store
+        .rate_limit("race-rate")
+        .rate(20, Duration::from_secs(1))
+        .burst(10)
+        .open()
 }
 
 /// One request a key an hour: each key passes once, across every process.
 fn once_per_key(store: &Store) -> tinystore::Result<RateLimit> {
-    store.rate_limit("race-once-per-key").rate(1, Duration::from_secs(3600)).open()
+    store
+        .rate_limit("race-once-per-key")
+        .rate(1, Duration::from_secs(3600))
+        .open()
 }
 
 /// The shell's limit: 10 at once, one more an hour, so that a test's own
 /// pace refills nothing.
 fn shell_rate(store: &Store) -> tinystore::Result<RateLimit> {
-    store.rate_limit("race-shell").rate(1, Duration::from_secs(3600)).burst(10).open()
+    store
+        .rate_limit("race-shell")
+        .rate(1, Duration::from_secs(3600))
+        .burst(10)
+        .open()
 }
 
 fn race_fcounter(store: &Store) -> tinystore::Result<Counters> {
-    store.counters("race-fcounter").flush_every(Duration::from_secs(1)).open()
+    store
+        .counters("race-fcounter")
+        .flush_every(Duration::from_secs(1))
+        .open()
 }
 
 /// Runs a limits command; `None` when `cmd` is not one.
