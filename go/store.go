@@ -54,6 +54,12 @@ type Options struct {
 	// blocking checkpoint of kv.db itself and must not wait those
 	// milliseconds.
 	ReleaseReadLocks bool
+	// ShareWithGroup creates the store's directory 0770 and its files
+	// 0660, for processes of several users in one group. By default
+	// (false) they are the owner's only, 0700 and 0600 whatever the umask:
+	// anyone who can write kv.db-limits can reset every rate limit. Files
+	// that exist keep their permissions.
+	ShareWithGroup bool
 }
 
 // NoMmap is Options.MmapSize for a store whose readers map nothing: every
@@ -93,7 +99,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	n, err := native.Open(dir, opts.Manual, start, opts.Clock, native.OpenOptions{
 		Readers: opts.Readers, Memory: opts.Memory, MmapSize: opts.MmapSize,
-		ReleaseReadLocks: opts.ReleaseReadLocks,
+		ReleaseReadLocks: opts.ReleaseReadLocks, ShareWithGroup: opts.ShareWithGroup,
 	})
 	if err != nil {
 		return nil, err

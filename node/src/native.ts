@@ -161,6 +161,7 @@ export interface NativeModule {
 			memory?: number,
 			mmapSize?: number,
 			keepReadLocks?: boolean,
+			shareWithGroup?: boolean,
 		): NativeStore
 	}
 	NativeBucket: { prototype: NativeBucket }

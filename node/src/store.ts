@@ -57,6 +57,14 @@ export interface OpenOptions {
 	 * checkpoint of kv.db itself and must not wait those milliseconds.
 	 */
 	keepReadLocks?: boolean
+	/**
+	 * Whether the files the store creates are its group's as well as its
+	 * owner's: a new directory 0770 and files 0660, for processes of several
+	 * users in one group. By default (false) they are the owner's only, 0700
+	 * and 0600 whatever the umask: anyone who can write `kv.db-limits` can
+	 * reset every rate limit. Files that exist keep their permissions.
+	 */
+	shareWithGroup?: boolean
 }
 
 /** The addon's store behind each `Store`, for the package's own tests. @internal */
@@ -372,8 +380,12 @@ export async function open(dir: string, options?: OpenOptions): Promise<Store> {
 	if (keepReadLocks !== undefined && typeof keepReadLocks !== 'boolean') {
 		throw new InvalidError(`keepReadLocks is true or false, not ${typeof keepReadLocks}`)
 	}
+	const shareWithGroup = options?.shareWithGroup
+	if (shareWithGroup !== undefined && typeof shareWithGroup !== 'boolean') {
+		throw new InvalidError(`shareWithGroup is true or false, not ${typeof shareWithGroup}`)
+	}
 	try {
-		return new Store(native.NativeStore.open(dir, clock?.getTime(), memory, mmapSize, keepReadLocks))
+		return new Store(native.NativeStore.open(dir, clock?.getTime(), memory, mmapSize, keepReadLocks, shareWithGroup))
 	} catch (e) {
 		throw invalidArg(e, {})
 	}

@@ -53,6 +53,7 @@ def open(
     memory: int | None = None,
     mmap_size: int | None = None,
     keep_read_locks: bool | None = None,
+    share_with_group: bool | None = None,
 ) -> Opening:
     """Opens the store in ``dir`` (created if needed; the file is ``dir/kv.db``).
 
@@ -88,14 +89,20 @@ def open(
     give back its lock, as plain SQLite does: for a program that runs a
     blocking checkpoint of kv.db itself and must not wait those
     milliseconds.
+
+    ``share_with_group=True`` creates the store's directory 0770 and its
+    files 0660, for processes of several users in one group; by default they
+    are the owner's only (0700 and 0600), whatever the umask: anyone who can
+    write ``kv.db-limits`` can reset every rate limit. Files that exist keep
+    their permissions.
     """
-    return Opening(dir, clock, memory, mmap_size, keep_read_locks)
+    return Opening(dir, clock, memory, mmap_size, keep_read_locks, share_with_group)
 
 
 class Opening:
     """An opening store: await it, or use it as ``async with``."""
 
-    __slots__ = ("_dir", "_clock", "_memory", "_mmap_size", "_keep_read_locks", "_store")
+    __slots__ = ("_dir", "_clock", "_memory", "_mmap_size", "_keep_read_locks", "_share_with_group", "_store")
 
     def __init__(
         self,
@@ -104,16 +111,27 @@ class Opening:
         memory: int | None = None,
         mmap_size: int | None = None,
         keep_read_locks: bool | None = None,
+        share_with_group: bool | None = None,
     ) -> None:
         self._dir = dir
         self._clock = clock
         self._memory = memory
         self._mmap_size = mmap_size
         self._keep_read_locks = keep_read_locks
+        self._share_with_group = share_with_group
         self._store: Store | None = None
 
     async def _open(self) -> Store:
-        return Store(open_native(self._dir, self._clock, self._memory, self._mmap_size, self._keep_read_locks))
+        return Store(
+            open_native(
+                self._dir,
+                self._clock,
+                self._memory,
+                self._mmap_size,
+                self._keep_read_locks,
+                self._share_with_group,
+            )
+        )
 
     def __await__(self) -> Generator[Any, None, Store]:
         return self._open().__await__()

@@ -28,12 +28,15 @@ def open_native(
     memory: Any = None,
     mmap_size: Any = None,
     keep_read_locks: Any = None,
+    share_with_group: Any = None,
 ) -> _native.Store:
     """Opens the native store; ``clock`` (a datetime) makes it a test store,
     ``memory`` (bytes) gives it a memory budget, ``mmap_size`` (bytes) sets
     how much of kv.db each reader maps, ``keep_read_locks`` (a bool)
-    whether readers keep their read-mark lock between reads. Bad options
-    are refused before anything is opened or created."""
+    whether readers keep their read-mark lock between reads,
+    ``share_with_group`` (a bool) whether the files it creates are their
+    group's too. Bad options are refused before anything is opened or
+    created."""
     if not isinstance(dir, (str, os.PathLike)):
         raise InvalidError(f"a store opens a directory (str or path), not {type(dir).__name__}")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 0):
@@ -44,8 +47,15 @@ def open_native(
         raise InvalidError(f"mmap_size is a size in bytes, a non-negative int (0 maps nothing), not {mmap_size!r}")
     if keep_read_locks is not None and not isinstance(keep_read_locks, bool):
         raise InvalidError(f"keep_read_locks is True or False, not {keep_read_locks!r}")
+    if share_with_group is not None and not isinstance(share_with_group, bool):
+        raise InvalidError(f"share_with_group is True or False, not {share_with_group!r}")
     return _native.Store(
-        os.fspath(dir), None if clock is None else to_millis(clock), memory, mmap_size, keep_read_locks
+        os.fspath(dir),
+        None if clock is None else to_millis(clock),
+        memory,
+        mmap_size,
+        keep_read_locks,
+        share_with_group,
     )
 
 

@@ -57,15 +57,18 @@ def open(
     memory: int | None = None,
     mmap_size: int | None = None,
     keep_read_locks: bool | None = None,
+    share_with_group: bool | None = None,
 ) -> Store:
     """Opens the store in ``dir`` (created if needed); use it as ``with`` to close it.
 
     ``clock=datetime(...)`` gives the store a test clock (naive is UTC);
     ``memory=32 << 20`` a memory budget in bytes; ``mmap_size=0`` reads
     kv.db without mapping it; ``keep_read_locks=False`` has every read take
-    and give back its lock as plain SQLite does (see ``tinystore.open``).
+    and give back its lock as plain SQLite does; ``share_with_group=True``
+    creates the store's files for its group as well as its owner (see
+    ``tinystore.open``).
     """
-    return Store(open_native(dir, clock, memory, mmap_size, keep_read_locks))
+    return Store(open_native(dir, clock, memory, mmap_size, keep_read_locks, share_with_group))
 
 
 class Store(StoreBase):

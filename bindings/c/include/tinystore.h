@@ -110,6 +110,9 @@ typedef struct TsStoreOptions {
   bool release_read_locks; /* readers give back their read-mark lock at every
                             * read, as plain SQLite does; false keeps it between
                             * reads of a quiet file (not with a test clock) */
+  bool share_with_group; /* the directory and files the store creates are its
+                          * group's too (0770, 0660); false: its owner's only
+                          * (0700, 0600) */
 } TsStoreOptions;
 
 /* mmap_size for no mapped reads (a network filesystem; no SIGBUS when the

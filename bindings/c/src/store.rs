@@ -31,6 +31,10 @@ pub struct TsStoreOptions {
     /// (`Options::keep_read_locks(false)`). False for the default: kept,
     /// except with a test clock.
     pub release_read_locks: bool,
+    /// The directory and files the store creates are its group's too, 0770
+    /// and 0660 (`Options::share_with_group`). False for the default: its
+    /// owner's only, 0700 and 0600.
+    pub share_with_group: bool,
 }
 
 /// `mmap_size` for no mapped reads: every page a reader's cache lacks is
@@ -108,6 +112,7 @@ pub unsafe extern "C" fn ts_store_open(
             if opts.release_read_locks {
                 o = o.keep_read_locks(false);
             }
+            o = o.share_with_group(opts.share_with_group);
         }
         let s = Store::open_with(dir, o)?;
         if out.is_null() {
@@ -250,6 +255,7 @@ mod tests {
             memory: 0,
             mmap_size,
             release_read_locks: false,
+            share_with_group: false,
         };
         let (mut s, mut err) = (null_mut(), null_mut());
         let code = unsafe { ts_store_open(dir.as_ptr(), dir.len(), &options, &mut s, &mut err) };

@@ -29,8 +29,9 @@ impl NativeStore {
     /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
     /// the bytes of kv.db each reader maps (`Options::mmap_size`),
     /// `keep_read_locks` whether readers keep their read-mark lock between
-    /// reads (`Options::keep_read_locks`). Bad options are refused before
-    /// anything is created.
+    /// reads (`Options::keep_read_locks`), `share_with_group` whether the
+    /// files it creates are its group's too (`Options::share_with_group`).
+    /// Bad options are refused before anything is created.
     #[napi(factory)]
     pub fn open(
         env: Env,
@@ -39,6 +40,7 @@ impl NativeStore {
         memory: Option<f64>,
         mmap_size: Option<f64>,
         keep_read_locks: Option<bool>,
+        share_with_group: Option<bool>,
     ) -> napi::Result<NativeStore> {
         let r = (|| {
             let mut options = Options::new();
@@ -65,6 +67,9 @@ impl NativeStore {
             }
             if let Some(on) = keep_read_locks {
                 options = options.keep_read_locks(on);
+            }
+            if let Some(on) = share_with_group {
+                options = options.share_with_group(on);
             }
             Store::open_with(&dir, options)
         })();

@@ -23,9 +23,10 @@ impl Store {
     /// `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
     /// the bytes of kv.db each reader maps (`Options::mmap_size`),
     /// `keep_read_locks` whether readers keep their read-mark lock between
-    /// reads (`Options::keep_read_locks`).
+    /// reads (`Options::keep_read_locks`), `share_with_group` whether the
+    /// files it creates are its group's too (`Options::share_with_group`).
     #[new]
-    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None, keep_read_locks=None))]
+    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None, keep_read_locks=None, share_with_group=None))]
     fn new(
         py: Python<'_>,
         dir: PathBuf,
@@ -33,6 +34,7 @@ impl Store {
         memory: Option<usize>,
         mmap_size: Option<u64>,
         keep_read_locks: Option<bool>,
+        share_with_group: Option<bool>,
     ) -> PyResult<Store> {
         let mut opts = Options::new();
         if let Some(ms) = clock_ms {
@@ -46,6 +48,9 @@ impl Store {
         }
         if let Some(on) = keep_read_locks {
             opts = opts.keep_read_locks(on);
+        }
+        if let Some(on) = share_with_group {
+            opts = opts.share_with_group(on);
         }
         let store = py.detach(|| CoreStore::open_with(&dir, opts)).map_err(py_err(py))?;
         Ok(Store {

@@ -60,6 +60,7 @@ fn open_store(dir: &str) -> *mut TsStore {
         memory: 0,
         mmap_size: 0,
         release_read_locks: false,
+        share_with_group: false,
     };
     let mut store = null_mut();
     let mut err = null_mut();

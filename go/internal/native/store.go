@@ -48,6 +48,9 @@ type OpenOptions struct {
 	// ReleaseReadLocks has readers give back their read-mark lock at every
 	// read (TsStoreOptions.release_read_locks).
 	ReleaseReadLocks bool
+	// ShareWithGroup has the files the store creates be its group's too
+	// (TsStoreOptions.share_with_group).
+	ShareWithGroup bool
 }
 
 // Open opens the store in dir. A manual store has a test clock starting at
@@ -56,6 +59,7 @@ func Open(dir string, manual bool, start time.Time, clock func() time.Time, o Op
 	opts := C.TsStoreOptions{
 		manual: C.bool(manual), readers: C.uint32_t(o.Readers), memory: C.uint64_t(o.Memory),
 		mmap_size: C.int64_t(o.MmapSize), release_read_locks: C.bool(o.ReleaseReadLocks),
+		share_with_group: C.bool(o.ShareWithGroup),
 	}
 	if manual {
 		opts.clock_ms = C.int64_t(start.UnixMilli())
