@@ -39,10 +39,11 @@ impl<'a> WriteCtx<'a> {
         }
     }
 
-    /// The statement of the common `set` ([`crate::storage::sql::CELL_SET`]),
-    /// prepared once for the connection's life.
-    pub(crate) fn cell_set(&self) -> std::cell::RefMut<'a, HotStatement> {
-        self.write_conn.cell_set()
+    /// A statement of the common `set` (`storage::sql::CELL_SET` or, when a
+    /// live key keeps its expiry, `CELL_SET_KEEPING_EXPIRY`), prepared once
+    /// for the connection's life.
+    pub(crate) fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'a, HotStatement> {
+        self.write_conn.cell_set(keeping_expiry)
     }
 
     /// A new revision of the file: the version of what this write writes.

@@ -226,12 +226,14 @@ unsafe fn failure(db: *mut ffi::sqlite3, rc: c_int) -> Error {
     Error::from(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), msg))
 }
 
-/// The write connection, with the statement of the common `set`
-/// ([`crate::storage::sql::CELL_SET`]) prepared once for its life, and the
-/// block of revisions it gives versions from.
+/// The write connection, with the statements of the common `set`
+/// ([`crate::storage::sql::CELL_SET`] and
+/// [`crate::storage::sql::CELL_SET_KEEPING_EXPIRY`]) prepared once for its
+/// life, and the block of revisions it gives versions from.
 pub struct WriteConn {
     // Declared before `conn`, so dropped first (finalized before it closes).
     cell_set: std::cell::RefCell<HotStatement>,
+    cell_set_keeping: std::cell::RefCell<HotStatement>,
     revisions: Revisions,
     conn: Connection,
 }
@@ -241,16 +243,23 @@ impl WriteConn {
     pub fn new(conn: Connection) -> Result<WriteConn> {
         // SAFETY: the statement is a field declared before the connection.
         let cell_set = unsafe { HotStatement::prepare(&conn, crate::storage::sql::CELL_SET)? };
+        // SAFETY: as above.
+        let keeping = unsafe { HotStatement::prepare(&conn, crate::storage::sql::CELL_SET_KEEPING_EXPIRY)? };
         Ok(WriteConn {
             cell_set: std::cell::RefCell::new(cell_set),
+            cell_set_keeping: std::cell::RefCell::new(keeping),
             revisions: Revisions::default(),
             conn,
         })
     }
 
-    /// The common `set`'s statement.
-    pub fn cell_set(&self) -> std::cell::RefMut<'_, HotStatement> {
-        self.cell_set.borrow_mut()
+    /// The common `set`'s statement: the one that lets a live key keep its
+    /// expiry, or the one that gives it one.
+    pub fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'_, HotStatement> {
+        match keeping_expiry {
+            true => self.cell_set_keeping.borrow_mut(),
+            false => self.cell_set.borrow_mut(),
+        }
     }
 
     /// The revisions this connection gives its writes' versions from.

@@ -264,9 +264,11 @@ pub enum SetExpiry {
 }
 
 /// Writes an inline value (one that does not spill) in one statement, with
-/// no read before it. Returns false, having changed nothing, when the row
-/// holds a spilled value: the caller then replaces it with [`put`], which
-/// frees the spill.
+/// no read before it, through `stmt`: [`sql::CELL_SET`] for
+/// [`SetExpiry::Give`], [`sql::CELL_SET_KEEPING_EXPIRY`] for
+/// [`SetExpiry::KeepLiveElse`]. Returns false, having changed nothing, when
+/// the row holds a spilled value, or, keeping a live key's expiry, when the
+/// row is not live: the caller then replaces it with [`put`].
 pub fn set_inline(
     stmt: &mut hot::HotStatement,
     bucket: i64,
@@ -278,20 +280,25 @@ pub fn set_inline(
 ) -> Result<bool> {
     debug_assert!(!spills(value), "a spilling value is written with put");
     value.check_size()?;
-    let (keep_at, expires) = match expiry {
-        SetExpiry::Give(e) => (None, e),
-        SetExpiry::KeepLiveElse(e) => (Some(now), e),
-    };
     use hot::Param;
+    let (expires, keep_at) = match expiry {
+        SetExpiry::Give(e) => (e, None),
+        SetExpiry::KeepLiveElse(e) => (e, Some(Param::Int(now))),
+    };
     let params = [
         Param::Int(bucket),
         Param::Blob(path),
         Param::Int(version),
         Param::opt(expires),
         Param::raw(value),
-        Param::opt(keep_at),
     ];
-    let ((), changed) = stmt.run(&params, |_| Ok(()))?;
+    let ((), changed) = match keep_at {
+        None => stmt.run(&params, |_| Ok(()))?,
+        Some(now) => {
+            let [a, b, c, d, e] = params;
+            stmt.run(&[a, b, c, d, e, now], |_| Ok(()))?
+        }
+    };
     Ok(changed == 1)
 }
 

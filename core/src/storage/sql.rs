@@ -164,24 +164,31 @@ pub const CELL_UPSERT: &str = "INSERT INTO cells (bucket, path, version, expires
        value = excluded.value, spill = excluded.spill";
 
 /// A `set` of an inline value in one statement, with no read before it:
-/// like [`CELL_UPSERT`], but when ?6 is given a live row keeps its expiry
-/// (a write to a live key of a bucket without idle renewal does not extend
-/// it). A row with a spilled value is left alone (no change), for the
-/// caller to replace in a savepoint with its spill freed. No trigger on
-/// `cells`: one would make SQLite journal every statement's pages.
-/// Positional, because binding by name searches the names per call: ?1
-/// bucket, ?2 path, ?3 version, ?4 expires, ?5 value, ?6 now when a live
-/// row keeps its expiry, else NULL (one parameter for both: each bind is
-/// work on every set).
-pub const CELL_SET: &str = concat!(
-    "INSERT INTO cells (bucket, path, version, expires, value, spill)
+/// like [`CELL_UPSERT`], with the row's expiry given. A row with a spilled
+/// value is left alone (no change), for the caller to replace in a
+/// savepoint with its spill freed. No trigger on `cells`: one would make
+/// SQLite journal every statement's pages. Positional, because binding by
+/// name searches the names per call: ?1 bucket, ?2 path, ?3 version, ?4
+/// expires, ?5 value.
+pub const CELL_SET: &str = "INSERT INTO cells (bucket, path, version, expires, value, spill)
      VALUES (?1, ?2, ?3, ?4, ?5, NULL)
      ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version,
-       expires = CASE WHEN ?6 IS NOT NULL AND ",
-    visible!("cells", "?6"),
-    " THEN cells.expires ELSE excluded.expires END,
-       value = excluded.value, spill = NULL
-     WHERE cells.spill IS NULL"
+       expires = excluded.expires, value = excluded.value, spill = NULL
+     WHERE cells.spill IS NULL";
+
+/// [`CELL_SET`] for a write that lets a live key keep its expiry (a bucket
+/// with a ttl, no expiry of the call's own): a live row changes its version
+/// and value only. `expires` is not assigned at all, since SQLite rewrites
+/// the entry of `cells_expiry` of every row whose UPDATE assigns the
+/// column, changed or not: one more page of the index for each overwrite.
+/// A new key takes ?4. A row that is not visible at ?6 (expired, cleared)
+/// or holds a spilled value is left alone, for the caller to replace.
+pub const CELL_SET_KEEPING_EXPIRY: &str = concat!(
+    "INSERT INTO cells (bucket, path, version, expires, value, spill)
+     VALUES (?1, ?2, ?3, ?4, ?5, NULL)
+     ON CONFLICT (bucket, path) DO UPDATE SET version = excluded.version, value = excluded.value
+     WHERE cells.spill IS NULL AND ",
+    visible!("cells", "?6")
 );
 
 pub const CELL_DELETE: &str = "DELETE FROM cells WHERE bucket = ?1 AND path = ?2";

@@ -104,14 +104,16 @@ impl Target {
                 let version = w.next_version();
                 let expiry = self.core.set_expiry(w.now, opts.expiry);
                 let now = w.now;
-                let mut st = w.cell_set();
+                let keeping = matches!(expiry, storage::SetExpiry::KeepLiveElse(_));
+                let mut st = w.cell_set(keeping);
                 let set = storage::set_inline(&mut st, self.core.id, self.path(), version, expiry, value, now);
-                drop(st); // the spilled case below may take it again
+                drop(st); // the case below may take it again
                 if set? {
                     return Ok(Version(version));
                 }
-                // The row holds a spilled value: replace it and free the
-                // spill, two changes, so in a savepoint of their own.
+                // The row holds a spilled value (replace it and free the
+                // spill, two changes, so in a savepoint of their own), or,
+                // for a set that keeps a live key's expiry, is not live.
                 return w.savepoint(|w| self.put_reading(w, value, opts));
             }
             self.put_reading(w, value, opts)
