@@ -34,6 +34,7 @@
 
 mod bucket;
 mod budget;
+mod by_kind;
 mod clock;
 mod codec;
 pub mod config;
@@ -56,6 +57,7 @@ mod tx;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
+pub use by_kind::{ByKind, MAX_SAFE_INTEGER};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
