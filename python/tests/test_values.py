@@ -135,8 +135,8 @@ async def test_kv03_unknown_json_fields_are_ignored_and_defaults_fill_in(store: 
 async def test_kv03_json_is_compact_utf8(store: tinystore.Store) -> None:
     await store.bucket("s", Session).set("k", Session(1, "wéb"))
     raw = await store.bucket("s", bytes).get("k")
-    assert raw == '{"user_id":1,"device":"wéb"}'.encode()
-    assert json.loads(raw) == {"user_id": 1, "device": "wéb"}
+    assert raw == '{"userId":1,"device":"wéb"}'.encode()
+    assert json.loads(raw) == {"userId": 1, "device": "wéb"}
 
 
 async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
@@ -152,7 +152,7 @@ async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
     assert (await u.get("a"), await u.get("b")) == (1, "x")
     anything = store.bucket("any")
     await anything.set("k", {"a": [1, {"b": None}], "s": Session(1, "x")})
-    assert await anything.get("k") == {"a": [1, {"b": None}], "s": {"user_id": 1, "device": "x"}}
+    assert await anything.get("k") == {"a": [1, {"b": None}], "s": {"userId": 1, "device": "x"}}
     with pytest.raises(tinystore.InvalidError):
         await anything.set("k", object())
 
