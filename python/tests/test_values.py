@@ -139,6 +139,20 @@ async def test_kv03_json_is_compact_utf8(store: tinystore.Store) -> None:
     assert json.loads(raw) == {"userId": 1, "device": "wéb"}
 
 
+async def test_kv03_a_dataclass_names_its_fields_in_camel_case_and_reads_either_name(store: tinystore.Store) -> None:
+    # What TypeScript's `{ userId, device }` and Go's `json:"userId"` write, and what Rust writes for `user_id`.
+    await store.bucket("s", dict).set("camel", {"userId": 7, "device": "web"})
+    await store.bucket("s", dict).set("snake", {"user_id": 8, "device": "cli"})
+    sessions = store.bucket("s", Session)
+    assert await sessions.get("camel") == Session(7, "web")
+    assert await sessions.get("snake") == Session(8, "cli")
+    await sessions.set("mine", Session(9, "phone"))
+    assert await store.bucket("s", dict).get("mine") == {"userId": 9, "device": "phone"}
+    # A dict's keys are data: kept as they are.
+    await store.bucket("s", dict[str, int]).set("map", {"user_id": 1})
+    assert await store.bucket("s", bytes).get("map") == b'{"user_id":1}'
+
+
 async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
     b = store.bucket("l", list[int])
     await b.set("k", [1, 2, 3])
