@@ -22,15 +22,21 @@ test-conformance-node: node
 # The agent of tests/cross.py, under Node and under Bun. Its commands are the
 # launchers beside agent.mjs: test-cross splits each CROSS_AGENTS entry on
 # spaces ($(foreach)), so "node=node .../agent.mjs" would arrive as two agents.
+# The handbook's declarations (tests/agents/node/handbook.ts) are TypeScript:
+# tsc checks them against the package's types and compiles them for Node;
+# Bun runs the source.
 NODE_CROSS_AGENTS := node=$(ROOT)/tests/agents/node/node-agent bun=$(ROOT)/tests/agents/node/bun-agent
 CROSS_AGENTS += $(NODE_CROSS_AGENTS)
-CROSS_DEPS += node
+CROSS_DEPS += cross-agent-node
 
-.PHONY: test-cross-node
+.PHONY: test-cross-node cross-agent-node
+
+cross-agent-node: node
+	$(NODE_BIN)/tsc -p tests/agents/node
 
 # cross.py with Rust and the two JS agents only: the quick check while
 # working on the package (make test runs them with every language).
-test-cross-node: cross-agent-rust node
+test-cross-node: cross-agent-rust cross-agent-node
 	python3 tests/cross.py --agent 'rust=$(TARGET_DIR)/debug/tinystore-agent' $(foreach a,$(NODE_CROSS_AGENTS),--agent '$(a)')
 
 # The handbook's chat in TypeScript (examples/node/chat.ts) on the demo's

@@ -4,7 +4,9 @@
 Every language has an agent (tests/agents/<language>) with the commands of
 tests/interchange/README.md and tests/processes/README.md. This driver runs
 them against shared stores and checks what the contract promises across
-languages and processes (KV-3, KV-5, KV-11, KV-13, KV-14, KV-19).
+languages and processes (KV-3, KV-5, KV-11, KV-13, KV-14, KV-19), and that
+the handbook's declarations, as each language writes them, share their rows
+(tests/interchange/handbook.md).
 
     python3 tests/cross.py --agent rust=target/debug/tinystore-agent \
         --agent python="python/.venv/bin/python tests/agents/python/agent.py" ...
@@ -105,6 +107,27 @@ def interchange(agents: list[Agent]) -> None:
                 check(ok, f"{reader.name} reads what {writer.name} wrote" + ("" if ok else ": " + "; ".join(out[:3])))
 
 
+def handbook(agents: list[Agent]) -> None:
+    print("\nthe handbook's declarations (KV-3): every language reads what every language's chat wrote", flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        # Each writer's user is its own; its readers run right after it, while
+        # its rate limit is still short of the burst it used (5 a minute).
+        users = {a.name: str(i + 1) for i, a in enumerate(agents)}
+        for writer in agents:
+            wrote = writer.run("hb-write", d, writer.name, users[writer.name])
+            check("ok" in wrote, f"{writer.name}'s chat writes its user's code, session, guesses, messages and send")
+            for reader in agents:
+                out = reader.run("hb-read", d, writer.name, users[writer.name])
+                ok = "ok 5" in out
+                check(ok, f"{reader.name} reads what {writer.name}'s chat wrote" + ("" if ok else ": " + "; ".join(out[:5])))
+        for i, writer in enumerate(agents):
+            taker = agents[(i + 1) % len(agents)]
+            out = taker.run("hb-take", d, writer.name, users[writer.name])
+            ok = "ok 3" in out
+            check(ok, f"{taker.name} signs in with {writer.name}'s code and signs its user out"
+                  + ("" if ok else ": " + "; ".join(out[:3])))
+
+
 def start_line() -> dict[str, str]:
     """A start time a few seconds ahead, which every racing agent waits for
     after opening the store: otherwise the fastest-starting language has
@@ -188,6 +211,10 @@ def counter_race(agents: list[Agent]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--agent", action="append", default=[], help="LANGUAGE=COMMAND")
+    parts = {"interchange": interchange, "handbook": handbook, "take": take_race, "once": once_across,
+             "once-killed": once_killed, "quota": quota_race, "counters": counter_race,
+             "limits": lambda agents: cross_limits.run_all(agents, check, start_line)}
+    ap.add_argument("--only", action="append", choices=list(parts), help="run these parts only (all by default)")
     args = ap.parse_args()
     agents = [Agent(*spec.split("=", 1)) for spec in args.agent]
     if not agents:
@@ -196,13 +223,9 @@ def main() -> int:
     if len(agents) == 1:  # still two processes on one file
         agents.append(Agent(agents[0].name + "-2", shlex.join(agents[0].argv)))
     print("cross-language tests with " + ", ".join(a.name for a in agents), flush=True)
-    interchange(agents)
-    take_race(agents)
-    once_across(agents)
-    once_killed(agents)
-    quota_race(agents)
-    counter_race(agents)
-    cross_limits.run_all(agents, check, start_line)
+    for name, part in parts.items():
+        if not args.only or name in args.only:
+            part(agents)
     print()
     if failures:
         print(f"cross.py: {len(failures)} failed")

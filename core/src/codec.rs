@@ -27,7 +27,7 @@ pub fn encode<T: Serialize + ?Sized + 'static>(value: &T) -> Result<Raw> {
         Ok(raw) => Ok(raw),
         Err(ProbeError::Compound) => {
             value.serialize(FiniteCheck).map_err(|e| Error::invalid(e.0))?;
-            serde_json::to_vec(value)
+            crate::json_fields::to_json(value)
                 .map(Raw::Bytes)
                 .map_err(|e| Error::invalid(format!("the value cannot be written as JSON: {e}")))
         }
@@ -408,17 +408,15 @@ impl<'a> RowDe<'a> {
             _ => Err(self.wrong("a byte row")),
         }
     }
+    /// Reads a JSON row through `run`, its structs finding their fields by
+    /// name or JSON name (`crate::json_fields`).
     fn json<V: Visitor<'a>>(
         &self,
-        run: impl FnOnce(
-            &mut serde_json::Deserializer<serde_json::de::SliceRead<'a>>,
-        ) -> Result<V::Value, serde_json::Error>,
+        run: impl FnOnce(crate::json_fields::Parsed) -> Result<V::Value, serde_json::Error>,
     ) -> Result<V::Value, DeError> {
         let b = self.bytes().map_err(|_| self.wrong("a JSON row"))?;
-        let mut de = serde_json::Deserializer::from_slice(b);
-        let v = run(&mut de).map_err(|e| DeError(format!("JSON: {e}")))?;
-        de.end().map_err(|e| DeError(format!("JSON: {e}")))?;
-        Ok(v)
+        let parsed = crate::json_fields::Parsed::from_slice(b).map_err(|e| DeError(format!("JSON: {e}")))?;
+        run(parsed).map_err(|e| DeError(format!("JSON: {e}")))
     }
 }
 
@@ -593,7 +591,7 @@ mod tests {
         };
         assert_eq!(
             encode(&s).unwrap(),
-            Raw::Bytes(br#"{"user_id":7,"device":"web"}"#.to_vec())
+            Raw::Bytes(br#"{"userId":7,"device":"web"}"#.to_vec())
         );
         assert_eq!(decode::<Session>(&encode(&s).unwrap()).unwrap(), s);
         assert_eq!(decode::<u64>(&encode(&u64::MAX).unwrap()).unwrap(), u64::MAX);

@@ -34,12 +34,14 @@
 
 mod bucket;
 mod budget;
+mod by_kind;
 mod clock;
 mod codec;
 pub mod config;
 mod error;
 mod group_commit;
 mod inspect;
+mod json_fields;
 mod key;
 mod limit_store;
 mod limits;
@@ -56,12 +58,14 @@ mod tx;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
+pub use by_kind::{ByKind, MAX_SAFE_INTEGER};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
+pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
 pub use limit_store::{
     Change, Commit, DEFAULT_MAX_ENTRIES, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder, LimitUpdate,

@@ -64,7 +64,7 @@ fn kv03_raw_reads_what_every_type_wrote() {
     assert_eq!(raw("set").get("missing").unwrap(), None);
     assert_eq!(
         raw("sessions").under(7).get("t").unwrap(),
-        Some(bytes(br#"{"user_id":7,"device":"web"}"#))
+        Some(bytes(br#"{"userId":7,"device":"web"}"#))
     );
     // The untyped RawBucket underneath reads the same rows.
     let e = raw("text").raw().entry(b"empty").unwrap().unwrap();

@@ -64,8 +64,8 @@ class Messages {
 /** Every handle of the handbook's "Open everything", and the chat's table. */
 function openChat(store: Store, dir: string) {
 	return {
-		// `type: 'int'` keeps the user id as an integer row, as Rust's Bucket<i64> reads it.
-		codes: store.bucket<number>('sign-in-codes', { ttl: '15m', type: 'int' }),
+		// A user id is kept by its kind, an integer row, as Rust's Bucket<i64> reads it.
+		codes: store.bucket<number>('sign-in-codes', { ttl: '15m' }),
 		sessions: store.bucket<Session>('sessions', { idle: '30d' }),
 		guesses: store.rateLimit('sign-in-guesses', { rate: '5/m', burst: 5 }),
 		messages: store.quota('messages', { session: '100/5h', weekly: '300/7d' }),

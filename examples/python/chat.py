@@ -4,7 +4,7 @@
 signed in, limits their guesses and messages, and answers a request sent
 twice only once, printing what happens. It shares ``data/kv.db`` with the
 chats of the other languages (``make demo``): the same bucket names, and
-values every language reads (a session is ``{"user_id", "device"}``, a sent
+values every language reads (a session is ``{"userId", "device"}``, a sent
 message ``{"id"}``). The chat's own table lives in ``data/chat-python.db``.
 """
 

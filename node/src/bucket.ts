@@ -8,7 +8,7 @@ import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
 import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
 import { waitsForOwnTx } from './scope'
-import { dateArg, fromJson, invalidArg, type Key, showKey, toJson, type ValueType } from './values'
+import { type Crossing, crossingOf, dateArg, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
 /** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
 export interface BucketOptions {
@@ -91,7 +91,7 @@ export const bucketParts = new WeakMap<object, BucketParts>()
  *
  * @example
  * ```ts
- * const codes = store.bucket('sign-in-codes', { ttl: '15m', type: 'int' })
+ * const codes = store.bucket<number>('sign-in-codes', { ttl: '15m' })
  * await codes.set(digest(code), user.id)
  * const userId = await codes.take(digest(code)) // undefined if wrong, used or expired
  * ```
@@ -100,7 +100,8 @@ export class Bucket<T> {
 	readonly #native: NativeBucket
 	/** The name, read from the addon once: each read of its getter there costs a napi call and a new string. */
 	readonly #name: string
-	readonly #json: boolean
+	/** How values cross to the addon: by kind, as JSON text, or as they are. */
+	readonly #crossing: Crossing
 	/** The addon's handle of this bucket for `bareSet`, made at the first set without options. */
 	#handle: SetHandle | undefined
 	readonly #owners: readonly Key[]
@@ -114,7 +115,7 @@ export class Bucket<T> {
 	constructor(native: NativeBucket, owners: readonly Key[] = [], store?: object, codec?: Codec<T>) {
 		this.#native = native
 		this.#name = native.name
-		this.#json = native.valueType === 'json'
+		this.#crossing = crossingOf(native.valueType)
 		this.#owners = owners
 		this.#store = store
 		this.#codec = codec
@@ -148,17 +149,23 @@ export class Bucket<T> {
 
 	#decode(value: unknown, key: Key): T {
 		if (this.#codec) return decodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
-		return (this.#json ? fromJson(value, this.#name, showKey(key, this.#owners)) : value) as T
+		// By kind, only JSON text needs a parse: null and numbers are values already.
+		if (this.#crossing === 'as-is' || (this.#crossing === 'auto' && typeof value !== 'string')) return value as T
+		return decodeAs(this.#crossing, value, this.#name, showKey(key, this.#owners)) as T
 	}
 
 	#encode(value: T, key: Key): unknown {
 		if (this.#codec) return encodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
-		return this.#json ? toJson(value, this.#name, showKey(key, this.#owners)) : value
+		// By kind, only an object or array needs its JSON here: the addon keeps the rest.
+		if (this.#crossing === 'as-is' || (this.#crossing === 'auto' && (typeof value !== 'object' || value === null))) {
+			return value
+		}
+		return encodeAs(this.#crossing, value, this.#name, showKey(key, this.#owners))
 	}
 
 	#entry(e: NativeEntry): Entry<T> {
 		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.#name, showKey(e.key, this.#owners))
-		else if (this.#json) e.value = fromJson(e.value, this.#name, showKey(e.key, this.#owners))
+		else if (this.#crossing !== 'as-is') e.value = this.#decode(e.value, e.key)
 		return e as Entry<T>
 	}
 
@@ -179,12 +186,15 @@ export class Bucket<T> {
 		return this.#native.has(key)
 	}
 
-	/** Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON cannot write is `InvalidError`. */
+	/**
+	 * Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON
+	 * cannot write, or not of the bucket's type, is `InvalidError`.
+	 */
 	set(key: Key, value: T, options?: SetOptions): Promise<void> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			const encoded = this.#codec !== undefined || this.#json ? this.#encode(value, key) : value
+			const encoded = this.#encode(value, key)
 			if (options == null) return bareSet((this.#handle ??= setHandle(this.#native)), key, encoded)
 			return this.#native.set(
 				key,
@@ -228,7 +238,7 @@ export class Bucket<T> {
 				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name })))
 			}
 			const taken = this.#native.take(key, options?.ifVersion)
-			if (!this.#json) return taken as Promise<T | undefined>
+			if (this.#crossing === 'as-is') return taken as Promise<T | undefined>
 			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))

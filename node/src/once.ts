@@ -11,7 +11,7 @@ import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import type { NativeOnce } from './native'
 import { waitsForOwnTx } from './scope'
-import { fromJson, invalidArg, type Key, showKey, toJson } from './values'
+import { type Crossing, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
 
 /** The options of a once. */
 export interface OnceOptions {
@@ -42,17 +42,17 @@ function runId(name: string, owners: readonly Key[], key: Key): string {
  */
 export class Once<T> {
 	readonly #native: NativeOnce
-	readonly #json: boolean
+	readonly #crossing: Crossing
 	readonly #owners: readonly Key[]
 	readonly #store: object | undefined
 	/** The once's name. */
 	readonly name: string
 
 	/** @internal Made by `store.once` and `under`; `store` is the addon's store. */
-	constructor(native: NativeOnce, name: string, json: boolean, owners: readonly Key[] = [], store?: object) {
+	constructor(native: NativeOnce, name: string, crossing: Crossing, owners: readonly Key[] = [], store?: object) {
 		this.#native = native
 		this.name = name
-		this.#json = json
+		this.#crossing = crossing
 		this.#owners = owners
 		this.#store = store
 	}
@@ -61,11 +61,12 @@ export class Once<T> {
 	under(...owners: Key[]): Once<T> {
 		let native = this.#native
 		for (const owner of owners) native = native.under(owner)
-		return new Once<T>(native, this.name, this.#json, [...this.#owners, ...owners], this.#store)
+		return new Once<T>(native, this.name, this.#crossing, [...this.#owners, ...owners], this.#store)
 	}
 
 	#decode(value: unknown, key: Key): T {
-		return (this.#json ? fromJson(value, this.name, showKey(key, this.#owners)) : value) as T
+		if (this.#crossing === 'as-is') return value as T
+		return decodeAs(this.#crossing, value, this.name, showKey(key, this.#owners)) as T
 	}
 
 	/**
@@ -102,7 +103,7 @@ export class Once<T> {
 		}
 		let kept: unknown
 		try {
-			kept = this.#json ? toJson(value, this.name, showKey(key, this.#owners)) : value
+			kept = encodeAs(this.#crossing, value, this.name, showKey(key, this.#owners))
 		} catch (e) {
 			claim.abandon()
 			throw e

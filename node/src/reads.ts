@@ -11,7 +11,7 @@ import { type Codec, decodeWith, encodeWith } from './codec'
 import { ClosedError, InvalidError } from './errors'
 import type { NativeBucket, NativeEntry, NativeReads } from './native'
 import type { Scope } from './scope'
-import { fromJson, invalidArg, type Key, showKey, toJson } from './values'
+import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
 
 /** The bucket behind a `with(bucket)` argument, checked to be one of `store`'s. */
 export function partsOf(bucket: unknown, store: object, call: string): BucketParts {
@@ -39,7 +39,7 @@ export class SessionReads<T> {
 	readonly kind: string
 	/** The bucket's own codec, when it has one: values decode here, not in the engine. */
 	readonly codec: Codec<T> | undefined
-	readonly #json: boolean
+	readonly #crossing: Crossing
 
 	constructor(
 		source: NativeReads,
@@ -55,7 +55,7 @@ export class SessionReads<T> {
 		this.scope = scope
 		this.kind = kind
 		this.codec = codec
-		this.#json = bucket.valueType === 'json'
+		this.#crossing = crossingOf(bucket.valueType)
 	}
 
 	/** The same reads on the branch of `owners`. */
@@ -91,19 +91,21 @@ export class SessionReads<T> {
 	/** The value of a row as the bucket's type. */
 	decode(value: unknown, key: Key): T {
 		if (this.codec) return decodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
-		return (this.#json ? fromJson(value, this.bucket.name, showKey(key, this.owners)) : value) as T
+		if (this.#crossing === 'as-is') return value as T
+		return decodeAs(this.#crossing, value, this.bucket.name, showKey(key, this.owners)) as T
 	}
 
 	/** A value as the addon takes it (JSON as its text). */
 	encode(value: T, key: Key): unknown {
 		if (this.codec) return encodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
-		return this.#json ? toJson(value, this.bucket.name, showKey(key, this.owners)) : value
+		if (this.#crossing === 'as-is') return value
+		return encodeAs(this.#crossing, value, this.bucket.name, showKey(key, this.owners))
 	}
 
 	/** An entry with its value as the bucket's type. */
 	entryOf(e: NativeEntry): Entry<T> {
 		if (this.codec) e.value = decodeWith(this.codec, e.value, this.bucket.name, showKey(e.key, this.owners))
-		else if (this.#json) e.value = fromJson(e.value, this.bucket.name, showKey(e.key, this.owners))
+		else if (this.#crossing !== 'as-is') e.value = decodeAs(this.#crossing, e.value, this.bucket.name, showKey(e.key, this.owners))
 		return e as Entry<T>
 	}
 

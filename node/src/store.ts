@@ -15,7 +15,7 @@ import { native, type NativeMaintenance, type NativeStore } from './native'
 import { Once, type OnceOptions } from './once'
 import { insideTx, runInside, type Scope, waitsForOwnTx } from './scope'
 import { Tx } from './tx'
-import { dateArg, invalidArg, type TypeFor, type ValueType, type ValueTypes } from './values'
+import { crossingOf, dateArg, invalidArg, type TypedOptions, type ValueType, type ValueTypes } from './values'
 import { View } from './view'
 
 /** The options of `open`. */
@@ -135,14 +135,19 @@ export class Store implements AsyncDisposable {
 	/**
 	 * A bucket of scalar values of one type, so that what Python, Go and Rust
 	 * write under the same name reads back right:
-	 * `store.bucket('sign-in-codes', { ttl: '15m', type: 'int' })` holds numbers.
+	 * `store.bucket('names', { type: 'string' })` holds strings.
 	 */
-	bucket<K extends Exclude<ValueType, 'json'>>(name: string, options: BucketOptions & { type: K }): Bucket<ValueTypes[K]>
+	bucket<K extends Exclude<ValueType, 'json' | 'auto'>>(name: string, options: BucketOptions & { type: K }): Bucket<ValueTypes[K]>
 	/**
-	 * A bucket of values of type `T`, kept as JSON unless `type` says
-	 * otherwise: `store.bucket<Session>('sessions', { idle: '30d' })`.
+	 * A bucket of values of type `T`, each kept by its kind unless `type`
+	 * says otherwise (`'json'` keeps every value as JSON):
+	 * `store.bucket<number>('sign-in-codes', { ttl: '15m' })` keeps integers
+	 * as Python's `int` and Go's `int64` do, and
+	 * `store.bucket<Session>('sessions', { idle: '30d' })` objects as JSON.
+	 * A `T` of strings, bytes, booleans or bigints needs its `type` (see
+	 * `ValueType`), because a row of bytes reads back by its kind as JSON.
 	 */
-	bucket<T = unknown>(name: string, options?: BucketOptions & { type?: TypeFor<T> }): Bucket<T>
+	bucket<T = unknown>(name: string, ...options: TypedOptions<BucketOptions, T>): Bucket<T>
 	/**
 	 * A bucket with its own codec in place of the choice by type: values are
 	 * kept as the bytes of `codec.encode` and read with `codec.decode`:
@@ -152,7 +157,7 @@ export class Store implements AsyncDisposable {
 	bucket(name: string, options?: BucketOptions & { type?: ValueType; codec?: Codec<unknown> }): Bucket<unknown> {
 		if (options?.codec !== undefined) return this.#codecBucket(name, options)
 		try {
-			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'json'), [], this.#native)
+			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'auto'), [], this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}
@@ -219,16 +224,17 @@ export class Store implements AsyncDisposable {
 	}
 
 	/** A once whose answers are scalars of one type (see `bucket`). */
-	once<K extends Exclude<ValueType, 'json'>>(name: string, options: OnceOptions & { type: K }): Once<ValueTypes[K]>
+	once<K extends Exclude<ValueType, 'json' | 'auto'>>(name: string, options: OnceOptions & { type: K }): Once<ValueTypes[K]>
 	/**
-	 * A once whose answers are of type `T`, kept as JSON unless `type` says
-	 * otherwise: `store.once<{ id: number }>('sends', { keep: '1d' })`.
+	 * A once whose answers are of type `T`, each kept by its kind as a
+	 * bucket's values are unless `type` says otherwise:
+	 * `store.once<{ id: number }>('sends', { keep: '1d' })`.
 	 */
-	once<T = unknown>(name: string, options?: OnceOptions & { type?: TypeFor<T> }): Once<T>
+	once<T = unknown>(name: string, ...options: TypedOptions<OnceOptions, T>): Once<T>
 	once(name: string, options?: OnceOptions & { type?: ValueType }): Once<unknown> {
-		const type = options?.type ?? 'json'
+		const type = options?.type ?? 'auto'
 		try {
-			return new Once(this.#native.once(name, options?.keep, type), name, type === 'json', [], this.#native)
+			return new Once(this.#native.once(name, options?.keep, type), name, crossingOf(type), [], this.#native)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

@@ -1,12 +1,25 @@
 /**
- * The types a bucket's values can have, and the JSON of the default type.
+ * The types a bucket's values can have, and how a bucket without a type
+ * keeps them.
  *
- * A bucket holds JSON unless its `type` option says otherwise. The other
- * types keep the row kinds every language shares (KV-3), so that a value
- * written by Python, Go or Rust under the same name reads back right:
+ * Every type keeps the row kinds every language shares (KV-3), so that a
+ * value written by Python, Go or Rust under the same name reads back right.
+ * A bucket without a `type` (`'auto'`) keeps each value by its kind, as the
+ * typed buckets of every language keep that kind: a safe integer as an
+ * integer, any other number as its float bits, a string as its UTF-8, a
+ * `Uint8Array` as bytes, a boolean as 1 or 0, a `bigint` as an integer,
+ * `null` as nothing, an object or array as JSON. It reads each row by its
+ * kind: nothing as `null`, an integer as a number, bytes as JSON. So
+ * `store.bucket<number>('sign-in-codes')` and Python's
+ * `store.bucket("sign-in-codes", int)` share their rows, and so do
+ * `store.bucket<Session>('sessions')` and a dataclass, a Go struct or a
+ * serde struct. Bytes that are not JSON (text, bytes, float bits) are
+ * `CorruptError` to it: a bucket of strings, bytes, floats, booleans or
+ * bigints says so with its `type`, and TypeScript asks for it.
  *
  * | `type`     | TypeScript   | kept as                         | reads what others wrote as       |
  * | ---------- | ------------ | ------------------------------- | -------------------------------- |
+ * | `'auto'`   | integers, objects, arrays, `null` | by its kind (above) | `int`, `int64`, `i64`; dicts, structs, serde structs |
  * | `'json'`   | any JSON     | JSON text                       | dicts, structs, serde structs    |
  * | `'string'` | `string`     | UTF-8 bytes                     | `str`, `string`, `String`        |
  * | `'bytes'`  | `Uint8Array` | bytes                           | `bytes`, `[]byte`, `Vec<u8>`     |
@@ -23,7 +36,7 @@ import type { RawValue } from './codec'
 import { CorruptError, type ErrorWhat, InvalidError, TinystoreError } from './errors'
 
 /** The `type` option of a bucket or `once`: what its values are. */
-export type ValueType = 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool' | 'set' | 'raw'
+export type ValueType = 'auto' | 'json' | 'string' | 'bytes' | 'int' | 'bigint' | 'float' | 'bool' | 'set' | 'raw'
 
 /** The TypeScript type of each value type but JSON. */
 export interface ValueTypes {
@@ -53,9 +66,25 @@ export interface ValueTypes {
 	raw: RawValue
 }
 
-/** The value types that hold `T`: JSON always, and the scalar types of its kind. */
+/**
+ * Whether a bucket without a type reads back every value of `T` as it was
+ * written: integers (as `number`), `null`, objects and arrays, or a `T` that
+ * is `unknown`. A string, a `Uint8Array`, a boolean or a `bigint` is kept by
+ * its kind too, but its row reads back as JSON, a number or bytes only a
+ * typed bucket tells apart, so such a `T` needs its `type`.
+ */
+export type ReadsByKind<T> = unknown extends T
+	? true
+	: [T] extends [number | null | object]
+		? [Extract<T, Uint8Array | ((...args: never[]) => unknown)>] extends [never]
+			? true
+			: false
+		: false
+
+/** The value types that hold `T`: JSON always, by kind when it reads back so, and the scalar types of its kind. */
 export type TypeFor<T> =
 	| 'json'
+	| (ReadsByKind<T> extends true ? 'auto' : never)
 	| (T extends string
 			? 'string'
 			: T extends Uint8Array
@@ -76,6 +105,54 @@ export type Key = string | number | bigint | Uint8Array
 /** Shows a key in a message. */
 export function showKey(key: Key, owners: readonly Key[] = []): string {
 	return [...owners, key].map((k) => (k instanceof Uint8Array ? Buffer.from(k).toString('hex') : String(k))).join('/')
+}
+
+/**
+ * The options argument of a bucket or `once` of `T` without a codec:
+ * optional when a bucket without a type reads `T` back, otherwise with the
+ * `type` that does.
+ */
+export type TypedOptions<O, T> =
+	ReadsByKind<T> extends true ? [options?: O & { type?: TypeFor<T> }] : [options: O & { type: TypeFor<T> }]
+
+/**
+ * A value of a bucket without a type as the addon takes it: an object or
+ * array as its JSON text; every other value as it is, for the addon to
+ * keep by its kind (`undefined`, a function or a symbol is refused there).
+ */
+export function toAuto(value: unknown, bucket: string, key: string): unknown {
+	if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return value
+	return toJson(value, bucket, key)
+}
+
+/** A value of a bucket without a type as the addon read it: JSON as its text, `null` or a number. */
+export function fromAuto(value: unknown, bucket: string, key: string): unknown {
+	return typeof value === 'string' ? fromJson(value, bucket, key) : value
+}
+
+/**
+ * How a bucket's values cross to the addon: by kind (`'auto'`, objects as
+ * their JSON text), as JSON text, or as they are (every other type). @internal
+ */
+export type Crossing = 'auto' | 'json' | 'as-is'
+
+/** The crossing of a value type, as the addon names it. @internal */
+export function crossingOf(valueType: string): Crossing {
+	return valueType === 'auto' || valueType === 'json' ? valueType : 'as-is'
+}
+
+/** A value as the addon takes it, by its crossing. @internal */
+export function encodeAs(crossing: Crossing, value: unknown, bucket: string, key: string): unknown {
+	if (crossing === 'auto') return toAuto(value, bucket, key)
+	if (crossing === 'json') return toJson(value, bucket, key)
+	return value
+}
+
+/** A value as the addon gave it, by its crossing. @internal */
+export function decodeAs(crossing: Crossing, value: unknown, bucket: string, key: string): unknown {
+	if (crossing === 'auto') return fromAuto(value, bucket, key)
+	if (crossing === 'json') return fromJson(value, bucket, key)
+	return value
 }
 
 /** Encodes a value of a JSON bucket; what JSON cannot write is `Invalid`. */

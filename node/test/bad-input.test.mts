@@ -77,7 +77,7 @@ async function fixture(): Promise<{ store: Store; dir: string }> {
 	await store.counters('attempts').add('kept')
 	await store.rateLimit('guesses', { rate: '5/m' }).allow('kept')
 	await store.quota('messages', { daily: '100/d' }).allow('kept')
-	await store.once<string>('sends').run('kept', () => 'sent')
+	await store.once('sends', { type: 'string' }).run('kept', () => 'sent')
 	return { store, dir }
 }
 
@@ -323,7 +323,7 @@ test('KV-18 bad store paths are InvalidError naming them', async () => {
 
 test('KV-18 a once run inside its own run is InvalidError and writes nothing', async () => {
 	await using store = await testStore()
-	const sends = store.once<string>('sends')
+	const sends = store.once('sends', { type: 'string' })
 	const dir = store.dir
 	const answer = await sends.run('k', async () => {
 		const c = new Catalogue(dir)
@@ -337,7 +337,7 @@ test('KV-18 a once run inside its own run is InvalidError and writes nothing', a
 test('KV-18 a once run of something not callable is InvalidError naming it, and claims nothing', async () => {
 	const { store, dir } = await fixture()
 	await using _ = store
-	const sends = store.once<string>('sends')
+	const sends = store.once('sends', { type: 'string' })
 	const c = await catalogue(store, dir)
 	for (const [fn, shown] of [
 		['sent', 'string sent'],

@@ -22,7 +22,7 @@ import { freshDir, rejection, T0, testStore } from './helpers.mjs'
 
 test('KV-1 keys: an integer is its decimal spelling, for keys and owners', async () => {
 	await using store = await testStore()
-	const b = store.bucket<string>('things')
+	const b = store.bucket('things', { type: 'string' })
 	await b.set(42, 'forty-two')
 	assert.equal(await b.get('42'), 'forty-two')
 	assert.equal(await b.get(42n), 'forty-two')
@@ -32,7 +32,7 @@ test('KV-1 keys: an integer is its decimal spelling, for keys and owners', async
 
 test('KV-1 keys: bytes keys, a NUL inside a key, and splits that never collide', async () => {
 	await using store = await testStore()
-	const b = store.bucket<string>('things')
+	const b = store.bucket('things', { type: 'string' })
 	await b.set(new Uint8Array([0x61, 0x00, 0x62]), 'nul')
 	assert.equal(await b.get('a\u0000b'), 'nul')
 	await b.under('a', 'b').set('c', 'nested')
@@ -43,7 +43,7 @@ test('KV-1 keys: bytes keys, a NUL inside a key, and splits that never collide',
 
 test('KV-1 keys: an empty key, a fractional number or an object is InvalidError naming the bucket', async () => {
 	await using store = await testStore()
-	const b = store.bucket<string>('things')
+	const b = store.bucket('things', { type: 'string' })
 	for (const bad of ['', 1.5, {}, null, true]) {
 		const e = await rejection(b.set(bad as never, 'x'))
 		assert.ok(e instanceof InvalidError, String(bad))
@@ -118,7 +118,7 @@ test('KV-3 values: a value of the wrong JS type, an unsafe integer or what JSON 
 	}
 	const big = store.bucket('big', { type: 'bigint' })
 	assert.ok((await rejection(big.set('k', 2n ** 64n))) instanceof InvalidError)
-	const json = store.bucket('json')
+	const json = store.bucket('json', { type: 'json' })
 	const cyclic: Record<string, unknown> = {}
 	cyclic.self = cyclic
 	for (const bad of [undefined, () => 1, 1n, cyclic]) {
@@ -259,7 +259,7 @@ test('KV-7 idle: a read renews the key to the full span; list renews nothing', a
 
 test('KV-8 branches: clear removes the branch and every branch under it, and nothing beside', async () => {
 	await using store = await testStore()
-	const s = store.bucket<string>('sessions')
+	const s = store.bucket('sessions', { type: 'string' })
 	await s.under(7).set('a', 'x')
 	await s.under(7, 'phone').set('b', 'y')
 	await s.under(77).set('c', 'z')

@@ -58,7 +58,7 @@ test('KV-11 once: a run of a key inside its own run is InvalidError, not a deadl
 
 test('KV-11 once: an answer is kept for keep, then the key runs again', async () => {
 	await using store = await testStore()
-	const sends = store.once<string>('sends', { keep: '1h' })
+	const sends = store.once('sends', { keep: '1h', type: 'string' })
 	assert.equal(await sends.under('u1').run('k', () => 'first'), 'first')
 	assert.equal(await sends.under('u2').run('k', () => 'other branch'), 'other branch')
 	store.clock.advance('59m')

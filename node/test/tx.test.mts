@@ -106,9 +106,9 @@ test('KV-16 tx: a transaction reads its own writes, and others see none of them 
 
 test('KV-16 tx: of two concurrent transactions taking the last item, exactly one gets it', async () => {
 	await using store = await testStore()
-	const tickets = store.bucket<string>('tickets')
+	const tickets = store.bucket('tickets', { type: 'string' })
 	const seats = store.bucket('seats', { type: 'int' })
-	const orders = store.bucket<string>('orders')
+	const orders = store.bucket('orders', { type: 'string' })
 	await tickets.set('last', 'seat-1A')
 	await seats.set('left', 1)
 	const buy = (buyer: string) =>

@@ -78,3 +78,37 @@ test('KV-13 types: a quota answer names its windows, from the quota options', as
 	const retryAt: Date | undefined = used.retryAt
 	assert.equal(retryAt, undefined)
 })
+
+test('KV-3 types: a bucket without a type is typed only for values that read back by their kind', async () => {
+	await using store = await testStore()
+	// Integers, objects, arrays and null read back by their row's kind: no type needed.
+	const codes = store.bucket<number>('sign-in-codes', { ttl: '15m' })
+	const sessions = store.bucket<{ userId: number; device: string }>('sessions', { idle: '30d' })
+	const sends = store.once<{ id: number }>('sends', { keep: '1d' })
+	const lists = store.bucket<number[] | null>('lists')
+	await codes.set('k', 42)
+	await sessions.under(7).set('t', { userId: 7, device: 'web' })
+	await lists.set('l', [1, 2])
+	const n: number | undefined = await codes.get('k')
+	assert.equal(n, 42)
+	assert.deepEqual(await sends.run('r', async () => ({ id: 41 })), { id: 41 })
+	// A string, bytes, a boolean or a bigint is a bytes or integer row that reads back as something else: say its type.
+	// @ts-expect-error strings need type 'string'
+	store.bucket<string>('names')
+	// @ts-expect-error booleans need type 'bool'
+	store.bucket<boolean>('flags', { ttl: '1h' })
+	// @ts-expect-error bigints need type 'bigint'
+	store.bucket<bigint>('wide')
+	// @ts-expect-error bytes need type 'bytes'
+	store.bucket<Uint8Array>('blobs')
+	// @ts-expect-error a union with a string needs its type too
+	store.once<string | number>('answers')
+	// @ts-expect-error 'auto' is not a type that reads strings back
+	store.bucket<string>('names', { type: 'auto' })
+	const names = store.bucket<string>('names', { type: 'string' })
+	const jsonNames = store.bucket<string>('json-names', { type: 'json' })
+	await names.set('a', 'Ada')
+	await jsonNames.set('a', 'Ada')
+	assert.equal(`${await names.get('a')} ${await jsonNames.get('a')}`, 'Ada Ada')
+	assert.equal(store.bucket('anything').type, 'auto')
+})

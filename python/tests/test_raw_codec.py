@@ -50,7 +50,7 @@ async def test_kv03_raw_reads_what_every_type_wrote(store: tinystore.Store) -> N
     member = await raw("set").entry("a")
     assert member is not None and member.value is None
     assert await raw("set").entry("missing") is None
-    assert await raw("sessions").under(7).get("t") == b'{"user_id":7,"device":"web"}'
+    assert await raw("sessions").under(7).get("t") == b'{"userId":7,"device":"web"}'
     page = await raw("text").list()
     assert [(e.key, e.value) for e in page.entries] == [("a", "héllo".encode()), ("empty", b"")]
 

@@ -135,8 +135,22 @@ async def test_kv03_unknown_json_fields_are_ignored_and_defaults_fill_in(store: 
 async def test_kv03_json_is_compact_utf8(store: tinystore.Store) -> None:
     await store.bucket("s", Session).set("k", Session(1, "wéb"))
     raw = await store.bucket("s", bytes).get("k")
-    assert raw == '{"user_id":1,"device":"wéb"}'.encode()
-    assert json.loads(raw) == {"user_id": 1, "device": "wéb"}
+    assert raw == '{"userId":1,"device":"wéb"}'.encode()
+    assert json.loads(raw) == {"userId": 1, "device": "wéb"}
+
+
+async def test_kv03_a_dataclass_names_its_fields_in_camel_case_and_reads_either_name(store: tinystore.Store) -> None:
+    # What TypeScript's `{ userId, device }` and Go's `json:"userId"` write, and what Rust writes for `user_id`.
+    await store.bucket("s", dict).set("camel", {"userId": 7, "device": "web"})
+    await store.bucket("s", dict).set("snake", {"user_id": 8, "device": "cli"})
+    sessions = store.bucket("s", Session)
+    assert await sessions.get("camel") == Session(7, "web")
+    assert await sessions.get("snake") == Session(8, "cli")
+    await sessions.set("mine", Session(9, "phone"))
+    assert await store.bucket("s", dict).get("mine") == {"userId": 9, "device": "phone"}
+    # A dict's keys are data: kept as they are.
+    await store.bucket("s", dict[str, int]).set("map", {"user_id": 1})
+    assert await store.bucket("s", bytes).get("map") == b'{"user_id":1}'
 
 
 async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
@@ -152,7 +166,7 @@ async def test_kv03_lists_dicts_unions_and_any(store: tinystore.Store) -> None:
     assert (await u.get("a"), await u.get("b")) == (1, "x")
     anything = store.bucket("any")
     await anything.set("k", {"a": [1, {"b": None}], "s": Session(1, "x")})
-    assert await anything.get("k") == {"a": [1, {"b": None}], "s": {"user_id": 1, "device": "x"}}
+    assert await anything.get("k") == {"a": [1, {"b": None}], "s": {"userId": 1, "device": "x"}}
     with pytest.raises(tinystore.InvalidError):
         await anything.set("k", object())
 

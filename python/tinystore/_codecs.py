@@ -7,6 +7,11 @@ type is JSON, written and read here: dataclasses, pydantic models, TypedDicts,
 ``list[...]``, ``dict[str, ...]``, unions, enums, dates and ``Any``. A value
 is checked against the type when it is written (``InvalidError``) and read
 back into the same type (``CorruptError`` when the row no longer fits).
+
+A dataclass's fields are named in its JSON as the core names a struct's
+(``_native.json_field_name``): ``user_id`` as ``userId``, as TypeScript and Go
+name it, and a field reads from either name. A TypedDict's keys and a
+pydantic model's fields are kept as they are written.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import typing
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from . import _native
 
 __all__ = ["Codec", "codec_for"]
 
@@ -313,12 +320,24 @@ def _dump_dataclass(tp: Any) -> _Fn:
         out = {}
         for name, fn in fields():
             try:
-                out[name] = fn(getattr(v, name))
+                out[_json_name(name)] = fn(getattr(v, name))
             except Mismatch as e:
                 raise e.inside(f".{name}") from None
         return out
 
     return dump
+
+
+_json_names: dict[str, str] = {}
+
+
+def _json_name(field: str) -> str:
+    """A dataclass field's name in JSON (``user_id`` as ``userId``), by the core's rule."""
+    try:
+        return _json_names[field]
+    except KeyError:
+        name = _json_names[field] = _native.json_field_name(field)
+        return name
 
 
 def _dump_typeddict(tp: Any) -> _Fn:
@@ -546,9 +565,15 @@ def _load_dataclass(tp: Any) -> _Fn:
             raise Mismatch(f"expected {tp.__qualname__} (an object), {_got(v)}")
         kwargs = {}
         for name, fn in fields():
-            if name in v and name in init:
+            if name not in init:
+                continue
+            # Each field by its JSON name, or else by its own (as Rust reads a struct too).
+            key = _json_name(name)
+            if key not in v:
+                key = name
+            if key in v:
                 try:
-                    kwargs[name] = fn(v[name])
+                    kwargs[name] = fn(v[key])
                 except Mismatch as e:
                     raise e.inside(f".{name}") from None
         try:

@@ -18,6 +18,8 @@ _Row = tuple[str | bytes, Any, str, int | None]
 _Allowance = tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]
 
 MAX_PAGE: int
+
+def json_field_name(name: str) -> str: ...
 _T = TypeVar("_T")
 
 @final

@@ -3,19 +3,22 @@
 //!
 //! Values map through `tinystore::Raw`'s own helpers (`Raw::text`,
 //! `Raw::int`, `as_float`, ...), never a mapping of our own, so that a row
-//! reads the same here as in Python, Go and Rust.
+//! reads the same here as in Python, Go and Rust. A bucket without a type
+//! keeps each value by its JS kind and reads each row by its kind, by the
+//! core's rule for values known only at run time (`Raw::number`,
+//! `Raw::by_kind`).
 
 use std::time::{Duration, SystemTime};
 
 use napi::sys::{napi_env, napi_value};
 use napi::{Error, Result};
-use tinystore::{ErrorKind, Raw, Version};
+use tinystore::{ByKind, ErrorKind, Raw, Version};
 
 use crate::js;
 use crate::settle::invalid;
 
 /// The largest integer a JS number holds exactly.
-const MAX_SAFE: i64 = (1 << 53) - 1;
+const MAX_SAFE: i64 = tinystore::MAX_SAFE_INTEGER;
 
 /// A result whose error is the engine's, so it maps to the package's classes.
 pub(crate) type Ts<T> = std::result::Result<T, tinystore::Error>;
@@ -28,6 +31,11 @@ pub(crate) fn napi_err(e: Error) -> tinystore::Error {
 /// The type of values a bucket (or `once`) holds, as its `type` option says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ValueKind {
+    /// The default: each value by its kind, each row by its kind. The
+    /// package passes an object or array as its JSON text and parses the
+    /// JSON text a row reads as; the addon maps the rest (`Raw::number`,
+    /// `Raw::by_kind`).
+    Auto,
     /// Any JSON value; the package stringifies and parses it, the addon
     /// passes the text.
     Json,
@@ -54,6 +62,7 @@ impl ValueKind {
     /// The kind named by a bucket's `type` option.
     pub(crate) fn parse(name: &str) -> Ts<ValueKind> {
         Ok(match name {
+            "auto" => ValueKind::Auto,
             "json" => ValueKind::Json,
             "string" => ValueKind::String,
             "bytes" => ValueKind::Bytes,
@@ -65,7 +74,7 @@ impl ValueKind {
             "raw" => ValueKind::Raw,
             other => {
                 return Err(invalid(format!(
-                    "type {other:?} is not a value type: use 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
+                    "type {other:?} is not a value type: use 'auto', 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
                 )));
             }
         })
@@ -73,6 +82,7 @@ impl ValueKind {
 
     fn word(self) -> &'static str {
         match self {
+            ValueKind::Auto => "null, a boolean, a number, a bigint, a string, a Uint8Array, an object or an array",
             ValueKind::Json => "JSON text",
             ValueKind::String => "a string",
             ValueKind::Bytes => "a Uint8Array",
@@ -88,14 +98,15 @@ impl ValueKind {
     /// Converts a JS value of this kind to its row. A value of another JS
     /// type, or an integer out of range, is `Invalid`.
     pub(crate) fn encode(self, env: napi_env, v: napi_value) -> Ts<Raw> {
-        if matches!(self, ValueKind::String | ValueKind::Json) {
+        if matches!(self, ValueKind::String | ValueKind::Json | ValueKind::Auto) {
             // Most values of these types are short strings: read straight
             // into the stack, in one napi call (no type query first: a
             // value that is no string, or too long, takes the way below).
             let mut buf = [0u8; 1024];
             if let Some(bytes) = js::read_string_into(env, v, &mut buf) {
                 match self {
-                    ValueKind::Json => return Ok(Raw::json(bytes.to_vec())),
+                    // A string, or the JSON text of an object: bytes either way.
+                    ValueKind::Json | ValueKind::Auto => return Ok(Raw::json(bytes.to_vec())),
                     // The bytes came from a JS string, so they are UTF-8.
                     _ => {
                         if let Ok(text) = std::str::from_utf8(bytes) {
@@ -114,13 +125,20 @@ impl ValueKind {
             ))
         };
         match (self, t) {
-            (ValueKind::Json, "string") => Ok(Raw::json(js::read_string(env, v).map_err(napi_err)?)),
+            (ValueKind::Json | ValueKind::Auto, "string") => Ok(Raw::json(js::read_string(env, v).map_err(napi_err)?)),
+            (ValueKind::Auto, "number") => Ok(Raw::number(js::read_f64(env, v).map_err(napi_err)?)),
+            (ValueKind::Auto, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
+            (ValueKind::Auto, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+                Some(i) => Raw::integer(i),
+                None => Err(invalid("the bigint is outside int64 and uint64")),
+            },
+            (ValueKind::Auto, "null") => Ok(Raw::Null),
             (ValueKind::String, "string") => {
                 let bytes = js::read_string(env, v).map_err(napi_err)?;
                 // The bytes came from a JS string, so they are UTF-8.
                 Ok(Raw::text(std::str::from_utf8(&bytes).map_err(|_| wrong())?))
             }
-            (ValueKind::Bytes, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
+            (ValueKind::Bytes | ValueKind::Auto, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
                 Some(b) => Ok(Raw::Bytes(b)),
                 None => Err(wrong()),
             },
@@ -168,6 +186,7 @@ impl ValueKind {
     /// inside its write, so that a row that does not read stays (KV-5).
     pub(crate) fn check(self, raw: &Raw) -> Ts<()> {
         match self {
+            ValueKind::Auto => by_kind(raw).map(|_| ()),
             ValueKind::Json => {
                 let text = raw.as_json()?;
                 serde_json::from_slice::<serde::de::IgnoredAny>(text)
@@ -204,6 +223,12 @@ impl ValueKind {
     pub(crate) fn decode(self, env: napi_env, raw: &Raw) -> Ts<napi_value> {
         self.check(raw)?;
         let v = match self {
+            ValueKind::Auto => match by_kind(raw)? {
+                ByKind::Nothing => js::null(env),
+                ByKind::Integer(i) => js::number(env, i as f64),
+                // JSON is UTF-8 text (serde_json checked it): the package parses it.
+                ByKind::Json(_) => js::string(env, raw.as_text()?),
+            },
             ValueKind::Json => js::string(env, raw.as_text()?),
             ValueKind::String => js::string(env, raw.as_text()?),
             ValueKind::Bytes => js::uint8array(env, raw.as_bytes()?),
@@ -227,6 +252,7 @@ impl ValueKind {
     /// The option's name of this kind.
     pub(crate) fn name(self) -> &'static str {
         match self {
+            ValueKind::Auto => "auto",
             ValueKind::Json => "json",
             ValueKind::String => "string",
             ValueKind::Bytes => "bytes",
@@ -237,6 +263,28 @@ impl ValueKind {
             ValueKind::Set => "set",
             ValueKind::Raw => "raw",
         }
+    }
+}
+
+/// A row read by its kind (`Raw::by_kind`), as a number when it is an
+/// integer; a row that does not read so is `Corrupt`, naming the type that
+/// reads it.
+fn by_kind(raw: &Raw) -> Ts<ByKind<'_>> {
+    let hint = |e: tinystore::Error, types: &str| {
+        tinystore::Error::new(
+            ErrorKind::Corrupt,
+            format!("{}: open the bucket with {types}", e.message()),
+        )
+    };
+    match raw
+        .by_kind()
+        .map_err(|e| hint(e, "type 'string', 'bytes' or 'float'"))?
+    {
+        ByKind::Integer(_) => raw
+            .as_safe_integer()
+            .map(ByKind::Integer)
+            .map_err(|e| hint(e, "type 'bigint'")),
+        other => Ok(other),
     }
 }
 

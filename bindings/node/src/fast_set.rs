@@ -110,7 +110,8 @@ pub unsafe extern "C" fn tinystore_bucket_set(
         )
     };
     let value = match h.kind {
-        ValueKind::Json => tinystore::Raw::json(value.to_vec()),
+        // A string (or the JSON text of an object, in a bucket without a type).
+        ValueKind::Json | ValueKind::Auto => tinystore::Raw::json(value.to_vec()),
         ValueKind::String => match std::str::from_utf8(value) {
             Ok(text) => tinystore::Raw::text(text),
             Err(_) => return 0,

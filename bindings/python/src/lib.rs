@@ -48,5 +48,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tx::View>()?;
     m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
+    m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
     Ok(())
+}
+
+/// The JSON name of a dataclass field, by the core's rule for struct fields
+/// (`user_id` as `userId`), so that every language names it alike.
+#[pyfunction]
+fn json_field_name(name: &str) -> String {
+    tinystore::json_field_name(name).into_owned()
 }

@@ -4,6 +4,7 @@
 // the Rust agent (tests/agents/rust) does, through the public Go API.
 //
 //	tinystore-agent ix-write DIR OWNER
+//	tinystore-agent hb-write DIR OWNER USER
 //	tinystore-agent take-rounds DIR N
 package main
 
@@ -174,6 +175,15 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		return ixRead(store, arg(2))
 	case "ix-raw-copy":
 		return ixRawCopy(store, arg(2), arg(3))
+	case "hb-write", "hb-read", "hb-take":
+		user, err := userArg(arg(3))
+		if err != nil {
+			return false, err
+		}
+		run := map[string]func(*tinystore.Store, string, int64) (bool, error){
+			"hb-write": hbWrite, "hb-read": hbRead, "hb-take": hbTake,
+		}[cmd]
+		return run(store, arg(2), user)
 	case "take-setup":
 		b, err := kv.OpenBucket[string](store, "race-take")
 		if err != nil {

@@ -136,6 +136,16 @@ async function run(args) {
 		case 'ix-raw-copy':
 			ok = await ixRawCopy(store, arg(2), arg(3))
 			break
+		case 'hb-write':
+		case 'hb-read':
+		case 'hb-take': {
+			// The handbook's declarations are TypeScript: Bun runs the source, Node what tsc made of it.
+			const handbook = await import(language === 'bun' ? './handbook.ts' : './handbook.js')
+			const user = Number.parseInt(arg(3), 10)
+			if (!Number.isSafeInteger(user)) throw new Error(`a user id, not ${JSON.stringify(arg(3))}`)
+			ok = await handbook[cmd.slice(3)](store, arg(2), user)
+			break
+		}
 		case 'take-setup': {
 			const b = store.bucket('race-take', { type: 'string' })
 			await Promise.all(Array.from({ length: num(2) }, (_, r) => b.set(`r${r}`, 'prize')))

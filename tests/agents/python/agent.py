@@ -24,7 +24,11 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance" / "python"))
 
 from case_values import bucket_type, same_value, short, text, value  # noqa: E402
 
+<<<<<<< HEAD
 import limits  # noqa: E402  (beside this file)
+=======
+import handbook  # noqa: E402  (beside this file)
+>>>>>>> codec36
 
 FIXTURE = ROOT / "tests" / "interchange" / "values.json"
 
@@ -166,6 +170,9 @@ async def run(args: list[str]) -> bool:
             return await ix_write(store, arg(2))
         if cmd == "ix-read":
             return await ix_read(store, arg(2))
+        if cmd in ("hb-write", "hb-read", "hb-take"):
+            run_hb = {"hb-write": handbook.write, "hb-read": handbook.read, "hb-take": handbook.take}[cmd]
+            return await run_hb(store, arg(2), int(arg(3)))
         if cmd == "ix-raw-copy":
             return await ix_raw_copy(store, arg(2), arg(3))
         if cmd == "take-setup":

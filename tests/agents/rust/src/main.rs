@@ -10,6 +10,7 @@ use serde_json::Value;
 use tinystore::{ListOptions, Raw, RawBucket, Store};
 use tinystore_conformance::{Ty, lossy, same_value, text, to_raw};
 
+mod handbook;
 mod limits;
 mod raw_copy;
 
@@ -123,9 +124,17 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
         store.close()?;
         return Ok(ok);
     }
+    let user = |i: usize| {
+        arg(i)
+            .parse::<i64>()
+            .map_err(|_| tinystore::Error::new(tinystore::ErrorKind::Invalid, format!("a user id, not {:?}", arg(i))))
+    };
     let ok = match cmd {
         "ix-write" => ix_write(&store, &arg(2)).map(|_| true)?,
         "ix-read" => ix_read(&store, &arg(2))?,
+        "hb-write" => handbook::write(&store, &arg(2), user(3)?)?,
+        "hb-read" => handbook::read(&store, &arg(2), user(3)?)?,
+        "hb-take" => handbook::take(&store, &arg(2), user(3)?)?,
         "ix-raw-copy" => {
             let dst = Store::open(arg(2))?;
             let mut types: Vec<String> = fixture()
