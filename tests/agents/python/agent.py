@@ -24,11 +24,8 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance" / "python"))
 
 from case_values import bucket_type, same_value, short, text, value  # noqa: E402
 
-<<<<<<< HEAD
-import limits  # noqa: E402  (beside this file)
-=======
 import handbook  # noqa: E402  (beside this file)
->>>>>>> codec36
+import limits  # noqa: E402  (beside this file)
 
 FIXTURE = ROOT / "tests" / "interchange" / "values.json"
 
