@@ -332,3 +332,41 @@ fn child_process() {
     }
     std::process::exit(0); // as a crash would: no close
 }
+
+/// A table laid out by another version of TinyStore, held open by another
+/// process, is refused with an error that says so, and left as it was; a
+/// table nobody holds is laid out anew.
+#[test]
+fn kv12_a_table_of_another_layout_held_open_is_refused_untouched() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let table = dir.path().join(tinystore::TABLE_FILE);
+    let mut head = b"TSKVLIM\0".to_vec();
+    head.extend_from_slice(&2u32.to_le_bytes());
+    head.resize(65_536, 0);
+    std::fs::File::create(&table).unwrap().write_all(&head).unwrap();
+    // Another process's hold: a flock of another open file description.
+    let other = std::fs::File::open(&table).unwrap();
+    // SAFETY: flock on a descriptor this File owns.
+    assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_SH) }, 0);
+    let e = store
+        .rate_limit("guesses")
+        .rate(5, Duration::from_secs(60))
+        .open()
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(
+        e.message().contains("version 2") && e.message().contains("knows version 1"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&table).unwrap(), head, "left as it was");
+    drop(other);
+    assert!(
+        guesses(&store).allow("ip").unwrap().ok,
+        "alone, the store lays the table out anew"
+    );
+    assert_eq!(std::fs::read(&table).unwrap()[8..12], 1u32.to_le_bytes());
+}
