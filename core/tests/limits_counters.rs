@@ -404,3 +404,23 @@ fn child_process() {
     // Exit as a crash would: no close, no destructors.
     std::process::exit(0);
 }
+
+/// A key too long for the shared table is counted in the file at each
+/// change, flush_every or not.
+#[test]
+fn kv14_a_key_too_long_for_the_table_is_counted_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let c = store.counters("views").flush_every(SEC).open().unwrap();
+    let long = "p".repeat(200);
+    assert_eq!(c.add(long.as_str(), 2).unwrap(), 2);
+    assert_eq!(c.add(long.as_str(), 3).unwrap(), 5);
+    assert_eq!(
+        limits_common::file_sum(dir.path(), "views"),
+        5,
+        "in the file with no flush"
+    );
+    assert_eq!(c.get(long.as_str()).unwrap(), 5);
+    assert!(c.delete(long.as_str()).unwrap());
+    assert_eq!(rows(dir.path(), "views"), 0);
+}

@@ -370,3 +370,24 @@ fn kv12_a_table_of_another_layout_held_open_is_refused_untouched() {
     );
     assert_eq!(std::fs::read(&table).unwrap()[8..12], 1u32.to_le_bytes());
 }
+
+/// A key too long for the shared table is decided in a write of its own,
+/// on the file: the same limit, every process, nothing to flush.
+#[test]
+fn kv12_a_key_too_long_for_the_table_is_limited_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let long = "k".repeat(200);
+    let rl = guesses(&store);
+    for left in (0..5).rev() {
+        let a = rl.allow(long.as_str()).unwrap();
+        assert!(a.ok);
+        assert_eq!(a.left, left);
+    }
+    assert!(!rl.allow(long.as_str()).unwrap().ok, "the burst is spent");
+    assert_eq!(rows(dir.path(), "sign-in-guesses"), 1, "written at once, with no flush");
+    assert_eq!(rl.peek(long.as_str()).unwrap().left, 0);
+    rl.reset(long.as_str()).unwrap();
+    assert_eq!(rows(dir.path(), "sign-in-guesses"), 0, "reset deletes the row");
+    assert!(rl.allow(long.as_str()).unwrap().ok);
+}
