@@ -1,4 +1,4 @@
-# Reliability (issue #10): the tools the fault tests need, and the long forms.
+# Reliability: the tools the fault tests need, and the long forms.
 # The tests themselves are Rust tests of the core, run by test-rust; they
 # need strace (I/O fault injection) and libfaketime (a system clock that
 # steps back), from Debian. Without them those tests skip locally and fail

@@ -12,7 +12,7 @@ TEST_TARGETS += test-cross conformance-report
 cross-agent-rust:
 	cargo build -q -p tinystore-agent
 
-test-cross: cross-agent-rust $(CROSS_DEPS)
+test-cross: cross-agent-rust $$(CROSS_DEPS)
 	python3 tests/cross.py $(foreach a,$(CROSS_AGENTS),--agent '$(a)')
 
 conformance-report:
