@@ -1,4 +1,4 @@
-//! The limit store (issue #12): the framework's limit-store contract, run
+//! The limit store: the framework's limit-store contract, run
 //! against two handles on one kv.db as two instances hold them, and against
 //! two processes; and the promises of its database store: keys hashed,
 //! expiry on the store's clock, the bound, the deadline, calls in flight.

@@ -1,4 +1,4 @@
-//! The clock under jumps (issue #10, KV-6, KV-10, KV-17): a jump forwards
+//! The clock under jumps (KV-6, KV-10, KV-17): a jump forwards
 //! expires exactly the keys that are due and nothing else; the clock never
 //! moves back, so no expired key comes back and no version repeats; and
 //! versions come from the file, not the clock, so they never repeat across
@@ -6,7 +6,7 @@
 //!
 //! The system clock stepping back is tested in a child process whose
 //! clock libfaketime moves (Debian's `libfaketime`, which
-//! `mk/60-reliability.mk` installs); without it that test is skipped with
+//! `mk/reliability.mk` installs); without it that test is skipped with
 //! the reason printed, and fails when `CI` is set.
 
 mod common;
@@ -277,7 +277,7 @@ fn kv17_system_clock_stepping_back_revives_no_key_and_repeats_no_version() {
         return;
     }
     let Some(lib) = libfaketime() else {
-        let why = "libfaketime is not installed (apt-get install libfaketime; mk/60-reliability.mk does it)";
+        let why = "libfaketime is not installed (apt-get install libfaketime; mk/reliability.mk does it)";
         assert!(std::env::var("CI").is_err(), "{why}");
         eprintln!("skipped: {why}");
         return;

@@ -1,4 +1,4 @@
-//! A full disk (issue #10): a write that finds the file system full gets a
+//! A full disk: a write that finds the file system full gets a
 //! clear error, reads keep working, nothing acknowledged is lost, and
 //! writes resume once space is freed, without reopening the store.
 //!

@@ -1,4 +1,4 @@
-//! KV-15 under I/O faults (issue #10): a commit whose fsync fails is never
+//! KV-15 under I/O faults: a commit whose fsync fails is never
 //! answered as a success, reads keep working, and after a reopen the file
 //! passes `PRAGMA integrity_check` with every acknowledged write in it.
 //!
@@ -8,7 +8,7 @@
 //! on. The parent sweeps N over every sync of the workload and checks each
 //! run's answers against the file.
 //!
-//! strace comes from Debian (`mk/60-reliability.mk` installs it); without it
+//! strace comes from Debian (`mk/reliability.mk` installs it); without it
 //! the test is skipped with the reason printed, and fails when `CI` is set.
 
 mod common;
@@ -298,7 +298,7 @@ fn have_strace() -> bool {
     if strace().is_some() {
         return true;
     }
-    let why = "strace is not installed (apt-get install strace; mk/60-reliability.mk does it)";
+    let why = "strace is not installed (apt-get install strace; mk/reliability.mk does it)";
     assert!(std::env::var("CI").is_err(), "{why}");
     eprintln!("skipped: {why}");
     false

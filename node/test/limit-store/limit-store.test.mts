@@ -1,4 +1,4 @@
-// The limit store (issue #12) under Node and Bun: the framework's limit-store
+// The limit store under Node and Bun: the framework's limit-store
 // contract run against two handles on one kv.db (two stores on one
 // directory, as two instances hold it) and against two processes, and the
 // promises of its database store. The document names no cases, so the
