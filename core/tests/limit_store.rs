@@ -1,6 +1,6 @@
 //! The limit store: the framework's limit-store contract, run
-//! against two handles on one kv.db as two instances hold them, and against
-//! two processes; and the promises of its database store: keys hashed,
+//! against two handles on one kv.db as two instances hold them (two
+//! processes: `core/process-tests/tests/limits_processes.rs`); and the promises of its database store: keys hashed,
 //! expiry on the store's clock, the bound, the deadline, calls in flight.
 //!
 //! The document names no cases, so the tests carry its promises' words:
@@ -9,13 +9,12 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{manual, reopen, snapshot};
-use tinystore::{Change, Commit, ErrorKind, LimitEntry, LimitEvent, LimitStore, Options, Store};
+use tinystore::{Change, Commit, ErrorKind, LimitEntry, LimitEvent, LimitStore, Store};
 
 fn entry(value: &str, expires_at: i64) -> LimitEntry {
     LimitEntry {
@@ -263,45 +262,6 @@ fn contract_apply_runs_again_when_another_instance_changed_a_key() {
         .unwrap();
     assert!(matches!(rx.recv().unwrap(), Commit::Done(_)));
     assert_eq!(count_of(&t.second.read(&["k"]).unwrap()[0]), 2);
-}
-
-/// Run by `contract_concurrent_updates_in_two_processes_never_lose_a_count`
-/// in each child process: counts one key `LIMIT_STORE_COUNTS` times.
-#[test]
-#[ignore = "a child process of the two-process test"]
-fn limit_store_child_counts() {
-    let Ok(dir) = std::env::var("LIMIT_STORE_DIR") else {
-        return;
-    };
-    let n: usize = std::env::var("LIMIT_STORE_COUNTS").unwrap().parse().unwrap();
-    let store = Store::open(&dir).unwrap();
-    let ls = LimitStore::open(&store).unwrap();
-    for _ in 0..n {
-        count_once(&ls, "one-key");
-    }
-}
-
-#[test]
-fn contract_concurrent_updates_in_two_processes_never_lose_a_count() {
-    let dir = tempfile::tempdir().unwrap();
-    Store::open(dir.path()).unwrap().close().unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            Command::new(&exe)
-                .args(["--ignored", "--exact", "limit_store_child_counts", "--test-threads=1"])
-                .env("LIMIT_STORE_DIR", dir.path())
-                .env("LIMIT_STORE_COUNTS", "100")
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
-    }
-    let store = Store::open_with(dir.path(), Options::new()).unwrap();
-    let ls = LimitStore::open(&store).unwrap();
-    assert_eq!(count_of(&ls.read(&["one-key"]).unwrap()[0]), 200);
 }
 
 #[test]
