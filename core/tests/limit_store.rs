@@ -1,9 +1,10 @@
 //! The limit store: the framework's limit-store contract, run
 //! against two handles on one kv.db as two instances hold them (two
-//! processes: `core/process-tests/tests/limits_processes.rs`); and the promises of its database store: keys hashed,
-//! expiry on the store's clock, the bound, the deadline, calls in flight.
+//! processes: `core/process-tests/tests/limits_processes.rs`); and the
+//! promises of its database store: keys hashed, expiry on the store's
+//! clock, the bound, the deadline, calls in flight (docs/limit-store.md).
 //!
-//! The document names no cases, so the tests carry its promises' words:
+//! The tests carry the promises' words:
 //! `contract_*` for the contract's (`shared`, `update`, `read`, `sweep`,
 //! entries of `{ value, expiresAt }`), `store_*` for the database store's.
 
