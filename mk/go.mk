@@ -19,6 +19,7 @@ GO_STAMP := go/internal/native/zz_lib_stamp.go
 .PHONY: go-lib test-go bench-go cross-agent-go
 TEST_TARGETS += test-go
 CONFORMANCE_LANGUAGES += go
+conformance-report: test-go
 GO_AGENT := $(CARGO_TARGET_DIR)/go/tinystore-agent
 CROSS_AGENTS += go=$(GO_AGENT)
 CROSS_DEPS += cross-agent-go
