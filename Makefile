@@ -1,6 +1,7 @@
 # TinyStore KV: `make demo` and `make test` do all set-up on a fresh machine
 # with Rust, Python 3, Node and Go. Each part of the project adds its own
-# targets in mk/*.mk and appends them to TEST_TARGETS (and DEMO_TARGETS).
+# targets in mk/*.mk, named for what it builds and tests, and appends them
+# to TEST_TARGETS (and DEMO_TARGETS, BENCH_TARGETS).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -17,12 +18,16 @@ TEST_TARGETS :=
 DEMO_TARGETS :=
 BENCH_TARGETS :=
 
+# Prerequisites that name variables several mk files append to (CROSS_DEPS,
+# BENCH_NODE_DIR) are written $$(...) and expanded once every file is read,
+# so no mk file depends on the order they are included in.
+.SECONDEXPANSION:
 include $(sort $(wildcard mk/*.mk))
 
 .PHONY: help test demo bench
 help:
 	@echo "make test    build everything and run every test"
-	@echo "make demo    build everything and run the handbook's chat in each language"
+	@echo "make demo    build everything and run the example chat in each language"
 	@echo "make bench   run the benchmarks against the peers (slow; not in CI)"
 
 test: $(TEST_TARGETS)
@@ -36,7 +41,7 @@ demo: demo-start $(DEMO_TARGETS) demo-list
 .PHONY: demo-start demo-list
 demo-start:
 	@rm -rf "$(DEMO_DIR)" && mkdir -p "$(DEMO_DIR)"
-	@echo "== make demo: the handbook's chat in each language, on one store at $(DEMO_DIR)"
+	@echo "== make demo: the example chat in each language, on one store at $(DEMO_DIR)"
 
 demo-list:
 	@cargo build -q --release -p tinystore-cli

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The `tinystore` command on a store written by the Python and TypeScript
-examples (issue #8): runs both chats on one new store, then checks that
+examples: runs both chats on one new store, then checks that
 `tinystore kv list` shows what each left, as a table and as JSON, and that a
 missing bucket is a clear error with a non-zero exit.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Raw values across languages (KV-3, issue #13).
+"""Raw values across languages (KV-3).
 
 Every language writes the interchange values typed (``ix-write``) into one
 store. Then every language copies each writer's rows through its own raw

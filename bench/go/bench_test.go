@@ -2,7 +2,7 @@
 // (modernc.org/sqlite, pure Go: a cgo driver would clash with the sqlite3
 // symbols of libtinystore.a in one binary). Run with `make bench-go`.
 //
-// The targets (the issue's): a Get within 2x of a plain prepared point
+// The targets (docs/measurements.md): a Get within 2x of a plain prepared point
 // read; durable Sets from 64 goroutines at least 80% of the throughput of
 // the same sets batched by hand, 64 per transaction, with synchronous=FULL.
 // TestMain prints the ratios after the benchmarks. BenchmarkSet (set_test.go)
@@ -29,7 +29,7 @@ import (
 )
 
 const (
-	keys      = 100_000 // gets over the smaller store of issue #9's workloads
+	keys      = 100_000 // gets over 100,000 keys, as in every language's bench
 	valueSize = 100
 	writers   = 64
 )

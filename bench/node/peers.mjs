@@ -1,5 +1,5 @@
 // TinyStore KV's rate limit from Node and Bun against rate-limiter-flexible's
-// RateLimiterMemory (issue #9): `allow` on one hot key and on 100,000 keys,
+// RateLimiterMemory: `allow` on one hot key and on 100,000 keys,
 // both in process memory (TinyStore flushes its limits to kv.db once a
 // second; rate-limiter-flexible keeps them in memory only). Contenders
 // alternate round by round; each figure is the median of its rounds, and the
@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { cpus, loadavg, release, tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { open } from 'tinystore'
@@ -33,7 +33,8 @@ const meta = {
 	cores: cpus().length,
 	kernel: release(),
 	runtime,
-	command: [process.argv0, ...process.argv.slice(1)].join(' '),
+	// Relative to where it ran, so that a result names no path of one machine.
+	command: [basename(process.argv0), ...process.argv.slice(1).map((a) => relative(process.cwd(), a))].join(' '),
 	load: load(),
 	time: new Date().toISOString(),
 	peer: `rate-limiter-flexible ${rlfVersion}`,

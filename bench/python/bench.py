@@ -34,7 +34,7 @@ try:
 except ImportError:  # the report says it was left out
     diskcache = None
 
-# Gets are timed over 100,000 keys, the smaller store of issue #9's
+# Gets are timed over 100,000 keys, as in every language's bench
 # workloads (the get curve to 1,000,000 is peers.py's).
 KEYS = 100_000
 VALUE = os.urandom(100)

@@ -1,5 +1,5 @@
-"""TinyStore KV from Python against the peers issue #9 names that bench.py
-does not: Redis (a local redis-server, durable with ``appendfsync always``
+"""TinyStore KV from Python against the peers that bench.py does not
+measure: Redis (a local redis-server, durable with ``appendfsync always``
 and with ``everysec``, through redis-py; and redis-benchmark as a reference
 point), the ``limits`` package for rate limiting, and two questions of the
 engine: how a get's cost grows from 10,000 to 1,000,000 keys, and the file
@@ -316,7 +316,7 @@ def section_curve(args: argparse.Namespace, base: str) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class Session:
-    """The handbook's session value."""
+    """A session's value, as the example chat keeps it."""
 
     user_id: int
     device: str
@@ -327,7 +327,7 @@ def dir_bytes(d: str) -> int:
 
 
 def section_size(args: argparse.Namespace, base: str) -> dict[str, Any]:
-    """Bytes on disk per stored session, each written as the handbook writes it:
+    """Bytes on disk per stored session, each written as the example chat writes it:
     under the user, keyed by the 32-byte digest of the token, idle 30 days."""
     n = args.sessions
     tokens = [(i % (n // 3 + 1), hashlib.sha256(f"token{i}".encode()).digest()) for i in range(n)]

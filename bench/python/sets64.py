@@ -1,4 +1,4 @@
-"""The one measure of issue #9 that the Python binding's write path decides,
+"""The one benchmark figure that the Python binding's write path decides,
 alone and short: durable sets with 64 coroutines in flight against the same
 sets batched by hand 64 per transaction in sqlite3 (bench.py's peer: WAL,
 synchronous=FULL, new keys every round, 100-byte values).

@@ -1,4 +1,4 @@
-//! Typed buckets: the handbook's Rust API over [`RawBucket`].
+//! Typed buckets: the Rust API of serde values over [`RawBucket`].
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -27,10 +27,9 @@
 //! locked arena, and a program that keeps dozens of writes in flight
 //! writes faster with an allocator that frees to the owning thread's heap,
 //! such as mimalloc (`#[global_allocator] static A: mimalloc::MiMalloc =
-//! mimalloc::MiMalloc;`). On the project's 2-core VM, 64 sets in flight
-//! from one thread ran at 0.81 of the same sets batched by hand in
-//! rusqlite with mimalloc, and 0.73 with glibc's malloc
-//! (`docs/measurements.md`). The Python and Node packages use mimalloc.
+//! mimalloc::MiMalloc;`). The writer bench (`bench/src/bin/writer.rs`,
+//! `make bench-writer`) runs with each, and `docs/measurements.md` gives
+//! its figures. The Python and Node packages use mimalloc.
 
 mod bucket;
 mod budget;

@@ -1,4 +1,4 @@
-//! The bad-input catalogue (issue #10, KV-18) for the Rust API: every bad
+//! The bad-input catalogue (KV-18) for the Rust API: every bad
 //! name, key, value, duration, rate, window, option and call is refused with
 //! the right kind and a message naming what was wrong, and the file is left
 //! exactly as it was: kv.db and kv.db-wal hash the same before and after.

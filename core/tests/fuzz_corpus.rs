@@ -1,4 +1,4 @@
-//! Replays the fuzz corpus (issue #10): every file of `fuzz/corpus/<target>/`
+//! Replays the fuzz corpus: every file of `fuzz/corpus/<target>/`
 //! goes through the same check its cargo-fuzz target runs, so `cargo test`
 //! exercises key paths, value decoding and the duration and rate parsers on
 //! stable Rust, without cargo-fuzz. A crash cargo-fuzz finds is fixed by

@@ -1,6 +1,6 @@
 //! KV-20: typed settings from layers (defaults, environment, kept updates).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tinystore::config::{FieldType, Source};
@@ -339,57 +339,4 @@ fn kv20_bounds_and_types_of_fields() {
     assert!(err.message().contains("nope"));
     let err = store.bucket::<String>("app").open().err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Invalid, "the config's name keeps its kind");
-}
-
-/// The second process of `kv20_watch_sees_another_process`: run by it, it
-/// updates the config in the store it is given. Alone, it does nothing.
-#[test]
-fn config_child_process_updates() {
-    let Ok(dir) = std::env::var("TINYSTORE_CONFIG_CHILD") else {
-        return;
-    };
-    let store = Store::open(&dir).unwrap();
-    let cfg = Config::builder(&store, "app", defaults())
-        .duration("timeout")
-        .open()
-        .unwrap();
-    cfg.update(|s| s.limits.rps = 777).unwrap();
-    store.close().unwrap();
-}
-
-#[test]
-fn kv20_watch_sees_another_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    let cfg = Config::builder(&store, "app", defaults())
-        .duration("timeout")
-        .open()
-        .unwrap();
-    let mut watch = cfg.watch();
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "config_child_process_updates", "--test-threads=1", "-q"])
-        .env("TINYSTORE_CONFIG_CHILD", dir.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let committed = Instant::now();
-    let seen = watch
-        .next_within(Duration::from_secs(1))
-        .expect("seen within a second")
-        .unwrap();
-    assert_eq!(seen.limits.rps, 777);
-    assert!(committed.elapsed() < Duration::from_secs(1));
-    assert_eq!(cfg.get().unwrap().limits.rps, 777);
-    // A change in this process reaches the watcher too, at once.
-    cfg.update(|s| s.port = 1234).unwrap();
-    let seen = watch
-        .next_within(Duration::from_millis(50))
-        .expect("seen at once")
-        .unwrap();
-    assert_eq!(seen.port, 1234);
-    assert!(
-        watch.next_within(Duration::from_millis(300)).is_none(),
-        "no change, no wake-up"
-    );
 }

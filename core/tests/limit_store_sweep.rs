@@ -1,4 +1,4 @@
-//! The limit store's sweep (issue #12): what it answers and the count it
+//! The limit store's sweep: what it answers and the count it
 //! leaves, with two handles on one kv.db, one sweeping while the other
 //! writes; the count kept exact when others delete its expired rows (the
 //! store's maintenance in a process that never opened the limit store, a

@@ -1,15 +1,16 @@
-//! KV-11: once, in one process and across processes.
+//! KV-11: once, in one process and across stores on one file. Across
+//! processes: `core/process-tests/tests/limits_processes.rs`.
 
 mod limits_common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
-use limits_common::{child, child_role, finish, open, said};
+use limits_common::open;
 use serde::{Deserialize, Serialize};
-use tinystore::{Begun, Error, ErrorKind, ONCE_LEASE, ONCE_POLL, Once, Store};
+use tinystore::{Begun, Error, ErrorKind, ONCE_POLL, Once, Store};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 struct Sent {
@@ -314,111 +315,4 @@ fn kv11_two_stores_on_one_file_run_fn_once() {
         assert_eq!(second.join().unwrap().unwrap(), Sent { id: 1 });
     });
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-}
-
-/// Two processes run `once` on one key at the same moment: fn runs once.
-#[test]
-fn kv11_two_processes_run_fn_once() {
-    let dir = tempfile::tempdir().unwrap();
-    open(dir.path()).close().unwrap(); // the file exists before both start
-    let kids: Vec<_> = (0..2)
-        .map(|_| child("child_process", "run-once", dir.path()).spawn().unwrap())
-        .collect();
-    let answers: Vec<String> = kids
-        .into_iter()
-        .map(|k| {
-            let out = finish(k, Duration::from_secs(60));
-            assert!(out.status.success(), "{out:?}");
-            said(&out.stdout, "ANSWER=").expect("the child answered")
-        })
-        .collect();
-    assert_eq!(answers[0], answers[1], "both got the one answer");
-    let ran = std::fs::read_to_string(dir.path().join("ran")).unwrap();
-    assert_eq!(ran.lines().count(), 1, "fn ran once: {ran:?}");
-}
-
-/// The process running a key is killed with SIGKILL mid-run: another
-/// process runs the key within the documented bound, ONCE_LEASE plus a
-/// poll after the death, and not while the first was alive.
-#[test]
-fn kv11_killed_process_lets_another_run() {
-    let dir = tempfile::tempdir().unwrap();
-    open(dir.path()).close().unwrap();
-    let mut first = child("child_process", "hang", dir.path()).spawn().unwrap();
-    let started = Instant::now();
-    while !dir.path().join("started").exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the first child never started fn"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let second = child("child_process", "take-over", dir.path()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500)); // real time: leases are about real processes
-    assert!(
-        !dir.path().join("b-ran").exists(),
-        "the second waits while the first lives"
-    );
-    first.kill().unwrap(); // SIGKILL: no destructor, no release
-    let killed = SystemTime::now();
-    first.wait().unwrap();
-    let out = finish(second, Duration::from_secs(60));
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(said(&out.stdout, "ANSWER=").as_deref(), Some("from the second"));
-    let b_ran: u64 = std::fs::read_to_string(dir.path().join("b-ran"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let after_kill =
-        Duration::from_millis(b_ran).saturating_sub(killed.duration_since(SystemTime::UNIX_EPOCH).unwrap());
-    let bound = ONCE_LEASE + ONCE_POLL + Duration::from_millis(1500); // slack for a loaded machine
-    assert!(after_kill <= bound, "ran {after_kill:?} after the kill, over {bound:?}");
-    let store = open(dir.path());
-    assert_eq!(
-        store
-            .once::<String>("jobs")
-            .open()
-            .unwrap()
-            .get("k")
-            .unwrap()
-            .as_deref(),
-        Some("from the second")
-    );
-}
-
-/// Not a test: the child process of the tests above, a no-op otherwise.
-#[test]
-fn child_process() {
-    let Some((role, dir)) = child_role() else { return };
-    let store = Store::open(&dir).unwrap();
-    let pid = std::process::id();
-    let answer = match role.as_str() {
-        "run-once" => sends(&store)
-            .run("k7q2", || {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(dir.join("ran"))
-                    .unwrap();
-                writeln!(f, "{pid}").unwrap();
-                std::thread::sleep(Duration::from_millis(500));
-                Ok(Sent { id: pid as i64 })
-            })
-            .map(|s| s.id.to_string()),
-        "hang" => store.once::<String>("jobs").open().unwrap().run("k", || {
-            std::fs::write(dir.join("started"), b"1").unwrap();
-            std::thread::sleep(Duration::from_secs(120));
-            Ok("from the first".to_owned())
-        }),
-        "take-over" => store.once::<String>("jobs").open().unwrap().run("k", || {
-            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
-            std::fs::write(dir.join("b-ran"), now.as_millis().to_string()).unwrap();
-            Ok("from the second".to_owned())
-        }),
-        other => panic!("unknown role {other}"),
-    };
-    println!("ANSWER={}", answer.unwrap());
-    store.close().unwrap();
 }

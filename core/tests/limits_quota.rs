@@ -1,4 +1,6 @@
-//! KV-13: quotas, windows counted all or none in one durable write.
+//! KV-13: quotas, windows counted all or none in one durable write (that
+//! the write is durable when `allow` returns, across a crash:
+//! `core/process-tests/tests/limits_processes.rs`).
 
 mod limits_common;
 
@@ -6,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use limits_common::{child, child_role, open, t0};
+use limits_common::{open, t0};
 use tinystore::{ErrorKind, Quota, Store};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -300,25 +302,4 @@ fn kv13_completion_forms() {
     rx.recv().unwrap().unwrap();
     assert_eq!(q.peek("k").unwrap().left, 3);
     assert_eq!(q.allow_n_then("k", 9, |_| {}).unwrap_err().kind(), ErrorKind::Invalid);
-}
-
-/// Every allow is written before it returns: a crash right after loses none.
-#[test]
-fn kv13_an_allow_is_durable_when_it_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = child("child_process", "allow", dir.path()).output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let store = open(dir.path());
-    let p = messages(&store).peek("k").unwrap();
-    assert_eq!(p.window("session").unwrap().used, 2);
-}
-
-/// Not a test: the child process of the tests above, a no-op otherwise.
-#[test]
-fn child_process() {
-    let Some((role, dir)) = child_role() else { return };
-    assert_eq!(role, "allow");
-    let store = open(&dir);
-    messages(&store).allow_n("k", 2).unwrap();
-    std::process::exit(0); // as a crash would: no close
 }

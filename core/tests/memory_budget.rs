@@ -1,4 +1,4 @@
-//! The memory budget (issue #13, `Options::memory`): calls hold the memory
+//! The memory budget (`Options::memory`): calls hold the memory
 //! of their values, wait for their turn when it is spent, and inside a
 //! transaction take what is free or are `Limit` at once. The load test with
 //! 64 writers and 64 readers is `bench/src/bin/memory.rs`.

@@ -6,17 +6,15 @@
 //! These run on the real clock: what they check is how a lease in real
 //! time meets SQLite's locks, which a test clock does not drive. The
 //! counts they read are the process's, so the tests here take turns.
+//! The same promises against another process's reads and commits are in
+//! `core/process-tests/tests/read_locks_other_process.rs`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tinystore::{Options, Store, read_lock_counts};
-
-const ROLE: &str = "TINYSTORE_READ_LOCKS_CHILD";
 
 /// The tests here read the process's counts, so they run one at a time.
 fn one_at_a_time() -> MutexGuard<'static, ()> {
@@ -119,123 +117,6 @@ fn kv19_a_read_after_another_stores_commit_sees_it_though_its_lock_was_kept() {
     }
 }
 
-/// Another process on the store at `dir`, driven line by line: it answers
-/// each line on stdin with one line on stdout behind `CHILD:`.
-struct Other {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-}
-
-impl Other {
-    fn start(dir: &Path) -> Other {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "other_process", "--nocapture", "--test-threads=1"])
-            .env(ROLE, dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        let mut other = Other { child, input, output };
-        assert_eq!(other.ask("hello"), "ready");
-        other
-    }
-
-    fn ask(&mut self, line: &str) -> String {
-        writeln!(self.input, "{line}").unwrap();
-        self.input.flush().unwrap();
-        let mut answer = String::new();
-        loop {
-            answer.clear();
-            assert!(
-                self.output.read_line(&mut answer).unwrap() > 0,
-                "the other process ended"
-            );
-            // The harness may print its "test other_process ... " first.
-            if let Some((_, a)) = answer.trim_end().split_once("CHILD:") {
-                return a.to_string();
-            }
-        }
-    }
-
-    fn finish(mut self) {
-        assert_eq!(self.ask("bye"), "bye");
-        drop(self.input);
-        assert!(self.child.wait().unwrap().success(), "the other process failed");
-    }
-}
-
-/// The other process: `set N` sets `k` to N; `read` reads `k` without
-/// pause, keeping its locks, until `stop`, and answers how many reads
-/// found their lock kept.
-#[test]
-fn other_process() {
-    let Ok(dir) = std::env::var(ROLE) else { return };
-    let store = Store::open(PathBuf::from(dir)).unwrap();
-    let b = store.bucket::<i64>("n").open().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut reading = None;
-    for line in std::io::stdin().lock().lines() {
-        let line = line.unwrap();
-        let answer = match line.split_once(' ').unwrap_or((&line, "")) {
-            ("hello", _) => "ready".to_string(),
-            ("set", n) => {
-                b.set("k", &n.parse::<i64>().unwrap()).unwrap();
-                "set".to_string()
-            }
-            ("read", _) => {
-                let (b, stop) = (b.clone(), stop.clone());
-                reading = Some(std::thread::spawn(move || {
-                    let before = read_lock_counts().reused;
-                    while !stop.load(Ordering::Relaxed) {
-                        b.get("k").unwrap();
-                    }
-                    read_lock_counts().reused - before
-                }));
-                "reading".to_string()
-            }
-            ("stop", _) => {
-                stop.store(true, Ordering::Relaxed);
-                format!("{}", reading.take().unwrap().join().unwrap())
-            }
-            ("bye", _) => "bye".to_string(),
-            (other, _) => panic!("unknown line {other:?}"),
-        };
-        println!("CHILD:{answer}");
-        std::io::stdout().flush().unwrap();
-        if line == "bye" {
-            break;
-        }
-    }
-    store.close().unwrap();
-}
-
-#[test]
-fn kv19_a_read_after_another_process_commits_sees_it_though_its_lock_was_kept() {
-    if std::env::var(ROLE).is_ok() {
-        return;
-    }
-    let _turn = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    let b = store.bucket::<i64>("n").open().unwrap();
-    let mut other = Other::start(dir.path());
-    for n in 0..20 {
-        assert_eq!(other.ask(&format!("set {n}")), "set");
-        read_until_kept(|| assert_eq!(b.get("k").unwrap(), Some(n)));
-        assert_eq!(other.ask(&format!("set {}", n + 1000)), "set");
-        assert_eq!(
-            b.get("k").unwrap(),
-            Some(n + 1000),
-            "round {n}: a kept lock hid the other process's commit"
-        );
-    }
-    other.finish();
-}
-
 /// Frames in kv.db-wal, from its size (32-byte header, 24 bytes a frame).
 fn wal_frames(dir: &Path, page: u64) -> u64 {
     let len = std::fs::metadata(dir.join("kv.db-wal")).map_or(0, |m| m.len());
@@ -302,31 +183,6 @@ fn the_wal_restarts_while_this_process_reads_without_pause() {
         assert!(
             frames <= WAL_AT_MOST,
             "writes every {gap:?}: the WAL grew to {frames} frames under steady reads: it never restarted"
-        );
-    }
-}
-
-#[test]
-fn the_wal_restarts_while_another_process_reads_without_pause() {
-    if std::env::var(ROLE).is_ok() {
-        return;
-    }
-    let _turn = one_at_a_time();
-    for gap in [SPARSE, STEADY] {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_with(dir.path(), Options::new().keep_read_locks(false)).unwrap();
-        store.bucket::<i64>("n").open().unwrap().set("k", &1).unwrap();
-        let mut other = Other::start(dir.path());
-        assert_eq!(other.ask("read"), "reading");
-        let frames = big_writes(&store, gap);
-        let kept: u64 = other.ask("stop").parse().unwrap();
-        other.finish();
-        if gap == SPARSE {
-            assert!(kept > 0, "the other process never kept a lock");
-        }
-        assert!(
-            frames <= WAL_AT_MOST,
-            "writes every {gap:?}: the WAL grew to {frames} frames while another process read: it never restarted"
         );
     }
 }

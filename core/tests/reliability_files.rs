@@ -1,4 +1,4 @@
-//! Damaged files (issue #10, KV-19): a kv.db cut short or with a page
+//! Damaged files (KV-19): a kv.db cut short or with a page
 //! overwritten is refused at open with a `Corrupt` error naming the file,
 //! or, when the damage lies where only some calls read, each call that
 //! reads it gets `Corrupt`. No call answers a wrong value, and a call that

@@ -1,4 +1,4 @@
-//! A model test (issue #10): random calls of KV-4 to KV-10 on a store and on
+//! A model test: random calls of KV-4 to KV-10 on a store and on
 //! a plain in-memory model of what the contract promises, with clock moves,
 //! maintenance and reopens between them; every answer must agree.
 //!

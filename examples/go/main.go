@@ -1,5 +1,5 @@
-// Command chat is the handbook's chat ("Sessions and limits"), in Go, on a
-// local store.
+// Command chat is the example chat (sign-in codes, sessions and limits),
+// in Go, on a local store.
 //
 //	go run . data
 //
@@ -69,7 +69,7 @@ func digest(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// openEverything is the handbook's "Open everything".
+// openEverything opens every handle the chat uses.
 func openEverything(store *tinystore.Store) (err error) {
 	open := func(e error) {
 		if err == nil {

@@ -1,4 +1,4 @@
-// The handbook's chat ("Sessions and limits") in TypeScript, on a local store,
+// The example chat (sign-in codes, sessions and limits) in TypeScript, on a local store,
 // under Node or Bun.
 //
 //   node examples/node/chat.js data   (after `tsc -p examples/node`)
@@ -61,7 +61,7 @@ class Messages {
 	}
 }
 
-/** Every handle of the handbook's "Open everything", and the chat's table. */
+/** Every handle the chat uses, and the chat's table. */
 function openChat(store: Store, dir: string) {
 	return {
 		// A user id is kept by its kind, an integer row, as Rust's Bucket<i64> reads it.

@@ -1,4 +1,4 @@
-"""The handbook's chat ("Sessions and limits"), in Python, on a local store.
+"""The example chat (sign-in codes, sessions and limits), in Python, on a local store.
 
 ``python chat.py data`` signs a user in with a one-time code, keeps them
 signed in, limits their guesses and messages, and answers a request sent

@@ -1,6 +1,6 @@
 package kv_test
 
-// The bad-input catalogue (issue #10, KV-18) for Go: every bad input a Go
+// The bad-input catalogue (KV-18) for Go: every bad input a Go
 // caller can give (a key of another type, a value JSON cannot write, a
 // negative or zero duration, a bad rate, window or count, a bad option or
 // call, a closed store) is refused with the right kind and a message naming

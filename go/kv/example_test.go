@@ -1,8 +1,8 @@
 package kv_test
 
-// The handbook's chapter "Sessions and limits" and the quota guide, as
-// runnable examples: each Go block of theirs appears below as written,
-// around a fake user table, mailer and chat database.
+// The example chat's steps (sign-in codes, sessions, limits per plan,
+// requests sent twice) and a quota's refund, as runnable examples that
+// `go doc` shows, around a fake user table, mailer and chat database.
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func digest(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// --- the chat around the handbook's code ---
+// --- the chat around the examples ---
 
 type User struct{ ID int64 }
 
@@ -118,7 +118,7 @@ func openEverything(store *tinystore.Store) (err error) {
 	return err
 }
 
-// The handbook's "Open everything".
+// Open every handle the chat uses.
 func Example_openEverything() {
 	store, _, stop := exampleStore()
 	defer stop()
@@ -164,7 +164,7 @@ func checkCode(ctx context.Context, ip, code string) (Response, error) {
 	return startSession(ctx, userID)
 }
 
-// The handbook's "Sign in with a code": a code works once, and guesses are
+// Sign in with a code: a code works once, and guesses are
 // limited to 5 a minute per IP address.
 func Example_signInWithACode() {
 	store, now, stop := exampleStore()
@@ -210,7 +210,7 @@ func currentUser(ctx context.Context, cookie string) (int64, bool, error) {
 	return session.UserID, found, err
 }
 
-// The handbook's "Sessions": a month while active, signed out here or
+// Sessions: a month while active, signed out here or
 // everywhere.
 func Example_sessions() {
 	store, now, stop := exampleStore()
@@ -267,7 +267,7 @@ func sendMessage(ctx context.Context, userID int64) error {
 	return nil
 }
 
-// The handbook's "Limits per plan": 100 messages per 5 hours, 300 a week.
+// Limits per plan: 100 messages per 5 hours, 300 a week.
 func Example_limitsPerPlan() {
 	store, now, stop := exampleStore()
 	defer stop()
@@ -293,7 +293,7 @@ func Example_limitsPerPlan() {
 
 // --- "Requests sent twice" ---
 
-// The handbook's "Requests sent twice": the retry gets the first answer,
+// Requests sent twice: the retry gets the first answer,
 // and the message is saved once.
 func Example_requestsSentTwice() {
 	store, _, stop := exampleStore()
@@ -320,9 +320,9 @@ func Example_requestsSentTwice() {
 	// Output: first 41 retry 41 rows 41
 }
 
-// --- the quota guide ---
+// --- a quota ---
 
-// The quota guide: a use counted in both windows, given back when the
+// A quota: a use counted in both windows, given back when the
 // model failed.
 func ExampleQuota_Refund() {
 	store, _, stop := exampleStore()

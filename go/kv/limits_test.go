@@ -33,15 +33,19 @@ func TestKV11OnceRunsTheFunctionOnceForRacingCallers(t *testing.T) {
 	}
 	sends := must[*kv.Once[sent]](t)(kv.OpenOnce[sent](store, "sends", kv.Keep(24*time.Hour)))
 	var runs atomic.Int32
-	release := make(chan struct{})
-	var wg sync.WaitGroup
+	started, release := make(chan struct{}), make(chan struct{})
+	var wg, calling sync.WaitGroup
 	answers := make(chan sent, 16)
 	for range 16 {
 		wg.Add(1)
+		calling.Add(1)
 		go func() {
 			defer wg.Done()
+			calling.Done()
 			got, err := sends.Run(ctx, "k7q2", func(ctx context.Context) (sent, error) {
-				runs.Add(1)
+				if runs.Add(1) == 1 {
+					close(started)
+				}
 				<-release
 				return sent{ID: 41}, nil
 			})
@@ -51,9 +55,10 @@ func TestKV11OnceRunsTheFunctionOnceForRacingCallers(t *testing.T) {
 			answers <- got
 		}()
 	}
-	// Not the clock: real time for the callers to pile up behind the first
-	// run, which holds the key until release.
-	time.Sleep(50 * time.Millisecond)
+	// The first run holds the key until release, while every caller calls
+	// Run: each finds the key running, or once released, its answer kept.
+	<-started
+	calling.Wait()
 	close(release)
 	wg.Wait()
 	close(answers)

@@ -1,6 +1,6 @@
 package kv_test
 
-// The memory budget (issue #13, tinystore.Options.Memory): calls hold the
+// The memory budget (tinystore.Options.Memory): calls hold the
 // memory of their values, wait their turn while it is spent, and inside a
 // transaction take what is free or are ErrLimit at once.
 

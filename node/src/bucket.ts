@@ -1,5 +1,5 @@
 /**
- * Buckets of values: the handbook's `store.bucket<T>(name, options)`.
+ * Buckets of values: `store.bucket<T>(name, options)`.
  *
  * @module
  */

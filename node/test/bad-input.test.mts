@@ -1,4 +1,4 @@
-// The bad-input catalogue (issue #10, KV-18) for Node and Bun: every bad input
+// The bad-input catalogue (KV-18) for Node and Bun: every bad input
 // a JavaScript caller can give (a wrong type, a bad name, key, value, duration,
 // rate, window, option or call, NaN and Infinity where a number is refused, a
 // closed store) is refused with the right error class and a message naming

@@ -35,3 +35,12 @@ export async function rejection(p: Promise<unknown>): Promise<Error & { code?: s
 	}
 	throw new Error('expected the call to fail, and it succeeded')
 }
+
+/** A promise and the function that resolves it: an event a test waits on. */
+export function signal(): { promise: Promise<void>; resolve: () => void } {
+	let resolve!: () => void
+	const promise = new Promise<void>((r) => {
+		resolve = r
+	})
+	return { promise, resolve }
+}

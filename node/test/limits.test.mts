@@ -4,21 +4,29 @@ import { test } from 'node:test'
 
 import { InvalidError, open } from 'tinystore'
 
-import { freshDir, rejection, T0, testStore } from './helpers.mjs'
+import { freshDir, rejection, signal, T0, testStore } from './helpers.mjs'
 
 test('KV-11 once: 64 runs of one key at once run fn once and all get its answer', async () => {
 	await using store = await testStore()
 	const sends = store.once<{ id: number }>('sends')
 	let runs = 0
-	const answers = await Promise.all(
+	const { promise: running, resolve: started } = signal()
+	const { promise: gate, resolve: release } = signal()
+	// Each run asks for its key before its first await, so all 64 have asked
+	// by the time the first one's fn runs; that fn holds the key until release.
+	const all = Promise.all(
 		Array.from({ length: 64 }, () =>
 			sends.run('k', async () => {
 				runs++
-				await new Promise((resolve) => setTimeout(resolve, 5))
+				started()
+				await gate
 				return { id: 41 }
 			}),
 		),
 	)
+	await running
+	release()
+	const answers = await all
 	assert.equal(runs, 1)
 	assert.ok(answers.every((a) => a.id === 41))
 	assert.deepEqual(await sends.get('k'), { id: 41 })
@@ -28,15 +36,21 @@ test('KV-11 once: a waiter runs its own when the first run fails; get and delete
 	await using store = await testStore()
 	const sends = store.once('sends', { type: 'int' })
 	let calls = 0
+	const { promise: running, resolve: started } = signal()
+	const { promise: gate, resolve: release } = signal()
 	const first = sends.run('k', async () => {
 		calls++
-		await new Promise((resolve) => setTimeout(resolve, 10))
+		started()
+		await gate
 		throw new Error('the database was down')
 	})
 	const second = sends.run('k', async () => {
 		calls++
 		return 7
 	})
+	await running // the first runs; the second asked after it and waits
+	assert.equal(calls, 1)
+	release()
 	await assert.rejects(first, /database was down/)
 	assert.equal(await second, 7)
 	assert.equal(calls, 2)

@@ -1,4 +1,4 @@
-// The memory budget (issue #13): `open(dir, { memory })` bounds the memory
+// The memory budget: `open(dir, { memory })` bounds the memory
 // the store's values take at once. Calls wait their turn while it is spent;
 // inside a transaction a call takes what is free or is LimitError at once.
 import assert from 'node:assert/strict'

@@ -1,9 +1,9 @@
-"""The limit store (issue #12) in Python: the framework's limit-store contract
+"""The limit store in Python: the framework's limit-store contract
 run against two handles on one kv.db (two stores on one directory, as two
 instances hold it) and against two processes, and the promises of its
 database store, for asyncio and for ``tinystore.sync``.
 
-The document names no cases, so the tests carry its words:
+The tests carry the promises' words (docs/limit-store.md):
 ``test_contract_*`` for the contract's, ``test_store_*`` for the store's.
 """
 

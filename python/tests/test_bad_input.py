@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue #10, KV-18) for Python.
+"""The bad-input catalogue (KV-18) for Python.
 
 Every bad input a Python caller can give (a wrong type, a bad name, key,
 value, duration, rate, window, option or call, a closed store) is refused

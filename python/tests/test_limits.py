@@ -151,17 +151,20 @@ class Sent:
 async def test_kv11_a_second_run_in_the_same_loop_waits_for_the_first(store: tinystore.Store) -> None:
     sends = store.once("sends", Sent, keep="1d")
     calls = 0
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
     async def save() -> Sent:
         nonlocal calls
         calls += 1
+        started.set()
         await release.wait()  # the loop stays free while the run is under way
         return Sent(id=41)
 
     first = asyncio.ensure_future(sends.run("k7q2", save))
     second = asyncio.ensure_future(sends.run("k7q2", save))
-    await asyncio.sleep(0.01)
+    # Each run asks for its key before its first await, in task order: once
+    # the first's fn runs, the second has asked too, after it.
+    await started.wait()
     assert not second.done()
     release.set()
     assert await first == Sent(41) and await second == Sent(41)
@@ -172,9 +175,10 @@ async def test_kv11_a_second_run_in_the_same_loop_waits_for_the_first(store: tin
 
 async def test_kv11_an_error_keeps_nothing_and_the_waiter_runs_its_own(store: tinystore.Store) -> None:
     sends = store.once("sends", Sent)
-    go = asyncio.Event()
+    started, go = asyncio.Event(), asyncio.Event()
 
     async def fails() -> Sent:
+        started.set()
         await go.wait()
         raise RuntimeError("the database was down")
 
@@ -183,7 +187,8 @@ async def test_kv11_an_error_keeps_nothing_and_the_waiter_runs_its_own(store: ti
 
     first = asyncio.ensure_future(sends.run("k", fails))
     second = asyncio.ensure_future(sends.run("k", works))
-    await asyncio.sleep(0.01)
+    await started.wait()  # the first runs; the second asked after it and waits
+    assert not second.done()
     go.set()
     with pytest.raises(RuntimeError):
         await first
@@ -236,15 +241,16 @@ async def test_kv11_an_answer_that_does_not_fit_keeps_nothing(store: tinystore.S
 
 async def test_kv11_a_cancelled_waiter_leaves_the_key_runnable(store: tinystore.Store) -> None:
     sends = store.once("sends", int)
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
     async def slow() -> int:
+        started.set()
         await release.wait()
         raise RuntimeError("failed")
 
     first = asyncio.ensure_future(sends.run("k", slow))
     waiter = asyncio.ensure_future(sends.run("k", slow))
-    await asyncio.sleep(0.01)
+    await started.wait()  # the first runs; the waiter asked after it and waits
     waiter.cancel()
     release.set()
     with pytest.raises(RuntimeError):

@@ -1,4 +1,4 @@
-"""The memory budget from Python (issue #13): ``open(dir, memory=...)``."""
+"""The memory budget from Python: ``open(dir, memory=...)``."""
 
 from __future__ import annotations
 

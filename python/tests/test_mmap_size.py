@@ -1,4 +1,4 @@
-"""How much of kv.db the readers map: ``open(dir, mmap_size=...)`` (issue #9)."""
+"""How much of kv.db the readers map: ``open(dir, mmap_size=...)``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Whether readers keep their read-mark lock between reads:
-``open(dir, keep_read_locks=...)`` (issue #9, ``Options::keep_read_locks``)."""
+``open(dir, keep_read_locks=...)`` (``Options::keep_read_locks``)."""
 
 from __future__ import annotations
 

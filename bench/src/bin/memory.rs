@@ -1,4 +1,4 @@
-//! The memory budget under load (issue #13): 64 writers of 1 MiB values
+//! The memory budget under load: 64 writers of 1 MiB values
 //! and 64 readers at once, with `Options::memory(32 MiB)` and without, each
 //! in a process of its own so that its peak resident memory (`VmHWM`) is
 //! its own. Prints the peak above the process's resident memory just before

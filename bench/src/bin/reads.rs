@@ -1,7 +1,6 @@
-//! Point reads (issue #9): `Bucket::get` of hits and misses against a raw
+//! Point reads: `Bucket::get` of hits and misses against a raw
 //! prepared rusqlite read of the same keys, over stores of 10,000, 100,000
-//! and 1,000,000 keys (the issue's workloads, and the small end of its
-//! curve), all sizes in one alternation, medians and paired ratios.
+//! and 1,000,000 keys (the stores of the get curve and the one between), all sizes in one alternation, medians and paired ratios.
 //! Answers two targets: a get within 1.3 times the raw read, and a get over
 //! 1,000,000 keys costing at most 1.5 times one over 10,000 (the keys are
 //! read in a random order, so the large store does not sit in the CPU's

@@ -11,9 +11,8 @@
 //! into a burst ([`tinystore::Burst`]) this thread holds open until the
 //! turn's microtask. The writer inserts each set while JS makes the next,
 //! and commits the turn's writes as one group when the burst ends: the JS
-//! thread's work and the writer's overlap instead of taking turns (Node,
-//! durable sets at 64 in flight on disk: 0.74 to 0.86 of hand-batched
-//! better-sqlite3). Once anything of a turn is corked, the rest of the turn
+//! thread's work and the writer's overlap instead of taking turns (the sets
+//! at 64 in flight of `bench/node/bench.mjs` measure it). Once anything of a turn is corked, the rest of the turn
 //! is corked too, so writes keep the order they were made in.
 //!
 //! Invariants: the microtask is queued at most once a turn ([`UNCORK_DUE`]);

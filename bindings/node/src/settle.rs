@@ -1,7 +1,7 @@
 //! Settling Promises from the engine's writer thread, and turning engine
 //! errors into the package's error classes.
 //!
-//! Why this shape (see shared/research/napi-completions.md, "M2"): a write
+//! Why this shape: a write
 //! must not park a thread, so each write's Promise is a raw `napi_deferred`
 //! handed to the core's completion form (`*_then`). The completion runs on
 //! the writer thread, which cannot touch JS; it pushes the answer onto this

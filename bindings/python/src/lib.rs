@@ -10,10 +10,9 @@ use pyo3::prelude::*;
 /// The allocator of the module's Rust code (Python's objects keep Python's).
 /// A write is allocated on the event loop's thread and freed on the
 /// writer's, which glibc's malloc serves through one locked arena; with
-/// mimalloc, which frees to the owning thread's heap without a lock, sets
-/// at 64 in flight went from 0.889 to 0.908 of `sqlite3` batched by hand
-/// (`bench/python/sets64.py`, medians of three runs on the 2-core VM;
-/// docs/measurements.md).
+/// mimalloc, which frees to the owning thread's heap without a lock, no
+/// arena is shared. `bench/python/sets64.py` measures the sets this
+/// decides (64 in flight against `sqlite3` batched by hand).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -76,10 +76,8 @@ const BURST_GAP_AT_MOST: Duration = Duration::from_micros(200);
 /// It polls with `sched_yield`, not a busy spin: the burst's thread is
 /// often on the writer's own core (the scheduler puts a woken thread beside
 /// its waker), and a busy spin there kept that thread from submitting the
-/// very writes it waited for. Measured on the 2-core VM, `prof burst 64`,
-/// 8 and 14 alternating rounds: yielding was 1.04 times the busy spin's
-/// rate (paired medians), and the writer's wait for the burst fell from
-/// about 40 to 18 µs a group.
+/// very writes it waited for. The writer bench's event-loop contender
+/// (`bench/src/bin/writer.rs`) measures it.
 const BURST_SPIN: Duration = Duration::from_micros(50);
 
 thread_local! {

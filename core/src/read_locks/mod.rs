@@ -2,8 +2,9 @@
 //!
 //! Every read transaction in WAL mode takes a shared POSIX lock on one of
 //! the five read-mark slots of `kv.db-shm` and gives it back when it ends:
-//! two `fcntl` calls per point read, which on the project's VMs are a third
-//! to a half of a get's time (see docs/measurements.md, point reads). SQLite
+//! two `fcntl` calls per point read, a large share of a get's time
+//! (`bench/src/bin/reads.rs` measures it; `--no-kept-locks` turns this
+//! off). SQLite
 //! skips the call only when another connection of the same process holds
 //! that slot. So a reader's connection, opened through the VFS in [`vfs`],
 //! does not give the lock back to the kernel when its transaction ends: it
@@ -40,11 +41,10 @@
 //! its own checkpoint runs, right after it. The writer that committed it
 //! sees that checkpoint fall short and runs it again once it has been idle
 //! for 10 ms (`group_commit::checkpoints`), by which time this process has
-//! let go. `core/tests/read_locks.rs` checks the rules: without the quiet
-//! rule, a WAL written every 5 ms while this process read without pause
-//! grew to 2,931 frames there; without the retry, one written every 30 ms
-//! while another process read grew to 2,720; with both, each stayed at
-//! 1,023, restarting near SQLite's 1,000.
+//! let go. The read-lock tests check the rules by the WAL's size: writes
+//! of some 4,000 frames, while this process or another reads without
+//! pause, must leave a WAL that restarted near SQLite's 1,000, which it
+//! does not without the quiet rule or without the retry.
 
 pub(crate) mod vfs;
 

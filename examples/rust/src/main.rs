@@ -1,4 +1,4 @@
-//! The handbook's chat ("Sessions and limits"), in Rust, on a local store.
+//! The example chat (sign-in codes, sessions and limits), in Rust, on a local store.
 //!
 //! `cargo run -p tinystore-example-chat -- data` signs a user in with a
 //! one-time code, keeps them signed in, limits their guesses and messages,

@@ -1,4 +1,4 @@
-//! The C ABI fuzz check (issue #10): arbitrary bytes drive the exported
+//! The C ABI fuzz check: arbitrary bytes drive the exported
 //! `ts_*` functions of `bindings/c` the ways a Go (or C) caller can get them
 //! wrong, within what the ABI's conventions leave to the caller: text that
 //! is not UTF-8, names and keys of any bytes and length, owners encoded

@@ -9,7 +9,7 @@
 //   - a list "limit" of 0 is ListOptions.Limit -1, since Limit 0 is Go's
 //     default page of 100;
 //   - quota "refund" answers with a Peek right after Refund, which in Go
-//     (as in the quota guide) answers only an error;
+//     answers only an error;
 //   - a case's durations and rates are read with tinystore.ParseDuration
 //     and tinystore.ParseRate, so a bad one is the open's ErrInvalid.
 package conformance

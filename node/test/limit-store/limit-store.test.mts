@@ -1,8 +1,8 @@
-// The limit store (issue #12) under Node and Bun: the framework's limit-store
+// The limit store under Node and Bun: the framework's limit-store
 // contract run against two handles on one kv.db (two stores on one
 // directory, as two instances hold it) and against two processes, and the
-// promises of its database store. The document names no cases, so the
-// titles carry its words: "contract: ..." and "store: ...".
+// promises of its database store (docs/limit-store.md). The titles carry
+// the promises' words: "contract: ..." and "store: ...".
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,6 +1,6 @@
 # Python in the cross-language tests and the demo: the conformance runner
 # (tests/conformance/python), the agent of tests/cross.py
-# (tests/agents/python) and the handbook's chat (examples/python), all on
+# (tests/agents/python) and the example chat (examples/python), all on
 # the package in python/ as `make build-python` installs it into its venv.
 
 PY_CONFORMANCE_DIR := $(ROOT)/tests/conformance/python
@@ -20,7 +20,7 @@ test-conformance-python: build-python
 CROSS_AGENTS += python=$(ROOT)/tests/agents/python/agent
 CROSS_DEPS += build-python
 
-# The handbook's chat in Python, on the demo's shared store.
+# The example chat in Python, on the demo's shared store.
 .PHONY: demo-python
 DEMO_TARGETS += demo-python
 demo-python: build-python

@@ -1,6 +1,7 @@
-"""Every Python snippet of the handbook ("Sessions and limits") and of the quota
-guide, run as written against a real store, with a fake mailer and a fake
-database: the chat's sign-in, sessions, limits and `once`, end to end."""
+"""The example chat's snippets (`chat_snippets.py`), run as written against a
+real store, with a fake mailer and a fake database: the chat's sign-in,
+sessions, limits and `once`, end to end; and the handles they open are the ones
+the runnable chat and the package's README open."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import asyncio
 import dataclasses
 import datetime as dt
 import hashlib
-import os
 import re
 import secrets
 import textwrap
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import handbook_snippets as snippets
+import chat_snippets as snippets
 import tinystore
 from conftest import START
 
@@ -86,12 +86,12 @@ async def run_snippet(src: str, ns: dict[str, Any]) -> Any:
     snippet with a top-level `return` is the body of a request handler, so it
     runs as one and its answer is returned."""
     try:
-        code = compile(src, "<handbook>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = compile(src, "<snippet>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except SyntaxError as e:
         if "'return' outside function" not in str(e):
             raise
         handler = "async def __handler__():\n" + textwrap.indent(src, "    ")
-        exec(compile(handler, "<handbook>", "exec", dont_inherit=True), ns)
+        exec(compile(handler, "<snippet>", "exec", dont_inherit=True), ns)
         return await ns["__handler__"]()
     result = eval(code, ns)
     if asyncio.iscoroutine(result):
@@ -107,7 +107,7 @@ def ns(store: tinystore.Store) -> dict[str, Any]:
         return users.setdefault(email, User(id=len(users) + 7, email=email))
 
     return {
-        "__name__": "handbook",
+        "__name__": "snippet",
         "store": store,
         "dataclass": dataclasses.dataclass,
         "hashlib": hashlib,
@@ -120,7 +120,7 @@ def ns(store: tinystore.Store) -> dict[str, Any]:
     }
 
 
-async def test_kv05_handbook_sign_in_with_a_code(store: tinystore.Store, ns: dict[str, Any]) -> None:
+async def test_kv05_chat_sign_in_with_a_code(store: tinystore.Store, ns: dict[str, Any]) -> None:
     await run_snippet(snippets.OPEN_EVERYTHING, ns)
     await run_snippet(snippets.SIGN_IN, ns)
     await run_snippet(snippets.SESSIONS.split("\n\nawait ")[0], ns)  # the functions; the sign-outs run below
@@ -146,7 +146,7 @@ async def test_kv05_handbook_sign_in_with_a_code(store: tinystore.Store, ns: dic
     assert wrong[-1].retry_at == store.clock.now() + dt.timedelta(seconds=12)
 
 
-async def test_kv08_handbook_sessions_renew_and_sign_out(store: tinystore.Store, ns: dict[str, Any]) -> None:
+async def test_kv08_chat_sessions_renew_and_sign_out(store: tinystore.Store, ns: dict[str, Any]) -> None:
     await run_snippet(snippets.OPEN_EVERYTHING, ns)
     await run_snippet(snippets.SIGN_IN, ns)
     await run_snippet(snippets.SESSIONS.split("\n\nawait ")[0], ns)
@@ -172,7 +172,7 @@ async def test_kv08_handbook_sessions_renew_and_sign_out(store: tinystore.Store,
     assert await current_user(other) == 8  # another user's sessions stay
 
 
-async def test_kv13_handbook_limits_per_plan(store: tinystore.Store, ns: dict[str, Any]) -> None:
+async def test_kv13_chat_limits_per_plan(store: tinystore.Store, ns: dict[str, Any]) -> None:
     await run_snippet(snippets.OPEN_EVERYTHING, ns)
     ns["user_id"] = 7
     answers = [await run_snippet(snippets.LIMITS_PER_PLAN, ns) for _ in range(101)]
@@ -182,7 +182,7 @@ async def test_kv13_handbook_limits_per_plan(store: tinystore.Store, ns: dict[st
     assert refused.retry_at == START + dt.timedelta(hours=5)
 
 
-async def test_kv11_handbook_a_request_sent_twice_saves_once(store: tinystore.Store, ns: dict[str, Any]) -> None:
+async def test_kv11_chat_a_request_sent_twice_saves_once(store: tinystore.Store, ns: dict[str, Any]) -> None:
     await run_snippet(snippets.OPEN_EVERYTHING, ns)
     db: FakeDatabase = ns["db"]
     db.gate.clear()  # Request 1 is still saving when Request 2 arrives
@@ -204,37 +204,53 @@ async def test_kv11_handbook_a_request_sent_twice_saves_once(store: tinystore.St
     assert len(db.rows) == 1
 
 
-async def test_kv13_quota_guide(store: tinystore.Store, ns: dict[str, Any]) -> None:
+async def test_kv13_chat_quota_refund(store: tinystore.Store, ns: dict[str, Any]) -> None:
     ns["user_id"] = 7
     for _ in range(3):
-        assert await run_snippet(snippets.QUOTA_GUIDE, ns) is None  # each use is given back
-    messages = store.quota("messages", session="100/5h", weekly="300/7d")  # the guide's, in this test's scope
+        assert await run_snippet(snippets.QUOTA_REFUND, ns) is None  # each use is given back
+    messages = store.quota("messages", session="100/5h", weekly="300/7d")  # the snippet's, in this test's scope
     assert (await messages.peek(7)).windows["weekly"].used == 0
     for _ in range(100):
         await messages.allow(7)
-    refused = await run_snippet(snippets.QUOTA_GUIDE, ns)
+    refused = await run_snippet(snippets.QUOTA_REFUND, ns)
     assert refused.status == 429 and refused.retry_at == START + dt.timedelta(hours=5)
     assert refused.weekly == tinystore.WindowUsage(
         used=100, limit=300, left=200, resets_at=START + dt.timedelta(days=7)
     )
 
 
-def _spec_dir() -> Path | None:
-    here = Path(__file__).resolve()
-    candidates = [os.environ.get("TINYSTORE_SPEC_DIR"), "/work/shared/spec"]
-    candidates += [str(p / "shared" / "spec") for p in here.parents]
-    for c in candidates:
-        if c and (Path(c) / snippets.HANDBOOK).exists():
-            return Path(c)
-    return None
+HANDLE_KINDS = {"bucket", "rate_limit", "quota", "once", "counters"}
 
 
-@pytest.mark.parametrize(
-    ("doc", "blocks"), [(snippets.HANDBOOK, snippets.HANDBOOK_BLOCKS), (snippets.QUOTA_DOC, snippets.QUOTA_BLOCKS)]
-)
-def test_the_snippets_are_the_documents_python(doc: str, blocks: list[str]) -> None:
-    spec = _spec_dir()
-    if spec is None:
-        pytest.skip("the handbook is not beside this checkout")
-    text = (spec / doc).read_text()
-    assert re.findall(r"```python\n(.*?)```", text, re.S) == blocks
+def _handles(src: str) -> dict[str, str]:
+    """The handles a piece of code opens on `store`: each one's name, and its
+    call as source."""
+    tree = compile(src, "<snippet>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        f = node.value.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "store":
+            if f.attr in HANDLE_KINDS:
+                target = node.targets[0]
+                name = target.attr if isinstance(target, ast.Attribute) else ast.unparse(target)
+                found[name] = ast.unparse(node.value)
+    return found
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("where", ["examples/python/chat.py", "python/README.md"])
+def test_the_snippets_open_the_handles_the_chat_opens(where: str) -> None:
+    text = (REPO / where).read_text()
+    sources = re.findall(r"```python\n(.*?)```", text, re.S) if where.endswith(".md") else [text]
+    theirs: dict[str, str] = {}
+    for src in sources:
+        theirs.update(_handles(src))
+    ours: dict[str, str] = {}
+    for src in snippets.BLOCKS:
+        ours.update(_handles(src))
+    assert set(ours) == {"codes", "sessions", "guesses", "messages", "sends"}
+    assert {name: theirs.get(name) for name in ours} == ours, f"{where} opens its handles otherwise"

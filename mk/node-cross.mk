@@ -1,6 +1,6 @@
 # Node and Bun in the cross-language tests and the demo, over the npm package
-# that `make node` builds (mk/40-node.mk): the conformance runner
-# (tests/conformance/node), the agent (tests/agents/node) and the handbook's
+# that `make node` builds (mk/node.mk): the conformance runner
+# (tests/conformance/node), the agent (tests/agents/node) and the example
 # chat (examples/node), each run under Node and under Bun.
 
 CONFORMANCE_NODE_TEST := tests/conformance/node/conformance.test.mjs
@@ -39,7 +39,7 @@ cross-agent-node: node
 test-cross-node: cross-agent-rust cross-agent-node
 	python3 tests/cross.py --agent 'rust=$(TARGET_DIR)/debug/tinystore-agent' $(foreach a,$(NODE_CROSS_AGENTS),--agent '$(a)')
 
-# The handbook's chat in TypeScript (examples/node/chat.ts) on the demo's
+# The example chat in TypeScript (examples/node/chat.ts) on the demo's
 # store: type-checked and compiled by the package's own tsc, run by Node, then
 # run from its source by Bun.
 .PHONY: demo-node demo-bun

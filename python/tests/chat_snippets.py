@@ -1,6 +1,8 @@
-"""The Python snippets of the handbook (spec 000, "Sessions and limits") and of the
-quota guide (spec 003), copied verbatim. `test_handbook.py` runs each of them, and
-checks these copies against the documents when they are at hand."""
+"""The example chat's steps as short snippets, the way a page of documentation
+shows them: open every handle, sign in with a code, sessions, limits per plan,
+a request sent twice, and a quota's refund. `test_chat_snippets.py` runs each of
+them against a real store, and checks that they open the same handles as the
+runnable chat (`examples/python/chat.py`) and the package's README."""
 
 OPEN_EVERYTHING = """\
 @dataclass
@@ -79,7 +81,7 @@ async def save() -> Sent:
 sent = await sends.run(request.headers["idempotency-key"], save)
 """
 
-QUOTA_GUIDE = """\
+QUOTA_REFUND = """\
 messages = store.quota("messages", session="100/5h", weekly="300/7d")
 
 used = await messages.allow(user_id)
@@ -88,7 +90,4 @@ if not used.ok:
 await messages.refund(user_id)  # the model failed: give the use back
 """
 
-HANDBOOK = "000_15b3bf4cd02cddf8.txt"
-HANDBOOK_BLOCKS = [OPEN_EVERYTHING, SIGN_IN, SESSIONS, LIMITS_PER_PLAN, SENT_TWICE]
-QUOTA_DOC = "003_6b147197d578b9cd.txt"
-QUOTA_BLOCKS = [QUOTA_GUIDE]
+BLOCKS = [OPEN_EVERYTHING, SIGN_IN, SESSIONS, LIMITS_PER_PLAN, SENT_TWICE, QUOTA_REFUND]

@@ -1,10 +1,12 @@
 # Cross-language tests: the conformance report and tests/cross.py (interchange
 # and processes). Each language's mk file adds its agent to CROSS_AGENTS
 # (LANGUAGE=COMMAND), what builds it to CROSS_DEPS, and its name to
-# CONFORMANCE_LANGUAGES once its conformance runner runs in make test.
+# CONFORMANCE_LANGUAGES once its conformance runner runs in make test, and
+# the target that runs it to conformance-report's prerequisites.
 
 CROSS_AGENTS += rust=$(TARGET_DIR)/debug/tinystore-agent
 CONFORMANCE_LANGUAGES += rust
+conformance-report: test-rust
 
 .PHONY: test-cross cross-agent-rust conformance-report
 TEST_TARGETS += test-cross conformance-report
@@ -12,7 +14,7 @@ TEST_TARGETS += test-cross conformance-report
 cross-agent-rust:
 	cargo build -q -p tinystore-agent
 
-test-cross: cross-agent-rust $(CROSS_DEPS)
+test-cross: cross-agent-rust $$(CROSS_DEPS)
 	python3 tests/cross.py $(foreach a,$(CROSS_AGENTS),--agent '$(a)')
 
 conformance-report:

@@ -1,8 +1,8 @@
-// Every TypeScript snippet of the handbook's "Sessions and limits" chapter
-// and of the quota guide, verbatim, run against a fake mailer and a fake
-// database. The snippets that are statements are wrapped in a function
-// whose parameters are the names they use; the comment above each says
-// where it comes from.
+// The example chat's steps (examples/node/chat.ts) as short TypeScript
+// snippets, the way a page of documentation shows them, run against a fake
+// mailer and a fake database. The snippets that are statements are wrapped
+// in a function whose parameters are the names they use; the comment above
+// each says which step it is.
 import assert from 'node:assert/strict'
 import { createHash, randomBytes, randomInt } from 'node:crypto'
 import { test } from 'node:test'
@@ -124,8 +124,8 @@ function chat(store: Store, mailer: FakeMailer, db: FakeDb) {
 	return { sendCode, checkCode, currentUser, signOutHere, signOutEverywhere, sendMessage, postMessage, digest }
 }
 
-// ---- the quota guide, "Quotas"
-async function quotaGuide(store: Store, userId: number) {
+// ---- a quota: allow, and refund when the work failed
+async function quotaRefund(store: Store, userId: number) {
 	const messages = store.quota('messages', { session: '100/5h', weekly: '300/7d' })
 
 	const used = await messages.allow(userId)
@@ -134,7 +134,7 @@ async function quotaGuide(store: Store, userId: number) {
 	return { status: 200, used }
 }
 
-test('handbook KV-5 sign in with a code: the code works once, a wrong one is 401, it expires after 15 minutes', async () => {
+test('chat KV-5 sign in with a code: the code works once, a wrong one is 401, it expires after 15 minutes', async () => {
 	await using store = await testStore()
 	const mailer = new FakeMailer()
 	const app = chat(store, mailer, new FakeDb())
@@ -153,7 +153,7 @@ test('handbook KV-5 sign in with a code: the code works once, a wrong one is 401
 	assert.deepEqual(await store.maintain().then((m) => m.expired), 1)
 })
 
-test('handbook KV-12 sign-in guesses: 5 a minute per IP, then 429 with retryAt', async () => {
+test('chat KV-12 sign-in guesses: 5 a minute per IP, then 429 with retryAt', async () => {
 	await using store = await testStore()
 	const app = chat(store, new FakeMailer(), new FakeDb())
 	for (let i = 0; i < 5; i++) assert.equal((await app.checkCode('10.0.0.9', '000000')).status, 401)
@@ -167,7 +167,7 @@ test('handbook KV-12 sign-in guesses: 5 a minute per IP, then 429 with retryAt',
 	assert.equal((await app.checkCode('10.0.0.9', '000000')).status, 401)
 })
 
-test('handbook KV-7 sessions: an active user stays signed in, one gone for 30 days is signed out', async () => {
+test('chat KV-7 sessions: an active user stays signed in, one gone for 30 days is signed out', async () => {
 	await using store = await testStore()
 	const mailer = new FakeMailer()
 	const app = chat(store, mailer, new FakeDb())
@@ -183,7 +183,7 @@ test('handbook KV-7 sessions: an active user stays signed in, one gone for 30 da
 	assert.equal(await app.currentUser(cookie), undefined)
 })
 
-test('handbook KV-8 sign out here and everywhere', async () => {
+test('chat KV-8 sign out here and everywhere', async () => {
 	await using store = await testStore()
 	const mailer = new FakeMailer()
 	const app = chat(store, mailer, new FakeDb())
@@ -201,7 +201,7 @@ test('handbook KV-8 sign out here and everywhere', async () => {
 	assert.equal(await app.currentUser(cookies[2] as string), undefined)
 })
 
-test('handbook KV-13 limits per plan: 100 per 5 hours and 300 a week, in both windows or neither', async () => {
+test('chat KV-13 limits per plan: 100 per 5 hours and 300 a week, in both windows or neither', async () => {
 	await using store = await testStore()
 	const app = chat(store, new FakeMailer(), new FakeDb())
 	for (let i = 0; i < 100; i++) assert.equal((await app.sendMessage(7)).status, 200)
@@ -221,7 +221,7 @@ test('handbook KV-13 limits per plan: 100 per 5 hours and 300 a week, in both wi
 	assert.equal((await app.sendMessage(8)).status, 200, 'another user has their own windows')
 })
 
-test('handbook KV-11 requests sent twice: a retry while the first runs waits and gets the same answer', async () => {
+test('chat KV-11 requests sent twice: a retry while the first runs waits and gets the same answer', async () => {
 	await using store = await testStore()
 	const db = new FakeDb()
 	const app = chat(store, new FakeMailer(), db)
@@ -240,7 +240,7 @@ test('handbook KV-11 requests sent twice: a retry while the first runs waits and
 	assert.equal(db.rows.length, 1)
 })
 
-test('handbook KV-11 requests sent twice: an error keeps nothing, and the next run runs again', async () => {
+test('chat KV-11 requests sent twice: an error keeps nothing, and the next run runs again', async () => {
 	await using store = await testStore()
 	const db = new FakeDb()
 	const app = chat(store, new FakeMailer(), db)
@@ -252,9 +252,9 @@ test('handbook KV-11 requests sent twice: an error keeps nothing, and the next r
 	assert.equal(db.rows.length, 1)
 })
 
-test('quota guide KV-13: allow counts, refund gives the use back, windows report usage', async () => {
+test('chat KV-13 a quota refund: allow counts, refund gives the use back, windows report usage', async () => {
 	await using store = await testStore()
-	const answer = await quotaGuide(store, 7)
+	const answer = await quotaRefund(store, 7)
 	assert.equal(answer.status, 200)
 	const used = (answer as { used: { windows: { weekly: { used: number; limit: number; left: number; resetsAt: Date | undefined } } } }).used
 	assert.deepEqual(used.windows.weekly, {

@@ -3,46 +3,18 @@
 //! `PRAGMA integrity_check` and every write that had been acknowledged is
 //! there with its value.
 //!
+//! The writer is the helper's `crash-writer` role (`src/child/crash.rs`).
 //! The short form (300 kills) runs in `cargo test`. The long form:
-//! `TINYSTORE_CRASH_KILLS=3000 cargo test --release -p tinystore --test crash_kill -- --nocapture`
+//! `TINYSTORE_CRASH_KILLS=3000 cargo test --release -p tinystore-process-tests --test crash_kill -- --nocapture`
+
+mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const CHILD: &str = "TINYSTORE_CRASH_CHILD";
-
-/// The child: 16 threads write keys `t-n` = n as fast as they can and print
-/// `ack t-n` after each write returns.
-#[test]
-fn crash_child_writer() {
-    let Ok(dir) = std::env::var(CHILD) else { return };
-    // Keys carry the round, so a write lost in one round cannot hide behind
-    // the same key written in an earlier one.
-    let round = std::env::var("TINYSTORE_CRASH_ROUND").unwrap_or_default();
-    let store = tinystore::Store::open(&dir).unwrap();
-    let b = store.bucket::<i64>("acks").open().unwrap();
-    let big = store.bucket::<String>("big").open().unwrap();
-    let hs: Vec<_> = (0..16)
-        .map(|t| {
-            let (b, big, round) = (b.clone(), big.clone(), round.clone());
-            std::thread::spawn(move || {
-                for n in 0i64.. {
-                    let key = format!("{round}-{t}-{n}");
-                    if n % 7 == 0 {
-                        big.set(&key, &format!("{n:>2000}")).unwrap(); // spilled values too
-                    }
-                    b.set(&key, &n).unwrap();
-                    println!("ack {key}");
-                }
-            })
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
-}
+use tinystore_process_tests::role;
 
 fn xorshift(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
@@ -53,27 +25,23 @@ fn xorshift(seed: &mut u64) -> u64 {
 
 #[test]
 fn kv15_sigkill_loses_no_acknowledged_write() {
-    if std::env::var(CHILD).is_ok() {
-        return;
-    }
     let kills: usize = std::env::var("TINYSTORE_CRASH_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ std::process::id() as u64;
     let mut acked: std::collections::HashMap<String, i64> = Default::default();
     let started = Instant::now();
     for round in 0..kills {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child_writer", "--nocapture", "--test-threads=1"])
-            .env(CHILD, dir.path())
-            .env("TINYSTORE_CRASH_ROUND", round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = common::child(
+            role::CRASH_WRITER,
+            &[dir.path().as_os_str(), round.to_string().as_ref()],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {

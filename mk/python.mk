@@ -13,7 +13,7 @@ PY_BENCH_TOOLS := diskcache
 TEST_TARGETS += test-python
 BENCH_TARGETS += bench-python
 
-$(PY_VENV)/.ready: mk/30-python.mk
+$(PY_VENV)/.ready: mk/python.mk
 	python3 -m venv $(PY_VENV)
 	$(PY) -m pip install -q --disable-pip-version-check $(PY_TOOLS)
 	touch $@

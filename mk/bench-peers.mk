@@ -1,4 +1,4 @@
-# Benchmarks against the peers (issue #9), never in make test. What the other
+# Benchmarks against the peers, never in make test. What the other
 # mk files' benches leave out: Redis (a local redis-server from Debian, AOF
 # with appendfsync always and everysec, and redis-benchmark as a reference
 # point), the `limits` package, rate-limiter-flexible, the get curve from 10k
@@ -25,7 +25,7 @@ BENCH_PEERS_ARGS ?= $(if $(BENCH_SHORT),--short)
 .PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-reads bench-charts
 BENCH_TARGETS += bench-reads bench-peers bench-node-peers bench-charts
 
-$(BENCH_VENV)/.ready: mk/95-bench.mk
+$(BENCH_VENV)/.ready: mk/bench-peers.mk
 	python3 -m venv $(BENCH_VENV)
 	$(BENCH_PY) -m pip install -q --disable-pip-version-check $(BENCH_PY_PEERS)
 	touch $@
@@ -40,7 +40,7 @@ bench-tools: $(BENCH_VENV)/.ready bench-redis
 bench-peers: build-python bench-tools
 	cd bench/python && PYTHONPATH=$(ROOT)/python $(BENCH_PY) peers.py $(BENCH_PEERS_ARGS)
 
-bench-node-peers: node $(BENCH_NODE_DIR)/node_modules/.package-lock.json
+bench-node-peers: node $$(BENCH_NODE_DIR)/node_modules/.package-lock.json
 	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) node peers.mjs
 	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) $(NODE_BIN)/bun peers.mjs
 

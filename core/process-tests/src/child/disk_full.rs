@@ -1,27 +1,16 @@
-//! A full disk (issue #10): a write that finds the file system full gets a
-//! clear error, reads keep working, nothing acknowledged is lost, and
-//! writes resume once space is freed, without reopening the store.
-//!
-//! The test runs itself again inside `unshare -m` and mounts a 4 MiB tmpfs
-//! there, then an 8 MiB ext4 image on a loop device, so the mounts vanish
-//! with the child whatever happens. Where mounting is not permitted (not
-//! root, no mount namespaces) it is skipped with the reason printed; where
-//! only the loop device is missing, the ext4 half is.
-
-mod common;
+//! The disk-full child: inside its own mount namespace (the parent runs it
+//! under `unshare -m`), a 4 MiB tmpfs, then an 8 MiB ext4 image on a loop
+//! device, each filled by a store until writes fail, then freed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tinystore::{ErrorKind, ListOptions, Options, Store};
-
-const CHILD: &str = "TINYSTORE_DISK_FULL_CHILD";
-/// How the child tells the parent that the mount was refused.
-const SKIP: &str = "SKIP:";
+use tinystore_process_tests::{CANNOT_MOUNT, start};
 
 fn open(dir: &Path) -> Store {
-    Store::open_with(dir, Options::new().test_clock(common::start())).unwrap()
+    Store::open_with(dir, Options::new().test_clock(start())).unwrap()
 }
 
 fn value(key: &str, size: usize) -> String {
@@ -172,16 +161,14 @@ fn scenario(fs: &str, mnt: &Path) {
     );
 }
 
-/// The child, inside its own mount namespace: a 4 MiB tmpfs (which ignores
-/// fsync), then an 8 MiB ext4 image on a loop device (a real file system).
-#[test]
-fn disk_full_child() {
-    let Ok(base) = std::env::var(CHILD) else { return };
+/// A 4 MiB tmpfs (which ignores fsync), then an 8 MiB ext4 image on a loop
+/// device (a real file system).
+pub fn run(base: &str) {
     let base = PathBuf::from(base);
     let mnt = base.join("tmpfs");
     std::fs::create_dir_all(&mnt).unwrap();
     if let Err(why) = mount(&["-t", "tmpfs", "-o", "size=4m", "tmpfs"], &mnt) {
-        println!("{SKIP} mount -t tmpfs refused: {why}");
+        println!("{CANNOT_MOUNT} mount -t tmpfs refused: {why}");
         return;
     }
     scenario("tmpfs", &mnt);
@@ -205,57 +192,5 @@ fn disk_full_child() {
         Some(Ok(())) => scenario("ext4", &mnt),
         Some(Err(why)) => println!("ext4 skipped: no loop mount: {why}"),
         None => println!("ext4 skipped: mkfs.ext4 failed or is missing"),
-    }
-}
-
-#[test]
-fn disk_full_gives_a_clear_error_keeps_reads_and_resumes_when_space_is_freed() {
-    if std::env::var(CHILD).is_ok() {
-        return;
-    }
-    let base = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private"])
-        .arg(&exe)
-        .args(["--exact", "disk_full_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD, base.path())
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: cannot run unshare to get a mount namespace: {e}");
-            return;
-        }
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && stdout.is_empty() && stderr.contains("unshare") {
-        eprintln!("skipped: no mount namespace here: {}", stderr.trim());
-        return;
-    }
-    if let Some(line) = stdout
-        .lines()
-        .find_map(|l| l.find(SKIP).map(|at| &l[at + SKIP.len()..]))
-    {
-        eprintln!("skipped: {}", line.trim());
-        return;
-    }
-    assert!(out.status.success(), "the child failed:\n{stdout}\n{stderr}");
-    // The test harness prints its own words before the child's first line.
-    let lines: Vec<&str> = stdout
-        .lines()
-        .filter_map(|l| {
-            ["disk full (", "ext4 skipped"]
-                .iter()
-                .find_map(|p| l.find(p).map(|at| &l[at..]))
-        })
-        .collect();
-    assert!(
-        lines.iter().any(|l| l.starts_with("disk full (tmpfs)")),
-        "the child ran no scenario:\n{stdout}"
-    );
-    for l in lines {
-        eprintln!("{l}");
     }
 }

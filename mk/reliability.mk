@@ -1,4 +1,4 @@
-# Reliability (issue #10): the tools the fault tests need, and the long forms.
+# Reliability: the tools the fault tests need, and the long forms.
 # The tests themselves are Rust tests of the core, run by test-rust; they
 # need strace (I/O fault injection) and libfaketime (a system clock that
 # steps back), from Debian. Without them those tests skip locally and fail
@@ -24,7 +24,7 @@ test-rust: reliability-tools
 # The long forms, for a release gate (not part of make test): 3,000 kills,
 # 5,000 model cases, and a minute of fuzzing per target (nightly + cargo-fuzz).
 reliability-long: reliability-tools
-	TINYSTORE_CRASH_KILLS=3000 cargo test --release -p tinystore --test crash_kill -- --nocapture
+	TINYSTORE_CRASH_KILLS=3000 cargo test --release -p tinystore-process-tests --test crash_kill -- --nocapture
 	TINYSTORE_MODEL_CASES=5000 cargo test --release -p tinystore --test reliability_model -- --nocapture
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=60
 

@@ -29,3 +29,10 @@ bench-writer:
 BENCH_TARGETS += bench-memory
 bench-memory:
 	cargo run --release -p tinystore-bench --bin memory -- --secs 3
+
+# Rate limits in memory against a bare GCRA loop. Counters, rate limits,
+# quotas and once live in the core crate, so their tests run in test-rust.
+.PHONY: bench-limits
+BENCH_TARGETS += bench-limits
+bench-limits:
+	cargo run --release -p tinystore-bench --bin limits

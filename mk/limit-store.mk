@@ -1,4 +1,4 @@
-# The limit store for app frameworks (issue #12). Its Rust tests
+# The limit store for app frameworks. Its Rust tests
 # (core/tests/limit_store.rs) run in test-rust; this runs the contract's
 # cases in Node and Bun over the addon `make node` built, and in Python over
 # the module `make build-python` built, without building either again.

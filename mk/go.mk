@@ -4,7 +4,7 @@
 #   make test-go   go vet and go test -race, after go-lib; the conformance
 #                  runner (go/internal/conformance) writes target/conformance/go.txt
 #   make cross-agent-go  the Go agent of tests/cross.py (go/cmd/tinystore-agent)
-#   make demo-go   the handbook's chat in Go (examples/go) on $(DEMO_DIR), for make demo
+#   make demo-go   the example chat in Go (examples/go) on $(DEMO_DIR), for make demo
 #   make bench-go  Get and Set against database/sql SQLite (bench/go; not in CI)
 #
 # cgo links the .a by its path (never -l, which would prefer a .so). Go does
@@ -19,6 +19,7 @@ GO_STAMP := go/internal/native/zz_lib_stamp.go
 .PHONY: go-lib test-go bench-go cross-agent-go
 TEST_TARGETS += test-go
 CONFORMANCE_LANGUAGES += go
+conformance-report: test-go
 GO_AGENT := $(CARGO_TARGET_DIR)/go/tinystore-agent
 CROSS_AGENTS += go=$(GO_AGENT)
 CROSS_DEPS += cross-agent-go

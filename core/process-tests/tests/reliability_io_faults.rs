@@ -1,4 +1,4 @@
-//! KV-15 under I/O faults (issue #10): a commit whose fsync fails is never
+//! KV-15 under I/O faults: a commit whose fsync fails is never
 //! answered as a success, reads keep working, and after a reopen the file
 //! passes `PRAGMA integrity_check` with every acknowledged write in it.
 //!
@@ -8,7 +8,8 @@
 //! on. The parent sweeps N over every sync of the workload and checks each
 //! run's answers against the file.
 //!
-//! strace comes from Debian (`mk/60-reliability.mk` installs it); without it
+//! The child is the helper's `fault-writer` role (`src/child/faults.rs`).
+//! strace comes from Debian (`mk/reliability.mk` installs it); without it
 //! the test is skipped with the reason printed, and fails when `CI` is set.
 
 mod common;
@@ -19,101 +20,7 @@ use std::process::Command;
 use std::sync::mpsc;
 
 use tinystore::{ErrorKind, Options, Store};
-
-const CHILD: &str = "TINYSTORE_FAULT_CHILD";
-const TAG: &str = "TINYSTORE_FAULT_TAG";
-const BIG: &str = "TINYSTORE_FAULT_BIG";
-/// The file the child creates just before it closes the store, so that the
-/// trace shows which faults hit the writes and which hit the close.
-const MARK: &str = "closing";
-const ROUNDS: usize = 8;
-
-fn open(dir: &str) -> tinystore::Result<Store> {
-    Store::open_with(dir, Options::new().test_clock(common::start()))
-}
-
-/// Prints the answer of one write as a line the parent parses.
-fn report(keys: &[String], r: &tinystore::Result<()>) {
-    for k in keys {
-        match r {
-            Ok(()) => println!("ack {k}"),
-            Err(e) => println!("err {k} {} {e}", e.kind().code()),
-        }
-    }
-}
-
-/// The child: per round one write alone, three through the completion form
-/// (so they may share a group), a transaction of two keys and a large
-/// spilled value; after each round it reads back every acknowledged key.
-#[test]
-fn fault_child_writer() {
-    let Ok(dir) = std::env::var(CHILD) else { return };
-    let tag = std::env::var(TAG).unwrap();
-    let big: usize = std::env::var(BIG).ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
-    let opened = open(&dir).and_then(|s| s.bucket::<String>("acks").open().map(|b| (s, b)));
-    let (store, b) = match opened {
-        Ok(x) => x,
-        Err(e) => {
-            println!("open-err {} {e}", e.kind().code());
-            return;
-        }
-    };
-    let value = |k: &str| format!("{tag}:{k}");
-    let mut acked: BTreeMap<String, String> = BTreeMap::new();
-    let note = |acked: &mut BTreeMap<String, String>, keys: &[String], r: tinystore::Result<()>| {
-        report(keys, &r);
-        if r.is_ok() {
-            for k in keys {
-                acked.insert(k.clone(), value(k));
-            }
-        }
-    };
-    for round in 0..ROUNDS {
-        let k = |n: usize| format!("{tag}-{round}-{n}");
-        note(&mut acked, &[k(0)], b.set(k(0), &value(&k(0))).map(|_| ()));
-
-        let (tx, rx) = mpsc::channel();
-        for n in 1..=3 {
-            let tx = tx.clone();
-            let (key, v) = (k(n), value(&k(n)));
-            b.set_then(k(n), &v, move |r| tx.send((key, r.map(|_| ()))).unwrap())
-                .unwrap();
-        }
-        drop(tx);
-        for (key, r) in rx {
-            note(&mut acked, &[key], r);
-        }
-
-        let pair = [k(4), k(5)];
-        let r = store.tx(|t| {
-            for key in &pair {
-                t.with(&b).set(key, &value(key))?;
-            }
-            Ok(())
-        });
-        note(&mut acked, &pair, r);
-
-        let key = k(6);
-        let v = format!("{}{}", value(&key), "x".repeat(big));
-        match b.set(&key, &v) {
-            Ok(_) => println!("ack-big {key}"),
-            Err(e) => println!("err {key} {} {e}", e.kind().code()),
-        }
-
-        // Reads keep working after failed commits.
-        for (key, v) in &acked {
-            match b.get(key) {
-                Ok(Some(got)) if &got == v => {}
-                other => println!("read-bad {key} {other:?}"),
-            }
-        }
-    }
-    std::fs::File::create(Path::new(&dir).join(MARK)).unwrap();
-    match store.close() {
-        Ok(()) => println!("closed"),
-        Err(e) => println!("close-err {} {e}", e.kind().code()),
-    }
-}
+use tinystore_process_tests::{FAULT_MARK as MARK, role, start};
 
 /// What one child run was answered, and how many faults strace injected.
 #[derive(Debug, Default)]
@@ -150,11 +57,11 @@ fn run_child(dir: &Path, tag: &str, file: &str, inject: &str, big: usize) -> Run
         .arg(dir.join(MARK))
         .args(["-e", "trace=fdatasync,fsync,pwrite64,openat", "-e"])
         .arg(format!("inject={inject}"))
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "fault_child_writer", "--nocapture", "--test-threads=1"])
-        .env(CHILD, dir)
-        .env(TAG, tag)
-        .env(BIG, big.to_string())
+        .arg(common::CHILD)
+        .arg(role::FAULT_WRITER)
+        .arg(dir)
+        .arg(tag)
+        .arg(big.to_string())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -165,8 +72,6 @@ fn run_child(dir: &Path, tag: &str, file: &str, inject: &str, big: usize) -> Run
     );
     let mut run = Run::default();
     for line in stdout.lines() {
-        // The harness may print its own words before the child's first line.
-        let line = line.strip_prefix("test fault_child_writer ... ").unwrap_or(line);
         let mut w = line.split(' ');
         match (w.next(), w.next(), w.next()) {
             (Some("ack"), Some(k), _) => {
@@ -228,7 +133,7 @@ fn check_file(dir: &Path, all_acked: &BTreeMap<String, String>, run: &Run, what:
     let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(check, "ok", "{what}");
     drop(conn);
-    let store = Store::open_with(dir, Options::new().test_clock(common::start())).unwrap();
+    let store = Store::open_with(dir, Options::new().test_clock(start())).unwrap();
     let b = store.bucket::<String>("acks").open().unwrap();
     for (k, v) in all_acked {
         assert_eq!(b.get(k).unwrap().as_ref(), Some(v), "{what}: acknowledged {k} is lost");
@@ -298,15 +203,13 @@ fn have_strace() -> bool {
     if strace().is_some() {
         return true;
     }
-    let why = "strace is not installed (apt-get install strace; mk/60-reliability.mk does it)";
-    assert!(std::env::var("CI").is_err(), "{why}");
-    eprintln!("skipped: {why}");
+    common::cannot_run_here("strace is not installed (apt-get install strace; mk/reliability.mk does it)");
     false
 }
 
 #[test]
 fn kv15_failed_commit_sync_is_never_a_success_and_loses_nothing() {
-    if std::env::var(CHILD).is_ok() || !have_strace() {
+    if !have_strace() {
         return;
     }
     let mut t = Totals::default();
@@ -323,7 +226,7 @@ fn kv15_failed_commit_sync_is_never_a_success_and_loses_nothing() {
 
 #[test]
 fn kv15_failed_checkpoint_sync_loses_nothing() {
-    if std::env::var(CHILD).is_ok() || !have_strace() {
+    if !have_strace() {
         return;
     }
     let mut t = Totals::default();
@@ -340,11 +243,9 @@ fn kv15_failed_checkpoint_sync_loses_nothing() {
 
 #[test]
 fn kv15_injected_commit_failure_answers_every_caller_and_keeps_the_store_usable() {
-    if std::env::var(CHILD).is_ok() {
-        return;
-    }
     // The same promise without strace, through the core's test hook.
-    let (_d, store) = common::manual();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_with(dir.path(), Options::new().test_clock(start())).unwrap();
     let b = store.bucket::<i64>("b").open().unwrap();
     for round in 0..20i64 {
         let (tx, rx) = mpsc::channel();
@@ -377,7 +278,7 @@ fn kv15_injected_commit_failure_answers_every_caller_and_keeps_the_store_usable(
 
 #[test]
 fn kv15_failed_wal_write_is_never_a_success_and_loses_nothing() {
-    if std::env::var(CHILD).is_ok() || !have_strace() {
+    if !have_strace() {
         return;
     }
     let mut t = Totals::default();
