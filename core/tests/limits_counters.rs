@@ -5,7 +5,7 @@ mod limits_common;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use limits_common::{child, child_role, open, rows};
+use limits_common::{open, rows};
 use tinystore::{Counters, ErrorKind, MEMORY_BOUND, Store};
 
 const SEC: Duration = Duration::from_secs(1);
@@ -369,40 +369,6 @@ fn kv14_memory_bound_flushes_then_refuses_new_keys() {
     assert_eq!(c.get((MEMORY_BOUND - 1) as u64).unwrap(), 1);
     assert_eq!(c.get(0u64).unwrap(), 2);
     assert_eq!(c.get("new-key").unwrap(), 1);
-}
-
-/// A crash loses at most the changes since the last flush, and a durable
-/// change that returned survives it.
-#[test]
-fn kv14_crash_loses_at_most_one_period() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = child("child_process", "crash", dir.path()).output().unwrap();
-    assert!(out.status.success(), "the child ran: {out:?}");
-    let store = open(dir.path());
-    let memory = store.counters("memory").flush_every(SEC).open().unwrap();
-    assert_eq!(
-        memory.get("k").unwrap(),
-        5,
-        "what the flush wrote survived; the 3 after it were lost"
-    );
-    let durable = store.counters("durable").open().unwrap();
-    assert_eq!(durable.get("k").unwrap(), 8, "a durable add that returned survives");
-}
-
-/// Not a test: the child process of the tests above, a no-op otherwise.
-#[test]
-fn child_process() {
-    let Some((role, dir)) = child_role() else { return };
-    assert_eq!(role, "crash");
-    let store = open(&dir);
-    let memory = store.counters("memory").flush_every(SEC).open().unwrap();
-    let durable = store.counters("durable").open().unwrap();
-    memory.add("k", 5).unwrap();
-    store.maintain().unwrap();
-    memory.add("k", 3).unwrap();
-    durable.add("k", 8).unwrap();
-    // Exit as a crash would: no close, no destructors.
-    std::process::exit(0);
 }
 
 /// A key too long for the shared table is counted in the file at each

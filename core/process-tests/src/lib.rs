@@ -45,6 +45,22 @@ pub mod role {
     pub const LIMIT_STORE_COUNT: &str = "limit-store-count";
     /// `config-update DIR`: updates the config `app`.
     pub const CONFIG_UPDATE: &str = "config-update";
+    /// `rate-crash DIR`: spends a burst, flushes, spends another, then
+    /// exits without close.
+    pub const RATE_CRASH: &str = "rate-crash";
+    /// `counters-crash DIR`: adds to a flush_every and a durable counter
+    /// around a flush, then exits without close.
+    pub const COUNTERS_CRASH: &str = "counters-crash";
+}
+
+/// The rate limit of the crash test: 5 a minute, 5 at once.
+pub fn guesses(store: &Store) -> tinystore::RateLimit {
+    store
+        .rate_limit("sign-in-guesses")
+        .rate(5, Duration::from_secs(60))
+        .burst(5)
+        .open()
+        .unwrap()
 }
 
 /// The start of the test clock of the stores both sides open:

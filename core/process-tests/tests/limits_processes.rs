@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{finish, said};
 use tinystore::{LimitStore, ONCE_LEASE, ONCE_POLL, Options, Store};
-use tinystore_process_tests::{ANSWER, messages, role, settings, start};
+use tinystore_process_tests::{ANSWER, guesses, messages, role, settings, start};
 
 /// The helper in `role` on the store in `dir`, its stdout piped.
 fn child(role: &str, dir: &std::path::Path) -> Command {
@@ -30,6 +30,46 @@ fn kv13_an_allow_is_durable_when_it_returns() {
     let store = Store::open_with(dir.path(), Options::new().test_clock(start())).unwrap();
     let p = messages(&store).peek("k").unwrap();
     assert_eq!(p.window("session").unwrap().used, 2);
+}
+
+/// KV-12: a crash of the only process on the limits table forgets at most
+/// what the last second changed: at most one more burst.
+#[test]
+fn kv12_a_crash_lets_at_most_one_more_burst_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child(role::RATE_CRASH, dir.path()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let store = Store::open_with(dir.path(), Options::new().test_clock(start())).unwrap();
+    assert!(
+        !guesses(&store).allow("flushed").unwrap().ok,
+        "what was written survived the crash"
+    );
+    let passed = (0..20)
+        .filter(|_| guesses(&store).allow("unflushed").unwrap().ok)
+        .count();
+    assert_eq!(passed, 5, "what was not written is lost: one burst more, not more");
+}
+
+/// KV-14: a crash of the only process loses at most the changes since the
+/// last flush, and a durable change that returned survives it.
+#[test]
+fn kv14_a_crash_loses_at_most_one_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child(role::COUNTERS_CRASH, dir.path()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let store = Store::open_with(dir.path(), Options::new().test_clock(start())).unwrap();
+    let memory = store
+        .counters("memory")
+        .flush_every(Duration::from_secs(1))
+        .open()
+        .unwrap();
+    assert_eq!(
+        memory.get("k").unwrap(),
+        5,
+        "what the flush wrote survived; the 3 after it were lost"
+    );
+    let durable = store.counters("durable").open().unwrap();
+    assert_eq!(durable.get("k").unwrap(), 8, "a durable add that returned survives");
 }
 
 /// KV-11: two processes run `once` on one key at the same moment: fn runs

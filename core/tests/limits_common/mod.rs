@@ -1,9 +1,8 @@
 //! Helpers of the limits tests: a store on a test clock, rows as the file
-//! holds them, child processes of the test binary, and a log capture.
+//! holds them, and a log capture.
 #![allow(dead_code)] // each test file uses some of these
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::{Mutex, Once};
 use std::time::{Duration, SystemTime};
 
@@ -44,53 +43,6 @@ pub fn file_sum(dir: &Path, name: &str) -> i64 {
         |r| r.get(0),
     )
     .unwrap()
-}
-
-/// The environment variable that puts the test binary in a child's role.
-pub const CHILD: &str = "TINYSTORE_LIMITS_CHILD";
-/// The directory a child works in.
-pub const CHILD_DIR: &str = "TINYSTORE_LIMITS_DIR";
-
-/// The role and directory of this process, when it is a child.
-pub fn child_role() -> Option<(String, PathBuf)> {
-    let role = std::env::var(CHILD).ok()?;
-    let dir = std::env::var(CHILD_DIR).ok()?;
-    Some((role, PathBuf::from(dir)))
-}
-
-/// A command that runs this test binary's `helper` test alone, as a child
-/// in `role` working in `dir`.
-pub fn child(helper: &str, role: &str, dir: &Path) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", helper, "--nocapture", "--test-threads=1"])
-        .env(CHILD, role)
-        .env(CHILD_DIR, dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    c
-}
-
-/// Waits for a child at most `within`, so that a run that never ends fails
-/// the test instead of hanging it; returns its output.
-pub fn finish(mut child: std::process::Child, within: Duration) -> std::process::Output {
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > within {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("a child ran over {within:?}: {out:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// What a child printed after `prefix` on a line (libtest may print its
-/// own words before it).
-pub fn said(out: &[u8], prefix: &str) -> Option<String> {
-    String::from_utf8_lossy(out)
-        .lines()
-        .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest.to_owned()))
 }
 
 static LOGS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());

@@ -7,12 +7,44 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use tinystore::{LimitEntry, LimitStore, Options, Store};
-use tinystore_process_tests::{ANSWER, Sent, messages, settings, start};
+use tinystore_process_tests::{ANSWER, Sent, guesses, messages, settings, start};
 
 /// Allows 2 on the quota's key `k`, then exits as a crash would: no close.
 pub fn quota_allow(dir: &str) {
     let store = Store::open_with(dir, Options::new().test_clock(start())).unwrap();
     messages(&store).allow_n("k", 2).unwrap();
+    std::process::exit(0);
+}
+
+/// Spends the burst of `flushed` and writes it, then spends the burst of
+/// `unflushed`, and exits as a crash would: no close.
+pub fn rate_crash(dir: &str) {
+    let store = Store::open_with(dir, Options::new().test_clock(start())).unwrap();
+    let rl = guesses(&store);
+    for _ in 0..5 {
+        assert!(rl.allow("flushed").unwrap().ok);
+    }
+    store.maintain().unwrap();
+    for _ in 0..5 {
+        assert!(rl.allow("unflushed").unwrap().ok);
+    }
+    std::process::exit(0);
+}
+
+/// Adds 5 to a flush_every counter and writes it, adds 3 more, adds 8 to a
+/// durable counter, and exits as a crash would: no close.
+pub fn counters_crash(dir: &str) {
+    let store = Store::open_with(dir, Options::new().test_clock(start())).unwrap();
+    let memory = store
+        .counters("memory")
+        .flush_every(Duration::from_secs(1))
+        .open()
+        .unwrap();
+    let durable = store.counters("durable").open().unwrap();
+    memory.add("k", 5).unwrap();
+    store.maintain().unwrap();
+    memory.add("k", 3).unwrap();
+    durable.add("k", 8).unwrap();
     std::process::exit(0);
 }
 

@@ -31,6 +31,8 @@ fn main() {
         (role::ONCE_TAKE_OVER, [dir]) => limits::once_take_over(dir),
         (role::LIMIT_STORE_COUNT, [dir, n]) => limits::limit_store_count(dir, n.parse().unwrap()),
         (role::CONFIG_UPDATE, [dir]) => limits::config_update(dir),
+        (role::RATE_CRASH, [dir]) => limits::rate_crash(dir),
+        (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);
