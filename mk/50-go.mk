@@ -15,8 +15,8 @@
 GO := GOTOOLCHAIN=local go
 # The library goes where the #cgo lines of go/internal/native/native.go look
 # for this platform's, and the header into the package itself, so that the
-# module is whole in go/ (make dist zips it as it is) and Go notices a new
-# header.
+# module needs nothing outside go/ (make dist zips it with linux_amd64's
+# library) and Go notices a new header.
 GO_PLATFORM := $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
 GO_LIB_DIR := go/internal/native/lib/$(GO_PLATFORM)
 GO_LIB := $(GO_LIB_DIR)/libtinystore.a
