@@ -15,13 +15,14 @@
 #   dist/rust/    the crates tinystore and tinystore-cli (cargo package) and
 #                 the tinystore command, tinystore-cli-V-TRIPLE.tar.gz
 #
-# The wheels are per CPython, not abi3: abi3 (the limited API) has none of
-# the calls the asyncio glue of bindings/python makes on every completion
-# (PyContext_Enter/Exit/CopyCurrent, PyObject_CallOneArg, PyCFunctionObject)
-# nor PyUnicode_New, so an abi3 build would need slower stand-ins on the hot
-# path. The tag is manylinux_2_34, what the module needs of glibc when built
-# on this Debian 12 (glibc 2.36): pthread and dl symbols of GLIBC_2.34, now
-# in libc; maturin checks the tag against the symbols (--compatibility).
+# The wheels are per CPython, not abi3: the limited API has none of the
+# calls the asyncio glue of bindings/python makes on every completion
+# (PyContext_Enter/Exit/CopyCurrent, PyObject_CallOneArg, PyCFunctionObject's
+# fields) nor PyUnicode_New, so an abi3 build needs Python-level stand-ins on
+# that path: a choice for the glue, not for packaging. The tag is
+# manylinux_2_34, what the module needs of glibc when built on Debian 12
+# (glibc 2.36): pthread_* and dl* of GLIBC_2.34, which moved into libc then;
+# maturin checks the tag against the symbols (--compatibility).
 
 DIST := $(ROOT)/dist
 DIST_STAGE := $(CARGO_TARGET_DIR)/dist-stage
