@@ -31,6 +31,7 @@
 //
 // # Building
 //
-// The package calls the engine through cgo and a static library, built by
-// `make go-lib` at the root of the repository (see go/README.md).
+// The package calls the engine through cgo and a static library, which the
+// published module carries for linux/amd64 and which `make go-lib` builds in
+// a checkout of the repository (see go/README.md).
 package tinystore

@@ -1,6 +1,9 @@
 /**
- * Loads the addon (`tinystore.<platform>.node`, shipped in the package) and
- * types what it exports. Private: the package's classes wrap it.
+ * Loads the addon and types what it exports. Private: the package's classes
+ * wrap it. The addon is `tinystore.<platform>.node`: beside package.json in a
+ * checkout (`make node`), or, as napi-rs lays a release out, in the package
+ * `tinystore-<platform>` that npm installs beside this one (an optional
+ * dependency for each platform; npm and Bun install only the one that fits).
  *
  * @module
  */
@@ -175,18 +178,29 @@ function platformTag(): string {
 	return `linux-${arch}-${report?.header?.glibcVersionRuntime ? 'gnu' : 'musl'}`
 }
 
-/** The addon's file, which Bun's FFI opens again for the C `allow` of a rate limit (limits.ts). */
-export const addonFile = join(__dirname, '..', '..', `tinystore.${platformTag()}.node`)
+/** The package of the prebuilt addon for this platform, laid out as napi-rs does. */
+const platformPackage = `tinystore-${platformTag()}`
 
-function load(): NativeModule {
-	const file = addonFile
-	if (!existsSync(file)) {
+/** The addon's file: the checkout's own build first, then the platform package. */
+function findAddon(): string {
+	const local = join(__dirname, '..', '..', `tinystore.${platformTag()}.node`)
+	if (existsSync(local)) return local
+	try {
+		return require.resolve(platformPackage)
+	} catch {
 		throw new Error(
-			`tinystore: no native addon for this platform (${platformTag()}): ${file} is missing. ` +
-				'Build it with `make node` in the TinyStore repository.',
+			`tinystore: no native addon for this platform (${platformTag()}): the package ${platformPackage} ` +
+				`is not installed, and ${local} is missing. Install tinystore again without --omit=optional ` +
+				'(or --no-optional), or build the addon with `make node` in the TinyStore repository.',
 		)
 	}
-	const loaded = require(file) as NativeModule
+}
+
+/** The addon's file, which Bun's FFI opens again for the C `allow` of a rate limit (limits.ts). */
+export const addonFile = findAddon()
+
+function load(): NativeModule {
+	const loaded = require(addonFile) as NativeModule
 	loaded.init(makeError)
 	useBareGet(loaded)
 	return loaded

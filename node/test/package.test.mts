@@ -1,10 +1,12 @@
-// The package as a user gets it: `npm pack`, then `npm install` of the
-// tarball into a clean project, used from Node and Bun, through `import`
-// and `require`, with its types. (Runs under `node --test` only: it starts
-// Bun itself.)
+// The package as a user gets it: packed as `make dist` packs it (the
+// package and its platform package with the addon, as napi-rs lays them
+// out, staged by scripts/stage-npm.mjs), then `npm install` of the tarballs
+// into a clean project, used from Node and Bun, through `import` and
+// `require`, with its types. (Runs under `node --test` only: it starts Bun
+// itself.)
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { readdirSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { test } from 'node:test'
@@ -36,18 +38,34 @@ const use = `
 	console.log(JSON.stringify({ got, code }))
 `
 
-test('package: npm install of the packed tarball works in a clean project, in Node and Bun, by import and require, with types', { skip: inBun }, () => {
+test('package: npm pack in the checkout refuses, naming what is missing', { skip: inBun }, () => {
 	const out = freshDir()
-	execFileSync('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: pkg, stdio: 'pipe' })
-	const tarball = readdirSync(out).find((f) => f.endsWith('.tgz'))
-	assert.ok(tarball, 'npm pack made a tarball')
+	const packed = spawnSync('npm', ['pack', '--pack-destination', out], { cwd: pkg, encoding: 'utf8' })
+	assert.notEqual(packed.status, 0, 'npm pack of the checkout failed')
+	assert.match(packed.stderr, /refusing to pack a package that cannot load/)
+	assert.match(packed.stderr, /optionalDependencies must name tinystore-linux-x64-gnu/)
+	assert.deepEqual(readdirSync(out), [], 'and packed nothing')
+})
+
+test('package: npm install of the packed tarballs works in a clean project, in Node and Bun, by import and require, with types', { skip: inBun }, () => {
+	const out = freshDir()
+	const stage = join(out, 'stage')
+	execFileSync(process.execPath, [join(pkg, 'scripts', 'stage-npm.mjs'), stage], { stdio: 'pipe' })
+	const tarballs = readdirSync(stage).map((dir) =>
+		join(out, execFileSync('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: join(stage, dir), encoding: 'utf8' }).trim()),
+	)
+	assert.equal(tarballs.length, 2, 'the package and one platform package')
 	const app = join(out, 'app')
 	execFileSync('mkdir', ['-p', app])
 	writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, version: '1.0.0' }))
-	execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(out, tarball)], {
-		cwd: app,
-		stdio: 'pipe',
-	})
+	// --offline: the tarballs hold everything (npm would look the optional
+	// dependency up in the registry otherwise, and then take the tarball).
+	execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', ...tarballs], { cwd: app, stdio: 'pipe' })
+	assert.ok(
+		existsSync(join(app, 'node_modules', 'tinystore-linux-x64-gnu', 'tinystore.linux-x64-gnu.node')),
+		'the addon came in its platform package',
+	)
+	assert.ok(!readdirSync(join(app, 'node_modules', 'tinystore')).some((f) => f.endsWith('.node')), 'and not in the package')
 	writeFileSync(join(app, 'esm.mjs'), `import { open, InvalidError } from 'tinystore'\n${use}`)
 	writeFileSync(
 		join(app, 'cjs.cjs'),

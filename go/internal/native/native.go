@@ -5,12 +5,18 @@
 // public packages tinystore and kv give the API its Go shape.
 //
 // The static library is linked by its path, so that a shared library
-// beside it is never picked; `make go-lib` builds it into lib/.
+// beside it is never picked. In the repository `make go-lib` builds it into
+// lib/GOOS_GOARCH/ and copies the ABI's header beside this file; the module
+// that a release publishes carries both, for linux/amd64, so that `go get`
+// builds with cgo and no Rust.
 package native
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../bindings/c/include
-#cgo LDFLAGS: ${SRCDIR}/lib/libtinystore.a -lm -ldl -lpthread
+#cgo linux,amd64 LDFLAGS: ${SRCDIR}/lib/linux_amd64/libtinystore.a
+#cgo linux,arm64 LDFLAGS: ${SRCDIR}/lib/linux_arm64/libtinystore.a
+#cgo darwin,amd64 LDFLAGS: ${SRCDIR}/lib/darwin_amd64/libtinystore.a
+#cgo darwin,arm64 LDFLAGS: ${SRCDIR}/lib/darwin_arm64/libtinystore.a
+#cgo LDFLAGS: -lm -ldl -lpthread
 #include <stdlib.h>
 #include "tinystore.h"
 */

@@ -3,7 +3,7 @@
 // commands of tests/interchange/handbook.md: hb-write writes what the chat
 // writes, hb-read reads what another language's chat wrote, hb-take signs
 // in with another language's code and signs its user out. tsc checks it
-// against the package's types (mk/83-node-cross.mk); Node runs the
+// against the package's types (mk/node-cross.mk); Node runs the
 // compiled handbook.js, Bun this source.
 
 import { createHash } from 'node:crypto'

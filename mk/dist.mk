@@ -1,0 +1,100 @@
+# Packages as a release publishes them, all of one version, in dist/ (not in
+# make test: the wheels alone build the Python module once per CPython).
+#
+#   make dist        everything below (about 12 minutes on 2 cores after make test)
+#   make test-dist   make dist, then tests/dist/check_dist.py installs each
+#                    package into a clean place with cargo and rustc off the
+#                    PATH and runs the handbook's chat from each on one store
+#
+#   dist/python/  tinystore-V-cp3XX-cp3XX-manylinux_2_34_x86_64.whl for each
+#                 CPython of PY_DIST_VERSIONS found here, and the sdist
+#   dist/npm/     tinystore-V.tgz and tinystore-linux-x64-gnu-V.tgz, laid out
+#                 as napi-rs publishes them (node/scripts/stage-npm.mjs)
+#   dist/go/      a module proxy (GOPROXY=file://.../dist/go) serving
+#                 tinyshed.org/tinystore vV with the prebuilt static library
+#   dist/rust/    the crates tinystore and tinystore-cli (cargo package) and
+#                 the tinystore command, tinystore-cli-V-TRIPLE.tar.gz
+#
+# The wheels are per CPython, not abi3: the limited API has none of the
+# calls the asyncio glue of bindings/python makes on every completion
+# (PyContext_Enter/Exit/CopyCurrent, PyObject_CallOneArg, PyCFunctionObject's
+# fields) nor PyUnicode_New, so an abi3 build needs Python-level stand-ins on
+# that path: a choice for the glue, not for packaging. The tag is
+# manylinux_2_34, what the module needs of glibc when built on Debian 12
+# (glibc 2.36): pthread_* and dl* of GLIBC_2.34, which moved into libc then;
+# maturin checks the tag against the symbols (--compatibility).
+
+DIST := $(ROOT)/dist
+DIST_STAGE := $(CARGO_TARGET_DIR)/dist-stage
+DIST_VERSION = $(shell python3 packaging/versions.py)
+PY_DIST_VERSIONS ?= 3.10 3.11 3.12 3.13
+PY_MANYLINUX := manylinux_2_34
+
+.PHONY: dist dist-versions dist-python dist-npm dist-go dist-rust test-dist
+dist: dist-versions dist-python dist-npm dist-go dist-rust
+	@echo; echo "make dist: tinystore $(DIST_VERSION) in dist/:"; cd $(DIST) && find . -type f | sort
+
+dist-versions:
+	@python3 packaging/versions.py >/dev/null
+
+# Each CPython of PY_DIST_VERSIONS that runs here: on PATH, or one pyenv
+# keeps (pyenv's shim answers only for the version it has selected).
+PY_DIST_FIND = for v in $(PY_DIST_VERSIONS); do \
+	  for p in "$$(command -v python$$v)" $$(ls -d "$$(pyenv root 2>/dev/null)"/versions/$$v.*/bin/python$$v 2>/dev/null) /usr/bin/python$$v; do \
+	    if [ -n "$$p" ] && "$$p" -c pass 2>/dev/null; then echo "$$p"; break; fi; \
+	  done; \
+	done
+
+dist-python: dist-versions $$(PY_VENV)/.ready
+	rm -rf $(DIST)/python
+	pythons="$$($(PY_DIST_FIND))"; test -n "$$pythons" || { echo "dist: no CPython of $(PY_DIST_VERSIONS) here"; exit 1; }; \
+	echo "dist: wheels for $$(echo $$pythons)"; \
+	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin build --release --strip --quiet \
+		--compatibility $(PY_MANYLINUX) $$(for p in $$pythons; do echo --interpreter $$p; done) --out $(DIST)/python
+	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin sdist --out $(DIST)/python
+
+PY_DIST := $(ROOT)/$(PY_DIR)
+
+# The package and its platform package, staged (the checkout's package.json
+# names no platform package, so that npm ci here never looks for one), then
+# packed; the prepack of each refuses a package that could not load.
+dist-npm: dist-versions node
+	rm -rf $(DIST)/npm && mkdir -p $(DIST)/npm
+	node $(NODE_DIR)/scripts/stage-npm.mjs $(DIST_STAGE)/npm
+	strip --strip-debug $(DIST_STAGE)/npm/*/*.node
+	for d in $(DIST_STAGE)/npm/*/; do (cd "$$d" && npm pack --silent --pack-destination $(DIST)/npm >/dev/null); done
+
+# The module is go/ as git has it, the LICENSE, and what go-lib makes: the
+# ABI's header and the static library, without its debug sections (84 MB
+# with them, 24 without), in a module proxy's layout written by
+# packaging/gomodzip (golang.org/x/mod/zip, which checks the go command's
+# rules, such as the 500 MB limit). linux/amd64 only, for now.
+GO_DIST_STAGE := $(DIST_STAGE)/go
+dist-go: dist-versions go-lib
+	test "$(GO_PLATFORM)" = linux_amd64 || { echo "dist: the Go module carries linux_amd64's library; this is $(GO_PLATFORM)"; exit 1; }
+	rm -rf $(DIST)/go $(GO_DIST_STAGE) && mkdir -p $(GO_DIST_STAGE)
+	git ls-files -z go | sed -z 's|^go/||' | (cd go && xargs -0 cp --parents -t $(GO_DIST_STAGE))
+	cp LICENSE $(GO_DIST_STAGE)/
+	cp $(GO_HEADER) $(GO_DIST_STAGE)/internal/native/
+	mkdir -p $(GO_DIST_STAGE)/internal/native/lib/linux_amd64
+	strip --strip-debug -o $(GO_DIST_STAGE)/internal/native/lib/linux_amd64/libtinystore.a $(GO_LIB)
+	cd packaging/gomodzip && $(GO) run . -dir $(GO_DIST_STAGE) -out $(DIST)/go \
+		-version v$(DIST_VERSION) -time "$$(git log -1 --format=%cI)"
+
+# --allow-dirty: make dist runs in a working checkout too; a release is
+# made from a clean one. Both crates in one cargo package, so that the
+# check build of tinystore-cli finds the tinystore it was packaged with.
+RUST_DIST_CLI = tinystore-cli-$(DIST_VERSION)-$(CARGO_BUILD_TARGET)
+dist-rust: dist-versions
+	rm -rf $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI) && mkdir -p $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI)
+	cargo package --quiet --allow-dirty -p tinystore -p tinystore-cli
+	cp $(CARGO_TARGET_DIR)/package/tinystore-$(DIST_VERSION).crate $(CARGO_TARGET_DIR)/package/tinystore-cli-$(DIST_VERSION).crate $(DIST)/rust/
+	cargo build --quiet --release -p tinystore-cli
+	strip -o $(DIST_STAGE)/$(RUST_DIST_CLI)/tinystore $(TARGET_DIR)/release/tinystore
+	cp LICENSE CHANGELOG.md cli/README.md $(DIST_STAGE)/$(RUST_DIST_CLI)/
+	tar -C $(DIST_STAGE) -czf $(DIST)/rust/$(RUST_DIST_CLI).tar.gz $(RUST_DIST_CLI)
+
+# The test of what make dist wrote; .ci/run runs it after make test.
+test-dist: dist node-deps
+	python3 tests/dist/check_dist.py --dist $(DIST) --version $(DIST_VERSION) \
+		--bun $(NODE_BIN)/bun --tsc $(NODE_BIN)/tsc --types $(NODE_DIR)/node_modules/@types
