@@ -10,6 +10,7 @@
 //! cancels it where the ratio of medians, taken from different rounds, does
 //! not. Both are printed; they differ by the noise of the run.
 
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// With the `mimalloc` feature, every benchmark binary, ours and the peers
@@ -247,4 +248,74 @@ fn wake_round_trip(n: usize) -> f64 {
     }
     other.join().expect("the probe's thread");
     median(&mut trips)
+}
+
+/// The number after `name` on the command line, or `default`.
+pub fn arg(name: &str, default: u64) -> u64 {
+    arg_value(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The word after `name` on the command line, if given.
+pub fn arg_value(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
+/// Where the completions of an [`event_loop`]'s writes answer: they queue
+/// their answers and wake the loop once per group.
+#[derive(Clone)]
+pub struct Inbox(Arc<(Mutex<(u64, bool)>, Condvar)>);
+
+impl Inbox {
+    /// A write of the loop answered (call from its completion).
+    pub fn answered(&self) {
+        let mut q = self.0.0.lock().unwrap();
+        q.0 += 1;
+        let wake = !std::mem::replace(&mut q.1, true);
+        drop(q);
+        if wake {
+            let me = self.clone();
+            tinystore::after_answers(move || me.0.1.notify_one());
+        }
+    }
+}
+
+/// Keeps `depth` writes in flight from this one thread through the
+/// completion form, the way the Python and Node bindings drive the writer:
+/// completions queue their answers and wake the loop once per group
+/// (`after_answers`), and the loop submits its next burst of writes
+/// together (`submit_together`), so that a burst is one group. `submit(n,
+/// inbox)` sends the loop's `n`th write, whose completion calls
+/// `inbox.answered()`; `go_on(n)` says whether to send the `n`th. Returns
+/// the writes answered and the time they took.
+pub fn event_loop(depth: usize, mut go_on: impl FnMut(u64) -> bool, submit: impl Fn(u64, Inbox)) -> (u64, Duration) {
+    let inbox = Inbox(Arc::new((Mutex::new((0, false)), Condvar::new())));
+    let start = Instant::now();
+    let (mut sent, mut done) = (0u64, 0u64);
+    let mut burst = |n: u64, sent: &mut u64| {
+        tinystore::submit_together(|| {
+            for _ in 0..n {
+                if !go_on(*sent) {
+                    break;
+                }
+                submit(*sent, inbox.clone());
+                *sent += 1;
+            }
+        })
+    };
+    burst(depth as u64, &mut sent);
+    while done < sent {
+        let answered = {
+            let mut q = inbox.0.0.lock().unwrap();
+            while q.0 == 0 {
+                q = inbox.0.1.wait(q).unwrap();
+            }
+            q.1 = false;
+            std::mem::take(&mut q.0)
+        };
+        done += answered;
+        burst(answered, &mut sent);
+    }
+    (done, start.elapsed())
 }

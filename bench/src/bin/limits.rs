@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tinystore::Store;
-use tinystore_bench::{Contender, compare, format_rate, machine, median, timed};
+use tinystore_bench::{Contender, arg, compare, format_rate, machine, median, timed};
 
 const KEYS: usize = 100_000;
 const RATE: u64 = 100;
@@ -65,15 +65,6 @@ impl Plain {
 
 fn now_nanos() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64
-}
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// A child of the processes part: waits until `start_ms` (epoch), calls

@@ -9,12 +9,11 @@
 //!
 //! `cargo run --release -p tinystore-bench --bin overwrites [-- --rounds 7]`
 
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 use tinystore::{Raw, RawBucket, Store};
-use tinystore_bench::{Contender, compare, machine};
+use tinystore_bench::{Contender, arg, compare, event_loop, machine};
 
 const KEYS: u64 = 100_000;
 const WRITES: u64 = 6_400;
@@ -58,60 +57,29 @@ fn raw_conn(path: &std::path::Path) -> Connection {
     c
 }
 
-/// Keeps 64 overwrites in flight from this thread through the completion
-/// form, as the Python and Node bindings drive the writer.
+/// Keeps 64 overwrites in flight from this thread ([`event_loop`]), as the
+/// Python and Node bindings drive the writer.
 fn ours(dir: &std::path::Path, run: u64) -> (u64, Duration) {
     let store = Store::open(dir).unwrap();
     let b = RawBucket::open(&store, "sessions", Some(TTL), None).unwrap();
-    let inbox = Arc::new((Mutex::new((0u64, false)), Condvar::new()));
-    let submit = |n: u64| {
-        let inbox = inbox.clone();
-        b.set_then(
-            &key(pick(run, n)),
-            Raw::Bytes(value(run, n)),
-            Default::default(),
-            move |r| {
-                r.unwrap();
-                let mut q = inbox.0.lock().unwrap();
-                q.0 += 1;
-                let wake = !std::mem::replace(&mut q.1, true);
-                drop(q);
-                if wake {
-                    tinystore::after_answers(move || inbox.1.notify_one());
-                }
-            },
-        )
-        .unwrap();
-    };
-    let start = Instant::now();
-    let (mut sent, mut done) = (0u64, 0u64);
-    tinystore::submit_together(|| {
-        for _ in 0..DEPTH {
-            submit(sent);
-            sent += 1;
-        }
-    });
-    while done < WRITES {
-        let answered = {
-            let mut q = inbox.0.lock().unwrap();
-            while q.0 == 0 {
-                q = inbox.1.wait(q).unwrap();
-            }
-            q.1 = false;
-            std::mem::take(&mut q.0)
-        };
-        done += answered;
-        let more = answered.min(WRITES.saturating_sub(sent));
-        tinystore::submit_together(|| {
-            for _ in 0..more {
-                submit(sent);
-                sent += 1;
-            }
-        });
-    }
-    let took = start.elapsed();
+    let out = event_loop(
+        DEPTH,
+        |n| n < WRITES,
+        |n, inbox| {
+            b.set_then(
+                &key(pick(run, n)),
+                Raw::Bytes(value(run, n)),
+                Default::default(),
+                move |r| {
+                    r.unwrap();
+                    inbox.answered();
+                },
+            )
+            .unwrap();
+        },
+    );
     store.close().unwrap();
-    (done, took)
+    out
 }
 
 /// The same overwrites by hand: 64 upserts a transaction.
@@ -140,15 +108,6 @@ fn peer(path: &std::path::Path, run: u64) -> (u64, Duration) {
         tx.commit().unwrap();
     }
     (WRITES, start.elapsed())
-}
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn main() {

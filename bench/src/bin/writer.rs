@@ -6,12 +6,12 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
 use tinystore::Store;
-use tinystore_bench::{Contender, compare, machine};
+use tinystore_bench::{Contender, arg, arg_value, compare, event_loop, machine};
 
 const VALUE: usize = 128;
 
@@ -70,57 +70,21 @@ fn in_flight(threads: usize, budget: Duration, op: impl Fn(usize, u64) + Sync) -
     (total.load(Ordering::Relaxed), start.elapsed())
 }
 
-/// Keeps `depth` writes in flight from this one thread through the
-/// completion form, the way the Python and Node bindings drive the writer:
-/// completions queue their answers for the event loop and wake it once per
-/// group (`after_answers`), and the loop submits its next burst of writes
-/// together (`submit_together`), so that a burst is one group.
+/// Keeps `depth` writes in flight from this one thread ([`event_loop`]).
 fn completions(raw: &tinystore::RawBucket, v: &tinystore::Raw, depth: usize, budget: Duration) -> (u64, Duration) {
-    // The event loop's inbox: answers waiting, and whether a wake-up is due.
-    let inbox = Arc::new((Mutex::new((0u64, false)), Condvar::new()));
     let run = RUN.fetch_add(1, Ordering::Relaxed);
-    let submit = |n: u64| {
-        let inbox = inbox.clone();
-        raw.set_then(&key(run, n), v.clone(), Default::default(), move |r| {
-            r.unwrap();
-            let mut q = inbox.0.lock().unwrap();
-            q.0 += 1;
-            let wake = !std::mem::replace(&mut q.1, true);
-            drop(q);
-            if wake {
-                tinystore::after_answers(move || inbox.1.notify_one());
-            }
-        })
-        .unwrap();
-    };
     let start = Instant::now();
-    let (mut sent, mut done) = (0u64, 0u64);
-    tinystore::submit_together(|| {
-        for _ in 0..depth {
-            submit(sent);
-            sent += 1;
-        }
-    });
-    while done < sent {
-        let answered = {
-            let mut q = inbox.0.lock().unwrap();
-            while q.0 == 0 {
-                q = inbox.1.wait(q).unwrap();
-            }
-            q.1 = false;
-            std::mem::take(&mut q.0)
-        };
-        done += answered;
-        if start.elapsed() < budget {
-            tinystore::submit_together(|| {
-                for _ in 0..answered {
-                    submit(sent);
-                    sent += 1;
-                }
-            });
-        }
-    }
-    (done, start.elapsed())
+    event_loop(
+        depth,
+        |_| start.elapsed() < budget,
+        |n, inbox| {
+            raw.set_then(&key(run, n), v.clone(), Default::default(), move |r| {
+                r.unwrap();
+                inbox.answered();
+            })
+            .unwrap();
+        },
+    )
 }
 
 /// Runs a contender of ours, adding the groups it committed and the writes
@@ -132,17 +96,6 @@ fn grouped(store: &Store, total: &Cell<(u64, u64)>, run: impl FnOnce() -> (u64, 
     let (g, w) = total.get();
     total.set((g + g1 - g0, w + w1 - w0));
     out
-}
-
-/// The argument after `name`, if given.
-fn arg_value(name: &str) -> Option<String> {
-    let mut args = std::env::args().skip_while(|a| a != name);
-    args.next()?;
-    args.next()
-}
-
-fn arg(name: &str, default: u64) -> u64 {
-    arg_value(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// A comma-separated list after `name`, if given.
