@@ -4,6 +4,7 @@
 //! because this side runs on the callers' threads.
 
 use std::cell::Cell as StdCell;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard};
 
@@ -173,9 +174,14 @@ impl Writer {
                 return;
             }
         };
-        let leftover = commit_group(conn, shared, vec![job], false);
+        // The completion runs here, on the caller's thread: a panic in it
+        // goes on once the connection and the write lock are given back.
+        let leftover = catch_unwind(AssertUnwindSafe(|| commit_group(conn, shared, vec![job], false)));
         drop(guard);
         after_commit(shared);
-        put_back(shared, leftover);
+        match leftover {
+            Ok(leftover) => put_back(shared, leftover),
+            Err(p) => resume_unwind(p),
+        }
     }
 }
