@@ -60,7 +60,7 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
 pub use error::{Error, ErrorKind, Result};
-pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
+pub use group_commit::{Burst, GroupStats, Ticket, after_answers, inside_tx_error, submit_together, submit_waited};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
 pub use limit_store::{

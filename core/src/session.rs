@@ -13,6 +13,7 @@
 //! Invariant: while a session is open the writer runs nothing else, so a
 //! session that is never finished is rolled back after [`TX_LIMIT`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::group_commit::{Ticket, WriteCtx};
+use crate::group_commit::{Ticket, WriteCtx, inside_tx_error};
 use crate::raw::{MAX_VALUE, Raw};
 use crate::storage::{self, file};
 use crate::store::{FILE_NAME, Store};
@@ -45,6 +46,9 @@ enum Cmd {
 pub struct TxSession {
     store: Store,
     cmds: Mutex<Option<SyncSender<Cmd>>>,
+    /// Set while the writer serves the session; threads marked with
+    /// [`TxSession::hold_thread`] are inside it while it is.
+    open: Arc<AtomicBool>,
 }
 
 impl Store {
@@ -69,10 +73,23 @@ impl Store {
             0,
             move |w: &mut WriteCtx<'_>| {
                 let (tx, rx) = mpsc::sync_channel::<Cmd>(1);
+                let open = Arc::new(AtomicBool::new(true));
+                let writer = store.clone();
                 let session = TxSession {
                     store,
                     cmds: Mutex::new(Some(tx)),
+                    open: open.clone(),
                 };
+                writer.inner.writer.session_began();
+                /// Ends the session's marks however `serve` ends.
+                struct Served(Store, Arc<AtomicBool>);
+                impl Drop for Served {
+                    fn drop(&mut self) {
+                        self.1.store(false, Ordering::Release);
+                        self.0.inner.writer.session_ended();
+                    }
+                }
+                let _served = Served(writer, open);
                 if let Some(ready) = r3.lock().unwrap_or_else(|p| p.into_inner()).take() {
                     ready(Ok(session));
                 }
@@ -148,9 +165,41 @@ fn serve(w: &mut WriteCtx<'_>, rx: Receiver<Cmd>) -> Result<()> {
     }
 }
 
+impl Store {
+    /// Refuses a write of this store made from inside one of its own open
+    /// transactions (KV-16), as [`inside_tx_error`]: it would wait for the
+    /// writer the transaction holds. `inside` says whether the caller's
+    /// context (a task, an async context) holds one; it is asked only while
+    /// a binding's transaction of this store is open, so a write made with
+    /// none open costs one atomic load.
+    pub fn refuse_inside_tx(&self, inside: impl FnOnce() -> bool) -> Result<()> {
+        if self.inner.writer.sessions_open() && inside() {
+            return Err(inside_tx_error());
+        }
+        Ok(())
+    }
+}
+
 impl TxSession {
+    /// Marks the calling thread as inside this transaction until it ends: a
+    /// blocking write from this thread through a handle outside it is then
+    /// `Invalid` at once ([`inside_tx_error`]) instead of a wait for the
+    /// writer the transaction holds. For a binding whose transaction's work
+    /// stays on one thread (Python's sync API, Go's locked goroutine).
+    pub fn hold_thread(&self) {
+        self.store.inner.writer.hold_thread(&self.open);
+    }
+
+    /// The store of this transaction.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Runs `f` inside the transaction, on the writer thread, and waits for it.
-    fn run<T: Send + 'static>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static) -> Result<T> {
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let (tx, rx) = mpsc::sync_channel(1);
         let call: Call = Box::new(move |w| {
             let _ = tx.send(f(w));
