@@ -49,10 +49,12 @@ mod read_locks;
 mod readers;
 mod row_codec;
 mod session;
+mod session_kinds;
 mod spans;
 pub mod storage;
 mod store;
 mod tx;
+mod tx_kinds;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
@@ -79,6 +81,7 @@ pub use session::{Snapshot, TX_LIMIT, TxSession};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
+pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
     WriteOptions,

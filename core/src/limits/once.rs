@@ -173,7 +173,7 @@ impl RawOnce {
         }
     }
 
-    fn target(&self, key: &[u8]) -> Result<Target> {
+    pub(crate) fn target(&self, key: &[u8]) -> Result<Target> {
         self.core.bucket.store.inner.check_open()?;
         Target::new(&self.core.bucket, &self.branch, key)
     }
@@ -501,6 +501,11 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
     /// run of the key inside its own `f` is `Invalid`.
     pub fn run(&self, key: impl AsKey, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = self.raw.target(&key.key_bytes())?;
+        if self.raw.core.bucket.store.inner.writer.held_here() {
+            // Its claim and its answer are writes of their own, which would
+            // wait for the transaction this thread holds.
+            return Err(t.name(crate::tx_kinds::once_run_refused()));
+        }
         let mark = (Arc::as_ptr(&self.raw.core.bucket.store.inner) as usize, run_key(&t));
         if RUNNING.with(|r| r.borrow().contains(&mark)) {
             return Err(t.name(Error::invalid(
