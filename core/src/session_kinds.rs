@@ -3,13 +3,26 @@
 //! writer thread inside the transaction as its bucket calls are. What
 //! cannot join a transaction is refused with the texts of `tx_kinds`.
 
-use crate::error::Result;
-use crate::limits::{Allowance, Counters, How, Quota, RawOnce, op_change};
+use crate::error::{Error, Result};
+use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce, op_change};
 use crate::raw::Raw;
 use crate::session::TxSession;
-use crate::tx_kinds::{counter_value, flush_every_refused, once_answer, same_store};
+use crate::tx_kinds::{counter_value, flush_every_refused, once_answer, rate_limit_refused, same_store};
 
 impl TxSession {
+    /// Whether `counters` can join this transaction, for a binding's
+    /// `tx.with(counters)`: `Invalid` for `flush_every` counters or those of
+    /// another store.
+    pub fn check_counters(&self, counters: &Counters) -> Result<()> {
+        self.durable(counters)
+    }
+
+    /// The refusal of a rate limit given to this transaction (`tx.with`):
+    /// its state is in memory.
+    pub fn refuse_rate_limit(&self, limit: &RateLimit) -> Error {
+        rate_limit_refused(limit.name())
+    }
+
     fn durable(&self, counters: &Counters) -> Result<()> {
         same_store(self.store(), counters.store(), counters.name())?;
         if !counters.durable() {
