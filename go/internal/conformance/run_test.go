@@ -269,6 +269,24 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 		opts = append(opts, kv.TTL(d))
 	}
 	h := r.handle(s)
+	if outside, _ := s["outside"].(bool); outside || op == "run" {
+		// A step marked outside uses the handle itself, from inside the
+		// transaction; a run of once too (inside one it is refused).
+		tx = nil
+	}
+	if tx != nil {
+		// Every kind joins the transaction; what cannot answers its refusal.
+		switch {
+		case h.counters != nil:
+			h.counters = h.counters.WithTx(tx)
+		case h.rate != nil:
+			h.rate = h.rate.WithTx(tx)
+		case h.quota != nil:
+			h.quota = h.quota.WithTx(tx)
+		case h.once != nil:
+			h.once = h.once.WithTx(tx)
+		}
+	}
 	switch {
 	case h.bucket != nil:
 		b := h.bucket
@@ -636,22 +654,37 @@ func (r *runner) step(s step) error {
 		return r.race(s)
 	case "tx":
 		var inner error
-		fail := s["fail"] == true
-		err := r.store.Tx(ctx, func(tx *kv.Tx) error {
-			steps, _ := s["steps"].([]any)
-			for _, x := range steps {
-				in := x.(map[string]any)
-				o, err := r.call(in, tx, 0)
-				if c := r.check(in, o, err); c != nil {
-					inner = fmt.Errorf("in tx, %s: %w", text(in, "op"), c)
-					return inner
+		panics := s["fail"] == "panic"
+		fail := s["fail"] == true || panics
+		tx := func() (err error) {
+			if panics {
+				// The panic goes on out of store.Tx, after its rollback.
+				defer func() {
+					if p := recover(); p != nil {
+						err = errRollback
+					}
+				}()
+			}
+			return r.store.Tx(ctx, func(tx *kv.Tx) error {
+				steps, _ := s["steps"].([]any)
+				for _, x := range steps {
+					in := x.(map[string]any)
+					o, err := r.call(in, tx, 0)
+					if c := r.check(in, o, err); c != nil {
+						inner = fmt.Errorf("in tx, %s: %w", text(in, "op"), c)
+						return inner
+					}
 				}
-			}
-			if fail {
-				return errRollback
-			}
-			return nil
-		})
+				if panics {
+					panic(errRollback)
+				}
+				if fail {
+					return errRollback
+				}
+				return nil
+			})
+		}
+		err := tx()
 		switch {
 		case inner != nil:
 			return inner
