@@ -77,7 +77,7 @@ pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
-pub use session::{Snapshot, TX_LIMIT, TxSession};
+pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};

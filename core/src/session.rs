@@ -23,7 +23,7 @@ use rusqlite::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx, inside_tx_error};
 use crate::raw::{MAX_VALUE, Raw};
-use crate::storage::{self, file};
+use crate::storage;
 use crate::store::{FILE_NAME, Store};
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -337,8 +337,28 @@ impl Drop for TxSession {
     }
 }
 
+/// The longest a view holds its snapshot (KV-16): a read after it is
+/// `Limit`, and the snapshot has ended. The file keeps every page a
+/// snapshot may still read, so a forgotten one must not hold them for good.
+pub const VIEW_LIMIT: Duration = Duration::from_secs(5);
+
+/// The refusal of a read of a view held past [`VIEW_LIMIT`].
+pub(crate) fn view_expired() -> Error {
+    Error::limit(format!(
+        "the view was open longer than {VIEW_LIMIT:?}, so its snapshot has ended; read in a new view"
+    ))
+}
+
+/// Whether a view opened at `opened` (ms on the store's clock) is past
+/// [`VIEW_LIMIT`] at `now`.
+pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
+    now.saturating_sub(opened) > VIEW_LIMIT.as_millis() as i64
+}
+
 /// A read snapshot for a binding: every read sees the file as it was at the
-/// snapshot's first read. It has its own reader connection and no writes.
+/// snapshot's first read, for at most [`VIEW_LIMIT`]. Its connection comes
+/// from the store's spare snapshot connections and goes back there when it
+/// ends. It has no writes.
 pub struct Snapshot {
     store: Store,
     conn: Mutex<Option<Connection>>,
@@ -350,7 +370,10 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
-        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size, false)?;
+        let conn = self
+            .inner
+            .readers
+            .take_spare(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
         Ok(Snapshot {
             store: self.clone(),
@@ -364,6 +387,10 @@ impl Snapshot {
     fn with<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
             return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
+        }
+        if view_past_limit(self.now, self.store.inner.clock.now_millis()) {
+            self.close();
+            return Err(view_expired().in_bucket(bucket.name()));
         }
         let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(g.as_ref()
@@ -385,10 +412,12 @@ impl Snapshot {
         })
     }
 
-    /// Ends the snapshot; a read after this is `Closed`.
+    /// Ends the snapshot; a read after this is `Closed`. Its connection
+    /// goes back to the store for the next snapshot.
     pub fn close(&self) {
         if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = storage::run_tx_statement(&c, storage::sql::COMMIT);
+            self.store.inner.readers.give_back(c);
         }
     }
 }
