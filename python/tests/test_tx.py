@@ -308,3 +308,18 @@ def test_kv16_sync_a_write_through_an_outside_handle_inside_tx_is_invalid_at_onc
     assert b.get("k") == 2
     b.set("k", 3)
     assert b.get("k") == 3
+
+
+async def test_kv16_a_view_holds_its_snapshot_at_most_five_seconds(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    await b.set("k", 1)
+    async with store.view() as v:
+        assert await v.bucket(b).get("k") == 1
+        store.clock.advance("5001ms")
+        with pytest.raises(tinystore.LimitError, match="open longer than 5s") as e:
+            await v.bucket(b).get("k")
+        assert e.value.bucket == "b"
+    # A new view reads again, and the store writes.
+    async with store.view() as v:
+        assert await v.bucket(b).get("k") == 1
+    await b.set("k", 2)
