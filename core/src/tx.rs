@@ -1,5 +1,6 @@
 //! Transactions (KV-16): `tx` writes several handles all or nothing; `view`
-//! reads one snapshot.
+//! reads one snapshot for at most [`crate::VIEW_LIMIT`]. The other kinds'
+//! handles inside a transaction are in `tx_kinds.rs`.
 //!
 //! A `tx` holds the write connection alone, in the caller's thread, for as
 //! long as its closure runs: keep it short. Its writes run the same
@@ -35,7 +36,10 @@ pub struct View<'a> {
 
 impl Store {
     /// Runs `f` in one transaction: every write in it commits together, or,
-    /// if `f` returns an error, none does.
+    /// if `f` returns an error or panics, none does (a panic goes on to the
+    /// caller once the transaction rolled back, and the store keeps
+    /// writing). Buckets join with `tx.with`, durable counters with
+    /// `tx.counters`, quotas with `tx.quota` and once answers with `tx.once`.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

@@ -135,12 +135,16 @@ func TestKV16WhatKeepsItsStateInMemoryIsInvalidInsideTxSayingWhy(t *testing.T) {
 		ok(t, k.codes.WithTx(tx).Set(ctx, "inside", "x"))
 		_, err := hits.WithTx(tx).Add(ctx, "k", 1)
 		refused(t, err, "flush_every", "hits")
+		isKind(t, err, tinystore.ErrInvalid)
 		_, err = logins.WithTx(tx).Allow(ctx, "k")
 		refused(t, err, "rate limit keeps its state in memory", "logins")
+		isKind(t, err, tinystore.ErrInvalid)
 		_, err = k.sends.Run(ctx, "k", func(context.Context) (string, error) { return "x", nil })
 		refused(t, err, "once.run cannot run inside a transaction", "sends")
+		isKind(t, err, tinystore.ErrInvalid)
 		_, err = k.attempts.Add(ctx, "k", 1)
 		refused(t, err, "inside a transaction through a handle outside it", "attempts")
+		isKind(t, err, tinystore.ErrInvalid)
 		return err
 	})
 	isKind(t, err, tinystore.ErrInvalid)
@@ -154,11 +158,34 @@ func TestKV16WhatKeepsItsStateInMemoryIsInvalidInsideTxSayingWhy(t *testing.T) {
 	k.stillWrite(t)
 }
 
-// refused fails unless err is tinystore.ErrInvalid saying why and naming name.
+// refused fails unless err says why and names name (its kind is the caller's to check).
 func refused(t *testing.T, err error, why, name string) {
 	t.Helper()
-	isKind(t, err, tinystore.ErrInvalid)
+	if err == nil {
+		t.Fatalf("no error; want one saying %q", why)
+	}
 	if !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("the refusal %q does not say %q of %q", err, why, name)
 	}
+}
+
+func TestKV16AViewHoldsItsSnapshotAtMostFiveSeconds(t *testing.T) {
+	store, clock := openManual(t)
+	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
+	ok(t, b.Set(ctx, "k", 1))
+	err := store.View(ctx, func(v *kv.View) error {
+		if got, _ := get(t, b.WithView(v), "k"); got != 1 {
+			t.Fatalf("the view read %d", got)
+		}
+		clock.Advance(5*time.Second + time.Millisecond)
+		_, _, err := b.WithView(v).Get(ctx, "k")
+		return err
+	})
+	refused(t, err, "open longer than 5s", "b")
+	isKind(t, err, tinystore.ErrLimit)
+	ok(t, store.View(ctx, func(v *kv.View) error {
+		_, _, err := b.WithView(v).Get(ctx, "k")
+		return err
+	}))
+	ok(t, b.Set(ctx, "k", 2))
 }

@@ -1,11 +1,11 @@
 // KV-16 across kinds: durable counters, quotas and once answers join
 // `store.tx` with buckets, all or nothing; flushEvery counters, rate limits
 // and once.run are InvalidError inside one, saying why; the store writes
-// normally after each.
+// normally after each. And a view's bound of five seconds.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-import { InvalidError, type Store } from 'tinystore'
+import { InvalidError, LimitError, type Store } from 'tinystore'
 
 import { rejection, testStore } from './helpers.mjs'
 
@@ -105,4 +105,20 @@ test('KV-16 what keeps its state in memory is InvalidError inside tx, saying why
 	await hits.add('k')
 	assert.ok((await logins.allow('k')).ok)
 	await stillWrites(store)
+})
+
+test('KV-16 view: a view holds its snapshot at most five seconds, then reads are LimitError', async () => {
+	await using store = await testStore()
+	const b = store.bucket('b', { type: 'int' })
+	await b.set('k', 1)
+	const e = await rejection(
+		store.view(async (v) => {
+			assert.equal(await v.with(b).get('k'), 1)
+			store.clock.advance('5001ms')
+			await v.with(b).get('k')
+		}),
+	)
+	assert.ok(e instanceof LimitError && /open longer than 5s/.test(e.message), String(e))
+	assert.equal(await store.view(async (v) => v.with(b).get('k')), 1)
+	await b.set('k', 2)
 })
