@@ -21,7 +21,7 @@ impl Writer {
     /// all-or-nothing `tx`. `Ok` commits; an error or a panic rolls
     /// everything back, and a panic then goes on to the caller.
     pub fn exclusive<T>(&self, work: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
-        if IN_TX.with(|t| t.get()) == self.id() {
+        if self.held_here() {
             return Err(Error::invalid(
                 "a transaction was opened inside another on the same store",
             ));

@@ -229,7 +229,9 @@ impl Writer {
     pub(crate) fn held_here(&self) -> bool {
         let id = self.id();
         IN_TX.with(|t| t.get()) == id
-            || HELD.with(|h| {
+            // With no binding transaction open, no thread holds one: the
+            // common write skips the list.
+            || self.sessions_open() && HELD.with(|h| {
                 let mut h = h.borrow_mut();
                 h.retain(|(_, o)| o.load(Ordering::Acquire));
                 h.iter().any(|(w, _)| *w == id)
