@@ -110,12 +110,9 @@ pub(crate) fn wait_outside<T: Send + 'static>(
         return wait(cancel, submit);
     }
     let (tx, rx) = mpsc::sync_channel(1);
-    // The core refuses a write from a thread that holds its transaction:
-    // its error then names the handle, as every error about one does.
     let ticket = submit(Box::new(move |r| {
         let _ = tx.send(r);
-    }))
-    .map_err(|e| if e.bucket().is_some() { e } else { e.in_bucket(name) })?;
+    }))?;
     match rx.try_recv() {
         Ok(r) => r,
         Err(_) => {

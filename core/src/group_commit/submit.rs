@@ -84,8 +84,9 @@ impl Writer {
 
     /// [`Writer::submit_as`] with `state` that the work borrows and the
     /// completion then owns. A write the writer refuses at once (it is
-    /// closed, or this thread holds it in a transaction) hands `state` back
-    /// with the error.
+    /// closed) hands `state` back with the error. From inside a transaction
+    /// such a write is queued behind it: a caller must not wait for its
+    /// answer there (a blocking call is refused instead).
     pub(crate) fn submit_with<S, T, F, C>(
         &self,
         weight: usize,
@@ -100,11 +101,6 @@ impl Writer {
         F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(S, Result<T>) + Send + 'static,
     {
-        if self.held_here() {
-            // This thread holds the writer in a transaction: the write would
-            // wait for it, and so would a caller waiting for its answer.
-            return Err((super::inside_tx_error(), state));
-        }
         let (mut job, cancel) = new_job(weight, isolation, state, work, done);
         let q = lock(&self.shared.queue);
         if q.closed {
