@@ -216,6 +216,10 @@ impl TxSession {
     }
 
     fn end(&self, cmd: Cmd) -> Result<()> {
+        // Ended by its caller: the threads it marked write as any other from
+        // now on (their writes queue behind the end), even before the
+        // writer thread has finished with it.
+        self.open.store(false, Ordering::Release);
         let sender = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
         let sender = sender.ok_or_else(|| Error::new(ErrorKind::Closed, "the transaction has ended"))?;
         sender
@@ -332,6 +336,7 @@ impl TxSession {
 
 impl Drop for TxSession {
     fn drop(&mut self) {
+        self.open.store(false, Ordering::Release);
         // Dropping the sender ends the serve loop with a rollback.
         self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
     }

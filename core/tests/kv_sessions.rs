@@ -211,3 +211,24 @@ fn kv16_session_a_thread_that_holds_it_is_refused_a_write_outside_it_at_once() {
         "with no transaction open, nothing is refused"
     );
 }
+
+#[test]
+fn kv16_session_a_thread_that_ended_it_writes_at_once_after() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    for commit in [false, true] {
+        let (tx, done) = begin(&store);
+        tx.hold_thread();
+        tx.set(b.raw(), b"in", Raw::Int(1), WriteOptions::default()).unwrap();
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.rollback().unwrap();
+        }
+        // Before the writer thread has finished with the session, the
+        // thread that ended it is no longer inside it.
+        b.set("after", &2).unwrap();
+        let _ = done.recv().unwrap();
+    }
+    assert_eq!(b.get("after").unwrap(), Some(2));
+}
