@@ -50,10 +50,12 @@ mod read_locks;
 mod readers;
 mod row_codec;
 mod session;
+mod session_kinds;
 mod spans;
 pub mod storage;
 mod store;
 mod tx;
+mod tx_kinds;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
@@ -62,7 +64,7 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
 pub use error::{Error, ErrorKind, Result};
-pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
+pub use group_commit::{Burst, GroupStats, Ticket, after_answers, inside_tx_error, submit_together, submit_waited};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
@@ -78,10 +80,11 @@ pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
-pub use session::{Snapshot, TX_LIMIT, TxSession};
+pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
+pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
     WriteOptions,

@@ -30,7 +30,16 @@ use crate::storage::{self, Cell, file, sql};
 pub(crate) struct Readers {
     conns: Vec<Mutex<Option<ReaderConn>>>,
     next: AtomicUsize,
+    /// Connections of binding snapshots that ended, kept for the next one:
+    /// a snapshot holds its connection's read transaction, so it cannot
+    /// share one of `conns`, and opening a connection for each cost more
+    /// than the reads of a short view.
+    spare: Mutex<Vec<Connection>>,
+    closed: std::sync::atomic::AtomicBool,
 }
+
+/// The most snapshot connections kept for reuse.
+const SPARE_AT_MOST: usize = 4;
 
 /// One reader connection, holding the point read's statements for its life:
 /// taking one from the connection's cache and giving it back hashed its SQL
@@ -159,6 +168,8 @@ impl Readers {
         Ok(Readers {
             conns,
             next: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -181,8 +192,35 @@ impl Readers {
         read(g.as_ref().ok_or_else(Error::closed)?)
     }
 
+    /// A connection for a snapshot: one an ended snapshot gave back, or a
+    /// new one on `path`.
+    pub fn take_spare(&self, path: &Path, mmap_size: u64) -> Result<Connection> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
+        }
+        let kept = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match kept {
+            Some(c) => Ok(c),
+            None => file::open_reader(path, mmap_size, false),
+        }
+    }
+
+    /// Keeps a snapshot's connection, its read transaction ended, for the
+    /// next snapshot; closes it when enough are kept or the store closed.
+    pub fn give_back(&self, conn: Connection) {
+        if self.closed.load(Ordering::Acquire) || !conn.is_autocommit() {
+            return;
+        }
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < SPARE_AT_MOST {
+            spare.push(conn);
+        }
+    }
+
     /// Closes every reader; a read after this is `Closed`.
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.spare.lock().unwrap_or_else(|p| p.into_inner()).clear();
         for c in &self.conns {
             c.lock().unwrap_or_else(|p| p.into_inner()).take();
         }

@@ -81,7 +81,7 @@ impl<T: Serialize + DeserializeOwned + 'static> RowCodec<T> for ByType {
 #[derive(Clone, Copy, Debug)]
 pub struct WithCodec<C>(pub C);
 
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())

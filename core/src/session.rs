@@ -13,6 +13,7 @@
 //! Invariant: while a session is open the writer runs nothing else, so a
 //! session that is never finished is rolled back after [`TX_LIMIT`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,9 +21,9 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::group_commit::{Ticket, WriteCtx};
+use crate::group_commit::{Ticket, WriteCtx, inside_tx_error};
 use crate::raw::{MAX_VALUE, Raw};
-use crate::storage::{self, file};
+use crate::storage;
 use crate::store::{FILE_NAME, Store};
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -45,6 +46,9 @@ enum Cmd {
 pub struct TxSession {
     store: Store,
     cmds: Mutex<Option<SyncSender<Cmd>>>,
+    /// Set while the writer serves the session; threads marked with
+    /// [`TxSession::hold_thread`] are inside it while it is.
+    open: Arc<AtomicBool>,
 }
 
 impl Store {
@@ -69,10 +73,23 @@ impl Store {
             0,
             move |w: &mut WriteCtx<'_>| {
                 let (tx, rx) = mpsc::sync_channel::<Cmd>(1);
+                let open = Arc::new(AtomicBool::new(true));
+                let writer = store.clone();
                 let session = TxSession {
                     store,
                     cmds: Mutex::new(Some(tx)),
+                    open: open.clone(),
                 };
+                writer.inner.writer.session_began();
+                /// Ends the session's marks however `serve` ends.
+                struct Served(Store, Arc<AtomicBool>);
+                impl Drop for Served {
+                    fn drop(&mut self) {
+                        self.1.store(false, Ordering::Release);
+                        self.0.inner.writer.session_ended();
+                    }
+                }
+                let _served = Served(writer, open);
                 if let Some(ready) = r3.lock().unwrap_or_else(|p| p.into_inner()).take() {
                     ready(Ok(session));
                 }
@@ -148,9 +165,41 @@ fn serve(w: &mut WriteCtx<'_>, rx: Receiver<Cmd>) -> Result<()> {
     }
 }
 
+impl Store {
+    /// Refuses a write of this store made from inside one of its own open
+    /// transactions (KV-16), as [`inside_tx_error`]: it would wait for the
+    /// writer the transaction holds. `inside` says whether the caller's
+    /// context (a task, an async context) holds one; it is asked only while
+    /// a binding's transaction of this store is open, so a write made with
+    /// none open costs one atomic load.
+    pub fn refuse_inside_tx(&self, inside: impl FnOnce() -> bool) -> Result<()> {
+        if self.inner.writer.sessions_open() && inside() {
+            return Err(inside_tx_error());
+        }
+        Ok(())
+    }
+}
+
 impl TxSession {
+    /// Marks the calling thread as inside this transaction until it ends: a
+    /// blocking write from this thread through a handle outside it is then
+    /// `Invalid` at once ([`inside_tx_error`]) instead of a wait for the
+    /// writer the transaction holds. For a binding whose transaction's work
+    /// stays on one thread (Python's sync API, Go's locked goroutine).
+    pub fn hold_thread(&self) {
+        self.store.inner.writer.hold_thread(&self.open);
+    }
+
+    /// The store of this transaction.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Runs `f` inside the transaction, on the writer thread, and waits for it.
-    fn run<T: Send + 'static>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static) -> Result<T> {
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let (tx, rx) = mpsc::sync_channel(1);
         let call: Call = Box::new(move |w| {
             let _ = tx.send(f(w));
@@ -167,6 +216,10 @@ impl TxSession {
     }
 
     fn end(&self, cmd: Cmd) -> Result<()> {
+        // Ended by its caller: the threads it marked write as any other from
+        // now on (their writes queue behind the end), even before the
+        // writer thread has finished with it.
+        self.open.store(false, Ordering::Release);
         let sender = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
         let sender = sender.ok_or_else(|| Error::new(ErrorKind::Closed, "the transaction has ended"))?;
         sender
@@ -283,13 +336,34 @@ impl TxSession {
 
 impl Drop for TxSession {
     fn drop(&mut self) {
+        self.open.store(false, Ordering::Release);
         // Dropping the sender ends the serve loop with a rollback.
         self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 }
 
+/// The longest a view holds its snapshot (KV-16): a read after it is
+/// `Limit`, and the snapshot has ended. The file keeps every page a
+/// snapshot may still read, so a forgotten one must not hold them for good.
+pub const VIEW_LIMIT: Duration = Duration::from_secs(5);
+
+/// The refusal of a read of a view held past [`VIEW_LIMIT`].
+pub(crate) fn view_expired() -> Error {
+    Error::limit(format!(
+        "the view was open longer than {VIEW_LIMIT:?}, so its snapshot has ended; read in a new view"
+    ))
+}
+
+/// Whether a view opened at `opened` (ms on the store's clock) is past
+/// [`VIEW_LIMIT`] at `now`.
+pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
+    now.saturating_sub(opened) > VIEW_LIMIT.as_millis() as i64
+}
+
 /// A read snapshot for a binding: every read sees the file as it was at the
-/// snapshot's first read. It has its own reader connection and no writes.
+/// snapshot's first read, for at most [`VIEW_LIMIT`]. Its connection comes
+/// from the store's spare snapshot connections and goes back there when it
+/// ends. It has no writes.
 pub struct Snapshot {
     store: Store,
     conn: Mutex<Option<Connection>>,
@@ -301,7 +375,10 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
-        let conn = file::open_reader(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size, false)?;
+        let conn = self
+            .inner
+            .readers
+            .take_spare(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
         Ok(Snapshot {
             store: self.clone(),
@@ -315,6 +392,10 @@ impl Snapshot {
     fn with<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
             return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
+        }
+        if view_past_limit(self.now, self.store.inner.clock.now_millis()) {
+            self.close();
+            return Err(view_expired().in_bucket(bucket.name()));
         }
         let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         f(g.as_ref()
@@ -336,10 +417,12 @@ impl Snapshot {
         })
     }
 
-    /// Ends the snapshot; a read after this is `Closed`.
+    /// Ends the snapshot; a read after this is `Closed`. Its connection
+    /// goes back to the store for the next snapshot.
     pub fn close(&self) {
         if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = storage::run_tx_statement(&c, storage::sql::COMMIT);
+            self.store.inner.readers.give_back(c);
         }
     }
 }

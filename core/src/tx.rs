@@ -1,5 +1,6 @@
 //! Transactions (KV-16): `tx` writes several handles all or nothing; `view`
-//! reads one snapshot.
+//! reads one snapshot for at most [`crate::VIEW_LIMIT`]. The other kinds'
+//! handles inside a transaction are in `tx_kinds.rs`.
 //!
 //! A `tx` holds the write connection alone, in the caller's thread, for as
 //! long as its closure runs: keep it short. Its writes run the same
@@ -13,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
 use crate::raw::{MAX_VALUE, Raw};
+use crate::session::{view_expired, view_past_limit};
 use crate::store::Store;
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -34,7 +36,10 @@ pub struct View<'a> {
 
 impl Store {
     /// Runs `f` in one transaction: every write in it commits together, or,
-    /// if `f` returns an error, none does.
+    /// if `f` returns an error or panics, none does (a panic goes on to the
+    /// caller once the transaction rolled back, and the store keeps
+    /// writing). Buckets join with `tx.with`, durable counters with
+    /// `tx.counters`, quotas with `tx.quota` and once answers with `tx.once`.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -63,7 +68,9 @@ impl Store {
     }
 
     /// Runs `f` on one read snapshot: every read in it sees the file as it
-    /// was at its first read. A view cannot write.
+    /// was at its first read, for at most [`crate::VIEW_LIMIT`]; a read
+    /// after that is `Limit`. A view cannot write. It reads on one of the
+    /// store's reader connections.
     pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
         let now = self.inner.clock.now_millis();
@@ -202,30 +209,62 @@ impl<'a> View<'a> {
     }
 }
 
-/// A bucket inside a read snapshot. It has no writes.
+/// A bucket inside a read snapshot. It has no writes. A read after the
+/// view has been open for [`crate::VIEW_LIMIT`] is `Limit`.
 pub struct ViewBucket<'v, 'a, T> {
     view: &'v View<'a>,
     bucket: &'v Bucket<T>,
 }
 
 impl<T: Send + 'static> ViewBucket<'_, '_, T> {
-    /// The value of a live key in this snapshot. Renews nothing.
-    pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
+    fn check(&self) -> Result<&RawBucket> {
         let raw = self.bucket.raw();
         same_store(self.view.store, raw)?;
+        if view_past_limit(self.view.now, self.view.store.inner.clock.now_millis()) {
+            return Err(view_expired().in_bucket(raw.name()));
+        }
+        Ok(raw)
+    }
+
+    /// The value of a live key in this snapshot. Renews nothing.
+    pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
+        Ok(self.entry(key)?.map(|e| e.value))
+    }
+
+    /// The value with its version and expiry in this snapshot.
+    pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
+        let raw = self.check()?;
         let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
         match t.read(self.view.conn, self.view.now)? {
-            Some(c) => Ok(Some(self.bucket.codec.decode_owned(c.value).map_err(|e| t.name(e))?)),
+            Some(c) => Ok(Some(typed(&*self.bucket.codec, t.entry(c)).map_err(|e| t.name(e))?)),
             None => Ok(None),
         }
     }
 
+    /// Whether a live key is there in this snapshot.
+    pub fn has(&self, key: impl AsKey) -> Result<bool> {
+        Ok(self.entry(key)?.is_some())
+    }
+
     /// A page of the branch's own keys in this snapshot.
-    pub fn list(&self, opts: &ListOptions) -> Result<Page<Raw>> {
-        let raw = self.bucket.raw();
-        same_store(self.view.store, raw)?;
+    pub fn list(&self, opts: &ListOptions) -> Result<Page<T>> {
+        let raw = self.check()?;
         let _held = raw.hold_now(PAGE_HOLD)?;
-        values::list_on(&raw.core, &raw.branch, self.view.conn, self.view.now, opts)
+        let page = values::list_on(&raw.core, &raw.branch, self.view.conn, self.view.now, opts)?;
+        let mut entries = Vec::with_capacity(page.entries.len());
+        for e in page.entries {
+            let k = e.key.0.clone();
+            entries.push(typed(&*self.bucket.codec, e).map_err(|e| raw.named(&k, e))?);
+        }
+        Ok(Page {
+            entries,
+            next: page.next,
+        })
+    }
+
+    /// Every key of the branch in this snapshot, page by page.
+    pub fn all(&self) -> impl Iterator<Item = Result<Entry<T>>> + '_ {
+        values::Pages::new(move |opts| self.list(opts))
     }
 }

@@ -136,3 +136,99 @@ fn kv05_session_take_checked_keeps_a_value_its_check_refuses() {
     assert_eq!(b.get("bad").unwrap().as_deref(), Some("not a number"));
     assert_eq!(b.get("good").unwrap(), None);
 }
+
+#[test]
+fn kv16_session_joins_counters_quotas_and_once_answers_all_or_nothing() {
+    let (_d, store) = common::manual();
+    let attempts = store.counters("attempts").open().unwrap();
+    let hits = store
+        .counters("hits")
+        .flush_every(std::time::Duration::from_secs(1))
+        .open()
+        .unwrap();
+    let plan = store
+        .quota("messages")
+        .window("daily", 2, std::time::Duration::from_secs(86_400))
+        .open()
+        .unwrap();
+    let sends = store.once::<String>("sends").open().unwrap();
+    sends.run("old", || Ok("kept".to_string())).unwrap();
+    for commit in [false, true] {
+        let (tx, done) = begin(&store);
+        assert_eq!(tx.counter_add(&attempts, b"ada", 2).unwrap(), 2);
+        assert_eq!(tx.counter_max(&attempts, b"ada", 5).unwrap(), 5);
+        assert_eq!(tx.counter_get(&attempts, b"ada").unwrap(), 5);
+        assert!(tx.quota_allow(&plan, b"ada", 1).unwrap().ok);
+        assert_eq!(tx.quota_peek(&plan, b"ada").unwrap().left, 1);
+        assert!(tx.once_get(sends.raw(), b"old").unwrap().is_some());
+        assert!(tx.once_delete(sends.raw(), b"old").unwrap());
+        let refused = tx.counter_add(&hits, b"ada", 1).unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::Invalid);
+        assert!(refused.message().contains("flush_every"), "{refused}");
+        assert_eq!(attempts.get("ada").unwrap(), 0, "others see nothing before the commit");
+        if commit {
+            tx.commit().unwrap();
+            done.recv().unwrap().unwrap();
+        } else {
+            tx.rollback().unwrap();
+            assert!(done.recv().unwrap().is_err());
+            assert_eq!(attempts.get("ada").unwrap(), 0);
+            assert_eq!(plan.peek("ada").unwrap().left, 2);
+            assert!(sends.get("old").unwrap().is_some());
+        }
+    }
+    assert_eq!(attempts.get("ada").unwrap(), 5);
+    assert_eq!(plan.peek("ada").unwrap().left, 1);
+    assert_eq!(sends.get("old").unwrap(), None);
+    attempts.add("ada", 1).unwrap();
+}
+
+#[test]
+fn kv16_session_a_thread_that_holds_it_is_refused_a_write_outside_it_at_once() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let (tx, done) = begin(&store);
+    tx.hold_thread();
+    let started = std::time::Instant::now();
+    let e = b.set("k", &1).unwrap_err();
+    assert_eq!(e.message(), tinystore::inside_tx_error().message());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "at once, not at the limit"
+    );
+    // Another thread's write waits its turn instead.
+    let b2 = b.clone();
+    let other = std::thread::spawn(move || b2.set("k", &2));
+    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    other.join().unwrap().unwrap();
+    assert_eq!(b.get("k").unwrap(), Some(2));
+    b.set("k", &3).unwrap();
+    assert_eq!(
+        store.refuse_inside_tx(|| true).map_err(|e| e.kind()),
+        Ok(()),
+        "with no transaction open, nothing is refused"
+    );
+}
+
+#[test]
+fn kv16_session_a_thread_that_ended_it_writes_at_once_after() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    for commit in [false, true] {
+        let (tx, done) = begin(&store);
+        tx.hold_thread();
+        tx.set(b.raw(), b"in", Raw::Int(1), WriteOptions::default()).unwrap();
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.rollback().unwrap();
+        }
+        // Before the writer thread has finished with the session, the
+        // thread that ended it is no longer inside it.
+        b.set("after", &2).unwrap();
+        let _ = done.recv().unwrap();
+    }
+    assert_eq!(b.get("after").unwrap(), Some(2));
+}

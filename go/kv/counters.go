@@ -12,7 +12,8 @@ import (
 // count exactly.
 type Counters struct {
 	branch
-	h *native.Counters
+	h  *native.Counters
+	tx *native.Tx // set by WithTx: every call runs inside it
 }
 
 // OpenCounters opens the counters name of store. With TTL a counter
@@ -39,7 +40,7 @@ func (c *Counters) Name() string { return c.name }
 
 // Under is the branch of owners: the counters that belong to them.
 func (c *Counters) Under(owners ...any) *Counters {
-	return &Counters{branch: c.branch.under(owners), h: c.h}
+	return &Counters{branch: c.branch.under(owners), h: c.h, tx: c.tx}
 }
 
 // Add adds n to a counter and returns the new value. A sum past the int64
@@ -48,6 +49,10 @@ func (c *Counters) Add(ctx context.Context, key any, n int64) (int64, error) {
 	k, err := c.key(key)
 	if err != nil {
 		return 0, err
+	}
+	if c.tx != nil {
+		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterAdd, n)
+		return v, err
 	}
 	return c.h.Add(ctx, c.owners, k, n, false)
 }
@@ -58,6 +63,10 @@ func (c *Counters) Max(ctx context.Context, key any, n int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if c.tx != nil {
+		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterMax, n)
+		return v, err
+	}
 	return c.h.Add(ctx, c.owners, k, n, true)
 }
 
@@ -67,6 +76,10 @@ func (c *Counters) Get(ctx context.Context, key any) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if c.tx != nil {
+		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterGet, 0)
+		return v, err
+	}
 	return c.h.Get(ctx, c.owners, k)
 }
 
@@ -75,6 +88,10 @@ func (c *Counters) Delete(ctx context.Context, key any) (bool, error) {
 	k, err := c.key(key)
 	if err != nil {
 		return false, err
+	}
+	if c.tx != nil {
+		_, found, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterDelete, 0)
+		return found, err
 	}
 	return c.h.Delete(ctx, c.owners, k)
 }

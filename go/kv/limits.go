@@ -149,7 +149,8 @@ func (r *RateLimit) Reset(ctx context.Context, key any) error {
 // use: N racing Allows pass exactly the limit.
 type Quota struct {
 	branch
-	h *native.Quota
+	h  *native.Quota
+	tx *native.Tx // set by WithTx: every call runs inside it
 }
 
 // OpenQuota opens the quota name of store with its windows.
@@ -177,7 +178,7 @@ func (q *Quota) Name() string { return q.name }
 
 // Under is the branch of owners: their keys count apart from the others.
 func (q *Quota) Under(owners ...any) *Quota {
-	return &Quota{branch: q.branch.under(owners), h: q.h}
+	return &Quota{branch: q.branch.under(owners), h: q.h, tx: q.tx}
 }
 
 func (q *Quota) use(ctx context.Context, key any, op int32, n int, what string) (Allowance, error) {
@@ -189,7 +190,12 @@ func (q *Quota) use(ctx context.Context, key any, op int32, n int, what string) 
 	if err != nil {
 		return Allowance{}, err
 	}
-	a, err := q.h.Use(ctx, q.owners, k, op, m)
+	var a native.Allowance
+	if q.tx != nil {
+		a, err = q.tx.Quota(ctx, q.h, q.owners, k, op, m)
+	} else {
+		a, err = q.h.Use(ctx, q.owners, k, op, m)
+	}
 	return allowanceOf(a), err
 }
 

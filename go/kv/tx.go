@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"context"
+
 	"tinyshed.org/tinystore"
 	"tinyshed.org/tinystore/internal/native"
 )
@@ -36,4 +38,47 @@ func (b *Bucket[T]) WithTx(tx *Tx) *Bucket[T] {
 // view's function returns every call is tinystore.ErrClosed.
 func (b *Bucket[T]) WithView(v *View) *Bucket[T] {
 	return &Bucket[T]{branch: b.branch, base: b.base, h: native.ViewBucket{V: native.SnapshotOf(v), B: b.base}, c: b.c}
+}
+
+// WithTx is these counters (or branch) inside tx: Add, Max, Get and Delete
+// commit with the transaction's writes, or not at all, and see its own
+// writes. Counters opened with FlushEvery keep their counts in memory, so
+// they cannot join a transaction: every call is tinystore.ErrInvalid,
+// saying so. After the transaction's function returns, every call is
+// tinystore.ErrClosed.
+//
+//	err := store.Tx(ctx, func(tx *kv.Tx) error {
+//		if _, found, err := codes.WithTx(tx).Take(ctx, digest(code)); err != nil || !found {
+//			return err
+//		}
+//		_, err := attempts.WithTx(tx).Add(ctx, email, 1)
+//		return err
+//	})
+func (c *Counters) WithTx(tx *Tx) *Counters {
+	return &Counters{branch: c.branch, h: c.h, tx: native.TxOf(tx)}
+}
+
+// WithTx is this quota (or branch) inside tx: Allow, Refund, Peek and
+// Reset commit or roll back with the transaction, and see its own uses.
+func (q *Quota) WithTx(tx *Tx) *Quota {
+	return &Quota{branch: q.branch, h: q.h, tx: native.TxOf(tx)}
+}
+
+// WithTx is this once's answers inside tx: Get and Delete run inside the
+// transaction (an answer deleted with the row it describes). Run is
+// tinystore.ErrInvalid inside a transaction: its claim and its answer are
+// writes of their own, which would wait for it.
+func (o *Once[T]) WithTx(tx *Tx) *Once[T] {
+	return &Once[T]{branch: o.branch, h: o.h, c: o.c, tx: native.TxOf(tx)}
+}
+
+// WithTx is tinystore.ErrInvalid for every call: a rate limit keeps its
+// state in memory and cannot join a transaction. Call it outside (a Quota
+// joins one).
+func (r *RateLimit) WithTx(tx *Tx) *RateLimit {
+	out := &RateLimit{branch: r.branch, h: r.h}
+	if out.err == nil {
+		out.err = native.TxOf(tx).RefuseRateLimit(context.Background(), r.h)
+	}
+	return out
 }

@@ -5,6 +5,7 @@
  */
 
 import type { Duration } from './durations'
+import { kindParts } from './handles'
 import type { NativeCounters } from './native'
 import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
@@ -67,6 +68,7 @@ export class Counters<N extends number | bigint = number> {
 		this.#native = native
 		this.name = name
 		this.#store = store
+		kindParts.set(this, { kind: 'counters', native, name, store })
 	}
 
 	/** The branch of `owners`. */

@@ -7,6 +7,7 @@
  */
 
 import type { Rate } from './durations'
+import { kindParts } from './handles'
 import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
 import { waitsForOwnTx } from './scope'
 import { invalidArg, type Key } from './values'
@@ -95,6 +96,7 @@ export class RateLimit {
 	constructor(native: NativeRateLimit, name: string) {
 		this.#native = native
 		this.name = name
+		kindParts.set(this, { kind: 'rateLimit', native, name, store: undefined })
 	}
 
 	/** The branch of `owners`: its keys are limited apart from the others. */
@@ -161,6 +163,7 @@ export class Quota<W extends string = string> {
 		this.#native = native
 		this.name = name
 		this.#store = store
+		kindParts.set(this, { kind: 'quota', native, name, store })
 	}
 
 	/** The branch of `owners`: its keys count apart from the others. */

@@ -72,6 +72,16 @@ export interface NativeTx extends NativeReads {
 	delete(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): boolean
 	expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): boolean
 	clear(bucket: NativeBucket): void
+	checkCounters(counters: NativeCounters): void
+	refuseRateLimit(limit: NativeRateLimit): void
+	counterChange(counters: NativeCounters, key: unknown, n: unknown, max: boolean): number | bigint
+	counterGet(counters: NativeCounters, key: unknown): number | bigint
+	counterDelete(counters: NativeCounters, key: unknown): boolean
+	quotaChange(quota: NativeQuota, key: unknown, n: number | undefined, refund: boolean): unknown
+	quotaPeek(quota: NativeQuota, key: unknown): unknown
+	quotaReset(quota: NativeQuota, key: unknown): void
+	onceGet(once: NativeOnce, key: unknown): unknown
+	onceDelete(once: NativeOnce, key: unknown): boolean
 	commit(): Promise<void>
 	rollback(): Promise<void>
 }
@@ -148,6 +158,8 @@ export interface NativeStore {
 export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
+	insideTxMessage(): string
+	onceRunRefusedMessage(): string
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
 	/** The bare `set(handle, key, value, id)` of a bucket and its settled numbers: see bindings/node/src/fast_set.rs. */

@@ -9,7 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
-import type { NativeOnce } from './native'
+import { kindParts } from './handles'
+import { native as addon, type NativeOnce } from './native'
 import { waitsForOwnTx } from './scope'
 import { type Crossing, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
 
@@ -55,6 +56,7 @@ export class Once<T> {
 		this.#crossing = crossing
 		this.#owners = owners
 		this.#store = store
+		kindParts.set(this, { kind: 'once', native, name, store, decode: (value, key) => this.#decode(value, key) })
 	}
 
 	/** The branch of `owners`: its keys run apart from the others. */
@@ -89,7 +91,8 @@ export class Once<T> {
 				key: showKey(key, this.#owners),
 			})
 		}
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name, key: showKey(key, this.#owners) })
+		// Its claim and its answer are writes of their own, which would wait for the transaction.
+		const refused = waitsForOwnTx(this.#store, { bucket: this.name, key: showKey(key, this.#owners) }, addon.onceRunRefusedMessage())
 		if (refused) throw refused
 		const begun = await this.#native.begin(key)
 		if (begun.kept) return this.#decode(begun.value, key)

@@ -15,6 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 
 import { type ErrorWhat, InvalidError } from './errors'
+import { native } from './native'
 
 /** A transaction or view, and whether it is still open. */
 export interface Scope {
@@ -40,12 +41,10 @@ export function insideTx(store: object | undefined): boolean {
 
 /**
  * The refusal of a write of `store` from inside one of its own open
- * transactions, or `undefined` when the write may wait its turn.
+ * transactions, or `undefined` when the write may wait its turn. The text
+ * is the engine's (`message`, or its refusal of any such write).
  */
-export function waitsForOwnTx(store: object | undefined, what: ErrorWhat): InvalidError | undefined {
+export function waitsForOwnTx(store: object | undefined, what: ErrorWhat, message?: string): InvalidError | undefined {
 	if (!insideTx(store)) return undefined
-	return new InvalidError(
-		'this write would wait for the transaction it is made in: write through tx.with(bucket), or after the transaction',
-		what,
-	)
+	return new InvalidError(message ?? native.insideTxMessage(), what)
 }

@@ -6,6 +6,11 @@
  */
 
 import type { Bucket, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
+import type { Counters } from './counters'
+import { kindParts } from './handles'
+import type { Quota, RateLimit } from './limits'
+import type { Once } from './once'
+import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds'
 import type { Duration } from './durations'
 import type { NativeTx } from './native'
 import type { Codec } from './codec'
@@ -45,9 +50,23 @@ export class Tx {
 	/**
 	 * `bucket` (or a branch of it) inside this transaction: its writes commit
 	 * with the transaction's or not at all, and its reads see the
-	 * transaction's own writes. A bucket of another store is `InvalidError`.
+	 * transaction's own writes. Durable counters, a quota and a once's
+	 * answers (`get`, `delete`) join the same way. Counters with
+	 * `flushEvery` and rate limits keep their state in memory and are
+	 * `InvalidError`, saying so, as is a handle of another store.
 	 */
-	with<T>(bucket: Bucket<T>): TxBucket<T> {
+	with<T>(bucket: Bucket<T>): TxBucket<T>
+	with<N extends number | bigint>(counters: Counters<N>): TxCounters<N>
+	with<W extends string>(quota: Quota<W>): TxQuota<W>
+	with<T>(once: Once<T>): TxOnce<T>
+	with(limit: RateLimit): never
+	with(handle: unknown): unknown {
+		const kind = typeof handle === 'object' && handle !== null ? kindParts.get(handle) : undefined
+		if (kind !== undefined) return joinKind(this.#native, this.#scope, kind)
+		return this.#bucket(handle as Bucket<unknown>)
+	}
+
+	#bucket<T>(bucket: Bucket<T>): TxBucket<T> {
 		const parts = partsOf(bucket, this.#scope.store, 'tx.with')
 		const reads = new SessionReads<T>(
 			this.#native,

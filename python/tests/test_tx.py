@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
 import tinystore
+
+from conftest import START
 
 
 class SoldOut(Exception):
@@ -261,3 +265,61 @@ def test_kv16_sync_view_sees_one_snapshot(sync_store: tinystore.sync.Store) -> N
     with pytest.raises(tinystore.ClosedError):
         v.bucket(b).get("a")
     assert b.get("a") == 2
+
+
+_INSIDE = "inside a transaction through a handle outside it"
+
+
+async def test_kv16_a_write_through_an_outside_handle_awaited_inside_tx_is_invalid_at_once(
+    store: tinystore.Store, tmp_path: Path
+) -> None:
+    b = store.bucket("b", int)
+    hits = store.counters("hits")
+    async with tinystore.open(tmp_path / "other", clock=START) as other:
+        elsewhere = other.bucket("b", int)
+        started = time.monotonic()
+        async with store.tx() as tx:
+            for write in (b.set("k", 1), b.set("k", 1, ttl="1h"), b.delete("k"), hits.add("k")):
+                with pytest.raises(tinystore.InvalidError, match=_INSIDE):
+                    await write
+            await asyncio.sleep(0)
+            with pytest.raises(tinystore.InvalidError, match=_INSIDE):
+                await b.under("x").take("k")  # after an await too
+            # Another store's writer is free, and the transaction's own handles write.
+            await elsewhere.set("k", 1)
+            await tx.bucket(b).set("k", 2)
+        assert time.monotonic() - started < 5, "refused at once, not after the transaction's limit"
+    assert await b.get("k") == 2
+    # Other tasks' writes wait their turn, and the store writes after the block.
+    await b.set("k", 3)
+    assert await b.get("k") == 3
+
+
+def test_kv16_sync_a_write_through_an_outside_handle_inside_tx_is_invalid_at_once(
+    sync_store: tinystore.sync.Store,
+) -> None:
+    b = sync_store.bucket("b", int)
+    started = time.monotonic()
+    with sync_store.tx() as tx:
+        with pytest.raises(tinystore.InvalidError, match=_INSIDE):
+            b.set("k", 1)
+        tx.bucket(b).set("k", 2)
+    assert time.monotonic() - started < 5
+    assert b.get("k") == 2
+    b.set("k", 3)
+    assert b.get("k") == 3
+
+
+async def test_kv16_a_view_holds_its_snapshot_at_most_five_seconds(store: tinystore.Store) -> None:
+    b = store.bucket("b", int)
+    await b.set("k", 1)
+    async with store.view() as v:
+        assert await v.bucket(b).get("k") == 1
+        store.clock.advance("5001ms")
+        with pytest.raises(tinystore.LimitError, match="open longer than 5s") as e:
+            await v.bucket(b).get("k")
+        assert e.value.bucket == "b"
+    # A new view reads again, and the store writes.
+    async with store.view() as v:
+        assert await v.bucket(b).get("k") == 1
+    await b.set("k", 2)

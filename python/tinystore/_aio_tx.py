@@ -18,17 +18,19 @@ import contextvars
 import datetime as dt
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
-from . import _native
+from . import _native, _tx_marks
 from ._base import Key
 from ._loop import completions
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
+from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
 from .errors import ClosedError, InvalidError
 
 if TYPE_CHECKING:
     from ._aio import Bucket
+    from ._aio_limits import Counters, Once, Quota, RateLimit
 
 __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 
@@ -77,13 +79,14 @@ class Transaction:
     turn up.
     """
 
-    __slots__ = ("_store", "_tx", "_done", "_mark")
+    __slots__ = ("_store", "_tx", "_done", "_mark", "_inside")
 
     def __init__(self, store: _native.Store) -> None:
         self._store = store
         self._tx: Tx | None = None
         self._done: asyncio.Future[None] | None = None
         self._mark: contextvars.Token[frozenset[tuple[int, int]]] | None = None
+        self._inside: contextvars.Token[frozenset[str]] | None = None
 
     async def __aenter__(self) -> Tx:
         if self._tx is not None or self._done is not None:
@@ -106,6 +109,7 @@ class Transaction:
             raise
         self._tx = Tx(native)
         self._mark = _open.set(_open.get() | {mark})
+        self._inside = _tx_marks.inside.set(_tx_marks.inside.get() | {str(self._store.dir())})
         return self._tx
 
     async def __aexit__(
@@ -114,11 +118,13 @@ class Transaction:
         tx, done = self._tx, self._done
         assert tx is not None and done is not None
         tx._ended = True
-        if self._mark is not None:
-            try:
+        try:
+            if self._mark is not None:
                 _open.reset(self._mark)
-            except ValueError:
-                pass  # left in another context than it was entered in: nothing to undo here
+            if self._inside is not None:
+                _tx_marks.inside.reset(self._inside)
+        except ValueError:
+            pass  # left in another context than it was entered in: nothing to undo here
         if et is not None:
             tx._n.rollback()
             return
@@ -136,9 +142,10 @@ class Tx:
 
     Everything written through it commits together when the ``async with``
     block ends, or not at all. Calls after the block are ``ClosedError``.
-    Inside the block, do not await writes of the same store outside the
-    transaction: they wait for this one to end. Starting another transaction
-    of the same store in the same task is ``InvalidError``.
+    Inside the block, a write of the same store through a handle outside the
+    transaction is ``InvalidError`` at once: it would wait for this one to
+    end. Starting another transaction of the same store in the same task is
+    ``InvalidError`` too.
     """
 
     __slots__ = ("_n", "_ended")
@@ -156,8 +163,29 @@ class Tx:
         """
         return TxBucket(self, bucket._n)
 
-    with_ = bucket
-    """The same as :meth:`bucket`, spelled as ``tx.with(bucket)`` in the other languages."""
+    @overload
+    def with_(self, handle: Bucket[T]) -> TxBucket[T]: ...
+    @overload
+    def with_(self, handle: Counters) -> TxCounters: ...
+    @overload
+    def with_(self, handle: Quota) -> TxQuota: ...
+    @overload
+    def with_(self, handle: Once[T]) -> TxOnce[T]: ...
+    @overload
+    def with_(self, handle: RateLimit) -> NoReturn: ...
+
+    def with_(self, handle: Any) -> Any:
+        """``handle`` inside this transaction, spelled as ``tx.with(handle)`` in
+        the other languages: a bucket (as :meth:`bucket`), durable counters, a
+        quota or a once's answers (``get``, ``delete``), all committed or rolled
+        back together. Counters with ``flush_every`` and rate limits keep their
+        state in memory and are ``InvalidError`` here, saying so."""
+        joined = kind_in_tx(self, handle, True)
+        return self.bucket(handle) if joined is None else joined
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise _closed("transaction")
 
     def __repr__(self) -> str:
         return f"<tinystore.Tx{' ended' if self._ended else ''}>"

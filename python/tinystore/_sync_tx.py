@@ -13,15 +13,17 @@ import datetime as dt
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 from . import _native
 from ._base import Key
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
+from ._tx_kinds import SyncTxCounters, SyncTxOnce, SyncTxQuota, kind_in_tx
 from .errors import ClosedError, InvalidError
 
 if TYPE_CHECKING:
+    from ._sync_limits import Counters, Once, Quota, RateLimit
     from .sync import Bucket
 
 __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
@@ -87,9 +89,10 @@ class Tx:
 
     Everything written through it commits together when the ``with`` block
     ends, or not at all. Calls after the block are ``ClosedError``. Inside
-    the block, do not write to the same store outside the transaction: it
-    waits for this one to end. Starting another transaction of the same
-    store in the same thread is ``InvalidError``.
+    the block, a write of the same store from the same thread through a
+    handle outside the transaction is ``InvalidError`` at once: it would
+    wait for this one to end. Starting another transaction of the same
+    store in the same thread is ``InvalidError`` too.
     """
 
     __slots__ = ("_n", "_ended")
@@ -107,8 +110,29 @@ class Tx:
         """
         return TxBucket(self, bucket._n)
 
-    with_ = bucket
-    """The same as :meth:`bucket`, spelled as ``tx.with(bucket)`` in the other languages."""
+    @overload
+    def with_(self, handle: Bucket[T]) -> TxBucket[T]: ...
+    @overload
+    def with_(self, handle: Counters) -> SyncTxCounters: ...
+    @overload
+    def with_(self, handle: Quota) -> SyncTxQuota: ...
+    @overload
+    def with_(self, handle: Once[T]) -> SyncTxOnce[T]: ...
+    @overload
+    def with_(self, handle: RateLimit) -> NoReturn: ...
+
+    def with_(self, handle: Any) -> Any:
+        """``handle`` inside this transaction, spelled as ``tx.with(handle)`` in
+        the other languages: a bucket (as :meth:`bucket`), durable counters, a
+        quota or a once's answers (``get``, ``delete``), all committed or rolled
+        back together. Counters with ``flush_every`` and rate limits keep their
+        state in memory and are ``InvalidError`` here, saying so."""
+        joined = kind_in_tx(self, handle, False)
+        return self.bucket(handle) if joined is None else joined
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise _closed("transaction")
 
     def __repr__(self) -> str:
         return f"<tinystore.sync.Tx{' ended' if self._ended else ''}>"

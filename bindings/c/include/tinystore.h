@@ -313,6 +313,23 @@ void ts_tx_free(TsTx *t);
  * TS_INVALID at once. Only for a caller that keeps the transaction's calls on
  * this thread. */
 void ts_tx_hold_thread(const TsTx *t);
+
+/* Counters, quotas and once answers inside a transaction (KV-16). Counters
+   with flush_every and rate limits cannot join one: TS_INVALID, saying why. */
+#define TS_TX_COUNTER_ADD 0
+#define TS_TX_COUNTER_MAX 1
+#define TS_TX_COUNTER_GET 2
+#define TS_TX_COUNTER_DELETE 3
+int32_t ts_tx_check_counters(const TsTx *t, const TsCounters *c, TsError **err);
+int32_t ts_tx_refuse_rate_limit(const TsTx *t, const TsRateLimit *r, TsError **err);
+int32_t ts_tx_counters(const TsTx *t, const TsCounters *c, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                       size_t key_len, int32_t op, int64_t n, int64_t *out, bool *found, TsError **err);
+int32_t ts_tx_quota(const TsTx *t, const TsQuota *q, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                    size_t key_len, int32_t op, uint64_t n, TsAllowance *out, TsError **err);
+int32_t ts_tx_once_get(const TsTx *t, const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                       size_t key_len, int32_t want, TsValue *value, bool *found, TsError **err);
+int32_t ts_tx_once_delete(const TsTx *t, const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key,
+                          size_t key_len, bool *found, TsError **err);
 int32_t ts_tx_get(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,
                   size_t key_len, int32_t want, TsEntry *out, bool *found, TsError **err);
 int32_t ts_tx_set(const TsTx *t, const TsBucket *b, const uint8_t *owners, size_t owners_len, const uint8_t *key,

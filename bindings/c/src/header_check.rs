@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 9] = [
+const SOURCES: [&str; 10] = [
     include_str!("lib.rs"),
     include_str!("answers.rs"),
     include_str!("store.rs"),
@@ -15,6 +15,7 @@ const SOURCES: [&str; 9] = [
     include_str!("limits.rs"),
     include_str!("once.rs"),
     include_str!("session.rs"),
+    include_str!("session_kinds.rs"),
     include_str!("config.rs"),
 ];
 

@@ -80,20 +80,16 @@ pub(crate) fn holds(store: &Store) -> bool {
     })
 }
 
-fn inside_error(what: &str) -> Error {
-    Error::new(
-        ErrorKind::Invalid,
-        format!(
-            "{what} was called from inside a transaction on the same store, outside it; use the transaction (WithTx)"
-        ),
-    )
-}
-
 /// `Invalid` when this thread holds a transaction of `store`: for a call
 /// that always waits for the writer (a transaction, a run of once).
 pub(crate) fn check_outside(store: &Store, what: &str) -> Result<()> {
     if holds(store) {
-        return Err(inside_error(what));
+        return Err(Error::new(
+            ErrorKind::Invalid,
+            format!(
+                "{what} was called from inside a transaction on the same store, outside it; use the transaction (WithTx)"
+            ),
+        ));
     }
     Ok(())
 }
@@ -121,7 +117,7 @@ pub(crate) fn wait_outside<T: Send + 'static>(
         Ok(r) => r,
         Err(_) => {
             ticket.cancel();
-            Err(inside_error("a write").in_bucket(name))
+            Err(tinystore::inside_tx_error().in_bucket(name))
         }
     }
 }

@@ -34,6 +34,7 @@ mod held_tx;
 mod limits;
 mod once;
 mod session;
+mod session_kinds;
 mod store;
 mod value;
 

@@ -10,11 +10,11 @@ use crate::store::{TsStore, store};
 use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, owners_of, span, text};
 
 /// Counters, opened on a store.
-pub struct TsCounters(Counters);
+pub struct TsCounters(pub(crate) Counters);
 /// A rate limit, opened on a store.
-pub struct TsRateLimit(RateLimit);
+pub struct TsRateLimit(pub(crate) RateLimit);
 /// A quota, opened on a store.
-pub struct TsQuota(Quota);
+pub struct TsQuota(pub(crate) Quota);
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -63,7 +63,7 @@ fn nanos(t: SystemTime) -> i64 {
     }
 }
 
-fn fill(out: *mut TsAllowance, a: &Allowance) {
+pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
     let Some(out) = (unsafe { out.as_mut() }) else { return };
     out.ok = a.ok;
     out.left = a.left;
@@ -92,13 +92,13 @@ fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
     Ok(())
 }
 
-fn set<T>(out: *mut T, v: T) {
+pub(crate) fn set<T>(out: *mut T, v: T) {
     if let Some(out) = unsafe { out.as_mut() } {
         *out = v;
     }
 }
 
-unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
     unsafe { p.as_ref() }.ok_or_else(|| Error::new(ErrorKind::Invalid, format!("a null {what}")))
 }
 

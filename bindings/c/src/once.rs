@@ -25,13 +25,13 @@ impl Branchy for RawOnce {
     }
 }
 
-unsafe fn handle<'a>(o: *const TsOnce) -> Result<&'a RawOnce> {
+pub(crate) unsafe fn handle<'a>(o: *const TsOnce) -> Result<&'a RawOnce> {
     unsafe { o.as_ref() }
         .map(|o| &o.0)
         .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null once"))
 }
 
-fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
+pub(crate) fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
     if e.path().is_some() {
         return e;
     }
@@ -114,7 +114,9 @@ pub unsafe extern "C" fn ts_once_begin(
         if claim.is_null() {
             return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
         }
-        crate::held_tx::check_outside(h.store(), "a run of once").map_err(|e| e.in_bucket(h.name()))?;
+        if crate::held_tx::holds(h.store()) {
+            return Err(tinystore::once_run_refused().in_bucket(h.name()));
+        }
         let slot = Arc::new((Mutex::new(Slot::Waiting), Condvar::new()));
         let ready = slot.clone();
         h.begin(key, move |r| {

@@ -23,7 +23,7 @@ use crate::{TsCancel, TsError, bytes, guard};
 /// writer, which runs nothing else until it ends (or after
 /// `tinystore::TX_LIMIT`, when it is rolled back).
 pub struct TsTx {
-    session: TxSession,
+    pub(crate) session: TxSession,
     done: Mutex<Option<Receiver<Result<()>>>>,
     /// The threads `ts_tx_hold_thread` marked; cleared when the transaction ends.
     hold: Hold,
@@ -36,7 +36,7 @@ fn ended() -> Error {
     Error::new(ErrorKind::Closed, "the transaction has ended")
 }
 
-unsafe fn tx<'a>(t: *const TsTx) -> Result<&'a TsTx> {
+pub(crate) unsafe fn tx<'a>(t: *const TsTx) -> Result<&'a TsTx> {
     unsafe { t.as_ref() }.ok_or_else(|| invalid("a null transaction"))
 }
 
@@ -145,6 +145,7 @@ pub unsafe extern "C" fn ts_tx_rollback(t: *const TsTx) {
 pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsTx) {
     if let Some(t) = unsafe { t.as_ref() } {
         t.hold.mark_thread();
+        t.session.hold_thread();
     }
 }
 

@@ -60,6 +60,19 @@ pub fn error_codes() -> Vec<&'static str> {
     tinystore::ErrorKind::ALL.iter().map(|k| k.code()).collect()
 }
 
+/// The engine's refusal of a write made inside a transaction through a
+/// handle outside it: the package refuses such a write at once with it.
+#[napi]
+pub fn inside_tx_message() -> String {
+    tinystore::inside_tx_error().message().to_owned()
+}
+
+/// The engine's refusal of a run of once inside a transaction.
+#[napi]
+pub fn once_run_refused_message() -> String {
+    tinystore::once_run_refused().message().to_owned()
+}
+
 /// Parses a duration with the engine's grammar, in ms (for the clock's
 /// `advance` in TypeScript and for tests of the grammar).
 #[napi]

@@ -16,7 +16,7 @@ use crate::js;
 use crate::settle::{self, sync};
 
 /// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
-fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
+pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
     let make = || -> napi::Result<napi_value> {
         let windows = js::object(env)?;
         for (name, w) in &a.windows {
@@ -38,7 +38,7 @@ fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
 }
 
 /// A count of requests or uses: a whole number from 1 up.
-fn count(n: Option<f64>) -> Ts<u64> {
+pub(crate) fn count(n: Option<f64>) -> Ts<u64> {
     let n = n.unwrap_or(1.0);
     if n.fract() != 0.0 || !(1.0..=9_007_199_254_740_991.0).contains(&n) {
         return Err(settle::invalid(format!(
@@ -50,7 +50,7 @@ fn count(n: Option<f64>) -> Ts<u64> {
 
 /// A counter's step (negative allowed): a safe integer `number`, or a
 /// `bigint` of int64 range; `undefined` is 1.
-fn step(env: napi_env, v: napi_value) -> Ts<i64> {
+pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
     match js::type_name(env, v) {
         "undefined" => Ok(1),
         "number" => {
@@ -75,7 +75,7 @@ fn step(env: napi_env, v: napi_value) -> Ts<i64> {
 /// The largest integer a JS number holds exactly.
 const MAX_SAFE: i64 = (1 << 53) - 1;
 
-fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
+pub(crate) fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
     convert::key(env.raw(), js::raw(key)).map_err(|e| e.in_bucket(name))
 }
 
@@ -227,7 +227,7 @@ pub struct NativeCounters {
 /// A counter's value as JS gets it: a `bigint`, or a `number` while it is a
 /// safe integer. Past that a number would round it, so a number counter
 /// answers `Limit` (the engine has the exact value; a bigint counter reads it).
-fn value(env: napi_env, big: bool, v: i64, wrote: bool) -> Ts<napi_value> {
+pub(crate) fn value(env: napi_env, big: bool, v: i64, wrote: bool) -> Ts<napi_value> {
     if big {
         return js::bigint_i64(env, v).map_err(napi_err);
     }

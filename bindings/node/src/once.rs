@@ -32,7 +32,7 @@ pub struct NativeClaim {
 }
 
 impl NativeOnce {
-    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+    pub(crate) fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
         convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.once.name()))
     }
 }

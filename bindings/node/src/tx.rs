@@ -27,9 +27,11 @@ use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
 use tinystore::{ErrorKind, TX_LIMIT, TxSession};
 
-use crate::bucket::NativeBucket;
+use crate::bucket::{NativeBucket, show_path};
 use crate::convert::napi_err;
 use crate::js;
+use crate::limits::{NativeCounters, NativeQuota, NativeRateLimit, allowance, count, key_in, step, value};
+use crate::once::NativeOnce;
 use crate::settle::{self, Completion, Pending, sync};
 
 /// What became of a transaction's write: the core's `done` answer, or the
@@ -329,6 +331,144 @@ impl NativeTx {
     #[napi]
     pub fn clear(&self, env: Env, bucket: &NativeBucket) -> napi::Result<()> {
         sync(&env, self.call(|s| s.clear(&bucket.raw)))
+    }
+
+    /// Refuses at once what cannot join the transaction (`tx.with`): a rate
+    /// limit, `flush_every` counters, counters of another store.
+    #[napi]
+    pub fn check_counters(&self, env: Env, counters: &NativeCounters) -> napi::Result<()> {
+        sync(&env, self.session.check_counters(&counters.counters))
+    }
+
+    /// The engine's refusal of a rate limit given to `tx.with`.
+    #[napi]
+    pub fn refuse_rate_limit(&self, env: Env, limit: &NativeRateLimit) -> napi::Result<()> {
+        sync(&env, Err(self.session.refuse_rate_limit(&limit.limit)))
+    }
+
+    /// Adds `n` to a durable counter (`max`: keeps the larger) inside the
+    /// transaction; the new value as the transaction sees it.
+    #[napi(ts_return_type = "number | bigint")]
+    pub fn counter_change<'e>(
+        &self,
+        env: &'e Env,
+        counters: &NativeCounters,
+        key: Unknown<'e>,
+        n: Unknown<'e>,
+        max: bool,
+    ) -> napi::Result<Unknown<'e>> {
+        let c = &counters.counters;
+        let r = (|| {
+            let (k, n) = (
+                key_in(env, c.name(), &key)?,
+                step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(c.name()))?,
+            );
+            let v = self.call(|s| {
+                if max {
+                    s.counter_max(c, &k, n)
+                } else {
+                    s.counter_add(c, &k, n)
+                }
+            })?;
+            value(env.raw(), counters.big, v, true).map_err(|e| e.at(c.name(), show_path(&counters.owners, &k)))
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// A durable counter as the transaction sees it.
+    #[napi(ts_return_type = "number | bigint")]
+    pub fn counter_get<'e>(
+        &self,
+        env: &'e Env,
+        counters: &NativeCounters,
+        key: Unknown<'e>,
+    ) -> napi::Result<Unknown<'e>> {
+        let c = &counters.counters;
+        let r = (|| {
+            let k = key_in(env, c.name(), &key)?;
+            let v = self.call(|s| s.counter_get(c, &k))?;
+            value(env.raw(), counters.big, v, false).map_err(|e| e.at(c.name(), show_path(&counters.owners, &k)))
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Deletes a durable counter inside the transaction.
+    #[napi]
+    pub fn counter_delete<'e>(&self, env: &'e Env, counters: &NativeCounters, key: Unknown<'e>) -> napi::Result<bool> {
+        let c = &counters.counters;
+        let r = key_in(env, c.name(), &key).and_then(|k| self.call(|s| s.counter_delete(c, &k)));
+        sync(env, r)
+    }
+
+    /// A quota's `allow` (`refund`: gives back) of `n` uses inside the transaction.
+    #[napi]
+    pub fn quota_change<'e>(
+        &self,
+        env: &'e Env,
+        quota: &NativeQuota,
+        key: Unknown<'e>,
+        n: Option<f64>,
+        refund: bool,
+    ) -> napi::Result<Unknown<'e>> {
+        let q = &quota.quota;
+        let r = (|| {
+            let (k, n) = (
+                key_in(env, q.name(), &key)?,
+                count(n).map_err(|e| e.in_bucket(q.name()))?,
+            );
+            let a = self.call(|s| {
+                if refund {
+                    s.quota_refund(q, &k, n)
+                } else {
+                    s.quota_allow(q, &k, n)
+                }
+            })?;
+            allowance(env.raw(), &a)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// The answer one use would get, as the transaction sees the quota.
+    #[napi]
+    pub fn quota_peek<'e>(&self, env: &'e Env, quota: &NativeQuota, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let q = &quota.quota;
+        let r = key_in(env, q.name(), &key)
+            .and_then(|k| self.call(|s| s.quota_peek(q, &k)))
+            .and_then(|a| allowance(env.raw(), &a));
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Forgets a quota's key inside the transaction.
+    #[napi]
+    pub fn quota_reset<'e>(&self, env: &'e Env, quota: &NativeQuota, key: Unknown<'e>) -> napi::Result<()> {
+        let q = &quota.quota;
+        let r = key_in(env, q.name(), &key).and_then(|k| self.call(|s| s.quota_reset(q, &k)));
+        sync(env, r)
+    }
+
+    /// The answer a once keeps for the key, as the transaction sees it, or `undefined`.
+    #[napi]
+    pub fn once_get<'e>(&self, env: &'e Env, once: &NativeOnce, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        let r = (|| {
+            let k = once.key(env, &key)?;
+            match self.call(|s| s.once_get(&once.once, &k))? {
+                Some(raw) => once
+                    .kind
+                    .decode(env.raw(), &raw)
+                    .map_err(|e| e.at(once.once.name(), show_path(&once.owners, &k))),
+                None => js::undefined(env.raw()).map_err(napi_err),
+            }
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
+    }
+
+    /// Forgets the answer a once keeps for the key, inside the transaction.
+    #[napi]
+    pub fn once_delete<'e>(&self, env: &'e Env, once: &NativeOnce, key: Unknown<'e>) -> napi::Result<bool> {
+        let r = once
+            .key(env, &key)
+            .and_then(|k| self.call(|s| s.once_delete(&once.once, &k)));
+        sync(env, r)
     }
 
     /// Commits: resolves once everything the transaction wrote is durable,

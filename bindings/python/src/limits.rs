@@ -18,9 +18,9 @@ use crate::store::Store;
 
 /// An allowance as Python gets it:
 /// (ok, left, retry_at_ms, {window: (used, limit, left, resets_at_ms)}).
-type PyAllowance = (bool, u64, Option<i64>, BTreeMap<String, (u64, u64, u64, Option<i64>)>);
+pub(crate) type PyAllowance = (bool, u64, Option<i64>, BTreeMap<String, (u64, u64, u64, Option<i64>)>);
 
-fn allowance(a: Allowance) -> PyAllowance {
+pub(crate) fn allowance(a: Allowance) -> PyAllowance {
     let windows = a
         .windows
         .into_iter()
@@ -69,13 +69,13 @@ fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
     )))
 }
 
-fn owned_key(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+pub(crate) fn owned_key(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     key_bytes(key)
         .map(|k| k.into_owned())
         .map_err(|e| to_py(py, e.in_bucket(name)))
 }
 
-fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+pub(crate) fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
     n.extract::<u64>().map_err(|_| {
         to_py(
             py,
@@ -87,7 +87,7 @@ fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResu
 /// A rate limit (GCRA), kept in memory and written every second.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct RateLimit {
-    inner: CoreRateLimit,
+    pub(crate) inner: CoreRateLimit,
 }
 
 #[pymethods]
@@ -150,7 +150,7 @@ impl RateLimit {
 /// A quota: named windows that reset, counted in one durable write.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Quota {
-    inner: CoreQuota,
+    pub(crate) inner: CoreQuota,
     store: CoreStore,
 }
 
@@ -280,11 +280,11 @@ impl Quota {
 /// Counters: integers that add up, durable or flushed every period.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Counters {
-    inner: CoreCounters,
+    pub(crate) inner: CoreCounters,
     store: CoreStore,
 }
 
-fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
+pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
     if n.is_instance_of::<pyo3::types::PyBool>() {
         return Err(to_py(py, invalid("n must be an int, not bool").in_bucket(name)));
     }

@@ -17,8 +17,8 @@ use crate::store::Store;
 /// One once (or a branch of it), with the codec of its answers.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Once {
-    raw: RawOnce,
-    codec: Arc<Codec>,
+    pub(crate) raw: RawOnce,
+    pub(crate) codec: Arc<Codec>,
     owners: Vec<Vec<u8>>,
     store: CoreStore,
 }
@@ -34,13 +34,13 @@ pub struct Claim {
 }
 
 impl Once {
-    fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         key_bytes(key)
             .map(|k| k.into_owned())
             .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
     }
 
-    fn named(&self, key: &[u8], e: Error) -> Error {
+    pub(crate) fn named(&self, key: &[u8], e: Error) -> Error {
         if e.bucket().is_some() {
             e
         } else {
@@ -219,6 +219,11 @@ impl Once {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let k = self.key(py, key)?;
+        // A run's claim and answer are writes of their own: inside a
+        // transaction of the store they would wait for it.
+        self.store
+            .refuse_inside_tx(|| crate::completions::inside_tx(py, &self.store))
+            .map_err(|_| to_py(py, self.named(&k, tinystore::once_run_refused())))?;
         let (q, store) = (completions.queue.clone(), self.store.clone());
         let this = Once {
             raw: self.raw.clone(),

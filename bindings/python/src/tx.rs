@@ -18,6 +18,8 @@ use tinystore::{Entry, Error, ErrorKind, Key, ListOptions, Page, Raw, Snapshot, 
 use crate::bucket::{Bucket, PyEntry, created, resolve_taken};
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::errors::{invalid, py_err, to_py};
+use crate::limits::{Counters, PyAllowance, Quota, RateLimit, allowance, count, int_arg, owned_key};
+use crate::once::Once;
 
 /// A page as Python gets it: (entries, next cursor or None).
 type PyPage = (Vec<PyEntry>, Option<Py<PyAny>>);
@@ -212,6 +214,120 @@ impl Tx {
         py.detach(|| self.session.clear(&bucket.raw)).map_err(py_err(py))
     }
 
+    /// Refuses at once what cannot join the transaction (`tx.with`): a
+    /// rate limit, `flush_every` counters, a handle of another store.
+    fn check_joins(&self, py: Python<'_>, handle: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(r) = handle.cast::<RateLimit>() {
+            return Err(to_py(py, self.session.refuse_rate_limit(&r.get().inner)));
+        }
+        if let Ok(c) = handle.cast::<Counters>() {
+            return self.session.check_counters(&c.get().inner).map_err(py_err(py));
+        }
+        Ok(())
+    }
+
+    /// Adds `n` to a durable counter (`max`: keeps the larger) inside the transaction.
+    #[pyo3(signature = (counters, key, n, max=false))]
+    fn counter_change(
+        &self,
+        py: Python<'_>,
+        counters: &Counters,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        max: bool,
+    ) -> PyResult<i64> {
+        let c = &counters.inner;
+        let (k, n) = (owned_key(py, c.name(), key)?, int_arg(py, c.name(), n)?);
+        py.detach(|| {
+            if max {
+                self.session.counter_max(c, &k, n)
+            } else {
+                self.session.counter_add(c, &k, n)
+            }
+        })
+        .map_err(py_err(py))
+    }
+
+    /// A durable counter as the transaction sees it.
+    fn counter_get(&self, py: Python<'_>, counters: &Counters, key: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let c = &counters.inner;
+        let k = owned_key(py, c.name(), key)?;
+        py.detach(|| self.session.counter_get(c, &k)).map_err(py_err(py))
+    }
+
+    /// Deletes a durable counter inside the transaction.
+    fn counter_delete(&self, py: Python<'_>, counters: &Counters, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let c = &counters.inner;
+        let k = owned_key(py, c.name(), key)?;
+        py.detach(|| self.session.counter_delete(c, &k)).map_err(py_err(py))
+    }
+
+    /// Counts `n` uses of a quota inside the transaction.
+    fn quota_allow(
+        &self,
+        py: Python<'_>,
+        quota: &Quota,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<PyAllowance> {
+        let q = &quota.inner;
+        let (k, n) = (owned_key(py, q.name(), key)?, count(py, q.name(), n, "n")?);
+        py.detach(|| self.session.quota_allow(q, &k, n))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// Gives `n` uses of a quota back inside the transaction.
+    fn quota_refund(
+        &self,
+        py: Python<'_>,
+        quota: &Quota,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+    ) -> PyResult<PyAllowance> {
+        let q = &quota.inner;
+        let (k, n) = (owned_key(py, q.name(), key)?, count(py, q.name(), n, "n")?);
+        py.detach(|| self.session.quota_refund(q, &k, n))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// The answer one use would get, as the transaction sees the quota.
+    fn quota_peek(&self, py: Python<'_>, quota: &Quota, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+        let q = &quota.inner;
+        let k = owned_key(py, q.name(), key)?;
+        py.detach(|| self.session.quota_peek(q, &k))
+            .map(allowance)
+            .map_err(py_err(py))
+    }
+
+    /// Forgets a quota's key inside the transaction.
+    fn quota_reset(&self, py: Python<'_>, quota: &Quota, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let q = &quota.inner;
+        let k = owned_key(py, q.name(), key)?;
+        py.detach(|| self.session.quota_reset(q, &k)).map_err(py_err(py))
+    }
+
+    /// The answer a once keeps for the key, as the transaction sees it, or None.
+    fn once_get(&self, py: Python<'_>, once: &Once, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = once.key(py, key)?;
+        match py.detach(|| self.session.once_get(&once.raw, &k)).map_err(py_err(py))? {
+            Some(raw) => once
+                .codec
+                .to_py(py, &raw)
+                .map(Bound::unbind)
+                .map_err(|e| to_py(py, once.named(&k, e))),
+            None => Ok(py.None()),
+        }
+    }
+
+    /// Forgets the answer a once keeps for the key, inside the transaction.
+    fn once_delete(&self, py: Python<'_>, once: &Once, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = once.key(py, key)?;
+        py.detach(|| self.session.once_delete(&once.raw, &k))
+            .map_err(py_err(py))
+    }
+
     /// Ends the transaction and commits it, without waiting: the future of
     /// `Store.tx_then` says when it is durable.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
@@ -329,6 +445,9 @@ pub fn start_then(
 /// until the writer's turn comes.
 pub fn start(py: Python<'_>, store: &tinystore::Store) -> PyResult<Py<PyAny>> {
     let (session, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;
+    // The sync API's block runs on this thread: a blocking write of the same
+    // store from it outside the transaction is refused, not a wait.
+    session.hold_thread();
     tx_object(py, session, Some(done))
 }
 

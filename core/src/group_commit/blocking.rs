@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 
 use super::commit::WriteCtx;
 use super::job::{Isolation, new_job};
-use super::{IN_TX, ON_WRITER, Writer, lock};
+use super::{ON_WRITER, Writer, lock};
 
 thread_local! {
     /// On the writer thread: the blocking callers answered in this group,
@@ -152,13 +152,8 @@ impl Writer {
                 Error::invalid("a blocking write was called from inside a write's completion; use the completion form"),
             ));
         }
-        if IN_TX.with(|t| t.get()) == self.id() {
-            return Err(name(
-                &state,
-                Error::invalid(
-                    "a write outside the transaction was called from inside it; use the transaction's handles (tx.with)",
-                ),
-            ));
+        if self.held_here() {
+            return Err(name(&state, super::inside_tx_error()));
         }
         let answer = Arc::new(Answer {
             out: Mutex::new(None),

@@ -1,6 +1,13 @@
 //! The `tx` path: a transaction run alone on the caller's thread, holding
 //! the writer's connection so that it and a group never interleave.
 //! Separate because it commits outside any group.
+//!
+//! A panic in the caller's closure rolls the transaction back and gives the
+//! connection and the write lock back before it goes on unwinding: a web
+//! framework catches a handler's panic and serves the next request on the
+//! same store, whose writes (and other processes' writes) must go on.
+
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::error::{Error, Result};
 use crate::storage::file::BUSY_TIMEOUT;
@@ -11,9 +18,10 @@ use super::{IN_TX, ON_WRITER, Writer, after_commit, lock};
 
 impl Writer {
     /// Runs `work` alone in its own transaction, in this thread: the
-    /// all-or-nothing `tx`. `Ok` commits, an error rolls everything back.
+    /// all-or-nothing `tx`. `Ok` commits; an error or a panic rolls
+    /// everything back, and a panic then goes on to the caller.
     pub fn exclusive<T>(&self, work: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
-        if IN_TX.with(|t| t.get()) == self.id() {
+        if self.held_here() {
             return Err(Error::invalid(
                 "a transaction was opened inside another on the same store",
             ));
@@ -28,6 +36,7 @@ impl Writer {
         let now = self.shared.clock.now_millis();
         lock(&self.shared.turns).begin(conn, BUSY_TIMEOUT)?;
         let mut ctx = WriteCtx::new(conn, now, 0);
+        let mut panicked = None;
         let out = conn.revisions().start(conn).and_then(|rev| {
             ctx.rev = rev;
             /// Clears the thread's mark however `work` ends, a panic too.
@@ -39,7 +48,12 @@ impl Writer {
             }
             IN_TX.with(|t| t.set(self.id()));
             let _in_tx = InTx;
-            work(&mut ctx)
+            // The context holds no state a panic could leave half-changed
+            // that the rollback below does not undo.
+            catch_unwind(AssertUnwindSafe(|| work(&mut ctx))).unwrap_or_else(|p| {
+                panicked = Some(p);
+                Err(Error::invalid("the transaction's function panicked"))
+            })
         });
         let out = out.and_then(|v| {
             if ctx.dirty {
@@ -73,6 +87,9 @@ impl Writer {
             after_commit(&self.shared);
         } else {
             lock(&self.shared.turns).ended();
+        }
+        if let Some(p) = panicked {
+            resume_unwind(p);
         }
         out
     }

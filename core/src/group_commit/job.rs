@@ -3,11 +3,14 @@
 //! writer thread and the commit handle a write only as a [`WriteOp`],
 //! whatever its types.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::row_codec::panic_text;
 
+use super::ON_WRITER;
 use super::commit::WriteCtx;
 
 /// How a write is kept apart from the other writes of its group, so that
@@ -66,7 +69,14 @@ where
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
         let work = self.work.take().expect("a write runs once");
         let state = self.state.as_ref().expect("a write's state lives until it is answered");
-        let out = work(state, ctx);
+        // A panic in a write's work (a binding's check, say) is that write's
+        // failure: its savepoint rolls back and the group goes on.
+        let out = catch_unwind(AssertUnwindSafe(|| work(state, ctx))).unwrap_or_else(|p| {
+            Err(Error::invalid(format!(
+                "the write panicked ({}); nothing of it was written",
+                panic_text(p.as_ref())
+            )))
+        });
         let failed = out.is_err();
         self.out = Some(out);
         failed
@@ -82,7 +92,19 @@ where
             )),
         };
         if let (Some(done), Some(state)) = (self.done.take(), self.state.take()) {
-            done(state, out);
+            if !ON_WRITER.with(|w| w.get()) {
+                // A group of one on the caller's thread: a panic goes on to
+                // the caller, once the writer has let go (`run_here`).
+                return done(state, out);
+            }
+            // The writer thread must outlive a completion's panic: every
+            // later write of the store waits for it.
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| done(state, out))) {
+                log::error!(
+                    "tinystore: a write's completion panicked on the writer thread: {}",
+                    panic_text(p.as_ref())
+                );
+            }
         }
     }
 }

@@ -48,13 +48,14 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::clock::Clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::storage::hot::WriteConn;
 use crate::storage::turns::Turns;
 
 pub(crate) use bursts::submit_held_now;
 pub use bursts::{Burst, submit_together};
 pub(crate) use commit::WriteCtx;
+
 pub(crate) use job::Isolation;
 use job::WriteOp;
 pub use submit::{Ticket, submit_waited};
@@ -86,6 +87,9 @@ thread_local! {
     static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
+    /// The binding transactions ([`crate::TxSession`]) this thread holds:
+    /// each writer's id, with the flag its session clears when it ends.
+    static HELD: std::cell::RefCell<Vec<(usize, Arc<AtomicBool>)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Set inside [`submit_together`]: the writers this thread's burst
     /// writes to, each counting it among its open bursts.
     static BURST: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
@@ -135,6 +139,9 @@ struct Shared {
     /// The context of `conn`'s WAL hook: declared after it, so it outlives it.
     checkpoints: Arc<checkpoints::Checkpoints>,
     clock: Clock,
+    /// Binding transactions ([`crate::TxSession`]) being served: while
+    /// none is, no caller can be inside one, and a binding need not ask.
+    sessions: AtomicUsize,
     /// Writes in the last group committed: while groups hold more than
     /// one, writers are many, and a blocking call queues its write to
     /// join them rather than commit it alone ([`Writer::run_here`]).
@@ -170,6 +177,7 @@ impl Writer {
             checkpoints,
             clock,
             last_group: AtomicUsize::new(0),
+            sessions: AtomicUsize::new(0),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -183,6 +191,49 @@ impl Writer {
 
     fn id(&self) -> usize {
         Arc::as_ptr(&self.shared) as usize
+    }
+
+    /// Counts a binding transaction served from now until [`Writer::session_ended`].
+    pub(crate) fn session_began(&self) {
+        self.shared.sessions.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The end of a transaction [`Writer::session_began`] counted.
+    pub(crate) fn session_ended(&self) {
+        self.shared.sessions.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether a binding transaction holds the writer now.
+    pub(crate) fn sessions_open(&self) -> bool {
+        self.shared.sessions.load(Ordering::Acquire) > 0
+    }
+
+    /// Marks the calling thread as holding a binding transaction of this
+    /// writer while `open` is set: a blocking write from it outside the
+    /// transaction is refused ([`inside_tx_error`]) instead of waiting.
+    pub(crate) fn hold_thread(&self, open: &Arc<AtomicBool>) {
+        let id = self.id();
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            h.retain(|(_, o)| o.load(Ordering::Acquire));
+            if !h.iter().any(|(_, o)| Arc::ptr_eq(o, open)) {
+                h.push((id, open.clone()));
+            }
+        });
+    }
+
+    /// Whether this thread holds a transaction of this writer: a `tx`, or
+    /// a binding's transaction it marked with [`Writer::hold_thread`].
+    pub(crate) fn held_here(&self) -> bool {
+        let id = self.id();
+        IN_TX.with(|t| t.get()) == id
+            // With no binding transaction open, no thread holds one: the
+            // common write skips the list.
+            || self.sessions_open() && HELD.with(|h| {
+                let mut h = h.borrow_mut();
+                h.retain(|(_, o)| o.load(Ordering::Acquire));
+                h.iter().any(|(w, _)| *w == id)
+            })
     }
 
     /// What the writer committed so far.
@@ -227,6 +278,17 @@ fn after_commit(shared: &Shared) {
     if shared.checkpoints.due().is_some() && !ON_WRITER.with(|w| w.get()) {
         shared.wake.notify_one();
     }
+}
+
+/// What a write made from inside a transaction, through a handle outside
+/// it, would do: wait for the writer the transaction holds, which the
+/// transaction may be waiting for in turn. Every language refuses it at
+/// once with this error (KV-16).
+pub fn inside_tx_error() -> Error {
+    Error::invalid(
+        "this write, made inside a transaction through a handle outside it, would wait for the transaction: \
+         write through the transaction (tx.with), or after it",
+    )
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -4,6 +4,7 @@
 //! because this side runs on the callers' threads.
 
 use std::cell::Cell as StdCell;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard};
 
@@ -83,7 +84,9 @@ impl Writer {
 
     /// [`Writer::submit_as`] with `state` that the work borrows and the
     /// completion then owns. A write the writer refuses at once (it is
-    /// closed) hands `state` back with the error.
+    /// closed) hands `state` back with the error. From inside a transaction
+    /// such a write is queued behind it: a caller must not wait for its
+    /// answer there (a blocking call is refused instead).
     pub(crate) fn submit_with<S, T, F, C>(
         &self,
         weight: usize,
@@ -173,9 +176,14 @@ impl Writer {
                 return;
             }
         };
-        let leftover = commit_group(conn, shared, vec![job], false);
+        // The completion runs here, on the caller's thread: a panic in it
+        // goes on once the connection and the write lock are given back.
+        let leftover = catch_unwind(AssertUnwindSafe(|| commit_group(conn, shared, vec![job], false)));
         drop(guard);
         after_commit(shared);
-        put_back(shared, leftover);
+        match leftover {
+            Ok(leftover) => put_back(shared, leftover),
+            Err(p) => resume_unwind(p),
+        }
     }
 }

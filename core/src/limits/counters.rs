@@ -169,7 +169,7 @@ impl Held for Count {
 
 /// How a change combines the counter with `n`.
 #[derive(Clone, Copy)]
-enum How {
+pub(crate) enum How {
     Add,
     Max,
 }
@@ -189,7 +189,7 @@ impl How {
 
 /// The change of one counter, inside a group: read the live row, combine,
 /// write only if the value changed. A new or expired counter gets the ttl.
-fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> {
+pub(crate) fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> {
     let mut run = || {
         let cell = t.read(w.conn, w.now)?;
         let (cur, expires) = match &cell {
@@ -241,9 +241,15 @@ impl Counters {
         }
     }
 
-    fn target(&self, key: &[u8]) -> Result<Target> {
+    pub(crate) fn target(&self, key: &[u8]) -> Result<Target> {
         self.core.store.inner.check_open()?;
         Target::new(&self.core, &self.branch, key)
+    }
+
+    /// Whether these counters write every change (no `flush_every`): only
+    /// those can join a transaction.
+    pub(crate) fn durable(&self) -> bool {
+        self.memory.is_none()
     }
 
     /// Reads the counter from the file, as memory first holds it.

@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use claims::{ONCE_HEARTBEAT, ONCE_LEASE, ONCE_POLL};
 pub use counters::{Counters, CountersBuilder};
+pub(crate) use counters::{How, op_change};
 pub use memory::MEMORY_BOUND;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};

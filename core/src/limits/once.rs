@@ -173,7 +173,7 @@ impl RawOnce {
         }
     }
 
-    fn target(&self, key: &[u8]) -> Result<Target> {
+    pub(crate) fn target(&self, key: &[u8]) -> Result<Target> {
         self.core.bucket.store.inner.check_open()?;
         Target::new(&self.core.bucket, &self.branch, key)
     }
@@ -213,10 +213,14 @@ impl RawOnce {
     /// answer kept, or [`Begun::Run`] once the key is the caller's to run,
     /// after any run of it in this store or another process has ended. It
     /// may be called before `begin` returns, on the caller's thread, or
-    /// later on the writer or timer thread; it must not block. A bad key is
-    /// returned at once; a failure later goes to `on_ready`.
+    /// later on the writer or timer thread; it must not block. A bad key, or
+    /// a thread that holds a transaction of the store, is refused at once; a
+    /// failure later goes to `on_ready`.
     pub fn begin(&self, key: impl AsKey, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) -> Result<()> {
         let t = self.target(&key.key_bytes())?;
+        if self.core.bucket.store.inner.writer.held_here() {
+            return Err(t.name(crate::tx_kinds::once_run_refused()));
+        }
         self.begin_target(t, on_ready);
         Ok(())
     }
@@ -501,6 +505,11 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
     /// run of the key inside its own `f` is `Invalid`.
     pub fn run(&self, key: impl AsKey, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = self.raw.target(&key.key_bytes())?;
+        if self.raw.core.bucket.store.inner.writer.held_here() {
+            // Its claim and its answer are writes of their own, which would
+            // wait for the transaction this thread holds.
+            return Err(t.name(crate::tx_kinds::once_run_refused()));
+        }
         let mark = (Arc::as_ptr(&self.raw.core.bucket.store.inner) as usize, run_key(&t));
         if RUNNING.with(|r| r.borrow().contains(&mark)) {
             return Err(t.name(Error::invalid(

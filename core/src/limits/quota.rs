@@ -326,6 +326,49 @@ impl Quota {
         }
     }
 
+    /// The write of [`Quota::allow_n`] of `key`, for a transaction to run
+    /// with its own context.
+    pub(crate) fn allow_op(
+        &self,
+        key: &[u8],
+        n: u64,
+    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+        let t = self.target(key)?;
+        self.check_n(&t, n, "allow_n")?;
+        Ok(self.op(t, move |q, row, now| q.allow(row, now, n, true)))
+    }
+
+    /// The write of [`Quota::refund_n`] of `key`, for a transaction.
+    pub(crate) fn refund_op(
+        &self,
+        key: &[u8],
+        n: u64,
+    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+        let t = self.target(key)?;
+        self.check_n(&t, n, "refund_n")?;
+        Ok(self.op(t, move |q, row, now| q.refund(row, now, n)))
+    }
+
+    /// The read of [`Quota::peek`] of `key`, for a transaction: it sees the
+    /// transaction's own uses.
+    pub(crate) fn peek_op(
+        &self,
+        key: &[u8],
+    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+        let t = self.target(key)?;
+        let core = self.core.clone();
+        Ok(move |w: &mut WriteCtx<'_>| {
+            let row = parse_row(t.read(w.conn, w.now)?).map_err(|e| t.name(e))?;
+            Ok(core.allow(&row, w.now, 1, false).answer)
+        })
+    }
+
+    /// The write of [`Quota::reset`] of `key`, for a transaction.
+    pub(crate) fn reset_op(&self, key: &[u8]) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<()> + Send + 'static> {
+        let t = self.target(key)?;
+        Ok(move |w: &mut WriteCtx<'_>| t.op_delete(w, None).map(|_| ()))
+    }
+
     /// Counts one use in every window, or in none; see [`Quota::allow_n`].
     pub fn allow(&self, key: impl AsKey) -> Result<Allowance> {
         self.allow_n(key, 1)

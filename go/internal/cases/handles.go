@@ -194,6 +194,8 @@ type Once interface {
 	Get(ctx context.Context, key any) (Value, bool, error)
 	// Delete forgets the answer kept for key.
 	Delete(ctx context.Context, key any) (bool, error)
+	// WithTx is the once's answers inside a transaction.
+	WithTx(tx *kv.Tx) Once
 }
 
 type once[T any] struct {
@@ -202,6 +204,7 @@ type once[T any] struct {
 }
 
 func (x once[T]) Under(owners ...any) Once { return once[T]{x.o.Under(owners...), x.t} }
+func (x once[T]) WithTx(tx *kv.Tx) Once    { return once[T]{x.o.WithTx(tx), x.t} }
 
 func (x once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context) (any, error)) (Value, error) {
 	v, err := x.o.Run(ctx, key, func(ctx context.Context) (T, error) {

@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -241,174 +240,6 @@ func keyList(keys []string) []any {
 
 func number(i int64) any { return cases.JSONNumber(i) }
 
-// call runs one call; tx, when not nil, routes bucket calls through it.
-func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
-	op := text(s, "op")
-	var key any
-	if k, ok := s["key"]; ok {
-		key = cases.Key(k)
-		if t, ok := key.(string); ok {
-			key = strings.ReplaceAll(t, "{i}", strconv.Itoa(index))
-		}
-	}
-	n := int64(1)
-	if v, ok := s["n"]; ok {
-		n = cases.Int(v)
-	}
-	var opts []kv.CallOption
-	if v, ok := s["if_version"]; ok {
-		saved, ok := r.versions[v.(string)]
-		if !ok {
-			panic(unknown{"no version was saved as " + v.(string)})
-		}
-		opts = append(opts, kv.IfVersion(saved))
-	}
-	if d, ok, err := duration(s, "ttl"); err != nil {
-		return out{}, err
-	} else if ok {
-		opts = append(opts, kv.TTL(d))
-	}
-	h := r.handle(s)
-	switch {
-	case h.bucket != nil:
-		b := h.bucket
-		if tx != nil {
-			b = b.WithTx(tx)
-		}
-		switch op {
-		case "set":
-			if e, ok := option(s, "expires_in"); ok {
-				back, neg := strings.CutPrefix(e.(string), "-")
-				d, err := tinystore.ParseDuration(back)
-				if err != nil {
-					return out{}, err
-				}
-				if neg {
-					d = -d
-				}
-				opts = append(opts, kv.ExpireAt(r.store.Now().Add(d)))
-			}
-			v, err := b.Set(ctx, key, s["value"], opts...)
-			return out{kind: outJSON, json: json.Number(v.String()), version: v}, err
-		case "get":
-			v, found, err := b.Get(ctx, key)
-			return out{kind: outValue, value: v, found: found}, err
-		case "has":
-			found, err := b.Has(ctx, key)
-			return out{kind: outJSON, json: found}, err
-		case "entry":
-			v, version, expiresAt, found, err := b.Entry(ctx, key)
-			if err != nil || !found {
-				return out{kind: outJSON}, err
-			}
-			o := out{kind: outEntry, value: v, version: version}
-			if !expiresAt.IsZero() {
-				ms := expiresAt.Sub(r.store.Now()).Milliseconds()
-				o.expires = &ms
-			}
-			return o, nil
-		case "create":
-			written, err := b.Create(ctx, key, s["value"], opts...)
-			return out{kind: outJSON, json: written}, err
-		case "take":
-			v, found, err := b.Take(ctx, key, opts...)
-			return out{kind: outValue, value: v, found: found}, err
-		case "delete":
-			found, err := b.Delete(ctx, key, opts...)
-			return out{kind: outJSON, json: found}, err
-		case "expire":
-			found, err := b.Expire(ctx, key, opts...)
-			return out{kind: outJSON, json: found}, err
-		case "clear":
-			return out{}, b.Clear(ctx)
-		case "list":
-			var lo kv.ListOptions
-			if a, ok := s["after"]; ok {
-				lo.After = cases.Text(a)
-			}
-			if l, ok := s["limit"]; ok {
-				// In Go a Limit of 0 is the default page; -1 asks for a
-				// page of no keys, as a case's 0 does.
-				if lo.Limit = int(cases.Int(l)); lo.Limit == 0 {
-					lo.Limit = -1
-				}
-			}
-			keys, next, err := b.List(ctx, lo)
-			var nextKey any
-			if next != "" {
-				nextKey = next
-			}
-			return out{kind: outJSON, json: map[string]any{"keys": keyList(keys), "next": nextKey}}, err
-		case "all":
-			keys, err := b.All(ctx)
-			return out{kind: outJSON, json: map[string]any{"keys": keyList(keys), "count": number(int64(len(keys)))}}, err
-		}
-	case h.counters != nil:
-		c := h.counters
-		switch op {
-		case "add":
-			v, err := c.Add(ctx, key, n)
-			return out{kind: outJSON, json: number(v)}, err
-		case "max":
-			v, err := c.Max(ctx, key, n)
-			return out{kind: outJSON, json: number(v)}, err
-		case "get":
-			v, err := c.Get(ctx, key)
-			return out{kind: outJSON, json: number(v)}, err
-		case "delete":
-			_, err := c.Delete(ctx, key)
-			return out{}, err
-		}
-	case h.rate != nil:
-		switch op {
-		case "allow":
-			a, err := h.rate.AllowN(ctx, key, int(n))
-			return out{kind: outAllow, allow: a}, err
-		case "peek":
-			a, err := h.rate.Peek(ctx, key)
-			return out{kind: outAllow, allow: a}, err
-		case "reset":
-			return out{}, h.rate.Reset(ctx, key)
-		}
-	case h.quota != nil:
-		switch op {
-		case "allow":
-			a, err := h.quota.AllowN(ctx, key, int(n))
-			return out{kind: outAllow, allow: a}, err
-		case "peek":
-			a, err := h.quota.Peek(ctx, key)
-			return out{kind: outAllow, allow: a}, err
-		case "refund":
-			if err := h.quota.RefundN(ctx, key, int(n)); err != nil {
-				return out{}, err
-			}
-			a, err := h.quota.Peek(ctx, key)
-			return out{kind: outAllow, allow: a}, err
-		case "reset":
-			return out{}, h.quota.Reset(ctx, key)
-		}
-	case h.once != nil:
-		switch op {
-		case "run":
-			v, err := h.once.Run(ctx, key, func(context.Context) (any, error) {
-				r.ran.Add(1)
-				if msg, ok := s["fails"]; ok {
-					return nil, &failed{msg.(string)}
-				}
-				return s["returns"], nil
-			})
-			return out{kind: outValue, value: v, found: err == nil}, err
-		case "get":
-			v, found, err := h.once.Get(ctx, key)
-			return out{kind: outValue, value: v, found: found}, err
-		case "delete":
-			found, err := h.once.Delete(ctx, key)
-			return out{kind: outJSON, json: found}, err
-		}
-	}
-	panic(unknown{"the Go runner does not know the call " + strconv.Quote(op) + " on the handle " + text(s, "on")})
-}
-
 // success says whether an answer counts as a success of a race.
 func success(o out, err error) bool {
 	switch {
@@ -636,22 +467,37 @@ func (r *runner) step(s step) error {
 		return r.race(s)
 	case "tx":
 		var inner error
-		fail := s["fail"] == true
-		err := r.store.Tx(ctx, func(tx *kv.Tx) error {
-			steps, _ := s["steps"].([]any)
-			for _, x := range steps {
-				in := x.(map[string]any)
-				o, err := r.call(in, tx, 0)
-				if c := r.check(in, o, err); c != nil {
-					inner = fmt.Errorf("in tx, %s: %w", text(in, "op"), c)
-					return inner
+		panics := s["fail"] == "panic"
+		fail := s["fail"] == true || panics
+		tx := func() (err error) {
+			if panics {
+				// The panic goes on out of store.Tx, after its rollback.
+				defer func() {
+					if p := recover(); p != nil {
+						err = errRollback
+					}
+				}()
+			}
+			return r.store.Tx(ctx, func(tx *kv.Tx) error {
+				steps, _ := s["steps"].([]any)
+				for _, x := range steps {
+					in := x.(map[string]any)
+					o, err := r.call(in, tx, 0)
+					if c := r.check(in, o, err); c != nil {
+						inner = fmt.Errorf("in tx, %s: %w", text(in, "op"), c)
+						return inner
+					}
 				}
-			}
-			if fail {
-				return errRollback
-			}
-			return nil
-		})
+				if panics {
+					panic(errRollback)
+				}
+				if fail {
+					return errRollback
+				}
+				return nil
+			})
+		}
+		err := tx()
 		switch {
 		case inner != nil:
 			return inner

@@ -154,12 +154,15 @@ export class Runner {
 		const n = step.n ?? 1
 		const ifVersion = step.if_version === undefined ? undefined : this.version(step.if_version)
 		const h = this.handle(step)
-		if (tx !== undefined && h.kind !== 'bucket') throw new Error(`the Node runner has no transaction calls on a ${h.kind}`)
+		// A step marked outside uses the handle itself, from inside the transaction;
+		// a run of once too (inside a transaction it is refused).
+		if (step.outside === true || op === 'run') tx = undefined
+		// Every kind joins through tx.with; what cannot join throws there.
 		const inTx = (b) => (tx === undefined ? b : tx.with(b))
 		// A bucket of ints reads and writes through its bigint twin when the case's value is past 2^53.
 		const bucket = (v) => inTx(h.big && isBig(h.ty, v) ? h.big() : h.main)
 		// Counters count through their bigint twin when the step or the answer is past 2^53.
-		const counters = () => (typeof step.n === 'bigint' || typeof step.expect === 'bigint' ? h.big() : h.c)
+		const counters = () => inTx(typeof step.n === 'bigint' || typeof step.expect === 'bigint' ? h.big() : h.c)
 		switch (`${h.kind}.${op}`) {
 			case 'bucket.set': {
 				const options = { ifVersion }
@@ -215,30 +218,30 @@ export class Runner {
 			case 'counters.get':
 				return json(await counters().get(key))
 			case 'counters.delete':
-				await h.c.delete(key)
+				await inTx(h.c).delete(key)
 				return nothing
 			case 'rate_limit.allow':
-				return allowance(await h.r.allow(key, n))
+				return allowance(await inTx(h.r).allow(key, n))
 			case 'rate_limit.peek':
-				return allowance(await h.r.peek(key))
+				return allowance(await inTx(h.r).peek(key))
 			case 'rate_limit.reset':
-				await h.r.reset(key)
+				await inTx(h.r).reset(key)
 				return nothing
 			case 'quota.allow':
-				return allowance(await h.q.allow(key, n))
+				return allowance(await inTx(h.q).allow(key, n))
 			case 'quota.peek':
-				return allowance(await h.q.peek(key))
+				return allowance(await inTx(h.q).peek(key))
 			case 'quota.refund':
-				return allowance(await h.q.refund(key, n))
+				return allowance(await inTx(h.q).refund(key, n))
 			case 'quota.reset':
-				await h.q.reset(key)
+				await inTx(h.q).reset(key)
 				return nothing
 			case 'once.run':
 				return this.runOnce(h, key, step)
 			case 'once.get':
-				return value(h.ty, await h.o.get(key))
+				return value(h.ty, await inTx(h.o).get(key))
 			case 'once.delete':
-				return json(await h.o.delete(key))
+				return json(await inTx(h.o).delete(key))
 		}
 		throw new Error(`the Node runner does not know the call ${op} on a ${h.kind}`)
 	}
@@ -383,11 +386,12 @@ export class Runner {
 								throw e instanceof StepFailure ? new StepFailure(`in tx, ${inner.op}: ${e.message}`) : e
 							}
 						}
-						if (step.fail === true) throw rollback
+						// An error or an exception (`fail: "panic"`): JS has one way to throw.
+						if (step.fail) throw rollback
 					}),
 				)
 				if (out.error instanceof StepFailure) throw out.error
-				if (step.fail === true ? out.error !== rollback : out.error !== undefined) {
+				if (step.fail ? out.error !== rollback : out.error !== undefined) {
 					fail(`tx ended with ${out.error === undefined ? 'a commit' : describe(out.error)}`)
 				}
 				return

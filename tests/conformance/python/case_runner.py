@@ -140,10 +140,10 @@ class Runner:
         if_version = self.versions[step["if_version"]] if "if_version" in step else None
         h = self.handle(step)
         b = h.api
-        if self.in_tx is not None:
-            if h.kind != "bucket":
-                raise UnknownInCase(f"a {h.kind} inside a tx step")
-            b = self.in_tx.bucket(b)
+        if self.in_tx is not None and not step.get("outside") and op != "run":
+            # Every kind joins through tx.with_; what cannot join raises here.
+            # A run of once (and a step marked outside) uses the handle itself.
+            b = self.in_tx.with_(b)
         if h.kind == "bucket":
             ty = h.ty
             assert ty is not None
@@ -388,9 +388,10 @@ class Runner:
                 self.check(inner, o)
 
     async def tx(self, step: dict[str, Any]) -> None:
-        """Transactions (KV-16): the steps run through ``tx.bucket(b)`` inside
-        ``async with store.tx()``; with ``fail``, the block raises, so nothing
-        of it is written."""
+        """Transactions (KV-16): the steps run through ``tx.with_(handle)``
+        inside ``async with store.tx()`` (a step marked ``outside`` through the
+        handle itself); with ``fail`` (an error or a panic), the block raises,
+        so nothing of it is written."""
 
         class Rollback(Exception):
             pass

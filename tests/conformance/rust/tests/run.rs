@@ -138,6 +138,8 @@ impl Runner {
     /// Runs one call; `tx` routes bucket calls through a transaction.
     fn call(&self, step: &Value, tx: Option<&TxSession>, index: usize) -> Result<Out, Error> {
         let op = step["op"].as_str().unwrap();
+        // A step marked outside uses the handle itself, from inside the transaction.
+        let tx = tx.filter(|_| step.get("outside").and_then(Value::as_bool) != Some(true));
         let key = step.get("key").map(|k| text(k).replace("{i}", &index.to_string()));
         let k = || key.clone().expect("the call names a key").into_bytes();
         let n = step.get("n").and_then(Value::as_i64).unwrap_or(1);
@@ -234,20 +236,61 @@ impl Runner {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Out::Json(json!({ "keys": keys, "count": keys.len() })))
             }
-            (Handle::Counters(c), "add") => Ok(Out::Json(json!(c.add(k(), n)?))),
-            (Handle::Counters(c), "max") => Ok(Out::Json(json!(c.max(k(), n)?))),
-            (Handle::Counters(c), "get") => Ok(Out::Json(json!(c.get(k())?))),
-            (Handle::Counters(c), "delete") => c.delete(k()).map(|_| Out::Nothing),
+            (Handle::Counters(c), "add") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.counter_add(&c, &k(), n)?,
+                None => c.add(k(), n)?,
+            }))),
+            (Handle::Counters(c), "max") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.counter_max(&c, &k(), n)?,
+                None => c.max(k(), n)?,
+            }))),
+            (Handle::Counters(c), "get") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.counter_get(&c, &k())?,
+                None => c.get(k())?,
+            }))),
+            (Handle::Counters(c), "delete") => match tx {
+                Some(tx) => tx.counter_delete(&c, &k()),
+                None => c.delete(k()),
+            }
+            .map(|_| Out::Nothing),
+            (Handle::RateLimit(r), _) if tx.is_some() => Err(tx.unwrap().refuse_rate_limit(&r)),
             (Handle::RateLimit(r), "allow") => Ok(Out::Allow(r.allow_n(k(), n as u64)?)),
             (Handle::RateLimit(r), "peek") => Ok(Out::Allow(r.peek(k())?)),
             (Handle::RateLimit(r), "reset") => r.reset(k()).map(|_| Out::Nothing),
-            (Handle::Quota(q), "allow") => Ok(Out::Allow(q.allow_n(k(), n as u64)?)),
-            (Handle::Quota(q), "peek") => Ok(Out::Allow(q.peek(k())?)),
-            (Handle::Quota(q), "refund") => Ok(Out::Allow(q.refund_n(k(), n as u64)?)),
-            (Handle::Quota(q), "reset") => q.reset(k()).map(|_| Out::Nothing),
+            (Handle::Quota(q), "allow") => Ok(Out::Allow(match tx {
+                Some(tx) => tx.quota_allow(&q, &k(), n as u64)?,
+                None => q.allow_n(k(), n as u64)?,
+            })),
+            (Handle::Quota(q), "peek") => Ok(Out::Allow(match tx {
+                Some(tx) => tx.quota_peek(&q, &k())?,
+                None => q.peek(k())?,
+            })),
+            (Handle::Quota(q), "refund") => Ok(Out::Allow(match tx {
+                Some(tx) => tx.quota_refund(&q, &k(), n as u64)?,
+                None => q.refund_n(k(), n as u64)?,
+            })),
+            (Handle::Quota(q), "reset") => match tx {
+                Some(tx) => tx.quota_reset(&q, &k()),
+                None => q.reset(k()),
+            }
+            .map(|_| Out::Nothing),
+            // A run inside a transaction is refused by the engine: this
+            // thread holds the transaction (`hold_thread`).
             (Handle::Once(o, ty), "run") => self.run_once(&o, ty, &k(), step),
-            (Handle::Once(o, ty), "get") => read_once(&o, &key.unwrap(), ty),
-            (Handle::Once(o, _), "delete") => Ok(Out::Json(json!(o.delete(k())?))),
+            (Handle::Once(o, ty), "get") => match tx {
+                Some(tx) => {
+                    let raw = tx.once_get(&o, &k())?;
+                    if let Some(r) = &raw {
+                        check_type(ty, r)?;
+                    }
+                    Ok(Out::Value(ty, raw))
+                }
+                None => read_once(&o, &key.unwrap(), ty),
+            },
+            (Handle::Once(o, _), "delete") => Ok(Out::Json(json!(match tx {
+                Some(tx) => tx.once_delete(&o, &k())?,
+                None => o.delete(k())?,
+            }))),
             (_, op) => panic!("the Rust runner does not know the call {op:?} on this kind of handle"),
         }
     }
@@ -503,12 +546,34 @@ impl Runner {
             }
             "tx" => {
                 let (tx, done) = self.store.transaction().map_err(|e| e.to_string())?;
-                for inner in step["steps"].as_array().unwrap() {
-                    let out = self.call(inner, Some(&tx), 0);
-                    check(inner, out, self).map_err(|e| format!("in tx, {}: {e}", inner["op"]))?;
+                // This thread makes the transaction's calls: a call of a
+                // handle outside it is refused, not a wait for itself.
+                tx.hold_thread();
+                let run = |tx: &TxSession| -> Result<(), String> {
+                    for inner in step["steps"].as_array().unwrap() {
+                        let out = self.call(inner, Some(tx), 0);
+                        check(inner, out, self).map_err(|e| format!("in tx, {}: {e}", inner["op"]))?;
+                    }
+                    Ok(())
+                };
+                let panics = step.get("fail").and_then(Value::as_str) == Some("panic");
+                let fail = panics || step.get("fail").and_then(Value::as_bool).unwrap_or(false);
+                if panics {
+                    // A panic while the session is open drops it, which rolls it back.
+                    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                        let outcome = run(&tx);
+                        if outcome.is_ok() {
+                            panic!("the case's panic inside the transaction");
+                        }
+                        outcome
+                    }));
+                    if let Ok(Err(e)) = caught {
+                        return Err(e);
+                    }
+                } else {
+                    run(&tx)?;
+                    if fail { tx.rollback() } else { tx.commit() }.map_err(|e| e.to_string())?;
                 }
-                let fail = step.get("fail").and_then(Value::as_bool).unwrap_or(false);
-                if fail { tx.rollback() } else { tx.commit() }.map_err(|e| e.to_string())?;
                 match (done.recv().unwrap(), fail) {
                     (Ok(()), false) | (Err(_), true) => Ok(()),
                     (r, _) => Err(format!("tx ended with {r:?}")),

@@ -1,0 +1,200 @@
+package conformance_test
+
+// The calls of a case on each kind of handle, outside a transaction or inside one.
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/internal/cases"
+	"tinyshed.org/tinystore/kv"
+)
+
+// call runs one call; tx, when not nil, routes the call through it.
+func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
+	op := text(s, "op")
+	var key any
+	if k, ok := s["key"]; ok {
+		key = cases.Key(k)
+		if t, ok := key.(string); ok {
+			key = strings.ReplaceAll(t, "{i}", strconv.Itoa(index))
+		}
+	}
+	n := int64(1)
+	if v, ok := s["n"]; ok {
+		n = cases.Int(v)
+	}
+	var opts []kv.CallOption
+	if v, ok := s["if_version"]; ok {
+		saved, ok := r.versions[v.(string)]
+		if !ok {
+			panic(unknown{"no version was saved as " + v.(string)})
+		}
+		opts = append(opts, kv.IfVersion(saved))
+	}
+	if d, ok, err := duration(s, "ttl"); err != nil {
+		return out{}, err
+	} else if ok {
+		opts = append(opts, kv.TTL(d))
+	}
+	h := r.handle(s)
+	if outside, _ := s["outside"].(bool); outside || op == "run" {
+		// A step marked outside uses the handle itself, from inside the
+		// transaction; a run of once too (inside one it is refused).
+		tx = nil
+	}
+	if tx != nil {
+		// Every kind joins the transaction; what cannot answers its refusal.
+		switch {
+		case h.counters != nil:
+			h.counters = h.counters.WithTx(tx)
+		case h.rate != nil:
+			h.rate = h.rate.WithTx(tx)
+		case h.quota != nil:
+			h.quota = h.quota.WithTx(tx)
+		case h.once != nil:
+			h.once = h.once.WithTx(tx)
+		}
+	}
+	switch {
+	case h.bucket != nil:
+		b := h.bucket
+		if tx != nil {
+			b = b.WithTx(tx)
+		}
+		switch op {
+		case "set":
+			if e, ok := option(s, "expires_in"); ok {
+				back, neg := strings.CutPrefix(e.(string), "-")
+				d, err := tinystore.ParseDuration(back)
+				if err != nil {
+					return out{}, err
+				}
+				if neg {
+					d = -d
+				}
+				opts = append(opts, kv.ExpireAt(r.store.Now().Add(d)))
+			}
+			v, err := b.Set(ctx, key, s["value"], opts...)
+			return out{kind: outJSON, json: json.Number(v.String()), version: v}, err
+		case "get":
+			v, found, err := b.Get(ctx, key)
+			return out{kind: outValue, value: v, found: found}, err
+		case "has":
+			found, err := b.Has(ctx, key)
+			return out{kind: outJSON, json: found}, err
+		case "entry":
+			v, version, expiresAt, found, err := b.Entry(ctx, key)
+			if err != nil || !found {
+				return out{kind: outJSON}, err
+			}
+			o := out{kind: outEntry, value: v, version: version}
+			if !expiresAt.IsZero() {
+				ms := expiresAt.Sub(r.store.Now()).Milliseconds()
+				o.expires = &ms
+			}
+			return o, nil
+		case "create":
+			written, err := b.Create(ctx, key, s["value"], opts...)
+			return out{kind: outJSON, json: written}, err
+		case "take":
+			v, found, err := b.Take(ctx, key, opts...)
+			return out{kind: outValue, value: v, found: found}, err
+		case "delete":
+			found, err := b.Delete(ctx, key, opts...)
+			return out{kind: outJSON, json: found}, err
+		case "expire":
+			found, err := b.Expire(ctx, key, opts...)
+			return out{kind: outJSON, json: found}, err
+		case "clear":
+			return out{}, b.Clear(ctx)
+		case "list":
+			var lo kv.ListOptions
+			if a, ok := s["after"]; ok {
+				lo.After = cases.Text(a)
+			}
+			if l, ok := s["limit"]; ok {
+				// In Go a Limit of 0 is the default page; -1 asks for a
+				// page of no keys, as a case's 0 does.
+				if lo.Limit = int(cases.Int(l)); lo.Limit == 0 {
+					lo.Limit = -1
+				}
+			}
+			keys, next, err := b.List(ctx, lo)
+			var nextKey any
+			if next != "" {
+				nextKey = next
+			}
+			return out{kind: outJSON, json: map[string]any{"keys": keyList(keys), "next": nextKey}}, err
+		case "all":
+			keys, err := b.All(ctx)
+			return out{kind: outJSON, json: map[string]any{"keys": keyList(keys), "count": number(int64(len(keys)))}}, err
+		}
+	case h.counters != nil:
+		c := h.counters
+		switch op {
+		case "add":
+			v, err := c.Add(ctx, key, n)
+			return out{kind: outJSON, json: number(v)}, err
+		case "max":
+			v, err := c.Max(ctx, key, n)
+			return out{kind: outJSON, json: number(v)}, err
+		case "get":
+			v, err := c.Get(ctx, key)
+			return out{kind: outJSON, json: number(v)}, err
+		case "delete":
+			_, err := c.Delete(ctx, key)
+			return out{}, err
+		}
+	case h.rate != nil:
+		switch op {
+		case "allow":
+			a, err := h.rate.AllowN(ctx, key, int(n))
+			return out{kind: outAllow, allow: a}, err
+		case "peek":
+			a, err := h.rate.Peek(ctx, key)
+			return out{kind: outAllow, allow: a}, err
+		case "reset":
+			return out{}, h.rate.Reset(ctx, key)
+		}
+	case h.quota != nil:
+		switch op {
+		case "allow":
+			a, err := h.quota.AllowN(ctx, key, int(n))
+			return out{kind: outAllow, allow: a}, err
+		case "peek":
+			a, err := h.quota.Peek(ctx, key)
+			return out{kind: outAllow, allow: a}, err
+		case "refund":
+			if err := h.quota.RefundN(ctx, key, int(n)); err != nil {
+				return out{}, err
+			}
+			a, err := h.quota.Peek(ctx, key)
+			return out{kind: outAllow, allow: a}, err
+		case "reset":
+			return out{}, h.quota.Reset(ctx, key)
+		}
+	case h.once != nil:
+		switch op {
+		case "run":
+			v, err := h.once.Run(ctx, key, func(context.Context) (any, error) {
+				r.ran.Add(1)
+				if msg, ok := s["fails"]; ok {
+					return nil, &failed{msg.(string)}
+				}
+				return s["returns"], nil
+			})
+			return out{kind: outValue, value: v, found: err == nil}, err
+		case "get":
+			v, found, err := h.once.Get(ctx, key)
+			return out{kind: outValue, value: v, found: found}, err
+		case "delete":
+			found, err := h.once.Delete(ctx, key)
+			return out{kind: outJSON, json: found}, err
+		}
+	}
+	panic(unknown{"the Go runner does not know the call " + strconv.Quote(op) + " on the handle " + text(s, "on")})
+}
