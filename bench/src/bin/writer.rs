@@ -5,8 +5,8 @@
 //! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2 --depths 1,8,64]`
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, params};
