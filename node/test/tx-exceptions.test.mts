@@ -66,7 +66,7 @@ test('KV-16 an exception in tx rolls back, reaches the caller, and the store kee
 test('KV-16 an exception in once.run keeps nothing, and the store keeps writing', async () => {
 	const dir = freshDir()
 	await using store = await open(dir, { clock: T0 })
-	const sends = store.once<string>('sends')
+	const sends = store.once('sends', { type: 'string' })
 	const boom = new Boom('boom')
 	const e = await rejection(
 		sends.run('m-1', () => {

@@ -14,7 +14,7 @@ function kinds(store: Store) {
 		codes: store.bucket('codes', { type: 'string' }),
 		attempts: store.counters('attempts'),
 		plan: store.quota('messages', { daily: '2/1d' }),
-		sends: store.once<string>('sends'),
+		sends: store.once('sends', { type: 'string' }),
 	}
 }
 
