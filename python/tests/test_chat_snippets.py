@@ -224,8 +224,8 @@ HANDLE_KINDS = {"bucket", "rate_limit", "quota", "once", "counters"}
 
 def _handles(src: str) -> dict[str, str]:
     """The handles a piece of code opens on `store`: each one's name, and its
-    call as source."""
-    tree = compile(src, "<snippet>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    call as source. A snippet inside a Markdown list is indented as a whole."""
+    tree = compile(textwrap.dedent(src), "<snippet>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     found: dict[str, str] = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
