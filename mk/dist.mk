@@ -53,7 +53,8 @@ dist-python: dist-versions $$(PY_VENV)/.ready
 		--compatibility $(PY_MANYLINUX) $$(for p in $$pythons; do echo --interpreter $$p; done) --out $(DIST)/python
 	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin sdist --out $(DIST)/python
 
-PY_DIST := $(ROOT)/$(PY_DIR)
+# Recursive: PY_DIR comes from python.mk, which may be read after this file.
+PY_DIST = $(ROOT)/$(PY_DIR)
 
 # The package and its platform package, staged (the checkout's package.json
 # names no platform package, so that npm ci here never looks for one), then
