@@ -159,6 +159,7 @@ export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
 	insideTxMessage(): string
+	forwardLogs(sink: (record: [level: string, target: string, message: string]) => void): boolean
 	onceRunRefusedMessage(): string
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }

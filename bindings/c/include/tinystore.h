@@ -194,6 +194,18 @@ int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners
                      const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
 
+/* The engine's log records, for the language's own logging. The text of a
+   record belongs to the caller, who frees each part with ts_bytes_free. */
+typedef struct TsLogRecord {
+  int32_t level; /* 1 error, 2 warning, 3 information */
+  uint8_t *target;
+  size_t target_len;
+  uint8_t *message;
+  size_t message_len;
+} TsLogRecord;
+bool ts_logs_forward(void);
+int32_t ts_logs_next(uint32_t timeout_ms, TsLogRecord *out);
+
 /* Cancelling a write from another thread. */
 TsCancel *ts_cancel_new(void);
 void ts_cancel_fire(const TsCancel *cancel);
