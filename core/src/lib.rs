@@ -46,6 +46,7 @@ mod key;
 mod limit_store;
 mod limits;
 mod maintain;
+mod open_views;
 mod raw;
 mod read_locks;
 mod readers;

@@ -356,7 +356,9 @@ pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
 /// ends. It has no writes.
 pub struct Snapshot {
     store: Store,
-    conn: Mutex<Option<Connection>>,
+    /// Its read transaction, which the store's maintenance ends once the
+    /// view is past its bound, read or not ([`crate::open_views`]).
+    held: Arc<crate::open_views::ViewConn>,
     now: i64,
 }
 
@@ -370,10 +372,11 @@ impl Store {
             .readers
             .take_spare(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
+        let now = self.inner.clock.now_millis();
         Ok(Snapshot {
             store: self.clone(),
-            conn: Mutex::new(Some(conn)),
-            now: self.inner.clock.now_millis(),
+            held: self.inner.views.add(conn, now),
+            now,
         })
     }
 }
@@ -387,7 +390,7 @@ impl Snapshot {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));
         }
-        let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.held.conn();
         f(g.as_ref()
             .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?)
     }
@@ -410,10 +413,7 @@ impl Snapshot {
     /// Ends the snapshot; a read after this is `Closed`. Its connection
     /// goes back to the store for the next snapshot.
     pub fn close(&self) {
-        if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = storage::run_tx_statement(&c, storage::sql::COMMIT);
-            self.store.inner.readers.give_back(c);
-        }
+        self.held.end(&self.store.inner.readers);
     }
 }
 
