@@ -17,12 +17,6 @@ use crate::tx::NativeTx;
 #[napi]
 pub struct NativeContext(pub(crate) tinystore::CallerContext);
 
-/// A context inside nothing.
-#[napi]
-pub fn caller_context() -> NativeContext {
-    NativeContext(tinystore::CallerContext::new())
-}
-
 #[napi]
 impl NativeContext {
     /// This context inside `tx`.

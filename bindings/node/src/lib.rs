@@ -61,6 +61,14 @@ pub fn error_codes() -> Vec<&'static str> {
     tinystore::ErrorKind::ALL.iter().map(|k| k.code()).collect()
 }
 
+/// A caller's context inside nothing, for the engine's guards against
+/// deadlock: the package grows it as its code enters transactions and runs
+/// of once (see `caller.rs`).
+#[napi]
+pub fn caller_context() -> caller::NativeContext {
+    caller::NativeContext(tinystore::CallerContext::new())
+}
+
 /// Parses a duration with the engine's grammar, in ms (for the clock's
 /// `advance` in TypeScript and for tests of the grammar).
 #[napi]
