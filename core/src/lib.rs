@@ -67,7 +67,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, inside_tx_error, submit_together, submit_waited};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
-pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
+pub use key::{AsKey, Branch, Key, MAX_PATH, show_key, show_path, split_path};
 pub use limit_store::{
     Change, Commit, DEFAULT_MAX_ENTRIES, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder, LimitUpdate,
     MAX_LIMIT_KEYS, MAX_LIMIT_VALUE, Swept, Updated,
@@ -87,5 +87,5 @@ pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
-    WriteOptions,
+    WriteCall, WriteOptions,
 };

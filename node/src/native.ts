@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { makeError } from './errors'
+import { makeError, useEngineText } from './errors'
 
 /** What `maintain()` did. */
 export interface NativeMaintenance {
@@ -158,6 +158,8 @@ export interface NativeStore {
 export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
+	errorText(message: string, bucket?: string, key?: string): string
+	showPath(owners: readonly unknown[], key: unknown): string
 	insideTxMessage(): string
 	onceRunRefusedMessage(): string
 	parseDuration(text: string): number
@@ -213,6 +215,7 @@ export const addonFile = findAddon()
 
 function load(): NativeModule {
 	const loaded = require(addonFile) as NativeModule
+	useEngineText(loaded.errorText)
 	loaded.init(makeError)
 	useBareGet(loaded)
 	return loaded

@@ -56,7 +56,7 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
 
 
 def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+    return ClosedError(f"the {what} has ended")
 
 
 _NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
@@ -93,7 +93,7 @@ class Transaction:
             raise _closed("transaction")  # one `async with` per store.tx()
         mark = (id(self._store), id(asyncio.current_task()))
         if mark in _open.get():
-            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
+            raise InvalidError(_NESTED)
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[_native.Tx] = loop.create_future()
         done: asyncio.Future[None] = loop.create_future()

@@ -67,7 +67,7 @@ def custom_codec(bucket: str, tp: Any, codec: Any) -> _Codec:
     dec = getattr(codec, "decode", None)
     if not callable(enc) or not callable(dec):
         message = f"a codec is an object with encode(value) -> bytes and decode(bytes) -> value, not {type(codec).__name__}"
-        raise InvalidError(message, bucket=bucket, text=f"invalid: {message} (bucket {bucket})")
+        raise InvalidError(message, bucket=bucket)
 
     def encode(value: Any) -> bytes:
         try:

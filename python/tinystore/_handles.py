@@ -44,7 +44,7 @@ class RunMarks:
         if mark in _running.get():
             path = native.path_text(key)
             msg = "a run of this key inside its own run would wait for itself"
-            raise InvalidError(msg, bucket=native.name, path=path, text=f"invalid: {msg} (bucket {native.name}, key {path})")
+            raise InvalidError(msg, bucket=native.name, path=path)
         return mark
 
     @staticmethod
@@ -53,7 +53,7 @@ class RunMarks:
         refused before the key is claimed, not a TypeError from inside the run."""
         if not callable(fn):
             msg = f"a run needs a function to call, not {type(fn).__name__} {fn!r}"
-            raise InvalidError(msg, bucket=native.name, text=f"invalid: {msg} (bucket {native.name})")
+            raise InvalidError(msg, bucket=native.name)
 
     @staticmethod
     def enter(mark: tuple[int, str, bytes]) -> contextvars.Token[frozenset[tuple[int, str, bytes]]]:

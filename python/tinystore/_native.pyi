@@ -20,6 +20,7 @@ _Allowance = tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | N
 MAX_PAGE: int
 
 def json_field_name(name: str) -> str: ...
+def error_text(code: str, message: str, bucket: str | None = None, path: str | None = None) -> str: ...
 _T = TypeVar("_T")
 
 @final

@@ -33,7 +33,7 @@ R = TypeVar("R")
 
 
 def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+    return ClosedError(f"the {what} has ended")
 
 
 _NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
@@ -68,7 +68,7 @@ class Transaction:
         if self._tx is not None:
             raise _closed("transaction")  # one `with` per store.tx()
         if id(self._store) in _open.stores:
-            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
+            raise InvalidError(_NESTED)
         self._tx = Tx(self._store.tx())
         _open.stores.add(id(self._store))
         return self._tx

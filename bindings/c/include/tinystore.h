@@ -53,11 +53,6 @@ extern "C" {
 #define TS_KIND_JSON 8    /* JSON text in bytes */
 #define TS_KIND_RAW 9     /* reading only: the row as kept (NULL, INT or BYTES) */
 
-/* A write's expiry. */
-#define TS_EXPIRY_NONE 0 /* the bucket's ttl, or a live key's expiry */
-#define TS_EXPIRY_IN 1   /* expiry_value nanoseconds from now */
-#define TS_EXPIRY_AT 2   /* at expiry_value ms since the Unix epoch */
-
 /* Quotas. */
 #define TS_MAX_WINDOWS 8
 #define TS_QUOTA_ALLOW 0  /* count n uses in every window, or none */
@@ -89,6 +84,8 @@ typedef struct TsErrorView {
   size_t bucket_len;
   const uint8_t *path; /* owner/owner/key; null if none */
   size_t path_len;
+  const uint8_t *text; /* the message with its bucket and path, as the core shows it */
+  size_t text_len;
 } TsErrorView;
 
 /* A value: kind says which of integer and bytes holds it. */
@@ -135,10 +132,13 @@ typedef struct TsMaintenance {
   bool more;
 } TsMaintenance;
 
-/* A write's own options. */
+/* A write's own options, as the caller got them; the core checks their shape.
+   Neither a ttl nor a time keeps the bucket's ttl, or a live key's expiry. */
 typedef struct TsWriteOptions {
-  int32_t expiry; /* TS_EXPIRY_* */
-  int64_t expiry_value;
+  bool has_ttl;
+  int64_t ttl_ns; /* nanoseconds from now */
+  bool has_at;
+  int64_t at_ms; /* ms since the Unix epoch */
   bool has_if_version;
   int64_t if_version;
 } TsWriteOptions;
@@ -192,6 +192,8 @@ void ts_error_free(TsError *err);
 void ts_bytes_free(uint8_t *ptr, size_t len);
 int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners, size_t owners_len,
                      const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
+                     TsError **err);
+int32_t ts_error_new(const uint8_t *name, size_t name_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
 
 /* Cancelling a write from another thread. */

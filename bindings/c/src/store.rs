@@ -269,6 +269,8 @@ mod tests {
                 bucket_len: 0,
                 path: std::ptr::null(),
                 path_len: 0,
+                text: std::ptr::null(),
+                text_len: 0,
             };
             unsafe { ts_error_view(err, &mut v) };
             message = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(v.message, v.message_len) }).into();

@@ -363,6 +363,13 @@ func (r *runner) check(s step, o out, err error) error {
 		if k, ok := s["error_key"]; ok && (!isKey || ke.Path != cases.Text(k)) {
 			return fmt.Errorf("the error should name key %v: %v", k, err)
 		}
+		// The text after "tinystore: " and the kind's word is the same in every language.
+		if m, ok := s["error_message"]; ok {
+			_, after, _ := strings.Cut(strings.TrimPrefix(err.Error(), "tinystore: "), ": ")
+			if after != m {
+				return fmt.Errorf("the error should read %q after its kind: %q", m, err.Error())
+			}
+		}
 		return nil
 	}
 	if err != nil {

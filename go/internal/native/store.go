@@ -88,7 +88,7 @@ func (s *Store) free() {
 }
 
 // closedErr is the error of a store-level call after Close.
-func closedErr() error { return NewError(CodeClosed, "the store is closed", "", nil) }
+func closedErr() error { return Made(CodeClosed, "the store is closed", "") }
 
 // Close writes what memory holds, closes the file and frees the handle.
 // Calls after it are Closed; a second Close does nothing.

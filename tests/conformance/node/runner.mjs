@@ -167,7 +167,7 @@ export class Runner {
 			case 'bucket.set': {
 				const options = { ifVersion }
 				if (step.ttl !== undefined) options.ttl = step.ttl
-				else if (step.expires_in !== undefined) {
+				if (step.expires_in !== undefined) {
 					const e = step.expires_in
 					options.expiresAt = new Date(e.startsWith('-') ? this.now() - millis(e.slice(1)) : this.now() + millis(e))
 				}
@@ -194,7 +194,6 @@ export class Runner {
 			case 'bucket.delete':
 				return json(await inTx(h.main).delete(key, { ifVersion }))
 			case 'bucket.expire':
-				if (step.ttl === undefined) throw new Error('expire takes a ttl')
 				return json(await inTx(h.main).expire(key, step.ttl, { ifVersion }))
 			case 'bucket.clear':
 				await inTx(h.main).clear()
@@ -280,6 +279,9 @@ export class Runner {
 			}
 			if (step.error_key !== undefined && e.what?.key !== text(step.error_key)) {
 				fail(`the error should name key ${text(step.error_key)}: ${describe(e)}`)
+			}
+			if (step.error_message !== undefined && e.message !== step.error_message) {
+				fail(`the error should read ${JSON.stringify(step.error_message)}: ${describe(e)}`)
 			}
 			return
 		}
