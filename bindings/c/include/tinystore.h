@@ -209,6 +209,7 @@ void ts_store_free(TsStore *s);
 int32_t ts_store_maintain(const TsStore *s, TsMaintenance *out, TsError **err);
 int32_t ts_store_group_stats(const TsStore *s, TsGroupStats *out, TsError **err);
 int32_t ts_store_set_clock(const TsStore *s, int64_t ms, TsError **err);
+int32_t ts_store_follow_clock(const TsStore *s, int64_t ms, TsError **err);
 int64_t ts_store_now(const TsStore *s);
 
 /* Durations and rates in the product's text ("15m", "1h30m"; "100/5h"), read
