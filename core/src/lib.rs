@@ -59,7 +59,7 @@ mod tx_kinds;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
-pub use by_kind::{ByKind, MAX_SAFE_INTEGER};
+pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
@@ -79,7 +79,7 @@ pub use limits::{
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
-pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
+pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};

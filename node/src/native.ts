@@ -159,6 +159,7 @@ export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
 	errorText(message: string, bucket?: string, key?: string): string
+	codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
 	showPath(owners: readonly unknown[], key: unknown): string
 	insideTxMessage(): string
 	onceRunRefusedMessage(): string

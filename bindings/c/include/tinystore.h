@@ -193,6 +193,8 @@ void ts_bytes_free(uint8_t *ptr, size_t len);
 int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners, size_t owners_len,
                      const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
+int32_t ts_codec_fault(const uint8_t *word, size_t word_len, const uint8_t *detail, size_t detail_len,
+                       TsError **err);
 int32_t ts_error_new(const uint8_t *name, size_t name_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
 

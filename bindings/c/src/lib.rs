@@ -223,6 +223,26 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
     code
 }
 
+/// The core's error for a fault of a bucket's own codec, named by a word
+/// (`encode`, `decode`, `row_not_bytes`) with its detail, so that every
+/// language words it alike; the caller names its bucket and key.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_codec_fault(
+    word: *const u8,
+    word_len: usize,
+    detail: *const u8,
+    detail_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let word = unsafe { text(word, word_len, "codec fault") }?;
+        let detail = String::from_utf8_lossy(unsafe { bytes(detail, detail_len) });
+        let fault = tinystore::CodecFault::named(word, &detail)
+            .ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no codec fault {word:?}")))?;
+        Err(fault.error())
+    })
+}
+
 /// Builds an error of the caller's own (a handle used after its
 /// transaction ended, a closed store), about the handle `name` when it is
 /// not empty, so that its text is rendered as the core renders every error.

@@ -186,18 +186,13 @@ impl NativeBucket {
             } else {
                 Some(Key(self.key(env, after)?))
             };
-            let limit = match limit {
-                // A number that is not a whole count is bad input, not a
-                // page size to round (KV-18).
-                Some(l) if !(l.is_finite() && l.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&l)) => {
-                    return Err(tinystore::Error::new(
-                        tinystore::ErrorKind::Invalid,
-                        format!("a page size (limit) must be a whole number from 1 to 1000, not {l}"),
-                    )
-                    .in_bucket(self.raw.name()));
-                }
-                l => l.map(|l| l as usize),
-            };
+            // A number that is not a whole count is bad input, not a page
+            // size to round (KV-18).
+            let limit = limit
+                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
+                .transpose()
+                .map_err(|e| e.in_bucket(self.raw.name()))?
+                .map(|l| l as usize);
             let page = read(&ListOptions { after, limit })?;
             let mut items = Vec::with_capacity(page.entries.len());
             for e in &page.entries {

@@ -74,6 +74,15 @@ pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) 
     .text()
 }
 
+/// The engine's message for a fault of a bucket's own codec (`encode`,
+/// `decode`, `not_bytes`), so that every language words it alike.
+#[napi]
+pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
+    tinystore::CodecFault::named(&word, &detail)
+        .map(|f| f.error().message().to_owned())
+        .ok_or_else(|| napi::Error::from_reason(format!("no codec fault {word:?}")))
+}
+
 /// `owner/owner/key` as the engine shows a key in a message, for the
 /// package's own messages about a key (a codec's failure).
 #[napi(

@@ -49,7 +49,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
     m.add_function(wrap_pyfunction!(error_text, m)?)?;
+    m.add_function(wrap_pyfunction!(codec_fault, m)?)?;
     Ok(())
+}
+
+/// The core's message for a fault of a bucket's own codec (`encode`,
+/// `decode`, `not_bytes`), so that every language words it alike.
+#[pyfunction]
+fn codec_fault(word: &str, detail: &str) -> PyResult<String> {
+    tinystore::CodecFault::named(word, detail)
+        .map(|f| f.error().message().to_owned())
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no codec fault {word:?}")))
 }
 
 /// The text of an error the package finds itself, as the core renders

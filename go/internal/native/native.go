@@ -55,6 +55,23 @@ func Made(code int, message, bucket string) error {
 	return made(code, message, bucket, nil)
 }
 
+// CodecFault is the core's message for a fault of a bucket's own codec
+// (word "encode", "decode" or "row_not_bytes"), so that every language
+// words it alike.
+func CodecFault(word, detail string) string {
+	w, wl := text(word)
+	d, dl := text(detail)
+	var e *C.TsError
+	rc := C.ts_codec_fault(w, wl, d, dl, &e)
+	if rc == C.TS_OK {
+		return detail
+	}
+	defer C.ts_error_free(e)
+	var v C.TsErrorView
+	C.ts_error_view(e, &v)
+	return C.GoStringN((*C.char)(unsafe.Pointer(v.message)), C.int(v.message_len))
+}
+
 func made(code int, message, bucket string, ctx context.Context) error {
 	n, nl := text(bucket)
 	m, ml := text(message)
