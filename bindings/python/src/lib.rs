@@ -23,6 +23,7 @@ mod convert;
 mod errors;
 mod limit_store;
 mod limits;
+mod logs;
 mod once;
 mod pending;
 mod store;
@@ -50,6 +51,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
     m.add_function(wrap_pyfunction!(error_text, m)?)?;
     m.add_function(wrap_pyfunction!(codec_fault, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::next_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     Ok(())
 }
 
