@@ -79,7 +79,9 @@ impl NativeBucket {
             .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
     }
 
-    /// The key, value and options of a `set`, checked before anything is queued.
+    /// The key, value and options of a `set` (or a `create`, by `call`),
+    /// checked before anything is queued.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare_set(
         &self,
         env: &Env,
