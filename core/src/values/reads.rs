@@ -97,8 +97,9 @@ impl RawBucket {
         })
     }
 
-    /// `e`, naming this bucket and `key` unless it names a key already.
-    pub(crate) fn named(&self, key: &[u8], e: Error) -> Error {
+    /// `e`, naming this bucket and `key` unless it names a key already:
+    /// how a binding names an error it found in a key's value or options.
+    pub fn named(&self, key: &[u8], e: Error) -> Error {
         name_key(&self.core.name, &self.branch, key, e)
     }
 

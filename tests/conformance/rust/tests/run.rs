@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tinystore::{
     Allowance, Begun, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw,
-    RawBucket, RawOnce, Store, TxSession, Version, WriteOptions, parse_duration, parse_rate,
+    RawBucket, RawOnce, Store, TxSession, Version, WriteCall, parse_duration, parse_rate,
 };
 use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
@@ -150,18 +150,15 @@ impl Runner {
         let ttl = step.get("ttl").map(span).transpose()?;
         match (self.handle(step), op) {
             (Handle::Bucket(b, ty), "set") => {
-                let expiry = match (ttl, step.get("expires_in")) {
-                    (Some(d), _) => Some(Expiry::In(d)),
-                    (None, Some(e)) => {
-                        let e = e.as_str().unwrap();
-                        Some(Expiry::At(match e.strip_prefix('-') {
-                            Some(back) => self.now() - parse_duration(back)?,
-                            None => self.now() + parse_duration(e)?,
-                        }))
-                    }
-                    (None, None) => None,
+                let at = match step.get("expires_in").and_then(Value::as_str) {
+                    Some(e) => Some(match e.strip_prefix('-') {
+                        Some(back) => self.now() - parse_duration(back)?,
+                        None => self.now() + parse_duration(e)?,
+                    }),
+                    None => None,
                 };
-                let opts = WriteOptions { expiry, if_version };
+                // A ttl and a time both given go to the core as they are, which refuses them.
+                let opts = b.options_for(WriteCall::Set, &k(), ttl, at, if_version)?;
                 let value = to_raw(ty, &step["value"]);
                 let v = match tx {
                     Some(tx) => tx.set(&b, &k(), value, opts)?,
@@ -209,11 +206,11 @@ impl Runner {
                 Some(tx) => tx.delete(&b, &k(), if_version)?,
                 None => b.delete(&k(), if_version)?,
             }))),
-            (Handle::Bucket(b, _), "expire") => Ok(Out::Json(json!(b.expire(
-                &k(),
-                Expiry::In(ttl.expect("expire takes a ttl")),
-                if_version
-            )?))),
+            (Handle::Bucket(b, _), "expire") => {
+                // No ttl is a shape the core refuses, as for every language.
+                let (expiry, if_version) = b.expire_options(&k(), ttl, None, if_version)?;
+                Ok(Out::Json(json!(b.expire(&k(), expiry, if_version)?)))
+            }
             (Handle::Bucket(b, _), "clear") => {
                 match tx {
                     Some(tx) => tx.clear(&b)?,
@@ -451,6 +448,11 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
             && m.as_str() != Some(e.message())
         {
             return Err(format!("the error should say {m}: {:?}", e.message()));
+        }
+        if let Some(m) = step.get("error_text").and_then(Value::as_str)
+            && e.to_string() != format!("{}: {m}", e.word())
+        {
+            return Err(format!("the error should read {m:?} after its kind: {e}"));
         }
         return Ok(());
     }
