@@ -31,6 +31,7 @@
 //! `make bench-writer`) runs with each, and `docs/measurements.md` gives
 //! its figures. The Python and Node packages use mimalloc.
 
+mod backend;
 mod bucket;
 mod budget;
 mod by_kind;
@@ -45,6 +46,7 @@ mod key;
 mod limit_store;
 mod limits;
 mod maintain;
+mod postgres;
 mod raw;
 mod read_locks;
 mod readers;
@@ -77,12 +79,13 @@ pub use limits::{
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
 };
 pub use maintain::Maintenance;
+pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
-pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
+pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{

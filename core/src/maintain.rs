@@ -130,6 +130,9 @@ pub(crate) fn flush_memory(store: &StoreInner, force: bool) -> Result<usize> {
 
 /// One maintenance pass.
 pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
+    if let Some(pg) = store.postgres() {
+        return run_on_postgres(store, pg, sweep);
+    }
     let mut m = Maintenance {
         flushed: flush_memory(store, true)?,
         renewed: flush_renewals(store)?,
@@ -160,6 +163,24 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
         }
         m.more = left;
     }
+    Ok(m)
+}
+
+/// One maintenance pass of a PostgreSQL store: a clear deletes its rows at
+/// once and an idle key is renewed as it is read, so only expired rows are
+/// left to sweep, by one process at a time (the others find the sweep lock
+/// held and skip the round).
+fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: bool) -> Result<Maintenance> {
+    let mut m = Maintenance::default();
+    if !sweep {
+        return Ok(m);
+    }
+    let now = store.clock.is_manual().then(|| store.clock.now_millis());
+    // Batches of a thousand rows on the `expires` index, within one call's deadline.
+    let most = SWEEP_BATCH;
+    let swept = pg.block(async |pool, _| crate::postgres::cells::sweep(pool, now, 1_000, most).await)?;
+    m.expired = swept.unwrap_or(0);
+    m.more = m.expired >= most;
     Ok(m)
 }
 

@@ -65,6 +65,7 @@ impl Store {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a transaction")?;
         let store = self.clone();
         let ready = Mutex::new(Some(ready));
         let ready2 = Arc::new(ready);
@@ -375,6 +376,7 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a view (snapshot)")?;
         let conn = self
             .inner
             .readers
