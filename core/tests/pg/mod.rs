@@ -87,6 +87,9 @@ pub enum Mode {
     /// Carries nothing, either way, and accepts new connections that carry
     /// nothing either: a server that is paused.
     Stall = 2,
+    /// Closes every new connection at once: a server that is down (with
+    /// [`Proxy::cut_all`] for the connections open).
+    Refuse = 3,
 }
 
 /// A TCP proxy on a loopback port in front of the test server.
@@ -107,6 +110,10 @@ impl Proxy {
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
+                if m.load(Ordering::SeqCst) == Mode::Refuse as u8 {
+                    drop(client);
+                    continue;
+                }
                 let Ok(upstream) = TcpStream::connect((host.as_str(), port)) else {
                     continue;
                 };
