@@ -68,7 +68,11 @@ fn kv15_a_paused_database_gets_every_call_answered_within_the_deadline() {
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     assert!(e.message().contains("no answer within 2000 ms"), "{e}");
     let e = b.set("k", &2).err().unwrap();
-    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "a write sent to a paused server may commit later: {e}");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::OutcomeUnknown,
+        "a write sent to a paused server may commit later: {e}"
+    );
     let e = b.take("k").err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     let took = t.elapsed();
@@ -99,11 +103,21 @@ fn kv15_a_database_that_is_down_is_a_clear_error_and_the_store_reconnects() {
 
 #[test]
 fn kv15_opening_a_store_on_a_port_where_nothing_listens_says_so() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let t = Instant::now();
-    let e = Store::open(format!("postgres://kv:s3cret@127.0.0.1:{port}/app")).err().unwrap();
+    let e = Store::open(format!("postgres://kv:s3cret@127.0.0.1:{port}/app"))
+        .err()
+        .unwrap();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
-    assert!(e.message().contains(&format!("PostgreSQL at postgres://127.0.0.1:{port}/app")), "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("PostgreSQL at postgres://127.0.0.1:{port}/app")),
+        "{e}"
+    );
     assert!(e.message().contains("cannot be reached"), "{e}");
     assert!(!e.to_string().contains("s3cret"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(3));

@@ -201,7 +201,13 @@ fn kv07_an_idle_key_is_renewed_by_reads() {
     for _ in 0..5 {
         store.clock().advance(Duration::from_secs(2000)).unwrap();
         assert_eq!(s.get("a").unwrap(), Some(1), "read within its idle span");
+        // The renewal the read asked for is written by maintenance.
+        assert_eq!(store.maintain().unwrap().renewed, 1);
     }
+    // In its last minute a read renews before it returns.
+    store.clock().advance(Duration::from_secs(2950)).unwrap();
+    let e = s.entry("a").unwrap().unwrap();
+    assert_eq!(e.expires_at, Some(store.clock().now() + Duration::from_secs(3000)));
     store.clock().advance(Duration::from_secs(3000)).unwrap();
     assert_eq!(s.get("a").unwrap(), None);
 }

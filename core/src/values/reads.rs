@@ -127,13 +127,12 @@ impl RawBucket {
         }
         let until = now.saturating_add(term);
         let inner = &self.core.store.inner;
-        if let Some(pg) = inner.postgres() {
-            // No renewals wait in memory for a shared database: renew now.
-            return self.pg_renew(pg, path, key, version, expires, until);
-        }
         if left >= LAST_MINUTE {
             inner.renewals.ask(self.core.id, path.to_vec(), version, expires, until);
             return Ok(None);
+        }
+        if let Some(pg) = inner.postgres() {
+            return self.pg_renew(pg, path, key, version, expires, until);
         }
         let (id, path) = (self.core.id, path.to_vec());
         let done = inner
