@@ -12,7 +12,10 @@ PG_VERSION ?= $(shell ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
 # under CI=true and, outside CI, say how to start a server.
 export TINYSTORE_TEST_PG ?= postgres://postgres@127.0.0.1:$(PG_PORT)/postgres
 
-.PHONY: pg-start pg-stop test-postgres
+.PHONY: pg-start pg-stop
+# The Rust tests include the PostgreSQL backend's (core/tests/postgres_*,
+# the process tests, the conformance runner's PostgreSQL run).
+test-rust: pg-start
 pg-start:
 	@test -n "$(PG_VERSION)" || { echo "pg-start: no PostgreSQL server in /usr/lib/postgresql: apt-get install -y postgresql"; exit 1; }
 	@if ! pg_lsclusters -h | awk '{print $$1"/"$$2}' | grep -qx "$(PG_VERSION)/$(PG_CLUSTER)"; then \
