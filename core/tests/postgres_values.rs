@@ -7,7 +7,7 @@ mod pg;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use tinystore::{ErrorKind, Expiry, ListOptions, Options, Raw, Store, WriteOptions};
+use tinystore::{ErrorKind, Expiry, ListOptions, Options, Raw, Store, Version, WriteOptions};
 
 fn manual(schema: &str) -> Store {
     Store::open_with(pg::fresh(schema), Options::new().test_clock(common::start())).unwrap()
@@ -346,4 +346,25 @@ fn kv19_a_call_after_close_is_closed() {
     store.close().unwrap();
     assert_eq!(b.get("k").err().unwrap().kind(), ErrorKind::Closed);
     assert_eq!(b.set("k", &1).err().unwrap().kind(), ErrorKind::Closed);
+}
+
+#[test]
+fn kv05_the_async_forms_write_on_postgres() {
+    let store = manual("kv05_async");
+    let b = store.bucket::<String>("s").open().unwrap();
+    pollster::block_on(async {
+        let v1 = b.aio().set("s1", &"ada".to_owned()).await.unwrap();
+        let stale = b
+            .aio()
+            .key("s1")
+            .if_version(Version::from_raw(v1.get() + 1_000_000))
+            .set(&"x".to_owned());
+        assert_eq!(stale.await.unwrap_err().kind(), ErrorKind::Conflict);
+        assert!(!b.aio().create("s1", &"other".to_owned()).await.unwrap());
+        assert_eq!(b.aio().key("s1").take().await.unwrap().as_deref(), Some("ada"));
+        assert_eq!(b.aio().key("s1").take().await.unwrap(), None);
+        assert!(b.aio().create("s2", &"grace".to_owned()).await.unwrap());
+        b.aio().clear().await.unwrap();
+    });
+    assert!(!b.has("s2").unwrap());
 }

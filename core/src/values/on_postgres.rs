@@ -270,6 +270,20 @@ pub(crate) fn pg_take<T>(
         .map_err(|e| t.name(e))
 }
 
+/// The completion form of [`pg_take`].
+pub(crate) fn pg_take_then<T: Send + 'static>(
+    pg: &PgStore,
+    t: Target,
+    if_version: Option<Version>,
+    decode: impl FnOnce(Entry<Raw>) -> Result<T> + Send + 'static,
+    done: impl FnOnce(Result<Option<T>>) + Send + 'static,
+) -> Result<Ticket> {
+    let t2 = t.clone();
+    let f =
+        move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move { take(&pool, &sent, &t2, if_version, decode).await };
+    pg_then(pg, &t, Held::nothing(), f, done)
+}
+
 /// Runs a write's statements on `pg` and answers `done` on the answers
 /// thread, holding `held` of the memory budget until then; errors name `t`'s
 /// key. The ticket is finished: the statements are sent at once, so a write
