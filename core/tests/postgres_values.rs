@@ -368,3 +368,14 @@ fn kv05_the_async_forms_write_on_postgres() {
     });
     assert!(!b.has("s2").unwrap());
 }
+
+#[test]
+fn kv04_a_blocking_call_from_inside_a_tokio_runtime_answers() {
+    let store = manual("kv04_in_runtime");
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        b.set("k", &1).unwrap();
+        assert_eq!(b.get("k").unwrap(), Some(1));
+    });
+}

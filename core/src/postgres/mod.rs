@@ -95,7 +95,13 @@ impl PgStore {
         let flag = SentFlag::default();
         let pool = &*self.pool;
         let deadline = self.deadline;
-        self.rt.block_on(async {
+        // The statements' futures only wait for answers that the runtime's
+        // thread reads off the sockets, so the caller's thread polls them
+        // itself, parked in between. Not `Runtime::block_on`, which refuses
+        // to run inside another runtime: a blocking call from an app's
+        // tokio task blocks its thread, as a call on kv.db does.
+        let _in = self.rt.enter();
+        wait(async {
             match tokio::time::timeout(deadline, f(pool, &flag)).await {
                 Ok(r) => r,
                 Err(_) => Err(errors::timed_out(&pool.shown, deadline, flag.get())),
@@ -151,6 +157,30 @@ impl Drop for PgStore {
                 .expect("an empty runtime"),
         );
         rt.shutdown_background();
+    }
+}
+
+/// Polls `f` on this thread until it is ready, parking the thread until
+/// its waker is called.
+fn wait<F: Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
     }
 }
 
