@@ -445,8 +445,10 @@ impl StoreInner {
             }
         }
         if let Some(pg) = self.postgres() {
+            // The renewals reads asked for, while the database still takes calls.
+            let renewed = maintain::flush_renewals(self);
             pg.close();
-            return Ok(());
+            return renewed.map(|_| ());
         }
         // Flush memory while the writer still takes writes.
         let flushed = maintain::flush_memory(self, true);

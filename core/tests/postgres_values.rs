@@ -379,3 +379,29 @@ fn kv04_a_blocking_call_from_inside_a_tokio_runtime_answers() {
         assert_eq!(b.get("k").unwrap(), Some(1));
     });
 }
+
+#[test]
+fn kv07_a_renewal_a_read_asked_for_is_written_at_close() {
+    let location = pg::fresh("kv07_close");
+    let store = Store::open_with(&location, Options::new().test_clock(common::start())).unwrap();
+    let s = store
+        .bucket::<i64>("sessions")
+        .idle(Duration::from_secs(3000))
+        .open()
+        .unwrap();
+    s.set("a", &1).unwrap();
+    store.clock().advance(Duration::from_secs(2000)).unwrap();
+    assert_eq!(s.get("a").unwrap(), Some(1));
+    store.close().unwrap();
+    let later = common::start() + Duration::from_secs(2000);
+    let again = Store::open_with(&location, Options::new().test_clock(later)).unwrap();
+    let s = again
+        .bucket::<i64>("sessions")
+        .idle(Duration::from_secs(3000))
+        .open()
+        .unwrap();
+    assert_eq!(
+        s.entry("a").unwrap().unwrap().expires_at,
+        Some(later + Duration::from_secs(3000))
+    );
+}
