@@ -34,3 +34,9 @@ pg-stop:
 	  pg_ctlcluster $(PG_VERSION) $(PG_CLUSTER) stop -m fast; \
 	fi
 	@echo "pg-stop: cluster $(PG_VERSION)/$(PG_CLUSTER) is down"
+
+# Durable sets and gets on a PostgreSQL store at 1, 8 and 64 threads.
+.PHONY: bench-postgres
+BENCH_TARGETS += bench-postgres
+bench-postgres: pg-start
+	cargo run --release -p tinystore-bench --bin postgres
