@@ -41,12 +41,15 @@ mod codec;
 pub mod config;
 mod error;
 mod group_commit;
+mod guards;
 mod inspect;
 mod json_fields;
 mod key;
 mod limit_store;
 mod limits;
+mod log_forward;
 mod maintain;
+mod open_views;
 mod postgres;
 mod raw;
 mod read_locks;
@@ -67,7 +70,8 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
 pub use error::{Error, ErrorKind, Result};
-pub use group_commit::{Burst, GroupStats, Ticket, after_answers, inside_tx_error, submit_together, submit_waited};
+pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
+pub use guards::{CallerContext, inside_tx_error, nested_tx_error, rerun_error};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
@@ -79,6 +83,7 @@ pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
 };
+pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
 pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};

@@ -147,6 +147,7 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
     if let Some(pg) = store.postgres() {
         return run_on_postgres(store, pg, sweep);
     }
+    end_views_past_bound(store);
     let mut m = Maintenance {
         flushed: flush_memory(store, true)?,
         renewed: flush_renewals(store)?,
@@ -201,6 +202,12 @@ fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: boo
     Ok(m)
 }
 
+/// Ends the views past their bound, read or not, so that an idle one does
+/// not hold back checkpoints ([`crate::open_views`]).
+fn end_views_past_bound(store: &StoreInner) {
+    store.views.end_past_bound(&store.readers, store.clock.now_millis());
+}
+
 /// Starts the background thread of an ordinary store. It holds the store
 /// weakly, so dropping the last handle still closes the store.
 pub(crate) fn start_background(inner: &Arc<StoreInner>) {
@@ -219,6 +226,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                     return;
                 }
                 let sweep = Instant::now() >= next_sweep;
+                end_views_past_bound(&store);
                 let res = flush_memory(&store, false)
                     .and_then(|_| flush_renewals(&store))
                     .and_then(|_| if sweep { run(&store, true).map(Some) } else { Ok(None) });

@@ -17,12 +17,14 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bucket;
+mod caller;
 mod completions;
 mod config;
 mod convert;
 mod errors;
 mod limit_store;
 mod limits;
+mod logs;
 mod once;
 mod pending;
 mod store;
@@ -44,10 +46,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<once::Once>()?;
     m.add_class::<once::Claim>()?;
     m.add_class::<tx::Tx>()?;
+    m.add_class::<caller::CallerContext>()?;
     m.add_class::<tx::View>()?;
     m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::next_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     Ok(())
 }
 
