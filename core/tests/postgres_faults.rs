@@ -24,10 +24,11 @@ fn stores(schema: &str) -> (Proxy, Store, Store) {
     (proxy, through, direct)
 }
 
-/// Opens every shared connection, so that the next statement goes out on
-/// an open one rather than waiting to connect.
+/// Opens every shared connection (calls take them in turn; a store keeps
+/// sixteen), so that the next statement goes out on an open one rather than
+/// waiting to connect.
 fn warm(b: &tinystore::Bucket<i64>) {
-    for _ in 0..12 {
+    for _ in 0..32 {
         b.get("warm").unwrap();
     }
 }
