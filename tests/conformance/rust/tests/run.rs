@@ -734,6 +734,7 @@ const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("kv12_rate_limit.json", "rate limits"),
     ("kv13_quota.json", "quotas"),
     ("kv14_counters.json", "counters"),
+    ("kv16_guards.json", "the guards of tx and once"),
     ("kv16_transactions.json", "tx across buckets"),
     ("kv16_tx_kinds.json", "tx with counters, quotas and once"),
 ];
