@@ -32,6 +32,7 @@
 //! its figures. The Python and Node packages use mimalloc.
 
 pub mod aio;
+mod backend;
 mod bucket;
 mod budget;
 mod by_kind;
@@ -49,6 +50,7 @@ mod limits;
 mod log_forward;
 mod maintain;
 mod open_views;
+mod postgres;
 mod raw;
 mod read_locks;
 mod readers;
@@ -83,12 +85,13 @@ pub use limits::{
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
+pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
-pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
+pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{

@@ -14,6 +14,7 @@
 
 mod bucket_core;
 mod call_types;
+mod on_postgres;
 mod reads;
 mod target;
 mod writes;
@@ -30,6 +31,7 @@ use crate::store::Store;
 
 pub(crate) use bucket_core::BucketCore;
 pub use call_types::{Created, Entry, Expiry, ListOptions, Page, Version, WriteCall, WriteOptions};
+pub(crate) use on_postgres::{pg_take, pg_take_then};
 pub(crate) use reads::{Pages, entry_of, list_on};
 pub(crate) use target::Target;
 pub(crate) use writes::op_clear;
