@@ -738,6 +738,7 @@ const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("kv14_counters.json", "counters"),
     ("kv16_guards.json", "the guards of tx and once"),
     ("kv16_transactions.json", "tx across buckets"),
+    ("kv18_bad_input_catalogue.json", "bad counts of rate limits, quotas and counters"),
     ("kv16_tx_kinds.json", "tx with counters, quotas and once"),
 ];
 
