@@ -198,7 +198,9 @@ impl NativeTx {
     }
 
     /// `{ key, value, version, expiresAt }` as the transaction sees it, or `undefined`.
-    #[napi(ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined")]
+    #[napi(
+        ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
+    )]
     pub fn entry<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         bucket.entry_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
     }
@@ -213,7 +215,9 @@ impl NativeTx {
     }
 
     /// A page of the branch as the transaction sees it: `{ entries, next }`.
-    #[napi(ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }")]
+    #[napi(
+        ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
+    )]
     pub fn list<'e>(
         &self,
         env: &'e Env,

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::prelude::*;
 use pyo3::inspect::PyStaticExpr;
+use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
 use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
@@ -200,7 +200,10 @@ impl<'py> IntoPyObject<'py> for Owners {
 
     const OUTPUT_TYPE: PyStaticExpr = type_hint_subscript!(
         type_hint_identifier!("typing", "List"),
-        type_hint_union!(type_hint_identifier!("builtins", "str"), type_hint_identifier!("builtins", "bytes"))
+        type_hint_union!(
+            type_hint_identifier!("builtins", "str"),
+            type_hint_identifier!("builtins", "bytes")
+        )
     );
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
