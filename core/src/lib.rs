@@ -31,6 +31,7 @@
 //! `make bench-writer`) runs with each, and `docs/measurements.md` gives
 //! its figures. The Python and Node packages use mimalloc.
 
+pub mod aio;
 mod bucket;
 mod budget;
 mod by_kind;

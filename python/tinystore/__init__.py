@@ -25,7 +25,7 @@ from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
-from .config import Config, Source, open_config
+from .config import Config, FromEnv, Source, open_config
 from .errors import (
     CallCancelledError,
     ClosedError,
@@ -41,6 +41,7 @@ from .errors import (
 __all__ = [
     "open",
     "open_config",
+    "FromEnv",
     "Config",
     "Source",
     "Opening",
