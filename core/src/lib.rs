@@ -45,6 +45,7 @@ mod json_fields;
 mod key;
 mod limit_store;
 mod limits;
+mod log_forward;
 mod maintain;
 mod raw;
 mod read_locks;
@@ -77,6 +78,7 @@ pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
 };
+pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};

@@ -16,7 +16,7 @@ needs no cleanup job::
 
 from __future__ import annotations
 
-from . import errors, sync
+from . import _logs, errors, sync
 from ._aio import Bucket, Opening, Store, open
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, Tx, TxBucket, View, ViewBucket
@@ -82,3 +82,5 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_logs.start()

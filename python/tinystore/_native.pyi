@@ -10,9 +10,9 @@ milliseconds since the epoch, versions as decimal text, durations as text
 from _typeshed import SupportsGetItem
 from os import PathLike
 from pathlib import Path
-from typing import Any, Final, List, SupportsIndex, final
+from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "json_field_name"]
+__all__ = ["MAX_PAGE", "Bucket", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -732,10 +732,27 @@ class View:
         One page of a branch in the snapshot.
         """
 
+def forward_logs() -> bool:
+    """
+    Starts queueing the engine's records; false when another logger of the
+    process took them first.
+    """
+
 def json_field_name(name: str) -> str:
     """
     The JSON name of a dataclass field, by the core's rule for struct fields
     (`user_id` as `userId`), so that every language names it alike.
+    """
+
+def next_logs(max: SupportsIndex, timeout: SupportsFloat | SupportsIndex) -> list[tuple[int, str, str]]:
+    """
+    Up to `max` records as `(levelno, logger name, message)`, waiting at
+    most `timeout` seconds for the first.
+    """
+
+def stop_logs() -> None:
+    """
+    Answers the pump's wait at once, for good: at the interpreter's exit.
     """
 
 # The names that the annotations of bindings/python/src use, as in

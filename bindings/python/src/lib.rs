@@ -23,6 +23,7 @@ mod convert;
 mod errors;
 mod limit_store;
 mod limits;
+mod logs;
 mod once;
 mod pending;
 mod store;
@@ -51,6 +52,8 @@ mod _native {
     use super::limit_store::{LimitStore, LimitUpdate};
     #[pymodule_export]
     use super::limits::{Counters, Quota, RateLimit};
+    #[pymodule_export]
+    use super::logs::{forward_logs, next_logs, stop_logs};
     #[pymodule_export]
     use super::once::{Claim, Once};
     #[pymodule_export]
