@@ -84,6 +84,14 @@ export declare class NativeConfig {
   wait(after: number, timeoutMs: number): Promise<number>
 }
 
+/** The transactions and runs of once the running code is inside. */
+export declare class NativeContext {
+  /** This context inside `tx`. */
+  insideTx(tx: NativeTx): NativeContext
+  /** This context inside the run `claim` holds. */
+  insideRun(claim: NativeClaim): NativeContext
+}
+
 /** Counters, or one branch of them, answering `number`s or (`big`) `bigint`s. */
 export declare class NativeCounters {
   /** The branch of `owner`. */
@@ -143,8 +151,11 @@ export declare class NativeOnce {
    * Begins a run: resolves with `{ kept: true, value }` (JSON as text),
    * or `{ kept: false, claim }` once the key is the caller's to run,
    * after any other run of it has ended.
+   * A run from inside a transaction of the store, or inside a run of
+   * the same key (`caller` says which the running code is in), is the
+   * engine's `InvalidError`.
    */
-  begin(key: unknown): Promise<{ kept: true, value: unknown } | { kept: false, claim: NativeClaim }>
+  begin(key: unknown, caller?: NativeContext | undefined | null): Promise<{ kept: true, value: unknown } | { kept: false, claim: NativeClaim }>
   /** The answer kept for the key (JSON as text), or `undefined`. */
   get(key: unknown): unknown
   /** Forgets the answer kept for the key; resolves with whether one was kept. */
@@ -200,6 +211,16 @@ export declare class NativeSnapshot {
 
 /** An open store (the package's `Store` wraps it). */
 export declare class NativeStore {
+  /**
+   * Throws the engine's refusal of a call of the bucket (or other handle)
+   * `name` that would wait for the writer a transaction of `caller` holds.
+   */
+  refuseWrite(caller: NativeContext, name?: string | undefined | null): void
+  /**
+   * Throws the engine's refusal of a transaction opened inside one of
+   * `caller`'s of this store.
+   */
+  refuseTx(caller: NativeContext): void
   /**
    * Opens the store in `dir`; `clock_ms` gives a test clock starting then,
    * `memory` a memory budget in bytes (`Options::memory`), `mmap_size`
@@ -329,6 +350,13 @@ export declare class NativeTx {
 }
 
 /**
+ * A caller's context inside nothing, for the engine's guards against
+ * deadlock: the package grows it as its code enters transactions and runs
+ * of once (see `caller.rs`).
+ */
+export declare function callerContext(): NativeContext
+
+/**
  * The stable codes of every error kind, in the engine's order, so the
  * package can check that it has a class for each.
  */
@@ -347,16 +375,16 @@ export declare function fastReads(): { get(handle: unknown, key: unknown): unkno
 export declare function fastWrites(settled: (n: number) => void, failed: (id: number, error: unknown) => void): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }
 
 /**
+ * Hands the engine's records to `sink` from now on (the last sink given
+ * wins). Returns false when another logger of the process took them first.
+ */
+export declare function forwardLogs(sink: (record: [level: string, target: string, message: string]) => void): boolean
+
+/**
  * Sets up this JS environment (once per thread that loads the addon):
  * `makeError(code, message, bucket, key)` makes the package's error objects.
  */
 export declare function init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
-
-/**
- * The engine's refusal of a write made inside a transaction through a
- * handle outside it: the package refuses such a write at once with it.
- */
-export declare function insideTxMessage(): string
 
 /** An entry as JS sees it before `JSON.parse`: `{ value, expiresAt }`. */
 export interface NativeLimitEntry {
@@ -375,9 +403,6 @@ export interface NativeLimitEvent {
   /** Whether it is an error (else a warning). */
   error: boolean
 }
-
-/** The engine's refusal of a run of once inside a transaction. */
-export declare function onceRunRefusedMessage(): string
 
 /**
  * Parses a duration with the engine's grammar, in ms (for the clock's

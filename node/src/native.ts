@@ -26,6 +26,7 @@ export type {
 	NativeBucket,
 	NativeClaim,
 	NativeConfig,
+	NativeContext,
 	NativeCounters,
 	NativeLimitStore,
 	NativeLimitUpdate,

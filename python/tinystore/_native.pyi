@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -110,6 +110,25 @@ class Bucket:
     def under(self, /, *owners: "_Key") -> Bucket:
         """
         The branch of `owners` under this one.
+        """
+
+@final
+class CallerContext:
+    """
+    The transactions and runs of once a task is inside: a value of the
+    `tinystore._tx_marks.caller` context variable.
+    """
+    def __new__(cls, /) -> CallerContext:
+        """
+        A context inside nothing.
+        """
+    def inside_run(self, /, claim: Claim) -> CallerContext:
+        """
+        This context inside the run `claim` holds.
+        """
+    def inside_tx(self, /, tx: Tx, by: SupportsIndex) -> CallerContext:
+        """
+        This context inside `tx`, opened by the task whose id is `by`.
         """
 
 @final
@@ -345,18 +364,10 @@ class Once:
         """
         The answer kept for the key, or None.
         """
-    def mark(self, /, key: "_Key") -> bytes:
-        """
-        The key's path of owners and key as bytes: what tells one run from another.
-        """
     @property
     def name(self, /) -> str:
         """
         The name.
-        """
-    def path_text(self, /, key: "_Key") -> str:
-        """
-        `owner/owner/key` as errors name it.
         """
     def under(self, /, *owners: "_Key") -> Once:
         """
@@ -587,6 +598,11 @@ class Store:
     def names(self, /) -> list[tuple[str, str]]:
         """
         Every name in the file with its kind.
+        """
+    def refuse_tx(self, /, by: SupportsIndex) -> None:
+        """
+        Refuses a transaction that the task whose id is `by` would open
+        inside one of its own of this store (the core's refusal).
         """
     def tx(self, /) -> "Tx":
         """

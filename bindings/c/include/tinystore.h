@@ -131,6 +131,11 @@ typedef struct TsAnswers TsAnswers;
 // A bucket of values, opened on a store.
 typedef struct TsBucket TsBucket;
 
+// The runs of once a caller is inside, as it keeps them in its own context
+// (Go's `context.Context`): `ts_once_begin` hands it to the core, which
+// refuses a run of a key inside its own run.
+typedef struct TsCaller TsCaller;
+
 // A way for one thread to give up on a call another thread is waiting
 // for: a write whose group has not started never runs, and a wait (for a
 // run of once) ends; the call returns `TS_CANCELLED`.
@@ -280,6 +285,17 @@ typedef struct TsAllowance {
   // The windows, by name.
   struct TsWindow windows[8];
 } TsAllowance;
+
+// One record of the engine's log; its text belongs to the caller, who
+// frees each part with `ts_bytes_free`.
+typedef struct TsLogRecord {
+  // 1 error, 2 warning, 3 information.
+  int32_t level;
+  uint8_t *target;
+  size_t target_len;
+  uint8_t *message;
+  size_t message_len;
+} TsLogRecord;
 
 // How a store opens.
 typedef struct TsStoreOptions {
@@ -707,6 +723,22 @@ int32_t ts_quota_use(const struct TsQuota *q,
                      struct TsAllowance *out,
                      struct TsError **err);
 
+// Starts queueing the engine's records; false when another logger of the
+// process took them first.
+bool ts_logs_forward(void);
+
+// Waits at most `timeout_ms` for a record: 1 with `out` filled, 0 when
+// none came.
+int32_t ts_logs_next(uint32_t timeout_ms, struct TsLogRecord *out);
+
+// A caller's context inside the run `claim` holds: `outer` (null for a
+// context inside nothing) and that run. Free it with `ts_caller_free`; it
+// stays valid after the claim is spent.
+struct TsCaller *ts_caller_inside_run(const struct TsCaller *outer, const struct TsClaim *claim);
+
+// Frees a caller's context. Null is ignored.
+void ts_caller_free(struct TsCaller *c);
+
 // Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
 // is false).
 int32_t ts_once_open(const struct TsStore *s,
@@ -724,13 +756,16 @@ void ts_once_free(struct TsOnce *o);
 // answer is kept: `kept` is true and `value` holds it, read as `want` (its
 // bytes are the caller's); or the key is the caller's to run: `claim`
 // holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A fired
-// `cancel` ends the wait with `TS_CANCELLED`.
+// `cancel` ends the wait with `TS_CANCELLED`. `caller` is the context of
+// the call (null: inside no run); a run of a key inside its own run, or
+// from a thread that holds a transaction of the store, is `TS_INVALID`.
 int32_t ts_once_begin(const struct TsOnce *o,
                       const uint8_t *owners,
                       size_t owners_len,
                       const uint8_t *key,
                       size_t key_len,
                       int32_t want,
+                      const struct TsCaller *caller,
                       const struct TsCancel *cancel,
                       bool *kept,
                       struct TsValue *value,

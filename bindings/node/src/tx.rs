@@ -138,6 +138,11 @@ pub struct NativeTx {
 }
 
 impl NativeTx {
+    /// The engine's session this transaction drives.
+    pub(crate) fn session(&self) -> &TxSession {
+        &self.session
+    }
+
     /// Runs a call on the session. After the end it is `Closed`; when the
     /// writer ended it first, the error says why (held past `TX_LIMIT`).
     fn call<T>(&self, f: impl FnOnce(&TxSession) -> tinystore::Result<T>) -> tinystore::Result<T> {

@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bucket;
+mod caller;
 mod completions;
 mod config;
 mod convert;
@@ -42,6 +43,8 @@ mod tx;
 mod _native {
     #[pymodule_export]
     use super::bucket::Bucket;
+    #[pymodule_export]
+    use super::caller::CallerContext;
     #[pymodule_export]
     use super::completions::{Completions, Ticket};
     #[pymodule_export]

@@ -68,7 +68,7 @@ fn entry_of(py: Python<'_>, bucket: &Bucket, found: Option<Entry<Raw>>) -> PyRes
 /// An open transaction: every call runs inside it and sees its own writes.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Tx {
-    session: TxSession,
+    pub(crate) session: TxSession,
     /// The commit's result, for the sync API (the async API gets it in a future).
     done: Mutex<Option<Receiver<tinystore::Result<()>>>>,
 }
@@ -457,6 +457,8 @@ pub fn start_then(
 /// `Store.tx`: starts a transaction, blocking this thread (not the GIL)
 /// until the writer's turn comes.
 pub fn start(py: Python<'_>, store: &tinystore::Store) -> PyResult<Py<PyAny>> {
+    // A transaction of this thread's own store, or of the running task's.
+    store.refuse_tx(&crate::caller::caller(py), 0).map_err(py_err(py))?;
     let (session, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;
     // The sync API's block runs on this thread: a blocking write of the same
     // store from it outside the transaction is refused, not a wait.
