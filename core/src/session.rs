@@ -69,6 +69,7 @@ impl Store {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a transaction")?;
         self.refuse_tx(&crate::CallerContext::new(), 0)?;
         let store = self.clone();
         let ready = Mutex::new(Some(ready));
@@ -367,6 +368,7 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a view (snapshot)")?;
         let conn = self
             .inner
             .readers

@@ -357,10 +357,23 @@ export declare class NativeTx {
 export declare function callerContext(): NativeContext
 
 /**
+ * The engine's message for a fault of a bucket's own codec (`encode`,
+ * `decode`, `not_bytes`), so that every language words it alike.
+ */
+export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
+
+/**
  * The stable codes of every error kind, in the engine's order, so the
  * package can check that it has a class for each.
  */
 export declare function errorCodes(): Array<string>
+
+/**
+ * The text of an error, as the engine renders every error's: the message,
+ * then the bucket and key it is about. Every error class of the package
+ * takes its message from here, so no binding builds that text again.
+ */
+export declare function errorText(message: string, bucket?: string | undefined | null, key?: string | undefined | null): string
 
 /** The bare read functions, made once per JS environment: `{ get }`. */
 export declare function fastReads(): { get(handle: unknown, key: unknown): unknown }
@@ -412,3 +425,9 @@ export declare function parseDuration(text: string): number
 
 /** The bare `allow(key, n?)` of a rate limit (or a branch of it). */
 export declare function rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
+
+/**
+ * `owner/owner/key` as the engine shows a key in a message, for the
+ * package's own messages about a key (a codec's failure).
+ */
+export declare function showPath(owners: ReadonlyArray<string | number | bigint | Uint8Array>, key: string | number | bigint | Uint8Array): string

@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
 import type * as Addon from './addon'
-import { makeError } from './errors'
+import { makeError, useEngineText } from './errors'
 
 /**
  * What the addon exports, as napi-rs declares it from the `#[napi]` items of
@@ -81,6 +81,7 @@ export const addonFile = findAddon()
 
 function load(): NativeModule {
 	const loaded = require(addonFile) as NativeModule
+	useEngineText(loaded.errorText)
 	loaded.init(makeError)
 	useBareGet(loaded)
 	return loaded

@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -747,6 +747,19 @@ class View:
         """
         One page of a branch in the snapshot.
         """
+
+def codec_fault(word: str, detail: str) -> str:
+    """
+    The core's message for a fault of a bucket's own codec (`encode`,
+    `decode`, `not_bytes`), so that every language words it alike.
+    """
+
+def error_text(code: str, message: str, bucket: str | None = None, path: str | None = None) -> str:
+    """
+    The text of an error the package finds itself, as the core renders
+    every error: its kind's word, the message, then the bucket and key it
+    is about. A code the core does not know gives the text without a word.
+    """
 
 def forward_logs() -> bool:
     """

@@ -53,15 +53,6 @@
 // The caller gave up before its write started; nothing was written.
 #define TS_CANCELLED 8
 
-// No expiry of its own: the bucket's `ttl`, or a live key's.
-#define TS_EXPIRY_NONE 0
-
-// Expire `expiry_value` nanoseconds from now.
-#define TS_EXPIRY_IN 1
-
-// Expire at `expiry_value` ms since the Unix epoch.
-#define TS_EXPIRY_AT 2
-
 // The most windows a quota has.
 #define TS_MAX_WINDOWS 8
 
@@ -150,7 +141,8 @@ typedef struct TsConfig TsConfig;
 // Counters, opened on a store.
 typedef struct TsCounters TsCounters;
 
-// An error: a kind, a message, and the bucket and path it is about.
+// An error: a kind, a message, and the bucket and path it is about, with
+// the text the core renders of them, which the view lends.
 typedef struct TsError TsError;
 
 // A once, opened on a store.
@@ -192,6 +184,11 @@ typedef struct TsErrorView {
   const uint8_t *path;
   // The path's length in bytes.
   size_t path_len;
+  // The message with the bucket and path it is about, as the core shows
+  // every error after its kind: `the key is absent (bucket b, key k)`.
+  const uint8_t *text;
+  // The text's length in bytes.
+  size_t text_len;
 } TsErrorView;
 
 // A write's answer, as `ts_answers_wait` hands it out.
@@ -206,12 +203,18 @@ typedef struct TsAnswer {
   struct TsError *err;
 } TsAnswer;
 
-// A write's own options.
+// A write's own options, as the caller got them: the core checks their
+// shape for each call (a ttl or a time, not both; what each call takes).
+// Neither a ttl nor a time keeps the bucket's `ttl`, or a live key's expiry.
 typedef struct TsWriteOptions {
-  // `TS_EXPIRY_NONE`, `TS_EXPIRY_IN` or `TS_EXPIRY_AT`.
-  int32_t expiry;
-  // Nanoseconds (`TS_EXPIRY_IN`) or ms since the Unix epoch (`TS_EXPIRY_AT`).
-  int64_t expiry_value;
+  // Whether the write expires `ttl_ns` from now.
+  bool has_ttl;
+  // Nanoseconds from now.
+  int64_t ttl_ns;
+  // Whether the write expires at `at_ms`.
+  bool has_at;
+  // Ms since the Unix epoch.
+  int64_t at_ms;
   // Whether the write applies only to a live key at `if_version`.
   bool has_if_version;
   // The version the write expects.
@@ -358,6 +361,25 @@ void ts_error_free(struct TsError *err);
 
 // Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
 void ts_bytes_free(uint8_t *ptr, size_t len);
+
+// The core's error for a fault of a bucket's own codec, named by a word
+// (`encode`, `decode`, `row_not_bytes`) with its detail, so that every
+// language words it alike; the caller names its bucket and key.
+int32_t ts_codec_fault(const uint8_t *word,
+                       size_t word_len,
+                       const uint8_t *detail,
+                       size_t detail_len,
+                       struct TsError **err);
+
+// Builds an error of the caller's own (a handle used after its
+// transaction ended, a closed store), about the handle `name` when it is
+// not empty, so that its text is rendered as the core renders every error.
+int32_t ts_error_new(const uint8_t *name,
+                     size_t name_len,
+                     int32_t code,
+                     const uint8_t *message,
+                     size_t message_len,
+                     struct TsError **err);
 
 // Builds an error about one key of the handle `name`, for a failure the
 // caller found itself (a value its JSON library cannot write or read): the
@@ -1068,6 +1090,10 @@ int32_t ts_store_group_stats(const struct TsStore *s, struct TsGroupStats *out, 
 // Sets a test clock to `ms` since the Unix epoch. The clock never moves
 // back: an earlier time is `TS_INVALID`, as is a store without a test clock.
 int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
+
+// Moves a test store's clock to `ms`, or leaves it where it is when `ms`
+// is earlier (the core's clock never moves back).
+int32_t ts_store_follow_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
 
 // The store's clock now, in ms since the Unix epoch.
 int64_t ts_store_now(const struct TsStore *s);

@@ -25,7 +25,7 @@ use std::time::Instant;
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{ErrorKind, TX_LIMIT, TxSession};
+use tinystore::{ErrorKind, TX_LIMIT, TxSession, WriteCall};
 
 use crate::bucket::{NativeBucket, show_path};
 use crate::convert::napi_err;
@@ -248,7 +248,7 @@ impl NativeTx {
         if_version: Option<String>,
     ) -> napi::Result<()> {
         let r = bucket
-            .prepare_set(env, &key, &value, &ttl, expires_at, if_version)
+            .prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version)
             .and_then(|(k, v, opts)| self.call(|s| s.set(&bucket.raw, &k, v, opts)));
         sync(env, r).map(|_version| ())
     }

@@ -10,7 +10,9 @@ use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
-use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
+use tinystore::{
+    Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
+};
 
 use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
@@ -31,15 +33,6 @@ pub struct Bucket {
 
 /// An entry as Python gets it: (key, value, version, expires_at in ms).
 pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
-
-pub(crate) fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, Error> {
-    match (ttl, at_ms) {
-        (Some(_), Some(_)) => Err(invalid("give ttl or expires_at, not both")),
-        (Some(d), None) => Ok(Some(Expiry::In(d))),
-        (None, Some(ms)) => Ok(Some(Expiry::At(from_millis(ms)))),
-        (None, None) => Ok(None),
-    }
-}
 
 impl Bucket {
     pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
@@ -65,19 +58,48 @@ impl Bucket {
             .map_err(|e| to_py(py, self.name_key(key)(e)))
     }
 
+    /// The options of `call` on `key`: its shape is checked in the core.
     pub(crate) fn write_options(
         &self,
         py: Python<'_>,
+        call: WriteCall,
+        key: &[u8],
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<WriteOptions> {
+        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
+        self.raw
+            .options_for(call, key, ttl, expires_at.map(from_millis), if_version)
+            .map_err(py_err(py))
+    }
+
+    /// The expiry and version of an `expire` of `key`, checked in the core.
+    pub(crate) fn expire_options(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Expiry, Option<Version>)> {
+        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
+        self.raw
+            .expire_options(key, ttl, expires_at.map(from_millis), if_version)
+            .map_err(py_err(py))
+    }
+
+    fn option_values(
+        &self,
+        py: Python<'_>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<Duration>, Option<Version>)> {
         let named = |e: Error| to_py(py, e.in_bucket(self.raw.name()));
-        let ttl = opt_span(ttl, "ttl").map_err(named)?;
-        Ok(WriteOptions {
-            expiry: expiry(ttl, expires_at).map_err(named)?,
-            if_version: version(if_version).map_err(named)?,
-        })
+        Ok((
+            opt_span(ttl, "ttl").map_err(named)?,
+            version(if_version).map_err(named)?,
+        ))
     }
 
     pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
@@ -348,7 +370,7 @@ impl Bucket {
     ) -> PyResult<String> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
         let v = py.detach(|| self.raw.set(&k, raw, opts)).map_err(py_err(py))?;
         Ok(v.to_string())
     }
@@ -368,7 +390,7 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -397,7 +419,7 @@ impl Bucket {
     ) -> PyResult<bool> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let c = py
             .detach(|| self.raw.create(&k, raw, opts.expiry))
             .map_err(py_err(py))?;
@@ -418,7 +440,7 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -437,7 +459,7 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let check = self.take_check();
         let out = py.detach(|| self.raw.take(&k, opts.if_version, check));
         resolve_taken(self, out)(py)
@@ -453,7 +475,7 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         let (codec, raw, this_store, streams) =
@@ -476,7 +498,7 @@ impl Bucket {
     #[pyo3(signature = (key: "_Key", if_version = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, if_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         py.detach(|| self.raw.delete(&k, opts.if_version)).map_err(py_err(py))
     }
 
@@ -490,7 +512,7 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -511,15 +533,8 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
-        let e = opts.expiry.ok_or_else(|| {
-            to_py(
-                py,
-                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
-            )
-        })?;
-        py.detach(|| self.raw.expire(&k, e, opts.if_version))
-            .map_err(py_err(py))
+        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
+        py.detach(|| self.raw.expire(&k, e, if_version)).map_err(py_err(py))
     }
 
     /// The completion form of `expire`.
@@ -535,17 +550,11 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
-        let e = opts.expiry.ok_or_else(|| {
-            to_py(
-                py,
-                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
-            )
-        })?;
+        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.expire_then(&k, e, opts.if_version, move |out| {
+            bucket.expire_then(&k, e, if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
         })

@@ -13,11 +13,11 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{Entry, Error, ErrorKind, Key, ListOptions, Page, Raw, Snapshot, TxSession};
+use tinystore::{Entry, Error, ErrorKind, Key, ListOptions, Page, Raw, Snapshot, TxSession, WriteCall};
 
 use crate::bucket::{Bucket, PyEntry, created, resolve_taken};
 use crate::completions::{Completions, Resolve, Ticket};
-use crate::errors::{invalid, py_err, to_py};
+use crate::errors::{py_err, to_py};
 use crate::limits::{Counters, PyAllowance, Quota, RateLimit, allowance, count, int_arg, owned_key};
 use crate::once::Once;
 
@@ -126,7 +126,7 @@ impl Tx {
     ) -> PyResult<String> {
         let k = bucket.key(py, key)?;
         let raw = bucket.value(py, &k, value)?;
-        let opts = bucket.write_options(py, ttl, expires_at, if_version)?;
+        let opts = bucket.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
         let v = py
             .detach(|| self.session.set(&bucket.raw, &k, raw, opts))
             .map_err(py_err(py))?;
@@ -146,7 +146,7 @@ impl Tx {
     ) -> PyResult<bool> {
         let k = bucket.key(py, key)?;
         let raw = bucket.value(py, &k, value)?;
-        let opts = bucket.write_options(py, ttl, expires_at, None)?;
+        let opts = bucket.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let c = py
             .detach(|| self.session.create(&bucket.raw, &k, raw, opts.expiry))
             .map_err(py_err(py))?;
@@ -165,7 +165,7 @@ impl Tx {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = bucket.key(py, key)?;
-        let opts = bucket.write_options(py, None, None, if_version)?;
+        let opts = bucket.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let out = py.detach(|| {
             self.session
                 .take_checked(&bucket.raw, &k, opts.if_version, |e| bucket.codec.check(&e.value))
@@ -183,7 +183,7 @@ impl Tx {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let k = bucket.key(py, key)?;
-        let opts = bucket.write_options(py, None, None, if_version)?;
+        let opts = bucket.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         py.detach(|| self.session.delete(&bucket.raw, &k, opts.if_version))
             .map_err(py_err(py))
     }
@@ -200,14 +200,8 @@ impl Tx {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let k = bucket.key(py, key)?;
-        let opts = bucket.write_options(py, ttl, expires_at, if_version)?;
-        let e = opts.expiry.ok_or_else(|| {
-            to_py(
-                py,
-                invalid("expire needs a ttl or an expires_at").in_bucket(bucket.raw.name()),
-            )
-        })?;
-        py.detach(|| self.session.expire(&bucket.raw, &k, e, opts.if_version))
+        let (e, if_version) = bucket.expire_options(py, &k, ttl, expires_at, if_version)?;
+        py.detach(|| self.session.expire(&bucket.raw, &k, e, if_version))
             .map_err(py_err(py))
     }
 
