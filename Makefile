@@ -29,6 +29,7 @@ help:
 	@echo "make test    build everything and run every test"
 	@echo "make demo    build everything and run the example chat in each language"
 	@echo "make bench   run the benchmarks against the peers (slow; not in CI)"
+	@echo "make generate  rewrite the interfaces generated from the bindings' Rust (tinystore.h, node/src/addon.ts, _native.pyi)"
 	@echo "make dist    write the packages of a release into dist/ (wheels, npm, Go module proxy, crates, CLI)"
 	@echo "make test-dist  make dist, then install each package with no Rust on the PATH and run the chat (CI runs it)"
 

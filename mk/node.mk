@@ -14,12 +14,21 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
-# The addon (release, the shared CARGO_BUILD_TARGET), then the TypeScript:
-# dist/cjs (CommonJS + .d.ts) and dist/esm (an ES module over it).
-node: node-deps
+# The addon (release, the shared CARGO_BUILD_TARGET), with the declarations
+# napi-rs writes from its #[napi] items into $(GEN_NODE_OUT), which
+# check-generated compares with the committed node/src/addon.ts (so the
+# build never rewrites a file of the tree; `make generate` does).
+.PHONY: node-addon
+node-addon: node-deps
+	mkdir -p $(dir $(GEN_NODE_OUT))
 	cd $(NODE_DIR) && $(NODE_BIN)/napi build --release --platform --no-js \
 		--target $(CARGO_BUILD_TARGET) \
-		--manifest-path $(ROOT)/bindings/node/Cargo.toml --output-dir . --dts build/native.d.ts
+		--manifest-path $(ROOT)/bindings/node/Cargo.toml --output-dir . \
+		--dts $$(realpath -m --relative-to=. $(GEN_NODE_OUT))
+
+# Then the TypeScript: dist/cjs (CommonJS + .d.ts) and dist/esm (an ES
+# module over it).
+node: node-addon
 	cd $(NODE_DIR) && rm -rf dist build && $(NODE_BIN)/tsc -p tsconfig.json && node scripts/esm-wrapper.mjs
 	cd $(NODE_DIR) && $(NODE_BIN)/tsc -p tsconfig.test.json
 

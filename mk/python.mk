@@ -6,7 +6,9 @@
 PY_DIR := python
 PY_VENV := $(PY_DIR)/.venv
 PY := $(abspath $(PY_VENV))/bin/python
-PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "pytest-asyncio>=0.24" "pydantic>=2" "mypy>=1.10"
+# pyo3-introspection writes the native module's stubs (mk/generate.mk): its
+# version is the pyo3 crate's, whose introspection data it reads.
+PY_TOOLS := "maturin>=1.16,<2" "pytest>=8" "pytest-asyncio>=0.24" "pydantic>=2" "mypy>=1.10" "pyo3-introspection==0.30.1"
 PY_BENCH_TOOLS := diskcache
 
 .PHONY: venv-python build-python test-python test-python-install lint-python bench-python

@@ -26,7 +26,7 @@
  */
 
 import { InvalidError } from './errors'
-import { native } from './native'
+import { native, type NativeConfig } from './native'
 import { nativeOf, type Store } from './store'
 
 /** How a field is marked. */
@@ -145,20 +145,6 @@ export interface Source {
 	version?: string
 	/** Why a value kept for the field was left out, if one was. */
 	leftOut?: string
-}
-
-interface NativeConfig {
-	get(): string
-	sources(): string
-	generation(): number
-	refuseKept(generation: number, why: string): void
-	update(patch: string): Promise<void>
-	reset(path: string): Promise<void>
-	wait(after: number, timeoutMs: number): Promise<number>
-}
-
-const addon = native as unknown as {
-	NativeConfig: { open(store: unknown, name: string, fields: string, layers: string): NativeConfig }
 }
 
 function isField(v: unknown): v is Field<unknown> {
@@ -323,7 +309,7 @@ export function openConfig<S extends Schema>(store: Store, name: string, schema:
 		const vars = env.vars ?? process.env
 		layers.env = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined))
 	}
-	const n = addon.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers))
+	const n = native.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers))
 	const config = new Config<S>(n, options?.validate)
 	config.checkLayers(name)
 	return config

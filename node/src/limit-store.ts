@@ -25,7 +25,7 @@
  */
 
 import { InvalidError } from './errors'
-import { native } from './native'
+import { native, type NativeLimitStore } from './native'
 import { nativeOf, type Store } from './store'
 
 /** One entry: a JSON value and when it expires, in ms on the store's clock. */
@@ -100,31 +100,7 @@ export interface LimitStore {
 	sweep(): Promise<number>
 }
 
-type NativeEntry = { value: string; expiresAt: number } | null
-
-interface NativeLimitUpdate {
-	entries(): NativeEntry[]
-	now(): number
-	cancel(): void
-	takeEvents(): Array<{ kind: string; message: string; error: boolean }>
-	commit(
-		kinds: number[],
-		values: string[],
-		expires: number[],
-	): Promise<{ written: true; entries: NativeEntry[] } | { written: false; entries: NativeEntry[]; now: number }>
-}
-
-interface NativeLimitStore {
-	readonly maxEntries: number
-	read(keys: string[]): NativeEntry[]
-	begin(keys: string[]): NativeLimitUpdate
-	sweep(): Promise<number>
-	entries(): number
-}
-
-const addon = native as unknown as {
-	NativeLimitStore: { open(store: unknown, maxEntries: number | undefined, name: string | undefined): NativeLimitStore }
-}
+type NativeEntry = ReturnType<NativeLimitStore['read']>[number]
 
 const NAME = 'limit-store'
 
@@ -256,5 +232,5 @@ export function limitStore(store: Store, options: LimitStoreOptions = {}): Limit
 		throw new InvalidError(`maxEntries must be a number, not ${typeof max}`, { bucket: NAME })
 	}
 	const logger = options.logger ?? console
-	return new KvLimitStore(addon.NativeLimitStore.open(nativeStore, max, options.name), logger)
+	return new KvLimitStore(native.NativeLimitStore.open(nativeStore, max, options.name), logger)
 }

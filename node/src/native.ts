@@ -1,7 +1,8 @@
 /**
- * Loads the addon and types what it exports. Private: the package's classes
- * wrap it. The addon is `tinystore.<platform>.node`: beside package.json in a
- * checkout (`make node`), or, as napi-rs lays a release out, in the package
+ * Loads the addon, typed by the declarations napi-rs writes from its Rust
+ * (addon.ts). Private: the package's classes wrap it. The addon is
+ * `tinystore.<platform>.node`: beside package.json in a checkout (`make
+ * node`), or, as napi-rs lays a release out, in the package
  * `tinystore-<platform>` that npm installs beside this one (an optional
  * dependency for each platform; npm and Bun install only the one that fits).
  *
@@ -11,190 +12,43 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
+import type * as Addon from './addon'
 import { makeError, useEngineText } from './errors'
 
+/**
+ * What the addon exports, as napi-rs declares it from the `#[napi]` items of
+ * bindings/node/src: addon.ts is generated (`make generate`), never edited,
+ * and only its types are imported, so it costs nothing at run time.
+ */
+export type NativeModule = typeof Addon
+
+export type {
+	NativeBucket,
+	NativeClaim,
+	NativeConfig,
+	NativeContext,
+	NativeCounters,
+	NativeLimitStore,
+	NativeLimitUpdate,
+	NativeOnce,
+	NativeQuota,
+	NativeRateLimit,
+	NativeSnapshot,
+	NativeStore,
+	NativeTx,
+} from './addon'
+
 /** What `maintain()` did. */
-export interface NativeMaintenance {
-	flushed: number
-	renewed: number
-	cleared: number
-	expired: number
-	more: boolean
-}
+export type NativeMaintenance = Awaited<ReturnType<Addon.NativeStore['maintain']>>
 
 /** An entry as the addon gives it (JSON values still as text). */
-export interface NativeEntry {
-	key: string | Uint8Array
-	value: unknown
-	version: string
-	expiresAt: Date | undefined
-}
+export type NativeEntry = NonNullable<ReturnType<Addon.NativeBucket['entry']>>
 
 /** A page as the addon gives it. */
-export interface NativePage {
-	entries: NativeEntry[]
-	next: string | Uint8Array | undefined
-}
-
-/** The addon's bucket. */
-export interface NativeBucket {
-	readonly name: string
-	readonly valueType: string
-	under(owner: unknown): NativeBucket
-	get(key: unknown): unknown
-	entry(key: unknown): NativeEntry | undefined
-	has(key: unknown): boolean
-	list(after: unknown, limit: number | undefined): NativePage
-	set(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): Promise<void>
-	create(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): Promise<boolean>
-	take(key: unknown, ifVersion: string | undefined): Promise<unknown>
-	delete(key: unknown, ifVersion: string | undefined): Promise<boolean>
-	expire(key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): Promise<boolean>
-	clear(): Promise<void>
-	/** A handle of this bucket for the bare `get` of `fastReads()`. */
-	readHandle(): unknown
-}
+export type NativePage = ReturnType<Addon.NativeBucket['list']>
 
 /** The reads of a transaction or snapshot; each takes the bucket it is about. */
-export interface NativeReads {
-	get(bucket: NativeBucket, key: unknown): unknown
-	entry(bucket: NativeBucket, key: unknown): NativeEntry | undefined
-	has(bucket: NativeBucket, key: unknown): boolean
-	list(bucket: NativeBucket, after: unknown, limit: number | undefined): NativePage
-}
-
-/** The addon's open transaction: calls run inside it, at once. */
-export interface NativeTx extends NativeReads {
-	set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): void
-	create(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): boolean
-	/** `check` (a codec's decode) runs between the read and the delete; its `false` keeps the value. */
-	take(bucket: NativeBucket, key: unknown, ifVersion: string | undefined, check?: (value: unknown) => boolean): unknown
-	delete(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): boolean
-	expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): boolean
-	clear(bucket: NativeBucket): void
-	checkCounters(counters: NativeCounters): void
-	refuseRateLimit(limit: NativeRateLimit): void
-	counterChange(counters: NativeCounters, key: unknown, n: unknown, max: boolean): number | bigint
-	counterGet(counters: NativeCounters, key: unknown): number | bigint
-	counterDelete(counters: NativeCounters, key: unknown): boolean
-	quotaChange(quota: NativeQuota, key: unknown, n: number | undefined, refund: boolean): unknown
-	quotaPeek(quota: NativeQuota, key: unknown): unknown
-	quotaReset(quota: NativeQuota, key: unknown): void
-	onceGet(once: NativeOnce, key: unknown): unknown
-	onceDelete(once: NativeOnce, key: unknown): boolean
-	commit(): Promise<void>
-	rollback(): Promise<void>
-}
-
-/** The addon's read snapshot. */
-export interface NativeSnapshot extends NativeReads {
-	close(): void
-}
-
-/** The addon's rate limit. */
-export interface NativeRateLimit {
-	under(owner: unknown): NativeRateLimit
-	allow(key: unknown, n: number | undefined): unknown
-	peek(key: unknown): unknown
-	reset(key: unknown): void
-}
-
-/** The addon's quota. */
-export interface NativeQuota {
-	under(owner: unknown): NativeQuota
-	allow(key: unknown, n: number | undefined): Promise<unknown>
-	peek(key: unknown): unknown
-	refund(key: unknown, n: number | undefined): Promise<unknown>
-	reset(key: unknown): Promise<void>
-}
-
-/** The addon's counters. */
-export interface NativeCounters {
-	under(owner: unknown): NativeCounters
-	add(key: unknown, n: number | bigint | undefined): Promise<number | bigint>
-	max(key: unknown, n: number | bigint): Promise<number | bigint>
-	get(key: unknown): number | bigint
-	delete(key: unknown): Promise<boolean>
-	clear(): Promise<void>
-}
-
-/** The transactions and runs of once the running code is inside, as the engine's guards take it. */
-export interface NativeContext {
-	insideTx(tx: NativeTx): NativeContext
-	insideRun(claim: NativeClaim): NativeContext
-}
-
-/** The run of one key, held until it keeps an answer or lets go. */
-export interface NativeClaim {
-	keep(value: unknown): Promise<void>
-	abandon(): void
-}
-
-/** The addon's once. */
-export interface NativeOnce {
-	under(owner: unknown): NativeOnce
-	begin(key: unknown, caller?: NativeContext): Promise<{ kept: true; value: unknown } | { kept: false; claim: NativeClaim }>
-	get(key: unknown): unknown
-	delete(key: unknown): Promise<boolean>
-}
-
-/** The addon's store. */
-export interface NativeStore {
-	dir(): string
-	isManual(): boolean
-	now(): number
-	advance(by: unknown): number
-	setClock(ms: number): void
-	maintain(): Promise<NativeMaintenance>
-	close(): Promise<void>
-	isClosed(): boolean
-	names(): string[][]
-	groupStats(): number[]
-	failNextCommitForTests(): void
-	transaction(): Promise<NativeTx>
-	/** Throws the engine's refusal of a call of `name` that would wait for a transaction `caller` is inside. */
-	refuseWrite(caller: NativeContext, name?: string): void
-	/** Throws the engine's refusal of a transaction opened inside one of `caller`'s. */
-	refuseTx(caller: NativeContext): void
-	snapshot(): NativeSnapshot
-	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
-	rateLimit(name: string, rate: string, burst: number | undefined): NativeRateLimit
-	quota(name: string, names: string[], rates: string[]): NativeQuota
-	counters(name: string, ttl: unknown, flushEvery: unknown, valueType: string): NativeCounters
-	once(name: string, keep: unknown, valueType: string): NativeOnce
-}
-
-/** The addon's exports. */
-export interface NativeModule {
-	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
-	errorCodes(): string[]
-	errorText(message: string, bucket?: string, key?: string): string
-	codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
-	showPath(owners: readonly unknown[], key: unknown): string
-	forwardLogs(sink: (record: [level: string, target: string, message: string]) => void): boolean
-	/** A caller's context inside nothing, for the engine's guards (see scope.ts). */
-	callerContext(): NativeContext
-	parseDuration(text: string): number
-	fastReads(): { get(handle: unknown, key: unknown): unknown }
-	/** The bare `set(handle, key, value, id)` of a bucket and its settled numbers: see bindings/node/src/fast_set.rs. */
-	fastWrites(
-		settled: (n: number) => void,
-		failed: (id: number, error: unknown) => void,
-	): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }
-	/** The bare `allow(key, n?)` of a rate limit: see bindings/node/src/fast_limits.rs for its answer. */
-	rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
-	NativeStore: {
-		open(
-			dir: string,
-			clockMs: number | undefined,
-			memory?: number,
-			mmapSize?: number,
-			keepReadLocks?: boolean,
-			shareWithGroup?: boolean,
-		): NativeStore
-	}
-	NativeBucket: { prototype: NativeBucket }
-}
+export type NativeReads = Pick<Addon.NativeTx | Addon.NativeSnapshot, 'get' | 'entry' | 'has' | 'list'>
 
 function platformTag(): string {
 	const { platform, arch } = process
@@ -243,7 +97,7 @@ const readHandle = Symbol('tinystore read handle')
  */
 function useBareGet(loaded: NativeModule): void {
 	const bare = loaded.fastReads().get
-	type WithHandle = NativeBucket & { [readHandle]?: unknown }
+	type WithHandle = Addon.NativeBucket & { [readHandle]?: unknown }
 	loaded.NativeBucket.prototype.get = function get(this: WithHandle, key: unknown): unknown {
 		return bare((this[readHandle] ??= this.readHandle()), key)
 	}
@@ -317,7 +171,7 @@ export interface SetHandle {
 }
 
 /** The `SetHandle` of a bucket, made once at its first set without options. */
-export function setHandle(bucket: NativeBucket): SetHandle {
+export function setHandle(bucket: Addon.NativeBucket): SetHandle {
 	const handle = bucket.readHandle()
 	return { handle, address: cSet === undefined ? 0 : fast.address(handle) }
 }

@@ -56,8 +56,11 @@ pub struct TsEntry {
 
 /// Checks a value inside a `take`'s write, before the key is deleted: a
 /// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-/// on the store's writer thread, with a value borrowed for the call.
-pub type TsCheckFn = unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i32;
+/// on the store's writer thread, with a value borrowed for the call. Null
+/// checks nothing.
+// The `Option` is inside the alias so that cbindgen writes the parameters
+// as `TsCheckFn check`, a function pointer that may be null.
+pub type TsCheckFn = Option<unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i32>;
 
 /// One page of a listing; owns the bytes its entries point to.
 pub struct TsPage {
@@ -324,7 +327,7 @@ pub unsafe extern "C" fn ts_bucket_create(
 /// check, is `Corrupt`, and the take leaves the value.
 pub(crate) fn decodes_as(
     want: i32,
-    check: Option<TsCheckFn>,
+    check: TsCheckFn,
     check_ctx: u64,
 ) -> impl Fn(&Entry<Raw>) -> Result<()> + Send + Copy {
     move |e: &Entry<Raw>| -> Result<()> {
@@ -352,7 +355,7 @@ pub unsafe extern "C" fn ts_bucket_take(
     key_len: usize,
     options: *const TsWriteOptions,
     want: i32,
-    check: Option<TsCheckFn>,
+    check: TsCheckFn,
     check_ctx: u64,
     cancel: *const TsCancel,
     out: *mut TsEntry,

@@ -272,7 +272,7 @@ pub unsafe extern "C" fn ts_tx_take(
     key_len: usize,
     options: *const TsWriteOptions,
     want: i32,
-    check: Option<TsCheckFn>,
+    check: TsCheckFn,
     check_ctx: u64,
     out: *mut TsEntry,
     found: *mut bool,

@@ -258,7 +258,9 @@ impl NativeBucket {
     }
 
     /// `{ key, value, version, expiresAt }` of a live key, or `undefined`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
+    )]
     pub fn entry<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         self.entry_by(env, &key, |k| self.raw.entry(k))
     }
@@ -271,7 +273,9 @@ impl NativeBucket {
     }
 
     /// A page of this branch's own keys: `{ entries, next }`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
+    )]
     pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<f64>) -> napi::Result<Unknown<'e>> {
         self.list_by(env, &after, limit, |opts| self.raw.list(opts))
     }

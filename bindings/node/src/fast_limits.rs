@@ -44,7 +44,7 @@ unsafe extern "C" fn drop_limit(_env: napi_env, data: *mut c_void, _hint: *mut c
 }
 
 /// The bare `allow(key, n?)` of a rate limit (or a branch of it).
-#[napi(ts_return_type = "(key: unknown, n?: number) => number | object")]
+#[napi(ts_return_type = "((key: unknown, n?: number) => number | object) & { address: number }")]
 pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Result<Unknown<'e>> {
     let data = Box::into_raw(Box::new(limit.limit.clone()));
     let f = match js::function(env.raw(), "allow", allow, data.cast()) {

@@ -79,7 +79,7 @@ pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) 
 
 /// The engine's message for a fault of a bucket's own codec (`encode`,
 /// `decode`, `not_bytes`), so that every language words it alike.
-#[napi]
+#[napi(ts_args_type = "word: 'encode' | 'decode' | 'not_bytes', detail: string")]
 pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
     tinystore::CodecFault::named(&word, &detail)
         .map(|f| f.error().message().to_owned())
@@ -89,7 +89,7 @@ pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
 /// `owner/owner/key` as the engine shows a key in a message, for the
 /// package's own messages about a key (a codec's failure).
 #[napi(
-    ts_args_type = "owners: Array<string | number | bigint | Uint8Array>, key: string | number | bigint | Uint8Array"
+    ts_args_type = "owners: ReadonlyArray<string | number | bigint | Uint8Array>, key: string | number | bigint | Uint8Array"
 )]
 pub fn show_path(env: &Env, owners: Vec<Unknown<'_>>, key: Unknown<'_>) -> napi::Result<String> {
     let r = (|| {

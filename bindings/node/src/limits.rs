@@ -251,7 +251,12 @@ impl NativeCounters {
 
     /// Adds `n` (1 when not given); resolves with the new value.
     #[napi(ts_return_type = "Promise<number | bigint>")]
-    pub fn add<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    pub fn add<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "number | bigint | undefined")] n: Unknown<'e>,
+    ) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
         let (k, n) = sync(
             env,
@@ -268,7 +273,12 @@ impl NativeCounters {
 
     /// Keeps the larger of the counter and `n`; resolves with it.
     #[napi(ts_return_type = "Promise<number | bigint>")]
-    pub fn max<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    pub fn max<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "number | bigint")] n: Unknown<'e>,
+    ) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
         let (k, n) = sync(
             env,

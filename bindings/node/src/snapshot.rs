@@ -27,7 +27,9 @@ impl NativeSnapshot {
     }
 
     /// `{ key, value, version, expiresAt }` in the snapshot, or `undefined`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
+    )]
     pub fn entry<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         bucket.entry_by(env, &key, |k| self.snapshot.entry(&bucket.raw, k))
     }
@@ -40,7 +42,9 @@ impl NativeSnapshot {
     }
 
     /// A page of the branch in the snapshot: `{ entries, next }`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
+    )]
     pub fn list<'e>(
         &self,
         env: &'e Env,

@@ -203,7 +203,9 @@ impl NativeTx {
     }
 
     /// `{ key, value, version, expiresAt }` as the transaction sees it, or `undefined`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
+    )]
     pub fn entry<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         bucket.entry_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
     }
@@ -218,7 +220,9 @@ impl NativeTx {
     }
 
     /// A page of the branch as the transaction sees it: `{ entries, next }`.
-    #[napi]
+    #[napi(
+        ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
+    )]
     pub fn list<'e>(
         &self,
         env: &'e Env,
@@ -277,7 +281,7 @@ impl NativeTx {
         bucket: &NativeBucket,
         key: Unknown<'e>,
         if_version: Option<String>,
-        check: Option<Unknown<'e>>,
+        #[napi(ts_arg_type = "(value: unknown) => boolean")] check: Option<Unknown<'e>>,
     ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
             let (k, if_version) = bucket.prepare_versioned(env, &key, if_version)?;

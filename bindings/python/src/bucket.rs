@@ -6,8 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyTuple};
+use pyo3::types::{PyBool, PyList, PyTuple};
+use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
 use tinystore::{
     Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
 };
@@ -208,11 +210,34 @@ pub(crate) fn created(c: Created<Raw>) -> bool {
     matches!(c, Created::Written(_))
 }
 
+/// The owners of a branch, a list of `str` and `bytes` in Python. A type of
+/// its own for the stubs alone: they spell it `typing.List[str | bytes]`,
+/// since inside `class Bucket` the name `list` is the method.
+pub(crate) struct Owners(Vec<Py<PyAny>>);
+
+impl<'py> IntoPyObject<'py> for Owners {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = PyErr;
+
+    const OUTPUT_TYPE: PyStaticExpr = type_hint_subscript!(
+        type_hint_identifier!("typing", "List"),
+        type_hint_union!(
+            type_hint_identifier!("builtins", "str"),
+            type_hint_identifier!("builtins", "bytes")
+        )
+    );
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.0)
+    }
+}
+
 #[pymethods]
 impl Bucket {
     /// Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode=None, decode=None, ttl=None, idle=None))]
+    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, ttl: "_Span | None" = None, idle: "_Span | None" = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -257,12 +282,12 @@ impl Bucket {
 
     /// The owners of this branch, outermost first.
     #[getter]
-    fn owners(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
-        self.raw.owners().iter().map(|o| key_to_py(py, o).unbind()).collect()
+    fn owners(&self, py: Python<'_>) -> Owners {
+        Owners(self.raw.owners().iter().map(|o| key_to_py(py, o).unbind()).collect())
     }
 
     /// The branch of `owners` under this one.
-    #[pyo3(signature = (*owners))]
+    #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
         let mut raw = self.raw.clone();
         for o in owners.iter() {
@@ -277,6 +302,7 @@ impl Bucket {
     }
 
     /// The value of a live key, or None.
+    #[pyo3(signature = (key: "_Key"))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
@@ -291,6 +317,7 @@ impl Bucket {
     }
 
     /// (key, value, version, expires_at_ms) of a live key, or None.
+    #[pyo3(signature = (key: "_Key") -> "_Row | None")]
     fn entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
         let k = self.key(py, key)?;
         let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
@@ -301,13 +328,14 @@ impl Bucket {
     }
 
     /// Whether a live key is there.
+    #[pyo3(signature = (key: "_Key"))]
     fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = self.key(py, key)?;
         py.detach(|| self.raw.has(&k)).map_err(py_err(py))
     }
 
     /// One page of this branch's keys: (entries, next cursor or None).
-    #[pyo3(signature = (after=None, limit=None))]
+    #[pyo3(signature = (after: "_Key | None" = None, limit = None) -> "_Page")]
     fn list(
         &self,
         py: Python<'_>,
@@ -330,7 +358,7 @@ impl Bucket {
     }
 
     /// Writes a value durably; returns its version.
-    #[pyo3(signature = (key, value, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     fn set(
         &self,
         py: Python<'_>,
@@ -348,7 +376,7 @@ impl Bucket {
     }
 
     /// The completion form of `set`: answers the version through the `Pending`.
-    #[pyo3(signature = (running, key, value, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     #[allow(clippy::too_many_arguments)]
     fn set_then<'py>(
         &self,
@@ -374,12 +402,13 @@ impl Bucket {
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
     /// first awaited (see [`Pending::unstarted`]).
+    #[pyo3(signature = (key: "_Key", value))]
     fn set_call(slf: Py<Self>, key: Py<PyAny>, value: Py<PyAny>) -> Pending {
         Pending::unstarted(slf, key, value)
     }
 
     /// Writes a value only if the key is absent; says whether it did.
-    #[pyo3(signature = (key, value, ttl=None, expires_at=None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -398,7 +427,7 @@ impl Bucket {
     }
 
     /// The completion form of `create`.
-    #[pyo3(signature = (running, key, value, ttl=None, expires_at=None))]
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
     #[allow(clippy::too_many_arguments)]
     fn create_then<'py>(
         &self,
@@ -422,7 +451,7 @@ impl Bucket {
     }
 
     /// Reads and deletes a key in one write; None when absent.
-    #[pyo3(signature = (key, if_version=None))]
+    #[pyo3(signature = (key: "_Key", if_version = None))]
     fn take(
         &self,
         py: Python<'_>,
@@ -437,7 +466,7 @@ impl Bucket {
     }
 
     /// The completion form of `take`.
-    #[pyo3(signature = (running, key, if_version=None))]
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
     fn take_then<'py>(
         &self,
         py: Python<'py>,
@@ -466,7 +495,7 @@ impl Bucket {
     }
 
     /// Deletes a key; says whether a live key was there.
-    #[pyo3(signature = (key, if_version=None))]
+    #[pyo3(signature = (key: "_Key", if_version = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, if_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
@@ -474,7 +503,7 @@ impl Bucket {
     }
 
     /// The completion form of `delete`.
-    #[pyo3(signature = (running, key, if_version=None))]
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
     fn delete_then<'py>(
         &self,
         py: Python<'py>,
@@ -494,7 +523,7 @@ impl Bucket {
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
-    #[pyo3(signature = (key, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     fn expire(
         &self,
         py: Python<'_>,
@@ -509,7 +538,7 @@ impl Bucket {
     }
 
     /// The completion form of `expire`.
-    #[pyo3(signature = (running, key, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     #[allow(clippy::too_many_arguments)]
     fn expire_then<'py>(
         &self,
@@ -537,6 +566,7 @@ impl Bucket {
     }
 
     /// The completion form of `clear`.
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
     fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());

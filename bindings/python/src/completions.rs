@@ -416,6 +416,7 @@ impl Completions {
     /// The queues of the loop `loop_ref()`; the package registers `fileno()`
     /// with the loop's `add_reader`.
     #[new]
+    #[pyo3(signature = (loop_ref: "Callable[[], asyncio.AbstractEventLoop | None]"))]
     fn new(loop_ref: Py<PyAny>) -> PyResult<Completions> {
         let (watched, wake) = UnixStream::pair()?;
         watched.set_nonblocking(true)?;

@@ -23,7 +23,7 @@ impl Config {
     /// Opens config `name`: `fields` and `layers` are the core's JSON
     /// descriptions; `validate(json_text)` raises to refuse a whole config.
     #[new]
-    #[pyo3(signature = (store, name, fields, layers, validate=None))]
+    #[pyo3(signature = (store, name, fields, layers, validate: "Callable[[str], object] | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,

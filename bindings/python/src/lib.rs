@@ -30,33 +30,45 @@ mod pending;
 mod store;
 mod tx;
 
-/// The module's contents.
+// Declared inline so that PyO3's introspection (feature
+// `experimental-inspect`) describes every item: `make generate` writes
+// python/tinystore/_native.pyi from the module built, with this doc comment
+// as the stubs' docstring.
+/// The native module ``tinystore._native`` (PyO3 over the Rust core).
+///
+/// Private: the public API is the ``tinystore`` package. Times cross as
+/// milliseconds since the epoch, versions as decimal text, durations as text
+/// (``"15m"``) or ``timedelta``, keys as ``str``, ``bytes`` or ``int``.
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<store::Store>()?;
-    m.add_class::<bucket::Bucket>()?;
-    m.add_class::<completions::Ticket>()?;
-    m.add_class::<completions::Completions>()?;
-    m.add_class::<pending::Pending>()?;
-    m.add_class::<limit_store::LimitStore>()?;
-    m.add_class::<limit_store::LimitUpdate>()?;
-    m.add_class::<limits::RateLimit>()?;
-    m.add_class::<limits::Quota>()?;
-    m.add_class::<limits::Counters>()?;
-    m.add_class::<once::Once>()?;
-    m.add_class::<once::Claim>()?;
-    m.add_class::<tx::Tx>()?;
-    m.add_class::<caller::CallerContext>()?;
-    m.add_class::<tx::View>()?;
-    m.add_class::<config::Config>()?;
-    m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
-    m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
-    m.add_function(wrap_pyfunction!(error_text, m)?)?;
-    m.add_function(wrap_pyfunction!(codec_fault, m)?)?;
-    m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
-    m.add_function(wrap_pyfunction!(logs::next_logs, m)?)?;
-    m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
-    Ok(())
+mod _native {
+    #[pymodule_export]
+    use super::bucket::Bucket;
+    #[pymodule_export]
+    use super::caller::CallerContext;
+    #[pymodule_export]
+    use super::completions::{Completions, Ticket};
+    #[pymodule_export]
+    use super::config::Config;
+    #[pymodule_export]
+    use super::{codec_fault, error_text, json_field_name};
+    #[pymodule_export]
+    use super::limit_store::{LimitStore, LimitUpdate};
+    #[pymodule_export]
+    use super::limits::{Counters, Quota, RateLimit};
+    #[pymodule_export]
+    use super::logs::{forward_logs, next_logs, stop_logs};
+    #[pymodule_export]
+    use super::once::{Claim, Once};
+    #[pymodule_export]
+    use super::pending::Pending;
+    #[pymodule_export]
+    use super::store::Store;
+    #[pymodule_export]
+    use super::tx::{Tx, View};
+
+    /// The most entries a page of `list` holds.
+    #[pymodule_export]
+    const MAX_PAGE: usize = tinystore::MAX_PAGE;
 }
 
 /// The core's message for a fault of a bucket's own codec (`encode`,

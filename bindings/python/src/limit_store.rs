@@ -94,6 +94,7 @@ impl LimitStore {
     }
 
     /// The completion form of `sweep`: resolves `future` with how many went.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
     fn sweep_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
         let (q, store, ls) = (completions.get().queue.clone(), self.store.clone(), self.ls.clone());
         Completions::defer(completions, future, &self.store, move |future| {
@@ -211,6 +212,7 @@ impl LimitUpdate {
     }
 
     /// The completion form of `commit`: resolves `future` with its answer.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", changes))]
     fn commit_then(
         &self,
         py: Python<'_>,

@@ -94,7 +94,7 @@ pub struct RateLimit {
 impl RateLimit {
     /// Opens the rate limit `name`: `rate` ("5/m") and `burst` (the rate's count when None).
     #[new]
-    #[pyo3(signature = (store, name, rate_, burst=None))]
+    #[pyo3(signature = (store, name, rate_: "_Rate", burst = None))]
     fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Bound<'_, PyAny>, burst: Option<u64>) -> PyResult<Self> {
         let (n, per) = rate(rate_).map_err(|e| to_py(py, e.in_bucket(name)))?;
         let mut b = store.store.rate_limit(name).rate(n, per);
@@ -112,7 +112,7 @@ impl RateLimit {
     }
 
     /// The branch of `owners`.
-    #[pyo3(signature = (*owners))]
+    #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
         let mut inner = self.inner.clone();
         for o in owners.iter() {
@@ -122,7 +122,7 @@ impl RateLimit {
     }
 
     /// Takes `n` requests, or none.
-    #[pyo3(signature = (key, n=None))]
+    #[pyo3(signature = (key: "_Key", n: "int | None" = None))]
     fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = match n {
@@ -135,12 +135,14 @@ impl RateLimit {
     }
 
     /// The answer one request would get now.
+    #[pyo3(signature = (key: "_Key"))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
     }
 
     /// Forgets the key.
+    #[pyo3(signature = (key: "_Key"))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
@@ -158,6 +160,7 @@ pub struct Quota {
 impl Quota {
     /// Opens the quota `name` with `windows`, a list of (name, rate).
     #[new]
+    #[pyo3(signature = (store, name, windows: "list[tuple[str, _Rate]]"))]
     fn new(py: Python<'_>, store: &Store, name: &str, windows: Vec<(String, Bound<'_, PyAny>)>) -> PyResult<Self> {
         let mut b = store.store.quota(name);
         for (w, r) in &windows {
@@ -179,7 +182,7 @@ impl Quota {
     }
 
     /// The branch of `owners`.
-    #[pyo3(signature = (*owners))]
+    #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
         let mut inner = self.inner.clone();
         for o in owners.iter() {
@@ -192,6 +195,7 @@ impl Quota {
     }
 
     /// Counts `n` uses in every window or in none, durably.
+    #[pyo3(signature = (key: "_Key", n: "int"))]
     fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
@@ -201,6 +205,7 @@ impl Quota {
     }
 
     /// The completion form of `allow`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
     fn allow_then(
         &self,
         py: Python<'_>,
@@ -220,12 +225,14 @@ impl Quota {
     }
 
     /// The answer one use would get now, counting nothing.
+    #[pyo3(signature = (key: "_Key"))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
     }
 
     /// Gives `n` uses back to windows that have not reset since.
+    #[pyo3(signature = (key: "_Key", n: "int"))]
     fn refund(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
@@ -235,6 +242,7 @@ impl Quota {
     }
 
     /// The completion form of `refund`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
     fn refund_then(
         &self,
         py: Python<'_>,
@@ -254,12 +262,14 @@ impl Quota {
     }
 
     /// Forgets the key.
+    #[pyo3(signature = (key: "_Key"))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
     }
 
     /// The completion form of `reset`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
     fn reset_then(
         &self,
         py: Python<'_>,
@@ -301,7 +311,7 @@ impl Counters {
     /// Opens the counters `name`: a `ttl` from each counter's first add, and
     /// `flush_every` to keep them in memory and write them every period.
     #[new]
-    #[pyo3(signature = (store, name, ttl=None, flush_every=None))]
+    #[pyo3(signature = (store, name, ttl: "_Span | None" = None, flush_every: "_Span | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,
@@ -331,7 +341,7 @@ impl Counters {
     }
 
     /// The branch of `owners`.
-    #[pyo3(signature = (*owners))]
+    #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
         let mut inner = self.inner.clone();
         for o in owners.iter() {
@@ -344,6 +354,7 @@ impl Counters {
     }
 
     /// Adds `n`; returns the new value.
+    #[pyo3(signature = (key: "_Key", n: "int"))]
     fn add(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
@@ -351,6 +362,7 @@ impl Counters {
     }
 
     /// The completion form of `add`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
     fn add_then(
         &self,
         py: Python<'_>,
@@ -368,6 +380,7 @@ impl Counters {
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
+    #[pyo3(signature = (key: "_Key", n: "int"))]
     fn max(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
@@ -375,6 +388,7 @@ impl Counters {
     }
 
     /// The completion form of `max`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
     fn max_then(
         &self,
         py: Python<'_>,
@@ -392,18 +406,21 @@ impl Counters {
     }
 
     /// The counter's value (0 when missing or expired).
+    #[pyo3(signature = (key: "_Key"))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<i64> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.get(&k)).map_err(py_err(py))
     }
 
     /// Deletes the counter; says whether a live one was there.
+    #[pyo3(signature = (key: "_Key"))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = owned_key(py, self.inner.name(), key)?;
         py.detach(|| self.inner.delete(&k)).map_err(py_err(py))
     }
 
     /// The completion form of `delete`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
     fn delete_then(
         &self,
         py: Python<'_>,
@@ -424,6 +441,7 @@ impl Counters {
     }
 
     /// The completion form of `clear`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
     fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
         let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
         Completions::defer(completions, future, &self.store, move |future| {

@@ -79,7 +79,7 @@ impl Once {
 impl Once {
     /// Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode=None, decode=None, keep=None))]
+    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, keep: "_Span | None" = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -119,7 +119,7 @@ impl Once {
     }
 
     /// The branch of `owners`.
-    #[pyo3(signature = (*owners))]
+    #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Once> {
         let (mut raw, mut list) = (self.raw.clone(), self.owners.clone());
         for o in owners.iter() {
@@ -136,6 +136,7 @@ impl Once {
     }
 
     /// The answer kept for the key, or None.
+    #[pyo3(signature = (key: "_Key"))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         match py.detach(|| self.raw.get(&k)).map_err(py_err(py))? {
@@ -149,12 +150,14 @@ impl Once {
     }
 
     /// Forgets the answer kept for the key; says whether one was kept.
+    #[pyo3(signature = (key: "_Key"))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = self.key(py, key)?;
         py.detach(|| self.raw.delete(&k)).map_err(py_err(py))
     }
 
     /// The completion form of `delete`.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
     fn delete_then(
         &self,
         py: Python<'_>,
@@ -178,6 +181,7 @@ impl Once {
     /// Begins a run, waiting (without the GIL) for any run of the key
     /// elsewhere: (True, answer) when one is kept, (False, Claim) when the
     /// key is the caller's to run.
+    #[pyo3(signature = (key: "_Key") -> "tuple[bool, Any]")]
     fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let (tx, rx) = mpsc::sync_channel(1);
@@ -194,6 +198,7 @@ impl Once {
     }
 
     /// The completion form of `begin`: resolves `future` with the same pair.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
     fn begin_then(
         &self,
         py: Python<'_>,
@@ -275,6 +280,7 @@ impl Claim {
     }
 
     /// The completion form of `keep`. The answer is kept even if nobody awaits it.
+    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", value))]
     fn keep_then(
         &self,
         py: Python<'_>,

@@ -362,6 +362,7 @@ impl Pending {
     }
 
     /// The loop the write was made on.
+    #[pyo3(signature = () -> "asyncio.AbstractEventLoop")]
     fn get_loop(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let lp = self.the_loop(py)?;
         if lp.is_none() {
@@ -372,7 +373,7 @@ impl Pending {
 
     /// Runs `fn(self)` when answered (at once, through `call_soon`, when
     /// it already is).
-    #[pyo3(signature = (r#fn, *, context=None))]
+    #[pyo3(signature = (r#fn: "Callable[[Pending], object]", *, context = None))]
     fn add_done_callback(slf: &Bound<'_, Self>, r#fn: Py<PyAny>, context: Option<Py<PyAny>>) -> PyResult<()> {
         let py = slf.py();
         let context = match context {
@@ -392,6 +393,7 @@ impl Pending {
     }
 
     /// Removes every registration of `fn`; says how many there were.
+    #[pyo3(signature = (r#fn: "Callable[[Pending], object]"))]
     fn remove_done_callback(&self, py: Python<'_>, r#fn: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut st = self.lock();
         let (mut kept, mut removed) = (Callbacks::default(), 0);
@@ -421,6 +423,7 @@ impl Pending {
 
     /// The write's error, None when it succeeded; raises as `result` does
     /// when cancelled or not answered yet.
+    #[pyo3(signature = () -> "BaseException | None")]
     fn exception(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.lock().outcome {
             Outcome::Error(e) => Ok(Some(e.value(py).clone().into_any().unbind())),

@@ -97,6 +97,7 @@ impl Store {
 
     /// Starts a transaction without blocking: `ready` resolves with the
     /// `Tx` when the writer's turn comes, `done` once its commit is durable.
+    #[pyo3(signature = (completions, ready: "asyncio.Future[Tx]", done: "asyncio.Future[None]"))]
     fn tx_then(
         &self,
         completions: &Bound<'_, crate::completions::Completions>,
@@ -115,6 +116,7 @@ impl Store {
     }
 
     /// Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
+    #[pyo3(signature = () -> "Tx")]
     fn tx(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         crate::tx::start(py, &self.store)
     }
@@ -135,6 +137,7 @@ impl Store {
     }
 
     /// Moves the test clock forward by a duration; returns the new time in ms.
+    #[pyo3(signature = (by: "_Span"))]
     fn clock_advance(&self, py: Python<'_>, by: &Bound<'_, PyAny>) -> PyResult<i64> {
         let d = span(by, "the clock's step").map_err(py_err(py))?;
         let t = self.store.clock().advance(d).map_err(py_err(py))?;

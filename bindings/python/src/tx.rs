@@ -80,6 +80,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[pymethods]
 impl Tx {
     /// The value of a live key as the transaction sees it, or None.
+    #[pyo3(signature = (bucket, key: "_Key"))]
     fn get(&self, py: Python<'_>, bucket: &Bucket, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = bucket.key(py, key)?;
         let found = py.detach(|| self.session.entry(&bucket.raw, &k)).map_err(py_err(py))?;
@@ -87,6 +88,7 @@ impl Tx {
     }
 
     /// (key, value, version, expires_at_ms) of a live key as the transaction sees it, or None.
+    #[pyo3(signature = (bucket, key: "_Key") -> "_Row | None")]
     fn entry(&self, py: Python<'_>, bucket: &Bucket, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
         let k = bucket.key(py, key)?;
         let found = py.detach(|| self.session.entry(&bucket.raw, &k)).map_err(py_err(py))?;
@@ -94,7 +96,7 @@ impl Tx {
     }
 
     /// One page of a branch as the transaction sees it.
-    #[pyo3(signature = (bucket, after=None, limit=None))]
+    #[pyo3(signature = (bucket, after: "_Key | None" = None, limit = None) -> "_Page")]
     fn list(
         &self,
         py: Python<'_>,
@@ -110,7 +112,7 @@ impl Tx {
     }
 
     /// Writes a value inside the transaction; returns its version.
-    #[pyo3(signature = (bucket, key, value, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (bucket, key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     #[allow(clippy::too_many_arguments)]
     fn set(
         &self,
@@ -132,7 +134,7 @@ impl Tx {
     }
 
     /// Writes a value if the key is absent; says whether it did.
-    #[pyo3(signature = (bucket, key, value, ttl=None, expires_at=None))]
+    #[pyo3(signature = (bucket, key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -154,7 +156,7 @@ impl Tx {
     /// Reads and deletes a key inside the transaction; None when absent.
     /// A value that does not read as the bucket's type raises, so the
     /// transaction rolls back and the key stays.
-    #[pyo3(signature = (bucket, key, if_version=None))]
+    #[pyo3(signature = (bucket, key: "_Key", if_version = None))]
     fn take(
         &self,
         py: Python<'_>,
@@ -172,7 +174,7 @@ impl Tx {
     }
 
     /// Deletes a key inside the transaction; says whether a live key was there.
-    #[pyo3(signature = (bucket, key, if_version=None))]
+    #[pyo3(signature = (bucket, key: "_Key", if_version = None))]
     fn delete(
         &self,
         py: Python<'_>,
@@ -187,7 +189,7 @@ impl Tx {
     }
 
     /// Gives a live key a new expiry inside the transaction; says whether it was there.
-    #[pyo3(signature = (bucket, key, ttl=None, expires_at=None, if_version=None))]
+    #[pyo3(signature = (bucket, key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
     fn expire(
         &self,
         py: Python<'_>,
@@ -210,6 +212,7 @@ impl Tx {
 
     /// Refuses at once what cannot join the transaction (`tx.with`): a
     /// rate limit, `flush_every` counters, a handle of another store.
+    #[pyo3(signature = (handle: "RateLimit | Counters"))]
     fn check_joins(&self, py: Python<'_>, handle: &Bound<'_, PyAny>) -> PyResult<()> {
         if let Ok(r) = handle.cast::<RateLimit>() {
             return Err(to_py(py, self.session.refuse_rate_limit(&r.get().inner)));
@@ -221,7 +224,7 @@ impl Tx {
     }
 
     /// Adds `n` to a durable counter (`max`: keeps the larger) inside the transaction.
-    #[pyo3(signature = (counters, key, n, max=false))]
+    #[pyo3(signature = (counters, key: "_Key", n: "int", max = false))]
     fn counter_change(
         &self,
         py: Python<'_>,
@@ -243,6 +246,7 @@ impl Tx {
     }
 
     /// A durable counter as the transaction sees it.
+    #[pyo3(signature = (counters, key: "_Key"))]
     fn counter_get(&self, py: Python<'_>, counters: &Counters, key: &Bound<'_, PyAny>) -> PyResult<i64> {
         let c = &counters.inner;
         let k = owned_key(py, c.name(), key)?;
@@ -250,6 +254,7 @@ impl Tx {
     }
 
     /// Deletes a durable counter inside the transaction.
+    #[pyo3(signature = (counters, key: "_Key"))]
     fn counter_delete(&self, py: Python<'_>, counters: &Counters, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let c = &counters.inner;
         let k = owned_key(py, c.name(), key)?;
@@ -257,6 +262,7 @@ impl Tx {
     }
 
     /// Counts `n` uses of a quota inside the transaction.
+    #[pyo3(signature = (quota, key: "_Key", n: "int"))]
     fn quota_allow(
         &self,
         py: Python<'_>,
@@ -272,6 +278,7 @@ impl Tx {
     }
 
     /// Gives `n` uses of a quota back inside the transaction.
+    #[pyo3(signature = (quota, key: "_Key", n: "int"))]
     fn quota_refund(
         &self,
         py: Python<'_>,
@@ -287,6 +294,7 @@ impl Tx {
     }
 
     /// The answer one use would get, as the transaction sees the quota.
+    #[pyo3(signature = (quota, key: "_Key"))]
     fn quota_peek(&self, py: Python<'_>, quota: &Quota, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
         let q = &quota.inner;
         let k = owned_key(py, q.name(), key)?;
@@ -296,6 +304,7 @@ impl Tx {
     }
 
     /// Forgets a quota's key inside the transaction.
+    #[pyo3(signature = (quota, key: "_Key"))]
     fn quota_reset(&self, py: Python<'_>, quota: &Quota, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let q = &quota.inner;
         let k = owned_key(py, q.name(), key)?;
@@ -303,6 +312,7 @@ impl Tx {
     }
 
     /// The answer a once keeps for the key, as the transaction sees it, or None.
+    #[pyo3(signature = (once, key: "_Key"))]
     fn once_get(&self, py: Python<'_>, once: &Once, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = once.key(py, key)?;
         match py.detach(|| self.session.once_get(&once.raw, &k)).map_err(py_err(py))? {
@@ -316,6 +326,7 @@ impl Tx {
     }
 
     /// Forgets the answer a once keeps for the key, inside the transaction.
+    #[pyo3(signature = (once, key: "_Key"))]
     fn once_delete(&self, py: Python<'_>, once: &Once, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = once.key(py, key)?;
         py.detach(|| self.session.once_delete(&once.raw, &k))
@@ -360,6 +371,7 @@ pub struct View {
 #[pymethods]
 impl View {
     /// The value of a live key in the snapshot, or None. Renews nothing.
+    #[pyo3(signature = (bucket, key: "_Key"))]
     fn get(&self, py: Python<'_>, bucket: &Bucket, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = bucket.key(py, key)?;
         let found = py.detach(|| self.snap.entry(&bucket.raw, &k)).map_err(py_err(py))?;
@@ -367,6 +379,7 @@ impl View {
     }
 
     /// (key, value, version, expires_at_ms) of a live key in the snapshot, or None.
+    #[pyo3(signature = (bucket, key: "_Key") -> "_Row | None")]
     fn entry(&self, py: Python<'_>, bucket: &Bucket, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
         let k = bucket.key(py, key)?;
         let found = py.detach(|| self.snap.entry(&bucket.raw, &k)).map_err(py_err(py))?;
@@ -374,7 +387,7 @@ impl View {
     }
 
     /// One page of a branch in the snapshot.
-    #[pyo3(signature = (bucket, after=None, limit=None))]
+    #[pyo3(signature = (bucket, after: "_Key | None" = None, limit = None) -> "_Page")]
     fn list(
         &self,
         py: Python<'_>,
