@@ -25,6 +25,7 @@ mod limit_store;
 mod limits;
 mod once;
 mod pending;
+mod scope;
 mod store;
 mod tx;
 

@@ -14,6 +14,7 @@ use tinystore::{
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{key_bytes, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
+use crate::scope::{Takes, run_in, scope_of};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -192,12 +193,17 @@ impl Quota {
     }
 
     /// Counts `n` uses in every window or in none, durably.
-    fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key, n, scope=None))]
+    fn allow(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = count(py, self.inner.name(), n, "n")?;
-        py.detach(|| self.inner.allow_n(&k, n))
-            .map(allowance)
-            .map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.quota_allow(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `allow`.
@@ -220,18 +226,24 @@ impl Quota {
     }
 
     /// The answer one use would get now, counting nothing.
-    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
+    #[pyo3(signature = (key, scope=None))]
+    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.quota_peek(&self.inner, &k)).map(allowance)
     }
 
     /// Gives `n` uses back to windows that have not reset since.
-    fn refund(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key, n, scope=None))]
+    fn refund(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = count(py, self.inner.name(), n, "n")?;
-        py.detach(|| self.inner.refund_n(&k, n))
-            .map(allowance)
-            .map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.quota_refund(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `refund`.
@@ -254,9 +266,10 @@ impl Quota {
     }
 
     /// Forgets the key.
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key, scope=None))]
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.quota_reset(&self.inner, &k))
     }
 
     /// The completion form of `reset`.
@@ -344,10 +357,17 @@ impl Counters {
     }
 
     /// Adds `n`; returns the new value.
-    fn add(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key, n, scope=None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = int_arg(py, self.inner.name(), n)?;
-        py.detach(|| self.inner.add(&k, n)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.counter_add(&self.inner, &k, n))
     }
 
     /// The completion form of `add`.
@@ -368,10 +388,17 @@ impl Counters {
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
-    fn max(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key, n, scope=None))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = int_arg(py, self.inner.name(), n)?;
-        py.detach(|| self.inner.max(&k, n)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.counter_max(&self.inner, &k, n))
     }
 
     /// The completion form of `max`.
@@ -392,15 +419,17 @@ impl Counters {
     }
 
     /// The counter's value (0 when missing or expired).
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.get(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key, scope=None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.delete(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key, scope=None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.counter_delete(&self.inner, &k))
     }
 
     /// The completion form of `delete`.
