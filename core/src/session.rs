@@ -62,7 +62,9 @@ struct State {
     /// Lent while the writer waits for the end; `None` before and after.
     ctx: Option<LentCtx>,
     end: Option<End>,
-    /// Why the writer ended the session itself (held past [`TX_LIMIT`]).
+    /// Why the session ended without its caller ending it (held past
+    /// [`TX_LIMIT`], a call that panicked, an I/O failure): what later
+    /// calls answer in place of `Closed`.
     why: Option<Error>,
 }
 
@@ -238,11 +240,9 @@ impl TxSession {
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
         let mut st = lock(&self.lent.state);
-        if st.end.is_some() {
-            return Err(ended());
-        }
-        let Some(ptr) = st.ctx.as_ref().map(|c| c.0) else {
-            return Err(st.why.clone().unwrap_or_else(ended));
+        let ptr = match (&st.end, &st.ctx) {
+            (None, Some(c)) => c.0,
+            _ => return Err(st.why.clone().unwrap_or_else(ended)),
         };
         // SAFETY: the context is lent (the writer thread waits in `serve`
         // and takes it back only under this lock, which this call holds),
@@ -264,6 +264,7 @@ impl TxSession {
         };
         if let Some(e) = failed {
             st.end = Some(End::Rollback(e.clone()));
+            st.why = Some(e.clone());
             self.open.store(false, Ordering::Release);
             self.lent.ended.notify_one();
             if out.is_err() {
@@ -279,10 +280,7 @@ impl TxSession {
         // writer thread has finished with it.
         self.open.store(false, Ordering::Release);
         let mut st = lock(&self.lent.state);
-        if st.end.is_some() {
-            return Err(ended());
-        }
-        if st.ctx.is_none() {
+        if st.end.is_some() || st.ctx.is_none() {
             return Err(st.why.clone().unwrap_or_else(ended));
         }
         st.end = Some(end);

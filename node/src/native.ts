@@ -41,10 +41,10 @@ export interface NativeBucket {
 	readonly name: string
 	readonly valueType: string
 	under(owner: unknown): NativeBucket
-	get(key: unknown): unknown
-	entry(key: unknown): NativeEntry | undefined
-	has(key: unknown): boolean
-	list(after: unknown, limit: number | undefined): NativePage
+	get(key: unknown, scope?: NativeScope): unknown
+	entry(key: unknown, scope?: NativeScope): NativeEntry | undefined
+	has(key: unknown, scope?: NativeScope): boolean
+	list(after: unknown, limit: number | undefined, scope?: NativeScope): NativePage
 	set(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): Promise<void>
 	create(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): Promise<boolean>
 	take(key: unknown, ifVersion: string | undefined): Promise<unknown>
@@ -55,19 +55,14 @@ export interface NativeBucket {
 	readHandle(): unknown
 }
 
-/** The reads of a transaction or snapshot; each takes the bucket it is about. */
-export interface NativeReads {
-	get(bucket: NativeBucket, key: unknown): unknown
-	entry(bucket: NativeBucket, key: unknown): NativeEntry | undefined
-	has(bucket: NativeBucket, key: unknown): boolean
-	list(bucket: NativeBucket, after: unknown, limit: number | undefined): NativePage
-}
+/** Where a bucket's read runs: a transaction or snapshot (the store itself when left out). */
+export type NativeScope = NativeTx | NativeSnapshot
 
 /** The addon's open transaction: calls run inside it, at once. */
-export interface NativeTx extends NativeReads {
+export interface NativeTx {
 	set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined, ifVersion: string | undefined): void
 	create(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined): boolean
-	/** `check` (a codec's decode) runs between the read and the delete; its `false` keeps the value. */
+	/** `check` (a codec's decode) runs before the delete; its `false` keeps the value. */
 	take(bucket: NativeBucket, key: unknown, ifVersion: string | undefined, check?: (value: unknown) => boolean): unknown
 	delete(bucket: NativeBucket, key: unknown, ifVersion: string | undefined): boolean
 	expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs: number | undefined, ifVersion: string | undefined): boolean
@@ -87,7 +82,7 @@ export interface NativeTx extends NativeReads {
 }
 
 /** The addon's read snapshot. */
-export interface NativeSnapshot extends NativeReads {
+export interface NativeSnapshot {
 	close(): void
 }
 
@@ -222,14 +217,17 @@ function load(): NativeModule {
 const readHandle = Symbol('tinystore read handle')
 
 /**
- * Makes every bucket's `get` the addon's bare `get(handle, key)`: the same
- * read, without napi-rs' per-call bookkeeping of a method (a fifth of a
- * `get`'s time; see bindings/node/src/fast_get.rs).
+ * Makes every bucket's `get` on the store the addon's bare `get(handle,
+ * key)`: the same read, without napi-rs' per-call bookkeeping of a method
+ * (a fifth of a `get`'s time; see bindings/node/src/fast_get.rs). A `get`
+ * in a transaction or snapshot is the addon's own method.
  */
 function useBareGet(loaded: NativeModule): void {
 	const bare = loaded.fastReads().get
+	const inScope = loaded.NativeBucket.prototype.get
 	type WithHandle = NativeBucket & { [readHandle]?: unknown }
-	loaded.NativeBucket.prototype.get = function get(this: WithHandle, key: unknown): unknown {
+	loaded.NativeBucket.prototype.get = function get(this: WithHandle, key: unknown, scope?: NativeScope): unknown {
+		if (scope !== undefined) return inScope.call(this, key, scope)
 		return bare((this[readHandle] ??= this.readHandle()), key)
 	}
 }

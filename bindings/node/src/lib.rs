@@ -26,6 +26,7 @@ mod js;
 mod limit_store;
 mod limits;
 mod once;
+mod scope;
 mod settle;
 mod snapshot;
 mod store;
