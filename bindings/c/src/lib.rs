@@ -33,6 +33,7 @@ mod config;
 mod held_tx;
 mod limits;
 mod once;
+mod scope;
 mod session;
 mod session_kinds;
 mod store;
