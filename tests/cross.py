@@ -66,7 +66,8 @@ class Running:
     def __init__(self, agent: Agent, proc: subprocess.Popen) -> None:
         self.agent, self.proc, self.lines = agent, proc, []
         self.cv = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout
@@ -87,7 +88,7 @@ class Running:
 
     def finish(self, timeout: float = 120) -> list[str]:
         self.proc.wait(timeout=timeout)
-        time.sleep(0.05)  # let the reader thread take the last lines
+        self.reader.join(timeout)  # the reader ends at the end of the output
         if self.proc.returncode not in (0, -9):
             err = self.proc.stderr.read() if self.proc.stderr else ""
             failures.append(f"{self.agent.name} exited {self.proc.returncode}: {err.strip()[:300]}")

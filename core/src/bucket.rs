@@ -181,7 +181,7 @@ impl<T: Send + 'static> Bucket<T> {
 
     /// Encodes a value holding the memory budget first: the largest value
     /// until the encoding says what it holds, plus `extra` the call keeps.
-    fn encode_holding(&self, key: &[u8], value: &T, extra: usize) -> Result<(Raw, Held)> {
+    pub(crate) fn encode_holding(&self, key: &[u8], value: &T, extra: usize) -> Result<(Raw, Held)> {
         let mut held = self.raw.core.store.inner.hold(MAX_VALUE + extra);
         let raw = self.codec.encode_row(value).map_err(|e| self.raw.named(key, e))?;
         held.shrink_to(raw.encoded_len() + extra);

@@ -31,6 +31,7 @@
 //! `make bench-writer`) runs with each, and `docs/measurements.md` gives
 //! its figures. The Python and Node packages use mimalloc.
 
+pub mod aio;
 mod bucket;
 mod budget;
 mod by_kind;
@@ -44,6 +45,7 @@ mod json_fields;
 mod key;
 mod limit_store;
 mod limits;
+mod log_forward;
 mod maintain;
 mod raw;
 mod read_locks;
@@ -77,6 +79,7 @@ pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
 };
+pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};

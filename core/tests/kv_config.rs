@@ -340,3 +340,95 @@ fn kv20_bounds_and_types_of_fields() {
     let err = store.bucket::<String>("app").open().err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Invalid, "the config's name keeps its kind");
 }
+
+#[test]
+fn kv20_the_environment_stands_where_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let from_file = serde_json::json!({ "port": 7070 });
+    let vars = [("APP_PORT", "9090")];
+    let over = Config::builder(&store, "over", defaults())
+        .env("APP", Vec::<String>::new())
+        .env_vars(vars)
+        .defaults(from_file.clone())
+        .duration("timeout")
+        .open()
+        .unwrap();
+    assert_eq!(
+        over.get().unwrap().port,
+        7070,
+        "defaults after the environment are over it"
+    );
+    let under = Config::builder(&store, "under", defaults())
+        .defaults(from_file)
+        .env("APP", Vec::<String>::new())
+        .env_vars(vars)
+        .duration("timeout")
+        .open()
+        .unwrap();
+    assert_eq!(under.get().unwrap().port, 9090);
+}
+
+#[test]
+fn kv20_every_bad_variable_and_missing_field_in_one_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let err = Config::builder(&store, "app", defaults())
+        .env("APP", Vec::<String>::new())
+        .env_vars([("APP_PORT", "80x"), ("APP_DEBUG", "maybe")])
+        .duration("timeout")
+        .required("hosts")
+        .open()
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    for want in ["3 problems", "APP_PORT", "APP_DEBUG", "APP_HOSTS"] {
+        assert!(err.message().contains(want), "names {want}: {err}");
+    }
+}
+
+#[test]
+fn kv20_layers_the_check_refuses_are_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let strict = |port: i64| {
+        Config::builder(&store, "app", defaults())
+            .defaults(serde_json::json!({ "port": port }))
+            .duration("timeout")
+            .validate(|s: &Settings| match s.port {
+                p if p < 8000 => Err(format!("port {p} is under 8000")),
+                _ => Ok(()),
+            })
+            .open()
+    };
+    let err = strict(80).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert!(
+        err.message().contains("layers are refused") && err.message().contains("port 80 is under 8000"),
+        "{err}"
+    );
+    assert_eq!(strict(8081).unwrap().get().unwrap().port, 8081);
+}
+
+#[test]
+fn kv20_a_variable_is_the_path_in_upper_snake_case() {
+    #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+    #[allow(non_snake_case)]
+    struct Server {
+        HTTPServer: String,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let cfg = Config::builder(
+        &store,
+        "server",
+        Server {
+            HTTPServer: String::new(),
+        },
+    )
+    .env("APP", Vec::<String>::new())
+    .env_vars([("APP_HTTP_SERVER", "0.0.0.0:80")])
+    .open()
+    .unwrap();
+    assert_eq!(cfg.get().unwrap().HTTPServer, "0.0.0.0:80");
+}

@@ -6,11 +6,11 @@ mod limits_common;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use limits_common::open;
 use serde::{Deserialize, Serialize};
-use tinystore::{Begun, Error, ErrorKind, ONCE_POLL, Once, Store};
+use tinystore::{Begun, Error, ErrorKind, Once, Store};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 struct Sent {
@@ -309,7 +309,16 @@ fn kv11_two_stores_on_one_file_run_fn_once() {
                 Ok(Sent { id: 2 })
             })
         });
-        std::thread::sleep(3 * ONCE_POLL); // let the second poll the file a few times
+        // The second must be behind the first's claim in the file, and have
+        // looked at it more than once, before the first lets go.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while b.once_busy_polls_for_tests() < 2 {
+            assert!(
+                Instant::now() < deadline,
+                "the second store never waited on the first's claim"
+            );
+            std::thread::yield_now();
+        }
         go.send(()).unwrap();
         assert_eq!(first.join().unwrap().unwrap(), Sent { id: 1 });
         assert_eq!(second.join().unwrap().unwrap(), Sent { id: 1 });

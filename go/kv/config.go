@@ -30,8 +30,8 @@ import (
 // The layering, the parsing of variables, the checks and the kept rows are
 // the engine's, the same in every language.
 type Config[T any] struct {
-	h         *native.Config
-	durations []string // paths of time.Duration fields, whose engine form is milliseconds
+	h     *native.Config
+	shape shape
 
 	mu      sync.Mutex
 	gen     uint64
@@ -51,6 +51,9 @@ type envSpec struct {
 	prefix string
 	files  []string
 	vars   map[string]string
+	// after is how many Defaults the environment is over; -1 for all of
+	// them (EnvVars without FromEnv).
+	after int
 }
 
 type configOption func(*configSpec)
@@ -66,13 +69,14 @@ func Defaults(v any) ConfigOption {
 
 // FromEnv reads the environment: the .env files (a later one over an
 // earlier; a missing one is skipped), then the process's variables, each
-// named prefix_PATH. No variable is read without it.
+// named prefix_PATH. No variable is read without it. It stands where it is
+// given among the layers: over the Defaults before it, under those after.
 func FromEnv(prefix string, files ...string) ConfigOption {
 	return configOption(func(s *configSpec) {
 		if s.env == nil {
 			s.env = &envSpec{}
 		}
-		s.env.prefix, s.env.files = prefix, files
+		s.env.prefix, s.env.files, s.env.after = prefix, files, len(s.defaults)
 	})
 }
 
@@ -80,7 +84,7 @@ func FromEnv(prefix string, files ...string) ConfigOption {
 func EnvVars(vars map[string]string) ConfigOption {
 	return configOption(func(s *configSpec) {
 		if s.env == nil {
-			s.env = &envSpec{}
+			s.env = &envSpec{after: -1}
 		}
 		s.env.vars = vars
 	})
@@ -183,25 +187,25 @@ func describe(t reflect.Type, at string, out *[]fieldDesc, durations *[]string) 
 // by k (nanoseconds to milliseconds and back).
 func scale(tree any, durations []string, k float64) {
 	for _, p := range durations {
-		parts := strings.Split(p, ".")
-		m, ok := tree.(map[string]any)
-		for _, part := range parts[:len(parts)-1] {
-			if !ok {
-				break
-			}
-			m, ok = m[part].(map[string]any)
-		}
+		m, last, ok := parentOf(tree, p)
 		if !ok {
 			continue
 		}
-		if n, isNum := m[parts[len(parts)-1]].(float64); isNum {
-			m[parts[len(parts)-1]] = int64(math.Round(n * k))
+		if n, isNum := m[last].(float64); isNum {
+			m[last] = int64(math.Round(n * k))
 		}
 	}
 }
 
-// toEngine is v in the engine's form: JSON with durations in milliseconds.
-func toEngine(v any, durations []string) (any, error) {
+// shape is what the engine's form of a T needs to know of T's fields.
+type shape struct {
+	durations []string // paths of time.Duration fields
+	lists     []string // paths of slice and array fields
+}
+
+// toEngine is v in the engine's form: JSON with durations in milliseconds
+// and a nil slice as the empty list it means.
+func toEngine(v any, sh shape) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -211,18 +215,46 @@ func toEngine(v any, durations []string) (any, error) {
 		return nil, err
 	}
 	if _, isT := v.(map[string]any); !isT {
-		scale(tree, durations, 1e-6)
+		scale(tree, sh.durations, 1e-6)
+		emptyNilLists(tree, sh.lists)
 	}
 	return tree, nil
+}
+
+// emptyNilLists makes each null at a list's path of a decoded JSON tree an
+// empty list: encoding/json writes a nil slice as null.
+func emptyNilLists(tree any, lists []string) {
+	for _, p := range lists {
+		m, last, ok := parentOf(tree, p)
+		if ok {
+			if v, has := m[last]; has && v == nil {
+				m[last] = []any{}
+			}
+		}
+	}
+}
+
+// parentOf is the object holding the last part of path p in tree, and that part.
+func parentOf(tree any, p string) (map[string]any, string, bool) {
+	parts := strings.Split(p, ".")
+	m, ok := tree.(map[string]any)
+	for _, part := range parts[:len(parts)-1] {
+		if !ok {
+			break
+		}
+		m, ok = m[part].(map[string]any)
+	}
+	return m, parts[len(parts)-1], ok
 }
 
 func configInvalid(name, format string, a ...any) error {
 	return fmt.Errorf("%w: config %q: %s", tinystore.ErrInvalid, name, fmt.Sprintf(format, a...))
 }
 
-// OpenConfig opens config name of store, of struct type T. A variable that
-// does not read as its field's type, or a required field the layers leave
-// empty, is tinystore.ErrInvalid naming the variable.
+// OpenConfig opens config name of store, of struct type T, from the layers
+// in the order given. Every variable that does not read as its field's
+// type and every required field the layers leave empty is named, by its
+// variable, in one tinystore.ErrInvalid; so are layers T's Validate refuses.
 //
 //	settings, err := kv.OpenConfig[Settings](store, "app",
 //		kv.Defaults(Settings{Port: 8080}), kv.FromEnv("APP", ".env"))
@@ -236,12 +268,17 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 		o.applyConfig(&spec)
 	}
 	var fields []fieldDesc
-	var durations []string
-	describe(t, "", &fields, &durations)
+	var sh shape
+	describe(t, "", &fields, &sh.durations)
+	for _, f := range fields {
+		if strings.HasPrefix(f.Type, "list:") {
+			sh.lists = append(sh.lists, f.Path)
+		}
+	}
 	layers := map[string]any{}
 	defaults := make([]any, 0, len(spec.defaults))
 	for _, d := range spec.defaults {
-		tree, err := toEngine(d, durations)
+		tree, err := toEngine(d, sh)
 		if err != nil {
 			return nil, configInvalid(name, "a Defaults layer does not marshal: %v", err)
 		}
@@ -251,6 +288,9 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 	if spec.env != nil {
 		layers["prefix"] = spec.env.prefix
 		layers["envFiles"] = spec.env.files
+		if spec.env.after >= 0 {
+			layers["envAfter"] = spec.env.after
+		}
 		vars := spec.env.vars
 		if vars == nil {
 			vars = map[string]string{}
@@ -274,9 +314,17 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 	if err != nil {
 		return nil, err
 	}
-	c := &Config[T]{h: h, durations: durations}
-	if _, err := c.load(); err != nil {
+	c := &Config[T]{h: h, shape: sh}
+	loaded, err := c.load()
+	if err != nil {
 		return nil, err
+	}
+	// load left out kept values Validate refuses; layers it refuses are
+	// the program's own mistake, refused here rather than served.
+	if v, ok := any(&loaded).(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, configInvalid(name, "the layers are refused by the config's check: %v", err)
+		}
 	}
 	return c, nil
 }
@@ -321,7 +369,7 @@ func (c *Config[T]) decode(b []byte) (T, error) {
 	if err := json.Unmarshal(b, &tree); err != nil {
 		return t, err
 	}
-	scale(tree, c.durations, 1e6)
+	scale(tree, c.shape.durations, 1e6)
 	b, err := json.Marshal(tree)
 	if err != nil {
 		return t, err
@@ -365,7 +413,7 @@ func (c *Config[T]) Update(ctx context.Context, change func(*T)) error {
 			return configInvalid(c.h.Name, "the config refused the update: %v", err)
 		}
 	}
-	tree, err := toEngine(next, c.durations)
+	tree, err := toEngine(next, c.shape)
 	if err != nil {
 		return configInvalid(c.h.Name, "the settings do not marshal: %v", err)
 	}

@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -327,5 +328,119 @@ func TestKV20KeptValuesValidateRefusesAreLeftOut(t *testing.T) {
 		if s.Path == "host" && !strings.Contains(s.LeftOut, "port 7000 is under 8000") {
 			t.Fatalf("sources say why: %+v", s)
 		}
+	}
+}
+
+func TestKV20FromEnvStandsWhereItIsGiven(t *testing.T) {
+	store, dir := openStore(t)
+	file := filepath.Join(dir, "app.json")
+	if err := os.WriteFile(file, []byte(`{"port": 7070}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var fromFile map[string]any
+	b, _ := os.ReadFile(file)
+	if err := json.Unmarshal(b, &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	env := kv.EnvVars(map[string]string{"APP_PORT": "9090"})
+	over, err := kv.OpenConfig[cfgSettings](store, "over", kv.Defaults(cfgDefaults), kv.FromEnv("APP"), env,
+		kv.Defaults(fromFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := over.Get().Port; got != 7070 {
+		t.Fatalf("a Defaults after FromEnv is over the environment: port %d, want 7070", got)
+	}
+	under, err := kv.OpenConfig[cfgSettings](store, "under", kv.Defaults(cfgDefaults), kv.Defaults(fromFile),
+		kv.FromEnv("APP"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := under.Get().Port; got != 9090 {
+		t.Fatalf("FromEnv after a Defaults is over it: port %d, want 9090", got)
+	}
+}
+
+func TestKV20ANilSliceIsAnEmptyList(t *testing.T) {
+	ctx := context.Background()
+	store, _ := openStore(t)
+	c, err := kv.OpenConfig[cfgSettings](store, "app", kv.Defaults(cfgSettings{Port: 8080}))
+	if err != nil {
+		t.Fatalf("Defaults with a nil slice: %v", err)
+	}
+	if got := c.Get().Hosts; len(got) != 0 {
+		t.Fatalf("hosts %v, want empty", got)
+	}
+	if err := c.Update(ctx, func(s *cfgSettings) { s.Hosts = []string{"a.com"} }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, func(s *cfgSettings) { s.Hosts = nil }); err != nil {
+		t.Fatalf("an Update that sets a slice to nil: %v", err)
+	}
+	if got := c.Get().Hosts; len(got) != 0 {
+		t.Fatalf("hosts %v after setting nil, want empty", got)
+	}
+}
+
+type cfgServer struct {
+	HTTPServer string `json:"HTTPServer"`
+	UserID     int    `json:"userID"`
+}
+
+func TestKV20AVariableIsThePathInUpperSnakeCase(t *testing.T) {
+	store, _ := openStore(t)
+	c, err := kv.OpenConfig[cfgServer](store, "server", kv.FromEnv("APP"),
+		kv.EnvVars(map[string]string{"APP_HTTP_SERVER": "0.0.0.0:80", "APP_USER_ID": "7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Get(); got != (cfgServer{HTTPServer: "0.0.0.0:80", UserID: 7}) {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestKV20EveryBadVariableAndMissingFieldInOneError(t *testing.T) {
+	store, _ := openStore(t)
+	_, err := kv.OpenConfig[cfgDatabase](store, "db", kv.FromEnv("APP"),
+		kv.EnvVars(map[string]string{"APP_POOL": "many"}))
+	if !errors.Is(err, tinystore.ErrInvalid) {
+		t.Fatalf("got %v, want ErrInvalid", err)
+	}
+	for _, want := range []string{"APP_POOL", "DATABASE_URL", "2 problems"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s: %v", want, err)
+		}
+	}
+}
+
+func TestKV20LayersValidateRefusesAreRefusedAtOpen(t *testing.T) {
+	store, _ := openStore(t)
+	_, err := kv.OpenConfig[cfgStrict](store, "app", kv.Defaults(cfgStrict{Port: 80}))
+	if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), "port 80 is under 8000") {
+		t.Fatalf("got %v, want ErrInvalid saying why", err)
+	}
+}
+
+func TestKV20DotEnvAsPeopleWriteIt(t *testing.T) {
+	store, dir := openStore(t)
+	file := filepath.Join(dir, ".env")
+	pem := "-----BEGIN KEY-----\nMIIB\n-----END KEY-----"
+	if err := os.WriteFile(file, []byte("APP_HOST=\""+pem+"\"\nAPP_PORT=9090\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kv.OpenConfig[cfgSettings](store, "app", kv.Defaults(cfgDefaults), kv.FromEnv("APP", file),
+		kv.EnvVars(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Get(); got.Host != pem || got.Port != 9090 {
+		t.Fatalf("a double-quoted value over lines: %+v", got)
+	}
+	if err := os.WriteFile(file, []byte("1APP_PORT=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = kv.OpenConfig[cfgSettings](store, "app", kv.FromEnv("APP", file), kv.EnvVars(map[string]string{}))
+	if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), "must not start with a digit") {
+		t.Fatalf("a name that starts with a digit: %v", err)
 	}
 }

@@ -190,7 +190,15 @@ func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *test
 	for i := range n {
 		go func() { set <- b.Set(queued, strconv.Itoa(i), "v") }()
 	}
-	time.Sleep(20 * time.Millisecond) // lets the Sets reach the queue (either way, they must not write)
+	// Each Set counts itself in flight before it reaches the writer's
+	// queue; one that is cancelled before it gets there must not write
+	// either, and is counted below as having given up.
+	for deadline := time.Now().Add(10 * time.Second); native.SetsInFlight() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, %d of %d Sets had started", native.SetsInFlight(), n)
+		}
+		runtime.Gosched()
+	}
 	fired := native.CancelsFired()
 	cancel()
 	// A context's end reaches a queued write from a goroutine of its own:

@@ -1,7 +1,7 @@
 /**
  * Typed settings (KV-20): an object of fields, from layers. In order: the
- * fields' defaults, partial `defaults` objects, the environment (`.env`
- * files, then `process.env`), then the updates kept in `kv.db` field by
+ * fields' defaults, partial `defaults` objects and the environment (`.env`
+ * files, then `process.env`) in the order given, then the updates kept in `kv.db` field by
  * field, which every handle, in this process or another, sees.
  *
  * ```ts
@@ -96,11 +96,29 @@ export interface EnvOptions {
 	vars?: Record<string, string | undefined>
 }
 
+/** The environment as a layer, for where it stands among `defaults`: see {@link fromEnv}. */
+export class EnvLayer {
+	/** @internal Made by {@link fromEnv}. */
+	constructor(readonly options: EnvOptions) {}
+}
+
+/**
+ * The environment as one of the `defaults` layers, over those before it and
+ * under those after: `defaults: [fromFile, fromEnv('APP', { files: ['.env'] })]`
+ * lets the variables win, `defaults: [fromEnv('APP'), fromFile]` the file.
+ */
+export function fromEnv(prefix: string, options?: Omit<EnvOptions, 'prefix'>): EnvLayer {
+	return new EnvLayer({ ...options, prefix })
+}
+
 /** How a config opens. */
 export interface ConfigOptions<S extends Schema> {
-	/** Partial defaults over the fields', in order (what a JSON or YAML file reads as). */
-	defaults?: object[]
-	/** Read the environment. Without it no variable is read. */
+	/**
+	 * Partial defaults over the fields', in order, each over the one before
+	 * (what a JSON or YAML file reads as), and at most one {@link fromEnv}.
+	 */
+	defaults?: Array<object | EnvLayer>
+	/** Read the environment, over every `defaults` object. Without it (or a `fromEnv`) no variable is read. */
 	env?: EnvOptions
 	/** Checks whole settings before an update is written: throw (or return a message) to refuse. */
 	validate?: (settings: Settings<S>) => string | void
@@ -186,6 +204,17 @@ export class Config<S extends Schema> {
 		return this.#cached[1]
 	}
 
+	/**
+	 * @internal Refuses layers that `validate` refuses: `get` leaves out
+	 * kept values it refuses, but the layers under them are the program's.
+	 */
+	checkLayers(name: string): void {
+		const why = this.#refusal(this.get())
+		if (why !== undefined) {
+			throw new InvalidError(`config ${JSON.stringify(name)}: the layers are refused by the config's check: ${why}`)
+		}
+	}
+
 	/** Why `validate` refuses `s`, if it does. */
 	#refusal(s: Settings<S>): string | undefined {
 		if (!this.#validate) return undefined
@@ -268,13 +297,27 @@ export function openConfig<S extends Schema>(store: Store, name: string, schema:
 	if (nativeStore === undefined) throw new InvalidError(`config ${JSON.stringify(name)}: not a store`)
 	const fields: object[] = []
 	describe(schema, '', fields)
-	const layers: Record<string, unknown> = { defaults: options?.defaults ?? [] }
-	if (options?.env) {
-		layers.prefix = options.env.prefix
-		layers.envFiles = options.env.files ?? []
-		const vars = options.env.vars ?? process.env
+	const defaults: object[] = []
+	let env = options?.env
+	let envAfter: number | undefined
+	for (const layer of options?.defaults ?? []) {
+		if (!(layer instanceof EnvLayer)) {
+			defaults.push(layer)
+			continue
+		}
+		if (env !== undefined) throw new InvalidError(`config ${JSON.stringify(name)}: the environment is one layer: give fromEnv once`)
+		env = layer.options
+		envAfter = defaults.length
+	}
+	const layers: Record<string, unknown> = { defaults, envAfter }
+	if (env) {
+		layers.prefix = env.prefix
+		layers.envFiles = env.files ?? []
+		const vars = env.vars ?? process.env
 		layers.env = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined))
 	}
 	const n = addon.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers))
-	return new Config<S>(n, options?.validate)
+	const config = new Config<S>(n, options?.validate)
+	config.checkLayers(name)
+	return config
 }

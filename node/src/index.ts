@@ -30,7 +30,7 @@ export {
 	TinystoreError,
 } from './errors'
 export type { ErrorCode, ErrorWhat } from './errors'
-export { Config, field, openConfig } from './config'
+export { Config, EnvLayer, field, fromEnv, openConfig } from './config'
 export type { ConfigOptions, EnvOptions, Field, FieldOptions, Schema, Settings, Source } from './config'
 export { Counters } from './counters'
 export type { CounterType, CounterTypes, CountersOptions } from './counters'

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
-import { field, InvalidError, LimitError, open, openConfig, type Store } from 'tinystore'
+import { field, fromEnv, InvalidError, LimitError, open, openConfig, type Store } from 'tinystore'
 
 import { schema } from './settings.mjs'
 
@@ -187,5 +187,56 @@ test('KV-20 watch sees a change by another process within a second', async () =>
 	const own = await Promise.race([changes.next(), timeout(500)])
 	assert.equal(own.value?.port, 1234, "this process's own change, at once")
 	await changes.return?.()
+	await store.close()
+})
+
+test('KV-20 fromEnv stands where it is given among the defaults', async () => {
+	const { store } = await fresh()
+	const fromFile = { port: 7070 }
+	const env = fromEnv('APP', { vars: { APP_PORT: '9090' } })
+	assert.equal(openConfig(store, 'over', schema, { defaults: [env, fromFile] }).get().port, 7070, 'a later object is over the environment')
+	assert.equal(openConfig(store, 'under', schema, { defaults: [fromFile, env] }).get().port, 9090)
+	throwsInvalid(() => openConfig(store, 'twice', schema, { defaults: [env], env: { prefix: 'APP' } }), /give fromEnv once/)
+	await store.close()
+})
+
+test('KV-20 a variable is the prefix and the path in upper snake case', async () => {
+	const { store } = await fresh()
+	const server = { HTTPServer: field.str(''), userID: field.int(0) }
+	const cfg = openConfig(store, 'server', server, {
+		env: { prefix: 'APP', vars: { APP_HTTP_SERVER: '0.0.0.0:80', APP_USER_ID: '7' } },
+	})
+	assert.deepEqual(cfg.get(), { HTTPServer: '0.0.0.0:80', userID: 7 })
+	await store.close()
+})
+
+test('KV-20 every bad variable and every missing required field in one error', async () => {
+	const { store } = await fresh()
+	const db = { url: field.str('', { required: true, env: 'DATABASE_URL' }), pool: field.int(5) }
+	throwsInvalid(
+		() => openConfig(store, 'db', db, { env: { prefix: 'APP', vars: { APP_POOL: 'many' } } }),
+		/2 problems.*(APP_POOL.*DATABASE_URL|DATABASE_URL.*APP_POOL)/,
+	)
+	await store.close()
+})
+
+test('KV-20 layers that validate refuses are refused at open', async () => {
+	const { store } = await fresh()
+	const validate = (s: { port: number }) => (s.port < 8000 ? `port ${s.port} is under 8000` : undefined)
+	throwsInvalid(() => openConfig(store, 'app', schema, { defaults: [{ port: 80 }], validate }), /layers are refused.*port 80 is under 8000/)
+	assert.equal(openConfig(store, 'app', schema, { defaults: [{ port: 8081 }], validate }).get().port, 8081)
+	await store.close()
+})
+
+test('KV-20 .env files as people write them', async () => {
+	const { dir, store } = await fresh()
+	const envFile = join(dir, '.env')
+	const pem = '-----BEGIN KEY-----\nMIIB\n-----END KEY-----'
+	writeFileSync(envFile, `APP_HOST="${pem}"\nAPP_PORT=9090\n`)
+	const cfg = openConfig(store, 'app', schema, { env: { prefix: 'APP', files: [envFile], vars: {} } })
+	assert.equal(cfg.get().host, pem)
+	assert.equal(cfg.get().port, 9090)
+	writeFileSync(envFile, '1APP_PORT=1\n')
+	throwsInvalid(() => openConfig(store, 'other', schema, { env: { prefix: 'APP', files: [envFile], vars: {} } }), /must not start with a digit/)
 	await store.close()
 })

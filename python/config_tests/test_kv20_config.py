@@ -232,3 +232,50 @@ def test_kv20_sync_update_reset_and_watch(tmp_path: Path) -> None:
             cfg.update(lambda s: setattr(s.limits, "burst", 400))
         cfg.reset("limits")
         assert other.get().limits == Limits()
+
+
+def test_kv20_from_env_stands_where_it_is_given(store: tinystore.Store) -> None:
+    from_file = {"port": 7070}
+    env = tinystore.FromEnv("APP", environ={"APP_PORT": "9090"})
+    over = tinystore.open_config(store, "over", Settings, layers=[env, from_file])
+    assert over.get().port == 7070  # a mapping after the environment is over it
+    under = tinystore.open_config(store, "under", Settings, layers=[from_file, env])
+    assert under.get().port == 9090
+    with pytest.raises(tinystore.InvalidError, match="give FromEnv once"):
+        tinystore.open_config(store, "twice", Settings, layers=[env], env_prefix="APP")
+
+
+@dataclass
+class Server:
+    HTTPServer: str = ""
+    userID: int = 0
+
+
+def test_kv20_a_variable_is_the_path_in_upper_snake_case(store: tinystore.Store) -> None:
+    cfg = tinystore.open_config(
+        store, "server", Server, env_prefix="APP", environ={"APP_HTTP_SERVER": "0.0.0.0:80", "APP_USER_ID": "7"}
+    )
+    assert cfg.get() == Server(HTTPServer="0.0.0.0:80", userID=7)
+
+
+def test_kv20_every_bad_variable_and_missing_field_in_one_error(store: tinystore.Store) -> None:
+    with pytest.raises(tinystore.InvalidError) as e:
+        tinystore.open_config(store, "db", Database, env_prefix="APP", environ={"APP_POOL": "many"})
+    for want in ("APP_POOL", "DATABASE_URL", "2 problems"):
+        assert want in str(e.value)
+
+
+def test_kv20_layers_the_class_refuses_are_refused_at_open(store: tinystore.Store) -> None:
+    with pytest.raises(tinystore.InvalidError, match="layers are refused.*burst 500 is over rps 100"):
+        tinystore.open_config(store, "app", Settings, layers=[{"limits": {"burst": 500}}])
+
+
+def test_kv20_dotenv_as_people_write_it(store: tinystore.Store, tmp_path: Path) -> None:
+    pem = "-----BEGIN KEY-----\nMIIB\n-----END KEY-----"
+    env_file = tmp_path / ".env"
+    env_file.write_text(f'APP_HOST="{pem}"\nAPP_PORT=9090\n')
+    cfg = tinystore.open_config(store, "app", Settings, env_prefix="APP", env_files=[env_file], environ={})
+    assert (cfg.get().host, cfg.get().port) == (pem, 9090)
+    env_file.write_text("1APP_PORT=1\n")
+    with pytest.raises(tinystore.InvalidError, match="must not start with a digit"):
+        tinystore.open_config(store, "other", Settings, env_prefix="APP", env_files=[env_file], environ={})

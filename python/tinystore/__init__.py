@@ -16,7 +16,7 @@ needs no cleanup job::
 
 from __future__ import annotations
 
-from . import errors, sync
+from . import _logs, errors, sync
 from ._aio import Bucket, Opening, Store, open
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, Tx, TxBucket, View, ViewBucket
@@ -25,7 +25,7 @@ from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
-from .config import Config, Source, open_config
+from .config import Config, FromEnv, Source, open_config
 from .errors import (
     CallCancelledError,
     ClosedError,
@@ -41,6 +41,7 @@ from .errors import (
 __all__ = [
     "open",
     "open_config",
+    "FromEnv",
     "Config",
     "Source",
     "Opening",
@@ -81,3 +82,5 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_logs.start()

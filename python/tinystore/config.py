@@ -1,8 +1,8 @@
 """Typed settings (KV-20): a dataclass or pydantic model, from layers.
 
 The layers, in order: the class's defaults (or the instance given), partial
-``defaults`` mappings, the environment (``.env`` files, then ``os.environ``),
-then the updates kept in ``kv.db`` field by field, which every handle, in
+``defaults`` mappings and the environment (``.env`` files, then
+``os.environ``) in the order given, then the updates kept in ``kv.db`` field by field, which every handle, in
 this process or another, sees::
 
     @dataclass
@@ -320,12 +320,33 @@ class SyncConfig(_ConfigBase[T]):
         return changes()
 
 
+@dataclass(frozen=True)
+class FromEnv:
+    """The environment as a layer, for where it stands among ``layers``.
+
+    ``layers=[from_file, FromEnv("APP", ".env")]`` puts the variables over
+    the file; ``layers=[FromEnv("APP"), from_file]`` lets the file win.
+    ``env_prefix=`` is the same layer over every mapping.
+    """
+
+    prefix: str
+    files: tuple[str | os.PathLike[str], ...] = ()
+    environ: Mapping[str, str] | None = None
+
+    def __init__(
+        self, prefix: str, *files: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+    ) -> None:
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "files", tuple(files))
+        object.__setattr__(self, "environ", environ)
+
+
 def _open_native(
     store: StoreBase,
     name: str,
     tp: type[T],
     defaults: T | None,
-    layers: Iterable[Mapping[str, Any]],
+    layers: Iterable[Mapping[str, Any] | FromEnv],
     env_prefix: str | None,
     env_files: Iterable[str | os.PathLike[str]],
     environ: Mapping[str, str] | None,
@@ -343,11 +364,23 @@ def _open_native(
         if validate is not None:
             validate(value)
 
-    spec: dict[str, Any] = {"defaults": [_to_json(dict(layer)) for layer in layers]}
-    if env_prefix is not None:
-        spec["prefix"] = env_prefix
-        spec["envFiles"] = [os.fspath(f) for f in env_files]
-        spec["env"] = dict(os.environ if environ is None else environ)
+    mappings: list[Any] = []
+    env: FromEnv | None = None
+    env_after: int | None = None
+    for layer in layers:
+        if isinstance(layer, FromEnv):
+            if env is not None or env_prefix is not None:
+                raise InvalidError(f"config {name!r}: the environment is one layer: give FromEnv once", bucket=name)
+            env, env_after = layer, len(mappings)
+        else:
+            mappings.append(_to_json(dict(layer)))
+    if env is None and env_prefix is not None:
+        env = FromEnv(env_prefix, *env_files, environ=environ)
+    spec: dict[str, Any] = {"defaults": mappings, "envAfter": env_after}
+    if env is not None:
+        spec["prefix"] = env.prefix
+        spec["envFiles"] = [os.fspath(f) for f in env.files]
+        spec["env"] = dict(os.environ if env.environ is None else env.environ)
     return _native.Config(store._n, name, json.dumps(fields), json.dumps(spec), check), shape
 
 
@@ -357,7 +390,7 @@ def open_sync_config(
     tp: type[T],
     *,
     defaults: T | None = None,
-    layers: Iterable[Mapping[str, Any]] = (),
+    layers: Iterable[Mapping[str, Any] | FromEnv] = (),
     env_prefix: str | None = None,
     env_files: Iterable[str | os.PathLike[str]] = (),
     environ: Mapping[str, str] | None = None,
@@ -374,7 +407,7 @@ def open_config(
     tp: type[T],
     *,
     defaults: T | None = None,
-    layers: Iterable[Mapping[str, Any]] = (),
+    layers: Iterable[Mapping[str, Any] | FromEnv] = (),
     env_prefix: str | None = None,
     env_files: Iterable[str | os.PathLike[str]] = (),
     environ: Mapping[str, str] | None = None,
@@ -385,8 +418,9 @@ def open_config(
     Args:
         store: an open store (async or sync).
         defaults: the first layer; ``tp()`` when not given.
-        layers: partial defaults over it, as nested mappings (what a JSON or
-            YAML file reads as).
+        layers: partial defaults over it, in order, each over the one
+            before: nested mappings (what a JSON or YAML file reads as), and
+            at most one :class:`FromEnv`, the environment where it stands.
         env_prefix: read the environment, each field from ``PREFIX_PATH``
             (``APP_LIMITS_RPS``) or its ``env`` mark; ``""`` for no prefix.
             Without it no variable is read.
@@ -399,8 +433,9 @@ def open_config(
     "NAME"})`` on a dataclass, ``Field(json_schema_extra={...})`` on a model.
 
     Raises:
-        InvalidError: a variable that does not read as its field's type, or
-            a required field left empty, named by its variable.
+        InvalidError: every variable that does not read as its field's type
+            and every required field left empty, named by its variable, in
+            one error; or layers that ``tp``'s checks or ``validate`` refuse.
     """
     native, shape = _open_native(store, name, tp, defaults, layers, env_prefix, env_files, environ, validate)
     return Config(native, tp, shape)

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, overload
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
+from .config import FromEnv
 from .config import SyncConfig as Config
 from .config import open_sync_config as open_config
 from ._handles import Rate
@@ -33,6 +34,7 @@ from ._time import Duration, opt_millis
 __all__ = [
     "open",
     "open_config",
+    "FromEnv",
     "Config",
     "Store",
     "Bucket",

@@ -23,6 +23,7 @@ mod convert;
 mod errors;
 mod limit_store;
 mod limits;
+mod logs;
 mod once;
 mod pending;
 mod scope;
@@ -49,6 +50,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::next_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     Ok(())
 }
 

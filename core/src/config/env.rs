@@ -44,63 +44,37 @@ pub(crate) fn gather(
     Ok(vars)
 }
 
-/// Reads a `.env` file: `NAME=value` lines, `export NAME=value`, `#`
-/// comments, values in single quotes (as written) or double quotes (with
-/// `\n`, `\"` and `\\`). A line that is none of these is `Invalid`, naming
-/// the file and line.
+/// Reads a `.env` file as dotenvy reads it: `NAME=value` lines, `export`,
+/// `#` comments, single quotes as written, double quotes with escapes and
+/// over several lines (a PEM key), `$NAME` from earlier lines and the
+/// process. A line that does not read, or a name that starts with a digit,
+/// is `Invalid`, naming the file and line.
 pub(crate) fn parse_dotenv(file: &Path, text: &str) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
-        let bad = |why: &str| Error::invalid(format!("{} line {}: {why}", file.display(), i + 1));
-        let Some((name, value)) = line.split_once('=') else {
-            return Err(bad("is not NAME=value"));
-        };
-        let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(bad(&format!("{name:?} is not a variable name")));
-        }
-        let value = value.trim();
-        let value = if let Some(inner) = value.strip_prefix('\'') {
-            inner
-                .strip_suffix('\'')
-                .ok_or_else(|| bad("a quote is not closed"))?
-                .to_owned()
-        } else if let Some(inner) = value.strip_prefix('"') {
-            let inner = inner.strip_suffix('"').ok_or_else(|| bad("a quote is not closed"))?;
-            unescape(inner)
-        } else {
-            // An unquoted value ends at a comment.
-            match value.find(" #") {
-                Some(at) => value[..at].trim_end().to_owned(),
-                None => value.to_owned(),
+    for item in dotenvy::from_read_iter(text.as_bytes()) {
+        match item {
+            Ok(pair) => out.push(pair),
+            Err(dotenvy::Error::LineParse(line, at)) => {
+                let n = line_number(text, &line);
+                let name = line.trim_start().trim_start_matches("export ").trim_start();
+                let why = if name.starts_with(|c: char| c.is_ascii_digit()) {
+                    let name = name.split('=').next().unwrap_or(name).trim();
+                    format!("{name:?} is not a variable name: a name must not start with a digit")
+                } else {
+                    format!("does not read as NAME=value (at character {})", at + 1)
+                };
+                return Err(Error::invalid(format!("{} line {n}: {why}", file.display())));
             }
-        };
-        out.push((name.to_owned(), value));
+            Err(e) => return Err(Error::invalid(format!("{}: {e}", file.display()))),
+        }
     }
     Ok(out)
 }
 
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
+/// The line of `text` where `line` (as dotenvy quotes it) starts, from 1.
+fn line_number(text: &str, line: &str) -> usize {
+    let first = line.lines().next().unwrap_or("").trim();
+    text.lines().position(|l| l.trim() == first).map_or(0, |i| i + 1)
 }
 
 /// Reads a variable's text as a value of `ty`, or says why it does not.
@@ -147,12 +121,30 @@ mod tests {
 
     #[test]
     fn dotenv_lines() {
-        let text = "# comment\nexport A=1\nB='x y'\nC=\"a\\nb\"\nD=plain # note\n";
+        let text = "# comment\nexport A=1\nB='x y'\nC=\"a\\nb\"\nD=plain # note\nE=${A}2\n";
         let got = parse_dotenv(Path::new(".env"), text).unwrap();
-        let want = [("A", "1"), ("B", "x y"), ("C", "a\nb"), ("D", "plain")];
+        let want = [("A", "1"), ("B", "x y"), ("C", "a\nb"), ("D", "plain"), ("E", "12")];
         assert_eq!(got, want.map(|(a, b)| (a.to_owned(), b.to_owned())));
         let err = parse_dotenv(Path::new(".env"), "OK=1\nnot a line\n").unwrap_err();
         assert!(err.message().contains(".env line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_double_quoted_value_runs_over_lines() {
+        let text = "KEY=\"-----BEGIN KEY-----\nMIIB\n-----END KEY-----\"\nNEXT=1\n";
+        let got = parse_dotenv(Path::new(".env"), text).unwrap();
+        assert_eq!(got[0].1, "-----BEGIN KEY-----\nMIIB\n-----END KEY-----");
+        assert_eq!(got[1], ("NEXT".to_owned(), "1".to_owned()));
+    }
+
+    #[test]
+    fn a_name_must_not_start_with_a_digit() {
+        let err = parse_dotenv(Path::new("app.env"), "A=1\n1X=2\n").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Invalid);
+        assert!(
+            err.message().contains("app.env line 2") && err.message().contains("must not start with a digit"),
+            "{err}"
+        );
     }
 
     #[test]

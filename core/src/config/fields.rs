@@ -189,8 +189,10 @@ impl Field {
     }
 
     /// The variable that sets this field: its own name, or the prefix and
-    /// the path in upper snake case (`APP` and `limits.maxConns` give
-    /// `APP_LIMITS_MAX_CONNS`).
+    /// the path in upper snake case. A word starts at a capital after a
+    /// small letter or digit, and at the last capital of a run that a small
+    /// letter follows, so `APP` and `limits.maxConns` give
+    /// `APP_LIMITS_MAX_CONNS`, and `HTTPServer` gives `APP_HTTP_SERVER`.
     pub fn variable(&self, prefix: Option<&str>) -> String {
         if let Some(name) = &self.env {
             return name.clone();
@@ -200,23 +202,24 @@ impl Field {
             out.push_str(&p.to_ascii_uppercase());
             out.push('_');
         }
-        let mut prev_lower = false;
-        for c in self.path.chars() {
+        let chars: Vec<char> = self.path.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
             if c == '.' || c == '-' || c == '_' {
-                if !out.ends_with('_') {
+                if !out.is_empty() && !out.ends_with('_') {
                     out.push('_');
                 }
-                prev_lower = false;
-            } else if c.is_ascii_uppercase() {
-                if prev_lower {
-                    out.push('_');
-                }
-                out.push(c);
-                prev_lower = false;
-            } else {
-                out.push(c.to_ascii_uppercase());
-                prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+                continue;
             }
+            if c.is_ascii_uppercase() && i > 0 {
+                let prev = chars[i - 1];
+                let next_small = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+                let starts_word =
+                    prev.is_ascii_lowercase() || prev.is_ascii_digit() || (prev.is_ascii_uppercase() && next_small);
+                if starts_word && !out.ends_with('_') {
+                    out.push('_');
+                }
+            }
+            out.push(c.to_ascii_uppercase());
         }
         out
     }
@@ -385,6 +388,12 @@ mod tests {
         let f = Field::new("limits.maxConns", FieldType::Int);
         assert_eq!(f.variable(Some("app")), "APP_LIMITS_MAX_CONNS");
         assert_eq!(Field::new("db_url", FieldType::Str).variable(None), "DB_URL");
+        let var = |path: &str| Field::new(path, FieldType::Str).variable(Some("APP"));
+        assert_eq!(var("HTTPServer"), "APP_HTTP_SERVER");
+        assert_eq!(var("httpServer.TLSCert"), "APP_HTTP_SERVER_TLS_CERT");
+        assert_eq!(var("userID"), "APP_USER_ID");
+        assert_eq!(var("s3Bucket"), "APP_S3_BUCKET");
+        assert_eq!(var("Port"), "APP_PORT");
     }
 
     #[test]

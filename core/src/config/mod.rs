@@ -68,11 +68,16 @@ pub struct Layers {
     /// The variables to read instead of the process's own (for a binding
     /// whose language keeps its own copy, and for tests).
     pub env_vars: Option<Vec<(String, String)>>,
+    /// Where the environment stands among the layers: over the first this
+    /// many `defaults` and under the rest. `None` puts it over them all.
+    pub env_after: Option<usize>,
 }
 
 impl Layers {
     /// Reads the options bindings send: `{"defaults": [...], "prefix":
-    /// "APP", "envFiles": [".env"], "env": {"NAME": "value"} }`.
+    /// "APP", "envFiles": [".env"], "envAfter": 1, "env": {"NAME":
+    /// "value"} }`, where `envAfter` says how many defaults the environment
+    /// comes after (all of them when it is left out).
     pub fn from_json(text: &str) -> Result<Layers> {
         let v: Value =
             serde_json::from_str(text).map_err(|e| Error::invalid(format!("a config's layers are not JSON: {e}")))?;
@@ -81,6 +86,13 @@ impl Layers {
             layers.defaults = d.clone();
         }
         layers.env_prefix = v.get("prefix").and_then(Value::as_str).map(str::to_owned);
+        if let Some(after) = v.get("envAfter").filter(|a| !a.is_null()) {
+            let after = after
+                .as_u64()
+                .filter(|&a| a as usize <= layers.defaults.len())
+                .ok_or_else(|| Error::invalid(format!("a config's envAfter {after} is not a count of its defaults")))?;
+            layers.env_after = Some(after as usize);
+        }
         if let Some(Value::Array(files)) = v.get("envFiles") {
             for f in files {
                 let f = f
@@ -214,6 +226,12 @@ impl RawConfig {
             built: Mutex::new(None),
             refused: Mutex::new(None),
         };
+        if let Some(check) = &cfg.validator {
+            let layers_only = cfg.layers_value();
+            check(&layers_only).map_err(|why| {
+                Error::invalid(format!("the layers are refused by the config's check: {why}")).in_bucket(name)
+            })?;
+        }
         cfg.built()?;
         Ok(cfg)
     }
@@ -359,6 +377,15 @@ impl RawConfig {
         Ok(())
     }
 
+    /// The config the layers give, without what kv.db keeps.
+    fn layers_value(&self) -> Value {
+        let mut value = Value::Object(Default::default());
+        for f in &self.schema.fields {
+            put(&mut value, &f.path, self.base[&f.path].0.clone());
+        }
+        value
+    }
+
     fn variable(&self, f: &Field) -> String {
         f.variable(Some(&self.prefix))
     }
@@ -464,9 +491,9 @@ impl RawConfig {
     }
 }
 
-/// Each field's value from the fields' defaults, the partial defaults and
-/// the environment; a variable that does not read, or a required field left
-/// empty, is `Invalid` naming the variable.
+/// Each field's value from the fields' defaults and the layers in their
+/// order. Every variable that does not read and every required field left
+/// empty is named in one `Invalid` error, so that one start shows them all.
 fn build_base(schema: &Schema, layers: &Layers) -> Result<BTreeMap<String, (Value, Source)>> {
     let mut base: BTreeMap<String, (Value, Source)> = schema
         .fields
@@ -476,69 +503,108 @@ fn build_base(schema: &Schema, layers: &Layers) -> Result<BTreeMap<String, (Valu
             (f.path.clone(), (v, Source::Default))
         })
         .collect();
+    let env_after = layers
+        .env_after
+        .unwrap_or(layers.defaults.len())
+        .min(layers.defaults.len());
+    let mut problems = Vec::new();
     for (n, layer) in layers.defaults.iter().enumerate() {
-        if !layer.is_object() {
-            return Err(Error::invalid(format!(
-                "config defaults layer {n} is not an object of fields"
-            )));
+        if n == env_after {
+            env_layer(schema, layers, &mut base, &mut problems)?;
         }
-        let mut unknown = Vec::new();
-        unknown_paths(schema, layer, "", &mut unknown);
-        if !unknown.is_empty() {
-            return Err(Error::invalid(format!(
-                "config defaults layer {n} names no field of the config: {}",
-                unknown.join(", ")
-            )));
-        }
-        for f in &schema.fields {
-            if let Some(v) = lookup(layer, &f.path) {
-                let v = f
-                    .ty
-                    .fit(v)
-                    .map_err(|why| Error::invalid(format!("config defaults layer {n}, field {:?}: {why}", f.path)))?;
-                base.insert(f.path.clone(), (v, Source::Defaults(n)));
-            }
-        }
+        defaults_layer(schema, n, layer, &mut base)?;
     }
-    let prefix = layers.env_prefix.as_deref();
-    if let Some(prefix) = prefix {
-        let process: Vec<(String, String)> = match &layers.env_vars {
-            Some(vars) => vars.clone(),
-            None => std::env::vars().collect(),
-        };
-        let vars = env::gather(&layers.env_files, process)?;
-        for f in &schema.fields {
-            let var = f.variable(Some(prefix));
-            let Some((text, origin)) = vars.get(&var) else { continue };
-            let where_ = match origin {
-                Origin::File(file) => format!(" (in {file})"),
-                Origin::Process => String::new(),
-            };
-            let v = env::read(&f.ty, text).map_err(|why| {
-                Error::invalid(format!(
-                    "variable {var}{where_} for config field {:?} does not read as {}: {why}",
-                    f.path,
-                    f.ty.name()
-                ))
-            })?;
-            let src = match origin {
-                Origin::File(file) => Source::EnvFile {
-                    file: file.clone(),
-                    var: var.clone(),
-                },
-                Origin::Process => Source::Env { var: var.clone() },
-            };
-            base.insert(f.path.clone(), (v, src));
-        }
+    if env_after == layers.defaults.len() {
+        env_layer(schema, layers, &mut base, &mut problems)?;
     }
+    let prefix = layers.env_prefix.as_deref().unwrap_or("");
     for f in schema.fields.iter().filter(|f| f.required) {
         if f.ty.is_empty(&base[&f.path].0) {
-            let var = f.variable(Some(prefix.unwrap_or("")));
-            return Err(Error::invalid(format!(
+            let var = f.variable(Some(prefix));
+            problems.push(format!(
                 "config field {:?} is required and nothing sets it: set the variable {var}",
                 f.path
-            )));
+            ));
         }
     }
-    Ok(base)
+    match problems.len() {
+        0 => Ok(base),
+        1 => Err(Error::invalid(problems.remove(0))),
+        n => Err(Error::invalid(format!("{n} problems: {}", problems.join("; ")))),
+    }
+}
+
+/// Lays a partial defaults layer over `base`.
+fn defaults_layer(
+    schema: &Schema,
+    n: usize,
+    layer: &Value,
+    base: &mut BTreeMap<String, (Value, Source)>,
+) -> Result<()> {
+    if !layer.is_object() {
+        return Err(Error::invalid(format!(
+            "config defaults layer {n} is not an object of fields"
+        )));
+    }
+    let mut unknown = Vec::new();
+    unknown_paths(schema, layer, "", &mut unknown);
+    if !unknown.is_empty() {
+        return Err(Error::invalid(format!(
+            "config defaults layer {n} names no field of the config: {}",
+            unknown.join(", ")
+        )));
+    }
+    for f in &schema.fields {
+        if let Some(v) = lookup(layer, &f.path) {
+            let v =
+                f.ty.fit(v)
+                    .map_err(|why| Error::invalid(format!("config defaults layer {n}, field {:?}: {why}", f.path)))?;
+            base.insert(f.path.clone(), (v, Source::Defaults(n)));
+        }
+    }
+    Ok(())
+}
+
+/// Lays the environment over `base`, if the layers read it; a variable that
+/// does not read is added to `problems`.
+fn env_layer(
+    schema: &Schema,
+    layers: &Layers,
+    base: &mut BTreeMap<String, (Value, Source)>,
+    problems: &mut Vec<String>,
+) -> Result<()> {
+    let Some(prefix) = layers.env_prefix.as_deref() else {
+        return Ok(());
+    };
+    let process: Vec<(String, String)> = match &layers.env_vars {
+        Some(vars) => vars.clone(),
+        None => std::env::vars().collect(),
+    };
+    let vars = env::gather(&layers.env_files, process)?;
+    for f in &schema.fields {
+        let var = f.variable(Some(prefix));
+        let Some((text, origin)) = vars.get(&var) else { continue };
+        let where_ = match origin {
+            Origin::File(file) => format!(" (in {file})"),
+            Origin::Process => String::new(),
+        };
+        match env::read(&f.ty, text) {
+            Ok(v) => {
+                let src = match origin {
+                    Origin::File(file) => Source::EnvFile {
+                        file: file.clone(),
+                        var: var.clone(),
+                    },
+                    Origin::Process => Source::Env { var: var.clone() },
+                };
+                base.insert(f.path.clone(), (v, src));
+            }
+            Err(why) => problems.push(format!(
+                "variable {var}{where_} for config field {:?} does not read as {}: {why}",
+                f.path,
+                f.ty.name()
+            )),
+        }
+    }
+    Ok(())
 }

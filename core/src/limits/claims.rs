@@ -53,6 +53,9 @@ pub(crate) struct Runs {
     held: Mutex<HashMap<RunKey, Vec<Waiter>>>,
     /// Runs claimed in the file and not yet let go.
     in_file: AtomicUsize,
+    /// Looks at the file that found another process running the key: what
+    /// a test waits on to know a waiter is behind another process's run.
+    busy_polls: AtomicUsize,
     beating: AtomicBool,
     pub timer: Arc<Timer>,
     store: Weak<StoreInner>,
@@ -83,10 +86,20 @@ impl Runs {
             holder,
             held: Mutex::new(HashMap::new()),
             in_file: AtomicUsize::new(0),
+            busy_polls: AtomicUsize::new(0),
             beating: AtomicBool::new(false),
             timer: Arc::new(Timer::default()),
             store,
         })
+    }
+
+    /// Counts a look at the file that found another process running a key.
+    pub(crate) fn polled_busy(&self) {
+        self.busy_polls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn busy_polls(&self) -> usize {
+        self.busy_polls.load(Ordering::Relaxed)
     }
 
     /// Claims `key` in this store; if a run holds it, queues `wait` for

@@ -250,6 +250,15 @@ impl Shared {
     }
 }
 
+impl Store {
+    #[doc(hidden)]
+    /// How many times a `once` waiter of this store looked at the file and
+    /// found another process running its key. For tests.
+    pub fn once_busy_polls_for_tests(&self) -> usize {
+        shared(self).runs().busy_polls()
+    }
+}
+
 /// The longest path [`with_path`] builds on the stack; a longer one is
 /// allocated (a key that long is rare).
 const STACK_PATH: usize = 256;

@@ -322,6 +322,7 @@ fn settle(job: Arc<Begin>, r: Result<FileClaim>) {
 
 /// Looks at the file again after a poll interval: another process runs the key.
 fn poll_later(job: Arc<Begin>) {
+    job.runs().polled_busy();
     let timer = job.runs().timer.clone();
     timer.at(Instant::now() + ONCE_POLL, move || poll(job));
 }

@@ -148,6 +148,10 @@ func (b *Bucket) Has(ctx context.Context, owners []byte, key string) (bool, erro
 // their answer.
 var setsInFlight atomic.Int64
 
+// SetsInFlight is how many Sets have started and not yet been answered.
+// For tests that must know their Sets are waiting on the writer.
+func SetsInFlight() int64 { return setsInFlight.Load() }
+
 // Set writes a value and returns its version. Alone, it waits for its
 // answer in cgo, woken by the writer itself. With other Sets in flight, it
 // submits the write and waits on a channel (see answers.go), not in a
