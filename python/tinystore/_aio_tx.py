@@ -3,9 +3,9 @@
 ``async with store.tx() as tx:`` waits for the writer's turn without
 blocking the loop (the writer answers a future, as it answers writes), then
 every call through ``tx.bucket(b)`` runs inside the transaction and sees its
-own writes. The writer serves only this transaction while it is open, so
-each call is one round trip to it and runs inline, like a read: it returns
-an already-completed future. Leaving the block commits and waits until the
+own writes. The writer lends this transaction its connection while it is
+open, so each call runs inline on the loop's thread, like a read: it
+returns an already-completed future. Leaving the block commits and waits until the
 commit is durable; an exception rolls everything back and propagates.
 
 ``async with store.view() as v:`` reads one point in time.
