@@ -74,6 +74,12 @@ struct Lent {
     ended: Condvar,
 }
 
+thread_local! {
+    /// The sessions whose call this thread is running: a call of one of
+    /// them from inside it is refused rather than a wait for itself.
+    static CALLING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Calls run inside `catch_unwind`, so the state behind this lock is
     // never left half-changed by a panic.
@@ -239,6 +245,15 @@ impl TxSession {
     /// Runs `f` inside the transaction, on this thread, under the session's
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
+        let id = Arc::as_ptr(&self.lent) as usize;
+        if CALLING.with(|c| c.borrow().contains(&id)) {
+            // A call made from inside one of the session's own calls (a
+            // codec's decode during a take) would wait for itself.
+            return Err(Error::invalid(
+                "a call of the transaction was made from inside another of its calls (a codec's function): \
+                 call the transaction after that call returns",
+            ));
+        }
         let mut st = lock(&self.lent.state);
         let ptr = match (&st.end, &st.ctx) {
             (None, Some(c)) => c.0,
@@ -248,7 +263,9 @@ impl TxSession {
         // and takes it back only under this lock, which this call holds),
         // and the write it belongs to lives until `serve` returns.
         let w = unsafe { &mut *ptr };
+        CALLING.with(|c| c.borrow_mut().push(id));
         let out = catch_unwind(AssertUnwindSafe(|| f(w)));
+        CALLING.with(|c| c.borrow_mut().retain(|&x| x != id));
         let failed = match &out {
             Err(p) => Some(Error::invalid(format!(
                 "a call inside the transaction panicked ({}); the transaction was rolled back and nothing was written",

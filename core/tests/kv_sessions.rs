@@ -390,3 +390,29 @@ fn kv16_scope_runs_one_operation_directly_in_a_transaction_and_in_a_view() {
     assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("b")), "{e}");
     assert!(!Scope::Direct.has(b.raw(), b"v").unwrap(), "a view writes nothing");
 }
+
+#[test]
+fn kv16_session_a_call_from_inside_its_own_call_is_invalid_not_a_deadlock() {
+    // A take's check runs inside the call (a binding's codec, which may call
+    // back into the transaction): the inner call is refused at once.
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("k", &1).unwrap();
+    let (tx, done) = begin(&store);
+    let s = Scope::Tx(&tx);
+    let e = s
+        .take_checked(b.raw(), b"k", None, |_| {
+            let inner = s.entry(b.raw(), b"k").unwrap_err();
+            assert_eq!(inner.kind(), ErrorKind::Invalid, "{inner}");
+            Err(inner)
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(
+        s.entry(b.raw(), b"k").unwrap().is_some(),
+        "the transaction goes on; the value stays"
+    );
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(b.get("k").unwrap(), Some(1));
+}
