@@ -78,6 +78,7 @@ type Store struct {
 // needed. A file of another application or a newer format is refused with
 // ErrCorrupt or ErrInvalid and left untouched.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	startLogs()
 	if ctx.Err() != nil {
 		return nil, native.Cancelled(ctx, "")
 	}

@@ -43,10 +43,11 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return &Error{Kind: ErrInvalid, Message: "Tx needs a function to run; it was nil"}
 	}
-	// fn runs on this OS thread, where the transaction marks itself: a write
-	// of fn outside the transaction (or a Tx inside it) would wait for the
-	// writer the transaction holds, so the C ABI refuses it at once, as Rust
-	// does, instead of a wait until the transaction's ten-second limit.
+	// fn runs on this OS thread, where the transaction marks itself: the
+	// thread is the caller's context the engine reads. A write of fn outside
+	// the transaction (or a Tx inside it) would wait for the writer the
+	// transaction holds, so the engine refuses it at once, as it does in
+	// Rust, instead of a wait until the transaction's ten-second limit.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	n, err := native.BeginTx(ctx, s.n)

@@ -49,3 +49,17 @@ bench-reads:
 
 bench-charts: $(BENCH_VENV)/.ready
 	cd bench/python && $(BENCH_PY) chart.py $(if $(BENCH_SHORT),--short)
+
+# Overwrites of keys that exist, in a bucket with a ttl, 64 in flight, in
+# every language beside SQLite upserting 64 a transaction by hand (and, from
+# Python, Redis with appendfsync always):
+#
+#   make bench-overwrites
+.PHONY: bench-overwrites
+BENCH_TARGETS += bench-overwrites
+bench-overwrites: build-python node go-lib bench-redis $$(BENCH_NODE_DIR)/node_modules/.package-lock.json
+	cargo run --release -q -p tinystore-bench --bin overwrites
+	cd bench/python && PYTHONPATH=$(ROOT)/$(PY_DIR) $(PY) overwrites.py
+	cd $(BENCH_NODE_DIR) && node overwrites.mjs
+	cd $(BENCH_NODE_DIR) && $(NODE_BIN)/bun overwrites.mjs
+	cd bench/go && $(GO) test -run '^$$' -bench Overwrites .

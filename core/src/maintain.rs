@@ -130,6 +130,7 @@ pub(crate) fn flush_memory(store: &StoreInner, force: bool) -> Result<usize> {
 
 /// One maintenance pass.
 pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
+    end_views_past_bound(store);
     let mut m = Maintenance {
         flushed: flush_memory(store, true)?,
         renewed: flush_renewals(store)?,
@@ -163,6 +164,12 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
     Ok(m)
 }
 
+/// Ends the views past their bound, read or not, so that an idle one does
+/// not hold back checkpoints ([`crate::open_views`]).
+fn end_views_past_bound(store: &StoreInner) {
+    store.views.end_past_bound(&store.readers, store.clock.now_millis());
+}
+
 /// Starts the background thread of an ordinary store. It holds the store
 /// weakly, so dropping the last handle still closes the store.
 pub(crate) fn start_background(inner: &Arc<StoreInner>) {
@@ -181,6 +188,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                     return;
                 }
                 let sweep = Instant::now() >= next_sweep;
+                end_views_past_bound(&store);
                 let res = flush_memory(&store, false)
                     .and_then(|_| flush_renewals(&store))
                     .and_then(|_| if sweep { run(&store, true).map(Some) } else { Ok(None) });

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::group_commit::{Ticket, WriteCtx, inside_tx_error};
+use crate::group_commit::{Ticket, WriteCtx};
 use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
@@ -96,8 +96,9 @@ pub struct TxSession {
     store: Store,
     lent: Arc<Lent>,
     /// Set while the writer serves the session; threads marked with
-    /// [`TxSession::hold_thread`] are inside it while it is.
-    open: Arc<AtomicBool>,
+    /// [`TxSession::hold_thread`], and callers' contexts
+    /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
+    pub(crate) open: Arc<AtomicBool>,
 }
 
 impl Store {
@@ -108,13 +109,17 @@ impl Store {
     /// transaction, on the caller's thread, and see its own writes. After
     /// [`TxSession::commit`], `done` gets `Ok` once everything is durable;
     /// after a rollback, a drop, a panic in a call, or [`TX_LIMIT`], it gets
-    /// the error and nothing was written.
+    /// the error and nothing was written. A thread that holds a transaction
+    /// of the store is refused one inside it ([`crate::nested_tx_error`]); a
+    /// binding whose callers move between threads asks [`Store::refuse_tx`]
+    /// with their context first.
     pub fn transaction_then(
         &self,
         ready: impl FnOnce(Result<TxSession>) + Send + 'static,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
+        self.refuse_tx(&crate::CallerContext::new(), 0)?;
         let store = self.clone();
         let ready = Arc::new(Mutex::new(Some(ready)));
         let unanswered = ready.clone();
@@ -212,25 +217,10 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> 
     }
 }
 
-impl Store {
-    /// Refuses a write of this store made from inside one of its own open
-    /// transactions (KV-16), as [`inside_tx_error`]: it would wait for the
-    /// writer the transaction holds. `inside` says whether the caller's
-    /// context (a task, an async context) holds one; it is asked only while
-    /// a binding's transaction of this store is open, so a write made with
-    /// none open costs one atomic load.
-    pub fn refuse_inside_tx(&self, inside: impl FnOnce() -> bool) -> Result<()> {
-        if self.inner.writer.sessions_open() && inside() {
-            return Err(inside_tx_error());
-        }
-        Ok(())
-    }
-}
-
 impl TxSession {
     /// Marks the calling thread as inside this transaction until it ends: a
     /// blocking write from this thread through a handle outside it is then
-    /// `Invalid` at once ([`inside_tx_error`]) instead of a wait for the
+    /// `Invalid` at once ([`crate::inside_tx_error`]) instead of a wait for the
     /// writer the transaction holds. For a binding whose transaction's work
     /// stays on one thread (Python's sync API, Go's locked goroutine).
     pub fn hold_thread(&self) {
@@ -369,7 +359,9 @@ pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
 /// ends. It has no writes.
 pub struct Snapshot {
     store: Store,
-    conn: Mutex<Option<Connection>>,
+    /// Its read transaction, which the store's maintenance ends once the
+    /// view is past its bound, read or not ([`crate::open_views`]).
+    held: Arc<crate::open_views::ViewConn>,
     now: i64,
 }
 
@@ -383,10 +375,11 @@ impl Store {
             .readers
             .take_spare(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
+        let now = self.inner.clock.now_millis();
         Ok(Snapshot {
             store: self.clone(),
-            conn: Mutex::new(Some(conn)),
-            now: self.inner.clock.now_millis(),
+            held: self.inner.views.add(conn, now),
+            now,
         })
     }
 }
@@ -403,7 +396,7 @@ impl Snapshot {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));
         }
-        let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.held.conn();
         let conn = g
             .as_ref()
             .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
@@ -413,10 +406,7 @@ impl Snapshot {
     /// Ends the snapshot; a read after this is `Closed`. Its connection
     /// goes back to the store for the next snapshot.
     pub fn close(&self) {
-        if let Some(c) = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = storage::run_tx_statement(&c, storage::sql::COMMIT);
-            self.store.inner.readers.give_back(c);
-        }
+        self.held.end(&self.store.inner.readers);
     }
 }
 

@@ -140,6 +140,9 @@ pub(crate) struct StoreInner {
     /// What each reader connection maps of kv.db ([`Options::mmap_size`]).
     pub(crate) mmap_size: u64,
     pub(crate) renewals: Renewals,
+    /// The binding views open on the store, for maintenance to end those
+    /// past their bound.
+    pub(crate) views: crate::open_views::OpenViews,
     flushers: Mutex<Vec<Weak<dyn Flush>>>,
     closed: AtomicBool,
     pub(crate) sweep_every: Duration,
@@ -230,6 +233,7 @@ impl Store {
             readers,
             mmap_size,
             renewals: Renewals::default(),
+            views: Default::default(),
             flushers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),

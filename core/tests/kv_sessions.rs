@@ -230,6 +230,7 @@ fn kv16_session_a_thread_that_holds_it_is_refused_a_write_outside_it_at_once() {
     let b = store.bucket::<i64>("b").open().unwrap();
     let (tx, done) = begin(&store);
     tx.hold_thread();
+    let inside = tinystore::CallerContext::new().inside_tx(&tx, 0);
     let started = std::time::Instant::now();
     let e = b.set("k", &1).unwrap_err();
     assert_eq!(e.message(), tinystore::inside_tx_error().message());
@@ -249,9 +250,9 @@ fn kv16_session_a_thread_that_holds_it_is_refused_a_write_outside_it_at_once() {
     assert_eq!(b.get("k").unwrap(), Some(2));
     b.set("k", &3).unwrap();
     assert_eq!(
-        store.refuse_inside_tx(|| true).map_err(|e| e.kind()),
+        store.refuse_write(|| inside.clone()).map_err(|e| e.kind()),
         Ok(()),
-        "with no transaction open, nothing is refused"
+        "with the transaction ended, a context that was inside it is refused nothing"
     );
 }
 

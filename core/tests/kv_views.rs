@@ -101,3 +101,48 @@ fn kv16_a_binding_snapshot_ends_after_five_seconds_and_reuses_its_connection() {
 fn open_files() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
 }
+
+/// A checkpoint of the whole WAL into kv.db, from a connection of its own:
+/// whether it completed (no reader's snapshot held it back).
+fn checkpoint_completes(dir: &std::path::Path) -> bool {
+    let c = rusqlite::Connection::open(dir.join(tinystore::FILE_NAME)).unwrap();
+    let (busy, log, done): (i64, i64, i64) = c
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    busy == 0 && log == done
+}
+
+#[test]
+fn kv16_an_idle_binding_snapshot_past_its_bound_lets_checkpoints_complete() {
+    let _alone = alone();
+    let (d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("a", &1).unwrap();
+    let snap = store.snapshot().unwrap();
+    assert!(Scope::View(&snap).entry(b.raw(), b"a").unwrap().is_some());
+    b.set("a", &2).unwrap();
+    assert!(!checkpoint_completes(d.path()), "the open snapshot holds the WAL back");
+    store.maintain().unwrap();
+    assert!(
+        !checkpoint_completes(d.path()),
+        "within its bound, maintenance keeps it"
+    );
+    // Past the bound, with no read: maintenance ends the snapshot.
+    store.clock().advance(VIEW_LIMIT + Duration::from_millis(1)).unwrap();
+    store.maintain().unwrap();
+    assert!(
+        checkpoint_completes(d.path()),
+        "the idle snapshot let go when its bound passed"
+    );
+    let e = Scope::View(&snap).entry(b.raw(), b"a").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit);
+    assert!(e.message().contains("open longer than 5s"), "{e}");
+    // Its connection went back to the store: the next snapshot reads on.
+    let next = store.snapshot().unwrap();
+    assert_eq!(
+        Scope::View(&next).entry(b.raw(), b"a").unwrap().map(|e| e.value),
+        Some(tinystore::Raw::Int(2))
+    );
+}

@@ -148,7 +148,9 @@ fn kv11_a_second_run_waits_for_the_first_and_gets_its_answer() {
         });
         is_started.recv().unwrap();
         let (ready, answer) = mpsc::channel();
-        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        once.raw()
+            .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
+            .unwrap();
         assert!(
             answer.try_recv().is_err(),
             "begin waits while the first run holds the key"
@@ -198,7 +200,9 @@ fn kv11_after_a_failed_run_the_waiter_runs_its_own() {
         });
         is_started.recv().unwrap();
         let (ready, answer) = mpsc::channel();
-        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        once.raw()
+            .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
+            .unwrap();
         go.send(()).unwrap();
         assert!(first.join().unwrap().is_err());
         match answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap() {
@@ -222,7 +226,9 @@ fn kv11_an_answer_is_kept_when_the_caller_went_away() {
     let store = open(dir.path());
     let once = sends(&store);
     let (ready, answer) = mpsc::channel();
-    once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+    once.raw()
+        .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
+        .unwrap();
     let Begun::Run(claim) = answer.recv().unwrap().unwrap() else {
         panic!("nothing kept yet")
     };
@@ -244,7 +250,9 @@ fn kv11_a_dropped_claim_keeps_nothing_and_lets_go() {
     let once = sends(&store);
     let begin = || {
         let (ready, answer) = mpsc::channel();
-        once.raw().begin("k", move |r| ready.send(r).unwrap()).unwrap();
+        once.raw()
+            .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
+            .unwrap();
         answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap()
     };
     let Begun::Run(claim) = begin() else {

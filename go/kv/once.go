@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"slices"
 
 	"tinyshed.org/tinystore"
 	"tinyshed.org/tinystore/internal/native"
@@ -41,15 +40,10 @@ func (o *Once[T]) Under(owners ...any) *Once[T] {
 	return &Once[T]{branch: o.branch.under(owners), h: o.h, c: o.c, tx: o.tx}
 }
 
-// running marks the runs a context is inside, so that a Run of one of
-// them inside itself is refused instead of waiting for itself.
+// running is the key of the runs a context is inside (a *native.Caller),
+// which Run hands to the engine: it refuses a Run of one of them inside
+// itself instead of a wait for itself.
 type running struct{}
-
-type runMark struct {
-	store *native.Store
-	name  string
-	path  string
-}
 
 // Run returns the answer kept for key, or runs fn and keeps what it
 // returns. A Run of a key that another Run holds, in this process or
@@ -71,13 +65,8 @@ func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context)
 	if fn == nil {
 		return zero, native.KeyError(o.name, o.owners, k, native.CodeInvalid, "Run needs a function to run; it was nil")
 	}
-	mark := runMark{o.h.Store(), o.name, string(o.owners) + "\x00" + k}
-	marks, _ := ctx.Value(running{}).([]runMark)
-	if slices.Contains(marks, mark) {
-		return zero, native.KeyError(o.name, o.owners, k, native.CodeInvalid,
-			"a Run of this key inside its own run would wait for itself")
-	}
-	kept, v, claim, err := o.h.Begin(ctx, o.owners, k, o.c.want)
+	caller, _ := ctx.Value(running{}).(*native.Caller)
+	kept, v, claim, err := o.h.Begin(ctx, caller, o.owners, k, o.c.want)
 	if err != nil {
 		return zero, err
 	}
@@ -89,7 +78,7 @@ func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context)
 		return answer, nil
 	}
 	defer claim.Abandon() // an error or a panic of fn keeps nothing; after Keep a no-op
-	inner := context.WithValue(ctx, running{}, append(slices.Clip(marks), mark))
+	inner := context.WithValue(ctx, running{}, caller.InsideRun(claim))
 	answer, err := fn(inner)
 	if err != nil {
 		return answer, err

@@ -113,6 +113,12 @@ export interface NativeCounters {
 	clear(): Promise<void>
 }
 
+/** The transactions and runs of once the running code is inside, as the engine's guards take it. */
+export interface NativeContext {
+	insideTx(tx: NativeTx): NativeContext
+	insideRun(claim: NativeClaim): NativeContext
+}
+
 /** The run of one key, held until it keeps an answer or lets go. */
 export interface NativeClaim {
 	keep(value: unknown): Promise<void>
@@ -122,7 +128,7 @@ export interface NativeClaim {
 /** The addon's once. */
 export interface NativeOnce {
 	under(owner: unknown): NativeOnce
-	begin(key: unknown): Promise<{ kept: true; value: unknown } | { kept: false; claim: NativeClaim }>
+	begin(key: unknown, caller?: NativeContext): Promise<{ kept: true; value: unknown } | { kept: false; claim: NativeClaim }>
 	get(key: unknown): unknown
 	delete(key: unknown): Promise<boolean>
 }
@@ -141,6 +147,10 @@ export interface NativeStore {
 	groupStats(): number[]
 	failNextCommitForTests(): void
 	transaction(): Promise<NativeTx>
+	/** Throws the engine's refusal of a call of `name` that would wait for a transaction `caller` is inside. */
+	refuseWrite(caller: NativeContext, name?: string): void
+	/** Throws the engine's refusal of a transaction opened inside one of `caller`'s. */
+	refuseTx(caller: NativeContext): void
 	snapshot(): NativeSnapshot
 	bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
 	rateLimit(name: string, rate: string, burst: number | undefined): NativeRateLimit
@@ -153,8 +163,9 @@ export interface NativeStore {
 export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
-	insideTxMessage(): string
-	onceRunRefusedMessage(): string
+	forwardLogs(sink: (record: [level: string, target: string, message: string]) => void): boolean
+	/** A caller's context inside nothing, for the engine's guards (see scope.ts). */
+	callerContext(): NativeContext
 	parseDuration(text: string): number
 	fastReads(): { get(handle: unknown, key: unknown): unknown }
 	/** The bare `set(handle, key, value, id)` of a bucket and its settled numbers: see bindings/node/src/fast_set.rs. */

@@ -5,27 +5,17 @@
  * @module
  */
 
-import { AsyncLocalStorage } from 'node:async_hooks'
-
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import { kindParts } from './handles'
-import { native as addon, type NativeOnce } from './native'
-import { waitsForOwnTx } from './scope'
+import type { NativeOnce } from './native'
+import { callerContext, runInsideRun, waitsForOwnTx } from './scope'
 import { type Crossing, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
 
 /** The options of a once. */
 export interface OnceOptions {
 	/** How long an answer is kept after its run (a day when not given). */
 	keep?: Duration
-}
-
-/** The runs this async context is inside, to refuse a run of a key inside its own run. */
-const inside = new AsyncLocalStorage<ReadonlySet<string>>()
-
-function runId(name: string, owners: readonly Key[], key: Key): string {
-	const hex = (k: Key) => Buffer.from(k instanceof Uint8Array ? k : String(k)).toString('hex')
-	return [name, ...owners.map(hex), hex(key)].join('/')
 }
 
 /**
@@ -83,23 +73,14 @@ export class Once<T> {
 				key: showKey(key, this.#owners),
 			})
 		}
-		const id = runId(this.name, this.#owners, key)
-		const outer = inside.getStore()
-		if (outer?.has(id)) {
-			throw new InvalidError('a run of this key inside its own run would wait for itself', {
-				bucket: this.name,
-				key: showKey(key, this.#owners),
-			})
-		}
-		// Its claim and its answer are writes of their own, which would wait for the transaction.
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name, key: showKey(key, this.#owners) }, addon.onceRunRefusedMessage())
-		if (refused) throw refused
-		const begun = await this.#native.begin(key)
+		// The engine refuses a run inside a transaction of the store, or
+		// inside a run of the same key: each would wait for itself.
+		const begun = await this.#native.begin(key, callerContext())
 		if (begun.kept) return this.#decode(begun.value, key)
 		const claim = begun.claim
 		let value: T
 		try {
-			value = await inside.run(new Set([...(outer ?? []), id]), fn)
+			value = await runInsideRun(claim, fn)
 		} catch (e) {
 			claim.abandon()
 			throw e

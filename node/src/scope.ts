@@ -1,21 +1,24 @@
 /**
- * Which transactions the running code is inside. While `store.tx(fn)` runs
- * `fn`, the store's writer does nothing but that transaction, so a write
- * of the same store made from `fn` outside the transaction (a plain
- * bucket's `set`, another `store.tx`) would wait for the transaction, and
- * the transaction for it, until the engine's limit rolled it back. Those
- * calls are refused with `InvalidError` instead, naming the way out.
+ * Which transactions and runs of `once` the running code is inside. While
+ * `store.tx(fn)` runs `fn`, the store's writer does nothing but that
+ * transaction, so a write of the same store made from `fn` outside the
+ * transaction (a plain bucket's `set`, another `store.tx`) would wait for
+ * the transaction, and the transaction for it, until the engine's limit
+ * rolled it back; a run of a key of once inside its own run would wait for
+ * itself. The engine refuses those calls with `InvalidError` instead,
+ * naming the way out: the package hands it the running code's context, and
+ * the decision and its message are the engine's.
  *
- * Tracked with `AsyncLocalStorage`, so it follows `fn` across its awaits
- * and not into unrelated requests, whose writes simply wait their turn.
+ * Kept with `AsyncLocalStorage`, so it follows `fn` across its awaits and
+ * not into unrelated requests, whose writes simply wait their turn.
  *
  * @module
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
 
-import { type ErrorWhat, InvalidError } from './errors'
-import { native } from './native'
+import type { ErrorWhat } from './errors'
+import { native, type NativeClaim, type NativeContext, type NativeStore, type NativeTx } from './native'
 
 /** A transaction or view, and whether it is still open. */
 export interface Scope {
@@ -25,26 +28,41 @@ export interface Scope {
 	open: boolean
 }
 
-/** The transactions the running code is inside, outermost first. */
-const inside = new AsyncLocalStorage<readonly Scope[]>()
+/** The engine's record of what the running code is inside. */
+const inside = new AsyncLocalStorage<NativeContext>()
 
-/** Runs `fn` inside the transaction `tx`. */
-export function runInside<R>(tx: Scope, fn: () => R): R {
-	return inside.run([...(inside.getStore() ?? []), tx], fn)
+/** The running code's context, as the engine's calls take it. */
+export function callerContext(): NativeContext | undefined {
+	return inside.getStore()
 }
 
-/** Whether the running code is inside an open transaction of `store`. */
-export function insideTx(store: object | undefined): boolean {
-	const scopes = inside.getStore()
-	return scopes !== undefined && scopes.some((s) => s.open && s.store === store)
+/** Runs `fn` inside the transaction `tx`. */
+export function runInside<R>(tx: NativeTx, fn: () => R): R {
+	return inside.run((inside.getStore() ?? native.callerContext()).insideTx(tx), fn)
+}
+
+/** Runs `fn` inside the run of once that `claim` holds. */
+export function runInsideRun<R>(claim: NativeClaim, fn: () => R): R {
+	return inside.run((inside.getStore() ?? native.callerContext()).insideRun(claim), fn)
 }
 
 /**
- * The refusal of a write of `store` from inside one of its own open
- * transactions, or `undefined` when the write may wait its turn. The text
- * is the engine's (`message`, or its refusal of any such write).
+ * The engine's refusal of a write of `store` from inside one of its own
+ * open transactions, or `undefined` when the write may wait its turn.
  */
-export function waitsForOwnTx(store: object | undefined, what: ErrorWhat, message?: string): InvalidError | undefined {
-	if (!insideTx(store)) return undefined
-	return new InvalidError(message ?? native.insideTxMessage(), what)
+export function waitsForOwnTx(store: object | undefined, what: ErrorWhat): Error | undefined {
+	const caller = inside.getStore()
+	if (caller === undefined || store === undefined) return undefined
+	try {
+		;(store as NativeStore).refuseWrite(caller, what.bucket)
+		return undefined
+	} catch (e) {
+		return e as Error
+	}
+}
+
+/** Throws the engine's refusal of a transaction of `store` opened inside one of its own. */
+export function refuseNestedTx(store: object): void {
+	const caller = inside.getStore()
+	if (caller !== undefined) (store as NativeStore).refuseTx(caller)
 }

@@ -13,7 +13,7 @@ import { InvalidError } from './errors'
 import { Quota, RateLimit, type RateLimitOptions } from './limits'
 import { native, type NativeMaintenance, type NativeStore } from './native'
 import { Once, type OnceOptions } from './once'
-import { insideTx, runInside, type Scope, waitsForOwnTx } from './scope'
+import { refuseNestedTx, runInside, type Scope, waitsForOwnTx } from './scope'
 import { Tx } from './tx'
 import { crossingOf, dateArg, invalidArg, type TypedOptions, type ValueType, type ValueTypes } from './values'
 import { View } from './view'
@@ -273,14 +273,12 @@ export class Store implements AsyncDisposable {
 		if (typeof fn !== 'function') {
 			throw new InvalidError('tx takes a function: store.tx(async (tx) => { ... })')
 		}
-		if (insideTx(this.#native)) {
-			throw new InvalidError('a tx inside a tx of the same store would wait for itself: use the outer tx')
-		}
+		refuseNestedTx(this.#native)
 		const native = await this.#native.transaction()
 		const scope: Scope = { store: this.#native, open: true }
 		let result: R
 		try {
-			result = await runInside(scope, () => fn(new Tx(native, scope)))
+			result = await runInside(native, () => fn(new Tx(native, scope)))
 		} catch (e) {
 			scope.open = false
 			// Resolves once the writer has let go; `fn`'s error is the answer.

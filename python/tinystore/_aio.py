@@ -245,7 +245,7 @@ class Store(StoreBase):
 
             sends = store.once("sends", Sent, keep="1d")
         """
-        return Once(self._once_native(name, type, keep), id(self._n))
+        return Once(self._once_native(name, type, keep))
 
     def tx(self) -> Transaction:
         """A transaction (KV-16): writes to several buckets that commit together or not at all::

@@ -7,9 +7,9 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, Union
 
-from . import _native
+from . import _native, _tx_marks
 from ._base import Key
-from ._handles import RunMarks, allowance
+from ._handles import RunChecks, allowance
 from ._loop import completions
 from ._results import Allowance
 
@@ -221,11 +221,10 @@ Work = Callable[[], Union[Awaitable[T], T]]
 class Once(Generic[T]):
     """Runs a function once per key and keeps its answer for ``keep`` (a day unless set)."""
 
-    __slots__ = ("_n", "_store_id")
+    __slots__ = ("_n",)
 
-    def __init__(self, native: _native.Once, store_id: int) -> None:
+    def __init__(self, native: _native.Once) -> None:
         self._n = native
-        self._store_id = store_id
 
     @property
     def name(self) -> str:
@@ -234,7 +233,7 @@ class Once(Generic[T]):
 
     def under(self, *owners: Key) -> Once[T]:
         """The branch of ``owners``."""
-        return Once(self._n.under(*owners), self._store_id)
+        return Once(self._n.under(*owners))
 
     async def run(self, key: Key, fn: Work[T]) -> T:
         """The answer kept for ``key``, or ``await fn()`` and keep what it returns.
@@ -244,8 +243,7 @@ class Once(Generic[T]):
         returns its answer. If ``fn`` raises, nothing is kept and the next run
         runs again. A run of the key inside its own ``fn`` is ``InvalidError``.
         """
-        RunMarks.check_fn(self._n, fn)
-        mark = RunMarks.check(self._n, self._store_id, key)
+        RunChecks.check_fn(self._n, fn)
         loop = _get_loop()
         fut = loop.create_future()
         self._n.begin_then(completions(loop), fut, key)
@@ -254,7 +252,7 @@ class Once(Generic[T]):
         if kept:
             return got
         claim = got
-        token = RunMarks.enter(mark)
+        token = _tx_marks.enter_run(claim)
         try:
             value = fn()
             if inspect.isawaitable(value):
@@ -263,7 +261,7 @@ class Once(Generic[T]):
             claim.abandon()
             raise
         finally:
-            RunMarks.leave(token)
+            _tx_marks.caller.reset(token)
         done = loop.create_future()
         claim.keep_then(completions(loop), done, value)
         await done  # cancelled here, the answer is still kept

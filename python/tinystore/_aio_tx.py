@@ -26,7 +26,7 @@ from ._loop import completions
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
 from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
-from .errors import ClosedError, InvalidError
+from .errors import ClosedError
 
 if TYPE_CHECKING:
     from ._aio import Bucket
@@ -59,16 +59,6 @@ def _closed(what: str) -> ClosedError:
     return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
 
 
-_NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
-
-# The transactions open in this task, as (store, task): a second one of the
-# same store in the same task would wait for the writer its own first one
-# holds (tasks started inside inherit the marks, hence the task).
-_open: contextvars.ContextVar[frozenset[tuple[int, int]]] = contextvars.ContextVar(
-    "tinystore_tx_open", default=frozenset()
-)
-
-
 class Transaction:
     """A transaction to come: use it as ``async with store.tx() as tx:``.
 
@@ -79,21 +69,21 @@ class Transaction:
     turn up.
     """
 
-    __slots__ = ("_store", "_tx", "_done", "_mark", "_inside")
+    __slots__ = ("_store", "_tx", "_done", "_inside")
 
     def __init__(self, store: _native.Store) -> None:
         self._store = store
         self._tx: Tx | None = None
         self._done: asyncio.Future[None] | None = None
-        self._mark: contextvars.Token[frozenset[tuple[int, int]]] | None = None
-        self._inside: contextvars.Token[frozenset[str]] | None = None
+        self._inside: contextvars.Token[_native.CallerContext | None] | None = None
 
     async def __aenter__(self) -> Tx:
         if self._tx is not None or self._done is not None:
             raise _closed("transaction")  # one `async with` per store.tx()
-        mark = (id(self._store), id(asyncio.current_task()))
-        if mark in _open.get():
-            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
+        # The task is the caller: a task started inside a transaction may
+        # open its own, which waits its turn.
+        task = id(asyncio.current_task())
+        self._store.refuse_tx(task)
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[_native.Tx] = loop.create_future()
         done: asyncio.Future[None] = loop.create_future()
@@ -108,8 +98,7 @@ class Transaction:
             ticket.cancel()
             raise
         self._tx = Tx(native)
-        self._mark = _open.set(_open.get() | {mark})
-        self._inside = _tx_marks.inside.set(_tx_marks.inside.get() | {str(self._store.dir())})
+        self._inside = _tx_marks.enter_tx(native, task)
         return self._tx
 
     async def __aexit__(
@@ -119,10 +108,8 @@ class Transaction:
         assert tx is not None and done is not None
         tx._ended = True
         try:
-            if self._mark is not None:
-                _open.reset(self._mark)
             if self._inside is not None:
-                _tx_marks.inside.reset(self._inside)
+                _tx_marks.caller.reset(self._inside)
         except ValueError:
             pass  # left in another context than it was entered in: nothing to undo here
         if et is not None:

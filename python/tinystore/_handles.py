@@ -1,15 +1,14 @@
-"""What the async and sync limits share: answers, window specs, run marks."""
+"""What the async and sync limits share: answers, window specs, a run's argument check."""
 
 from __future__ import annotations
 
-import contextvars
 from typing import Any, Union
 
 from ._results import Allowance, WindowUsage
 from ._time import Duration, from_millis
 from .errors import InvalidError
 
-__all__ = ["Rate", "allowance", "RunMarks"]
+__all__ = ["Rate", "allowance", "RunChecks"]
 
 Rate = Union[str, "tuple[int, Duration]"]
 """A rate: text as ``"5/m"``, ``"100/5h"``, ``"300/7d"``, or a ``(count, duration)`` pair."""
@@ -29,23 +28,8 @@ def allowance(row: tuple[bool, int, int | None, dict[str, tuple[int, int, int, i
     )
 
 
-_running: contextvars.ContextVar[frozenset[tuple[int, str, bytes]]] = contextvars.ContextVar(
-    "tinystore_once_running", default=frozenset()
-)
-
-
-class RunMarks:
-    """The runs of ``once`` under way in this task (and the tasks it starts):
-    a run of one of them from inside itself would wait for itself forever."""
-
-    @staticmethod
-    def check(native: Any, store_id: int, key: Any) -> tuple[int, str, bytes]:
-        mark = (store_id, native.name, native.mark(key))
-        if mark in _running.get():
-            path = native.path_text(key)
-            msg = "a run of this key inside its own run would wait for itself"
-            raise InvalidError(msg, bucket=native.name, path=path, text=f"invalid: {msg} (bucket {native.name}, key {path})")
-        return mark
+class RunChecks:
+    """What a run of ``once`` checks of its arguments before it claims the key."""
 
     @staticmethod
     def check_fn(native: Any, fn: Any) -> None:
@@ -54,11 +38,3 @@ class RunMarks:
         if not callable(fn):
             msg = f"a run needs a function to call, not {type(fn).__name__} {fn!r}"
             raise InvalidError(msg, bucket=native.name, text=f"invalid: {msg} (bucket {native.name})")
-
-    @staticmethod
-    def enter(mark: tuple[int, str, bytes]) -> contextvars.Token[frozenset[tuple[int, str, bytes]]]:
-        return _running.set(_running.get() | {mark})
-
-    @staticmethod
-    def leave(token: contextvars.Token[frozenset[tuple[int, str, bytes]]]) -> None:
-        _running.reset(token)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from . import _native
+from . import _native, _tx_marks
 from ._base import Key
-from ._handles import RunMarks, allowance
+from ._handles import RunChecks, allowance
 from ._results import Allowance
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
@@ -129,11 +129,10 @@ class Counters:
 class Once(Generic[T]):
     """Runs a function once per key and keeps its answer (synchronous)."""
 
-    __slots__ = ("_n", "_store_id")
+    __slots__ = ("_n",)
 
-    def __init__(self, native: _native.Once, store_id: int) -> None:
+    def __init__(self, native: _native.Once) -> None:
         self._n = native
-        self._store_id = store_id
 
     @property
     def name(self) -> str:
@@ -142,26 +141,25 @@ class Once(Generic[T]):
 
     def under(self, *owners: Key) -> Once[T]:
         """The branch of ``owners``."""
-        return Once(self._n.under(*owners), self._store_id)
+        return Once(self._n.under(*owners))
 
     def run(self, key: Key, fn: Callable[[], T]) -> T:
         """The answer kept for ``key``, or ``fn()`` kept. A run of the key
         elsewhere (another thread or process) is waited for, with the GIL
         released. If ``fn`` raises, nothing is kept."""
-        RunMarks.check_fn(self._n, fn)
-        mark = RunMarks.check(self._n, self._store_id, key)
+        RunChecks.check_fn(self._n, fn)
         kept, got = self._n.begin(key)
         if kept:
             return got
         claim = got
-        token = RunMarks.enter(mark)
+        token = _tx_marks.enter_run(claim)
         try:
             value = fn()
         except BaseException:
             claim.abandon()
             raise
         finally:
-            RunMarks.leave(token)
+            _tx_marks.caller.reset(token)
         claim.keep(value)
         return value
 

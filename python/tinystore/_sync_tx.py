@@ -10,7 +10,6 @@ once the commit is durable, and an exception rolls back and propagates.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
@@ -20,7 +19,7 @@ from ._base import Key
 from ._results import Entry, Page, _entry
 from ._time import Duration, opt_millis
 from ._tx_kinds import SyncTxCounters, SyncTxOnce, SyncTxQuota, kind_in_tx
-from .errors import ClosedError, InvalidError
+from .errors import ClosedError
 
 if TYPE_CHECKING:
     from ._sync_limits import Counters, Once, Quota, RateLimit
@@ -34,20 +33,6 @@ R = TypeVar("R")
 
 def _closed(what: str) -> ClosedError:
     return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
-
-
-_NESTED = "a transaction inside a transaction of the same store would wait for itself; use the open one"
-
-
-class _Open(threading.local):
-    """The stores with a transaction open in this thread: a second one
-    would wait for the writer the first one holds."""
-
-    def __init__(self) -> None:
-        self.stores: set[int] = set()
-
-
-_open = _Open()
 
 
 class Transaction:
@@ -67,17 +52,14 @@ class Transaction:
     def __enter__(self) -> Tx:
         if self._tx is not None:
             raise _closed("transaction")  # one `with` per store.tx()
-        if id(self._store) in _open.stores:
-            raise InvalidError(_NESTED, text=f"invalid: {_NESTED}")
+        # The engine refuses one inside another of this thread's.
         self._tx = Tx(self._store.tx())
-        _open.stores.add(id(self._store))
         return self._tx
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         tx = self._tx
         assert tx is not None
         tx._ended = True
-        _open.stores.discard(id(self._store))
         if et is not None:
             tx._n.rollback()
             return

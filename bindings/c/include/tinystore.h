@@ -75,6 +75,7 @@ typedef struct TsRateLimit TsRateLimit;
 typedef struct TsQuota TsQuota;
 typedef struct TsOnce TsOnce;
 typedef struct TsClaim TsClaim;
+typedef struct TsCaller TsCaller;
 typedef struct TsTx TsTx;
 typedef struct TsSnapshot TsSnapshot;
 typedef struct TsConfig TsConfig;
@@ -194,6 +195,18 @@ int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners
                      const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
 
+/* The engine's log records, for the language's own logging. The text of a
+   record belongs to the caller, who frees each part with ts_bytes_free. */
+typedef struct TsLogRecord {
+  int32_t level; /* 1 error, 2 warning, 3 information */
+  uint8_t *target;
+  size_t target_len;
+  uint8_t *message;
+  size_t message_len;
+} TsLogRecord;
+bool ts_logs_forward(void);
+int32_t ts_logs_next(uint32_t timeout_ms, TsLogRecord *out);
+
 /* Cancelling a write from another thread. */
 TsCancel *ts_cancel_new(void);
 void ts_cancel_fire(const TsCancel *cancel);
@@ -291,11 +304,16 @@ int32_t ts_once_open(const TsStore *s, const uint8_t *name, size_t name_len, int
                      TsOnce **out, TsError **err);
 void ts_once_free(TsOnce *o);
 int32_t ts_once_begin(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
-                      int32_t want, const TsCancel *cancel, bool *kept, TsValue *value, TsClaim **claim,
-                      TsError **err);
+                      int32_t want, const TsCaller *caller, const TsCancel *cancel, bool *kept, TsValue *value,
+                      TsClaim **claim, TsError **err);
 int32_t ts_claim_keep(TsClaim *claim, int32_t kind, int64_t integer, const uint8_t *value, size_t value_len,
                       TsError **err);
 void ts_claim_abandon(TsClaim *claim);
+/* A caller's context (Go's context.Context keeps it) inside the run `claim`
+ * holds: ts_once_begin with it refuses a run of that key (TS_INVALID). `outer`
+ * may be null; the result stays valid after the claim is spent. */
+TsCaller *ts_caller_inside_run(const TsCaller *outer, const TsClaim *claim);
+void ts_caller_free(TsCaller *c);
 int32_t ts_once_get(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,
                     int32_t want, TsValue *value, bool *found, TsError **err);
 int32_t ts_once_delete(const TsOnce *o, const uint8_t *owners, size_t owners_len, const uint8_t *key, size_t key_len,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tinystore::{Error, ErrorKind, Result, Version};
 
 use crate::bucket::{TsWriteOptions, named, under, write_options};
-use crate::held_tx::holds;
+use crate::held_tx::refused;
 use crate::value::raw_in;
 use crate::{TS_OK, TsBucket, TsCancel, TsError, bytes, code_of, guard};
 
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if holds(rb.store()) {
+        if refused(rb.store()).is_some() {
             crate::bucket::set_and_wait(&rb, key, raw, opts, cancel, version)?;
             crate::bucket::set_flag(answered, true);
             return Ok(());

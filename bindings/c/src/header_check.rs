@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 const HEADER: &str = include_str!("../include/tinystore.h");
-const SOURCES: [&str; 10] = [
+const SOURCES: [&str; 11] = [
     include_str!("lib.rs"),
     include_str!("answers.rs"),
     include_str!("store.rs"),
@@ -17,6 +17,7 @@ const SOURCES: [&str; 10] = [
     include_str!("session.rs"),
     include_str!("session_kinds.rs"),
     include_str!("config.rs"),
+    include_str!("logs.rs"),
 ];
 
 /// What one side declares, in C spelling, keyed by name.

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 
-use tinystore::{Begun, Branch, Claim, Error, ErrorKind, RawOnce, Result};
+use tinystore::{Begun, Branch, CallerContext, Claim, Error, ErrorKind, RawOnce, Result};
 
 use crate::held_tx::wait_outside;
 use crate::store::{TsStore, store};
@@ -18,6 +18,32 @@ pub struct TsOnce(RawOnce);
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
+
+/// The runs of once a caller is inside, as it keeps them in its own context
+/// (Go's `context.Context`): `ts_once_begin` hands it to the core, which
+/// refuses a run of a key inside its own run.
+pub struct TsCaller(CallerContext);
+
+/// A caller's context inside the run `claim` holds: `outer` (null for a
+/// context inside nothing) and that run. Free it with `ts_caller_free`; it
+/// stays valid after the claim is spent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_caller_inside_run(outer: *const TsCaller, claim: *const TsClaim) -> *mut TsCaller {
+    let outer = unsafe { outer.as_ref() }.map(|c| c.0.clone()).unwrap_or_default();
+    let inner = match unsafe { claim.as_ref() } {
+        Some(c) => outer.inside_run(&c.0),
+        None => outer,
+    };
+    Box::into_raw(Box::new(TsCaller(inner)))
+}
+
+/// Frees a caller's context. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
+    if !c.is_null() {
+        drop(unsafe { Box::from_raw(c) });
+    }
+}
 
 impl Branchy for RawOnce {
     fn child(&self, owner: &[u8]) -> Self {
@@ -92,7 +118,9 @@ enum Slot {
 /// answer is kept: `kept` is true and `value` holds it, read as `want` (its
 /// bytes are the caller's); or the key is the caller's to run: `claim`
 /// holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A fired
-/// `cancel` ends the wait with `TS_CANCELLED`.
+/// `cancel` ends the wait with `TS_CANCELLED`. `caller` is the context of
+/// the call (null: inside no run); a run of a key inside its own run, or
+/// from a thread that holds a transaction of the store, is `TS_INVALID`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_once_begin(
     o: *const TsOnce,
@@ -101,6 +129,7 @@ pub unsafe extern "C" fn ts_once_begin(
     key: *const u8,
     key_len: usize,
     want: i32,
+    caller: *const TsCaller,
     cancel: *const TsCancel,
     kept: *mut bool,
     value: *mut TsValue,
@@ -114,12 +143,11 @@ pub unsafe extern "C" fn ts_once_begin(
         if claim.is_null() {
             return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
         }
-        if crate::held_tx::holds(h.store()) {
-            return Err(tinystore::once_run_refused().in_bucket(h.name()));
-        }
+        let empty = CallerContext::new();
+        let caller = unsafe { caller.as_ref() }.map_or(&empty, |c| &c.0);
         let slot = Arc::new((Mutex::new(Slot::Waiting), Condvar::new()));
         let ready = slot.clone();
-        h.begin(key, move |r| {
+        h.begin(key, caller, move |r| {
             let mut s = ready.0.lock().unwrap_or_else(|p| p.into_inner());
             let late = match *s {
                 Slot::Waiting => {

@@ -14,7 +14,6 @@ use crate::bucket::{
     TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, decodes_as, fill, invalid, named, set_flag, under,
     write_options,
 };
-use crate::held_tx::{Hold, check_outside};
 use crate::scope::{get_in, list_in};
 use crate::store::{TsStore, store};
 use crate::value::{raw_in, value_out};
@@ -26,8 +25,6 @@ use crate::{TsCancel, TsError, bytes, guard};
 pub struct TsTx {
     pub(crate) session: TxSession,
     done: Mutex<Option<Receiver<Result<()>>>>,
-    /// The threads `ts_tx_hold_thread` marked; cleared when the transaction ends.
-    hold: Hold,
 }
 
 /// An open read snapshot: every read sees the file as it was at its first read.
@@ -69,7 +66,6 @@ pub unsafe extern "C" fn ts_tx_begin(
         if out.is_null() {
             return Err(invalid("a null out pointer"));
         }
-        check_outside(st, "a transaction")?;
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let gave_up = ready_tx.clone();
         let (done_tx, done_rx) = mpsc::sync_channel(1);
@@ -99,7 +95,6 @@ pub unsafe extern "C" fn ts_tx_begin(
             *out = Box::into_raw(Box::new(TsTx {
                 session,
                 done: Mutex::new(Some(done_rx)),
-                hold: Hold::new(st),
             }))
         };
         Ok(())
@@ -119,7 +114,6 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsTx, err: *mut *mut TsError) ->
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(ended)?;
-        t.hold.end();
         // A commit that cannot reach the writer (the transaction timed out)
         // still has its answer on `done`, which says why.
         let sent = t.session.commit();
@@ -133,7 +127,6 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsTx, err: *mut *mut TsError) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_rollback(t: *const TsTx) {
     let Some(t) = (unsafe { t.as_ref() }) else { return };
-    t.hold.end();
     let done = t.done.lock().unwrap_or_else(|p| p.into_inner()).take();
     let _ = t.session.rollback();
     if let Some(done) = done {
@@ -152,7 +145,6 @@ pub unsafe extern "C" fn ts_tx_rollback(t: *const TsTx) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsTx) {
     if let Some(t) = unsafe { t.as_ref() } {
-        t.hold.mark_thread();
         t.session.hold_thread();
     }
 }

@@ -16,6 +16,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bucket;
+mod caller;
 mod config;
 mod convert;
 mod cork;
@@ -25,6 +26,7 @@ mod fast_set;
 mod js;
 mod limit_store;
 mod limits;
+mod logs;
 mod once;
 mod scope;
 mod settle;
@@ -42,6 +44,7 @@ pub use fast_get::fast_reads;
 pub use fast_limits::rate_limit_allow;
 pub use fast_set::fast_writes;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
+pub use logs::forward_logs;
 pub use once::{NativeClaim, NativeOnce};
 pub use snapshot::NativeSnapshot;
 pub use store::NativeStore;
@@ -61,17 +64,12 @@ pub fn error_codes() -> Vec<&'static str> {
     tinystore::ErrorKind::ALL.iter().map(|k| k.code()).collect()
 }
 
-/// The engine's refusal of a write made inside a transaction through a
-/// handle outside it: the package refuses such a write at once with it.
+/// A caller's context inside nothing, for the engine's guards against
+/// deadlock: the package grows it as its code enters transactions and runs
+/// of once (see `caller.rs`).
 #[napi]
-pub fn inside_tx_message() -> String {
-    tinystore::inside_tx_error().message().to_owned()
-}
-
-/// The engine's refusal of a run of once inside a transaction.
-#[napi]
-pub fn once_run_refused_message() -> String {
-    tinystore::once_run_refused().message().to_owned()
+pub fn caller_context() -> caller::NativeContext {
+    caller::NativeContext(tinystore::CallerContext::new())
 }
 
 /// Parses a duration with the engine's grammar, in ms (for the clock's

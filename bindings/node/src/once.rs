@@ -9,6 +9,7 @@ use napi_derive::napi;
 use tinystore::{Begun, Claim, RawOnce};
 
 use crate::bucket::show_path;
+use crate::caller::NativeContext;
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::js;
 use crate::settle::{self, sync};
@@ -55,15 +56,24 @@ impl NativeOnce {
     /// Begins a run: resolves with `{ kept: true, value }` (JSON as text),
     /// or `{ kept: false, claim }` once the key is the caller's to run,
     /// after any other run of it has ended.
+    /// A run from inside a transaction of the store, or inside a run of
+    /// the same key (`caller` says which the running code is in), is the
+    /// engine's `InvalidError`.
     #[napi(ts_return_type = "Promise<{ kept: true, value: unknown } | { kept: false, claim: NativeClaim }>")]
-    pub fn begin<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    pub fn begin<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        caller: Option<&NativeContext>,
+    ) -> napi::Result<Unknown<'e>> {
         let k = sync(env, self.key(env, &key))?;
         let kind = self.kind;
         let (name, path) = (self.once.name().to_owned(), show_path(&self.owners, &k));
         let once = self.once.clone();
+        let caller = caller.map(|c| c.0.clone()).unwrap_or_default();
         settle::write(
             env,
-            move |done| once.begin(k.clone(), done),
+            move |done| once.begin(k.clone(), &caller, done),
             move |env, begun| {
                 let make = |kept: bool, field: &'static str, v: napi_value| -> napi::Result<napi_value> {
                     let o = js::object(env)?;
@@ -117,6 +127,16 @@ impl NativeOnce {
             move |done| once.delete_then(k, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
+    }
+}
+
+impl NativeClaim {
+    /// `outer` inside this run, while it is held.
+    pub(crate) fn inside(&self, outer: &tinystore::CallerContext) -> tinystore::CallerContext {
+        match &self.claim {
+            Some(c) => outer.inside_run(c),
+            None => outer.clone(),
+        }
     }
 }
 

@@ -129,6 +129,11 @@ pub struct NativeTx {
 }
 
 impl NativeTx {
+    /// The engine's session this transaction drives.
+    pub(crate) fn session(&self) -> &TxSession {
+        &self.session
+    }
+
     /// The core's scope of this transaction's calls. After the end they are
     /// `Closed`, or say why the core ended it (held past `TX_LIMIT`).
     fn scope(&self) -> Scope<'_> {

@@ -339,7 +339,7 @@ impl Completions {
             ));
         }
         store
-            .refuse_inside_tx(|| inside_tx(py, store))
+            .refuse_write(|| crate::caller::caller(py))
             .map_err(|e| to_py(py, e))?;
         let this = slf.get();
         // A write waiting for the flush goes before any made after it:
@@ -562,21 +562,4 @@ impl Completions {
         py.detach(move || drop(stores));
         fatal.map_or(Ok(()), Err)
     }
-}
-
-/// Whether the running task (or thread) is inside an open transaction of
-/// `store`: the `tinystore._tx_marks.inside` context variable, which a
-/// transaction sets to hold its store's directory while its block runs, and
-/// which tasks started inside inherit.
-pub(crate) fn inside_tx(py: Python<'_>, store: &Store) -> bool {
-    static INSIDE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let Ok(var) = INSIDE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("tinystore._tx_marks")?.getattr("inside")?.unbind())
-    }) else {
-        return false;
-    };
-    let Ok(dirs) = var.bind(py).call_method0(intern!(py, "get")) else {
-        return false;
-    };
-    dirs.contains(store.dir().to_string_lossy().as_ref()).unwrap_or(false)
 }

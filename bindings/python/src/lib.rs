@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bucket;
+mod caller;
 mod completions;
 mod config;
 mod convert;
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<once::Once>()?;
     m.add_class::<once::Claim>()?;
     m.add_class::<tx::Tx>()?;
+    m.add_class::<caller::CallerContext>()?;
     m.add_class::<tx::View>()?;
     m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
-use tinystore::{Begun, Branch, Error, Raw, RawOnce, Store as CoreStore};
+use pyo3::types::PyTuple;
+use tinystore::{Begun, Error, Raw, RawOnce, Store as CoreStore};
 
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
@@ -136,23 +136,6 @@ impl Once {
         })
     }
 
-    /// The key's path of owners and key as bytes: what tells one run from another.
-    fn mark<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let k = self.key(py, key)?;
-        let mut branch = Branch::root();
-        for o in &self.owners {
-            branch = branch.child(o);
-        }
-        let path = branch.path(self.raw.name(), &k).map_err(py_err(py))?;
-        Ok(PyBytes::new(py, &path))
-    }
-
-    /// `owner/owner/key` as errors name it.
-    fn path_text(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<String> {
-        let k = self.key(py, key)?;
-        Ok(show_path(&self.owners, Some(&k)))
-    }
-
     /// The answer kept for the key, or None.
     #[pyo3(signature = (key, scope=None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
@@ -202,7 +185,7 @@ impl Once {
         let k = self.key(py, key)?;
         let (tx, rx) = mpsc::sync_channel(1);
         self.raw
-            .begin(&k, move |r| {
+            .begin(&k, &crate::caller::caller(py), move |r| {
                 let _ = tx.send(r);
             })
             .map_err(py_err(py))?;
@@ -222,11 +205,6 @@ impl Once {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let k = self.key(py, key)?;
-        // A run's claim and answer are writes of their own: inside a
-        // transaction of the store they would wait for it.
-        self.store
-            .refuse_inside_tx(|| crate::completions::inside_tx(py, &self.store))
-            .map_err(|_| to_py(py, self.named(&k, tinystore::once_run_refused())))?;
         let (q, store) = (completions.queue.clone(), self.store.clone());
         let this = Once {
             raw: self.raw.clone(),
@@ -236,12 +214,22 @@ impl Once {
         };
         let key = k.clone();
         self.raw
-            .begin(&k, move |r| q.push(&store, future, this.begun(&key, r)))
+            .begin(&k, &crate::caller::caller(py), move |r| {
+                q.push(&store, future, this.begun(&key, r))
+            })
             .map_err(py_err(py))
     }
 }
 
 impl Claim {
+    /// `outer` inside this run, while it is held.
+    pub(crate) fn inside(&self, outer: &tinystore::CallerContext) -> tinystore::CallerContext {
+        match &*self.held.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(c) => outer.inside_run(c),
+            None => outer.clone(),
+        }
+    }
+
     fn take(&self, py: Python<'_>) -> PyResult<tinystore::Claim> {
         self.held
             .lock()

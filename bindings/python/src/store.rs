@@ -106,6 +106,14 @@ impl Store {
         crate::tx::start_then(&self.store, completions, ready, done)
     }
 
+    /// Refuses a transaction that the task whose id is `by` would open
+    /// inside one of its own of this store (the core's refusal).
+    fn refuse_tx(&self, py: Python<'_>, by: u64) -> PyResult<()> {
+        self.store
+            .refuse_tx(&crate::caller::caller(py), by)
+            .map_err(crate::errors::py_err(py))
+    }
+
     /// Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
     fn tx(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         crate::tx::start(py, &self.store)

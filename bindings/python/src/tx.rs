@@ -135,6 +135,8 @@ pub fn start_then(
 /// `Store.tx`: starts a transaction, blocking this thread (not the GIL)
 /// until the writer's turn comes.
 pub fn start(py: Python<'_>, store: &tinystore::Store) -> PyResult<Py<PyAny>> {
+    // A transaction of this thread's own store, or of the running task's.
+    store.refuse_tx(&crate::caller::caller(py), 0).map_err(py_err(py))?;
     let (session, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;
     // The sync API's block runs on this thread: a blocking write of the same
     // store from it outside the transaction is refused, not a wait.

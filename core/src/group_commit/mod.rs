@@ -48,7 +48,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::clock::Clock;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::storage::hot::WriteConn;
 use crate::storage::turns::Turns;
 
@@ -210,7 +210,7 @@ impl Writer {
 
     /// Marks the calling thread as holding a binding transaction of this
     /// writer while `open` is set: a blocking write from it outside the
-    /// transaction is refused ([`inside_tx_error`]) instead of waiting.
+    /// transaction is refused ([`crate::inside_tx_error`]) instead of waiting.
     pub(crate) fn hold_thread(&self, open: &Arc<AtomicBool>) {
         let id = self.id();
         HELD.with(|h| {
@@ -278,17 +278,6 @@ fn after_commit(shared: &Shared) {
     if shared.checkpoints.due().is_some() && !ON_WRITER.with(|w| w.get()) {
         shared.wake.notify_one();
     }
-}
-
-/// What a write made from inside a transaction, through a handle outside
-/// it, would do: wait for the writer the transaction holds, which the
-/// transaction may be waiting for in turn. Every language refuses it at
-/// once with this error (KV-16).
-pub fn inside_tx_error() -> Error {
-    Error::invalid(
-        "this write, made inside a transaction through a handle outside it, would wait for the transaction: \
-         write through the transaction (tx.with), or after it",
-    )
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

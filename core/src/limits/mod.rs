@@ -34,6 +34,7 @@ pub use claims::{ONCE_HEARTBEAT, ONCE_LEASE, ONCE_POLL};
 pub use counters::{Counters, CountersBuilder};
 pub(crate) use counters::{How, op_change};
 pub use memory::MEMORY_BOUND;
+pub(crate) use once::RunMark;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
 pub use rate_limit::{RateLimit, RateLimitBuilder};

@@ -24,10 +24,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::claims::{FileClaim, ONCE_POLL, RunKey, Runs, op_claim, op_keep, peek_claim};
+
+/// A run of once, as a caller's context records it: the name's id and the path.
+pub(crate) type RunMark = RunKey;
 use super::{lock, shared};
 use crate::codec::{decode, encode};
 use crate::error::{Error, Result};
 use crate::group_commit::{Ticket, WriteCtx};
+use crate::guards::{CallerContext, rerun_error};
 use crate::key::{AsKey, Branch};
 use crate::raw::Raw;
 use crate::storage::{self, Kind};
@@ -213,15 +217,33 @@ impl RawOnce {
     /// answer kept, or [`Begun::Run`] once the key is the caller's to run,
     /// after any run of it in this store or another process has ended. It
     /// may be called before `begin` returns, on the caller's thread, or
-    /// later on the writer or timer thread; it must not block. A bad key, or
-    /// a thread that holds a transaction of the store, is refused at once; a
-    /// failure later goes to `on_ready`.
-    pub fn begin(&self, key: impl AsKey, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) -> Result<()> {
+    /// later on the writer or timer thread; it must not block. A bad key, a
+    /// caller inside a transaction of the store (this thread, or `caller`),
+    /// or a caller inside a run of the same key (`caller`) is refused at
+    /// once ([`crate::guards`]); a failure later goes to `on_ready`.
+    pub fn begin(
+        &self,
+        key: impl AsKey,
+        caller: &CallerContext,
+        on_ready: impl FnOnce(Result<Begun>) + Send + 'static,
+    ) -> Result<()> {
         let t = self.target(&key.key_bytes())?;
-        if self.core.bucket.store.inner.writer.held_here() {
+        self.refuse_run(&t, caller)?;
+        self.begin_target(t, on_ready);
+        Ok(())
+    }
+
+    /// Refuses a run that would wait for its own caller: one inside a
+    /// transaction of the store (its claim and its answer are writes of
+    /// their own), or inside a run of the same key.
+    fn refuse_run(&self, t: &Target, caller: &CallerContext) -> Result<()> {
+        let store = &self.core.bucket.store;
+        if store.holds_writer(|| caller.clone()) {
             return Err(t.name(crate::tx_kinds::once_run_refused()));
         }
-        self.begin_target(t, on_ready);
+        if caller.runs(store, &run_key(t)) {
+            return Err(t.name(rerun_error()));
+        }
         Ok(())
     }
 
@@ -365,6 +387,14 @@ fn let_go(once: &RawOnce, t: &Target) {
 }
 
 impl Claim {
+    /// The store and key of this run while it is held: what a caller's
+    /// context records to refuse a run of the key inside it.
+    pub(crate) fn mark(&self) -> Option<(&Store, RunMark)> {
+        self.held
+            .as_ref()
+            .map(|(once, t)| (&once.core.bucket.store, run_key(t)))
+    }
+
     /// Keeps `value` as the key's answer and lets go, in one durable write;
     /// waiters then get it. `done` gets the outcome on the writer thread.
     /// The write happens even if nobody waits for `done` any more. If it
@@ -433,29 +463,28 @@ impl Drop for Claim {
 }
 
 thread_local! {
-    /// The keys this thread is running with [`Once::run`]: a run of one of
+    /// The runs this thread is inside with [`Once::run`]: a run of one of
     /// them would wait for itself.
-    static RUNNING: RefCell<Vec<(usize, RunKey)>> = const { RefCell::new(Vec::new()) };
+    static RUNNING: RefCell<CallerContext> = RefCell::new(CallerContext::new());
 }
 
-/// Marks a key as run by this thread while it lives.
-struct Running((usize, RunKey));
+/// Puts this thread inside a run while it lives.
+struct Running(Option<CallerContext>);
 
 impl Running {
-    fn enter(mark: (usize, RunKey)) -> Running {
-        RUNNING.with(|r| r.borrow_mut().push(mark.clone()));
-        Running(mark)
+    fn enter(claim: &Claim) -> Running {
+        Running(Some(RUNNING.with(|r| {
+            let inner = r.borrow().inside_run(claim);
+            r.replace(inner)
+        })))
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNNING.with(|r| {
-            let mut r = r.borrow_mut();
-            if let Some(i) = r.iter().rposition(|m| *m == self.0) {
-                r.remove(i);
-            }
-        });
+        if let Some(outer) = self.0.take() {
+            RUNNING.with(|r| r.replace(outer));
+        }
     }
 }
 
@@ -506,17 +535,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
     /// run of the key inside its own `f` is `Invalid`.
     pub fn run(&self, key: impl AsKey, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = self.raw.target(&key.key_bytes())?;
-        if self.raw.core.bucket.store.inner.writer.held_here() {
-            // Its claim and its answer are writes of their own, which would
-            // wait for the transaction this thread holds.
-            return Err(t.name(crate::tx_kinds::once_run_refused()));
-        }
-        let mark = (Arc::as_ptr(&self.raw.core.bucket.store.inner) as usize, run_key(&t));
-        if RUNNING.with(|r| r.borrow().contains(&mark)) {
-            return Err(t.name(Error::invalid(
-                "a run of this key inside its own run would wait for itself",
-            )));
-        }
+        RUNNING.with(|r| self.raw.refuse_run(&t, &r.borrow()))?;
         let (tx, rx) = mpsc::sync_channel(1);
         self.raw.begin_target(t.clone(), move |r| {
             let _ = tx.send(r);
@@ -524,7 +543,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
         match rx.recv().unwrap_or_else(|_| Err(Error::closed()))? {
             Begun::Kept(raw) => decode(&raw).map_err(|e| t.name(e)),
             Begun::Run(claim) => {
-                let running = Running::enter(mark);
+                let running = Running::enter(&claim);
                 let value = f();
                 drop(running);
                 let value = value?; // dropping the claim lets go, keeping nothing

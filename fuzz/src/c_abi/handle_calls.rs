@@ -111,6 +111,7 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
             key.len(),
             want,
             null(),
+            null(),
             &mut kept,
             &mut v,
             &mut claim,

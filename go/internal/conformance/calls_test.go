@@ -5,6 +5,7 @@ package conformance_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -180,8 +181,25 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 	case h.once != nil:
 		switch op {
 		case "run":
-			v, err := h.once.Run(ctx, key, func(context.Context) (any, error) {
+			runCtx := ctx
+			if r.inside != nil {
+				runCtx = r.inside
+			}
+			v, err := h.once.Run(runCtx, key, func(fnCtx context.Context) (any, error) {
 				r.ran.Add(1)
+				// Steps of the run's own function, inside the run (with its ctx).
+				if inner, ok := s["inside"].([]any); ok {
+					outer := r.inside
+					r.inside = fnCtx
+					defer func() { r.inside = outer }()
+					for _, x := range inner {
+						in := x.(map[string]any)
+						o, err := r.call(in, nil, 0)
+						if c := r.check(in, o, err); c != nil {
+							return nil, fmt.Errorf("inside the run, %s: %w", text(in, "op"), c)
+						}
+					}
+				}
 				if msg, ok := s["fails"]; ok {
 					return nil, &failed{msg.(string)}
 				}

@@ -83,6 +83,9 @@ type runner struct {
 	handles  map[string]handle
 	versions map[string]kv.Version
 	ran      atomic.Int64
+	// inside is the ctx a run of once gave its function, while the run's
+	// own steps run: a call inside the run passes it on (nil: outside any).
+	inside context.Context
 }
 
 func open(dir string, at time.Time) (*tinystore.Store, error) {
@@ -363,6 +366,9 @@ func (r *runner) check(s step, o out, err error) error {
 		if k, ok := s["error_key"]; ok && (!isKey || ke.Path != cases.Text(k)) {
 			return fmt.Errorf("the error should name key %v: %v", k, err)
 		}
+		if m, ok := s["error_message"]; ok && (!errors.As(err, &te) || te.Message != m) {
+			return fmt.Errorf("the error should say %q: %v", m, err)
+		}
 		return nil
 	}
 	if err != nil {
@@ -482,7 +488,14 @@ func (r *runner) step(s step) error {
 				steps, _ := s["steps"].([]any)
 				for _, x := range steps {
 					in := x.(map[string]any)
-					o, err := r.call(in, tx, 0)
+					var o out
+					var err error
+					if text(in, "op") == "tx" {
+						// Another transaction of the same store, from inside this one.
+						o, err = out{kind: outNothing}, r.store.Tx(ctx, func(*kv.Tx) error { return nil })
+					} else {
+						o, err = r.call(in, tx, 0)
+					}
 					if c := r.check(in, o, err); c != nil {
 						inner = fmt.Errorf("in tx, %s: %w", text(in, "op"), c)
 						return inner

@@ -24,6 +24,24 @@ type Claim struct {
 	once *Once
 }
 
+// Caller is the runs of once a context is inside, kept as a value of the
+// context: Begin hands it to the engine, which refuses a run of a key inside
+// its own run. Nil is a context inside no run.
+type Caller struct{ ptr *C.TsCaller }
+
+// InsideRun is c (nil: inside nothing) inside the run claim holds.
+func (c *Caller) InsideRun(claim *Claim) *Caller {
+	var outer *C.TsCaller
+	if c != nil {
+		outer = c.ptr
+	}
+	inner := &Caller{ptr: C.ts_caller_inside_run(outer, claim.ptr)}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(claim)
+	runtime.SetFinalizer(inner, func(c *Caller) { C.ts_caller_free(c.ptr) })
+	return inner
+}
+
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
 	var ptr *C.TsOnce
@@ -53,8 +71,10 @@ func value(v *C.TsValue) Value {
 }
 
 // Begin waits for any run of the key to end, then answers the value kept
-// for it (kept true), or a claim to run it. ctx ending ends the wait.
-func (o *Once) Begin(ctx context.Context, owners []byte, key string, want Kind) (kept bool, v Value, claim *Claim, err error) {
+// for it (kept true), or a claim to run it. ctx ending ends the wait. caller
+// is the runs the call is inside (nil: none), for the engine's refusal of a
+// run inside its own run.
+func (o *Once) Begin(ctx context.Context, caller *Caller, owners []byte, key string, want Kind) (kept bool, v Value, claim *Claim, err error) {
 	if err := o.begin(ctx); err != nil {
 		return false, Value{}, nil, err
 	}
@@ -64,10 +84,15 @@ func (o *Once) Begin(ctx context.Context, owners []byte, key string, want Kind) 
 	var cv C.TsValue
 	var cc *C.TsClaim
 	var e *C.TsError
+	var cp *C.TsCaller
+	if caller != nil {
+		cp = caller.ptr
+	}
 	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_once_begin(o.ptr, ow, ol, k, kl, C.int32_t(want), cn, &ck, &cv, &cc, &e)
+		return C.ts_once_begin(o.ptr, ow, ol, k, kl, C.int32_t(want), cp, cn, &ck, &cv, &cc, &e)
 	})
 	runtime.KeepAlive(o)
+	runtime.KeepAlive(caller)
 	if err := failure(rc, e, ctx); err != nil {
 		return false, Value{}, nil, err
 	}

@@ -246,9 +246,26 @@ export class Runner {
 		throw new Error(`the Node runner does not know the call ${op} on a ${h.kind}`)
 	}
 
+	/** A `tx` step inside a transaction: opens another of the same store from inside the first. */
+	async nestedTx(step) {
+		await this.store.tx(async (tx) => {
+			for (const inner of step.steps) this.check(inner, await settle(() => this.call(inner, 0, tx)))
+		})
+		return nothing
+	}
+
 	async runOnce(h, key, step) {
 		const got = await h.o.run(key, async () => {
 			this.ran++
+			// Steps of the run's own function, inside the run.
+			for (const inner of step.inside ?? []) {
+				const o = await settle(() => this.call(inner, 0))
+				try {
+					this.check(inner, o)
+				} catch (e) {
+					throw e instanceof StepFailure ? new StepFailure(`inside the run, ${inner.op}: ${e.message}`) : e
+				}
+			}
 			if (step.fails !== undefined) {
 				// The run must fail with this very error (`FAILED` in the case).
 				throw Object.assign(new Error(`FAILED: ${step.fails}`), { ownError: true })
@@ -280,6 +297,10 @@ export class Runner {
 			}
 			if (step.error_key !== undefined && e.what?.key !== text(step.error_key)) {
 				fail(`the error should name key ${text(step.error_key)}: ${describe(e)}`)
+			}
+			// A JS error's message ends with the bucket and key it names, if any.
+			if (step.error_message !== undefined && e.message !== step.error_message && !e.message.startsWith(`${step.error_message} (`)) {
+				fail(`the error should say ${JSON.stringify(step.error_message)}: ${describe(e)}`)
 			}
 			return
 		}
@@ -379,7 +400,7 @@ export class Runner {
 				const out = await settle(() =>
 					this.store.tx(async (tx) => {
 						for (const inner of step.steps) {
-							const o = await settle(() => this.call(inner, 0, tx))
+							const o = await settle(() => (inner.op === 'tx' ? this.nestedTx(inner) : this.call(inner, 0, tx)))
 							try {
 								this.check(inner, o)
 							} catch (e) {

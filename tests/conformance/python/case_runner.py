@@ -219,6 +219,12 @@ class Runner:
 
         async def work() -> Any:
             self.ran += 1
+            for inner in step.get("inside", []):
+                # Steps of the run's own function, inside the run.
+                try:
+                    self.check(inner, await self.attempt(inner))
+                except StepFailed as e:
+                    raise StepFailed(f"inside the run, {inner['op']}: {e}") from None
             if "fails" in step:
                 raise FunctionFailed(step["fails"])
             return value(ty, step["returns"])
@@ -250,6 +256,8 @@ class Runner:
                 raise StepFailed(f"the error should name bucket {step['error_bucket']!r}: {out} (bucket {out.bucket!r})")
             if "error_key" in step and out.path != text(step["error_key"]):
                 raise StepFailed(f"the error should name key {text(step['error_key'])!r}: {out} (path {out.path!r})")
+            if "error_message" in step and out.message != step["error_message"]:
+                raise StepFailed(f"the error should say {step['error_message']!r}: {out.message!r}")
             return
         if not isinstance(out, Out):
             raise StepFailed(f"unexpected error {type(out).__name__}: {out}")
@@ -401,6 +409,9 @@ class Runner:
                 self.in_tx = t
                 for inner in step["steps"]:
                     try:
+                        if inner["op"] == "tx":
+                            self.check(inner, await self.nested_tx(inner))
+                            continue
                         self.check(inner, await self.attempt(inner))
                     except StepFailed as e:
                         raise StepFailed(f"in tx, {inner['op']}: {e}") from None
@@ -410,6 +421,21 @@ class Runner:
             pass
         finally:
             self.in_tx = None
+
+    async def nested_tx(self, step: dict[str, Any]) -> Out | BaseException:
+        """A ``tx`` step inside a transaction: the answer of opening another
+        of the same store in the same task (an error, or nothing when it opens)."""
+        outer = self.in_tx
+        try:
+            async with self.s.tx() as t:
+                self.in_tx = t
+                for inner in step["steps"]:
+                    self.check(inner, await self.attempt(inner))
+            return NOTHING
+        except tinystore.Error as e:
+            return e
+        finally:
+            self.in_tx = outer
 
 
 def lossy(k: str | bytes | None) -> str | None:

@@ -4,14 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tinystore::{
-    Allowance, Begun, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw, RawBucket,
-    RawOnce, Scope, Store, TxSession, Version, WriteOptions, parse_duration, parse_rate,
+    Allowance, Begun, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw,
+    RawBucket, RawOnce, Scope, Store, TxSession, Version, WriteOptions, parse_duration, parse_rate,
 };
 use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
@@ -50,6 +50,9 @@ struct Runner {
     handles: HashMap<String, Handle>,
     versions: HashMap<String, Version>,
     ran: Arc<AtomicUsize>,
+    /// The runs of once the case's calls are inside, as a binding keeps
+    /// them for the engine's refusal of a run inside its own run.
+    caller: Mutex<CallerContext>,
 }
 
 impl Runner {
@@ -248,13 +251,27 @@ impl Runner {
 
     fn run_once(&self, o: &RawOnce, ty: Ty, key: &[u8], step: &Value) -> Result<Out, Error> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        o.begin(key, move |r| {
+        let caller = self.caller.lock().unwrap().clone();
+        o.begin(key, &caller, move |r| {
             let _ = tx.send(r);
         })?;
         match rx.recv().unwrap()? {
             Begun::Kept(raw) => Ok(Out::Value(ty, Some(raw))),
             Begun::Run(claim) => {
                 self.ran.fetch_add(1, Ordering::SeqCst);
+                // Steps of the run's own function, inside the run.
+                if let Some(inside) = step.get("inside").and_then(Value::as_array) {
+                    *self.caller.lock().unwrap() = caller.inside_run(&claim);
+                    let outcome = inside.iter().try_for_each(|inner| {
+                        let out = self.call(inner, None, 0);
+                        check(inner, out, self).map_err(|e| format!("inside the run, {}: {e}", inner["op"]))
+                    });
+                    *self.caller.lock().unwrap() = caller;
+                    if let Err(e) = outcome {
+                        claim.abandon();
+                        return Err(Error::new(ErrorKind::Invalid, format!("a step failed: {e}")));
+                    }
+                }
                 if let Some(msg) = step.get("fails") {
                     claim.abandon();
                     return Err(Error::new(
@@ -381,6 +398,11 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
         {
             return Err(format!("the error should name key {k}: {e}"));
         }
+        if let Some(m) = step.get("error_message")
+            && m.as_str() != Some(e.message())
+        {
+            return Err(format!("the error should say {m}: {:?}", e.message()));
+        }
         return Ok(());
     }
     let out = out.map_err(|e| format!("unexpected error: {e}"))?;
@@ -432,6 +454,15 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
 }
 
 impl Runner {
+    /// A `tx` step inside a transaction: the answer of opening another of
+    /// the same store from the thread that holds the first.
+    fn nested_tx(&self) -> Result<Out, Error> {
+        let (tx, done) = self.store.transaction()?;
+        tx.commit()?;
+        done.recv().unwrap()?;
+        Ok(Out::Nothing)
+    }
+
     fn step(&mut self, step: &Value) -> Result<(), String> {
         let op = step["op"].as_str().unwrap();
         match op {
@@ -502,7 +533,11 @@ impl Runner {
                 tx.hold_thread();
                 let run = |tx: &TxSession| -> Result<(), String> {
                     for inner in step["steps"].as_array().unwrap() {
-                        let out = self.call(inner, Some(tx), 0);
+                        let out = if inner["op"] == "tx" {
+                            self.nested_tx()
+                        } else {
+                            self.call(inner, Some(tx), 0)
+                        };
                         check(inner, out, self).map_err(|e| format!("in tx, {}: {e}", inner["op"]))?;
                     }
                     Ok(())
@@ -587,6 +622,7 @@ fn conformance_cases_kv01_to_kv19() {
             handles: HashMap::new(),
             versions: HashMap::new(),
             ran: Arc::new(AtomicUsize::new(0)),
+            caller: Mutex::new(CallerContext::new()),
         };
         for (i, step) in case.steps.iter().enumerate() {
             if let Err(e) = runner.step(step) {

@@ -1,0 +1,85 @@
+package tinystore_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"tinyshed.org/tinystore"
+	"tinyshed.org/tinystore/kv"
+)
+
+// recordsTo is a slog handler that sends each record to a channel.
+type recordsTo chan slog.Record
+
+func (h recordsTo) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordsTo) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r:
+	default:
+	}
+	return nil
+}
+func (h recordsTo) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordsTo) WithGroup(string) slog.Handler      { return h }
+
+type withRPS struct {
+	Port int `json:"port"`
+	RPS  int `json:"rps"`
+}
+
+type withoutRPS struct {
+	Port int `json:"port"`
+}
+
+func TestAnEngineWarningReachesTheDefaultSlogLogger(t *testing.T) {
+	records := make(recordsTo, 64)
+	before := slog.Default()
+	slog.SetDefault(slog.New(records))
+	defer slog.SetDefault(before)
+
+	ctx := context.Background()
+	store, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := kv.OpenConfig[withRPS](store, "app", kv.Defaults(withRPS{Port: 8080, RPS: 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, func(s *withRPS) { s.RPS = 200 }); err != nil {
+		t.Fatal(err)
+	}
+	// The program no longer has the field kept for it: the engine warns.
+	if _, err := kv.OpenConfig[withoutRPS](store, "app"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-records:
+			if !strings.Contains(r.Message, `"rps" is no longer in the program`) {
+				continue
+			}
+			if r.Level != slog.LevelWarn || !strings.HasPrefix(r.Message, "tinystore: ") {
+				t.Fatalf("record %v %q", r.Level, r.Message)
+			}
+			var target string
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "target" {
+					target = a.Value.String()
+				}
+				return true
+			})
+			if target != "tinystore::config" {
+				t.Fatalf("target %q", target)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no warning of the field left out within 10 s")
+		}
+	}
+}
