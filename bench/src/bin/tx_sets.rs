@@ -99,10 +99,10 @@ fn main() {
     }
     // Times are the inverse of rates: our time over the peer's is the
     // peer's rate over ours.
-    for i in 0..2 {
+    for (i, c) in contenders.iter().enumerate().take(2) {
         println!(
             "  {} / rusqlite (time): {:.2} ({:.2})",
-            contenders[i].name,
+            c.name,
             out.paired(2, i),
             out.of_medians(2, i)
         );
