@@ -47,15 +47,18 @@ type Error struct {
 	Bucket string
 	// Cause is the context's error behind ErrCancelled, else nil.
 	Cause error
+	// text is the message with the bucket and key it is about, as the core
+	// renders every error; an Error made by hand shows its Message.
+	text string
 }
 
-// Error gives the kind, the message and the bucket.
+// Error gives the kind, then the message with the bucket and key it is
+// about, in the core's words.
 func (e *Error) Error() string {
-	s := e.Kind.Error() + ": " + e.Message
-	if e.Bucket != "" {
-		s += " (bucket " + e.Bucket + ")"
+	if e.text == "" {
+		return e.Kind.Error() + ": " + e.Message
 	}
-	return s
+	return e.Kind.Error() + ": " + e.text
 }
 
 // Unwrap gives the kind and, for a cancellation, the context's error, so
@@ -79,11 +82,11 @@ var kinds = map[int]error{
 }
 
 func init() {
-	native.NewError = func(code int, message, bucket string, cause error) error {
+	native.NewError = func(code int, message, bucket, text string, cause error) error {
 		kind, ok := kinds[code]
 		if !ok {
 			kind = ErrIO
 		}
-		return &Error{Kind: kind, Message: message, Bucket: bucket, Cause: cause}
+		return &Error{Kind: kind, Message: message, Bucket: bucket, Cause: cause, text: text}
 	}
 }

@@ -16,7 +16,7 @@ func TestKV18EveryErrorCodeOfTheABIHasItsSentinel(t *testing.T) {
 	}
 	seen := map[error]bool{}
 	for code, sentinel := range want {
-		err := native.NewError(code, "m", "b", nil)
+		err := native.Made(code, "m", "b")
 		if !errors.Is(err, sentinel) {
 			t.Fatalf("code %d is %v, want %v", code, err, sentinel)
 		}
@@ -25,11 +25,11 @@ func TestKV18EveryErrorCodeOfTheABIHasItsSentinel(t *testing.T) {
 		}
 		seen[sentinel] = true
 	}
-	cancelled := native.NewError(native.CodeCancelled, "m", "", context.Canceled)
+	cancelled := native.NewError(native.CodeCancelled, "m", "", "m", context.Canceled)
 	if !errors.Is(cancelled, ErrCancelled) || !errors.Is(cancelled, context.Canceled) {
 		t.Fatalf("a cancellation %v does not carry both kinds", cancelled)
 	}
-	if got := native.NewError(native.CodeConflict, "the key moved", "codes", nil).Error(); got != "tinystore: conflict: the key moved (bucket codes)" {
+	if got := native.Made(native.CodeConflict, "the key moved", "codes").Error(); got != "tinystore: conflict: the key moved (bucket codes)" {
 		t.Fatalf("the error reads %q", got)
 	}
 }

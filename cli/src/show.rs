@@ -39,10 +39,10 @@ fn preview(v: &Raw, width: usize) -> String {
     }
 }
 
+/// `owner/owner/key`, as every language shows a key in its errors.
 fn path(row: &Row) -> String {
-    let mut parts: Vec<String> = row.owners.iter().map(|o| o.to_string()).collect();
-    parts.push(row.key.to_string());
-    parts.join("/")
+    let owners: Vec<&[u8]> = row.owners.iter().map(|o| o.as_bytes()).collect();
+    tinystore::show_path(&owners, Some(row.key.as_bytes()))
 }
 
 /// "in 14m", "in 29d", "2h ago".

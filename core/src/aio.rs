@@ -266,6 +266,11 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
             return WriteFuture::ready(Err(e));
         }
         let (if_version, codec) = (self.opts.if_version, self.bucket.codec.clone());
+        if let Some(pg) = raw.pg() {
+            return WriteFuture::start(move |done| {
+                crate::values::pg_take_then(pg, t, if_version, move |e| codec.decode_row(&e.value), done)
+            });
+        }
         WriteFuture::start(move |done| {
             inner.writer.submit(
                 0,

@@ -349,6 +349,9 @@ impl<T: Send + 'static> KeyCall<'_, T> {
         self.bucket.raw.core.store.inner.check_open()?;
         let if_version = self.opts.if_version;
         let codec = self.bucket.codec.clone();
+        if let Some(pg) = self.bucket.raw.pg() {
+            return crate::values::pg_take(pg, &t, if_version, |e| codec.decode_row(&e.value));
+        }
         self.bucket
             .raw
             .core

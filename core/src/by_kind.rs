@@ -18,6 +18,30 @@ use crate::raw::Raw;
 /// `Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+/// A number a binding got as a float64 (JavaScript's only number), read as
+/// the whole number it must be: finite, without a fraction, and within
+/// `range`, which lies inside the safe integers (where a float64 is exact).
+/// NaN, an infinity, a fraction or a number outside `range` is `Invalid`,
+/// with one message naming `what`.
+pub fn whole_number(n: f64, what: &str, range: std::ops::RangeInclusive<i64>) -> Result<i64> {
+    // `as` saturates and takes NaN to 0, so the round trip holds only for a
+    // whole number, checked without a call to trunc (an allow's hot path).
+    let i = n as i64;
+    if i as f64 == n && (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) && range.contains(&i) {
+        return Ok(i);
+    }
+    let bound = |b: i64| match b {
+        MAX_SAFE_INTEGER => "2^53-1".to_owned(),
+        b if b == -MAX_SAFE_INTEGER => "-(2^53-1)".to_owned(),
+        b => b.to_string(),
+    };
+    Err(Error::invalid(format!(
+        "{what} must be a whole number from {} to {}, not {n}",
+        bound(*range.start()),
+        bound(*range.end())
+    )))
+}
+
 /// A row as a reader without a declared type reads it: by its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ByKind<'a> {
@@ -88,6 +112,24 @@ impl Raw {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kv18_a_whole_number_is_finite_exact_and_in_range() {
+        assert_eq!(whole_number(42.0, "n", 1..=100), Ok(42));
+        assert_eq!(whole_number(-0.0, "n", 0..=1), Ok(0));
+        for bad in [1.5, f64::NAN, f64::INFINITY, 0.0, 101.0, 2f64.powi(53), -2f64.powi(63)] {
+            let e = whole_number(bad, "a count", 1..=100).unwrap_err();
+            assert_eq!(
+                e.message(),
+                format!("a count must be a whole number from 1 to 100, not {bad}")
+            );
+        }
+        let e = whole_number(2f64.powi(53), "a step", -MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "a step must be a whole number from -(2^53-1) to 2^53-1, not 9007199254740992"
+        );
+    }
 
     #[test]
     fn kv03_a_number_is_an_integer_only_when_a_float64_holds_it_exactly() {

@@ -133,6 +133,15 @@ impl Clock {
         Ok(())
     }
 
+    /// Moves a manual clock to `t`, or leaves it where it is when `t` is
+    /// earlier, since the clock never moves back: for a test's own clock,
+    /// read before every call, which may lag behind a racing call's.
+    pub fn follow(&self, t: SystemTime) -> Result<()> {
+        self.require_manual()?;
+        self.inner.millis.fetch_max(to_millis(t), Ordering::AcqRel);
+        Ok(())
+    }
+
     fn require_manual(&self) -> Result<()> {
         if self.is_manual() {
             Ok(())

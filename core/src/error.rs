@@ -138,6 +138,22 @@ impl Error {
         &self.message
     }
 
+    /// The message with what it is about, as every language shows it after
+    /// its kind: `the key is absent (bucket codes, key 7/c)`. Bindings show
+    /// this text and never append the bucket or key themselves.
+    pub fn text(&self) -> String {
+        match (&self.bucket, &self.path) {
+            (Some(b), Some(p)) => format!("{} (bucket {b}, key {p})", self.message),
+            (Some(b), None) => format!("{} (bucket {b})", self.message),
+            _ => self.message.clone(),
+        }
+    }
+
+    /// The kind's word that starts the error's text (`invalid`, `outcome unknown`).
+    pub fn word(&self) -> &'static str {
+        self.kind.word()
+    }
+
     /// The bucket (or limit, quota, once, counters name) the error is about.
     pub fn bucket(&self) -> Option<&str> {
         self.bucket.as_deref()
@@ -163,12 +179,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.word(), self.message)?;
-        match (&self.bucket, &self.path) {
-            (Some(b), Some(p)) => write!(f, " (bucket {b}, key {p})"),
-            (Some(b), None) => write!(f, " (bucket {b})"),
-            _ => Ok(()),
-        }
+        write!(f, "{}: {}", self.kind.word(), self.text())
     }
 }
 

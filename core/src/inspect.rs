@@ -69,6 +69,11 @@ impl Inspector {
     /// Opens the store in `dir` read-only. A missing store is an error that
     /// says so; nothing is created.
     pub fn open(dir: impl AsRef<Path>) -> Result<Inspector> {
+        if dir.as_ref().to_str().is_some_and(crate::postgres::is_postgres) {
+            return Err(crate::postgres::unsupported(
+                "inspecting a store (the inspector, tinystore kv)",
+            ));
+        }
         let file = dir.as_ref().join(FILE_NAME);
         let conn = file::open_inspector(&file)?;
         Ok(Inspector { conn, file })

@@ -91,13 +91,13 @@ impl Key {
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&show(&self.0))
+        f.write_str(&show_key(&self.0))
     }
 }
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Key({:?})", show(&self.0))
+        write!(f, "Key({:?})", show_key(&self.0))
     }
 }
 
@@ -112,8 +112,10 @@ impl PartialEq<&str> for Key {
     }
 }
 
-/// Text for a name in a message: itself when UTF-8 and printable, escaped otherwise.
-pub(crate) fn show(bytes: &[u8]) -> String {
+/// How a key or an owner is shown in a message or a listing, in every
+/// language and tool: itself when UTF-8 and printable, else each byte that
+/// is not printable ASCII as `\xNN`.
+pub fn show_key(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(s) if !s.chars().any(char::is_control) => s.to_owned(),
         _ => bytes
@@ -127,6 +129,16 @@ pub(crate) fn show(bytes: &[u8]) -> String {
             })
             .collect(),
     }
+}
+
+/// The path of owners and key as a message shows it, `owner/owner/key`,
+/// each part as [`show_key`] shows it.
+pub fn show_path<O: AsRef<[u8]>>(owners: &[O], key: Option<&[u8]>) -> String {
+    let mut parts: Vec<String> = owners.iter().map(|o| show_key(o.as_ref())).collect();
+    if let Some(k) = key {
+        parts.push(show_key(k));
+    }
+    parts.join("/")
 }
 
 /// Where a path is built: a vector, or a write's inline buffer.
@@ -264,11 +276,7 @@ impl Branch {
 
     /// `owner/owner/key`, for errors and listings.
     pub fn show_with(&self, key: Option<&[u8]>) -> String {
-        let mut parts: Vec<String> = self.owners.iter().map(|o| show(o)).collect();
-        if let Some(k) = key {
-            parts.push(show(k));
-        }
-        parts.join("/")
+        show_path(&self.owners, key)
     }
 
     /// The range of this branch's own keys.
@@ -321,7 +329,7 @@ impl Branch {
 
 /// Splits a full path into owners and key (for tools that list a whole bucket).
 pub fn split_path(path: &[u8]) -> Result<(Vec<Vec<u8>>, Key)> {
-    let bad = || Error::corrupt(format!("a path does not decode: {}", show(path)));
+    let bad = || Error::corrupt(format!("a path does not decode: {}", show_key(path)));
     let mut owners = Vec::new();
     let mut i = 0;
     loop {

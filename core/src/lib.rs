@@ -32,6 +32,7 @@
 //! its figures. The Python and Node packages use mimalloc.
 
 pub mod aio;
+mod backend;
 mod bucket;
 mod budget;
 mod by_kind;
@@ -49,6 +50,7 @@ mod limits;
 mod log_forward;
 mod maintain;
 mod open_views;
+mod postgres;
 mod raw;
 mod read_locks;
 mod readers;
@@ -64,7 +66,7 @@ mod tx_kinds;
 mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
-pub use by_kind::{ByKind, MAX_SAFE_INTEGER};
+pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
@@ -73,7 +75,7 @@ pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together
 pub use guards::{CallerContext, inside_tx_error, nested_tx_error, rerun_error};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
-pub use key::{AsKey, Branch, Key, MAX_PATH, split_path};
+pub use key::{AsKey, Branch, Key, MAX_PATH, show_key, show_path, split_path};
 pub use limit_store::{
     Change, Commit, DEFAULT_MAX_ENTRIES, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder, LimitUpdate,
     MAX_LIMIT_KEYS, MAX_LIMIT_VALUE, Swept, Updated,
@@ -84,16 +86,17 @@ pub use limits::{
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
+pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
-pub use row_codec::{AsRow, ByType, Codec, CodecError, RowCodec, WithCodec};
+pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use scope::Scope;
 pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
-pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, Store, check_name};
+pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
-    WriteOptions,
+    WriteCall, WriteOptions,
 };

@@ -95,6 +95,20 @@ pub(crate) fn flush_renewals(store: &StoreInner) -> Result<usize> {
         return Ok(0);
     }
     let keep = batch.clone();
+    if let Some(pg) = store.postgres() {
+        // Each renewal is its own statement, all of them in flight at once.
+        let r = pg.block(async |pool, sent| {
+            let renew = batch.iter().map(|((bucket, path), r)| {
+                crate::postgres::cells::renew(pool, sent, *bucket, path, r.version, r.seen, r.until)
+            });
+            let done = futures_util::future::try_join_all(renew).await?;
+            Ok(done.into_iter().filter(|&renewed| renewed).count())
+        });
+        if r.is_err() {
+            store.renewals.give_back(keep);
+        }
+        return r;
+    }
     let r = store.writer.call(batch.len() * 16, move |w: &mut WriteCtx<'_>| {
         let mut n = 0;
         for ((bucket, path), r) in &batch {
@@ -130,6 +144,9 @@ pub(crate) fn flush_memory(store: &StoreInner, force: bool) -> Result<usize> {
 
 /// One maintenance pass.
 pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
+    if let Some(pg) = store.postgres() {
+        return run_on_postgres(store, pg, sweep);
+    }
     end_views_past_bound(store);
     let mut m = Maintenance {
         flushed: flush_memory(store, true)?,
@@ -161,6 +178,27 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
         }
         m.more = left;
     }
+    Ok(m)
+}
+
+/// One maintenance pass of a PostgreSQL store: the renewals reads asked
+/// for, then, since a clear deletes its rows at once, only expired rows are
+/// left to sweep, by one process at a time (the others find the sweep lock
+/// held and skip the round).
+fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: bool) -> Result<Maintenance> {
+    let mut m = Maintenance {
+        renewed: flush_renewals(store)?,
+        ..Maintenance::default()
+    };
+    if !sweep {
+        return Ok(m);
+    }
+    let now = store.clock.is_manual().then(|| store.clock.now_millis());
+    // Batches of a thousand rows on the `expires` index, within one call's deadline.
+    let most = SWEEP_BATCH;
+    let swept = pg.block(async |pool, _| crate::postgres::cells::sweep(pool, now, 1_000, most).await)?;
+    m.expired = swept.unwrap_or(0);
+    m.more = m.expired >= most;
     Ok(m)
 }
 

@@ -173,6 +173,17 @@ impl Readers {
         })
     }
 
+    /// Readers of no file: every read is `Closed`. The readers of a store
+    /// whose rows are not in kv.db (a PostgreSQL store).
+    pub fn refusing() -> Readers {
+        Readers {
+            conns: vec![Mutex::new(None)],
+            next: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
+            closed: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
     /// Runs `read` on a free reader, or waits for one.
     pub fn with<T>(&self, read: impl FnOnce(&ReaderConn) -> Result<T>) -> Result<T> {
         let n = self.conns.len();

@@ -88,42 +88,68 @@ pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".into())
 }
 
+/// What a bucket's own codec (the user's encode and decode) did wrong: each
+/// is one error, with one message in every language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodecFault<'a> {
+    /// Its encode failed (an error, an exception or a panic), saying this.
+    Encode(&'a str),
+    /// Its decode failed, saying this: the row stays as it is.
+    Decode(&'a str),
+    /// Its encode gave a value of this type, not bytes.
+    NotBytes(&'a str),
+    /// The row is of this kind, not bytes, so the codec cannot read it.
+    RowNotBytes(&'a str),
+}
+
+impl<'a> CodecFault<'a> {
+    /// The fault a binding names by a word (`encode`, `decode`, `not_bytes`,
+    /// `row_not_bytes`) with its detail, for a codec in its own language.
+    pub fn named(word: &str, detail: &'a str) -> Option<CodecFault<'a>> {
+        Some(match word {
+            "encode" => CodecFault::Encode(detail),
+            "decode" => CodecFault::Decode(detail),
+            "not_bytes" => CodecFault::NotBytes(detail),
+            "row_not_bytes" => CodecFault::RowNotBytes(detail),
+            _ => return None,
+        })
+    }
+
+    /// The error: `Invalid` for what an encode did (nothing is written),
+    /// `Corrupt` for a row that does not read back.
+    pub fn error(self) -> Error {
+        match self {
+            CodecFault::Encode(why) => Error::invalid(format!("the bucket's codec could not encode the value: {why}")),
+            CodecFault::Decode(why) => Error::corrupt(format!("the bucket's codec could not decode the value: {why}")),
+            CodecFault::NotBytes(got) => Error::invalid(format!("the bucket's codec gave {got}, not bytes")),
+            CodecFault::RowNotBytes(kind) => Error::corrupt(format!(
+                "a {kind} row does not read through the bucket's codec, which reads bytes"
+            )),
+        }
+    }
+}
+
 impl<T, C: Codec<T>> RowCodec<T> for WithCodec<C> {
     fn encode_row(&self, value: &T) -> Result<Raw> {
         // A codec is the user's code: a panic in it must not unwind through
         // the store, so it is the call's error instead.
         match catch_unwind(AssertUnwindSafe(|| self.0.encode(value))) {
             Ok(Ok(bytes)) => Ok(Raw::Bytes(bytes)),
-            Ok(Err(e)) => Err(Error::invalid(format!(
-                "the bucket's codec could not encode the value: {e}"
-            ))),
-            Err(p) => Err(Error::invalid(format!(
-                "the bucket's codec panicked encoding the value: {}",
-                panic_text(p.as_ref())
-            ))),
+            Ok(Err(e)) => Err(CodecFault::Encode(&e.to_string()).error()),
+            Err(p) => Err(CodecFault::Encode(&format!("it panicked: {}", panic_text(p.as_ref()))).error()),
         }
     }
     fn decode_row(&self, row: &Raw) -> Result<T> {
         let bytes = match row {
             Raw::Bytes(b) => b,
-            other => {
-                return Err(Error::corrupt(format!(
-                    "a {} row does not read through the bucket's codec, which reads bytes",
-                    other.kind_name()
-                )));
-            }
+            other => return Err(CodecFault::RowNotBytes(other.kind_name()).error()),
         };
         // The decode of a take runs on the writer thread: a panic there is
         // `Corrupt`, and the value stays.
         match catch_unwind(AssertUnwindSafe(|| self.0.decode(bytes))) {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Error::corrupt(format!(
-                "the bucket's codec could not decode the value: {e}"
-            ))),
-            Err(p) => Err(Error::corrupt(format!(
-                "the bucket's codec panicked decoding the value: {}",
-                panic_text(p.as_ref())
-            ))),
+            Ok(Err(e)) => Err(CodecFault::Decode(&e.to_string()).error()),
+            Err(p) => Err(CodecFault::Decode(&format!("it panicked: {}", panic_text(p.as_ref()))).error()),
         }
     }
 }

@@ -119,6 +119,7 @@ impl Store {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a transaction")?;
         self.refuse_tx(&crate::CallerContext::new(), 0)?;
         let store = self.clone();
         let ready = Arc::new(Mutex::new(Some(ready)));
@@ -370,6 +371,7 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a view (snapshot)")?;
         let conn = self
             .inner
             .readers

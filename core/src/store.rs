@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::backend::Backend;
 use crate::budget::{Budget, Held};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -18,16 +19,45 @@ use crate::storage::{self, Kind};
 /// The file inside a store's directory.
 pub const FILE_NAME: &str = "kv.db";
 
-/// How a store opens.
+/// How a store opens. Most options hold for every backend; those of
+/// SQLite's files (readers, mmap size, kept read locks, file modes) are
+/// [`SqliteOptions`], and a PostgreSQL store refuses them by name.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     clock: Option<SystemTime>,
-    readers: Option<usize>,
     sweep_every: Option<Duration>,
     memory: Option<usize>,
+    sqlite: SqliteOptions,
+}
+
+/// The options of a store in a directory, which only SQLite's files have.
+/// Set through [`Options`]' methods of the same names.
+#[derive(Clone, Debug, Default)]
+pub struct SqliteOptions {
+    readers: Option<usize>,
     mmap_size: Option<u64>,
     keep_read_locks: Option<bool>,
     share_with_group: bool,
+}
+
+impl SqliteOptions {
+    /// The SQLite-only options that are set, by the name of their method.
+    fn set(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.readers.is_some() {
+            names.push("readers");
+        }
+        if self.mmap_size.is_some() {
+            names.push("mmap_size");
+        }
+        if self.keep_read_locks.is_some() {
+            names.push("keep_read_locks");
+        }
+        if self.share_with_group {
+            names.push("share_with_group");
+        }
+        names
+    }
 }
 
 /// How much of kv.db a reader maps into memory unless told otherwise.
@@ -89,7 +119,7 @@ impl Options {
     /// `VACUUM` from another program included, are safe, and a file cut
     /// short between reads is `Corrupt` at the next read.
     pub fn mmap_size(mut self, bytes: u64) -> Options {
-        self.mmap_size = Some(bytes);
+        self.sqlite.mmap_size = Some(bytes);
         self
     }
 
@@ -103,7 +133,7 @@ impl Options {
     /// and their locks"). Off, every read takes and gives back its lock, as
     /// plain SQLite does.
     pub fn keep_read_locks(mut self, on: bool) -> Options {
-        self.keep_read_locks = Some(on);
+        self.sqlite.keep_read_locks = Some(on);
         self
     }
 
@@ -114,13 +144,13 @@ impl Options {
     /// limits table can reset every rate limit. Files that exist keep their
     /// permissions; the WAL, its index and the limits table take kv.db's.
     pub fn share_with_group(mut self, on: bool) -> Options {
-        self.share_with_group = on;
+        self.sqlite.share_with_group = on;
         self
     }
 
     /// How many reader connections to keep (default: one per core, 2 to 8).
     pub fn readers(mut self, n: usize) -> Options {
-        self.readers = Some(n);
+        self.sqlite.readers = Some(n);
         self
     }
 }
@@ -134,6 +164,8 @@ pub struct Store {
 
 pub(crate) struct StoreInner {
     pub(crate) dir: PathBuf,
+    /// Where the rows live: kv.db through `writer` and `readers`, or PostgreSQL.
+    pub(crate) backend: Backend,
     pub(crate) clock: Clock,
     pub(crate) writer: Writer,
     pub(crate) readers: Readers,
@@ -190,19 +222,17 @@ impl Store {
         Store::open_with(dir, Options::default())
     }
 
-    /// Opens the store in `dir` with `options`.
+    /// Opens the store in `dir` with `options`. A location that starts with
+    /// `postgres://` or `postgresql://` opens a store in that PostgreSQL
+    /// database instead (docs/postgres.md).
     pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
+        if let Some(location) = dir.as_ref().to_str().filter(|l| crate::postgres::is_postgres(l)) {
+            return Store::open_postgres(location, options);
+        }
         let dir = dir.as_ref().to_path_buf();
         check_dir(&dir)?;
-        if let Some(m) = options.memory
-            && m < crate::MAX_VALUE
-        {
-            return Err(Error::invalid(format!(
-                "memory budget {m} bytes is below the largest value, {} bytes (1 MiB)",
-                crate::MAX_VALUE
-            )));
-        }
-        let mode = if options.share_with_group { 0o660 } else { 0o600 };
+        check_memory(&options)?;
+        let mode = if options.sqlite.share_with_group { 0o660 } else { 0o600 };
         create_private(&dir, mode)?;
         if options.memory.is_some() {
             return_freed_values_to_the_system();
@@ -215,19 +245,21 @@ impl Store {
         let conn = storage::file::open_writer(&file)?;
         clock.hold_at_least(storage::file::clock_mark(&conn, &file)?);
         let n = options
+            .sqlite
             .readers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8));
-        let mmap_size = options.mmap_size.unwrap_or(match options.memory {
+        let mmap_size = options.sqlite.mmap_size.unwrap_or(match options.memory {
             Some(_) => 0,
             None => DEFAULT_MMAP_SIZE,
         });
         let lease = crate::read_locks::Lease::of(&file);
-        let keep = options.keep_read_locks.unwrap_or(!clock.is_manual());
+        let keep = options.sqlite.keep_read_locks.unwrap_or(!clock.is_manual());
         let readers = Readers::open(&file, n, mmap_size, keep.then_some(&lease))?;
         let turns = storage::turns::Turns::open(&file, lease);
         let writer = Writer::start(conn, turns, clock.clone())?;
         let inner = Arc::new(StoreInner {
             dir,
+            backend: Backend::Sqlite,
             clock,
             writer,
             readers,
@@ -246,7 +278,50 @@ impl Store {
         Ok(Store { inner })
     }
 
-    /// The directory of the store.
+    /// Opens a store in a PostgreSQL database: its tables are created if
+    /// missing, and a database at a newer schema is refused.
+    fn open_postgres(location: &str, options: Options) -> Result<Store> {
+        let set = options.sqlite.set();
+        if !set.is_empty() {
+            return Err(Error::invalid(format!(
+                "{} only configure a store in a directory (SQLite's files); a PostgreSQL store takes none of them",
+                set.join(", ")
+            )));
+        }
+        check_memory(&options)?;
+        let pg = Arc::new(crate::postgres::PgStore::open(location)?);
+        let clock = match options.clock {
+            Some(t) => Clock::manual(t),
+            None => Clock::system(),
+        };
+        let inner = Arc::new(StoreInner {
+            dir: PathBuf::from(crate::postgres::hide_password(location)),
+            backend: Backend::Postgres(pg),
+            views: Default::default(),
+            writer: Writer::refusing(clock.clone()),
+            readers: Readers::refusing(),
+            clock,
+            mmap_size: 0,
+            renewals: Renewals::default(),
+            flushers: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
+            background: Mutex::new(None),
+            budget: options.memory.map(Budget::new),
+        });
+        if !inner.clock.is_manual() {
+            maintain::start_background(&inner);
+        }
+        Ok(Store { inner })
+    }
+
+    /// Whether the store's rows live in PostgreSQL rather than in kv.db.
+    pub fn is_postgres(&self) -> bool {
+        self.inner.postgres().is_some()
+    }
+
+    /// The directory of the store (for a PostgreSQL store, its location
+    /// without the password).
     pub fn dir(&self) -> &Path {
         &self.inner.dir
     }
@@ -289,6 +364,10 @@ impl Store {
     /// Every name in the file, with its kind, by name.
     pub fn names(&self) -> Result<Vec<(String, String)>> {
         self.inner.check_open()?;
+        if let Some(pg) = self.inner.postgres() {
+            let all = pg.block(async |pool, _| crate::postgres::cells::names(pool).await)?;
+            return Ok(all.into_iter().map(|(_, name, kind)| (name, kind)).collect());
+        }
         self.inner.readers.with(|c| {
             Ok(storage::list_buckets(c)?
                 .into_iter()
@@ -321,6 +400,13 @@ impl Store {
     pub(crate) fn register(&self, name: &str, kind: Kind) -> Result<i64> {
         check_name(name)?;
         self.inner.check_open()?;
+        if let Some(pg) = self.inner.postgres() {
+            crate::backend::postgres_carries(kind)?;
+            let (id, found) =
+                pg.block(async |pool, _| crate::postgres::cells::register(pool, name, kind.as_str()).await)?;
+            storage::check_kind(name, &found, kind)?;
+            return Ok(id);
+        }
         let found = self.inner.readers.with(|c| storage::find_bucket(c, name))?;
         if let Some((id, k)) = found {
             storage::check_kind(name, &k, kind)?;
@@ -363,6 +449,12 @@ impl StoreInner {
                 let _ = handle.join();
             }
         }
+        if let Some(pg) = self.postgres() {
+            // The renewals reads asked for, while the database still takes calls.
+            let renewed = maintain::flush_renewals(self);
+            pg.close();
+            return renewed.map(|_| ());
+        }
         // Flush memory while the writer still takes writes.
         let flushed = maintain::flush_memory(self, true);
         self.writer.close();
@@ -377,6 +469,19 @@ impl Drop for StoreInner {
             log::error!("tinystore: closing {} lost what memory held: {e}", self.dir.display());
         }
     }
+}
+
+/// Refuses a memory budget below the largest value.
+fn check_memory(options: &Options) -> Result<()> {
+    if let Some(m) = options.memory
+        && m < crate::MAX_VALUE
+    {
+        return Err(Error::invalid(format!(
+            "memory budget {m} bytes is below the largest value, {} bytes (1 MiB)",
+            crate::MAX_VALUE
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a store path that cannot name a directory, before anything is

@@ -58,6 +58,7 @@ impl Store {
     /// ```
     pub fn tx<R>(&self, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a transaction (tx)")?;
         self.inner.writer.exclusive(|ctx| {
             let tx = Tx {
                 store: self,
@@ -73,6 +74,7 @@ impl Store {
     /// store's reader connections.
     pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
+        self.inner.refuse_on_postgres("a view")?;
         let now = self.inner.clock.now_millis();
         self.inner
             .readers

@@ -162,68 +162,15 @@ fn kv18_bad_keys_are_invalid_naming_bucket_and_path_and_write_nothing() {
     let f = fixture();
     let b = f.store.bucket::<String>("texts").open().unwrap();
     let raw = b.raw().clone();
-    let v = "v".to_string();
     run(&f, |_| {
-        let long = "k".repeat(1100);
         let nuls = vec![0u8; 600]; // 600 bytes, 1200 once each NUL is escaped
         let owner = "o".repeat(1020);
         vec![
-            case("empty key", b.set("", &v), ErrorKind::Invalid, &["empty", "texts"]),
-            case("empty key, get", b.get(""), ErrorKind::Invalid, &["empty", "texts"]),
-            case("empty key, take", b.take(""), ErrorKind::Invalid, &["empty", "texts"]),
-            case(
-                "empty key, delete",
-                b.delete(""),
-                ErrorKind::Invalid,
-                &["empty", "texts"],
-            ),
-            case(
-                "empty key, create",
-                b.create("", &v),
-                ErrorKind::Invalid,
-                &["empty", "texts"],
-            ),
-            case(
-                "empty key, expire",
-                b.expire("", Duration::from_secs(1)),
-                ErrorKind::Invalid,
-                &["empty", "texts"],
-            ),
-            case(
-                "empty owner",
-                b.under("").set("k", &v),
-                ErrorKind::Invalid,
-                &["owner is empty", "texts"],
-            ),
-            case(
-                "empty owner, list",
-                b.under("").list(&ListOptions::default()),
-                ErrorKind::Invalid,
-                &["empty"],
-            ),
-            case(
-                "empty owner, clear",
-                b.under("").clear(),
-                ErrorKind::Invalid,
-                &["empty", "texts"],
-            ),
-            case(
-                "1100-byte key",
-                b.set(&long, &v),
-                ErrorKind::Invalid,
-                &["1024", "texts"],
-            ),
             case(
                 "600 NULs",
                 raw.set(&nuls, Raw::text("v"), WriteOptions::default()),
                 ErrorKind::Invalid,
                 &["1024"],
-            ),
-            case(
-                "1020-byte owner",
-                b.under(&owner).set("abcd", &v),
-                ErrorKind::Invalid,
-                &["1024", "texts"],
             ),
             case(
                 "1020-byte owner, list",
@@ -314,7 +261,7 @@ fn kv18_bad_values_are_refused_before_anything_is_written() {
 #[test]
 fn kv18_bad_durations_and_rates_are_invalid_quoting_them() {
     let f = fixture();
-    run(&f, |s| {
+    run(&f, |_| {
         let mut cases = Vec::new();
         for d in [
             "",
@@ -361,32 +308,6 @@ fn kv18_bad_durations_and_rates_are_invalid_quoting_them() {
             let q = format!("{r:?}");
             cases.push(case(format!("rate {q}"), parse_rate(r), ErrorKind::Invalid, &[&q]));
         }
-        let zero = Duration::ZERO;
-        let day = Duration::from_secs(86_400);
-        cases.push(case(
-            "ttl 0",
-            s.bucket::<i64>("t0").ttl(zero).open(),
-            ErrorKind::Invalid,
-            &["zero", "t0"],
-        ));
-        cases.push(case(
-            "idle 0",
-            s.bucket::<i64>("t0").idle(zero).open(),
-            ErrorKind::Invalid,
-            &["zero", "t0"],
-        ));
-        cases.push(case(
-            "ttl and idle",
-            s.bucket::<i64>("t1").ttl(day).idle(day).open(),
-            ErrorKind::Invalid,
-            &["not both", "t1"],
-        ));
-        cases.push(case(
-            "flush_every 10ms",
-            s.counters("c0").flush_every(Duration::from_millis(10)).open(),
-            ErrorKind::Invalid,
-            &["flush_every", "c0"],
-        ));
         cases
     });
 }
@@ -395,18 +316,10 @@ fn kv18_bad_durations_and_rates_are_invalid_quoting_them() {
 fn kv18_bad_limits_and_windows_are_invalid_naming_them() {
     let f = fixture();
     let minute = Duration::from_secs(60);
-    let guesses = f.store.rate_limit("guesses").rate(5, minute).open().unwrap();
-    let messages = f
-        .store
-        .quota("messages")
-        .window("daily", 100, Duration::from_secs(86_400))
-        .open()
-        .unwrap();
     let attempts = f.store.counters("attempts").open().unwrap();
     attempts.add("k", i64::MAX - 1).unwrap();
     attempts.add("low", i64::MIN).unwrap();
     run(&f, |s| {
-        let nine = (0..9).fold(s.quota("q9"), |q, i| q.window(&format!("w{i}"), 1, minute));
         vec![
             case(
                 "a rate limit without a rate",
@@ -433,35 +346,10 @@ fn kv18_bad_limits_and_windows_are_invalid_naming_them() {
                 &["span"],
             ),
             case(
-                "allow_n 0",
-                guesses.allow_n("k", 0),
-                ErrorKind::Invalid,
-                &["0", "guesses", "k"],
-            ),
-            case(
-                "allow_n over the burst",
-                guesses.allow_n("k", 6),
-                ErrorKind::Invalid,
-                &["6", "guesses", "k"],
-            ),
-            case(
-                "allow_n empty key",
-                guesses.allow_n("", 1),
-                ErrorKind::Invalid,
-                &["empty", "guesses"],
-            ),
-            case(
                 "a quota without windows",
                 s.quota("q0").open(),
                 ErrorKind::Invalid,
                 &["1 to 8", "q0"],
-            ),
-            case("nine windows", nine.open(), ErrorKind::Invalid, &["not 9", "q9"]),
-            case(
-                "window \"Daily\"",
-                s.quota("q0").window("Daily", 1, minute).open(),
-                ErrorKind::Invalid,
-                &["\"Daily\""],
             ),
             case(
                 "window \"\"",
@@ -492,12 +380,6 @@ fn kv18_bad_limits_and_windows_are_invalid_naming_them() {
                 s.quota("q0").window("day", 1, Duration::from_micros(10)).open(),
                 ErrorKind::Invalid,
                 &["\"day\"", "1ms"],
-            ),
-            case(
-                "allow_n over the limit",
-                messages.allow_n("k", 101),
-                ErrorKind::Invalid,
-                &["101", "messages"],
             ),
             case(
                 "a counter past int64",

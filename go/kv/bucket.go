@@ -52,24 +52,21 @@ func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
 	return &Bucket[T]{branch: b.branch.under(owners), base: b.base, h: b.h, c: b.c}
 }
 
-func (b *Bucket[T]) writeOptions(k string, opts []CallOption) (native.WriteOptions, error) {
+// writeOptions carries the options as they were given; the core checks
+// their shape for the call they go to.
+func (b *Bucket[T]) writeOptions(opts []CallOption) native.WriteOptions {
 	var cfg callConfig
 	for _, o := range opts {
 		o.applyCall(&cfg)
 	}
-	var wo native.WriteOptions
-	switch {
-	case cfg.hasTTL && cfg.hasAt:
-		return wo, native.KeyError(b.name, b.owners, k, native.CodeInvalid, "a write takes TTL or ExpireAt, not both")
-	case cfg.hasTTL:
-		wo.Expiry, wo.ExpiryValue = native.ExpiryIn, int64(cfg.ttl)
-	case cfg.hasAt:
-		wo.Expiry, wo.ExpiryValue = native.ExpiryAt, cfg.at.UnixMilli()
+	wo := native.WriteOptions{HasTTL: cfg.hasTTL, TTL: int64(cfg.ttl), HasAt: cfg.hasAt}
+	if cfg.hasAt {
+		wo.At = cfg.at.UnixMilli()
 	}
 	if cfg.hasIfVersion {
 		wo.HasIfVersion, wo.IfVersion = true, cfg.ifVersion.rev
 	}
-	return wo, nil
+	return wo
 }
 
 // Get gives the value of a live key; found is false when the key is
@@ -124,10 +121,7 @@ func (b *Bucket[T]) SetVersion(ctx context.Context, key any, value T, opts ...Ca
 	if err != nil {
 		return Version{}, err
 	}
-	wo, err := b.writeOptions(k, opts)
-	if err != nil {
-		return Version{}, err
-	}
+	wo := b.writeOptions(opts)
 	v, err := b.c.encode(value)
 	if err != nil {
 		return Version{}, b.keyErr(k, native.CodeInvalid, err)
@@ -143,10 +137,7 @@ func (b *Bucket[T]) Create(ctx context.Context, key any, value T, opts ...CallOp
 	if err != nil {
 		return false, err
 	}
-	wo, err := b.writeOptions(k, opts)
-	if err != nil {
-		return false, err
-	}
+	wo := b.writeOptions(opts)
 	v, err := b.c.encode(value)
 	if err != nil {
 		return false, b.keyErr(k, native.CodeInvalid, err)
@@ -167,10 +158,7 @@ func (b *Bucket[T]) Take(ctx context.Context, key any, opts ...CallOption) (valu
 	if err != nil {
 		return zero, false, err
 	}
-	wo, err := b.writeOptions(k, opts)
-	if err != nil {
-		return zero, false, err
-	}
+	wo := b.writeOptions(opts)
 	var check func(native.Value) bool
 	var mu sync.Mutex // the check runs on the store's writer thread
 	var why error
@@ -211,13 +199,7 @@ func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bo
 	if err != nil {
 		return false, err
 	}
-	wo, err := b.writeOptions(k, opts)
-	if err != nil {
-		return false, err
-	}
-	if wo.Expiry != native.ExpiryNone {
-		return false, native.KeyError(b.name, b.owners, k, native.CodeInvalid, "Delete takes no TTL or ExpireAt")
-	}
+	wo := b.writeOptions(opts)
 	return b.h.Delete(ctx, b.owners, k, wo)
 }
 
@@ -230,10 +212,7 @@ func (b *Bucket[T]) Expire(ctx context.Context, key any, opts ...CallOption) (bo
 	if err != nil {
 		return false, err
 	}
-	wo, err := b.writeOptions(k, opts)
-	if err != nil {
-		return false, err
-	}
+	wo := b.writeOptions(opts)
 	return b.h.Expire(ctx, b.owners, k, wo)
 }
 

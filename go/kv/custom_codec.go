@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 
 	"tinyshed.org/tinystore/internal/native"
@@ -40,12 +41,12 @@ func (c *codec[T]) withCustom(custom Codec) *codec[T] {
 func (c *codec[T]) encodeCustom(v T) (out native.Value, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the bucket's codec panicked encoding the value: %v", p)
+			err = errors.New(native.CodecFault("encode", fmt.Sprintf("it panicked: %v", p)))
 		}
 	}()
 	b, err := c.custom.Encode(v)
 	if err != nil {
-		return out, fmt.Errorf("the bucket's codec could not encode the value: %w", err)
+		return out, codecErr{native.CodecFault("encode", err.Error()), err}
 	}
 	if b == nil {
 		b = []byte{}
@@ -55,19 +56,29 @@ func (c *codec[T]) encodeCustom(v T) (out native.Value, err error) {
 
 func (c *codec[T]) decodeCustom(v native.Value) (out T, err error) {
 	if v.Kind != native.KindBytes && v.Kind != native.KindText && v.Kind != native.KindJSON {
-		kind := "an integer"
+		kind := "integer"
 		if v.Kind == native.KindNull {
-			kind = "an empty (set member)"
+			kind = "nothing"
 		}
-		return out, fmt.Errorf("%s row does not read through the bucket's codec, which reads bytes", kind)
+		return out, errors.New(native.CodecFault("row_not_bytes", kind))
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the bucket's codec panicked decoding the value: %v", p)
+			err = errors.New(native.CodecFault("decode", fmt.Sprintf("it panicked: %v", p)))
 		}
 	}()
 	if err := c.custom.Decode(v.Bytes, &out); err != nil {
-		return out, fmt.Errorf("the bucket's codec could not decode the value: %w", err)
+		return out, codecErr{native.CodecFault("decode", err.Error()), err}
 	}
 	return out, nil
 }
+
+// codecErr is a codec's own error in the core's words, wrapping it so that
+// errors.Is still finds it.
+type codecErr struct {
+	text string
+	err  error
+}
+
+func (e codecErr) Error() string { return e.text }
+func (e codecErr) Unwrap() error { return e.err }

@@ -25,7 +25,7 @@ func (v Version) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 func (v *Version) UnmarshalText(b []byte) error {
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil || n <= 0 {
-		return native.NewError(native.CodeInvalid, strconv.Quote(string(b))+" is not a version", "", nil)
+		return native.Made(native.CodeInvalid, strconv.Quote(string(b))+" is not a version", "")
 	}
 	v.rev = n
 	return nil

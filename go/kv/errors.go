@@ -1,9 +1,6 @@
 package kv
 
 import (
-	"errors"
-
-	"tinyshed.org/tinystore"
 	"tinyshed.org/tinystore/internal/native"
 )
 
@@ -19,14 +16,9 @@ type KeyError struct {
 	Err error
 }
 
-// Error gives the kind and message, then the bucket and path.
-func (e *KeyError) Error() string {
-	var te *tinystore.Error
-	if errors.As(e.Err, &te) {
-		return te.Kind.Error() + ": " + te.Message + " (bucket " + e.Bucket + ", key " + e.Path + ")"
-	}
-	return e.Err.Error() + " (bucket " + e.Bucket + ", key " + e.Path + ")"
-}
+// Error gives the kind and message, then the bucket and path: the text of
+// the error it wraps, which the core rendered with them.
+func (e *KeyError) Error() string { return e.Err.Error() }
 
 // Unwrap gives the *tinystore.Error.
 func (e *KeyError) Unwrap() error { return e.Err }
@@ -39,5 +31,5 @@ func init() {
 
 // invalid is an ErrInvalid about a handle, not one key.
 func invalid(bucket, message string) error {
-	return native.NewError(native.CodeInvalid, message, bucket, nil)
+	return native.Made(native.CodeInvalid, message, bucket)
 }

@@ -56,10 +56,11 @@ func allowanceOf(a native.Allowance) Allowance {
 	return out
 }
 
-// count checks a number of requests or uses given as an int.
+// count converts a number of requests or uses given as an int; the core
+// says which counts a call takes (1 up to a burst or a window's limit).
 func count(b branch, k string, n int, what string) (uint64, error) {
-	if n < 1 {
-		return 0, b.keyErr(k, native.CodeInvalid, fmt.Errorf("%s takes at least 1, not %d", what, n))
+	if n < 0 {
+		return 0, b.keyErr(k, native.CodeInvalid, fmt.Errorf("%s takes a count of 0 or more, not %d", what, n))
 	}
 	return uint64(n), nil
 }

@@ -148,23 +148,23 @@ export class Bucket<T> {
 	}
 
 	#decode(value: unknown, key: Key): T {
-		if (this.#codec) return decodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
+		if (this.#codec) return decodeWith(this.#codec, value, this.#name, () => showKey(key, this.#owners))
 		// By kind, only JSON text needs a parse: null and numbers are values already.
 		if (this.#crossing === 'as-is' || (this.#crossing === 'auto' && typeof value !== 'string')) return value as T
-		return decodeAs(this.#crossing, value, this.#name, showKey(key, this.#owners)) as T
+		return decodeAs(this.#crossing, value, this.#name, () => showKey(key, this.#owners)) as T
 	}
 
 	#encode(value: T, key: Key): unknown {
-		if (this.#codec) return encodeWith(this.#codec, value, this.#name, showKey(key, this.#owners))
+		if (this.#codec) return encodeWith(this.#codec, value, this.#name, () => showKey(key, this.#owners))
 		// By kind, only an object or array needs its JSON here: the addon keeps the rest.
 		if (this.#crossing === 'as-is' || (this.#crossing === 'auto' && (typeof value !== 'object' || value === null))) {
 			return value
 		}
-		return encodeAs(this.#crossing, value, this.#name, showKey(key, this.#owners))
+		return encodeAs(this.#crossing, value, this.#name, () => showKey(key, this.#owners))
 	}
 
 	#entry(e: NativeEntry): Entry<T> {
-		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.#name, showKey(e.key, this.#owners))
+		if (this.#codec) e.value = decodeWith(this.#codec, e.value, this.#name, () => showKey(e.key, this.#owners))
 		else if (this.#crossing !== 'as-is') e.value = this.#decode(e.value, e.key)
 		return e as Entry<T>
 	}

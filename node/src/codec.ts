@@ -16,6 +16,7 @@
  */
 
 import { ConflictError, CorruptError, InvalidError } from './errors'
+import { native } from './native'
 
 /** A value of a raw bucket: a row as it is. */
 export type RawValue = null | bigint | Uint8Array
@@ -39,30 +40,30 @@ export function checkCodec(codec: unknown, bucket: string): asserts codec is Cod
 }
 
 /** The bytes of `value` through `codec`; a failure is `InvalidError` naming the key. @internal */
-export function encodeWith<T>(codec: Codec<T>, value: T, bucket: string, key: string): Uint8Array {
+export function encodeWith<T>(codec: Codec<T>, value: T, bucket: string, key: () => string): Uint8Array {
 	let out: unknown
 	try {
 		out = codec.encode(value)
 	} catch (e) {
-		throw new InvalidError(`the bucket's codec could not encode the value: ${(e as Error)?.message ?? e}`, {
+		throw new InvalidError(native.codecFault('encode', String((e as Error)?.message ?? e)), {
 			bucket,
-			key,
+			key: key(),
 		})
 	}
 	if (!(out instanceof Uint8Array)) {
-		throw new InvalidError(`the bucket's codec gave ${typeof out}, not a Uint8Array`, { bucket, key })
+		throw new InvalidError(native.codecFault('not_bytes', typeof out), { bucket, key: key() })
 	}
 	return out
 }
 
 /** The value of a byte row through `codec`; a failure is `CorruptError` naming the key. @internal */
-export function decodeWith<T>(codec: Codec<T>, bytes: unknown, bucket: string, key: string): T {
+export function decodeWith<T>(codec: Codec<T>, bytes: unknown, bucket: string, key: () => string): T {
 	try {
 		return codec.decode(bytes as Uint8Array)
 	} catch (e) {
-		throw new CorruptError(`the bucket's codec could not decode the value: ${(e as Error)?.message ?? e}`, {
+		throw new CorruptError(native.codecFault('decode', String((e as Error)?.message ?? e)), {
 			bucket,
-			key,
+			key: key(),
 		})
 	}
 }

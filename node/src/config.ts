@@ -98,8 +98,13 @@ export interface EnvOptions {
 
 /** The environment as a layer, for where it stands among `defaults`: see {@link fromEnv}. */
 export class EnvLayer {
+	/** Where this layer reads the environment from. */
+	readonly options: EnvOptions
+
 	/** @internal Made by {@link fromEnv}. */
-	constructor(readonly options: EnvOptions) {}
+	constructor(options: EnvOptions) {
+		this.options = options
+	}
 }
 
 /**
@@ -205,8 +210,10 @@ export class Config<S extends Schema> {
 	}
 
 	/**
-	 * @internal Refuses layers that `validate` refuses: `get` leaves out
-	 * kept values it refuses, but the layers under them are the program's.
+	 * Refuses layers that `validate` refuses: `get` leaves out kept values
+	 * it refuses, but the layers under them are the program's.
+	 *
+	 * @internal
 	 */
 	checkLayers(name: string): void {
 		const why = this.#refusal(this.get())

@@ -57,10 +57,24 @@ export class TinystoreError extends Error {
 	}
 }
 
+/** The engine's text of an error: the message, then the bucket and key it is about. */
+type EngineText = (message: string, bucket?: string, key?: string) => string
+
+/**
+ * How every error's text is made: by the engine, so that an error this
+ * package finds reads as one the engine raised. The addon gives it when it
+ * loads (native.ts), before any call can fail.
+ */
+let engineText: EngineText | undefined
+
+/** @internal Called once by native.ts with the addon's `errorText`. */
+export function useEngineText(text: EngineText): void {
+	engineText = text
+}
+
 function describe(message: string, what: ErrorWhat): string {
-	if (what.bucket !== undefined && what.key !== undefined) return `${message} (bucket ${what.bucket}, key ${what.key})`
-	if (what.bucket !== undefined) return `${message} (bucket ${what.bucket})`
-	return message
+	if (engineText === undefined) throw new Error('tinystore: an error was made before the addon loaded')
+	return engineText(message, what.bucket, what.key)
 }
 
 /** Bad input: a name, key, value, duration, rate, option or type. Nothing was written. */

@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { makeError } from './errors'
+import { makeError, useEngineText } from './errors'
 
 /** What `maintain()` did. */
 export interface NativeMaintenance {
@@ -163,6 +163,9 @@ export interface NativeStore {
 export interface NativeModule {
 	init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 	errorCodes(): string[]
+	errorText(message: string, bucket?: string, key?: string): string
+	codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
+	showPath(owners: readonly unknown[], key: unknown): string
 	forwardLogs(sink: (record: [level: string, target: string, message: string]) => void): boolean
 	/** A caller's context inside nothing, for the engine's guards (see scope.ts). */
 	callerContext(): NativeContext
@@ -219,6 +222,7 @@ export const addonFile = findAddon()
 
 function load(): NativeModule {
 	const loaded = require(addonFile) as NativeModule
+	useEngineText(loaded.errorText)
 	loaded.init(makeError)
 	useBareGet(loaded)
 	return loaded

@@ -58,7 +58,7 @@ export class Once<T> {
 
 	#decode(value: unknown, key: Key): T {
 		if (this.#crossing === 'as-is') return value as T
-		return decodeAs(this.#crossing, value, this.name, showKey(key, this.#owners)) as T
+		return decodeAs(this.#crossing, value, this.name, () => showKey(key, this.#owners)) as T
 	}
 
 	/**
@@ -87,7 +87,7 @@ export class Once<T> {
 		}
 		let kept: unknown
 		try {
-			kept = encodeAs(this.#crossing, value, this.name, showKey(key, this.#owners))
+			kept = encodeAs(this.#crossing, value, this.name, () => showKey(key, this.#owners))
 		} catch (e) {
 			claim.abandon()
 			throw e

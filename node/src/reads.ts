@@ -90,22 +90,22 @@ export class SessionReads<T> {
 
 	/** The value of a row as the bucket's type. */
 	decode(value: unknown, key: Key): T {
-		if (this.codec) return decodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
+		if (this.codec) return decodeWith(this.codec, value, this.bucket.name, () => showKey(key, this.owners))
 		if (this.#crossing === 'as-is') return value as T
-		return decodeAs(this.#crossing, value, this.bucket.name, showKey(key, this.owners)) as T
+		return decodeAs(this.#crossing, value, this.bucket.name, () => showKey(key, this.owners)) as T
 	}
 
 	/** A value as the addon takes it (JSON as its text). */
 	encode(value: T, key: Key): unknown {
-		if (this.codec) return encodeWith(this.codec, value, this.bucket.name, showKey(key, this.owners))
+		if (this.codec) return encodeWith(this.codec, value, this.bucket.name, () => showKey(key, this.owners))
 		if (this.#crossing === 'as-is') return value
-		return encodeAs(this.#crossing, value, this.bucket.name, showKey(key, this.owners))
+		return encodeAs(this.#crossing, value, this.bucket.name, () => showKey(key, this.owners))
 	}
 
 	/** An entry with its value as the bucket's type. */
 	entryOf(e: NativeEntry): Entry<T> {
-		if (this.codec) e.value = decodeWith(this.codec, e.value, this.bucket.name, showKey(e.key, this.owners))
-		else if (this.#crossing !== 'as-is') e.value = decodeAs(this.#crossing, e.value, this.bucket.name, showKey(e.key, this.owners))
+		if (this.codec) e.value = decodeWith(this.codec, e.value, this.bucket.name, () => showKey(e.key, this.owners))
+		else if (this.#crossing !== 'as-is') e.value = decodeAs(this.#crossing, e.value, this.bucket.name, () => showKey(e.key, this.owners))
 		return e as Entry<T>
 	}
 

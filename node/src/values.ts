@@ -33,6 +33,7 @@
  */
 
 import type { RawValue } from './codec'
+import { native } from './native'
 import { CorruptError, type ErrorWhat, InvalidError, TinystoreError } from './errors'
 
 /** The `type` option of a bucket or `once`: what its values are. */
@@ -102,9 +103,9 @@ export type TypeFor<T> =
 /** A key or an owner: text, bytes, or an integer (`42` and `'42'` are one key). */
 export type Key = string | number | bigint | Uint8Array
 
-/** Shows a key in a message. */
+/** Shows a key in a message, as the engine shows every key (`owner/key`, bytes escaped `\xNN`). */
 export function showKey(key: Key, owners: readonly Key[] = []): string {
-	return [...owners, key].map((k) => (k instanceof Uint8Array ? Buffer.from(k).toString('hex') : String(k))).join('/')
+	return native.showPath(owners, key)
 }
 
 /**
@@ -120,13 +121,13 @@ export type TypedOptions<O, T> =
  * array as its JSON text; every other value as it is, for the addon to
  * keep by its kind (`undefined`, a function or a symbol is refused there).
  */
-export function toAuto(value: unknown, bucket: string, key: string): unknown {
+export function toAuto(value: unknown, bucket: string, key: () => string): unknown {
 	if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return value
 	return toJson(value, bucket, key)
 }
 
 /** A value of a bucket without a type as the addon read it: JSON as its text, `null` or a number. */
-export function fromAuto(value: unknown, bucket: string, key: string): unknown {
+export function fromAuto(value: unknown, bucket: string, key: () => string): unknown {
 	return typeof value === 'string' ? fromJson(value, bucket, key) : value
 }
 
@@ -142,39 +143,39 @@ export function crossingOf(valueType: string): Crossing {
 }
 
 /** A value as the addon takes it, by its crossing. @internal */
-export function encodeAs(crossing: Crossing, value: unknown, bucket: string, key: string): unknown {
+export function encodeAs(crossing: Crossing, value: unknown, bucket: string, key: () => string): unknown {
 	if (crossing === 'auto') return toAuto(value, bucket, key)
 	if (crossing === 'json') return toJson(value, bucket, key)
 	return value
 }
 
 /** A value as the addon gave it, by its crossing. @internal */
-export function decodeAs(crossing: Crossing, value: unknown, bucket: string, key: string): unknown {
+export function decodeAs(crossing: Crossing, value: unknown, bucket: string, key: () => string): unknown {
 	if (crossing === 'auto') return fromAuto(value, bucket, key)
 	if (crossing === 'json') return fromJson(value, bucket, key)
 	return value
 }
 
 /** Encodes a value of a JSON bucket; what JSON cannot write is `Invalid`. */
-export function toJson(value: unknown, bucket: string, key: string): string {
+export function toJson(value: unknown, bucket: string, key: () => string): string {
 	let text: string | undefined
 	try {
 		text = JSON.stringify(value)
 	} catch (e) {
-		throw new InvalidError(`the value cannot be written as JSON: ${(e as Error).message}`, { bucket, key })
+		throw new InvalidError(`the value cannot be written as JSON: ${(e as Error).message}`, { bucket, key: key() })
 	}
 	if (text === undefined) {
-		throw new InvalidError(`a value of type ${typeof value} cannot be written as JSON`, { bucket, key })
+		throw new InvalidError(`a value of type ${typeof value} cannot be written as JSON`, { bucket, key: key() })
 	}
 	return text
 }
 
 /** Decodes the text of a JSON row (the addon checked that it is JSON). */
-export function fromJson(text: unknown, bucket: string, key: string): unknown {
+export function fromJson(text: unknown, bucket: string, key: () => string): unknown {
 	try {
 		return JSON.parse(text as string)
 	} catch (e) {
-		throw new CorruptError(`the row is not JSON: ${(e as Error).message}`, { bucket, key })
+		throw new CorruptError(`the row is not JSON: ${(e as Error).message}`, { bucket, key: key() })
 	}
 }
 

@@ -105,21 +105,8 @@ def test_kv18_bad_keys_are_invalid_naming_bucket_and_path(fixture: sync.Store) -
     s = fixture
     b = s.bucket("texts", str)
     with unchanged(s) as c:
-        c.refused("empty key", lambda: b.set("", "v"), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty key, get", lambda: b.get(""), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty key, take", lambda: b.take(""), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty key, delete", lambda: b.delete(""), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty key, create", lambda: b.create("", "v"), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty key, expire", lambda: b.expire("", "1s"), tinystore.InvalidError, "empty", "texts")
         c.refused("empty bytes key", lambda: b.set(b"", "v"), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty owner", lambda: b.under("").set("k", "v"), tinystore.InvalidError, "empty", "texts")
-        c.refused("empty owner, list", lambda: b.under("").list(), tinystore.InvalidError, "empty")
-        c.refused("empty owner, clear", lambda: b.under("").clear(), tinystore.InvalidError, "empty", "texts")
-        c.refused("1100-byte key", lambda: b.set("k" * 1100, "v"), tinystore.InvalidError, "1024", "texts")
         c.refused("600 NULs", lambda: b.set(b"\0" * 600, "v"), tinystore.InvalidError, "1024")
-        c.refused(
-            "1020-byte owner", lambda: b.under("o" * 1020).set("abcd", "v"), tinystore.InvalidError, "1024", "texts"
-        )
         # Python types that are not keys: a key is text, bytes or an int.
         for bad in [None, 1.5, math.nan, ["k"], ("k",), {"k": 1}, object()]:
             c.refused(f"a key of {type(bad).__name__}", lambda: b.set(bad, "v"), tinystore.InvalidError)  # type: ignore[arg-type]
@@ -163,7 +150,6 @@ BAD_RATES = ["", "10", "/s", "0/s", "-1/s", "+10/s", "1.5/s", "NaN/s", "10/fortn
 
 def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Store) -> None:
     s = fixture
-    day = dt.timedelta(days=1)
     with unchanged(s) as c:
         for d in BAD_DURATIONS:
             c.refused(f"ttl {d!r}", lambda: s.bucket("t0", int, ttl=d).get("k"), tinystore.InvalidError, quoted(d))
@@ -182,15 +168,6 @@ def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Sto
             lambda: s.bucket("t0", int, ttl=dt.timedelta(minutes=-1)).get("k"),
             tinystore.InvalidError,
             "negative",
-        )
-        c.refused("ttl 0", lambda: s.bucket("t0", int, ttl=dt.timedelta(0)).get("k"), tinystore.InvalidError, "t0")
-        c.refused("idle 0", lambda: s.bucket("t0", int, idle="0s").get("k"), tinystore.InvalidError, "t0")
-        c.refused("ttl and idle", lambda: s.bucket("t1", int, ttl=day, idle=day).get("k"), tinystore.InvalidError, "t1")
-        c.refused(
-            "flush_every 10ms",
-            lambda: s.counters("c0", flush_every="10ms").get("k"),
-            tinystore.InvalidError,
-            "flush_every",
         )
         c.refused(
             "a call's ttl of a number",
@@ -214,16 +191,9 @@ def test_kv18_bad_limits_and_windows_are_invalid_naming_them(fixture: sync.Store
     with unchanged(s) as c:
         c.refused("burst 0", lambda: s.rate_limit("r0", rate="5/m", burst=0).allow("k"), tinystore.InvalidError, "burst")
         c.refused("a rate of a number", lambda: s.rate_limit("r0", rate=5).allow("k"), tinystore.InvalidError)  # type: ignore[arg-type]
-        c.refused("allow n=0", lambda: guesses.allow("k", 0), tinystore.InvalidError, "guesses")
-        c.refused("allow over the burst", lambda: guesses.allow("k", 6), tinystore.InvalidError, "6", "guesses")
         c.refused("allow a negative n", lambda: guesses.allow("k", -1), tinystore.InvalidError)
         c.refused("allow a float n", lambda: guesses.allow("k", 1.5), tinystore.InvalidError)  # type: ignore[arg-type]
-        c.refused("allow an empty key", lambda: guesses.allow(""), tinystore.InvalidError, "empty", "guesses")
         c.refused("a quota without windows", lambda: s.quota("q0").allow("k"), tinystore.InvalidError, "q0")
-        nine = {f"w{i}": "1/m" for i in range(9)}
-        c.refused("nine windows", lambda: s.quota("q9", **nine).allow("k"), tinystore.InvalidError, "q9")
-        c.refused("window 'Daily'", lambda: s.quota("q0", Daily="1/m").allow("k"), tinystore.InvalidError, "Daily")
-        c.refused("quota allow over the limit", lambda: messages.allow("k", 101), tinystore.InvalidError, "101")
         c.refused("a counter past int64", lambda: attempts.add("top", 2), tinystore.LimitError, "attempts", "top")
         c.refused("add past int64 itself", lambda: attempts.add("k", 2**63), tinystore.InvalidError, "attempts")
         c.refused("add a float", lambda: attempts.add("k", 0.5), tinystore.InvalidError, "attempts")  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
 
 
 def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+    return ClosedError(f"the {what} has ended")
 
 
 class Transaction:

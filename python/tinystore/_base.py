@@ -66,18 +66,18 @@ def codec_of(name: str, tp: Any) -> Codec:
     try:
         return codec_for(tp)
     except TypeError as e:
-        raise InvalidError(str(e), bucket=name, text=f"invalid: {e} (bucket {name})") from None
+        raise InvalidError(str(e), bucket=name) from None
 
 
 def _invalid(name: str, message: str) -> InvalidError:
-    return InvalidError(message, bucket=name, text=f"invalid: {message} (bucket {name})")
+    return InvalidError(message, bucket=name)
 
 
 def _check_name(name: Any) -> str:
     """A handle name must be text: another type is bad input (KV-18), not a TypeError."""
     if not isinstance(name, str):
         message = f"a handle name must be text, not {type(name).__name__} {name!r}"
-        raise InvalidError(message, text=f"invalid: {message}")
+        raise InvalidError(message)
     return name
 
 
@@ -141,7 +141,7 @@ class StoreBase:
 
     def _check_open(self) -> None:
         if self._n.is_closed():
-            raise ClosedError("the store is closed", text="closed: the store is closed")
+            raise ClosedError("the store is closed")
 
     def __repr__(self) -> str:
         return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"
@@ -169,7 +169,7 @@ class BucketBase(Generic[T]):
         """One page from the core; a page size of another type is bad input (KV-18)."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
             message = f"a page size (limit) must be an int from 1 to 1000, not {type(limit).__name__} {limit!r}"
-            raise InvalidError(message, bucket=self.name, text=f"invalid: {message} (bucket {self.name})")
+            raise InvalidError(message, bucket=self.name)
         return self._n.list(after, limit)
 
     def under(self, *owners: Key) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar, Union
 
+from . import _native
 from ._codecs import Codec as _Codec
 from ._codecs import Mismatch, _name
 from .errors import InvalidError
@@ -67,24 +68,24 @@ def custom_codec(bucket: str, tp: Any, codec: Any) -> _Codec:
     dec = getattr(codec, "decode", None)
     if not callable(enc) or not callable(dec):
         message = f"a codec is an object with encode(value) -> bytes and decode(bytes) -> value, not {type(codec).__name__}"
-        raise InvalidError(message, bucket=bucket, text=f"invalid: {message} (bucket {bucket})")
+        raise InvalidError(message, bucket=bucket)
 
     def encode(value: Any) -> bytes:
         try:
             out = enc(value)
         except Exception as e:
-            raise Mismatch(f"the bucket's codec could not encode the value: {e!r}") from None
+            raise Mismatch(_native.codec_fault("encode", repr(e))) from None
         if isinstance(out, (bytearray, memoryview)):
             out = bytes(out)
         if not isinstance(out, bytes):
-            raise Mismatch(f"the bucket's codec gave {type(out).__name__}, not bytes")
+            raise Mismatch(_native.codec_fault("not_bytes", type(out).__name__))
         return out
 
     def decode(data: bytes) -> Any:
         try:
             return dec(data)
         except Exception as e:
-            raise Mismatch(f"the bucket's codec could not decode the value: {e!r}") from None
+            raise Mismatch(_native.codec_fault("decode", repr(e))) from None
 
     name = type(codec).__name__ if tp is Any else _name(tp)
     return _Codec("json", name, encode, decode)

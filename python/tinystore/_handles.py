@@ -37,4 +37,4 @@ class RunChecks:
         refused before the key is claimed, not a TypeError from inside the run."""
         if not callable(fn):
             msg = f"a run needs a function to call, not {type(fn).__name__} {fn!r}"
-            raise InvalidError(msg, bucket=native.name, text=f"invalid: {msg} (bucket {native.name})")
+            raise InvalidError(msg, bucket=native.name)

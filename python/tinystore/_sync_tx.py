@@ -32,7 +32,7 @@ R = TypeVar("R")
 
 
 def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended", text=f"closed: the {what} has ended")
+    return ClosedError(f"the {what} has ended")
 
 
 class Transaction:

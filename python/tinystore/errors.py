@@ -43,7 +43,13 @@ class Error(Exception):
         path: str | None = None,
         text: str | None = None,
     ) -> None:
-        super().__init__(text if text is not None else message)
+        if text is None:
+            # The core renders every error's text, so that one made here
+            # reads as one the engine raised: "invalid: ... (bucket b, key k)".
+            from . import _native
+
+            text = _native.error_text(self.code, message, bucket, path)
+        super().__init__(text)
         self.message = message
         self.bucket = bucket
         self.path = path

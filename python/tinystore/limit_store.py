@@ -94,21 +94,18 @@ def _open_native(store: Any, max_entries: int | None, name: str | None) -> _Nati
         raise InvalidError(
             f"max_entries must be an int, not {type(max_entries).__name__}",
             bucket=_NAME,
-            text=f"invalid: max_entries must be an int (bucket {_NAME})",
         )
     if max_entries is not None and max_entries < 1:
         raise InvalidError(
             f"max_entries must be 1 or more, not {max_entries}",
             bucket=_NAME,
-            text=f"invalid: max_entries must be 1 or more, not {max_entries} (bucket {_NAME})",
         )
     cls = getattr(_native, "LimitStore")
     return cast(_NativeLimitStore, cls(store._n, max_entries, name))
 
 
 def _invalid(message: str, key: str | None = None) -> InvalidError:
-    where = f"(bucket {_NAME}, key {key})" if key is not None else f"(bucket {_NAME})"
-    return InvalidError(message, bucket=_NAME, path=key, text=f"invalid: {message} {where}")
+    return InvalidError(message, bucket=_NAME, path=key)
 
 
 def _keys(keys: Sequence[str]) -> list[str]:

@@ -53,11 +53,6 @@ extern "C" {
 #define TS_KIND_JSON 8    /* JSON text in bytes */
 #define TS_KIND_RAW 9     /* reading only: the row as kept (NULL, INT or BYTES) */
 
-/* A write's expiry. */
-#define TS_EXPIRY_NONE 0 /* the bucket's ttl, or a live key's expiry */
-#define TS_EXPIRY_IN 1   /* expiry_value nanoseconds from now */
-#define TS_EXPIRY_AT 2   /* at expiry_value ms since the Unix epoch */
-
 /* Quotas. */
 #define TS_MAX_WINDOWS 8
 #define TS_QUOTA_ALLOW 0  /* count n uses in every window, or none */
@@ -90,6 +85,8 @@ typedef struct TsErrorView {
   size_t bucket_len;
   const uint8_t *path; /* owner/owner/key; null if none */
   size_t path_len;
+  const uint8_t *text; /* the message with its bucket and path, as the core shows it */
+  size_t text_len;
 } TsErrorView;
 
 /* A value: kind says which of integer and bytes holds it. */
@@ -136,10 +133,13 @@ typedef struct TsMaintenance {
   bool more;
 } TsMaintenance;
 
-/* A write's own options. */
+/* A write's own options, as the caller got them; the core checks their shape.
+   Neither a ttl nor a time keeps the bucket's ttl, or a live key's expiry. */
 typedef struct TsWriteOptions {
-  int32_t expiry; /* TS_EXPIRY_* */
-  int64_t expiry_value;
+  bool has_ttl;
+  int64_t ttl_ns; /* nanoseconds from now */
+  bool has_at;
+  int64_t at_ms; /* ms since the Unix epoch */
   bool has_if_version;
   int64_t if_version;
 } TsWriteOptions;
@@ -194,6 +194,10 @@ void ts_bytes_free(uint8_t *ptr, size_t len);
 int32_t ts_key_error(const uint8_t *name, size_t name_len, const uint8_t *owners, size_t owners_len,
                      const uint8_t *key, size_t key_len, int32_t code, const uint8_t *message, size_t message_len,
                      TsError **err);
+int32_t ts_codec_fault(const uint8_t *word, size_t word_len, const uint8_t *detail, size_t detail_len,
+                       TsError **err);
+int32_t ts_error_new(const uint8_t *name, size_t name_len, int32_t code, const uint8_t *message, size_t message_len,
+                     TsError **err);
 
 /* The engine's log records, for the language's own logging. The text of a
    record belongs to the caller, who frees each part with ts_bytes_free. */
@@ -220,6 +224,7 @@ void ts_store_free(TsStore *s);
 int32_t ts_store_maintain(const TsStore *s, TsMaintenance *out, TsError **err);
 int32_t ts_store_group_stats(const TsStore *s, TsGroupStats *out, TsError **err);
 int32_t ts_store_set_clock(const TsStore *s, int64_t ms, TsError **err);
+int32_t ts_store_follow_clock(const TsStore *s, int64_t ms, TsError **err);
 int64_t ts_store_now(const TsStore *s);
 
 /* Durations and rates in the product's text ("15m", "1h30m"; "100/5h"), read

@@ -13,7 +13,7 @@
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tinystore::{Error, ErrorKind, Result, Version};
+use tinystore::{Error, ErrorKind, Result, Version, WriteCall};
 
 use crate::bucket::{TsWriteOptions, named, under, write_options};
 use crate::held_tx::refused;
@@ -68,7 +68,7 @@ impl TsAnswers {
                 token,
                 code: code_of(e.kind()),
                 version: 0,
-                err: Box::into_raw(Box::new(TsError(e))),
+                err: Box::into_raw(Box::new(TsError::new(e))),
             },
         };
         let mut q = self.lock();
@@ -198,7 +198,7 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
         if refused(rb.store()).is_some() {
             crate::bucket::set_and_wait(&rb, key, raw, opts, cancel, version)?;
             crate::bucket::set_flag(answered, true);

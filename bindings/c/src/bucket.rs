@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 
 use tinystore::{
-    Branch, Created, Entry, Error, ErrorKind, Expiry, Page, Raw, RawBucket, Result, Version, WriteOptions, from_millis,
-    to_millis,
+    Branch, Created, Entry, Error, ErrorKind, Expiry, Page, Raw, RawBucket, Result, Version, WriteCall, WriteOptions,
+    from_millis, to_millis,
 };
 
 use crate::held_tx::wait_outside;
@@ -20,20 +20,19 @@ use tinystore::Scope;
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
 
-/// No expiry of its own: the bucket's `ttl`, or a live key's.
-pub const TS_EXPIRY_NONE: i32 = 0;
-/// Expire `expiry_value` nanoseconds from now.
-pub const TS_EXPIRY_IN: i32 = 1;
-/// Expire at `expiry_value` ms since the Unix epoch.
-pub const TS_EXPIRY_AT: i32 = 2;
-
-/// A write's own options.
+/// A write's own options, as the caller got them: the core checks their
+/// shape for each call (a ttl or a time, not both; what each call takes).
+/// Neither a ttl nor a time keeps the bucket's `ttl`, or a live key's expiry.
 #[repr(C)]
 pub struct TsWriteOptions {
-    /// `TS_EXPIRY_NONE`, `TS_EXPIRY_IN` or `TS_EXPIRY_AT`.
-    pub expiry: i32,
-    /// Nanoseconds (`TS_EXPIRY_IN`) or ms since the Unix epoch (`TS_EXPIRY_AT`).
-    pub expiry_value: i64,
+    /// Whether the write expires `ttl_ns` from now.
+    pub has_ttl: bool,
+    /// Nanoseconds from now.
+    pub ttl_ns: i64,
+    /// Whether the write expires at `at_ms`.
+    pub has_at: bool,
+    /// Ms since the Unix epoch.
+    pub at_ms: i64,
     /// Whether the write applies only to a live key at `if_version`.
     pub has_if_version: bool,
     /// The version the write expects.
@@ -98,20 +97,32 @@ impl crate::Branchy for RawBucket {
     }
 }
 
-pub(crate) fn write_options(o: *const TsWriteOptions) -> Result<WriteOptions> {
+pub(crate) fn write_options(o: *const TsWriteOptions, call: WriteCall) -> Result<WriteOptions> {
+    let (ttl, at, if_version) = option_parts(o)?;
+    WriteOptions::of_call(call, ttl, at, if_version)
+}
+
+/// The expiry and version of an `expire`, checked in the core.
+pub(crate) fn expire_options(o: *const TsWriteOptions) -> Result<(Expiry, Option<Version>)> {
+    let (ttl, at, if_version) = option_parts(o)?;
+    WriteOptions::of_expire(ttl, at, if_version)
+}
+
+type OptionParts = (
+    Option<std::time::Duration>,
+    Option<std::time::SystemTime>,
+    Option<Version>,
+);
+
+fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
     let Some(o) = (unsafe { o.as_ref() }) else {
-        return Ok(WriteOptions::default());
+        return Ok((None, None, None));
     };
-    let expiry = match o.expiry {
-        TS_EXPIRY_NONE => None,
-        TS_EXPIRY_IN => Some(Expiry::In(span(o.expiry_value, "ttl")?)),
-        TS_EXPIRY_AT => Some(Expiry::At(from_millis(o.expiry_value))),
-        k => return Err(invalid(format!("no expiry kind {k}"))),
-    };
-    Ok(WriteOptions {
-        expiry,
-        if_version: o.has_if_version.then(|| Version::from_raw(o.if_version)),
-    })
+    Ok((
+        o.has_ttl.then(|| span(o.ttl_ns, "ttl")).transpose()?,
+        o.has_at.then(|| from_millis(o.at_ms)),
+        o.has_if_version.then(|| Version::from_raw(o.if_version)),
+    ))
 }
 
 pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
@@ -235,7 +246,7 @@ pub unsafe extern "C" fn ts_bucket_set(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
         set_and_wait(&rb, key, raw, opts, cancel, version)
     })
 }
@@ -283,14 +294,7 @@ pub unsafe extern "C" fn ts_bucket_create(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.if_version.is_some() {
-            return Err(named(
-                &rb,
-                key,
-                invalid("create takes no if_version: it writes only an absent key"),
-            ));
-        }
+        let opts = write_options(options, WriteCall::Create).map_err(|e| named(&rb, key, e))?;
         match wait_outside(rb.store(), rb.name(), cancel, |done| {
             rb.create_then(key, raw, opts.expiry, done)
         })? {
@@ -353,10 +357,7 @@ pub unsafe extern "C" fn ts_bucket_take(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.expiry.is_some() {
-            return Err(named(&rb, key, invalid("take takes no expiry")));
-        }
+        let opts = write_options(options, WriteCall::Take).map_err(|e| named(&rb, key, e))?;
         let decodes = decodes_as(want, check, check_ctx);
         set_flag(found, false);
         let taken = wait_outside(rb.store(), rb.name(), cancel, |done| {
@@ -387,10 +388,7 @@ pub unsafe extern "C" fn ts_bucket_delete(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.expiry.is_some() {
-            return Err(named(&rb, key, invalid("delete takes no expiry")));
-        }
+        let opts = write_options(options, WriteCall::Delete).map_err(|e| named(&rb, key, e))?;
         set_flag(
             found,
             wait_outside(rb.store(), rb.name(), cancel, |done| {
@@ -418,14 +416,11 @@ pub unsafe extern "C" fn ts_bucket_expire(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        let Some(expiry) = opts.expiry else {
-            return Err(named(&rb, key, invalid("expire needs a ttl or an expiry time")));
-        };
+        let (expiry, if_version) = expire_options(options).map_err(|e| named(&rb, key, e))?;
         set_flag(
             found,
             wait_outside(rb.store(), rb.name(), cancel, |done| {
-                rb.expire_then(key, expiry, opts.if_version, done)
+                rb.expire_then(key, expiry, if_version, done)
             })?,
         );
         Ok(())

@@ -99,13 +99,21 @@ pub(crate) fn code_of(kind: ErrorKind) -> i32 {
     }
 }
 
-/// The error kind of a code, for errors the caller builds (`ts_key_error`).
+/// The error kind of a code, for errors the caller builds (`ts_key_error`, `ts_error_new`).
 pub(crate) fn kind_of(code: i32) -> Option<ErrorKind> {
     ErrorKind::ALL.into_iter().find(|&k| code_of(k) == code)
 }
 
-/// An error: a kind, a message, and the bucket and path it is about.
-pub struct TsError(Error);
+/// An error: a kind, a message, and the bucket and path it is about, with
+/// the text the core renders of them, which the view lends.
+pub struct TsError(Error, String);
+
+impl TsError {
+    pub(crate) fn new(e: Error) -> TsError {
+        let text = e.text();
+        TsError(e, text)
+    }
+}
 
 /// A borrowed look at a `TsError`; its pointers live as long as the error.
 #[repr(C)]
@@ -124,6 +132,11 @@ pub struct TsErrorView {
     pub path: *const u8,
     /// The path's length in bytes.
     pub path_len: usize,
+    /// The message with the bucket and path it is about, as the core shows
+    /// every error after its kind: `the key is absent (bucket b, key k)`.
+    pub text: *const u8,
+    /// The text's length in bytes.
+    pub text_len: usize,
 }
 
 /// Fills `out` with a view of `err`.
@@ -136,6 +149,7 @@ pub unsafe extern "C" fn ts_error_view(err: *const TsError, out: *mut TsErrorVie
     let (message, message_len) = text(Some(e.0.message()));
     let (bucket, bucket_len) = text(e.0.bucket());
     let (path, path_len) = text(e.0.path());
+    let (shown, shown_len) = text(Some(&e.1));
     *out = TsErrorView {
         code: code_of(e.0.kind()),
         message,
@@ -144,6 +158,8 @@ pub unsafe extern "C" fn ts_error_view(err: *const TsError, out: *mut TsErrorVie
         bucket_len,
         path,
         path_len,
+        text: shown,
+        text_len: shown_len,
     };
 }
 
@@ -205,9 +221,50 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
     };
     let code = code_of(e.kind());
     if !err.is_null() {
-        unsafe { *err = Box::into_raw(Box::new(TsError(e))) };
+        unsafe { *err = Box::into_raw(Box::new(TsError::new(e))) };
     }
     code
+}
+
+/// The core's error for a fault of a bucket's own codec, named by a word
+/// (`encode`, `decode`, `row_not_bytes`) with its detail, so that every
+/// language words it alike; the caller names its bucket and key.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_codec_fault(
+    word: *const u8,
+    word_len: usize,
+    detail: *const u8,
+    detail_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let word = unsafe { text(word, word_len, "codec fault") }?;
+        let detail = String::from_utf8_lossy(unsafe { bytes(detail, detail_len) });
+        let fault = tinystore::CodecFault::named(word, &detail)
+            .ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no codec fault {word:?}")))?;
+        Err(fault.error())
+    })
+}
+
+/// Builds an error of the caller's own (a handle used after its
+/// transaction ended, a closed store), about the handle `name` when it is
+/// not empty, so that its text is rendered as the core renders every error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_error_new(
+    name: *const u8,
+    name_len: usize,
+    code: i32,
+    message: *const u8,
+    message_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let name = unsafe { text(name, name_len, "handle name") }?;
+        let kind = kind_of(code).ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no error code {code}")))?;
+        let message = String::from_utf8_lossy(unsafe { bytes(message, message_len) });
+        let e = Error::new(kind, message);
+        Err(if name.is_empty() { e } else { e.in_bucket(name) })
+    })
 }
 
 /// Builds an error about one key of the handle `name`, for a failure the

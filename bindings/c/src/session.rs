@@ -8,11 +8,11 @@
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 
-use tinystore::{Created, Error, ErrorKind, Result, Scope, Snapshot, TxSession};
+use tinystore::{Created, Error, ErrorKind, Result, Scope, Snapshot, TxSession, WriteCall};
 
 use crate::bucket::{
-    TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, decodes_as, fill, invalid, named, set_flag, under,
-    write_options,
+    TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, decodes_as, expire_options, fill, invalid, named, set_flag,
+    under, write_options,
 };
 use crate::scope::{get_in, list_in};
 use crate::store::{TsStore, store};
@@ -200,7 +200,7 @@ pub unsafe extern "C" fn ts_tx_set(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
+        let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
         let v = t.scope().set(&rb, key, raw, opts).map_err(|e| named(&rb, key, e))?;
         if let Some(out) = unsafe { version.as_mut() } {
             *out = v.get();
@@ -235,14 +235,7 @@ pub unsafe extern "C" fn ts_tx_create(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.if_version.is_some() {
-            return Err(named(
-                &rb,
-                key,
-                invalid("create takes no if_version: it writes only an absent key"),
-            ));
-        }
+        let opts = write_options(options, WriteCall::Create).map_err(|e| named(&rb, key, e))?;
         match t
             .scope()
             .create(&rb, key, raw, opts.expiry)
@@ -288,10 +281,7 @@ pub unsafe extern "C" fn ts_tx_take(
         let t = unsafe { tx(t) }?;
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.expiry.is_some() {
-            return Err(named(&rb, key, invalid("take takes no expiry")));
-        }
+        let opts = write_options(options, WriteCall::Take).map_err(|e| named(&rb, key, e))?;
         set_flag(found, false);
         let taken = t
             .scope()
@@ -323,10 +313,7 @@ pub unsafe extern "C" fn ts_tx_delete(
         let t = unsafe { tx(t) }?;
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        if opts.expiry.is_some() {
-            return Err(named(&rb, key, invalid("delete takes no expiry")));
-        }
+        let opts = write_options(options, WriteCall::Delete).map_err(|e| named(&rb, key, e))?;
         let was = t
             .scope()
             .delete(&rb, key, opts.if_version)
@@ -354,13 +341,10 @@ pub unsafe extern "C" fn ts_tx_expire(
         let t = unsafe { tx(t) }?;
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options).map_err(|e| named(&rb, key, e))?;
-        let Some(expiry) = opts.expiry else {
-            return Err(named(&rb, key, invalid("expire needs a ttl or an expiry time")));
-        };
+        let (expiry, if_version) = expire_options(options).map_err(|e| named(&rb, key, e))?;
         let was = t
             .scope()
-            .expire(&rb, key, expiry, opts.if_version)
+            .expire(&rb, key, expiry, if_version)
             .map_err(|x| named(&rb, key, x))?;
         set_flag(found, was);
         Ok(())

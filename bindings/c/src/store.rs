@@ -180,6 +180,13 @@ pub unsafe extern "C" fn ts_store_set_clock(s: *const TsStore, ms: i64, err: *mu
     guard(err, || unsafe { store(s) }?.clock().set(from_millis(ms)))
 }
 
+/// Moves a test store's clock to `ms`, or leaves it where it is when `ms`
+/// is earlier (the core's clock never moves back).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_follow_clock(s: *const TsStore, ms: i64, err: *mut *mut TsError) -> i32 {
+    guard(err, || unsafe { store(s) }?.clock().follow(from_millis(ms)))
+}
+
 /// The store's clock now, in ms since the Unix epoch.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_store_now(s: *const TsStore) -> i64 {
@@ -269,6 +276,8 @@ mod tests {
                 bucket_len: 0,
                 path: std::ptr::null(),
                 path_len: 0,
+                text: std::ptr::null(),
+                text_len: 0,
             };
             unsafe { ts_error_view(err, &mut v) };
             message = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(v.message, v.message_len) }).into();

@@ -4,7 +4,7 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, WriteOptions};
+use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, WriteCall, WriteOptions};
 
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::js;
@@ -23,9 +23,7 @@ pub struct NativeBucket {
 
 /// `owner/owner/key` for a message, as the engine names a key.
 pub(crate) fn show_path(owners: &[Vec<u8>], key: &[u8]) -> String {
-    let mut parts: Vec<String> = owners.iter().map(|o| String::from_utf8_lossy(o).into_owned()).collect();
-    parts.push(String::from_utf8_lossy(key).into_owned());
-    parts.join("/")
+    tinystore::show_path(owners, Some(key))
 }
 
 impl NativeBucket {
@@ -51,26 +49,20 @@ impl NativeBucket {
             .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
     }
 
-    /// The write options of a call: a `ttl` (duration) or `expiresAt` (ms), and `ifVersion`.
+    /// The write options of `call` on `key`: a `ttl` (duration) or
+    /// `expiresAt` (ms), and `ifVersion`, in a shape the core checks.
     fn options(
         &self,
         env: &Env,
+        call: WriteCall,
+        key: &[u8],
         ttl: &Unknown<'_>,
         expires_at: Option<f64>,
         if_version: Option<String>,
     ) -> Ts<WriteOptions> {
         let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
         let at = expires_at.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
-        let expiry = match (ttl, at) {
-            (Some(_), Some(_)) => return Err(settle::invalid("a write takes ttl or expiresAt, not both")),
-            (Some(d), None) => Some(Expiry::In(d)),
-            (None, Some(t)) => Some(Expiry::At(t)),
-            (None, None) => None,
-        };
-        Ok(WriteOptions {
-            expiry,
-            if_version: convert::version(if_version)?,
-        })
+        self.raw.options_for(call, key, ttl, at, convert::version(if_version)?)
     }
 
     /// The JS value of a row of this bucket's type; `Corrupt` names the key.
@@ -88,10 +80,13 @@ impl NativeBucket {
             .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
     }
 
-    /// The key, value and options of a `set`, checked before anything is queued.
+    /// The key, value and options of a `set` (or a `create`, by `call`),
+    /// checked before anything is queued.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare_set(
         &self,
         env: &Env,
+        call: WriteCall,
         key: &Unknown<'_>,
         value: &Unknown<'_>,
         ttl: &Unknown<'_>,
@@ -101,7 +96,7 @@ impl NativeBucket {
         let r = (|| {
             let k = self.key(env, key)?;
             let v = self.value(env, &k, value)?;
-            let opts = self.options(env, ttl, expires_at, if_version)?;
+            let opts = self.options(env, call, &k, ttl, expires_at, if_version)?;
             Ok((k, v, opts))
         })();
         r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
@@ -116,7 +111,7 @@ impl NativeBucket {
         ttl: &Unknown<'_>,
         expires_at: Option<f64>,
     ) -> Ts<(Vec<u8>, Raw, Option<Expiry>)> {
-        self.prepare_set(env, key, value, ttl, expires_at, None)
+        self.prepare_set(env, WriteCall::Create, key, value, ttl, expires_at, None)
             .map(|(k, v, opts)| (k, v, opts.expiry))
     }
 
@@ -142,11 +137,10 @@ impl NativeBucket {
     ) -> Ts<(Vec<u8>, Expiry, Option<Version>)> {
         let r = (|| {
             let k = self.key(env, key)?;
-            let opts = self.options(env, ttl, at_ms, if_version)?;
-            let expiry = opts
-                .expiry
-                .ok_or_else(|| settle::invalid("expire takes a duration as '1h' or a Date"))?;
-            Ok((k, expiry, opts.if_version))
+            let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
+            let at = at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+            let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
+            Ok((k, expiry, if_version))
         })();
         r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
     }
@@ -195,18 +189,13 @@ impl NativeBucket {
             } else {
                 Some(Key(self.key(env, after)?))
             };
-            let limit = match limit {
-                // A number that is not a whole count is bad input, not a
-                // page size to round (KV-18).
-                Some(l) if !(l.is_finite() && l.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&l)) => {
-                    return Err(tinystore::Error::new(
-                        tinystore::ErrorKind::Invalid,
-                        format!("a page size (limit) must be a whole number from 1 to 1000, not {l}"),
-                    )
-                    .in_bucket(self.raw.name()));
-                }
-                l => l.map(|l| l as usize),
-            };
+            // A number that is not a whole count is bad input, not a page
+            // size to round (KV-18).
+            let limit = limit
+                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
+                .transpose()
+                .map_err(|e| e.in_bucket(self.raw.name()))?
+                .map(|l| l as usize);
             let page = read(&ListOptions { after, limit })?;
             let mut items = Vec::with_capacity(page.entries.len());
             for e in &page.entries {
@@ -310,7 +299,10 @@ impl NativeBucket {
         expires_at: Option<f64>,
         if_version: Option<String>,
     ) -> napi::Result<Unknown<'e>> {
-        let (k, v, opts) = sync(env, self.prepare_set(env, &key, &value, &ttl, expires_at, if_version))?;
+        let (k, v, opts) = sync(
+            env,
+            self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
+        )?;
         let raw = self.raw.clone();
         settle::write(
             env,

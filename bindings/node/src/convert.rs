@@ -144,12 +144,8 @@ impl ValueKind {
             },
             (ValueKind::Int, "number") => {
                 let n = js::read_f64(env, v).map_err(napi_err)?;
-                if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
-                    return Err(invalid(format!(
-                        "{n} is not a safe integer: a bucket of type 'int' holds integers up to 2^53-1; use type 'bigint' for int64"
-                    )));
-                }
-                Ok(Raw::int(n as i64))
+                let what = "a value of type 'int' (type 'bigint' holds int64)";
+                Ok(Raw::int(tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)?))
             }
             (ValueKind::BigInt, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
                 Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
@@ -166,12 +162,8 @@ impl ValueKind {
             },
             (ValueKind::Raw, "number") => {
                 let n = js::read_f64(env, v).map_err(napi_err)?;
-                if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
-                    return Err(invalid(format!(
-                        "{n} is not a safe integer: a raw bucket keeps integers (a bigint, or a safe integer number) and bytes"
-                    )));
-                }
-                Ok(Raw::int(n as i64))
+                let what = "a number in a raw bucket (a bigint holds int64)";
+                Ok(Raw::int(tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)?))
             }
             (ValueKind::Raw, "string") => Ok(Raw::Bytes(js::read_string(env, v).map_err(napi_err)?)),
             (ValueKind::Raw, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
@@ -295,12 +287,8 @@ pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
         "string" => js::read_string(env, v).map_err(napi_err),
         "number" => {
             let n = js::read_f64(env, v).map_err(napi_err)?;
-            if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
-                return Err(invalid(format!(
-                    "{n} is not a key: a number key must be a safe integer"
-                )));
-            }
-            Ok((n as i64).to_string().into_bytes())
+            let i = tinystore::whole_number(n, "a number key", -MAX_SAFE..=MAX_SAFE)?;
+            Ok(tinystore::AsKey::key_bytes(&i).into_owned())
         }
         "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
             Some(i) => Ok(i.to_string().into_bytes()),

@@ -136,11 +136,10 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     } else {
         let mut n = 0.0;
         let status = unsafe { sys::napi_get_value_double(env, argv[1], &mut n) };
-        // A whole number from 1 up to 2^53 - 1, checked without a call to trunc.
-        if status != sys::Status::napi_ok || !(1.0..=9_007_199_254_740_991.0).contains(&n) || (n as u64) as f64 != n {
-            return Err(settle::invalid("allow takes a count: a whole number from 1").in_bucket(limit.name()));
+        if status != sys::Status::napi_ok {
+            return Err(settle::invalid("allow takes a count: a number").in_bucket(limit.name()));
         }
-        n as u64
+        crate::limits::count(Some(n)).map_err(|e| e.in_bucket(limit.name()))?
     };
     let mut buf = [0u8; 256];
     let a = match js::read_string_into(env, argv[0], &mut buf) {

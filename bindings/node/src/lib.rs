@@ -64,6 +64,48 @@ pub fn error_codes() -> Vec<&'static str> {
     tinystore::ErrorKind::ALL.iter().map(|k| k.code()).collect()
 }
 
+/// The text of an error, as the engine renders every error's: the message,
+/// then the bucket and key it is about. Every error class of the package
+/// takes its message from here, so no binding builds that text again.
+#[napi]
+pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) -> String {
+    let e = tinystore::Error::new(tinystore::ErrorKind::Invalid, message);
+    match (bucket, key) {
+        (Some(b), Some(k)) => e.at(&b, k),
+        (Some(b), None) => e.in_bucket(&b),
+        _ => e,
+    }
+    .text()
+}
+
+/// The engine's message for a fault of a bucket's own codec (`encode`,
+/// `decode`, `not_bytes`), so that every language words it alike.
+#[napi]
+pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
+    tinystore::CodecFault::named(&word, &detail)
+        .map(|f| f.error().message().to_owned())
+        .ok_or_else(|| napi::Error::from_reason(format!("no codec fault {word:?}")))
+}
+
+/// `owner/owner/key` as the engine shows a key in a message, for the
+/// package's own messages about a key (a codec's failure).
+#[napi(
+    ts_args_type = "owners: Array<string | number | bigint | Uint8Array>, key: string | number | bigint | Uint8Array"
+)]
+pub fn show_path(env: &Env, owners: Vec<Unknown<'_>>, key: Unknown<'_>) -> napi::Result<String> {
+    let r = (|| {
+        let owners = owners
+            .iter()
+            .map(|o| convert::key(env.raw(), js::raw(o)))
+            .collect::<convert::Ts<Vec<_>>>()?;
+        Ok(tinystore::show_path(
+            &owners,
+            Some(&convert::key(env.raw(), js::raw(&key))?),
+        ))
+    })();
+    settle::sync(env, r)
+}
+
 /// A caller's context inside nothing, for the engine's guards against
 /// deadlock: the package grows it as its code enters transactions and runs
 /// of once (see `caller.rs`).

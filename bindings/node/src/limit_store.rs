@@ -79,11 +79,7 @@ impl NativeLimitStore {
         let r = (|| {
             let mut b = LimitStore::builder(&store.store);
             if let Some(n) = max_entries {
-                if !(n.is_finite() && n >= 1.0 && n.fract() == 0.0 && n <= 9.0e15) {
-                    return Err(settle::invalid(format!(
-                        "maxEntries must be a whole number of 1 or more, not {n}"
-                    )));
-                }
+                let n = tinystore::whole_number(n, "maxEntries", 1..=tinystore::MAX_SAFE_INTEGER)?;
                 b = b.max_entries(n as usize);
             }
             if let Some(name) = name {

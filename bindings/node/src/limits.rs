@@ -37,15 +37,10 @@ pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
     make().map_err(napi_err)
 }
 
-/// A count of requests or uses: a whole number from 1 up.
+/// A count of requests or uses as a number; the core says which counts a
+/// call takes (1 up to a burst or a window's limit).
 pub(crate) fn count(n: Option<f64>) -> Ts<u64> {
-    let n = n.unwrap_or(1.0);
-    if n.fract() != 0.0 || !(1.0..=9_007_199_254_740_991.0).contains(&n) {
-        return Err(settle::invalid(format!(
-            "{n} is not a count: use a whole number from 1"
-        )));
-    }
-    Ok(n as u64)
+    Ok(tinystore::whole_number(n.unwrap_or(1.0), "a count", 0..=MAX_SAFE)? as u64)
 }
 
 /// A counter's step (negative allowed): a safe integer `number`, or a
@@ -55,12 +50,8 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
         "undefined" => Ok(1),
         "number" => {
             let n = js::read_f64(env, v).map_err(napi_err)?;
-            if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE as f64 {
-                return Err(settle::invalid(format!(
-                    "{n} is not a safe integer: pass a counter's step past 2^53 as a bigint"
-                )));
-            }
-            Ok(n as i64)
+            let what = "a counter's step (a bigint holds int64)";
+            tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)
         }
         "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
             Some(i) if i64::try_from(i).is_ok() => Ok(i as i64),
@@ -73,7 +64,7 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
 }
 
 /// The largest integer a JS number holds exactly.
-const MAX_SAFE: i64 = (1 << 53) - 1;
+const MAX_SAFE: i64 = tinystore::MAX_SAFE_INTEGER;
 
 pub(crate) fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
     convert::key(env.raw(), js::raw(key)).map_err(|e| e.in_bucket(name))

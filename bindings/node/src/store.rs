@@ -49,20 +49,14 @@ impl NativeStore {
             }
             if let Some(bytes) = memory {
                 // A fraction or NaN is bad input to refuse, not a size to round.
-                if !(bytes.is_finite() && bytes.fract() == 0.0 && (0.0..=9.0e15).contains(&bytes)) {
-                    return Err(settle::invalid(format!(
-                        "memory is a budget in bytes, a whole number of at least 1 MiB (1048576), not {bytes}"
-                    )));
-                }
+                let what = "memory (a budget in bytes, at least 1 MiB)";
+                let bytes = tinystore::whole_number(bytes, what, 0..=tinystore::MAX_SAFE_INTEGER)?;
                 options = options.memory(bytes as usize);
             }
             if let Some(bytes) = mmap_size {
                 // As memory: a fraction, NaN or a negative size is refused, not rounded.
-                if !(bytes.is_finite() && bytes.fract() == 0.0 && (0.0..=9.0e15).contains(&bytes)) {
-                    return Err(settle::invalid(format!(
-                        "mmapSize is the bytes of kv.db each reader maps, a whole number from 0 (0 maps nothing), not {bytes}"
-                    )));
-                }
+                let what = "mmapSize (the bytes of kv.db each reader maps; 0 maps nothing)";
+                let bytes = tinystore::whole_number(bytes, what, 0..=tinystore::MAX_SAFE_INTEGER)?;
                 options = options.mmap_size(bytes as u64);
             }
             if let Some(on) = keep_read_locks {

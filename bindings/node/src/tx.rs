@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{ErrorKind, Scope, TxSession};
+use tinystore::{ErrorKind, Scope, TxSession, WriteCall};
 
 use crate::bucket::{NativeBucket, show_path};
 use crate::convert::napi_err;
@@ -183,7 +183,7 @@ impl NativeTx {
         if_version: Option<String>,
     ) -> napi::Result<()> {
         let r = bucket
-            .prepare_set(env, &key, &value, &ttl, expires_at, if_version)
+            .prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version)
             .and_then(|(k, v, opts)| self.scope().set(&bucket.raw, &k, v, opts));
         sync(env, r).map(|_version| ())
     }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
-use tinystore::{Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteOptions, from_millis};
+use tinystore::{
+    Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
+};
 
 use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
@@ -30,15 +32,6 @@ pub struct Bucket {
 
 /// An entry as Python gets it: (key, value, version, expires_at in ms).
 pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
-
-pub(crate) fn expiry(ttl: Option<Duration>, at_ms: Option<i64>) -> Result<Option<Expiry>, Error> {
-    match (ttl, at_ms) {
-        (Some(_), Some(_)) => Err(invalid("give ttl or expires_at, not both")),
-        (Some(d), None) => Ok(Some(Expiry::In(d))),
-        (None, Some(ms)) => Ok(Some(Expiry::At(from_millis(ms)))),
-        (None, None) => Ok(None),
-    }
-}
 
 impl Bucket {
     pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
@@ -64,19 +57,48 @@ impl Bucket {
             .map_err(|e| to_py(py, self.name_key(key)(e)))
     }
 
+    /// The options of `call` on `key`: its shape is checked in the core.
     pub(crate) fn write_options(
         &self,
         py: Python<'_>,
+        call: WriteCall,
+        key: &[u8],
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<WriteOptions> {
+        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
+        self.raw
+            .options_for(call, key, ttl, expires_at.map(from_millis), if_version)
+            .map_err(py_err(py))
+    }
+
+    /// The expiry and version of an `expire` of `key`, checked in the core.
+    pub(crate) fn expire_options(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Expiry, Option<Version>)> {
+        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
+        self.raw
+            .expire_options(key, ttl, expires_at.map(from_millis), if_version)
+            .map_err(py_err(py))
+    }
+
+    fn option_values(
+        &self,
+        py: Python<'_>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<Duration>, Option<Version>)> {
         let named = |e: Error| to_py(py, e.in_bucket(self.raw.name()));
-        let ttl = opt_span(ttl, "ttl").map_err(named)?;
-        Ok(WriteOptions {
-            expiry: expiry(ttl, expires_at).map_err(named)?,
-            if_version: version(if_version).map_err(named)?,
-        })
+        Ok((
+            opt_span(ttl, "ttl").map_err(named)?,
+            version(if_version).map_err(named)?,
+        ))
     }
 
     pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
@@ -334,7 +356,7 @@ impl Bucket {
     ) -> PyResult<Py<PyAny>> {
         let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
         let v = run_in(py, scope, Takes::Short, || scope.set(&self.raw, &k, raw, opts))?;
         Ok(py_version(py, v))
     }
@@ -354,7 +376,7 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
+        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -383,7 +405,7 @@ impl Bucket {
     ) -> PyResult<bool> {
         let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let c = run_in(py, scope, Takes::Short, || {
             scope.create(&self.raw, &k, raw, opts.expiry)
         })?;
@@ -404,7 +426,7 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, ttl, expires_at, None)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -426,7 +448,7 @@ impl Bucket {
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let check = self.take_check();
         let out = run_in(py, scope, Takes::Short, || {
             Ok(scope.take(&self.raw, &k, opts.if_version, check))
@@ -444,7 +466,7 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         let (codec, raw, this_store, streams) =
@@ -473,7 +495,7 @@ impl Bucket {
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         run_in(py, scope, Takes::Short, || scope.delete(&self.raw, &k, opts.if_version))
     }
 
@@ -487,7 +509,7 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, None, None, if_version)?;
+        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
@@ -509,16 +531,8 @@ impl Bucket {
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
-        let e = opts.expiry.ok_or_else(|| {
-            to_py(
-                py,
-                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
-            )
-        })?;
-        run_in(py, scope, Takes::Short, || {
-            scope.expire(&self.raw, &k, e, opts.if_version)
-        })
+        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
+        run_in(py, scope, Takes::Short, || scope.expire(&self.raw, &k, e, if_version))
     }
 
     /// The completion form of `expire`.
@@ -534,17 +548,11 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
-        let opts = self.write_options(py, ttl, expires_at, if_version)?;
-        let e = opts.expiry.ok_or_else(|| {
-            to_py(
-                py,
-                invalid("expire needs a ttl or an expires_at").in_bucket(self.raw.name()),
-            )
-        })?;
+        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
         let completions = &Completions::of_loop(running)?;
         let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
         Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.expire_then(&k, e, opts.if_version, move |out| {
+            bucket.expire_then(&k, e, if_version, move |out| {
                 q.push(&store, future, resolve_with(out, py_bool))
             })
         })

@@ -52,10 +52,37 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::Config>()?;
     m.add("MAX_PAGE", tinystore::MAX_PAGE)?;
     m.add_function(wrap_pyfunction!(json_field_name, m)?)?;
+    m.add_function(wrap_pyfunction!(error_text, m)?)?;
+    m.add_function(wrap_pyfunction!(codec_fault, m)?)?;
     m.add_function(wrap_pyfunction!(logs::forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(logs::next_logs, m)?)?;
     m.add_function(wrap_pyfunction!(logs::stop_logs, m)?)?;
     Ok(())
+}
+
+/// The core's message for a fault of a bucket's own codec (`encode`,
+/// `decode`, `not_bytes`), so that every language words it alike.
+#[pyfunction]
+fn codec_fault(word: &str, detail: &str) -> PyResult<String> {
+    tinystore::CodecFault::named(word, detail)
+        .map(|f| f.error().message().to_owned())
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no codec fault {word:?}")))
+}
+
+/// The text of an error the package finds itself, as the core renders
+/// every error: its kind's word, the message, then the bucket and key it
+/// is about. A code the core does not know gives the text without a word.
+#[pyfunction]
+#[pyo3(signature = (code, message, bucket=None, path=None))]
+fn error_text(code: &str, message: &str, bucket: Option<&str>, path: Option<&str>) -> String {
+    let kind = tinystore::ErrorKind::ALL.into_iter().find(|k| k.code() == code);
+    let mut e = tinystore::Error::new(kind.unwrap_or(tinystore::ErrorKind::Invalid), message);
+    match (bucket, path) {
+        (Some(b), Some(p)) => e = e.at(b, p),
+        (Some(b), None) => e = e.in_bucket(b),
+        _ => {}
+    }
+    if kind.is_some() { e.to_string() } else { e.text() }
 }
 
 /// The JSON name of a dataclass field, by the core's rule for struct fields

@@ -51,6 +51,10 @@ pub mod role {
     /// `counters-crash DIR`: adds to a flush_every and a durable counter
     /// around a flush, then exits without close.
     pub const COUNTERS_CRASH: &str = "counters-crash";
+    /// `pg-take LOCATION N`: after a start line, takes the keys `c0` to
+    /// `cN-1` of the bucket `codes` from 4 threads, printing `won cI` for
+    /// each it got.
+    pub const PG_TAKE: &str = "pg-take";
 }
 
 /// The rate limit of the crash test: 5 a minute, 5 at once.

@@ -189,6 +189,34 @@ impl Writer {
         })
     }
 
+    /// A writer that takes no writes: every call is `Closed`. The writer of
+    /// a store whose rows are not in kv.db (a PostgreSQL store), so that a
+    /// path not carried to that store fails instead of writing elsewhere.
+    pub fn refusing(clock: Clock) -> Writer {
+        let lease = crate::read_locks::Lease::of(std::path::Path::new(""));
+        Writer {
+            shared: Arc::new(Shared {
+                stats: GroupStats::default(),
+                queue: Mutex::new(Queue {
+                    ops: VecDeque::new(),
+                    closed: true,
+                    idle: false,
+                    bursts: 0,
+                    gathering: false,
+                }),
+                wake: Condvar::new(),
+                pushes: AtomicU64::new(0),
+                conn: Mutex::new(None),
+                turns: Mutex::new(Turns::open(std::path::Path::new(""), lease)),
+                checkpoints: Arc::new(checkpoints::Checkpoints::default()),
+                clock,
+                last_group: AtomicUsize::new(0),
+                sessions: AtomicUsize::new(0),
+            }),
+            thread: Mutex::new(None),
+        }
+    }
+
     fn id(&self) -> usize {
         Arc::as_ptr(&self.shared) as usize
     }

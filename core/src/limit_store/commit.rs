@@ -6,7 +6,7 @@
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
-use crate::key::show;
+use crate::key::show_key;
 use crate::maintain::SWEEP_BATCH;
 use crate::raw::Raw;
 use crate::storage::{self, Cell};
@@ -64,10 +64,10 @@ pub(crate) fn check_changes(sh: &Shared, keys: &[Vec<u8>], changes: &[Change]) -
                 "the value is {} bytes of JSON, over the limit store's {MAX_LIMIT_VALUE} bytes (4 KB); nothing was written",
                 e.value.len()
             ))
-            .at(name, show(k)));
+            .at(name, show_key(k)));
         }
         if serde_json::from_str::<serde::de::IgnoredAny>(&e.value).is_err() {
-            return Err(Error::invalid("the value is not JSON text; nothing was written").at(name, show(k)));
+            return Err(Error::invalid("the value is not JSON text; nothing was written").at(name, show_key(k)));
         }
     }
     Ok(())
@@ -191,7 +191,7 @@ pub(crate) fn commit(
                  keys it holds keep counting. Nothing was written",
                 sh.max_entries
             ))
-            .at(&sh.core.name, show(&keys[new_key]));
+            .at(&sh.core.name, show_key(&keys[new_key]));
             return Ok(Outcome::Refused { error, events });
         }
         sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;

@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::Ticket;
-use crate::key::{Branch, show};
+use crate::key::{Branch, show_key};
 use crate::storage::Kind;
 use crate::store::Store;
 use crate::values::{BucketCore, Target};
@@ -308,7 +308,7 @@ impl Shared {
         let targets = keys.iter().map(|k| self.target_of(k)).collect::<Result<Vec<_>>>()?;
         for (i, t) in targets.iter().enumerate() {
             if targets[..i].iter().any(|o| o.path() == t.path()) {
-                return Err(Error::invalid("a key appears twice in one call").at(&self.core.name, show(&keys[i])));
+                return Err(Error::invalid("a key appears twice in one call").at(&self.core.name, show_key(&keys[i])));
             }
         }
         Ok(targets)

@@ -334,7 +334,7 @@ impl Quota {
         n: u64,
     ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
         let t = self.target(key)?;
-        self.check_n(&t, n, "allow_n")?;
+        self.check_n(&t, n, "allow")?;
         Ok(self.op(t, move |q, row, now| q.allow(row, now, n, true)))
     }
 
@@ -345,7 +345,7 @@ impl Quota {
         n: u64,
     ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
         let t = self.target(key)?;
-        self.check_n(&t, n, "refund_n")?;
+        self.check_n(&t, n, "refund")?;
         Ok(self.op(t, move |q, row, now| q.refund(row, now, n)))
     }
 
@@ -379,7 +379,7 @@ impl Quota {
     /// windows that refused reset. `n` over the smallest limit is `Invalid`.
     pub fn allow_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         let t = self.target(&key.key_bytes())?;
-        self.check_n(&t, n, "allow_n")?;
+        self.check_n(&t, n, "allow")?;
         let op = self.op(t, move |q, row, now| q.allow(row, now, n, true));
         self.core.bucket.store.inner.writer.call(0, op)
     }
@@ -393,7 +393,7 @@ impl Quota {
         done: impl FnOnce(Result<Allowance>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
-        self.check_n(&t, n, "allow_n")?;
+        self.check_n(&t, n, "allow")?;
         let op = self.op(t, move |q, row, now| q.allow(row, now, n, true));
         self.core.bucket.store.inner.writer.submit(0, op, done)
     }
@@ -417,7 +417,7 @@ impl Quota {
     /// below zero: for work that failed after its use was counted.
     pub fn refund_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         let t = self.target(&key.key_bytes())?;
-        self.check_n(&t, n, "refund_n")?;
+        self.check_n(&t, n, "refund")?;
         let op = self.op(t, move |q, row, now| q.refund(row, now, n));
         self.core.bucket.store.inner.writer.call(0, op)
     }
@@ -430,7 +430,7 @@ impl Quota {
         done: impl FnOnce(Result<Allowance>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
-        self.check_n(&t, n, "refund_n")?;
+        self.check_n(&t, n, "refund")?;
         let op = self.op(t, move |q, row, now| q.refund(row, now, n));
         self.core.bucket.store.inner.writer.submit(0, op, done)
     }

@@ -229,10 +229,7 @@ impl RateLimit {
             self.core.bucket.store.inner.check_open()?;
             return Err(self.named(
                 &key,
-                Error::invalid(format!(
-                    "allow_n takes 1 to {} requests (the burst), not {n}",
-                    gcra.burst
-                )),
+                Error::invalid(format!("allow takes 1 to {} requests (the burst), not {n}", gcra.burst)),
             ));
         }
         let inner = &self.core.bucket.store.inner;

@@ -95,6 +95,85 @@ pub struct WriteOptions {
     pub if_version: Option<Version>,
 }
 
+const EXPIRE_NEEDS: &str = "expire needs a ttl or an expiry time";
+
+/// The call a write's options are given to: each takes its own shape of
+/// them, and a binding that spells them as separate arguments (a ttl, an
+/// expiry time, a version) checks the shape with [`WriteOptions::of_call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteCall {
+    /// `set`: an expiry and a version, each optional.
+    Set,
+    /// `create`: an expiry; no version, since it writes only an absent key.
+    Create,
+    /// `take`: a version; no expiry, since the key is gone after it.
+    Take,
+    /// `delete`: a version; no expiry, since the key is gone after it.
+    Delete,
+    /// `expire`: an expiry, which it needs, and a version.
+    Expire,
+}
+
+impl WriteCall {
+    fn name(self) -> &'static str {
+        match self {
+            WriteCall::Set => "set",
+            WriteCall::Create => "create",
+            WriteCall::Take => "take",
+            WriteCall::Delete => "delete",
+            WriteCall::Expire => "expire",
+        }
+    }
+}
+
+impl WriteOptions {
+    /// The options of `call` from the arguments a binding got: a ttl or an
+    /// expiry time (not both) and a version, checked against what the call
+    /// takes, with one message per shape in every language.
+    pub fn of_call(
+        call: WriteCall,
+        ttl: Option<Duration>,
+        at: Option<SystemTime>,
+        if_version: Option<Version>,
+    ) -> Result<WriteOptions> {
+        let expiry = match (ttl, at) {
+            (Some(_), Some(_)) => return Err(Error::invalid("a write takes a ttl or an expiry time, not both")),
+            (Some(d), None) => Some(Expiry::In(d)),
+            (None, Some(t)) => Some(Expiry::At(t)),
+            (None, None) => None,
+        };
+        let opts = WriteOptions { expiry, if_version };
+        opts.check(call)?;
+        Ok(opts)
+    }
+
+    /// The expiry and version of an `expire` from a binding's arguments,
+    /// checked as [`WriteOptions::of_call`] checks them.
+    pub fn of_expire(
+        ttl: Option<Duration>,
+        at: Option<SystemTime>,
+        if_version: Option<Version>,
+    ) -> Result<(Expiry, Option<Version>)> {
+        let opts = WriteOptions::of_call(WriteCall::Expire, ttl, at, if_version)?;
+        let expiry = opts.expiry.ok_or_else(|| Error::invalid(EXPIRE_NEEDS))?;
+        Ok((expiry, opts.if_version))
+    }
+
+    /// Checks that these options are a shape `call` takes.
+    pub fn check(&self, call: WriteCall) -> Result<()> {
+        match call {
+            WriteCall::Take | WriteCall::Delete if self.expiry.is_some() => {
+                Err(Error::invalid(format!("{} takes no expiry", call.name())))
+            }
+            WriteCall::Expire if self.expiry.is_none() => Err(Error::invalid(EXPIRE_NEEDS)),
+            WriteCall::Create if self.if_version.is_some() => {
+                Err(Error::invalid("create takes no version: it writes only an absent key"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Where a listing starts and how much a page holds.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {

@@ -14,6 +14,7 @@
 
 mod bucket_core;
 mod call_types;
+mod on_postgres;
 mod reads;
 mod target;
 mod writes;
@@ -29,7 +30,8 @@ use crate::storage::Kind;
 use crate::store::Store;
 
 pub(crate) use bucket_core::BucketCore;
-pub use call_types::{Created, Entry, Expiry, ListOptions, Page, Version, WriteOptions};
+pub use call_types::{Created, Entry, Expiry, ListOptions, Page, Version, WriteCall, WriteOptions};
+pub(crate) use on_postgres::{pg_take, pg_take_then};
 pub(crate) use reads::{Pages, entry_of, list_on};
 pub(crate) use target::Target;
 pub(crate) use writes::op_clear;
@@ -107,6 +109,31 @@ impl RawBucket {
     /// The owners of this branch.
     pub fn owners(&self) -> &[Vec<u8>] {
         self.branch.owners()
+    }
+
+    /// The options of a `call` on `key` from a binding's arguments, checked
+    /// by [`WriteOptions::of_call`]; an error names the bucket and key.
+    pub fn options_for(
+        &self,
+        call: WriteCall,
+        key: &[u8],
+        ttl: Option<Duration>,
+        at: Option<std::time::SystemTime>,
+        if_version: Option<Version>,
+    ) -> Result<WriteOptions> {
+        WriteOptions::of_call(call, ttl, at, if_version).map_err(|e| self.named(key, e))
+    }
+
+    /// The expiry and version of an `expire` of `key`, checked by
+    /// [`WriteOptions::of_expire`]; an error names the bucket and key.
+    pub fn expire_options(
+        &self,
+        key: &[u8],
+        ttl: Option<Duration>,
+        at: Option<std::time::SystemTime>,
+        if_version: Option<Version>,
+    ) -> Result<(Expiry, Option<Version>)> {
+        WriteOptions::of_expire(ttl, at, if_version).map_err(|e| self.named(key, e))
     }
 
     fn target(&self, key: &[u8]) -> Result<Target> {

@@ -47,6 +47,9 @@ impl RawBucket {
     /// decoded it; a `get` needs no copy of the key).
     pub(crate) fn cell_held(&self, key: &[u8]) -> Result<Option<Cell>> {
         let inner = &self.core.store.inner;
+        if let Some(pg) = inner.postgres() {
+            return self.with_path(key, |path| self.pg_cell(pg, path, key));
+        }
         self.with_path(key, |path| {
             let now = inner.clock.now_millis();
             let found = inner.readers.with(|c| c.get(self.core.id, path, now));
@@ -63,6 +66,9 @@ impl RawBucket {
     /// Whether a live key is there (renewing it as `entry` does).
     pub fn has(&self, key: &[u8]) -> Result<bool> {
         let inner = &self.core.store.inner;
+        if let Some(pg) = inner.postgres() {
+            return self.with_path(key, |path| self.pg_has(pg, path, key));
+        }
         self.with_path(key, |path| {
             let now = inner.clock.now_millis();
             let found = inner
@@ -97,14 +103,22 @@ impl RawBucket {
         })
     }
 
-    /// `e`, naming this bucket and `key` unless it names a key already.
-    pub(crate) fn named(&self, key: &[u8], e: Error) -> Error {
+    /// `e`, naming this bucket and `key` unless it names a key already:
+    /// how a binding names an error it found in a key's value or options.
+    pub fn named(&self, key: &[u8], e: Error) -> Error {
         name_key(&self.core.name, &self.branch, key, e)
     }
 
     /// Renews an idle key once a thirtieth of its span has passed: queued
     /// for the next flush, or now if it is in its last minute.
-    fn renew(&self, path: &[u8], key: &[u8], version: i64, expires: Option<i64>, now: i64) -> Result<Option<i64>> {
+    pub(super) fn renew(
+        &self,
+        path: &[u8],
+        key: &[u8],
+        version: i64,
+        expires: Option<i64>,
+        now: i64,
+    ) -> Result<Option<i64>> {
         let (Some(term), Some(exp)) = (self.core.idle, expires) else {
             return Ok(None);
         };
@@ -117,6 +131,9 @@ impl RawBucket {
         if left >= LAST_MINUTE {
             inner.renewals.ask(self.core.id, path.to_vec(), version, expires, until);
             return Ok(None);
+        }
+        if let Some(pg) = inner.postgres() {
+            return self.pg_renew(pg, path, key, version, expires, until);
         }
         let (id, path) = (self.core.id, path.to_vec());
         let done = inner
@@ -149,6 +166,9 @@ impl RawBucket {
         let inner = &self.core.store.inner;
         inner.check_open()?;
         self.branch.check(&self.core.name)?;
+        if let Some(pg) = inner.postgres() {
+            return self.pg_list(pg, opts);
+        }
         let now = inner.clock.now_millis();
         inner.readers.with(|c| list_on(&self.core, &self.branch, c, now, opts))
     }
@@ -168,6 +188,19 @@ pub(crate) fn list_on(
     now: i64,
     opts: &ListOptions,
 ) -> Result<Page<Raw>> {
+    list_with(core, branch, opts, |after, hi, limit| {
+        storage::scan(conn, core.id, after, hi, now, limit, MAX_PAGE_BYTES)
+    })
+}
+
+/// Lists a branch's own keys, with `scan` reading the live rows with paths
+/// in `(after, hi)`, at most `limit`, and whether more may follow.
+pub(crate) fn list_with(
+    core: &BucketCore,
+    branch: &Branch,
+    opts: &ListOptions,
+    scan: impl FnOnce(&[u8], &[u8], usize) -> Result<(Vec<storage::ScanRow>, bool)>,
+) -> Result<Page<Raw>> {
     let limit = opts.limit.unwrap_or(DEFAULT_PAGE);
     if limit == 0 || limit > MAX_PAGE {
         return Err(Error::invalid(format!("a page holds 1 to {MAX_PAGE} keys, not {limit}")).in_bucket(&core.name));
@@ -177,7 +210,7 @@ pub(crate) fn list_on(
         Some(k) => branch.after(&k.0),
         None => lo,
     };
-    let (rows, more) = storage::scan(conn, core.id, &after, &hi, now, limit, MAX_PAGE_BYTES)?;
+    let (rows, more) = scan(&after, &hi, limit)?;
     let mut entries = Vec::with_capacity(rows.len());
     for r in rows {
         entries.push(Entry {

@@ -66,7 +66,7 @@ impl Target {
         self.core.store.inner.hold_now(bytes, what).map_err(|e| self.name(e))
     }
 
-    fn conflict(&self, what: &str) -> Error {
+    pub(super) fn conflict(&self, what: &str) -> Error {
         self.name(Error::conflict(what.to_owned()))
     }
 
@@ -79,7 +79,7 @@ impl Target {
         storage::get(conn, self.core.id, self.path(), now).map_err(|e| self.name(e))
     }
 
-    fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {
+    pub(super) fn check_version(&self, live: Option<&storage::CellMeta>, want: Option<Version>) -> Result<()> {
         let Some(want) = want else { return Ok(()) };
         match live {
             Some(m) if m.version == want.0 => Ok(()),

@@ -12,6 +12,10 @@ use crate::key::Branch;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::storage;
 
+use super::on_postgres::{self, pg_then};
+use crate::postgres::{Pool, SentFlag};
+use std::sync::Arc;
+
 /// What a write of one key carries to the writer: the bytes of its value
 /// (how groups are bounded) and whether it needs a savepoint.
 fn cost(value: Option<&Raw>) -> (usize, Isolation) {
@@ -99,6 +103,12 @@ impl RawBucket {
     /// [`RawBucket::set`] holding memory the caller took before it made the value.
     pub(crate) fn set_held(&self, key: &[u8], value: Raw, opts: WriteOptions, held: Held) -> Result<Version> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            let _held = held;
+            return pg
+                .block(async |pool, sent| on_postgres::set(pool, sent, &t, &value, opts).await)
+                .map_err(|e| t.name(e));
+        }
         self.write(t, set_cost(&value), held, move |t, w| t.op_set(w, &value, opts))
     }
 
@@ -125,6 +135,13 @@ impl RawBucket {
         done: impl FnOnce(Result<Version>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                on_postgres::set(&pool, &sent, &t2, &value, opts).await
+            };
+            return pg_then(pg, &t, held, f, done);
+        }
         self.write_then(t, set_cost(&value), held, move |t, w| t.op_set(w, &value, opts), done)
     }
 
@@ -144,6 +161,12 @@ impl RawBucket {
         held: Held,
     ) -> Result<Created<Raw>> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            let _held = held;
+            return pg
+                .block(async |pool, sent| on_postgres::create(pool, sent, &t, &value, expiry).await)
+                .map_err(|e| t.name(e));
+        }
         self.write(t, cost(Some(&value)), held, move |t, w| t.op_create(w, &value, expiry))
     }
 
@@ -157,6 +180,13 @@ impl RawBucket {
     ) -> Result<Ticket> {
         let t = self.target(key)?;
         let held = self.core.store.inner.hold(value.encoded_len() + MAX_VALUE);
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                on_postgres::create(&pool, &sent, &t2, &value, expiry).await
+            };
+            return pg_then(pg, &t, held, f, done);
+        }
         self.write_then(
             t,
             cost(Some(&value)),
@@ -176,6 +206,16 @@ impl RawBucket {
     ) -> Result<Option<Entry<Raw>>> {
         let t = self.target(key)?;
         let held = self.core.store.inner.hold(MAX_VALUE);
+        if let Some(pg) = self.pg() {
+            let _held = held;
+            let decode = |e: Entry<Raw>| {
+                check(&e)?;
+                Ok(e)
+            };
+            return pg
+                .block(async |pool, sent| on_postgres::take(pool, sent, &t, if_version, decode).await)
+                .map_err(|e| t.name(e));
+        }
         self.write(t, cost(None), held, move |t, w| {
             t.op_take(w, if_version, |e| {
                 check(&e)?;
@@ -194,6 +234,17 @@ impl RawBucket {
     ) -> Result<Ticket> {
         let t = self.target(key)?;
         let held = self.core.store.inner.hold(MAX_VALUE);
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                let decode = |e: Entry<Raw>| {
+                    check(&e)?;
+                    Ok(e)
+                };
+                on_postgres::take(&pool, &sent, &t2, if_version, decode).await
+            };
+            return pg_then(pg, &t, held, f, done);
+        }
         self.write_then(
             t,
             cost(None),
@@ -211,6 +262,11 @@ impl RawBucket {
     /// Deletes a key; says whether a live key was there.
     pub fn delete(&self, key: &[u8], if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            return pg
+                .block(async |pool, sent| on_postgres::delete(pool, sent, &t, if_version).await)
+                .map_err(|e| t.name(e));
+        }
         self.write(t, cost(None), Held::nothing(), move |t, w| t.op_delete(w, if_version))
     }
 
@@ -222,6 +278,13 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                on_postgres::delete(&pool, &sent, &t2, if_version).await
+            };
+            return pg_then(pg, &t, Held::nothing(), f, done);
+        }
         self.write_then(
             t,
             cost(None),
@@ -235,6 +298,11 @@ impl RawBucket {
     /// whether a live key was there.
     pub fn expire(&self, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            return pg
+                .block(async |pool, sent| on_postgres::expire(pool, sent, &t, expiry, if_version).await)
+                .map_err(|e| t.name(e));
+        }
         self.write(t, cost(None), Held::nothing(), move |t, w| {
             t.op_expire(w, expiry, if_version)
         })
@@ -249,6 +317,13 @@ impl RawBucket {
         done: impl FnOnce(Result<bool>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                on_postgres::expire(&pool, &sent, &t2, expiry, if_version).await
+            };
+            return pg_then(pg, &t, Held::nothing(), f, done);
+        }
         self.write_then(
             t,
             cost(None),
@@ -262,6 +337,12 @@ impl RawBucket {
     pub fn clear(&self) -> Result<()> {
         let inner = &self.core.store.inner;
         inner.check_open()?;
+        if let Some(pg) = self.pg() {
+            let named = |e: Error| e.at(&self.core.name, self.branch.show_with(None));
+            return pg
+                .block(async |pool, sent| on_postgres::clear(pool, sent, &self.core, &self.branch).await)
+                .map_err(named);
+        }
         let (core, branch) = (self.core.clone(), self.branch.clone());
         inner
             .writer
@@ -273,6 +354,15 @@ impl RawBucket {
         let inner = &self.core.store.inner;
         inner.check_open()?;
         let (core, branch) = (self.core.clone(), self.branch.clone());
+        if let Some(pg) = self.pg() {
+            let (c2, b2) = (core.clone(), branch.clone());
+            let f = move |pool: Arc<Pool>, sent: Arc<SentFlag>| async move {
+                on_postgres::clear(&pool, &sent, &c2, &b2).await
+            };
+            let named = move |r: Result<()>| done(r.map_err(|e| e.at(&core.name, branch.show_with(None))));
+            pg.spawn(f, named)?;
+            return Ok(Ticket::finished());
+        }
         inner
             .writer
             .submit(0, move |w: &mut WriteCtx<'_>| op_clear(&core, &branch, w, false), done)

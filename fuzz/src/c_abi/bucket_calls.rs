@@ -51,8 +51,10 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
     let v = input.bytes();
     let (vp, vl) = ptr(v, input.u8().is_multiple_of(16));
     let opts = TsWriteOptions {
-        expiry: input.kind() % 4,
-        expiry_value: input.i64(),
+        has_ttl: input.bool(),
+        ttl_ns: input.i64(),
+        has_at: input.bool(),
+        at_ms: input.i64(),
         has_if_version: input.bool(),
         if_version: input.i64(),
     };
@@ -159,8 +161,10 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
     let key = input.key();
     let which = input.u8() % 5;
     let opts = TsWriteOptions {
-        expiry: input.kind() % 4,
-        expiry_value: input.i64(),
+        has_ttl: input.bool(),
+        ttl_ns: input.i64(),
+        has_at: input.bool(),
+        at_ms: input.i64(),
         has_if_version: input.bool(),
         if_version: input.i64(),
     };

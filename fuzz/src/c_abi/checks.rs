@@ -31,6 +31,8 @@ pub(super) fn checked(what: &str, code: i32, err: *mut TsError, asked: bool) -> 
         bucket_len: 0,
         path: null(),
         path_len: 0,
+        text: null(),
+        text_len: 0,
     };
     unsafe { ts_error_view(err, &mut view) };
     assert_eq!(view.code, code, "{what}: the error's code differs from the call's");

@@ -369,6 +369,13 @@ func (r *runner) check(s step, o out, err error) error {
 		if m, ok := s["error_message"]; ok && (!errors.As(err, &te) || te.Message != m) {
 			return fmt.Errorf("the error should say %q: %v", m, err)
 		}
+		// The text after "tinystore: " and the kind's word, with the bucket and key, is the same in every language.
+		if m, ok := s["error_text"]; ok {
+			_, after, _ := strings.Cut(strings.TrimPrefix(err.Error(), "tinystore: "), ": ")
+			if after != m {
+				return fmt.Errorf("the error should read %q after its kind: %q", m, err.Error())
+			}
+		}
 		return nil
 	}
 	if err != nil {

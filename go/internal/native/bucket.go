@@ -49,24 +49,22 @@ type Entry struct {
 	ExpiresMs int64  // ms since the Unix epoch
 }
 
-// How a write sets its key's expiry.
-const (
-	ExpiryNone = int32(C.TS_EXPIRY_NONE)
-	ExpiryIn   = int32(C.TS_EXPIRY_IN)
-	ExpiryAt   = int32(C.TS_EXPIRY_AT)
-)
-
-// WriteOptions are a write's own options.
+// WriteOptions are a write's own options, as the caller gave them: the
+// core checks their shape for each call (a TTL or a time, not both; what
+// each call takes).
 type WriteOptions struct {
-	Expiry       int32 // ExpiryNone, ExpiryIn or ExpiryAt
-	ExpiryValue  int64 // ns for ExpiryIn, ms since the Unix epoch for ExpiryAt
+	HasTTL       bool  // whether TTL applies
+	TTL          int64 // ns from now
+	HasAt        bool  // whether At applies
+	At           int64 // ms since the Unix epoch
 	HasIfVersion bool  // whether IfVersion applies
 	IfVersion    int64 // the version the write expects
 }
 
 func (o WriteOptions) c() C.TsWriteOptions {
 	return C.TsWriteOptions{
-		expiry: C.int32_t(o.Expiry), expiry_value: C.int64_t(o.ExpiryValue),
+		has_ttl: C.bool(o.HasTTL), ttl_ns: C.int64_t(o.TTL),
+		has_at: C.bool(o.HasAt), at_ms: C.int64_t(o.At),
 		has_if_version: C.bool(o.HasIfVersion), if_version: C.int64_t(o.IfVersion),
 	}
 }

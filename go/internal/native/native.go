@@ -41,10 +41,43 @@ const (
 )
 
 // NewError makes the error of a code; package tinystore sets it in its
-// init, so that errors carry its sentinels. cause, when not nil, is the
-// context error behind a cancellation.
-var NewError = func(code int, message, bucket string, cause error) error {
+// init, so that errors carry its sentinels. text is the message with the
+// bucket and path it is about, as the core renders it; cause, when not nil,
+// is the context error behind a cancellation.
+var NewError = func(code int, message, bucket, text string, cause error) error {
 	panic("tinystore: package tinystore did not set native.NewError")
+}
+
+// Made is an error the Go package found itself, about the handle bucket
+// when it is not empty: the core builds it, so that its text reads as
+// every error of the core does.
+func Made(code int, message, bucket string) error {
+	return made(code, message, bucket, nil)
+}
+
+// CodecFault is the core's message for a fault of a bucket's own codec
+// (word "encode", "decode" or "row_not_bytes"), so that every language
+// words it alike.
+func CodecFault(word, detail string) string {
+	w, wl := text(word)
+	d, dl := text(detail)
+	var e *C.TsError
+	rc := C.ts_codec_fault(w, wl, d, dl, &e)
+	if rc == C.TS_OK {
+		return detail
+	}
+	defer C.ts_error_free(e)
+	var v C.TsErrorView
+	C.ts_error_view(e, &v)
+	return C.GoStringN((*C.char)(unsafe.Pointer(v.message)), C.int(v.message_len))
+}
+
+func made(code int, message, bucket string, ctx context.Context) error {
+	n, nl := text(bucket)
+	m, ml := text(message)
+	var e *C.TsError
+	rc := C.ts_error_new(n, nl, C.int32_t(code), m, ml, &e)
+	return failure(rc, e, ctx)
 }
 
 // NewKeyError wraps an error about one key; package kv sets it in its init.
@@ -52,7 +85,7 @@ var NewKeyError = func(err error, bucket, path string) error { return err }
 
 // Cancelled is the error of a call whose context ended before it started.
 func Cancelled(ctx context.Context, bucket string) error {
-	return NewError(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx.Err())
+	return made(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx)
 }
 
 // failure converts the ABI's error and frees it.
@@ -61,7 +94,7 @@ func failure(rc C.int32_t, e *C.TsError, ctx context.Context) error {
 		return nil
 	}
 	if e == nil {
-		return NewError(int(rc), "no message", "", nil)
+		return NewError(int(rc), "no message", "", "no message", nil)
 	}
 	defer C.ts_error_free(e)
 	var v C.TsErrorView
@@ -71,11 +104,12 @@ func failure(rc C.int32_t, e *C.TsError, ctx context.Context) error {
 	if v.bucket != nil {
 		bucket = C.GoStringN((*C.char)(unsafe.Pointer(v.bucket)), C.int(v.bucket_len))
 	}
+	shown := C.GoStringN((*C.char)(unsafe.Pointer(v.text)), C.int(v.text_len))
 	var cause error
 	if int(v.code) == CodeCancelled && ctx != nil {
 		cause = ctx.Err()
 	}
-	err := NewError(int(v.code), message, bucket, cause)
+	err := NewError(int(v.code), message, bucket, shown, cause)
 	if v.path != nil {
 		return NewKeyError(err, bucket, C.GoStringN((*C.char)(unsafe.Pointer(v.path)), C.int(v.path_len)))
 	}

@@ -8,7 +8,6 @@ import "C"
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +20,6 @@ type Store struct {
 	mu     sync.RWMutex
 	ptr    *C.TsStore
 	clock  func() time.Time
-	last   atomic.Int64 // the last time the clock func set, in ms
 	manual bool
 }
 
@@ -71,7 +69,6 @@ func Open(dir string, manual bool, start time.Time, clock func() time.Time, o Op
 		return nil, err
 	}
 	s := &Store{ptr: ptr, clock: clock, manual: manual}
-	s.last.Store(start.UnixMilli())
 	// A safety net: Close frees the handle; a store dropped unclosed is
 	// freed here, and the core closes it once its buckets are gone too.
 	runtime.SetFinalizer(s, (*Store).free)
@@ -88,7 +85,7 @@ func (s *Store) free() {
 }
 
 // closedErr is the error of a store-level call after Close.
-func closedErr() error { return NewError(CodeClosed, "the store is closed", "", nil) }
+func closedErr() error { return Made(CodeClosed, "the store is closed", "") }
 
 // Close writes what memory holds, closes the file and frees the handle.
 // Calls after it are Closed; a second Close does nothing.
@@ -147,29 +144,24 @@ func (s *Store) SyncClock() error {
 	if s.clock == nil {
 		return nil
 	}
-	return s.SetClock(s.clock())
+	return s.FollowClock(s.clock())
 }
 
-// SetClock moves a manual store's clock forward to t; an earlier t leaves
-// it where it is, since the clock never moves back.
+// SetClock moves a manual store's clock to t; the core refuses a t before
+// its time now, since the clock never moves back.
 func (s *Store) SetClock(t time.Time) error {
-	ms := t.UnixMilli()
-	for {
-		last := s.last.Load()
-		if ms <= last {
-			return nil
-		}
-		if s.last.CompareAndSwap(last, ms) {
-			break
-		}
-	}
 	return s.with(func(p *C.TsStore) error {
 		var e *C.TsError
-		err := failure(C.ts_store_set_clock(p, C.int64_t(ms), &e), e, nil)
-		if err != nil && int64(C.ts_store_now(p)) >= ms {
-			return nil // a racing call moved it further already
-		}
-		return err
+		return failure(C.ts_store_set_clock(p, C.int64_t(t.UnixMilli()), &e), e, nil)
+	})
+}
+
+// FollowClock moves a manual store's clock to t, or leaves it where it is
+// when t is earlier (a racing call moved it further): the core's rule.
+func (s *Store) FollowClock(t time.Time) error {
+	return s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_follow_clock(p, C.int64_t(t.UnixMilli()), &e), e, nil)
 	})
 }
 

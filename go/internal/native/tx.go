@@ -104,7 +104,7 @@ func (t *Tx) Rollback() {
 }
 
 func txEnded(bucket string) error {
-	return NewError(CodeClosed, "the transaction has ended: a handle of Tx works only inside its function", bucket, nil)
+	return Made(CodeClosed, "the transaction has ended: a handle of Tx works only inside its function", bucket)
 }
 
 // call runs f on the live transaction, or answers Closed.
@@ -305,7 +305,7 @@ func (v *Snapshot) call(ctx context.Context, b *Bucket, f func(p *C.TsSnapshot, 
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if v.ptr == nil {
-		return NewError(CodeClosed, "the view has ended: a handle of View works only inside its function", b.Name, nil)
+		return Made(CodeClosed, "the view has ended: a handle of View works only inside its function", b.Name)
 	}
 	var e *C.TsError
 	rc := f(v.ptr, &e)
@@ -390,7 +390,7 @@ func (x ViewBucket) Expire(_ context.Context, owners []byte, key string, _ Write
 
 // Clear is refused: a view cannot write.
 func (x ViewBucket) Clear(_ context.Context, _ []byte) error {
-	return NewError(CodeInvalid, "a View reads one snapshot and cannot write: Clear inside View", x.B.Name, nil)
+	return Made(CodeInvalid, "a View reads one snapshot and cannot write: Clear inside View", x.B.Name)
 }
 
 // FailNextCommitForTests is a TEST HOOK, not for applications: the store's

@@ -167,7 +167,7 @@ export class Runner {
 			case 'bucket.set': {
 				const options = { ifVersion }
 				if (step.ttl !== undefined) options.ttl = step.ttl
-				else if (step.expires_in !== undefined) {
+				if (step.expires_in !== undefined) {
 					const e = step.expires_in
 					options.expiresAt = new Date(e.startsWith('-') ? this.now() - millis(e.slice(1)) : this.now() + millis(e))
 				}
@@ -194,7 +194,6 @@ export class Runner {
 			case 'bucket.delete':
 				return json(await inTx(h.main).delete(key, { ifVersion }))
 			case 'bucket.expire':
-				if (step.ttl === undefined) throw new Error('expire takes a ttl')
 				return json(await inTx(h.main).expire(key, step.ttl, { ifVersion }))
 			case 'bucket.clear':
 				await inTx(h.main).clear()
@@ -301,6 +300,9 @@ export class Runner {
 			// A JS error's message ends with the bucket and key it names, if any.
 			if (step.error_message !== undefined && e.message !== step.error_message && !e.message.startsWith(`${step.error_message} (`)) {
 				fail(`the error should say ${JSON.stringify(step.error_message)}: ${describe(e)}`)
+			}
+			if (step.error_text !== undefined && e.message !== step.error_text) {
+				fail(`the error should read ${JSON.stringify(step.error_text)}: ${describe(e)}`)
 			}
 			return
 		}

@@ -149,7 +149,7 @@ class Runner:
             assert ty is not None
             if op == "set":
                 expires_at = None
-                if "expires_in" in step and "ttl" not in step:
+                if "expires_in" in step:
                     expires_at = self.now() + millis(step["expires_in"]) * _MS
                 version = await b.set(
                     k, value(ty, step["value"]), ttl=step.get("ttl"), expires_at=expires_at, if_version=if_version
@@ -171,7 +171,7 @@ class Runner:
             if op == "delete":
                 return Out("plain", await b.delete(k, if_version=if_version))
             if op == "expire":
-                return Out("plain", await b.expire(k, step["ttl"], if_version=if_version))
+                return Out("plain", await b.expire(k, step.get("ttl"), if_version=if_version))
             if op == "clear":
                 await b.clear()
                 return NOTHING
@@ -258,6 +258,9 @@ class Runner:
                 raise StepFailed(f"the error should name key {text(step['error_key'])!r}: {out} (path {out.path!r})")
             if "error_message" in step and out.message != step["error_message"]:
                 raise StepFailed(f"the error should say {step['error_message']!r}: {out.message!r}")
+            # The text after the kind's word ("invalid: "), with the bucket and key, is the same in every language.
+            if "error_text" in step and str(out).split(": ", 1)[-1] != step["error_text"]:
+                raise StepFailed(f"the error should read {step['error_text']!r} after its kind: {str(out)!r}")
             return
         if not isinstance(out, Out):
             raise StepFailed(f"unexpected error {type(out).__name__}: {out}")

@@ -7,6 +7,7 @@ mod crash;
 mod disk_full;
 mod faults;
 mod limits;
+mod postgres;
 mod processes;
 
 use tinystore_process_tests::role;
@@ -33,6 +34,7 @@ fn main() {
         (role::CONFIG_UPDATE, [dir]) => limits::config_update(dir),
         (role::RATE_CRASH, [dir]) => limits::rate_crash(dir),
         (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
+        (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);

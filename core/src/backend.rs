@@ -1,0 +1,61 @@
+//! Where a store keeps its rows: `kv.db` in a directory (SQLite, the
+//! default), or a PostgreSQL database shared by several servers.
+//!
+//! The seam sits at what the handles need: point reads, a group of writes,
+//! range scans, the clear of a branch, versions, the expiry sweep. SQLite's
+//! side is the writer and readers the store holds as before, called
+//! directly, so its hot paths gain one predictable branch and nothing else;
+//! PostgreSQL's is [`crate::postgres`]. A handle asks
+//! [`StoreInner::postgres`] and takes the PostgreSQL path when it answers.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::postgres::PgStore;
+use crate::storage::Kind;
+use crate::store::StoreInner;
+
+/// The engine behind one store.
+pub(crate) enum Backend {
+    /// `kv.db`, through the store's writer and readers.
+    Sqlite,
+    /// A PostgreSQL database.
+    Postgres(Arc<PgStore>),
+}
+
+impl StoreInner {
+    /// The PostgreSQL store behind this store, if it is one.
+    #[inline]
+    pub(crate) fn postgres(&self) -> Option<&PgStore> {
+        match &self.backend {
+            Backend::Sqlite => None,
+            Backend::Postgres(pg) => Some(pg),
+        }
+    }
+
+    /// Refuses `what` on a PostgreSQL store, which does not carry it yet
+    /// (docs/postgres.md, "What is not carried yet").
+    #[inline]
+    pub(crate) fn refuse_on_postgres(&self, what: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite => Ok(()),
+            Backend::Postgres(_) => Err(crate::postgres::unsupported(what)),
+        }
+    }
+}
+
+/// What a PostgreSQL store carries of each kind of handle.
+pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
+    match kind {
+        Kind::Values => Ok(()),
+        other => Err(crate::postgres::unsupported(match other {
+            Kind::Counters => "counters",
+            Kind::RateLimit => "a rate limit",
+            Kind::Quota => "a quota",
+            Kind::Once => "once",
+            Kind::Config => "kept config",
+            Kind::LimitStore => "a limit store",
+            Kind::Values => unreachable!(),
+        })),
+    }
+}

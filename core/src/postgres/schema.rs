@@ -1,0 +1,47 @@
+//! The tables, created on open under an advisory lock so that processes
+//! opening a new database at once do not race, and the schema-version row:
+//! a database at a newer schema than this build writes is refused before
+//! anything is written to it (the counterpart of a newer kv.db).
+
+use super::errors::{self, Sent};
+use super::pool::Pool;
+use super::sql;
+use crate::error::{Error, Result};
+
+pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
+    // Its statements name tables this may be about to create: a connection
+    // without the prepared statements of the others.
+    let c = &pool.connect_raw().await?;
+    let fail = |e: tokio_postgres::Error| errors::failed(&pool.shown, &e, Sent::No);
+    c.batch_execute("BEGIN").await.map_err(fail)?;
+    c.execute("SELECT pg_advisory_xact_lock($1)", &[&sql::SCHEMA_LOCK])
+        .await
+        .map_err(fail)?;
+    // The schema's name was checked when the location was parsed.
+    c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        .await
+        .map_err(fail)?;
+    c.batch_execute(sql::SCHEMA_TABLE).await.map_err(fail)?;
+    let found: Option<i32> = c
+        .query_opt(sql::SCHEMA_READ, &[])
+        .await
+        .map_err(fail)?
+        .map(|r| r.get(0));
+    if let Some(v) = found
+        && v > sql::SCHEMA_VERSION
+    {
+        let _ = c.batch_execute("ROLLBACK").await;
+        return Err(Error::invalid(format!(
+            "the database at {} has TinyStore schema version {v}, newer than this build reads ({}); upgrade \
+             TinyStore to open it. It was left as it was",
+            pool.shown,
+            sql::SCHEMA_VERSION
+        )));
+    }
+    c.batch_execute(sql::SCHEMA_V1).await.map_err(fail)?;
+    c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
+        .await
+        .map_err(fail)?;
+    c.batch_execute("COMMIT").await.map_err(fail)?;
+    Ok(())
+}

@@ -1,0 +1,42 @@
+# PostgreSQL for the tests of the PostgreSQL backend: one cluster of
+# Debian's packages on a loopback port, fsync on, trusted local logins.
+# The server does not run as root: Debian's wrappers (pg_createcluster,
+# pg_ctlcluster) run it as the user postgres. `make pg-start` and
+# `make pg-stop` may run any number of times.
+
+PG_PORT ?= 55432
+PG_CLUSTER ?= kvtest
+# The newest server installed (Debian 12 ships 15).
+PG_VERSION ?= $(shell ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
+# The tests of the PostgreSQL backend read this; without it they fail
+# under CI=true and, outside CI, say how to start a server.
+export TINYSTORE_TEST_PG ?= postgres://postgres@127.0.0.1:$(PG_PORT)/postgres
+
+.PHONY: pg-start pg-stop
+# The Rust tests include the PostgreSQL backend's (core/tests/postgres_*,
+# the process tests, the conformance runner's PostgreSQL run).
+test-rust: pg-start
+pg-start:
+	@test -n "$(PG_VERSION)" || { echo "pg-start: no PostgreSQL server in /usr/lib/postgresql: apt-get install -y postgresql"; exit 1; }
+	@if ! pg_lsclusters -h | awk '{print $$1"/"$$2}' | grep -qx "$(PG_VERSION)/$(PG_CLUSTER)"; then \
+	  pg_createcluster -p $(PG_PORT) $(PG_VERSION) $(PG_CLUSTER) -- -A trust >/dev/null; \
+	  printf "listen_addresses = '127.0.0.1'\nfsync = on\nmax_connections = 200\n" \
+	    > /etc/postgresql/$(PG_VERSION)/$(PG_CLUSTER)/conf.d/tinystore-tests.conf; \
+	fi
+	@if ! pg_lsclusters -h | awk '$$1"/"$$2=="$(PG_VERSION)/$(PG_CLUSTER)" {print $$4}' | grep -qx online; then \
+	  pg_ctlcluster $(PG_VERSION) $(PG_CLUSTER) start; \
+	fi
+	@for i in $$(seq 50); do pg_isready -q -h 127.0.0.1 -p $(PG_PORT) && break; sleep 0.2; done
+	@pg_isready -h 127.0.0.1 -p $(PG_PORT)
+
+pg-stop:
+	@if pg_lsclusters -h 2>/dev/null | awk '$$1"/"$$2=="$(PG_VERSION)/$(PG_CLUSTER)" {print $$4}' | grep -qx online; then \
+	  pg_ctlcluster $(PG_VERSION) $(PG_CLUSTER) stop -m fast; \
+	fi
+	@echo "pg-stop: cluster $(PG_VERSION)/$(PG_CLUSTER) is down"
+
+# Durable sets and gets on a PostgreSQL store at 1, 8 and 64 threads.
+.PHONY: bench-postgres
+BENCH_TARGETS += bench-postgres
+bench-postgres: pg-start
+	cargo run --release -p tinystore-bench --bin postgres
