@@ -6,8 +6,9 @@
 // read; durable Sets from 64 goroutines at least 80% of the throughput of
 // the same sets batched by hand, 64 per transaction, with synchronous=FULL.
 // TestMain prints the ratios after the benchmarks. BenchmarkSet (set_test.go)
-// times its contenders in turns over rounds and compares medians;
-// `-args -rounds 5 -round 1s` sets how many and how long.
+// and BenchmarkTxSets (tx_sets_test.go) time their contenders in turns over
+// rounds and compare medians; `-args -rounds 5 -round 1s` sets how many and
+// how long.
 package bench
 
 import (
@@ -204,10 +205,12 @@ func TestMain(m *testing.M) {
 		ratio("get, 1 goroutine: tinystore / sqlite prepared read", "BenchmarkGet/tinystore/1", "BenchmarkGet/sqlite/1", "<= 2")
 		ratio("get, 64 goroutines: tinystore / sqlite prepared read", "BenchmarkGet/tinystore/64", "BenchmarkGet/sqlite/64", "<= 2")
 	}
-	if len(setReport) > 0 {
-		fmt.Println()
-		for _, l := range setReport {
-			fmt.Println(l)
+	for _, report := range [][]string{setReport, txReport} {
+		if len(report) > 0 {
+			fmt.Println()
+			for _, l := range report {
+				fmt.Println(l)
+			}
 		}
 	}
 	os.Exit(code)

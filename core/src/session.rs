@@ -1,51 +1,100 @@
 //! Transactions and snapshots for the bindings, whose callers cannot hand
 //! the engine a closure to run: an event loop awaits between calls, and Go
-//! calls arrive on any thread.
+//! calls arrive on any thread. Their calls go through [`crate::Scope`].
 //!
 //! A [`TxSession`] is one write of the group-commit writer that stays open:
-//! when its turn comes, the writer thread hands out the session and then runs
-//! the calls the binding sends it, inside that write's savepoint, until the
-//! binding commits or rolls back. Committing ends the write successfully, so
-//! the group commits it with one fsync like any other write; rolling back
-//! ends it with an error, so its savepoint rolls back alone. All-or-nothing
-//! comes from the same mechanism as every other write.
+//! when its turn comes, the writer thread lends the session its write
+//! context (the connection inside that write's savepoint) and waits until
+//! the binding commits or rolls back, as it waits for a Rust `tx`. Each call
+//! then runs on the caller's own thread under the session's lock: a call
+//! crosses no thread, so it costs what the same call costs in a Rust `tx`.
+//! Committing ends the write successfully, so the group commits it with one
+//! fsync like any other write; rolling back ends it with an error, so its
+//! savepoint rolls back alone. All-or-nothing comes from the same mechanism
+//! as every other write.
 //!
-//! Invariant: while a session is open the writer runs nothing else, so a
-//! session that is never finished is rolled back after [`TX_LIMIT`].
+//! Invariants:
+//! - While a session is open the writer runs nothing else, so a session
+//!   that is never finished is rolled back after [`TX_LIMIT`].
+//! - The writer thread touches the connection only before it lends the
+//!   context and after it took it back; in between, only a call holding the
+//!   session's lock does. Taking it back waits for a call under way.
+//! - A call that panics ends the session with a rollback and answers an
+//!   error; the store goes on writing.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
-use crate::raw::{MAX_VALUE, Raw};
+use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
-use crate::values::{
-    self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
-};
+use crate::values::{RawBucket, Target};
 
 /// The longest a binding's transaction may hold the writer before it is
 /// rolled back, so that a forgotten one cannot stop every write for good.
 pub const TX_LIMIT: Duration = Duration::from_secs(10);
 
-type Call = Box<dyn FnOnce(&mut WriteCtx<'_>) + Send>;
+/// The writer's context of an open session, lent to its callers.
+struct LentCtx(*mut WriteCtx<'static>);
 
-enum Cmd {
-    Call(Call),
+// SAFETY: the context is used by one thread at a time: by a caller only
+// while it holds the session's lock and the context is lent, by the writer
+// thread only before it lends it and after it took it back (under the same
+// lock). The connection inside is `Send`; what is not `Sync` about it (its
+// statement cache) is never touched by two threads at once.
+unsafe impl Send for LentCtx {}
+
+/// How the caller ended the session, for the writer thread.
+enum End {
     Commit,
-    Rollback,
+    /// Ended without a commit: the error `done` answers.
+    Rollback(Error),
+}
+
+struct State {
+    /// Lent while the writer waits for the end; `None` before and after.
+    ctx: Option<LentCtx>,
+    end: Option<End>,
+    /// Why the session ended without its caller ending it (held past
+    /// [`TX_LIMIT`], a call that panicked, an I/O failure): what later
+    /// calls answer in place of `Closed`.
+    why: Option<Error>,
+}
+
+struct Lent {
+    state: Mutex<State>,
+    /// Rung when the caller ends the session.
+    ended: Condvar,
+}
+
+thread_local! {
+    /// The sessions whose call this thread is running: a call of one of
+    /// them from inside it is refused rather than a wait for itself.
+    static CALLING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Calls run inside `catch_unwind`, so the state behind this lock is
+    // never left half-changed by a panic.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ended() -> Error {
+    Error::new(ErrorKind::Closed, "the transaction has ended")
 }
 
 /// An open transaction of a binding: see [`Store::transaction_then`].
 /// Dropping it without [`TxSession::commit`] rolls it back.
 pub struct TxSession {
     store: Store,
-    cmds: Mutex<Option<SyncSender<Cmd>>>,
+    lent: Arc<Lent>,
     /// Set while the writer serves the session; threads marked with
     /// [`TxSession::hold_thread`], and callers' contexts
     /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
@@ -57,12 +106,13 @@ impl Store {
     ///
     /// When the writer reaches it, `ready` gets the session (on the writer
     /// thread: it must not block). Calls on the session then run inside the
-    /// transaction and see its own writes. After [`TxSession::commit`], `done`
-    /// gets `Ok` once everything is durable; after a rollback, a drop, or
-    /// [`TX_LIMIT`], it gets the error and nothing was written. A thread
-    /// that holds a transaction of the store is refused one inside it
-    /// ([`crate::nested_tx_error`]); a binding whose callers move between
-    /// threads asks [`Store::refuse_tx`] with their context first.
+    /// transaction, on the caller's thread, and see its own writes. After
+    /// [`TxSession::commit`], `done` gets `Ok` once everything is durable;
+    /// after a rollback, a drop, a panic in a call, or [`TX_LIMIT`], it gets
+    /// the error and nothing was written. A thread that holds a transaction
+    /// of the store is refused one inside it ([`crate::nested_tx_error`]); a
+    /// binding whose callers move between threads asks [`Store::refuse_tx`]
+    /// with their context first.
     pub fn transaction_then(
         &self,
         ready: impl FnOnce(Result<TxSession>) + Send + 'static,
@@ -72,18 +122,24 @@ impl Store {
         self.inner.refuse_on_postgres("a transaction")?;
         self.refuse_tx(&crate::CallerContext::new(), 0)?;
         let store = self.clone();
-        let ready = Mutex::new(Some(ready));
-        let ready2 = Arc::new(ready);
-        let r3 = ready2.clone();
+        let ready = Arc::new(Mutex::new(Some(ready)));
+        let unanswered = ready.clone();
         self.inner.writer.submit(
             0,
             move |w: &mut WriteCtx<'_>| {
-                let (tx, rx) = mpsc::sync_channel::<Cmd>(1);
+                let lent = Arc::new(Lent {
+                    state: Mutex::new(State {
+                        ctx: None,
+                        end: None,
+                        why: None,
+                    }),
+                    ended: Condvar::new(),
+                });
                 let open = Arc::new(AtomicBool::new(true));
                 let writer = store.clone();
                 let session = TxSession {
                     store,
-                    cmds: Mutex::new(Some(tx)),
+                    lent: lent.clone(),
                     open: open.clone(),
                 };
                 writer.inner.writer.session_began();
@@ -96,15 +152,16 @@ impl Store {
                     }
                 }
                 let _served = Served(writer, open);
-                if let Some(ready) = r3.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    ready(Ok(session));
-                }
-                serve(w, rx)
+                serve(w, &lent, || {
+                    if let Some(ready) = lock(&ready).take() {
+                        ready(Ok(session));
+                    }
+                })
             },
             move |r: Result<()>| {
                 // A transaction that never started (cancelled, store closed)
                 // still answers `ready`, so no caller waits forever.
-                if let (Err(e), Some(ready)) = (&r, ready2.lock().unwrap_or_else(|p| p.into_inner()).take()) {
+                if let (Err(e), Some(ready)) = (&r, lock(&unanswered).take()) {
                     ready(Err(e.clone()));
                 }
                 done(r)
@@ -131,43 +188,33 @@ impl Store {
     }
 }
 
-/// Runs the session's calls on the writer thread until it ends.
-fn serve(w: &mut WriteCtx<'_>, rx: Receiver<Cmd>) -> Result<()> {
+/// On the writer thread: lends `w` to the session, hands the session out
+/// (`ready`), and waits until the caller ends it or [`TX_LIMIT`] passes.
+/// Returns with the context taken back, so `w` is the writer's again.
+fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> {
     let deadline = Instant::now() + TX_LIMIT;
+    lock(&lent.state).ctx = Some(LentCtx(std::ptr::from_mut(w).cast::<WriteCtx<'static>>()));
+    ready();
+    let mut st = lock(&lent.state);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Cmd::Call(f)) => {
-                f(w);
-                if w.conn.is_autocommit() {
-                    // SQLite ended the transaction under us (an I/O error):
-                    // later calls must not run outside it.
-                    return Err(Error::new(
-                        ErrorKind::Io,
-                        "SQLite rolled the transaction back after an I/O failure",
-                    ));
-                }
-            }
-            Ok(Cmd::Commit) => return Ok(()),
-            Ok(Cmd::Rollback) => {
-                return Err(Error::new(
-                    ErrorKind::Cancelled,
-                    "the transaction was rolled back; nothing was written",
-                ));
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Error::new(
-                    ErrorKind::Cancelled,
-                    "the transaction was dropped without a commit; nothing was written",
-                ));
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
-                return Err(Error::limit(format!(
-                    "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
-                )));
-            }
+        if let Some(end) = st.end.take() {
+            st.ctx = None;
+            return match end {
+                End::Commit => Ok(()),
+                End::Rollback(e) => Err(e),
+            };
         }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            st.ctx = None;
+            log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
+            let e = Error::limit(format!(
+                "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
+            ));
+            st.why = Some(e.clone());
+            return Err(e);
+        }
+        st = lent.ended.wait_timeout(st, left).unwrap_or_else(|p| p.into_inner()).0;
     }
 }
 
@@ -186,150 +233,106 @@ impl TxSession {
         &self.store
     }
 
-    /// Runs `f` inside the transaction, on the writer thread, and waits for it.
-    pub(crate) fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let call: Call = Box::new(move |w| {
-            let _ = tx.send(f(w));
-        });
-        let ended = || Error::new(ErrorKind::Closed, "the transaction has ended");
-        {
-            let cmds = self.cmds.lock().unwrap_or_else(|p| p.into_inner());
-            cmds.as_ref()
-                .ok_or_else(ended)?
-                .send(Cmd::Call(call))
-                .map_err(|_| ended())?;
+    /// Runs `f` inside the transaction, on this thread, under the session's
+    /// lock. After the end it is `Closed`, or the reason the writer ended it.
+    pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
+        let id = Arc::as_ptr(&self.lent) as usize;
+        if CALLING.with(|c| c.borrow().contains(&id)) {
+            // A call made from inside one of the session's own calls (a
+            // codec's decode during a take) would wait for itself.
+            return Err(Error::invalid(
+                "a call of the transaction was made from inside another of its calls (a codec's function): \
+                 call the transaction after that call returns",
+            ));
         }
-        rx.recv().map_err(|_| ended())?
+        let mut st = lock(&self.lent.state);
+        let ptr = match (&st.end, &st.ctx) {
+            (None, Some(c)) => c.0,
+            _ => return Err(st.why.clone().unwrap_or_else(ended)),
+        };
+        // SAFETY: the context is lent (the writer thread waits in `serve`
+        // and takes it back only under this lock, which this call holds),
+        // and the write it belongs to lives until `serve` returns.
+        let w = unsafe { &mut *ptr };
+        CALLING.with(|c| c.borrow_mut().push(id));
+        let out = catch_unwind(AssertUnwindSafe(|| f(w)));
+        CALLING.with(|c| c.borrow_mut().retain(|&x| x != id));
+        let failed = match &out {
+            Err(p) => Some(Error::invalid(format!(
+                "a call inside the transaction panicked ({}); the transaction was rolled back and nothing was written",
+                panic_text(p.as_ref())
+            ))),
+            // SQLite ended the transaction under us (an I/O error): later
+            // calls must not run outside it.
+            Ok(_) if w.conn.is_autocommit() => Some(Error::new(
+                ErrorKind::Io,
+                "SQLite rolled the transaction back after an I/O failure",
+            )),
+            Ok(_) => None,
+        };
+        if let Some(e) = failed {
+            st.end = Some(End::Rollback(e.clone()));
+            st.why = Some(e.clone());
+            self.open.store(false, Ordering::Release);
+            self.lent.ended.notify_one();
+            if out.is_err() {
+                return Err(e);
+            }
+        }
+        out.unwrap_or_else(|_| Err(ended()))
     }
 
-    fn end(&self, cmd: Cmd) -> Result<()> {
+    fn end(&self, end: End) -> Result<()> {
         // Ended by its caller: the threads it marked write as any other from
         // now on (their writes queue behind the end), even before the
         // writer thread has finished with it.
         self.open.store(false, Ordering::Release);
-        let sender = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let sender = sender.ok_or_else(|| Error::new(ErrorKind::Closed, "the transaction has ended"))?;
-        sender
-            .send(cmd)
-            .map_err(|_| Error::new(ErrorKind::Closed, "the transaction has ended"))
+        let mut st = lock(&self.lent.state);
+        if st.end.is_some() || st.ctx.is_none() {
+            return Err(st.why.clone().unwrap_or_else(ended));
+        }
+        st.end = Some(end);
+        self.lent.ended.notify_one();
+        Ok(())
     }
 
     /// Ends the transaction and commits it; the `done` of
     /// [`Store::transaction_then`] says when it is durable. A call on the
     /// session after this is `Closed`.
     pub fn commit(&self) -> Result<()> {
-        self.end(Cmd::Commit)
+        self.end(End::Commit)
     }
 
     /// Ends the transaction and writes nothing of it.
     pub fn rollback(&self) -> Result<()> {
-        self.end(Cmd::Rollback)
+        self.end(End::Rollback(Error::new(
+            ErrorKind::Cancelled,
+            "the transaction was rolled back; nothing was written",
+        )))
     }
 
-    fn target(&self, bucket: &RawBucket, key: &[u8]) -> Result<Target> {
+    /// The target of `key` in `bucket`, which must be of this store.
+    pub(crate) fn target(&self, bucket: &RawBucket, key: &[u8]) -> Result<Target> {
+        self.same_store(bucket)?;
+        Target::new(&bucket.core, &bucket.branch, key)
+    }
+
+    pub(crate) fn same_store(&self, bucket: &RawBucket) -> Result<()> {
         if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
             return Err(
                 Error::invalid("a handle of another store was used in this transaction").in_bucket(bucket.name())
             );
         }
-        Target::new(&bucket.core, &bucket.branch, key)
-    }
-
-    /// Reads a live key as the transaction sees it.
-    pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
-        let t = self.target(bucket, key)?;
-        let _held = t.hold_now(MAX_VALUE, "a read")?;
-        self.run(move |w| Ok(t.read(w.conn, w.now)?.map(|c| t.entry(c))))
-    }
-
-    /// Writes a value inside the transaction.
-    pub fn set(&self, bucket: &RawBucket, key: &[u8], value: Raw, opts: WriteOptions) -> Result<Version> {
-        let t = self.target(bucket, key)?;
-        let _held = t.hold_now(value.encoded_len(), "a write")?;
-        self.run(move |w| t.op_set(w, &value, opts))
-    }
-
-    /// Writes a value if the key is absent.
-    pub fn create(&self, bucket: &RawBucket, key: &[u8], value: Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
-        let t = self.target(bucket, key)?;
-        let _held = t.hold_now(value.encoded_len() + MAX_VALUE, "a create")?;
-        self.run(move |w| t.op_create(w, &value, expiry))
-    }
-
-    /// Reads and deletes a key inside the transaction.
-    pub fn take(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<Option<Entry<Raw>>> {
-        let t = self.target(bucket, key)?;
-        let _held = t.hold_now(MAX_VALUE, "a take")?;
-        self.run(move |w| t.op_take(w, if_version, Ok))
-    }
-
-    /// Reads a key, runs `check` on what it holds, and deletes it only if
-    /// the check passes: the take of a binding whose values must read as the
-    /// bucket's type or codec, so that a value that does not is never taken.
-    ///
-    /// `check` runs on the calling thread, between the read and the delete
-    /// (so it may call back into the binding's language); the transaction
-    /// holds the writer, so nothing changes the key in between. An error
-    /// from `check` comes back named with the bucket and key, and the value
-    /// stays. A key at another version than `if_version` is `Conflict`
-    /// before any check.
-    pub fn take_checked(
-        &self,
-        bucket: &RawBucket,
-        key: &[u8],
-        if_version: Option<Version>,
-        check: impl FnOnce(&Entry<Raw>) -> Result<()>,
-    ) -> Result<Option<Entry<Raw>>> {
-        let t = self.target(bucket, key)?;
-        let version = match self.entry(bucket, key)? {
-            // The take names the conflict of an absent key at a version.
-            None if if_version.is_none() => return Ok(None),
-            Some(found) if if_version.is_none_or(|v| v == found.version) => {
-                check(&found).map_err(|e| t.name(e))?;
-                Some(found.version)
-            }
-            _ => if_version,
-        };
-        self.take(bucket, key, version)
-    }
-
-    /// Deletes a key inside the transaction.
-    pub fn delete(&self, bucket: &RawBucket, key: &[u8], if_version: Option<Version>) -> Result<bool> {
-        let t = self.target(bucket, key)?;
-        self.run(move |w| t.op_delete(w, if_version))
-    }
-
-    /// Gives a live key a new expiry inside the transaction.
-    pub fn expire(&self, bucket: &RawBucket, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
-        let t = self.target(bucket, key)?;
-        self.run(move |w| t.op_expire(w, expiry, if_version))
-    }
-
-    /// Clears a branch inside the transaction (at most 10,000 keys).
-    pub fn clear(&self, bucket: &RawBucket) -> Result<()> {
-        self.target(bucket, b"-")?;
-        let (core, branch) = (bucket.core.clone(), bucket.branch.clone());
-        self.run(move |w| values::op_clear(&core, &branch, w, true))
-    }
-
-    /// A page of a branch as the transaction sees it.
-    pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
-        self.target(bucket, b"-")?;
-        let _held = bucket.hold_now(PAGE_HOLD)?;
-        let (core, branch, opts) = (bucket.core.clone(), bucket.branch.clone(), opts.clone());
-        self.run(move |w| values::list_on(&core, &branch, w.conn, w.now, &opts))
+        Ok(())
     }
 }
 
 impl Drop for TxSession {
     fn drop(&mut self) {
-        self.open.store(false, Ordering::Release);
-        // Dropping the sender ends the serve loop with a rollback.
-        self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let _ = self.end(End::Rollback(Error::new(
+            ErrorKind::Cancelled,
+            "the transaction was dropped without a commit; nothing was written",
+        )));
     }
 }
 
@@ -384,7 +387,10 @@ impl Store {
 }
 
 impl Snapshot {
-    fn with<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    /// Runs `f` on the snapshot's connection with the snapshot's time, for
+    /// a read of `bucket`, which must be of this store. A read past
+    /// [`VIEW_LIMIT`] ends the snapshot and is `Limit`.
+    pub(crate) fn read<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
         if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
             return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
         }
@@ -393,23 +399,10 @@ impl Snapshot {
             return Err(view_expired().in_bucket(bucket.name()));
         }
         let g = self.held.conn();
-        f(g.as_ref()
-            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?)
-    }
-
-    /// Reads a live key in the snapshot. Renews nothing.
-    pub fn entry(&self, bucket: &RawBucket, key: &[u8]) -> Result<Option<Entry<Raw>>> {
-        let t = Target::new(&bucket.core, &bucket.branch, key)?;
-        let _held = t.hold_now(MAX_VALUE, "a read")?;
-        self.with(bucket, |c| Ok(t.read(c, self.now)?.map(|cell| t.entry(cell))))
-    }
-
-    /// A page of a branch in the snapshot.
-    pub fn list(&self, bucket: &RawBucket, opts: &ListOptions) -> Result<Page<Raw>> {
-        let _held = bucket.hold_now(PAGE_HOLD)?;
-        self.with(bucket, |c| {
-            values::list_on(&bucket.core, &bucket.branch, c, self.now, opts)
-        })
+        let conn = g
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
+        f(conn, self.now)
     }
 
     /// Ends the snapshot; a read after this is `Closed`. Its connection

@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::mpsc;
 
-use tinystore::{ErrorKind, ListOptions, Raw, Store, TxSession, WriteOptions};
+use tinystore::{ErrorKind, ListOptions, Raw, Scope, Store, TxSession, WriteOptions};
 
 fn begin(store: &Store) -> (TxSession, mpsc::Receiver<tinystore::Result<()>>) {
     store.transaction().unwrap()
@@ -17,14 +17,18 @@ fn kv16_session_commits_all_writes_together() {
     let orders = store.bucket::<String>("orders").open().unwrap();
     stock.set("apples", &3).unwrap();
     let (tx, done) = begin(&store);
-    let left = tx.take(stock.raw(), b"apples", None).unwrap().unwrap();
+    let left = Scope::Tx(&tx)
+        .take(stock.raw(), b"apples", None, |_| Ok(()))
+        .unwrap()
+        .unwrap();
     assert_eq!(left.value, Raw::Int(3));
     assert_eq!(
-        tx.entry(stock.raw(), b"apples").unwrap(),
+        Scope::Tx(&tx).entry(stock.raw(), b"apples").unwrap(),
         None,
         "the session sees its own take"
     );
-    tx.set(orders.raw(), b"o-1", Raw::text("apples"), WriteOptions::default())
+    Scope::Tx(&tx)
+        .set(orders.raw(), b"o-1", Raw::text("apples"), WriteOptions::default())
         .unwrap();
     assert_eq!(
         stock.get("apples").unwrap(),
@@ -36,7 +40,7 @@ fn kv16_session_commits_all_writes_together() {
     assert_eq!(stock.get("apples").unwrap(), None);
     assert_eq!(orders.get("o-1").unwrap().as_deref(), Some("apples"));
     assert_eq!(
-        tx.entry(stock.raw(), b"apples").unwrap_err().kind(),
+        Scope::Tx(&tx).entry(stock.raw(), b"apples").unwrap_err().kind(),
         ErrorKind::Closed,
         "used after its end"
     );
@@ -47,12 +51,16 @@ fn kv16_session_rollback_and_drop_write_nothing() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
     let (tx, done) = begin(&store);
-    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    Scope::Tx(&tx)
+        .set(b.raw(), b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
     tx.rollback().unwrap();
     assert_eq!(done.recv().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
     assert_eq!(b.get("k").unwrap(), None);
     let (tx, done) = begin(&store);
-    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    Scope::Tx(&tx)
+        .set(b.raw(), b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
     drop(tx);
     assert!(done.recv().unwrap().is_err());
     assert_eq!(b.get("k").unwrap(), None);
@@ -71,10 +79,19 @@ fn kv16_session_call_error_leaves_the_transaction_usable() {
     let v = b.set("k", &1).unwrap();
     b.set("k", &2).unwrap();
     let (tx, done) = begin(&store);
-    let e = tx.delete(b.raw(), b"k", Some(v)).unwrap_err();
+    let e = Scope::Tx(&tx).delete(b.raw(), b"k", Some(v)).unwrap_err();
     assert_eq!((e.kind(), e.path()), (ErrorKind::Conflict, Some("k")));
-    tx.set(b.raw(), b"j", Raw::Int(5), WriteOptions::default()).unwrap();
-    assert_eq!(tx.list(b.raw(), &ListOptions::default()).unwrap().entries.len(), 2);
+    Scope::Tx(&tx)
+        .set(b.raw(), b"j", Raw::Int(5), WriteOptions::default())
+        .unwrap();
+    assert_eq!(
+        Scope::Tx(&tx)
+            .list(b.raw(), &ListOptions::default())
+            .unwrap()
+            .entries
+            .len(),
+        2
+    );
     tx.commit().unwrap();
     done.recv().unwrap().unwrap();
     assert_eq!((b.get("k").unwrap(), b.get("j").unwrap()), (Some(2), Some(5)));
@@ -86,13 +103,29 @@ fn kv16_snapshot_reads_one_point_in_time() {
     let b = store.bucket::<i64>("b").open().unwrap();
     b.set("a", &1).unwrap();
     let snap = store.snapshot().unwrap();
-    assert_eq!(snap.entry(b.raw(), b"a").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(
+        Scope::View(&snap).entry(b.raw(), b"a").unwrap().unwrap().value,
+        Raw::Int(1)
+    );
     b.set("a", &2).unwrap();
     b.set("c", &3).unwrap();
-    assert_eq!(snap.entry(b.raw(), b"a").unwrap().unwrap().value, Raw::Int(1));
-    assert_eq!(snap.list(b.raw(), &ListOptions::default()).unwrap().entries.len(), 1);
+    assert_eq!(
+        Scope::View(&snap).entry(b.raw(), b"a").unwrap().unwrap().value,
+        Raw::Int(1)
+    );
+    assert_eq!(
+        Scope::View(&snap)
+            .list(b.raw(), &ListOptions::default())
+            .unwrap()
+            .entries
+            .len(),
+        1
+    );
     snap.close();
-    assert_eq!(snap.entry(b.raw(), b"a").unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(
+        Scope::View(&snap).entry(b.raw(), b"a").unwrap_err().kind(),
+        ErrorKind::Closed
+    );
 }
 
 #[test]
@@ -106,26 +139,34 @@ fn kv05_session_take_checked_keeps_a_value_its_check_refuses() {
         Err(_) => Err(tinystore::Error::new(ErrorKind::Corrupt, "not a number")),
     };
     let (tx, done) = begin(&store);
-    let e = tx.take_checked(b.raw(), b"bad", None, as_number).unwrap_err();
+    let e = Scope::Tx(&tx)
+        .take_checked(b.raw(), b"bad", None, as_number)
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("not a number"), "the check's own error: {e}");
     assert_eq!((e.bucket(), e.path()), (Some("b"), Some("bad")), "{e}");
     assert!(
-        tx.entry(b.raw(), b"bad").unwrap().is_some(),
+        Scope::Tx(&tx).entry(b.raw(), b"bad").unwrap().is_some(),
         "a value the check refuses stays"
     );
-    let taken = tx.take_checked(b.raw(), b"good", None, as_number).unwrap().unwrap();
+    let taken = Scope::Tx(&tx)
+        .take_checked(b.raw(), b"good", None, as_number)
+        .unwrap()
+        .unwrap();
     assert_eq!(taken.value, Raw::text("42"));
     assert_eq!(
-        tx.entry(b.raw(), b"good").unwrap(),
+        Scope::Tx(&tx).entry(b.raw(), b"good").unwrap(),
         None,
         "a value that passes is taken"
     );
-    assert_eq!(tx.take_checked(b.raw(), b"gone", None, as_number).unwrap(), None);
+    assert_eq!(
+        Scope::Tx(&tx).take_checked(b.raw(), b"gone", None, as_number).unwrap(),
+        None
+    );
     // A version that does not match is a conflict before the check runs.
-    let at = tx.entry(b.raw(), b"bad").unwrap().unwrap().version;
+    let at = Scope::Tx(&tx).entry(b.raw(), b"bad").unwrap().unwrap().version;
     let other = tinystore::Version::from_raw(at.get() + 1);
-    let e = tx
+    let e = Scope::Tx(&tx)
         .take_checked(b.raw(), b"bad", Some(other), |_| {
             panic!("checked a value at another version")
         })
@@ -155,14 +196,14 @@ fn kv16_session_joins_counters_quotas_and_once_answers_all_or_nothing() {
     sends.run("old", || Ok("kept".to_string())).unwrap();
     for commit in [false, true] {
         let (tx, done) = begin(&store);
-        assert_eq!(tx.counter_add(&attempts, b"ada", 2).unwrap(), 2);
-        assert_eq!(tx.counter_max(&attempts, b"ada", 5).unwrap(), 5);
-        assert_eq!(tx.counter_get(&attempts, b"ada").unwrap(), 5);
-        assert!(tx.quota_allow(&plan, b"ada", 1).unwrap().ok);
-        assert_eq!(tx.quota_peek(&plan, b"ada").unwrap().left, 1);
-        assert!(tx.once_get(sends.raw(), b"old").unwrap().is_some());
-        assert!(tx.once_delete(sends.raw(), b"old").unwrap());
-        let refused = tx.counter_add(&hits, b"ada", 1).unwrap_err();
+        assert_eq!(Scope::Tx(&tx).counter_add(&attempts, b"ada", 2).unwrap(), 2);
+        assert_eq!(Scope::Tx(&tx).counter_max(&attempts, b"ada", 5).unwrap(), 5);
+        assert_eq!(Scope::Tx(&tx).counter_get(&attempts, b"ada").unwrap(), 5);
+        assert!(Scope::Tx(&tx).quota_allow(&plan, b"ada", 1).unwrap().ok);
+        assert_eq!(Scope::Tx(&tx).quota_peek(&plan, b"ada").unwrap().left, 1);
+        assert!(Scope::Tx(&tx).once_get(sends.raw(), b"old").unwrap().is_some());
+        assert!(Scope::Tx(&tx).once_delete(sends.raw(), b"old").unwrap());
+        let refused = Scope::Tx(&tx).counter_add(&hits, b"ada", 1).unwrap_err();
         assert_eq!(refused.kind(), ErrorKind::Invalid);
         assert!(refused.message().contains("flush_every"), "{refused}");
         assert_eq!(attempts.get("ada").unwrap(), 0, "others see nothing before the commit");
@@ -200,7 +241,9 @@ fn kv16_session_a_thread_that_holds_it_is_refused_a_write_outside_it_at_once() {
     // Another thread's write waits its turn instead.
     let b2 = b.clone();
     let other = std::thread::spawn(move || b2.set("k", &2));
-    tx.set(b.raw(), b"k", Raw::Int(1), WriteOptions::default()).unwrap();
+    Scope::Tx(&tx)
+        .set(b.raw(), b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
     tx.commit().unwrap();
     done.recv().unwrap().unwrap();
     other.join().unwrap().unwrap();
@@ -220,7 +263,9 @@ fn kv16_session_a_thread_that_ended_it_writes_at_once_after() {
     for commit in [false, true] {
         let (tx, done) = begin(&store);
         tx.hold_thread();
-        tx.set(b.raw(), b"in", Raw::Int(1), WriteOptions::default()).unwrap();
+        Scope::Tx(&tx)
+            .set(b.raw(), b"in", Raw::Int(1), WriteOptions::default())
+            .unwrap();
         if commit {
             tx.commit().unwrap();
         } else {
@@ -232,4 +277,143 @@ fn kv16_session_a_thread_that_ended_it_writes_at_once_after() {
         let _ = done.recv().unwrap();
     }
     assert_eq!(b.get("after").unwrap(), Some(2));
+}
+
+#[test]
+fn kv16_session_calls_run_on_the_callers_thread() {
+    // A call crosses no thread: its work (here a take's check) runs on the
+    // thread that made it, as a Rust `tx` runs its closure.
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("k", &1).unwrap();
+    let (tx, done) = begin(&store);
+    let (seen, on) = mpsc::channel();
+    Scope::Tx(&tx)
+        .take(b.raw(), b"k", None, move |_| {
+            let _ = seen.send(std::thread::current().id());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(on.recv().unwrap(), std::thread::current().id());
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(b.get("k").unwrap(), None);
+}
+
+#[test]
+fn kv16_session_a_panic_in_a_call_rolls_back_and_the_store_keeps_writing() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("kept", &1).unwrap();
+    let (tx, done) = begin(&store);
+    let s = Scope::Tx(&tx);
+    s.set(b.raw(), b"inside", Raw::Int(2), WriteOptions::default()).unwrap();
+    let e = s
+        .take(b.raw(), b"kept", None, |_| panic!("a check that panics"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(e.message().contains("a check that panics"), "{e}");
+    let later = s.entry(b.raw(), b"inside").unwrap_err();
+    assert_eq!(
+        (later.kind(), later.message()),
+        (ErrorKind::Invalid, e.message()),
+        "the transaction ended with the panic, and later calls say so"
+    );
+    assert!(done.recv().unwrap().is_err(), "nothing was committed");
+    assert_eq!(b.get("inside").unwrap(), None);
+    assert_eq!(b.get("kept").unwrap(), Some(1));
+    assert_eq!(tx.commit().unwrap_err().kind(), ErrorKind::Invalid, "nothing to commit");
+    b.set("after", &3).unwrap();
+    let (tx, done) = begin(&store);
+    Scope::Tx(&tx)
+        .set(b.raw(), b"next", Raw::Int(4), WriteOptions::default())
+        .unwrap();
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!((b.get("after").unwrap(), b.get("next").unwrap()), (Some(3), Some(4)));
+}
+
+#[test]
+fn kv16_session_calls_from_several_threads_take_turns_inside_it() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let (tx, done) = begin(&store);
+    std::thread::scope(|sc| {
+        for t in 0..4u8 {
+            let (tx, b) = (&tx, &b);
+            sc.spawn(move || {
+                for i in 0..50u8 {
+                    Scope::Tx(tx)
+                        .set(b.raw(), &[b'a' + t, i], Raw::Int(i.into()), WriteOptions::default())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(
+        Scope::Direct
+            .list(
+                b.raw(),
+                &ListOptions {
+                    after: None,
+                    limit: Some(1000)
+                }
+            )
+            .unwrap()
+            .entries
+            .len(),
+        200
+    );
+}
+
+#[test]
+fn kv16_scope_runs_one_operation_directly_in_a_transaction_and_in_a_view() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    Scope::Direct
+        .set(b.raw(), b"d", Raw::Int(1), WriteOptions::default())
+        .unwrap();
+    let (tx, done) = begin(&store);
+    Scope::Tx(&tx)
+        .set(b.raw(), b"t", Raw::Int(2), WriteOptions::default())
+        .unwrap();
+    assert!(Scope::Tx(&tx).has(b.raw(), b"d").unwrap());
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    let snap = store.snapshot().unwrap();
+    let view = Scope::View(&snap);
+    assert!(view.has(b.raw(), b"d").unwrap() && view.has(b.raw(), b"t").unwrap());
+    let e = view
+        .set(b.raw(), b"v", Raw::Int(3), WriteOptions::default())
+        .unwrap_err();
+    assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("b")), "{e}");
+    assert!(!Scope::Direct.has(b.raw(), b"v").unwrap(), "a view writes nothing");
+}
+
+#[test]
+fn kv16_session_a_call_from_inside_its_own_call_is_invalid_not_a_deadlock() {
+    // A take's check runs inside the call (a binding's codec, which may call
+    // back into the transaction): the inner call is refused at once.
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set("k", &1).unwrap();
+    let (tx, done) = begin(&store);
+    let s = Scope::Tx(&tx);
+    let e = s
+        .take_checked(b.raw(), b"k", None, |_| {
+            let inner = s.entry(b.raw(), b"k").unwrap_err();
+            assert_eq!(inner.kind(), ErrorKind::Invalid, "{inner}");
+            Err(inner)
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert!(
+        s.entry(b.raw(), b"k").unwrap().is_some(),
+        "the transaction goes on; the value stays"
+    );
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(b.get("k").unwrap(), Some(1));
 }

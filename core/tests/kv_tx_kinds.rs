@@ -203,7 +203,8 @@ fn kv16_a_tx_from_a_thread_that_holds_a_binding_transaction_is_invalid_not_a_dea
     assert_eq!(e.kind(), ErrorKind::Invalid);
     let e = codes.set("k", &"v".to_string()).unwrap_err();
     assert_eq!(e.message(), tinystore::inside_tx_error().message());
-    tx.set(codes.raw(), b"k", tinystore::Raw::text("in"), Default::default())
+    tinystore::Scope::Tx(&tx)
+        .set(codes.raw(), b"k", tinystore::Raw::text("in"), Default::default())
         .unwrap();
     tx.commit().unwrap();
     done.recv().unwrap().unwrap();

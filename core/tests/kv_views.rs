@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use tinystore::{ErrorKind, ListOptions, VIEW_LIMIT};
+use tinystore::{ErrorKind, ListOptions, Scope, VIEW_LIMIT};
 
 /// The tests of this file one at a time: one counts this process's open files.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -75,9 +75,9 @@ fn kv16_a_binding_snapshot_ends_after_five_seconds_and_reuses_its_connection() {
     b.set("a", &1).unwrap();
     let before = open_files();
     let snap = store.snapshot().unwrap();
-    assert!(snap.entry(b.raw(), b"a").unwrap().is_some());
+    assert!(Scope::View(&snap).entry(b.raw(), b"a").unwrap().is_some());
     store.clock().advance(VIEW_LIMIT + Duration::from_millis(1)).unwrap();
-    let e = snap.entry(b.raw(), b"a").unwrap_err();
+    let e = Scope::View(&snap).entry(b.raw(), b"a").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Limit);
     assert!(e.message().contains("open longer than 5s"), "{e}");
     drop(snap);
@@ -89,7 +89,7 @@ fn kv16_a_binding_snapshot_ends_after_five_seconds_and_reuses_its_connection() {
     for i in 0..20 {
         let s = store.snapshot().unwrap();
         assert_eq!(
-            s.entry(b.raw(), b"a").unwrap().map(|e| e.value),
+            Scope::View(&s).entry(b.raw(), b"a").unwrap().map(|e| e.value),
             Some(tinystore::Raw::Int(2)),
             "snapshot {i}"
         );
@@ -121,7 +121,7 @@ fn kv16_an_idle_binding_snapshot_past_its_bound_lets_checkpoints_complete() {
     let b = store.bucket::<i64>("b").open().unwrap();
     b.set("a", &1).unwrap();
     let snap = store.snapshot().unwrap();
-    assert!(snap.entry(b.raw(), b"a").unwrap().is_some());
+    assert!(Scope::View(&snap).entry(b.raw(), b"a").unwrap().is_some());
     b.set("a", &2).unwrap();
     assert!(!checkpoint_completes(d.path()), "the open snapshot holds the WAL back");
     store.maintain().unwrap();
@@ -136,13 +136,13 @@ fn kv16_an_idle_binding_snapshot_past_its_bound_lets_checkpoints_complete() {
         checkpoint_completes(d.path()),
         "the idle snapshot let go when its bound passed"
     );
-    let e = snap.entry(b.raw(), b"a").unwrap_err();
+    let e = Scope::View(&snap).entry(b.raw(), b"a").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Limit);
     assert!(e.message().contains("open longer than 5s"), "{e}");
     // Its connection went back to the store: the next snapshot reads on.
     let next = store.snapshot().unwrap();
     assert_eq!(
-        next.entry(b.raw(), b"a").unwrap().map(|e| e.value),
+        Scope::View(&next).entry(b.raw(), b"a").unwrap().map(|e| e.value),
         Some(tinystore::Raw::Int(2))
     );
 }

@@ -14,14 +14,17 @@ export declare class NativeBucket {
    * `fastReads()`, the read without napi-rs' per-call bookkeeping.
    */
   readHandle(): unknown
-  /** The value of a live key, or `undefined` (JSON as its text). */
-  get(key: unknown): unknown
-  /** `{ key, value, version, expiresAt }` of a live key, or `undefined`. */
-  entry(key: unknown): { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined
-  /** Whether a live key is there. */
-  has(key: unknown): boolean
-  /** A page of this branch's own keys: `{ entries, next }`. */
-  list(after: unknown, limit?: number | undefined | null): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
+  /**
+   * The value of a live key, or `undefined` (JSON as its text), in
+   * `scope` (see `scope.rs`). On the store it renews an idle key.
+   */
+  get(key: unknown, scope?: NativeTx | NativeSnapshot): unknown
+  /** `{ key, value, version, expiresAt }` of a live key, or `undefined`, in `scope`. */
+  entry(key: unknown, scope?: NativeTx | NativeSnapshot): { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined
+  /** Whether a live key is there, in `scope`. */
+  has(key: unknown, scope?: NativeTx | NativeSnapshot): boolean
+  /** A page of this branch's own keys in `scope`: `{ entries, next }`. */
+  list(after: unknown, limit?: number | undefined | null, scope?: NativeTx | NativeSnapshot): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
   /** Writes a value, durably. Resolves with nothing. */
   set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null): Promise<void>
   /** Writes a value if the key is absent; resolves with whether it did. */
@@ -189,19 +192,11 @@ export declare class NativeRateLimit {
 }
 
 /**
- * An open snapshot (the package's `View` wraps it). Every call takes the
- * bucket it is about, sees the file as it was at the snapshot's first
- * read, and renews nothing. Collected without `close`, it closes.
+ * An open snapshot (the package's `View` wraps it). Every read given it
+ * sees the file as it was at the snapshot's first read, and renews
+ * nothing. Collected without `close`, it closes.
  */
 export declare class NativeSnapshot {
-  /** The value of a live key in the snapshot, or `undefined`. */
-  get(bucket: NativeBucket, key: unknown): unknown
-  /** `{ key, value, version, expiresAt }` in the snapshot, or `undefined`. */
-  entry(bucket: NativeBucket, key: unknown): { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined
-  /** Whether a live key is there in the snapshot. */
-  has(bucket: NativeBucket, key: unknown): boolean
-  /** A page of the branch in the snapshot: `{ entries, next }`. */
-  list(bucket: NativeBucket, after: unknown, limit?: number | undefined | null): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
   /**
    * Ends the snapshot, so the file need not keep what it read; a read
    * after this is `Closed`.
@@ -285,14 +280,6 @@ export declare class NativeStore {
  * writes; reads renew no idle key. Collected without an end, it rolls back.
  */
 export declare class NativeTx {
-  /** The value of a live key as the transaction sees it, or `undefined`. */
-  get(bucket: NativeBucket, key: unknown): unknown
-  /** `{ key, value, version, expiresAt }` as the transaction sees it, or `undefined`. */
-  entry(bucket: NativeBucket, key: unknown): { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined
-  /** Whether a live key is there, as the transaction sees it. */
-  has(bucket: NativeBucket, key: unknown): boolean
-  /** A page of the branch as the transaction sees it: `{ entries, next }`. */
-  list(bucket: NativeBucket, after: unknown, limit?: number | undefined | null): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
   /** Writes a value inside the transaction. */
   set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null): void
   /** Writes a value if the key is absent; returns whether it did. */

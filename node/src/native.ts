@@ -47,8 +47,8 @@ export type NativeEntry = NonNullable<ReturnType<Addon.NativeBucket['entry']>>
 /** A page as the addon gives it. */
 export type NativePage = ReturnType<Addon.NativeBucket['list']>
 
-/** The reads of a transaction or snapshot; each takes the bucket it is about. */
-export type NativeReads = Pick<Addon.NativeTx | Addon.NativeSnapshot, 'get' | 'entry' | 'has' | 'list'>
+/** Where a bucket's read runs: a transaction or a snapshot (the store when left out). */
+export type NativeScope = Addon.NativeTx | Addon.NativeSnapshot
 
 function platformTag(): string {
 	const { platform, arch } = process
@@ -91,14 +91,17 @@ function load(): NativeModule {
 const readHandle = Symbol('tinystore read handle')
 
 /**
- * Makes every bucket's `get` the addon's bare `get(handle, key)`: the same
- * read, without napi-rs' per-call bookkeeping of a method (a fifth of a
- * `get`'s time; see bindings/node/src/fast_get.rs).
+ * Makes every bucket's `get` on the store the addon's bare `get(handle,
+ * key)`: the same read, without napi-rs' per-call bookkeeping of a method
+ * (a fifth of a `get`'s time; see bindings/node/src/fast_get.rs). A `get`
+ * in a transaction or snapshot is the addon's own method.
  */
 function useBareGet(loaded: NativeModule): void {
 	const bare = loaded.fastReads().get
+	const inScope = loaded.NativeBucket.prototype.get
 	type WithHandle = Addon.NativeBucket & { [readHandle]?: unknown }
-	loaded.NativeBucket.prototype.get = function get(this: WithHandle, key: unknown): unknown {
+	loaded.NativeBucket.prototype.get = function get(this: WithHandle, key: unknown, scope?: NativeScope | null): unknown {
+		if (scope !== undefined && scope !== null) return inScope.call(this, key, scope)
 		return bare((this[readHandle] ??= this.readHandle()), key)
 	}
 }

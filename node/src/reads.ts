@@ -9,7 +9,7 @@
 import { type BucketParts, bucketParts, type Entry, type ListOptions, type Page } from './bucket'
 import { type Codec, decodeWith, encodeWith } from './codec'
 import { ClosedError, InvalidError } from './errors'
-import type { NativeBucket, NativeEntry, NativeReads } from './native'
+import type { NativeBucket, NativeEntry, NativeScope } from './native'
 import type { Scope } from './scope'
 import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
 
@@ -28,7 +28,7 @@ export function partsOf(bucket: unknown, store: object, call: string): BucketPar
 /** One bucket (or branch) read through a transaction or snapshot. @internal */
 export class SessionReads<T> {
 	/** The transaction's or snapshot's calls. */
-	readonly source: NativeReads
+	readonly source: NativeScope
 	/** The addon's bucket of this branch. */
 	readonly bucket: NativeBucket
 	/** The owners of this branch, outermost first. */
@@ -42,7 +42,7 @@ export class SessionReads<T> {
 	readonly #crossing: Crossing
 
 	constructor(
-		source: NativeReads,
+		source: NativeScope,
 		bucket: NativeBucket,
 		owners: readonly Key[],
 		scope: Scope,
@@ -111,24 +111,24 @@ export class SessionReads<T> {
 
 	/** The value of a live key, or `undefined`. */
 	get(key: Key): T | undefined {
-		const value = this.call(() => this.source.get(this.bucket, key))
+		const value = this.call(() => this.bucket.get(key, this.source))
 		return value === undefined ? undefined : this.decode(value, key)
 	}
 
 	/** The value with its version and expiry, or `undefined`. */
 	entry(key: Key): Entry<T> | undefined {
-		const e = this.call(() => this.source.entry(this.bucket, key))
+		const e = this.call(() => this.bucket.entry(key, this.source))
 		return e === undefined ? undefined : this.entryOf(e)
 	}
 
 	/** Whether a live key is there. */
 	has(key: Key): boolean {
-		return this.call(() => this.source.has(this.bucket, key))
+		return this.call(() => this.bucket.has(key, this.source))
 	}
 
 	/** A page of the branch's own keys. */
 	list(options?: ListOptions): Page<T> {
-		const page = this.call(() => this.source.list(this.bucket, options?.after, options?.limit))
+		const page = this.call(() => this.bucket.list(options?.after, options?.limit, this.source))
 		return { entries: page.entries.map((e) => this.entryOf(e)), next: page.next }
 	}
 

@@ -3,9 +3,9 @@
 ``async with store.tx() as tx:`` waits for the writer's turn without
 blocking the loop (the writer answers a future, as it answers writes), then
 every call through ``tx.bucket(b)`` runs inside the transaction and sees its
-own writes. The writer serves only this transaction while it is open, so
-each call is one round trip to it and runs inline, like a read: it returns
-an already-completed future. Leaving the block commits and waits until the
+own writes. The writer lends this transaction its connection while it is
+open, so each call runs inline on the loop's thread, like a read: it
+returns an already-completed future. Leaving the block commits and waits until the
 commit is durable; an exception rolls everything back and propagates.
 
 ``async with store.view() as v:`` reads one point in time.
@@ -211,26 +211,26 @@ class TxBucket(Generic[T]):
 
     def get(self, key: Key) -> asyncio.Future[T | None]:
         """The value of a live key as the transaction sees it, or None. Renews nothing."""
-        return self._run(lambda n: n.get(self._b, key))
+        return self._run(lambda n: self._b.get(key, scope=n))
 
     def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
         """The value with its version and expiry as the transaction sees it, or None."""
 
         def call(n: _native.Tx) -> Entry[T] | None:
-            row = n.entry(self._b, key)
+            row = self._b.entry(key, scope=n)
             return None if row is None else _entry(row)
 
         return self._run(call)
 
     def has(self, key: Key) -> asyncio.Future[bool]:
         """Whether a live key is there, as the transaction sees it."""
-        return self._run(lambda n: n.entry(self._b, key) is not None)
+        return self._run(lambda n: self._b.has(key, scope=n))
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
         """One page of this branch's own keys as the transaction sees them."""
 
         def call(n: _native.Tx) -> Page[T]:
-            rows, nxt = n.list(self._b, after, limit)
+            rows, nxt = self._b.list(after, limit, n)
             return Page([_entry(r) for r in rows], nxt)
 
         return self._run(call)
@@ -245,33 +245,33 @@ class TxBucket(Generic[T]):
         if_version: str | None = None,
     ) -> asyncio.Future[str]:
         """Writes ``value`` in the transaction; gives its version (as ``Bucket.set``)."""
-        return self._run(lambda n: n.set(self._b, key, value, ttl, opt_millis(expires_at), if_version))
+        return self._run(lambda n: self._b.set(key, value, ttl, opt_millis(expires_at), if_version, n))
 
     def create(
         self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
     ) -> asyncio.Future[bool]:
         """Writes ``value`` only if the key is absent; says whether it did."""
-        return self._run(lambda n: n.create(self._b, key, value, ttl, opt_millis(expires_at)))
+        return self._run(lambda n: self._b.create(key, value, ttl, opt_millis(expires_at), n))
 
     def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:
         """Reads and deletes the key in the transaction; None when absent."""
-        return self._run(lambda n: n.take(self._b, key, if_version))
+        return self._run(lambda n: self._b.take(key, if_version, n))
 
     def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:
         """Deletes the key in the transaction; says whether a live key was there."""
-        return self._run(lambda n: n.delete(self._b, key, if_version))
+        return self._run(lambda n: self._b.delete(key, if_version, n))
 
     def expire(
         self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None
     ) -> asyncio.Future[bool]:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
         if isinstance(when, dt.datetime):
-            return self._run(lambda n: n.expire(self._b, key, None, opt_millis(when), if_version))
-        return self._run(lambda n: n.expire(self._b, key, when, None, if_version))
+            return self._run(lambda n: self._b.expire(key, None, opt_millis(when), if_version, n))
+        return self._run(lambda n: self._b.expire(key, when, None, if_version, n))
 
     def clear(self) -> asyncio.Future[None]:
         """Removes this branch and every branch under it, in the transaction."""
-        return self._run(lambda n: n.clear(self._b))
+        return self._run(lambda n: self._b.clear(n))
 
     def __repr__(self) -> str:
         return f"<tinystore.TxBucket {self.name!r}>"
@@ -337,26 +337,26 @@ class ViewBucket(Generic[T]):
 
     def get(self, key: Key) -> asyncio.Future[T | None]:
         """The value of a live key in the view, or None."""
-        return _now(lambda: self._v.get(self._b, key))
+        return _now(lambda: self._b.get(key, scope=self._v))
 
     def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
         """The value with its version and expiry in the view, or None."""
 
         def call() -> Entry[T] | None:
-            row = self._v.entry(self._b, key)
+            row = self._b.entry(key, scope=self._v)
             return None if row is None else _entry(row)
 
         return _now(call)
 
     def has(self, key: Key) -> asyncio.Future[bool]:
         """Whether a live key is there in the view."""
-        return _now(lambda: self._v.entry(self._b, key) is not None)
+        return _now(lambda: self._b.has(key, scope=self._v))
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
         """One page of this branch's own keys in the view."""
 
         def call() -> Page[T]:
-            rows, nxt = self._v.list(self._b, after, limit)
+            rows, nxt = self._b.list(after, limit, self._v)
             return Page([_entry(r) for r in rows], nxt)
 
         return _now(call)

@@ -28,7 +28,7 @@ class Bucket:
         """
         Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
         """
-    def clear(self, /) -> None:
+    def clear(self, /, scope: Any | None = None) -> None:
         """
         Removes this branch and every branch under it.
         """
@@ -36,7 +36,7 @@ class Bucket:
         """
         The completion form of `clear`.
         """
-    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None) -> bool:
+    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> bool:
         """
         Writes a value only if the key is absent; says whether it did.
         """
@@ -44,7 +44,7 @@ class Bucket:
         """
         The completion form of `create`.
         """
-    def delete(self, /, key: "_Key", if_version: Any | None = None) -> bool:
+    def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
         """
         Deletes a key; says whether a live key was there.
         """
@@ -52,11 +52,11 @@ class Bucket:
         """
         The completion form of `delete`.
         """
-    def entry(self, /, key: "_Key") -> "_Row | None":
+    def entry(self, /, key: "_Key", scope: "Tx | View | None" = None) -> "_Row | None":
         """
         (key, value, version, expires_at_ms) of a live key, or None.
         """
-    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> bool:
+    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
         """
         Gives a live key a new expiry (a span or a time); says whether it was there.
         """
@@ -64,15 +64,16 @@ class Bucket:
         """
         The completion form of `expire`.
         """
-    def get(self, /, key: "_Key") -> Any:
+    def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
-        The value of a live key, or None.
+        The value of a live key, or None. In an idle bucket, a read on the
+        store renews the key; one in a transaction or a view renews nothing.
         """
-    def has(self, /, key: "_Key") -> bool:
+    def has(self, /, key: "_Key", scope: "Tx | View | None" = None) -> bool:
         """
         Whether a live key is there.
         """
-    def list(self, /, after: "_Key | None" = None, limit: SupportsIndex | None = None) -> "_Page":
+    def list(self, /, after: "_Key | None" = None, limit: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> "_Page":
         """
         One page of this branch's keys: (entries, next cursor or None).
         """
@@ -86,7 +87,7 @@ class Bucket:
         """
         The owners of this branch, outermost first.
         """
-    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> str:
+    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
         """
         Writes a value durably; returns its version.
         """
@@ -99,9 +100,11 @@ class Bucket:
         """
         The completion form of `set`: answers the version through the `Pending`.
         """
-    def take(self, /, key: "_Key", if_version: Any | None = None) -> Any:
+    def take(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
         """
-        Reads and deletes a key in one write; None when absent.
+        Reads and deletes a key in one write; None when absent. A value that
+        does not read as the bucket's type raises and stays (inside a
+        transaction, which then rolls back).
         """
     def take_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", if_version: Any | None = None) -> Pending:
         """
@@ -221,7 +224,7 @@ class Counters:
         Opens the counters `name`: a `ttl` from each counter's first add, and
         `flush_every` to keep them in memory and write them every period.
         """
-    def add(self, /, key: "_Key", n: "int") -> int:
+    def add(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
         """
         Adds `n`; returns the new value.
         """
@@ -237,7 +240,7 @@ class Counters:
         """
         The completion form of `clear`.
         """
-    def delete(self, /, key: "_Key") -> bool:
+    def delete(self, /, key: Any, scope: Any | None = None) -> bool:
         """
         Deletes the counter; says whether a live one was there.
         """
@@ -245,11 +248,11 @@ class Counters:
         """
         The completion form of `delete`.
         """
-    def get(self, /, key: "_Key") -> int:
+    def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> int:
         """
         The counter's value (0 when missing or expired).
         """
-    def max(self, /, key: "_Key", n: "int") -> int:
+    def max(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
         """
         Keeps the larger of the counter and `n`; returns it.
         """
@@ -352,7 +355,7 @@ class Once:
         """
         The completion form of `begin`: resolves `future` with the same pair.
         """
-    def delete(self, /, key: "_Key") -> bool:
+    def delete(self, /, key: "_Key", scope: "Tx | View | None" = None) -> bool:
         """
         Forgets the answer kept for the key; says whether one was kept.
         """
@@ -360,7 +363,7 @@ class Once:
         """
         The completion form of `delete`.
         """
-    def get(self, /, key: "_Key") -> Any:
+    def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
         The answer kept for the key, or None.
         """
@@ -472,7 +475,7 @@ class Quota:
         """
         Opens the quota `name` with `windows`, a list of (name, rate).
         """
-    def allow(self, /, key: "_Key", n: "int") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def allow(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
         """
         Counts `n` uses in every window or in none, durably.
         """
@@ -485,11 +488,11 @@ class Quota:
         """
         The name.
         """
-    def peek(self, /, key: "_Key") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def peek(self, /, key: "_Key", scope: "Tx | View | None" = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
         """
         The answer one use would get now, counting nothing.
         """
-    def refund(self, /, key: "_Key", n: "int") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def refund(self, /, key: Any, n: Any, scope: Any | None = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
         """
         Gives `n` uses back to windows that have not reset since.
         """
@@ -497,7 +500,7 @@ class Quota:
         """
         The completion form of `refund`.
         """
-    def reset(self, /, key: "_Key") -> None:
+    def reset(self, /, key: "_Key", scope: "Tx | View | None" = None) -> None:
         """
         Forgets the key.
         """
@@ -631,16 +634,13 @@ class Ticket:
 @final
 class Tx:
     """
-    An open transaction: every call runs inside it and sees its own writes.
+    An open transaction: every call given it as its `scope` runs inside it
+    and sees its own writes.
     """
     def check_joins(self, /, handle: "RateLimit | Counters") -> None:
         """
         Refuses at once what cannot join the transaction (`tx.with`): a
         rate limit, `flush_every` counters, a handle of another store.
-        """
-    def clear(self, /, bucket: Bucket) -> None:
-        """
-        Clears a branch inside the transaction.
         """
     def commit(self, /) -> None:
         """
@@ -651,101 +651,20 @@ class Tx:
         """
         Ends the transaction, commits it and waits until it is durable (sync API).
         """
-    def counter_change(self, /, counters: Counters, key: "_Key", n: "int", max: bool = False) -> int:
-        """
-        Adds `n` to a durable counter (`max`: keeps the larger) inside the transaction.
-        """
-    def counter_delete(self, /, counters: Counters, key: "_Key") -> bool:
-        """
-        Deletes a durable counter inside the transaction.
-        """
-    def counter_get(self, /, counters: Counters, key: "_Key") -> int:
-        """
-        A durable counter as the transaction sees it.
-        """
-    def create(self, /, bucket: Bucket, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None) -> bool:
-        """
-        Writes a value if the key is absent; says whether it did.
-        """
-    def delete(self, /, bucket: Bucket, key: "_Key", if_version: Any | None = None) -> bool:
-        """
-        Deletes a key inside the transaction; says whether a live key was there.
-        """
-    def entry(self, /, bucket: Bucket, key: "_Key") -> "_Row | None":
-        """
-        (key, value, version, expires_at_ms) of a live key as the transaction sees it, or None.
-        """
-    def expire(self, /, bucket: Bucket, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> bool:
-        """
-        Gives a live key a new expiry inside the transaction; says whether it was there.
-        """
-    def get(self, /, bucket: Bucket, key: "_Key") -> Any:
-        """
-        The value of a live key as the transaction sees it, or None.
-        """
-    def list(self, /, bucket: Bucket, after: "_Key | None" = None, limit: SupportsIndex | None = None) -> "_Page":
-        """
-        One page of a branch as the transaction sees it.
-        """
-    def once_delete(self, /, once: Once, key: "_Key") -> bool:
-        """
-        Forgets the answer a once keeps for the key, inside the transaction.
-        """
-    def once_get(self, /, once: Once, key: "_Key") -> Any:
-        """
-        The answer a once keeps for the key, as the transaction sees it, or None.
-        """
-    def quota_allow(self, /, quota: Quota, key: "_Key", n: "int") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
-        """
-        Counts `n` uses of a quota inside the transaction.
-        """
-    def quota_peek(self, /, quota: Quota, key: "_Key") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
-        """
-        The answer one use would get, as the transaction sees the quota.
-        """
-    def quota_refund(self, /, quota: Quota, key: "_Key", n: "int") -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
-        """
-        Gives `n` uses of a quota back inside the transaction.
-        """
-    def quota_reset(self, /, quota: Quota, key: "_Key") -> None:
-        """
-        Forgets a quota's key inside the transaction.
-        """
     def rollback(self, /) -> None:
         """
         Ends the transaction and writes nothing of it. Ending it twice is fine.
-        """
-    def set(self, /, bucket: Bucket, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> str:
-        """
-        Writes a value inside the transaction; returns its version.
-        """
-    def take(self, /, bucket: Bucket, key: "_Key", if_version: Any | None = None) -> Any:
-        """
-        Reads and deletes a key inside the transaction; None when absent.
-        A value that does not read as the bucket's type raises, so the
-        transaction rolls back and the key stays.
         """
 
 @final
 class View:
     """
-    A read snapshot: every read sees the file as it was at the first read.
+    A read snapshot: every read given it as its `scope` sees the file as it
+    was at the first read.
     """
     def close(self, /) -> None:
         """
         Ends the snapshot; later reads are `Closed`.
-        """
-    def entry(self, /, bucket: Bucket, key: "_Key") -> "_Row | None":
-        """
-        (key, value, version, expires_at_ms) of a live key in the snapshot, or None.
-        """
-    def get(self, /, bucket: Bucket, key: "_Key") -> Any:
-        """
-        The value of a live key in the snapshot, or None. Renews nothing.
-        """
-    def list(self, /, bucket: Bucket, after: "_Key | None" = None, limit: SupportsIndex | None = None) -> "_Page":
-        """
-        One page of a branch in the snapshot.
         """
 
 def codec_fault(word: str, detail: str) -> str:

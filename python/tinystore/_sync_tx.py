@@ -146,20 +146,20 @@ class TxBucket(Generic[T]):
 
     def get(self, key: Key) -> T | None:
         """The value of a live key as the transaction sees it, or None. Renews nothing."""
-        return self._run(lambda n: n.get(self._b, key))
+        return self._run(lambda n: self._b.get(key, scope=n))
 
     def entry(self, key: Key) -> Entry[T] | None:
         """The value with its version and expiry as the transaction sees it, or None."""
-        row = self._run(lambda n: n.entry(self._b, key))
+        row = self._run(lambda n: self._b.entry(key, scope=n))
         return None if row is None else _entry(row)
 
     def has(self, key: Key) -> bool:
         """Whether a live key is there, as the transaction sees it."""
-        return self._run(lambda n: n.entry(self._b, key)) is not None
+        return self._run(lambda n: self._b.entry(key, scope=n)) is not None
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
         """One page of this branch's own keys as the transaction sees them."""
-        rows, nxt = self._run(lambda n: n.list(self._b, after, limit))
+        rows, nxt = self._run(lambda n: self._b.list(after, limit, n))
         return Page([_entry(r) for r in rows], nxt)
 
     def set(
@@ -172,29 +172,29 @@ class TxBucket(Generic[T]):
         if_version: str | None = None,
     ) -> str:
         """Writes ``value`` in the transaction; returns its version (as ``Bucket.set``)."""
-        return self._run(lambda n: n.set(self._b, key, value, ttl, opt_millis(expires_at), if_version))
+        return self._run(lambda n: self._b.set(key, value, ttl, opt_millis(expires_at), if_version, n))
 
     def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
         """Writes ``value`` only if the key is absent; says whether it did."""
-        return self._run(lambda n: n.create(self._b, key, value, ttl, opt_millis(expires_at)))
+        return self._run(lambda n: self._b.create(key, value, ttl, opt_millis(expires_at), n))
 
     def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in the transaction; None when absent."""
-        return self._run(lambda n: n.take(self._b, key, if_version))
+        return self._run(lambda n: self._b.take(key, if_version, n))
 
     def delete(self, key: Key, *, if_version: str | None = None) -> bool:
         """Deletes the key in the transaction; says whether a live key was there."""
-        return self._run(lambda n: n.delete(self._b, key, if_version))
+        return self._run(lambda n: self._b.delete(key, if_version, n))
 
     def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
         if isinstance(when, dt.datetime):
-            return self._run(lambda n: n.expire(self._b, key, None, opt_millis(when), if_version))
-        return self._run(lambda n: n.expire(self._b, key, when, None, if_version))
+            return self._run(lambda n: self._b.expire(key, None, opt_millis(when), if_version, n))
+        return self._run(lambda n: self._b.expire(key, when, None, if_version, n))
 
     def clear(self) -> None:
         """Removes this branch and every branch under it, in the transaction."""
-        self._run(lambda n: n.clear(self._b))
+        self._run(lambda n: self._b.clear(n))
 
     def __repr__(self) -> str:
         return f"<tinystore.sync.TxBucket {self.name!r}>"
@@ -257,20 +257,20 @@ class ViewBucket(Generic[T]):
 
     def get(self, key: Key) -> T | None:
         """The value of a live key in the view, or None."""
-        return self._v.get(self._b, key)
+        return self._b.get(key, scope=self._v)
 
     def entry(self, key: Key) -> Entry[T] | None:
         """The value with its version and expiry in the view, or None."""
-        row = self._v.entry(self._b, key)
+        row = self._b.entry(key, scope=self._v)
         return None if row is None else _entry(row)
 
     def has(self, key: Key) -> bool:
         """Whether a live key is there in the view."""
-        return self._v.entry(self._b, key) is not None
+        return self._b.has(key, scope=self._v)
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
         """One page of this branch's own keys in the view."""
-        rows, nxt = self._v.list(self._b, after, limit)
+        rows, nxt = self._b.list(after, limit, self._v)
         return Page([_entry(r) for r in rows], nxt)
 
     def __repr__(self) -> str:

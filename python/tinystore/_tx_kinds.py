@@ -68,19 +68,19 @@ class SyncTxCounters(_Joined):
 
     def add(self, key: Key, n: int = 1) -> int:
         """Adds ``n``; the new value, as the transaction sees it."""
-        return self._call(lambda t: t.counter_change(self._h, key, n))
+        return self._call(lambda t: self._h.add(key, n, t))
 
     def max(self, key: Key, n: int) -> int:
         """Keeps the larger of the counter and ``n``; returns it."""
-        return self._call(lambda t: t.counter_change(self._h, key, n, True))
+        return self._call(lambda t: self._h.max(key, n, t))
 
     def get(self, key: Key) -> int:
         """The counter as the transaction sees it: 0 when missing or expired."""
-        return self._call(lambda t: t.counter_get(self._h, key))
+        return self._call(lambda t: self._h.get(key, t))
 
     def delete(self, key: Key) -> bool:
         """Deletes the counter; says whether a live one was there."""
-        return self._call(lambda t: t.counter_delete(self._h, key))
+        return self._call(lambda t: self._h.delete(key, t))
 
 
 class SyncTxQuota(_Joined):
@@ -92,19 +92,19 @@ class SyncTxQuota(_Joined):
 
     def allow(self, key: Key, n: int = 1) -> Allowance:
         """Counts ``n`` uses in every window or in none; commits with the transaction."""
-        return allowance(self._call(lambda t: t.quota_allow(self._h, key, n)))
+        return allowance(self._call(lambda t: self._h.allow(key, n, t)))
 
     def refund(self, key: Key, n: int = 1) -> Allowance:
         """Gives ``n`` uses back to the windows that have not reset."""
-        return allowance(self._call(lambda t: t.quota_refund(self._h, key, n)))
+        return allowance(self._call(lambda t: self._h.refund(key, n, t)))
 
     def peek(self, key: Key) -> Allowance:
         """The answer one use would get, as the transaction sees it."""
-        return allowance(self._call(lambda t: t.quota_peek(self._h, key)))
+        return allowance(self._call(lambda t: self._h.peek(key, t)))
 
     def reset(self, key: Key) -> None:
         """Forgets the key."""
-        self._call(lambda t: t.quota_reset(self._h, key))
+        self._call(lambda t: self._h.reset(key, t))
 
 
 class SyncTxOnce(_Joined, Generic[T]):
@@ -116,11 +116,11 @@ class SyncTxOnce(_Joined, Generic[T]):
 
     def get(self, key: Key) -> T | None:
         """The answer kept for ``key`` as the transaction sees it, or None."""
-        return self._call(lambda t: t.once_get(self._h, key))
+        return self._call(lambda t: self._h.get(key, t))
 
     def delete(self, key: Key) -> bool:
         """Forgets the answer kept for ``key``; says whether one was kept."""
-        return self._call(lambda t: t.once_delete(self._h, key))
+        return self._call(lambda t: self._h.delete(key, t))
 
 
 class TxCounters(SyncTxCounters):

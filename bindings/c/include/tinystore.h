@@ -907,7 +907,7 @@ int32_t ts_tx_create(const struct TsTx *t,
 // Reads and deletes a key inside the transaction, as `ts_bucket_take`
 // does: a row of another kind than `want`, or a non-zero `check` (called
 // on the caller's thread), is `TS_CORRUPT` and the value stays (the
-// session's `take_checked` holds that rule for every binding).
+// core's `Scope::take` holds that rule for every binding).
 int32_t ts_tx_take(const struct TsTx *t,
                    const struct TsBucket *b,
                    const uint8_t *owners,

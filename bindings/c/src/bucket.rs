@@ -6,14 +6,16 @@
 use std::borrow::Cow;
 
 use tinystore::{
-    Branch, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Version,
-    WriteCall, WriteOptions, from_millis, to_millis,
+    Branch, Created, Entry, Error, ErrorKind, Expiry, Page, Raw, RawBucket, Result, Version, WriteCall, WriteOptions,
+    from_millis, to_millis,
 };
 
 use crate::held_tx::wait_outside;
+use crate::scope::{get_in, list_in};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::{TsCancel, TsError, bytes, guard, span, text};
+use tinystore::Scope;
 
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
@@ -203,15 +205,8 @@ pub unsafe extern "C" fn ts_bucket_get(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        set_flag(found, false);
-        let Some(e) = rb.entry(key)? else { return Ok(()) };
-        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-        fill(out, &e, v);
-        set_flag(found, true);
-        Ok(())
+    guard(err, || unsafe {
+        get_in(Scope::Direct, b, owners, owners_len, key, key_len, want, out, found)
     })
 }
 
@@ -467,21 +462,19 @@ pub unsafe extern "C" fn ts_bucket_list(
     out: *mut *mut TsPage,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let opts = ListOptions {
-            after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
-            limit: (limit > 0).then_some(limit as usize),
-        };
-        let page = rb.list(&opts)?;
-        for e in &page.entries {
-            value_view(&e.value, want).map_err(|x| named(&rb, &e.key.0, x))?;
-        }
-        if out.is_null() {
-            return Err(invalid("a null out pointer"));
-        }
-        unsafe { *out = Box::into_raw(Box::new(TsPage { page, want })) };
-        Ok(())
+    guard(err, || unsafe {
+        list_in(
+            Scope::Direct,
+            b,
+            owners,
+            owners_len,
+            after,
+            after_len,
+            has_after,
+            limit,
+            want,
+            out,
+        )
     })
 }
 

@@ -35,6 +35,7 @@ mod held_tx;
 mod limits;
 mod logs;
 mod once;
+mod scope;
 mod session;
 mod session_kinds;
 mod store;

@@ -8,14 +8,15 @@
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 
-use tinystore::{Created, Error, ErrorKind, Key, ListOptions, Result, Snapshot, TxSession, WriteCall};
+use tinystore::{Created, Error, ErrorKind, Result, Scope, Snapshot, TxSession, WriteCall};
 
 use crate::bucket::{
     TsBucket, TsCheckFn, TsEntry, TsPage, TsWriteOptions, decodes_as, expire_options, fill, invalid, named, set_flag,
     under, write_options,
 };
+use crate::scope::{get_in, list_in};
 use crate::store::{TsStore, store};
-use crate::value::{raw_in, value_out, value_view};
+use crate::value::{raw_in, value_out};
 use crate::{TsCancel, TsError, bytes, guard};
 
 /// An open transaction: its calls run inside one write of the store's
@@ -28,6 +29,13 @@ pub struct TsTx {
 
 /// An open read snapshot: every read sees the file as it was at its first read.
 pub struct TsSnapshot(Snapshot);
+
+impl TsTx {
+    /// The core's scope of this transaction's calls.
+    pub(crate) fn scope(&self) -> Scope<'_> {
+        Scope::Tx(&self.session)
+    }
+}
 
 fn ended() -> Error {
     Error::new(ErrorKind::Closed, "the transaction has ended")
@@ -166,16 +174,7 @@ pub unsafe extern "C" fn ts_tx_get(
 ) -> i32 {
     guard(err, || {
         let t = unsafe { tx(t) }?;
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        set_flag(found, false);
-        let Some(e) = t.session.entry(&rb, key).map_err(|x| named(&rb, key, x))? else {
-            return Ok(());
-        };
-        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-        fill(out, &e, v);
-        set_flag(found, true);
-        Ok(())
+        unsafe { get_in(t.scope(), b, owners, owners_len, key, key_len, want, out, found) }
     })
 }
 
@@ -202,7 +201,7 @@ pub unsafe extern "C" fn ts_tx_set(
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
-        let v = t.session.set(&rb, key, raw, opts).map_err(|e| named(&rb, key, e))?;
+        let v = t.scope().set(&rb, key, raw, opts).map_err(|e| named(&rb, key, e))?;
         if let Some(out) = unsafe { version.as_mut() } {
             *out = v.get();
         }
@@ -238,7 +237,7 @@ pub unsafe extern "C" fn ts_tx_create(
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options, WriteCall::Create).map_err(|e| named(&rb, key, e))?;
         match t
-            .session
+            .scope()
             .create(&rb, key, raw, opts.expiry)
             .map_err(|e| named(&rb, key, e))?
         {
@@ -261,7 +260,7 @@ pub unsafe extern "C" fn ts_tx_create(
 /// Reads and deletes a key inside the transaction, as `ts_bucket_take`
 /// does: a row of another kind than `want`, or a non-zero `check` (called
 /// on the caller's thread), is `TS_CORRUPT` and the value stays (the
-/// session's `take_checked` holds that rule for every binding).
+/// core's `Scope::take` holds that rule for every binding).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_take(
     t: *const TsTx,
@@ -285,8 +284,8 @@ pub unsafe extern "C" fn ts_tx_take(
         let opts = write_options(options, WriteCall::Take).map_err(|e| named(&rb, key, e))?;
         set_flag(found, false);
         let taken = t
-            .session
-            .take_checked(&rb, key, opts.if_version, decodes_as(want, check, check_ctx))
+            .scope()
+            .take(&rb, key, opts.if_version, decodes_as(want, check, check_ctx))
             .map_err(|x| named(&rb, key, x))?;
         if let Some(e) = taken {
             let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
@@ -316,7 +315,7 @@ pub unsafe extern "C" fn ts_tx_delete(
         let key = unsafe { bytes(key, key_len) };
         let opts = write_options(options, WriteCall::Delete).map_err(|e| named(&rb, key, e))?;
         let was = t
-            .session
+            .scope()
             .delete(&rb, key, opts.if_version)
             .map_err(|x| named(&rb, key, x))?;
         set_flag(found, was);
@@ -344,7 +343,7 @@ pub unsafe extern "C" fn ts_tx_expire(
         let key = unsafe { bytes(key, key_len) };
         let (expiry, if_version) = expire_options(options).map_err(|e| named(&rb, key, e))?;
         let was = t
-            .session
+            .scope()
             .expire(&rb, key, expiry, if_version)
             .map_err(|x| named(&rb, key, x))?;
         set_flag(found, was);
@@ -365,31 +364,8 @@ pub unsafe extern "C" fn ts_tx_clear(
     guard(err, || {
         let t = unsafe { tx(t) }?;
         let rb = unsafe { under(b, owners, owners_len) }?;
-        t.session.clear(&rb)
+        t.scope().clear(&rb)
     })
-}
-
-fn list_options(after: *const u8, after_len: usize, has_after: bool, limit: u32) -> ListOptions {
-    ListOptions {
-        after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
-        limit: (limit > 0).then_some(limit as usize),
-    }
-}
-
-fn give_page(
-    page: tinystore::Page<tinystore::Raw>,
-    want: i32,
-    rb: &tinystore::RawBucket,
-    out: *mut *mut TsPage,
-) -> Result<()> {
-    for e in &page.entries {
-        value_view(&e.value, want).map_err(|x| named(rb, &e.key.0, x))?;
-    }
-    if out.is_null() {
-        return Err(invalid("a null out pointer"));
-    }
-    unsafe { *out = Box::into_raw(Box::new(TsPage { page, want })) };
-    Ok(())
 }
 
 /// Lists a page of the branch as the transaction sees it, as
@@ -410,9 +386,20 @@ pub unsafe extern "C" fn ts_tx_list(
 ) -> i32 {
     guard(err, || {
         let t = unsafe { tx(t) }?;
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let page = t.session.list(&rb, &list_options(after, after_len, has_after, limit))?;
-        give_page(page, want, &rb, out)
+        unsafe {
+            list_in(
+                t.scope(),
+                b,
+                owners,
+                owners_len,
+                after,
+                after_len,
+                has_after,
+                limit,
+                want,
+                out,
+            )
+        }
     })
 }
 
@@ -446,16 +433,7 @@ pub unsafe extern "C" fn ts_snapshot_get(
 ) -> i32 {
     guard(err, || {
         let snap = unsafe { snapshot(s) }?;
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        set_flag(found, false);
-        let Some(e) = snap.entry(&rb, key).map_err(|x| named(&rb, key, x))? else {
-            return Ok(());
-        };
-        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-        fill(out, &e, v);
-        set_flag(found, true);
-        Ok(())
+        unsafe { get_in(Scope::View(snap), b, owners, owners_len, key, key_len, want, out, found) }
     })
 }
 
@@ -476,9 +454,20 @@ pub unsafe extern "C" fn ts_snapshot_list(
 ) -> i32 {
     guard(err, || {
         let snap = unsafe { snapshot(s) }?;
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let page = snap.list(&rb, &list_options(after, after_len, has_after, limit))?;
-        give_page(page, want, &rb, out)
+        unsafe {
+            list_in(
+                Scope::View(snap),
+                b,
+                owners,
+                owners_len,
+                after,
+                after_len,
+                has_after,
+                limit,
+                want,
+                out,
+            )
+        }
     })
 }
 

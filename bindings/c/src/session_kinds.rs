@@ -1,6 +1,6 @@
 //! Counters, quotas and once answers inside a transaction (KV-16): the
-//! calls of `tinystore::TxSession` for every durable kind, as the bucket
-//! calls of `session.rs`. What cannot join a transaction answers the
+//! calls of `tinystore::Scope` for every durable kind inside a transaction,
+//! as the bucket calls of `session.rs`. What cannot join a transaction answers the
 //! engine's refusal (`TS_INVALID`): counters with flush_every, rate limits.
 
 use tinystore::{Error, ErrorKind};
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn ts_tx_counters(
             bytes(owners, owners_len)
         })?;
         let key = unsafe { bytes(key, key_len) };
-        let s = &t.session;
+        let s = t.scope();
         match op {
             TS_TX_COUNTER_ADD => set(out, s.counter_add(&h, key, n)?),
             TS_TX_COUNTER_MAX => set(out, s.counter_max(&h, key, n)?),
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn ts_tx_quota(
         let t = unsafe { tx(t) }?;
         let h = branch(&unsafe { handle(q, "quota") }?.0, unsafe { bytes(owners, owners_len) })?;
         let key = unsafe { bytes(key, key_len) };
-        let s = &t.session;
+        let s = t.scope();
         let a = match op {
             TS_QUOTA_ALLOW => s.quota_allow(&h, key, n)?,
             TS_QUOTA_REFUND => s.quota_refund(&h, key, n)?,
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn ts_tx_once_get(
         let enc = unsafe { bytes(owners, owners_len) };
         let h = branch(unsafe { crate::once::handle(o) }?, enc)?;
         let key = unsafe { bytes(key, key_len) };
-        let got = t.session.once_get(&h, key)?;
+        let got = t.scope().once_get(&h, key)?;
         set(found, got.is_some());
         if let Some(raw) = got {
             let v = value_out(&raw, want).map_err(|e| crate::once::named(&h, enc, key, e))?;
@@ -153,7 +153,7 @@ pub unsafe extern "C" fn ts_tx_once_delete(
         let t = unsafe { tx(t) }?;
         let h = branch(unsafe { crate::once::handle(o) }?, unsafe { bytes(owners, owners_len) })?;
         let key = unsafe { bytes(key, key_len) };
-        set(found, t.session.once_delete(&h, key)?);
+        set(found, t.scope().once_delete(&h, key)?);
         Ok(())
     })
 }

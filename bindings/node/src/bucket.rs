@@ -8,6 +8,7 @@ use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, 
 
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::js;
+use crate::scope::{NativeScope, scope_of};
 use crate::settle::{self, sync};
 
 /// A bucket, or one branch of it, with the type of its values.
@@ -251,33 +252,59 @@ impl NativeBucket {
         crate::fast_get::handle(env, self)
     }
 
-    /// The value of a live key, or `undefined` (JSON as its text).
+    /// The value of a live key, or `undefined` (JSON as its text), in
+    /// `scope` (see `scope.rs`). On the store it renews an idle key.
     #[napi]
-    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        self.get_by(env, &key, |k| self.raw.entry(k))
+    pub fn get<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let scope = scope_of(&scope);
+        self.get_by(env, &key, |k| scope.entry(&self.raw, k))
     }
 
-    /// `{ key, value, version, expiresAt }` of a live key, or `undefined`.
+    /// `{ key, value, version, expiresAt }` of a live key, or `undefined`, in `scope`.
     #[napi(
         ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
     )]
-    pub fn entry<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        self.entry_by(env, &key, |k| self.raw.entry(k))
+    pub fn entry<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let scope = scope_of(&scope);
+        self.entry_by(env, &key, |k| scope.entry(&self.raw, k))
     }
 
-    /// Whether a live key is there.
+    /// Whether a live key is there, in `scope`.
     #[napi]
-    pub fn has<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<bool> {
-        let r = self.with_key(env, &key, |k| self.raw.has(k));
+    pub fn has<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<bool> {
+        let scope = scope_of(&scope);
+        let r = self.with_key(env, &key, |k| scope.has(&self.raw, k));
         sync(env, r)
     }
 
-    /// A page of this branch's own keys: `{ entries, next }`.
+    /// A page of this branch's own keys in `scope`: `{ entries, next }`.
     #[napi(
         ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
     )]
-    pub fn list<'e>(&self, env: &'e Env, after: Unknown<'e>, limit: Option<f64>) -> napi::Result<Unknown<'e>> {
-        self.list_by(env, &after, limit, |opts| self.raw.list(opts))
+    pub fn list<'e>(
+        &self,
+        env: &'e Env,
+        after: Unknown<'e>,
+        limit: Option<f64>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let scope = scope_of(&scope);
+        self.list_by(env, &after, limit, |opts| scope.list(&self.raw, opts))
     }
 
     /// Writes a value, durably. Resolves with nothing.

@@ -28,6 +28,7 @@ mod limit_store;
 mod limits;
 mod logs;
 mod once;
+mod scope;
 mod settle;
 mod snapshot;
 mod store;

@@ -7,10 +7,12 @@
 //! when the writer's turn comes it gives the session to `ready`, which
 //! settles the Promise from the writer thread at once (`settle::turn`: the
 //! writer then waits on JS, so the answer cannot wait for the group's end).
-//! Each call on the session then runs on the writer thread inside the
-//! transaction and the JS thread waits for it: a short, blocking call, as a
-//! read is. `commit` and `rollback` end the session and resolve once the
-//! writer has finished with it, through the same completions as any write.
+//! The writer then lends the session its connection, so each call runs on
+//! the JS thread inside the transaction and answers before it returns, as a
+//! read does; a bucket's reads take the transaction as their scope
+//! (`scope.rs`). `commit` and `rollback` end the session and resolve once
+//! the writer has finished with it, through the same completions as any
+//! write.
 //!
 //! Invariants:
 //! - The writer runs nothing else while a session is open, so the package
@@ -20,12 +22,11 @@
 //!   JS asks for it, so no Promise is made that nobody awaits.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{ErrorKind, TX_LIMIT, TxSession, WriteCall};
+use tinystore::{ErrorKind, Scope, TxSession, WriteCall};
 
 use crate::bucket::{NativeBucket, show_path};
 use crate::convert::napi_err;
@@ -82,14 +83,6 @@ impl Ending {
             }
         }
     }
-
-    /// The error the writer ended the transaction with, if it has answered.
-    fn error(&self) -> Option<tinystore::Error> {
-        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
-            End::Ended(Err(e)) => Some(e.clone()),
-            _ => None,
-        }
-    }
 }
 
 /// A commit resolves with `undefined` once durable, or rejects with why it
@@ -118,7 +111,6 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
             let tx = NativeTx {
                 session,
                 ending,
-                started: Instant::now(),
                 ended: false,
             };
             unsafe { NativeTx::to_napi_value(env, tx) }.map_err(napi_err)
@@ -131,9 +123,8 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
 /// writes; reads renew no idle key. Collected without an end, it rolls back.
 #[napi]
 pub struct NativeTx {
-    session: TxSession,
+    pub(crate) session: TxSession,
     ending: Ending,
-    started: Instant,
     ended: bool,
 }
 
@@ -143,29 +134,10 @@ impl NativeTx {
         &self.session
     }
 
-    /// Runs a call on the session. After the end it is `Closed`; when the
-    /// writer ended it first, the error says why (held past `TX_LIMIT`).
-    fn call<T>(&self, f: impl FnOnce(&TxSession) -> tinystore::Result<T>) -> tinystore::Result<T> {
-        if self.ended {
-            return Err(ended());
-        }
-        f(&self.session).map_err(|e| {
-            if e.kind() != ErrorKind::Closed {
-                return e;
-            }
-            if let Some(why) = self.ending.error() {
-                return why;
-            }
-            if self.started.elapsed() >= TX_LIMIT {
-                return tinystore::Error::new(
-                    ErrorKind::Limit,
-                    format!(
-                        "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
-                    ),
-                );
-            }
-            e
-        })
+    /// The core's scope of this transaction's calls. After the end they are
+    /// `Closed`, or say why the core ended it (held past `TX_LIMIT`).
+    fn scope(&self) -> Scope<'_> {
+        Scope::Tx(&self.session)
     }
 
     /// Ends the session with `end` and returns the Promise of the writer's answer.
@@ -196,43 +168,6 @@ fn ended() -> tinystore::Error {
 
 #[napi]
 impl NativeTx {
-    /// The value of a live key as the transaction sees it, or `undefined`.
-    #[napi]
-    pub fn get<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        bucket.get_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
-    }
-
-    /// `{ key, value, version, expiresAt }` as the transaction sees it, or `undefined`.
-    #[napi(
-        ts_return_type = "{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } | undefined"
-    )]
-    pub fn entry<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        bucket.entry_by(env, &key, |k| self.call(|s| s.entry(&bucket.raw, k)))
-    }
-
-    /// Whether a live key is there, as the transaction sees it.
-    #[napi]
-    pub fn has<'e>(&self, env: &'e Env, bucket: &NativeBucket, key: Unknown<'e>) -> napi::Result<bool> {
-        let r = bucket
-            .key(env, &key)
-            .and_then(|k| self.call(|s| s.entry(&bucket.raw, &k)));
-        Ok(sync(env, r)?.is_some())
-    }
-
-    /// A page of the branch as the transaction sees it: `{ entries, next }`.
-    #[napi(
-        ts_return_type = "{ entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }"
-    )]
-    pub fn list<'e>(
-        &self,
-        env: &'e Env,
-        bucket: &NativeBucket,
-        after: Unknown<'e>,
-        limit: Option<f64>,
-    ) -> napi::Result<Unknown<'e>> {
-        bucket.list_by(env, &after, limit, |opts| self.call(|s| s.list(&bucket.raw, opts)))
-    }
-
     /// Writes a value inside the transaction.
     // The arguments of the bucket's own `set`, and the bucket.
     #[allow(clippy::too_many_arguments)]
@@ -249,7 +184,7 @@ impl NativeTx {
     ) -> napi::Result<()> {
         let r = bucket
             .prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version)
-            .and_then(|(k, v, opts)| self.call(|s| s.set(&bucket.raw, &k, v, opts)));
+            .and_then(|(k, v, opts)| self.scope().set(&bucket.raw, &k, v, opts));
         sync(env, r).map(|_version| ())
     }
 
@@ -266,7 +201,7 @@ impl NativeTx {
     ) -> napi::Result<bool> {
         let r = bucket
             .prepare_create(env, &key, &value, &ttl, expires_at)
-            .and_then(|(k, v, expiry)| self.call(|s| s.create(&bucket.raw, &k, v, expiry)));
+            .and_then(|(k, v, expiry)| self.scope().create(&bucket.raw, &k, v, expiry));
         Ok(matches!(sync(env, r)?, tinystore::Created::Written(_)))
     }
 
@@ -283,16 +218,14 @@ impl NativeTx {
         if_version: Option<String>,
         #[napi(ts_arg_type = "(value: unknown) => boolean")] check: Option<Unknown<'e>>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
+        let r = (|| -> tinystore::Result<Option<(Vec<u8>, tinystore::Entry<tinystore::Raw>)>> {
             let (k, if_version) = bucket.prepare_versioned(env, &key, if_version)?;
-            let taken = self.call(|s| {
-                s.take_checked(&bucket.raw, &k, if_version, |e| {
-                    bucket.check(&e.value, &k)?;
-                    match &check {
-                        Some(f) => js_check(env, js::raw(f), bucket.decoded(env.raw(), &e.value, &k)?),
-                        None => Ok(()),
-                    }
-                })
+            let taken = self.scope().take_checked(&bucket.raw, &k, if_version, |e| {
+                bucket.check(&e.value, &k)?;
+                match &check {
+                    Some(f) => js_check(env, js::raw(f), bucket.decoded(env.raw(), &e.value, &k)?),
+                    None => Ok(()),
+                }
             })?;
             Ok(taken.map(|e| (k, e)))
         })();
@@ -314,7 +247,7 @@ impl NativeTx {
     ) -> napi::Result<bool> {
         let r = bucket
             .prepare_versioned(env, &key, if_version)
-            .and_then(|(k, v)| self.call(|s| s.delete(&bucket.raw, &k, v)));
+            .and_then(|(k, v)| self.scope().delete(&bucket.raw, &k, v));
         sync(env, r)
     }
 
@@ -332,14 +265,14 @@ impl NativeTx {
     ) -> napi::Result<bool> {
         let r = bucket
             .prepare_expire(env, &key, &ttl, at_ms, if_version)
-            .and_then(|(k, expiry, v)| self.call(|s| s.expire(&bucket.raw, &k, expiry, v)));
+            .and_then(|(k, expiry, v)| self.scope().expire(&bucket.raw, &k, expiry, v));
         sync(env, r)
     }
 
     /// Clears the branch inside the transaction (a branch over 10,000 keys is `Limit`).
     #[napi]
     pub fn clear(&self, env: Env, bucket: &NativeBucket) -> napi::Result<()> {
-        sync(&env, self.call(|s| s.clear(&bucket.raw)))
+        sync(&env, self.scope().clear(&bucket.raw))
     }
 
     /// Refuses at once what cannot join the transaction (`tx.with`): a rate
@@ -372,13 +305,11 @@ impl NativeTx {
                 key_in(env, c.name(), &key)?,
                 step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(c.name()))?,
             );
-            let v = self.call(|s| {
-                if max {
-                    s.counter_max(c, &k, n)
-                } else {
-                    s.counter_add(c, &k, n)
-                }
-            })?;
+            let v = if max {
+                self.scope().counter_max(c, &k, n)
+            } else {
+                self.scope().counter_add(c, &k, n)
+            }?;
             value(env.raw(), counters.big, v, true).map_err(|e| e.at(c.name(), show_path(&counters.owners, &k)))
         })();
         Ok(js::unknown(env.raw(), sync(env, r)?))
@@ -395,7 +326,7 @@ impl NativeTx {
         let c = &counters.counters;
         let r = (|| {
             let k = key_in(env, c.name(), &key)?;
-            let v = self.call(|s| s.counter_get(c, &k))?;
+            let v = self.scope().counter_get(c, &k)?;
             value(env.raw(), counters.big, v, false).map_err(|e| e.at(c.name(), show_path(&counters.owners, &k)))
         })();
         Ok(js::unknown(env.raw(), sync(env, r)?))
@@ -405,7 +336,7 @@ impl NativeTx {
     #[napi]
     pub fn counter_delete<'e>(&self, env: &'e Env, counters: &NativeCounters, key: Unknown<'e>) -> napi::Result<bool> {
         let c = &counters.counters;
-        let r = key_in(env, c.name(), &key).and_then(|k| self.call(|s| s.counter_delete(c, &k)));
+        let r = key_in(env, c.name(), &key).and_then(|k| self.scope().counter_delete(c, &k));
         sync(env, r)
     }
 
@@ -425,13 +356,11 @@ impl NativeTx {
                 key_in(env, q.name(), &key)?,
                 count(n).map_err(|e| e.in_bucket(q.name()))?,
             );
-            let a = self.call(|s| {
-                if refund {
-                    s.quota_refund(q, &k, n)
-                } else {
-                    s.quota_allow(q, &k, n)
-                }
-            })?;
+            let a = if refund {
+                self.scope().quota_refund(q, &k, n)
+            } else {
+                self.scope().quota_allow(q, &k, n)
+            }?;
             allowance(env.raw(), &a)
         })();
         Ok(js::unknown(env.raw(), sync(env, r)?))
@@ -442,7 +371,7 @@ impl NativeTx {
     pub fn quota_peek<'e>(&self, env: &'e Env, quota: &NativeQuota, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let q = &quota.quota;
         let r = key_in(env, q.name(), &key)
-            .and_then(|k| self.call(|s| s.quota_peek(q, &k)))
+            .and_then(|k| self.scope().quota_peek(q, &k))
             .and_then(|a| allowance(env.raw(), &a));
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
@@ -451,7 +380,7 @@ impl NativeTx {
     #[napi]
     pub fn quota_reset<'e>(&self, env: &'e Env, quota: &NativeQuota, key: Unknown<'e>) -> napi::Result<()> {
         let q = &quota.quota;
-        let r = key_in(env, q.name(), &key).and_then(|k| self.call(|s| s.quota_reset(q, &k)));
+        let r = key_in(env, q.name(), &key).and_then(|k| self.scope().quota_reset(q, &k));
         sync(env, r)
     }
 
@@ -460,7 +389,7 @@ impl NativeTx {
     pub fn once_get<'e>(&self, env: &'e Env, once: &NativeOnce, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let r = (|| {
             let k = once.key(env, &key)?;
-            match self.call(|s| s.once_get(&once.once, &k))? {
+            match self.scope().once_get(&once.once, &k)? {
                 Some(raw) => once
                     .kind
                     .decode(env.raw(), &raw)
@@ -476,7 +405,7 @@ impl NativeTx {
     pub fn once_delete<'e>(&self, env: &'e Env, once: &NativeOnce, key: Unknown<'e>) -> napi::Result<bool> {
         let r = once
             .key(env, &key)
-            .and_then(|k| self.call(|s| s.once_delete(&once.once, &k)));
+            .and_then(|k| self.scope().once_delete(&once.once, &k));
         sync(env, r)
     }
 

@@ -18,6 +18,7 @@ use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
+use crate::scope::{Takes, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -301,11 +302,12 @@ impl Bucket {
         })
     }
 
-    /// The value of a live key, or None.
-    #[pyo3(signature = (key: "_Key"))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
+    /// The value of a live key, or None. In an idle bucket, a read on the
+    /// store renews the key; one in a transaction or a view renews nothing.
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let found = run_in(py, scope, Takes::Short, || scope.entry(&self.raw, &k))?;
         match found {
             Some(e) => self
                 .codec
@@ -317,10 +319,15 @@ impl Bucket {
     }
 
     /// (key, value, version, expires_at_ms) of a live key, or None.
-    #[pyo3(signature = (key: "_Key") -> "_Row | None")]
-    fn entry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<PyEntry>> {
-        let k = self.key(py, key)?;
-        let found = py.detach(|| self.raw.entry(&k)).map_err(py_err(py))?;
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None) -> "_Row | None")]
+    fn entry(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<PyEntry>> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let found = run_in(py, scope, Takes::Short, || scope.entry(&self.raw, &k))?;
         found
             .map(|e| self.entry_to_py(py, e))
             .transpose()
@@ -328,26 +335,28 @@ impl Bucket {
     }
 
     /// Whether a live key is there.
-    #[pyo3(signature = (key: "_Key"))]
-    fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = self.key(py, key)?;
-        py.detach(|| self.raw.has(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.has(&self.raw, &k))
     }
 
     /// One page of this branch's keys: (entries, next cursor or None).
-    #[pyo3(signature = (after: "_Key | None" = None, limit = None) -> "_Page")]
+    #[pyo3(signature = (after: "_Key | None" = None, limit = None, scope: "Tx | View | None" = None) -> "_Page")]
     fn list(
         &self,
         py: Python<'_>,
         after: Option<&Bound<'_, PyAny>>,
         limit: Option<usize>,
+        scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Vec<PyEntry>, Option<Py<PyAny>>)> {
+        let scope = scope_of(py, scope)?;
         let after = match after.filter(|a| !a.is_none()) {
             Some(a) => Some(Key(self.key(py, a)?)),
             None => None,
         };
         let opts = ListOptions { after, limit };
-        let page = py.detach(|| self.raw.list(&opts)).map_err(py_err(py))?;
+        let page = run_in(py, scope, Takes::Long, || scope.list(&self.raw, &opts))?;
         let entries = page
             .entries
             .into_iter()
@@ -358,7 +367,8 @@ impl Bucket {
     }
 
     /// Writes a value durably; returns its version.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
+    #[allow(clippy::too_many_arguments)]
     fn set(
         &self,
         py: Python<'_>,
@@ -367,12 +377,13 @@ impl Bucket {
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let k = self.key(py, key)?;
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let v = py.detach(|| self.raw.set(&k, raw, opts)).map_err(py_err(py))?;
-        Ok(v.to_string())
+        let v = run_in(py, scope, Takes::Short, || scope.set(&self.raw, &k, raw, opts))?;
+        Ok(py_version(py, v))
     }
 
     /// The completion form of `set`: answers the version through the `Pending`.
@@ -408,7 +419,7 @@ impl Bucket {
     }
 
     /// Writes a value only if the key is absent; says whether it did.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "Tx | View | None" = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -416,13 +427,14 @@ impl Bucket {
         value: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
+        scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let k = self.key(py, key)?;
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let c = py
-            .detach(|| self.raw.create(&k, raw, opts.expiry))
-            .map_err(py_err(py))?;
+        let c = run_in(py, scope, Takes::Short, || {
+            scope.create(&self.raw, &k, raw, opts.expiry)
+        })?;
         Ok(created(c))
     }
 
@@ -450,18 +462,23 @@ impl Bucket {
         })
     }
 
-    /// Reads and deletes a key in one write; None when absent.
-    #[pyo3(signature = (key: "_Key", if_version = None))]
+    /// Reads and deletes a key in one write; None when absent. A value that
+    /// does not read as the bucket's type raises and stays (inside a
+    /// transaction, which then rolls back).
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
     fn take(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let check = self.take_check();
-        let out = py.detach(|| self.raw.take(&k, opts.if_version, check));
+        let out = run_in(py, scope, Takes::Short, || {
+            Ok(scope.take(&self.raw, &k, opts.if_version, check))
+        })?;
         resolve_taken(self, out)(py)
     }
 
@@ -495,11 +512,17 @@ impl Bucket {
     }
 
     /// Deletes a key; says whether a live key was there.
-    #[pyo3(signature = (key: "_Key", if_version = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, if_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let k = self.key(py, key)?;
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
+    fn delete(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        if_version: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        py.detach(|| self.raw.delete(&k, opts.if_version)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.delete(&self.raw, &k, opts.if_version))
     }
 
     /// The completion form of `delete`.
@@ -523,7 +546,7 @@ impl Bucket {
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
-    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
+    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
     fn expire(
         &self,
         py: Python<'_>,
@@ -531,10 +554,11 @@ impl Bucket {
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let k = self.key(py, key)?;
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        py.detach(|| self.raw.expire(&k, e, if_version)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.expire(&self.raw, &k, e, if_version))
     }
 
     /// The completion form of `expire`.
@@ -561,8 +585,10 @@ impl Bucket {
     }
 
     /// Removes this branch and every branch under it.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.raw.clear()).map_err(py_err(py))
+    #[pyo3(signature = (scope=None))]
+    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let scope = scope_of(py, scope)?;
+        run_in(py, scope, Takes::Long, || scope.clear(&self.raw))
     }
 
     /// The completion form of `clear`.

@@ -27,6 +27,7 @@ mod limits;
 mod logs;
 mod once;
 mod pending;
+mod scope;
 mod store;
 mod tx;
 
@@ -50,8 +51,6 @@ mod _native {
     #[pymodule_export]
     use super::config::Config;
     #[pymodule_export]
-    use super::{codec_fault, error_text, json_field_name};
-    #[pymodule_export]
     use super::limit_store::{LimitStore, LimitUpdate};
     #[pymodule_export]
     use super::limits::{Counters, Quota, RateLimit};
@@ -65,6 +64,8 @@ mod _native {
     use super::store::Store;
     #[pymodule_export]
     use super::tx::{Tx, View};
+    #[pymodule_export]
+    use super::{codec_fault, error_text, json_field_name};
 
     /// The most entries a page of `list` holds.
     #[pymodule_export]

@@ -14,6 +14,7 @@ use tinystore::{
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{key_bytes, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
+use crate::scope::{Takes, run_in, scope_of};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -195,13 +196,17 @@ impl Quota {
     }
 
     /// Counts `n` uses in every window or in none, durably.
-    #[pyo3(signature = (key: "_Key", n: "int"))]
-    fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    fn allow(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = count(py, self.inner.name(), n, "n")?;
-        py.detach(|| self.inner.allow_n(&k, n))
-            .map(allowance)
-            .map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.quota_allow(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `allow`.
@@ -225,20 +230,24 @@ impl Quota {
     }
 
     /// The answer one use would get now, counting nothing.
-    #[pyo3(signature = (key: "_Key"))]
-    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.quota_peek(&self.inner, &k)).map(allowance)
     }
 
     /// Gives `n` uses back to windows that have not reset since.
-    #[pyo3(signature = (key: "_Key", n: "int"))]
-    fn refund(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key, n, scope=None))]
+    fn refund(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyAllowance> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = count(py, self.inner.name(), n, "n")?;
-        py.detach(|| self.inner.refund_n(&k, n))
-            .map(allowance)
-            .map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.quota_refund(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `refund`.
@@ -262,10 +271,10 @@ impl Quota {
     }
 
     /// Forgets the key.
-    #[pyo3(signature = (key: "_Key"))]
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.quota_reset(&self.inner, &k))
     }
 
     /// The completion form of `reset`.
@@ -354,11 +363,17 @@ impl Counters {
     }
 
     /// Adds `n`; returns the new value.
-    #[pyo3(signature = (key: "_Key", n: "int"))]
-    fn add(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = int_arg(py, self.inner.name(), n)?;
-        py.detach(|| self.inner.add(&k, n)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.counter_add(&self.inner, &k, n))
     }
 
     /// The completion form of `add`.
@@ -380,11 +395,17 @@ impl Counters {
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
-    #[pyo3(signature = (key: "_Key", n: "int"))]
-    fn max(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
         let n = int_arg(py, self.inner.name(), n)?;
-        py.detach(|| self.inner.max(&k, n)).map_err(py_err(py))
+        run_in(py, scope, Takes::Short, || scope.counter_max(&self.inner, &k, n))
     }
 
     /// The completion form of `max`.
@@ -406,17 +427,17 @@ impl Counters {
     }
 
     /// The counter's value (0 when missing or expired).
-    #[pyo3(signature = (key: "_Key"))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.get(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
-    #[pyo3(signature = (key: "_Key"))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        py.detach(|| self.inner.delete(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key, scope=None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.counter_delete(&self.inner, &k))
     }
 
     /// The completion form of `delete`.

@@ -12,6 +12,7 @@ use tinystore::{Begun, Error, Raw, RawOnce, Store as CoreStore};
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
 use crate::errors::{invalid, py_err, to_py};
+use crate::scope::{Takes, run_in, scope_of};
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -136,10 +137,10 @@ impl Once {
     }
 
     /// The answer kept for the key, or None.
-    #[pyo3(signature = (key: "_Key"))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        match py.detach(|| self.raw.get(&k)).map_err(py_err(py))? {
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        match run_in(py, scope, Takes::Short, || scope.once_get(&self.raw, &k))? {
             Some(raw) => self
                 .codec
                 .to_py(py, &raw)
@@ -150,10 +151,10 @@ impl Once {
     }
 
     /// Forgets the answer kept for the key; says whether one was kept.
-    #[pyo3(signature = (key: "_Key"))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = self.key(py, key)?;
-        py.detach(|| self.raw.delete(&k)).map_err(py_err(py))
+    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        run_in(py, scope, Takes::Short, || scope.once_delete(&self.raw, &k))
     }
 
     /// The completion form of `delete`.

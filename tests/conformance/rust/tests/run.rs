@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tinystore::{
     Allowance, Begun, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw,
-    RawBucket, RawOnce, Store, TxSession, Version, WriteCall, parse_duration, parse_rate,
+    RawBucket, RawOnce, Scope, Store, TxSession, Version, WriteCall, parse_duration, parse_rate,
 };
 use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
@@ -145,6 +145,7 @@ impl Runner {
         let op = step["op"].as_str().unwrap();
         // A step marked outside uses the handle itself, from inside the transaction.
         let tx = tx.filter(|_| step.get("outside").and_then(Value::as_bool) != Some(true));
+        let scope = tx.map_or(Scope::Direct, Scope::Tx);
         let key = step.get("key").map(|k| text(k).replace("{i}", &index.to_string()));
         let k = || key.clone().expect("the call names a key").into_bytes();
         let n = step.get("n").and_then(Value::as_i64).unwrap_or(1);
@@ -162,23 +163,14 @@ impl Runner {
                 // A ttl and a time both given go to the core as they are, which refuses them.
                 let opts = b.options_for(WriteCall::Set, &k(), ttl, at, if_version)?;
                 let value = to_raw(ty, &step["value"]);
-                let v = match tx {
-                    Some(tx) => tx.set(&b, &k(), value, opts)?,
-                    None => b.set(&k(), value, opts)?,
-                };
+                let v = scope.set(&b, &k(), value, opts)?;
                 Ok(Out::Json(json!(v.get())))
             }
             (Handle::Bucket(b, ty), "get") => {
-                let e = match tx {
-                    Some(tx) => tx.entry(&b, &k())?,
-                    None => b.entry(&k())?,
-                };
+                let e = scope.entry(&b, &k())?;
                 read(&b, &key.unwrap(), ty, e.map(|e| e.value))
             }
-            (Handle::Bucket(b, _), "has") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.entry(&b, &k())?.is_some(),
-                None => b.has(&k())?,
-            }))),
+            (Handle::Bucket(b, _), "has") => Ok(Out::Json(json!(scope.has(&b, &k())?))),
             (Handle::Bucket(b, ty), "entry") => {
                 let Some(e) = b.entry(&k())? else {
                     return Ok(Out::Json(Value::Null));
@@ -191,33 +183,21 @@ impl Runner {
             }
             (Handle::Bucket(b, ty), "create") => {
                 let value = to_raw(ty, &step["value"]);
-                let c = match tx {
-                    Some(tx) => tx.create(&b, &k(), value, ttl.map(Expiry::In))?,
-                    None => b.create(&k(), value, ttl.map(Expiry::In))?,
-                };
+                let c = scope.create(&b, &k(), value, ttl.map(Expiry::In))?;
                 Ok(Out::Json(json!(matches!(c, tinystore::Created::Written(_)))))
             }
             (Handle::Bucket(b, ty), "take") => {
-                let taken = match tx {
-                    Some(tx) => tx.take(&b, &k(), if_version)?,
-                    None => b.take(&k(), if_version, move |e| check_type(ty, &e.value))?,
-                };
+                let taken = scope.take(&b, &k(), if_version, move |e| check_type(ty, &e.value))?;
                 Ok(Out::Value(ty, taken.map(|e| e.value)))
             }
-            (Handle::Bucket(b, _), "delete") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.delete(&b, &k(), if_version)?,
-                None => b.delete(&k(), if_version)?,
-            }))),
+            (Handle::Bucket(b, _), "delete") => Ok(Out::Json(json!(scope.delete(&b, &k(), if_version)?))),
             (Handle::Bucket(b, _), "expire") => {
                 // No ttl is a shape the core refuses, as for every language.
                 let (expiry, if_version) = b.expire_options(&k(), ttl, None, if_version)?;
                 Ok(Out::Json(json!(b.expire(&k(), expiry, if_version)?)))
             }
             (Handle::Bucket(b, _), "clear") => {
-                match tx {
-                    Some(tx) => tx.clear(&b)?,
-                    None => b.clear()?,
-                }
+                scope.clear(&b)?;
                 Ok(Out::Nothing)
             }
             (Handle::Bucket(b, _), "list") => {
@@ -238,50 +218,24 @@ impl Runner {
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Out::Json(json!({ "keys": keys, "count": keys.len() })))
             }
-            (Handle::Counters(c), "add") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.counter_add(&c, &k(), n)?,
-                None => c.add(k(), n)?,
-            }))),
-            (Handle::Counters(c), "max") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.counter_max(&c, &k(), n)?,
-                None => c.max(k(), n)?,
-            }))),
-            (Handle::Counters(c), "get") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.counter_get(&c, &k())?,
-                None => c.get(k())?,
-            }))),
-            (Handle::Counters(c), "delete") => match tx {
-                Some(tx) => tx.counter_delete(&c, &k()),
-                None => c.delete(k()),
-            }
-            .map(|_| Out::Nothing),
+            (Handle::Counters(c), "add") => Ok(Out::Json(json!(scope.counter_add(&c, &k(), n)?))),
+            (Handle::Counters(c), "max") => Ok(Out::Json(json!(scope.counter_max(&c, &k(), n)?))),
+            (Handle::Counters(c), "get") => Ok(Out::Json(json!(scope.counter_get(&c, &k())?))),
+            (Handle::Counters(c), "delete") => scope.counter_delete(&c, &k()).map(|_| Out::Nothing),
             (Handle::RateLimit(r), _) if tx.is_some() => Err(tx.unwrap().refuse_rate_limit(&r)),
             (Handle::RateLimit(r), "allow") => Ok(Out::Allow(r.allow_n(k(), n as u64)?)),
             (Handle::RateLimit(r), "peek") => Ok(Out::Allow(r.peek(k())?)),
             (Handle::RateLimit(r), "reset") => r.reset(k()).map(|_| Out::Nothing),
-            (Handle::Quota(q), "allow") => Ok(Out::Allow(match tx {
-                Some(tx) => tx.quota_allow(&q, &k(), n as u64)?,
-                None => q.allow_n(k(), n as u64)?,
-            })),
-            (Handle::Quota(q), "peek") => Ok(Out::Allow(match tx {
-                Some(tx) => tx.quota_peek(&q, &k())?,
-                None => q.peek(k())?,
-            })),
-            (Handle::Quota(q), "refund") => Ok(Out::Allow(match tx {
-                Some(tx) => tx.quota_refund(&q, &k(), n as u64)?,
-                None => q.refund_n(k(), n as u64)?,
-            })),
-            (Handle::Quota(q), "reset") => match tx {
-                Some(tx) => tx.quota_reset(&q, &k()),
-                None => q.reset(k()),
-            }
-            .map(|_| Out::Nothing),
+            (Handle::Quota(q), "allow") => Ok(Out::Allow(scope.quota_allow(&q, &k(), n as u64)?)),
+            (Handle::Quota(q), "peek") => Ok(Out::Allow(scope.quota_peek(&q, &k())?)),
+            (Handle::Quota(q), "refund") => Ok(Out::Allow(scope.quota_refund(&q, &k(), n as u64)?)),
+            (Handle::Quota(q), "reset") => scope.quota_reset(&q, &k()).map(|_| Out::Nothing),
             // A run inside a transaction is refused by the engine: this
             // thread holds the transaction (`hold_thread`).
             (Handle::Once(o, ty), "run") => self.run_once(&o, ty, &k(), step),
             (Handle::Once(o, ty), "get") => match tx {
-                Some(tx) => {
-                    let raw = tx.once_get(&o, &k())?;
+                Some(_) => {
+                    let raw = scope.once_get(&o, &k())?;
                     if let Some(r) = &raw {
                         check_type(ty, r)?;
                     }
@@ -289,10 +243,7 @@ impl Runner {
                 }
                 None => read_once(&o, &key.unwrap(), ty),
             },
-            (Handle::Once(o, _), "delete") => Ok(Out::Json(json!(match tx {
-                Some(tx) => tx.once_delete(&o, &k())?,
-                None => o.delete(k())?,
-            }))),
+            (Handle::Once(o, _), "delete") => Ok(Out::Json(json!(scope.once_delete(&o, &k())?))),
             (_, op) => panic!("the Rust runner does not know the call {op:?} on this kind of handle"),
         }
     }
@@ -738,7 +689,10 @@ const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("kv14_counters.json", "counters"),
     ("kv16_guards.json", "the guards of tx and once"),
     ("kv16_transactions.json", "tx across buckets"),
-    ("kv18_bad_input_catalogue.json", "bad counts of rate limits, quotas and counters"),
+    (
+        "kv18_bad_input_catalogue.json",
+        "bad counts of rate limits, quotas and counters",
+    ),
     ("kv16_tx_kinds.json", "tx with counters, quotas and once"),
 ];
 

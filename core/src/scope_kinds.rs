@@ -1,0 +1,132 @@
+//! Every durable kind in a [`Scope`] (KV-16): counters, quotas and once's
+//! answers, directly or inside a binding's transaction, where they run on
+//! the caller's thread inside the transaction as its bucket calls do. What
+//! cannot join a transaction is refused with the texts of `tx_kinds`; a
+//! snapshot reads buckets only.
+
+use crate::error::{Error, Result};
+use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce, op_change};
+use crate::raw::Raw;
+use crate::scope::Scope;
+use crate::session::TxSession;
+use crate::tx_kinds::{counter_value, flush_every_refused, once_answer, rate_limit_refused, same_store};
+
+impl TxSession {
+    /// Whether `counters` can join this transaction, for a binding's
+    /// `tx.with(counters)`: `Invalid` for `flush_every` counters or those of
+    /// another store.
+    pub fn check_counters(&self, counters: &Counters) -> Result<()> {
+        same_store(self.store(), counters.store(), counters.name())?;
+        if !counters.durable() {
+            return Err(flush_every_refused(counters.name()));
+        }
+        Ok(())
+    }
+
+    /// The refusal of a rate limit given to this transaction (`tx.with`):
+    /// its state is in memory.
+    pub fn refuse_rate_limit(&self, limit: &RateLimit) -> Error {
+        rate_limit_refused(limit.name())
+    }
+}
+
+impl Scope<'_> {
+    fn change(&self, counters: &Counters, key: &[u8], how: How, n: i64) -> Result<i64> {
+        let in_tx = self.in_tx(counters.name(), |s| {
+            s.check_counters(counters)?;
+            let t = counters.target(key)?;
+            s.run(|w| op_change(&t, w, how, n))
+        });
+        in_tx.unwrap_or_else(|| match how {
+            How::Add => counters.add(key, n),
+            How::Max => counters.max(key, n),
+        })
+    }
+
+    /// Adds `n` to a counter; the new value. Inside a transaction,
+    /// `flush_every` counters are `Invalid`.
+    pub fn counter_add(&self, counters: &Counters, key: &[u8], n: i64) -> Result<i64> {
+        self.change(counters, key, How::Add, n)
+    }
+
+    /// Keeps the larger of a counter and `n`; the new value.
+    pub fn counter_max(&self, counters: &Counters, key: &[u8], n: i64) -> Result<i64> {
+        self.change(counters, key, How::Max, n)
+    }
+
+    /// A counter's value: 0 when it is missing or expired.
+    pub fn counter_get(&self, counters: &Counters, key: &[u8]) -> Result<i64> {
+        let in_tx = self.in_tx(counters.name(), |s| {
+            s.check_counters(counters)?;
+            let t = counters.target(key)?;
+            s.run(|w| counter_value(t.read(w.conn, w.now)?).map_err(|e| t.name(e)))
+        });
+        in_tx.unwrap_or_else(|| counters.get(key))
+    }
+
+    /// Deletes a counter; says whether a live one was there.
+    pub fn counter_delete(&self, counters: &Counters, key: &[u8]) -> Result<bool> {
+        let in_tx = self.in_tx(counters.name(), |s| {
+            s.check_counters(counters)?;
+            let t = counters.target(key)?;
+            s.run(|w| t.op_delete(w, None))
+        });
+        in_tx.unwrap_or_else(|| counters.delete(key))
+    }
+
+    /// Counts `n` uses of a quota in every window, or in none.
+    pub fn quota_allow(&self, quota: &Quota, key: &[u8], n: u64) -> Result<Allowance> {
+        let in_tx = self.in_tx(quota.name(), |s| {
+            same_store(s.store(), quota.store(), quota.name())?;
+            s.run(quota.allow_op(key, n)?)
+        });
+        in_tx.unwrap_or_else(|| quota.allow_n(key, n))
+    }
+
+    /// Gives `n` uses of a quota back.
+    pub fn quota_refund(&self, quota: &Quota, key: &[u8], n: u64) -> Result<Allowance> {
+        let in_tx = self.in_tx(quota.name(), |s| {
+            same_store(s.store(), quota.store(), quota.name())?;
+            s.run(quota.refund_op(key, n)?)
+        });
+        in_tx.unwrap_or_else(|| quota.refund_n(key, n))
+    }
+
+    /// The answer one use of a quota would get, counting nothing.
+    pub fn quota_peek(&self, quota: &Quota, key: &[u8]) -> Result<Allowance> {
+        let in_tx = self.in_tx(quota.name(), |s| {
+            same_store(s.store(), quota.store(), quota.name())?;
+            s.run(quota.peek_op(key)?)
+        });
+        in_tx.unwrap_or_else(|| quota.peek(key))
+    }
+
+    /// Forgets a quota's key.
+    pub fn quota_reset(&self, quota: &Quota, key: &[u8]) -> Result<()> {
+        let in_tx = self.in_tx(quota.name(), |s| {
+            same_store(s.store(), quota.store(), quota.name())?;
+            s.run(quota.reset_op(key)?)
+        });
+        in_tx.unwrap_or_else(|| quota.reset(key))
+    }
+
+    /// The answer a once keeps for the key, if any.
+    pub fn once_get(&self, once: &RawOnce, key: &[u8]) -> Result<Option<Raw>> {
+        let in_tx = self.in_tx(once.name(), |s| {
+            same_store(s.store(), once.store(), once.name())?;
+            let t = once.target(key)?;
+            s.run(|w| Ok(once_answer(t.read(w.conn, w.now)?)))
+        });
+        in_tx.unwrap_or_else(|| once.get(key))
+    }
+
+    /// Forgets the answer a once keeps for the key; says whether one was kept.
+    pub fn once_delete(&self, once: &RawOnce, key: &[u8]) -> Result<bool> {
+        let in_tx = self.in_tx(once.name(), |s| {
+            same_store(s.store(), once.store(), once.name())?;
+            let t = once.target(key)?;
+            s.run(|w| t.op_delete(w, None))
+        });
+        in_tx.unwrap_or_else(|| once.delete(key))
+    }
+}
