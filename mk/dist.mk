@@ -86,8 +86,14 @@ dist-go: dist-versions go-lib
 # made from a clean one. Both crates in one cargo package, so that the
 # check build of tinystore-cli finds the tinystore it was packaged with.
 RUST_DIST_CLI = tinystore-cli-$(DIST_VERSION)-$(CARGO_BUILD_TARGET)
+# cargo verifies the CLI against the tinystore it just packaged, through a
+# local registry whose unpacked sources it keeps by path and version under
+# CARGO_HOME: one packaged earlier at the same version would be verified
+# instead, so those copies go first.
+CARGO_HOME_DIR = $(or $(CARGO_HOME),$(HOME)/.cargo)
 dist-rust: dist-versions
 	rm -rf $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI) && mkdir -p $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI)
+	rm -rf $(CARGO_HOME_DIR)/registry/src/-*/tinystore-$(DIST_VERSION) $(CARGO_HOME_DIR)/registry/src/-*/tinystore-cli-$(DIST_VERSION)
 	cargo package --quiet --allow-dirty -p tinystore -p tinystore-cli
 	cp $(CARGO_TARGET_DIR)/package/tinystore-$(DIST_VERSION).crate $(CARGO_TARGET_DIR)/package/tinystore-cli-$(DIST_VERSION).crate $(DIST)/rust/
 	cargo build --quiet --release -p tinystore-cli
