@@ -35,8 +35,14 @@ class FakeDb {
 	gate: Promise<void> | undefined
 	/** When set, the next insert fails (the database was briefly down). */
 	failNext = false
+	#began!: () => void
+	/** Resolves when an insert has begun. */
+	readonly entered = new Promise<void>((resolve) => {
+		this.#began = resolve
+	})
 	async exec(strings: TemplateStringsArray, ...values: unknown[]): Promise<{ lastInsertRowid: bigint }> {
 		assert.match(strings.join('?'), /^insert into messages/)
+		this.#began()
 		await this.gate
 		if (this.failNext) {
 			this.failNext = false
@@ -232,7 +238,7 @@ test('chat KV-11 requests sent twice: a retry while the first runs waits and get
 	const request = { headers: { 'idempotency-key': 'k7q2' } }
 	const first = app.postMessage(request, 3, 'hello')
 	const retry = app.postMessage(request, 3, 'hello')
-	await new Promise((resolve) => setTimeout(resolve, 20)) // both are in: one runs, one waits
+	await db.entered // the first runs, held at the database; the retry waits for it
 	open()
 	assert.deepEqual(await Promise.all([first, retry]), [{ id: 41 }, { id: 41 }])
 	assert.equal(db.rows.length, 1, 'the message was saved once')

@@ -68,9 +68,11 @@ class FakeDatabase:
         self.rows: list[tuple[Any, ...]] = []
         self.gate = asyncio.Event()
         self.gate.set()
+        self.entered = asyncio.Event()  # an insert has begun
 
     async def exec(self, sql: str, *args: Any) -> Done:
         assert sql.startswith("insert into messages")
+        self.entered.set()
         await self.gate.wait()
         self.rows.append(args)
         return Done(last_insert_rowid=40 + len(self.rows))
@@ -194,7 +196,7 @@ async def test_kv11_chat_a_request_sent_twice_saves_once(store: tinystore.Store,
 
     one = asyncio.ensure_future(handle("hello"))
     two = asyncio.ensure_future(handle("hello"))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(db.entered.wait(), 10)  # Request 1 runs, held at the database
     assert not one.done() and not two.done()  # Request 2 waits for Request 1
     db.gate.set()
     sent1, sent2 = await one, await two
