@@ -87,15 +87,18 @@ dist-go: dist-versions go-lib
 # check build of tinystore-cli finds the tinystore it was packaged with.
 RUST_DIST_CLI = tinystore-cli-$(DIST_VERSION)-$(CARGO_BUILD_TARGET)
 # cargo verifies the CLI against the tinystore it just packaged, through a
-# local registry whose unpacked sources it keeps by path and version under
-# CARGO_HOME: one packaged earlier at the same version would be verified
-# instead, so those copies go first.
+# local registry. It keeps what it unpacked from one by path and version
+# (under CARGO_HOME) and what it built from one as never changing, so a
+# tinystore packaged earlier at the same version would be verified in place
+# of this one: the unpacked copies go first, and the check builds in a
+# target directory of its own.
 CARGO_HOME_DIR = $(or $(CARGO_HOME),$(HOME)/.cargo)
+RUST_PACKAGE_DIR = $(DIST_STAGE)/cargo-package
 dist-rust: dist-versions
-	rm -rf $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI) && mkdir -p $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI)
+	rm -rf $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI) $(RUST_PACKAGE_DIR) && mkdir -p $(DIST)/rust $(DIST_STAGE)/$(RUST_DIST_CLI)
 	rm -rf $(CARGO_HOME_DIR)/registry/src/-*/tinystore-$(DIST_VERSION) $(CARGO_HOME_DIR)/registry/src/-*/tinystore-cli-$(DIST_VERSION)
-	cargo package --quiet --allow-dirty -p tinystore -p tinystore-cli
-	cp $(CARGO_TARGET_DIR)/package/tinystore-$(DIST_VERSION).crate $(CARGO_TARGET_DIR)/package/tinystore-cli-$(DIST_VERSION).crate $(DIST)/rust/
+	CARGO_TARGET_DIR=$(RUST_PACKAGE_DIR) cargo package --quiet --allow-dirty -p tinystore -p tinystore-cli
+	cp $(RUST_PACKAGE_DIR)/package/tinystore-$(DIST_VERSION).crate $(RUST_PACKAGE_DIR)/package/tinystore-cli-$(DIST_VERSION).crate $(DIST)/rust/
 	cargo build --quiet --release -p tinystore-cli
 	strip -o $(DIST_STAGE)/$(RUST_DIST_CLI)/tinystore $(TARGET_DIR)/release/tinystore
 	cp LICENSE CHANGELOG.md cli/README.md $(DIST_STAGE)/$(RUST_DIST_CLI)/
