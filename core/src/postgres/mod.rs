@@ -16,6 +16,7 @@
 pub(crate) mod cells;
 mod errors;
 mod location;
+pub(crate) mod once;
 mod pool;
 mod schema;
 mod sql;
@@ -27,6 +28,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 pub use location::{DEFAULT_DEADLINE, hide_password, is_postgres};
+pub use once::POLL as ONCE_POLL_POSTGRES;
 
 pub(crate) use errors::{Sent, unsupported};
 
@@ -43,6 +45,8 @@ pub(crate) struct PgStore {
     deadline: Duration,
     answers: std::sync::Mutex<Option<mpsc::Sender<Answer>>>,
     closed: AtomicBool,
+    /// The runs of once: this store's holder id, session and waiters.
+    pub(crate) claims: Arc<once::Claims>,
 }
 
 impl PgStore {
@@ -83,6 +87,7 @@ impl PgStore {
             deadline,
             answers: std::sync::Mutex::new(Some(tx)),
             closed: AtomicBool::new(false),
+            claims: Arc::new(once::Claims::new()),
         })
     }
 
@@ -142,6 +147,7 @@ impl PgStore {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.answers.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.claims.close();
     }
 }
 

@@ -79,7 +79,16 @@ impl Pool {
 
     /// Opens a connection with no statements prepared.
     pub(crate) async fn connect_raw(&self) -> Result<Client> {
-        let (client, connection) = self
+        self.connect_hearing(|_| {}).await
+    }
+
+    /// Opens a connection with no statements prepared that hands what the
+    /// server sends by itself (notifications) to `heard`.
+    pub(crate) async fn connect_hearing(
+        &self,
+        mut heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+    ) -> Result<Client> {
+        let (client, mut connection) = self
             .config
             .connect(tokio_postgres::NoTls)
             .await
@@ -87,7 +96,10 @@ impl Pool {
         tokio::spawn(async move {
             // Ends when the client is dropped or the server goes away; the
             // next call then finds the client closed and reconnects.
-            let _ = connection.await;
+            let mut messages = std::pin::pin!(futures_util::stream::poll_fn(move |cx| connection.poll_message(cx)));
+            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
+                heard(m);
+            }
         });
         Ok(client)
     }

@@ -38,7 +38,10 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
             sql::SCHEMA_VERSION
         )));
     }
+    // Every version's statements are idempotent and run on every open, so
+    // that a database any earlier build made gains what it lacks.
     c.batch_execute(sql::SCHEMA_V1).await.map_err(fail)?;
+    c.batch_execute(super::once::SCHEMA_V3).await.map_err(fail)?;
     c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
         .await
         .map_err(fail)?;

@@ -683,7 +683,6 @@ fn conformance_cases_kv01_to_kv19() {
 const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("kv02_names.json", "one case opens a quota"),
     ("kv09_list.json", "one case lists inside a tx"),
-    ("kv11_once.json", "once"),
     ("kv12_rate_limit.json", "rate limits"),
     ("kv13_quota.json", "quotas"),
     ("kv14_counters.json", "counters"),
