@@ -86,7 +86,7 @@ pub use limits::{
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
-pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, ONCE_POLL_POSTGRES, is_postgres};
+pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, ONCE_POLL_POSTGRES, hide_password, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};

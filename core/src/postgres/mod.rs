@@ -15,6 +15,7 @@
 
 pub(crate) mod cells;
 mod errors;
+pub(crate) mod inspect;
 mod location;
 pub(crate) mod once;
 mod pool;
@@ -53,6 +54,17 @@ impl PgStore {
     /// Connects, creates the tables if they are missing, and refuses a
     /// database written by a newer TinyStore.
     pub(crate) fn open(location: &str) -> Result<PgStore> {
+        PgStore::connect(location, true)
+    }
+
+    /// Connects to a store's database without creating or changing
+    /// anything: a database without a store, or at a newer schema, is
+    /// refused. What the inspector opens.
+    pub(crate) fn open_existing(location: &str) -> Result<PgStore> {
+        PgStore::connect(location, false)
+    }
+
+    fn connect(location: &str, create: bool) -> Result<PgStore> {
         let loc = location::parse(location)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -67,7 +79,13 @@ impl PgStore {
             let shown = pool.shown.clone();
             // Creating the tables takes a few statements: give it four deadlines.
             rt.block_on(async move {
-                match tokio::time::timeout(deadline * 4, schema::create(&pool, &schema)).await {
+                let made = async {
+                    match create {
+                        true => schema::create(&pool, &schema).await,
+                        false => schema::check(&pool, &schema).await,
+                    }
+                };
+                match tokio::time::timeout(deadline * 4, made).await {
                     Ok(r) => r,
                     Err(_) => Err(errors::timed_out(&shown, deadline * 4, Sent::No)),
                 }
