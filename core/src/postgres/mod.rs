@@ -21,6 +21,7 @@ pub(crate) mod once;
 mod pool;
 mod schema;
 mod sql;
+pub(crate) mod tx;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -158,6 +159,11 @@ impl PgStore {
             let _ = answers.send(Box::new(move || done(r)));
         });
         Ok(())
+    }
+
+    /// The connections, for a transaction that holds one across calls.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// Stops taking calls. Calls in flight finish on the runtime until it

@@ -62,7 +62,7 @@ pub(crate) struct Pool {
     shared: Vec<AsyncMutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
     idle: std::sync::Mutex<Vec<Conn>>,
-    exclusive: Semaphore,
+    exclusive: Arc<Semaphore>,
 }
 
 impl Pool {
@@ -73,7 +73,7 @@ impl Pool {
             shared: (0..SHARED).map(|_| AsyncMutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             idle: std::sync::Mutex::new(Vec::new()),
-            exclusive: Semaphore::new(EXCLUSIVE),
+            exclusive: Arc::new(Semaphore::new(EXCLUSIVE)),
         }
     }
 
@@ -153,6 +153,37 @@ impl Pool {
             conn: Some(conn),
             _permit: permit,
         })
+    }
+}
+
+/// A connection held by a caller's transaction (`tx`, a view) across
+/// calls: the [`Held`] of a transaction that outlives one call.
+pub(crate) struct Owned {
+    pub(crate) conn: Conn,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Pool {
+    /// [`Pool::exclusive`], held by the caller until it gives it back with
+    /// [`Pool::give_back`] or drops it.
+    pub(crate) async fn exclusive_owned(&self) -> Result<Owned> {
+        let permit = self
+            .exclusive
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match kept {
+            Some(c) if !c.client.is_closed() => c,
+            _ => self.connect().await?,
+        };
+        Ok(Owned { conn, _permit: permit })
+    }
+
+    /// Takes back a connection whose transaction ended cleanly.
+    pub(crate) fn give_back(&self, owned: Owned) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(owned.conn);
     }
 }
 
