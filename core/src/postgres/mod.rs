@@ -21,6 +21,7 @@ pub(crate) mod once;
 mod pool;
 mod schema;
 mod sql;
+mod tls;
 pub(crate) mod tx;
 
 use std::future::Future;
@@ -72,7 +73,7 @@ impl PgStore {
             .thread_name("tinystore-postgres")
             .enable_all()
             .build()?;
-        let pool = Arc::new(Pool::new(loc.config, loc.shown));
+        let pool = Arc::new(Pool::new(loc.config, loc.tls, loc.shown));
         let deadline = DEFAULT_DEADLINE;
         {
             let pool = pool.clone();

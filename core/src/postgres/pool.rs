@@ -9,10 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Socket, Statement};
 
 use super::errors::{self, Sent};
 use super::sql;
+use super::tls::Tls;
 use crate::error::Result;
 
 /// The statements every connection prepares when it opens, by their use.
@@ -58,6 +60,7 @@ const EXCLUSIVE: usize = 8;
 
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
+    tls: Tls,
     pub(crate) shown: String,
     shared: Vec<AsyncMutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
@@ -66,9 +69,10 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: tokio_postgres::Config, shown: String) -> Pool {
+    pub(crate) fn new(config: tokio_postgres::Config, tls: Tls, shown: String) -> Pool {
         Pool {
             config,
+            tls,
             shown,
             shared: (0..SHARED).map(|_| AsyncMutex::new(None)).collect(),
             next: AtomicUsize::new(0),
@@ -86,22 +90,12 @@ impl Pool {
     /// server sends by itself (notifications) to `heard`.
     pub(crate) async fn connect_hearing(
         &self,
-        mut heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+        heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
     ) -> Result<Client> {
-        let (client, mut connection) = self
-            .config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|e| errors::unreachable(&self.shown, &e))?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; the
-            // next call then finds the client closed and reconnects.
-            let mut messages = std::pin::pin!(futures_util::stream::poll_fn(move |cx| connection.poll_message(cx)));
-            while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
-                heard(m);
-            }
-        });
-        Ok(client)
+        match &self.tls {
+            Tls::Off => open_with(&self.config, tokio_postgres::NoTls, &self.shown, heard).await,
+            Tls::On(tls) => open_with(&self.config, tls.clone(), &self.shown, heard).await,
+        }
     }
 
     /// Opens a connection and prepares its statements, pipelined.
@@ -260,4 +254,27 @@ async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::
         commit: next(),
         rollback: next(),
     })
+}
+
+/// Connects through `tls` and drives the connection on the runtime.
+async fn open_with<T>(
+    config: &tokio_postgres::Config,
+    tls: T,
+    shown: &str,
+    mut heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+) -> Result<Client>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, mut connection) = config.connect(tls).await.map_err(|e| errors::unreachable(shown, &e))?;
+    tokio::spawn(async move {
+        // Ends when the client is dropped or the server goes away; the next
+        // call then finds the client closed and reconnects.
+        let mut messages = std::pin::pin!(futures_util::stream::poll_fn(move |cx| connection.poll_message(cx)));
+        while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
+            heard(m);
+        }
+    });
+    Ok(client)
 }
