@@ -32,16 +32,6 @@ impl StoreInner {
             Backend::Postgres(pg) => Some(pg),
         }
     }
-
-    /// Refuses `what` on a PostgreSQL store, which does not carry it yet
-    /// (docs/postgres.md, "What is not carried yet").
-    #[inline]
-    pub(crate) fn refuse_on_postgres(&self, what: &str) -> Result<()> {
-        match &self.backend {
-            Backend::Sqlite => Ok(()),
-            Backend::Postgres(_) => Err(crate::postgres::unsupported(what)),
-        }
-    }
 }
 
 /// What a PostgreSQL store carries of each kind of handle.

@@ -40,7 +40,7 @@ enum TxOn<'a, 'c> {
     /// The store's write connection to kv.db.
     Sqlite(RefCell<&'a mut WriteCtx<'c>>),
     /// A connection to PostgreSQL of its own.
-    Postgres(&'a PgTx<'c>),
+    Postgres(&'a PgTx),
 }
 
 /// An open read snapshot: see [`Store::view`].
@@ -53,7 +53,7 @@ pub struct View<'a> {
 /// What a view reads.
 enum ViewOn<'a> {
     Sqlite(&'a Connection),
-    Postgres(&'a PgTx<'a>),
+    Postgres(&'a PgTx),
 }
 
 impl Store {
@@ -80,14 +80,17 @@ impl Store {
     /// ```
     pub fn tx<R>(&self, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
-        if let Some(pg) = self.inner.postgres() {
-            let ptx = PgTx::begin(pg, self.test_clock_millis(), false)?;
+        if self.inner.postgres().is_some() {
+            if self.inner.writer.held_here() {
+                return Err(crate::guards::nested_tx_error());
+            }
+            let ptx = PgTx::begin(self, self.test_clock_millis(), false)?;
             let tx = Tx {
                 store: self,
                 on: TxOn::Postgres(&ptx),
             };
             // A panic drops the connection mid-transaction: PostgreSQL rolls back.
-            return match f(&tx) {
+            return match self.inner.writer.marked_in_tx(|| f(&tx)) {
                 Ok(r) => ptx.commit().map(|()| r),
                 Err(e) => {
                     ptx.rollback();
@@ -111,8 +114,8 @@ impl Store {
     pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
         let now = self.inner.clock.now_millis();
-        if let Some(pg) = self.inner.postgres() {
-            let ptx = PgTx::begin(pg, self.test_clock_millis(), true)?;
+        if self.inner.postgres().is_some() {
+            let ptx = PgTx::begin(self, self.test_clock_millis(), true)?;
             let r = f(&View {
                 store: self,
                 on: ViewOn::Postgres(&ptx),
@@ -174,7 +177,7 @@ impl<'a, 'c> Tx<'a, 'c> {
     }
 
     /// The PostgreSQL transaction, on a PostgreSQL store.
-    fn pg(&self) -> Option<&PgTx<'c>> {
+    fn pg(&self) -> Option<&PgTx> {
         match &self.on {
             TxOn::Sqlite(_) => None,
             TxOn::Postgres(p) => Some(p),

@@ -209,3 +209,53 @@ fn kv16_on_postgres_a_view_reads_one_snapshot() {
     assert_eq!(e.kind(), ErrorKind::Invalid);
     assert!(e.message().contains("not supported on PostgreSQL yet"), "{e}");
 }
+
+/// A binding's transaction and snapshot (what Python, Node, Bun and Go
+/// call through) on PostgreSQL, through the scope their calls take.
+#[test]
+fn kv16_on_postgres_a_bindings_transaction_and_snapshot_go_through_their_scope() {
+    use tinystore::{Raw, Scope};
+    let store = manual(&pg::fresh("kv16_sessions"));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(typed.get("k").unwrap(), None, "nothing is seen before the commit");
+    let e = b.set(b"other", Raw::Int(2), WriteOptions::default());
+    assert!(e.is_ok(), "this thread is not marked as inside the transaction: {e:?}");
+    s.hold_thread();
+    let e = b.set(b"other", Raw::Int(3), WriteOptions::default()).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::Invalid,
+        "a write beside the transaction, from inside it: {e}"
+    );
+    s.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(1)));
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
+
+    let (s, done) = store.transaction().unwrap();
+    assert!(Scope::Tx(&s).delete(b, b"k", None).unwrap());
+    s.rollback().unwrap();
+    assert_eq!(done.recv().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(1)), "a rollback writes nothing");
+
+    let snap = store.snapshot().unwrap();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    b.set(b"k", Raw::Int(5), WriteOptions::default()).unwrap();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(
+        Scope::View(&snap)
+            .set(b, b"k", Raw::Int(6), WriteOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Invalid,
+        "a view only reads"
+    );
+    snap.close();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
+}

@@ -280,18 +280,8 @@ fn kv09_list_pages_in_key_order() {
 }
 
 #[test]
-fn kv16_a_bindings_transaction_is_refused_by_name_on_postgres() {
+fn kv18_what_postgres_does_not_carry_is_refused_by_name() {
     let store = manual("kv16_refused");
-    // A binding's transaction and snapshot; `Store::tx` and `Store::view`
-    // are carried (postgres_tx.rs).
-    let e = store.transaction().err().unwrap();
-    assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(
-        e.message().contains("a transaction is not supported on PostgreSQL yet"),
-        "{e}"
-    );
-    let e = store.snapshot().err().unwrap();
-    assert!(e.message().contains("not supported on PostgreSQL yet"), "{e}");
     for e in [
         store
             .rate_limit("r")

@@ -24,8 +24,8 @@ const BEGIN_TX: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const BEGIN_VIEW: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /// One open transaction or view.
-pub(crate) struct PgTx<'p> {
-    pg: &'p PgStore,
+pub(crate) struct PgTx {
+    store: crate::Store,
     held: Option<Owned>,
     /// The clock every read and write of the transaction judges keys on.
     pub(crate) now: i64,
@@ -41,10 +41,15 @@ fn broken_error() -> Error {
     )
 }
 
-impl<'p> PgTx<'p> {
+impl PgTx {
+    fn pg(&self) -> &PgStore {
+        self.store.inner.postgres().expect("a PostgreSQL store")
+    }
+
     /// Begins a transaction (`read_only`: a view), on the store's test
     /// clock `clock` or the database's.
-    pub(crate) fn begin(pg: &'p PgStore, clock: Option<i64>, read_only: bool) -> Result<PgTx<'p>> {
+    pub(crate) fn begin(store: &crate::Store, clock: Option<i64>, read_only: bool) -> Result<PgTx> {
+        let pg = store.inner.postgres().expect("a PostgreSQL store");
         let held = pg.block(async |pool, _| {
             let held = pool.exclusive_owned().await?;
             let c = &held.conn;
@@ -58,7 +63,7 @@ impl<'p> PgTx<'p> {
             Ok((held, now.get::<_, i64>(0)))
         })?;
         Ok(PgTx {
-            pg,
+            store: store.clone(),
             now: held.1,
             held: Some(held.0),
             broken: Flag::new(false),
@@ -71,7 +76,7 @@ impl<'p> PgTx<'p> {
             return Err(broken_error());
         }
         let conn = &self.held.as_ref().expect("held until it ends").conn;
-        let r = self.pg.block(async |pool, _| f(pool, conn).await);
+        let r = self.pg().block(async |pool, _| f(pool, conn).await);
         // Only statements fail here, and PostgreSQL refuses the rest of a
         // transaction after one did.
         if r.is_err() {
@@ -176,7 +181,7 @@ impl<'p> PgTx<'p> {
             return Err(broken_error());
         }
         let held = self.held.take().expect("held until it ends");
-        let done = self.pg.block(async |pool, sent: &SentFlag| {
+        let done = self.pg().block(async |pool, sent: &SentFlag| {
             sent.commit_sent();
             held.conn
                 .client
@@ -185,7 +190,7 @@ impl<'p> PgTx<'p> {
                 .map_err(|e| errors::failed(&pool.shown, &e, Sent::Commit))
         });
         if done.is_ok() {
-            self.pg.pool().give_back(held);
+            self.pg().pool().give_back(held);
         }
         done.map(|_| ())
     }
@@ -193,7 +198,7 @@ impl<'p> PgTx<'p> {
     /// Rolls back; the connection goes back to the pool if it answered.
     pub(crate) fn rollback(mut self) {
         let held = self.held.take().expect("held until it ends");
-        let done = self.pg.block(async |_, _| {
+        let done = self.pg().block(async |_, _| {
             held.conn
                 .client
                 .execute(&held.conn.st.rollback, &[])
@@ -201,7 +206,7 @@ impl<'p> PgTx<'p> {
                 .map_err(|_| Error::closed())
         });
         if done.is_ok() {
-            self.pg.pool().give_back(held);
+            self.pg().pool().give_back(held);
         }
     }
 }

@@ -175,18 +175,18 @@ pub(crate) mod in_tx {
     use crate::key::Branch;
     use crate::postgres::tx::PgTx;
 
-    pub(crate) fn entry(p: &PgTx<'_>, t: &Target) -> Result<Option<Entry<Raw>>> {
+    pub(crate) fn entry(p: &PgTx, t: &Target) -> Result<Option<Entry<Raw>>> {
         let cell = p.get(t.core.id, t.path()).map_err(|e| t.name(e))?;
         Ok(cell.map(|c| t.entry(c)))
     }
 
-    pub(crate) fn list(p: &PgTx<'_>, core: &BucketCore, branch: &Branch, opts: &ListOptions) -> Result<Page<Raw>> {
+    pub(crate) fn list(p: &PgTx, core: &BucketCore, branch: &Branch, opts: &ListOptions) -> Result<Page<Raw>> {
         super::super::reads::list_with(core, branch, opts, |after, hi, limit| {
             p.scan(core.id, (after, hi), limit, MAX_PAGE_BYTES)
         })
     }
 
-    pub(crate) fn set(p: &PgTx<'_>, t: &Target, value: &Raw, opts: WriteOptions) -> Result<Version> {
+    pub(crate) fn set(p: &PgTx, t: &Target, value: &Raw, opts: WriteOptions) -> Result<Version> {
         value.check_size().map_err(|e| t.name(e))?;
         let (_, v) = p
             .write(t.core.id, t.path(), decide_set(t, value, opts))
@@ -194,7 +194,7 @@ pub(crate) mod in_tx {
         Ok(Version(v.expect("a put has a version")))
     }
 
-    pub(crate) fn create(p: &PgTx<'_>, t: &Target, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+    pub(crate) fn create(p: &PgTx, t: &Target, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
         value.check_size().map_err(|e| t.name(e))?;
         let (found, v) = p
             .write(t.core.id, t.path(), decide_create(t, value, expiry))
@@ -206,7 +206,7 @@ pub(crate) mod in_tx {
     }
 
     pub(crate) fn take<T>(
-        p: &PgTx<'_>,
+        p: &PgTx,
         t: &Target,
         if_version: Option<Version>,
         decode: impl FnOnce(Entry<Raw>) -> Result<T>,
@@ -217,14 +217,14 @@ pub(crate) mod in_tx {
         Ok(out)
     }
 
-    pub(crate) fn delete(p: &PgTx<'_>, t: &Target, if_version: Option<Version>) -> Result<bool> {
+    pub(crate) fn delete(p: &PgTx, t: &Target, if_version: Option<Version>) -> Result<bool> {
         let (was_live, _) = p
             .write(t.core.id, t.path(), decide_delete(t, if_version))
             .map_err(|e| t.name(e))?;
         Ok(was_live)
     }
 
-    pub(crate) fn expire(p: &PgTx<'_>, t: &Target, expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
+    pub(crate) fn expire(p: &PgTx, t: &Target, expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
         let (was_live, _) = p
             .write(t.core.id, t.path(), decide_expire(t, expiry, if_version))
             .map_err(|e| t.name(e))?;
@@ -232,7 +232,7 @@ pub(crate) mod in_tx {
     }
 
     /// A branch's clear: one statement, whatever its size.
-    pub(crate) fn clear(p: &PgTx<'_>, core: &BucketCore, branch: &Branch) -> Result<()> {
+    pub(crate) fn clear(p: &PgTx, core: &BucketCore, branch: &Branch) -> Result<()> {
         branch.check(&core.name)?;
         let (lo, hi) = branch.subtree();
         p.clear(core.id, &lo, &hi)
