@@ -61,6 +61,9 @@ pub mod role {
     /// holds, saying `waiting` once it has found the key held twice, and
     /// notes when fn ran (ms since the epoch) in `DIR/b-ran`.
     pub const PG_ONCE_TAKE_OVER: &str = "pg-once-take-over";
+    /// `pg-write LOCATION TAG STOP`: writes new keys `TAG-I` until the file
+    /// STOP exists, printing how each answered (`ok KEY VERSION`).
+    pub const PG_WRITE: &str = "pg-write";
 }
 
 /// The rate limit of the crash test: 5 a minute, 5 at once.

@@ -5,6 +5,7 @@
 mod clock;
 mod crash;
 mod disk_full;
+mod failover;
 mod faults;
 mod limits;
 mod postgres;
@@ -37,6 +38,7 @@ fn main() {
         (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
         (role::PG_ONCE_HANG, [location]) => postgres::once_hang(location),
         (role::PG_ONCE_TAKE_OVER, [location, dir]) => postgres::once_take_over(location, dir),
+        (role::PG_WRITE, [location, tag, stop]) => failover::write_until_stopped(location, tag, stop),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);
