@@ -248,7 +248,8 @@ impl RawOnce {
     /// answer kept, or [`Begun::Run`] once the key is the caller's to run,
     /// after any run of it in this store or another process has ended. It
     /// may be called before `begin` returns, on the caller's thread, or
-    /// later on the writer or timer thread; it must not block. A bad key, a
+    /// later on the writer or timer thread (on PostgreSQL, the store's answers
+    /// thread or the timer thread); it must not block. A bad key, a
     /// caller inside a transaction of the store (this thread, or `caller`),
     /// or a caller inside a run of the same key (`caller`) is refused at
     /// once ([`crate::guards`]); a failure later goes to `on_ready`.
@@ -552,7 +553,8 @@ impl Claim {
     }
 
     /// Keeps `value` as the key's answer and lets go, in one durable write;
-    /// waiters then get it. `done` gets the outcome on the writer thread.
+    /// waiters then get it. `done` gets the outcome on the writer thread
+    /// (on PostgreSQL, the store's answers thread).
     /// The write happens even if nobody waits for `done` any more. If it
     /// fails, nothing is kept and the key is let go.
     pub fn keep(mut self, value: Raw, done: impl FnOnce(Result<()>) + Send + 'static) {
