@@ -202,7 +202,7 @@ export class Bucket<T> {
 				options.ttl,
 				dateArg(options.expiresAt, 'expiresAt', { bucket: this.#name }),
 				options.ifVersion,
-			)
+			) as Promise<void>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -213,7 +213,12 @@ export class Bucket<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }))
+			return this.#native.create(
+				key,
+				this.#encode(value, key),
+				options?.ttl,
+				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }),
+			) as Promise<boolean>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -228,16 +233,12 @@ export class Bucket<T> {
 		if (refused) return Promise.reject(refused)
 		try {
 			if (this.#codec) {
-				// The codec runs here, not in the engine's write: take only what decoded.
-				const native = this.#native
 				return takeDecoded(
-					() => native.entry(key),
-					(v) => native.take(key, v),
 					(v) => this.#decode(v, key),
-					options?.ifVersion,
+					(check) => this.#native.take(key, options?.ifVersion, check),
 				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name })))
 			}
-			const taken = this.#native.take(key, options?.ifVersion)
+			const taken = this.#native.take(key, options?.ifVersion) as Promise<unknown>
 			if (this.#crossing === 'as-is') return taken as Promise<T | undefined>
 			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 		} catch (e) {
@@ -250,7 +251,7 @@ export class Bucket<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.delete(key, options?.ifVersion)
+			return this.#native.delete(key, options?.ifVersion) as Promise<boolean>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -264,9 +265,11 @@ export class Bucket<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return when instanceof Date
-				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
-				: this.#native.expire(key, when, undefined, options?.ifVersion)
+			return (
+				when instanceof Date
+					? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
+					: this.#native.expire(key, when, undefined, options?.ifVersion)
+			) as Promise<boolean>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -277,7 +280,7 @@ export class Bucket<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.clear()
+			return this.#native.clear() as Promise<void>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}

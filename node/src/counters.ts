@@ -114,7 +114,7 @@ export class Counters<N extends number | bigint = number> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.delete(key)
+			return this.#native.delete(key) as Promise<boolean>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}

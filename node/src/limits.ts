@@ -40,7 +40,7 @@ export interface Allowance<W extends string = never> {
 	windows: Record<W, WindowUsage>
 }
 
-/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/fast_limits.rs says. */
+/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/bare_allow.rs says. */
 type CAllow = (limit: number, key: Uint8Array, len: number, n: number) => number
 
 /**
@@ -87,7 +87,7 @@ export interface RateLimitOptions {
  */
 export class RateLimit {
 	readonly #native: NativeRateLimit
-	/** The addon's bare `allow` of this limit (bindings/node/src/fast_limits.rs), made at the first `allow`. */
+	/** The addon's bare `allow` of this limit (bindings/node/src/bare_allow.rs), made at the first `allow`. */
 	#allow: (((key: unknown, n?: number) => number | object) & { address: number }) | undefined
 	/** The rate limit's name. */
 	readonly name: string
@@ -209,7 +209,7 @@ export class Quota<W extends string = string> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.reset(key)
+			return this.#native.reset(key) as Promise<void>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}

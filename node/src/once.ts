@@ -107,7 +107,7 @@ export class Once<T> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
 		if (refused) return Promise.reject(refused)
 		try {
-			return this.#native.delete(key)
+			return this.#native.delete(key) as Promise<boolean>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.name }))
 		}
