@@ -6,7 +6,7 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, WriteCall, WriteOptions};
+use tinystore::{Entry, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions};
 
 use crate::completions::{self, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
@@ -38,10 +38,13 @@ impl NativeBucket {
         convert::with_key(env.raw(), js::raw(v), self.raw.name(), f)
     }
 
+    /// An error about `key` of this bucket, named as the engine names it.
+    fn at(&self, e: tinystore::Error, key: &[u8]) -> tinystore::Error {
+        e.at(self.raw.name(), show_path(self.raw.owners(), key))
+    }
+
     fn value(&self, env: &Env, key: &[u8], v: &Unknown<'_>) -> Ts<Raw> {
-        self.kind
-            .encode(env.raw(), js::raw(v))
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.encode(env.raw(), js::raw(v)).map_err(|e| self.at(e, key))
     }
 
     /// The write options of `call` on `key`: a `ttl` (duration) or
@@ -62,23 +65,19 @@ impl NativeBucket {
 
     /// The JS value of a row of this bucket's type; `Corrupt` names the key.
     pub(crate) fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
-        self.kind
-            .decode(env, raw)
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.decode(env, raw).map_err(|e| self.at(e, key))
     }
 
     /// Checks that a row reads as this bucket's type, without JS: a `take`
     /// leaves a row that does not read where it is (KV-5).
     pub(crate) fn check(&self, raw: &Raw, key: &[u8]) -> Ts<()> {
-        self.kind
-            .check(raw)
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.check(raw).map_err(|e| self.at(e, key))
     }
 
     /// The key, value and options of a `set` (or a `create`, by `call`),
     /// checked before anything is queued.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn prepare_set(
+    fn prepare_set(
         &self,
         env: &Env,
         call: WriteCall,
@@ -98,7 +97,7 @@ impl NativeBucket {
     }
 
     /// The key, value and expiry of a `create`.
-    pub(crate) fn prepare_create(
+    fn prepare_create(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -111,7 +110,7 @@ impl NativeBucket {
     }
 
     /// The key and version of a `take` or `delete`.
-    pub(crate) fn prepare_versioned(
+    fn prepare_versioned(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -122,7 +121,7 @@ impl NativeBucket {
     }
 
     /// The key, expiry and version of an `expire`: `ttl` (a duration) or `at_ms` (a time).
-    pub(crate) fn prepare_expire(
+    fn prepare_expire(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -138,80 +137,6 @@ impl NativeBucket {
             Ok((k, expiry, if_version))
         })();
         r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
-    }
-
-    /// The value of a live key as `read` finds it, or `undefined` (JSON as
-    /// its text): on the store, in a transaction or in a snapshot.
-    pub(crate) fn get_by<'e>(
-        &self,
-        env: &'e Env,
-        key: &Unknown<'e>,
-        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = self.with_key(env, key, |k| match read(k)? {
-            Some(e) => self.decoded(env.raw(), &e.value, k),
-            None => js::undefined(env.raw()).map_err(napi_err),
-        });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
-    }
-
-    /// `{ key, value, version, expiresAt }` of a live key as `read` finds it, or `undefined`.
-    pub(crate) fn entry_by<'e>(
-        &self,
-        env: &'e Env,
-        key: &Unknown<'e>,
-        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = self.with_key(env, key, |k| match read(k)? {
-            Some(e) => convert::entry(env.raw(), self.kind, &e)
-                .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), k))),
-            None => js::undefined(env.raw()).map_err(napi_err),
-        });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
-    }
-
-    /// A page of this branch's own keys as `read` finds them: `{ entries, next }`.
-    pub(crate) fn list_by<'e>(
-        &self,
-        env: &'e Env,
-        after: &Unknown<'e>,
-        limit: Option<f64>,
-        read: impl FnOnce(&ListOptions) -> Ts<Page<Raw>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let after = if js::is_nullish(env.raw(), js::raw(after)) {
-                None
-            } else {
-                Some(Key(self.key(env, after)?))
-            };
-            // A number that is not a whole count is bad input, not a page
-            // size to round (KV-18).
-            let limit = limit
-                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
-                .transpose()
-                .map_err(|e| e.in_bucket(self.raw.name()))?
-                .map(|l| l as usize);
-            let page = read(&ListOptions { after, limit })?;
-            let mut items = Vec::with_capacity(page.entries.len());
-            for e in &page.entries {
-                items.push(
-                    convert::entry(env.raw(), self.kind, e)
-                        .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), e.key.as_bytes())))?,
-                );
-            }
-            let make = || -> napi::Result<napi_value> {
-                let o = js::object(env.raw())?;
-                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
-                let next = match &page.next {
-                    Some(k) => convert::key_value(env.raw(), k)?,
-                    None => js::undefined(env.raw())?,
-                };
-                js::set(env.raw(), o, "next\0", next)?;
-                Ok(o)
-            };
-            make().map_err(napi_err)
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 }
 
@@ -256,8 +181,11 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.get_by(env, &key, |k| scope.entry(&self.raw, k))
+        let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
+            Some(e) => self.decoded(env.raw(), &e.value, k),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// `{ key, value, version, expiresAt }` of a live key, or `undefined`, in `scope`.
@@ -270,8 +198,11 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.entry_by(env, &key, |k| scope.entry(&self.raw, k))
+        let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
+            Some(e) => convert::entry(env.raw(), self.kind, &e).map_err(|err| self.at(err, k)),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// Whether a live key is there, in `scope`.
@@ -298,8 +229,37 @@ impl NativeBucket {
         limit: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.list_by(env, &after, limit, |opts| scope.list(&self.raw, opts))
+        let r = (|| {
+            let after = if js::is_nullish(env.raw(), js::raw(&after)) {
+                None
+            } else {
+                Some(Key(self.key(env, &after)?))
+            };
+            // A number that is not a whole count is bad input, not a page
+            // size to round (KV-18).
+            let limit = limit
+                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
+                .transpose()
+                .map_err(|e| e.in_bucket(self.raw.name()))?
+                .map(|l| l as usize);
+            let page = scope_of(&scope).list(&self.raw, &ListOptions { after, limit })?;
+            let mut items = Vec::with_capacity(page.entries.len());
+            for e in &page.entries {
+                items.push(convert::entry(env.raw(), self.kind, e).map_err(|err| self.at(err, e.key.as_bytes()))?);
+            }
+            let make = || -> napi::Result<napi_value> {
+                let o = js::object(env.raw())?;
+                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
+                let next = match &page.next {
+                    Some(k) => convert::key_value(env.raw(), k)?,
+                    None => js::undefined(env.raw())?,
+                };
+                js::set(env.raw(), o, "next\0", next)?;
+                Ok(o)
+            };
+            make().map_err(napi_err)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// Writes a value in `scope`: on the store durably, resolving with
