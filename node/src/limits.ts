@@ -9,7 +9,7 @@
 import type { Rate } from './durations'
 import { kindParts } from './handles'
 import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
-import { waitsForOwnTx } from './scope'
+import { writeOnStore } from './scope'
 import { invalidArg, type Key } from './values'
 
 /** One window of a quota, as an answer reports it. */
@@ -179,13 +179,7 @@ export class Quota<W extends string = string> {
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
 	allow(key: Key, n = 1): Promise<Allowance<W>> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.allow(key, n) as Promise<Allowance<W>>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.allow(key, n))
 	}
 
 	/** The answer one use would get now, counting nothing. */
@@ -195,23 +189,11 @@ export class Quota<W extends string = string> {
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
 	refund(key: Key, n = 1): Promise<Allowance<W>> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.refund(key, n) as Promise<Allowance<W>>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.refund(key, n))
 	}
 
 	/** Forgets the key: every window starts again at its next use. */
 	reset(key: Key): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.reset(key) as Promise<void>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.reset(key))
 	}
 }
