@@ -22,7 +22,7 @@
 //!
 //! A transaction's turn is the exception: the writer hands JS the session
 //! and then waits for JS's calls, so that answer wakes the JS thread at
-//! once ([`turn`]) instead of after the group, which would be never.
+//! once ([`Wake::AtOnce`]) instead of after the group, which would be never.
 //!
 //! Invariants:
 //! - One [`Shared`] per napi env (main thread, each worker), created by
@@ -459,7 +459,7 @@ impl Completion {
 }
 
 impl Completion {
-    /// Settles the Promise and wakes the JS thread at once (see [`turn`]).
+    /// Settles the Promise and wakes the JS thread at once ([`Wake::AtOnce`]).
     fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
         if let Some(whom) = self.slot.take() {
             self.slot.shared.push_now(Done { whom, outcome });
@@ -565,7 +565,8 @@ impl Pending {
 
 /// Hands a write to the engine and returns its Promise. `submit` gives the
 /// completion to one of the core's `*_then` calls; `answer` turns the
-/// result into a JS value on the JS thread.
+/// result into a JS value on the JS thread. Its answer wakes the JS thread
+/// once the writer has answered the whole group.
 pub(crate) fn write<'e, T, R, F, A>(
     env: &'e napi::Env,
     submit: F,
@@ -576,31 +577,26 @@ where
     F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
     A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
 {
-    hand_over(env, submit, answer, false)
+    write_waking(env, Wake::AfterGroup, submit, answer)
 }
 
-/// As [`write`], for a call whose answer the writer waits on after giving
-/// it: the start of a transaction, whose turn the writer holds until JS
-/// sends the calls. Its answer wakes the JS thread at once rather than
-/// once the group is answered, which would be after the transaction ends.
-pub(crate) fn turn<'e, T, R, F, A>(
-    env: &'e napi::Env,
-    submit: F,
-    answer: A,
-) -> Result<napi::bindgen_prelude::Unknown<'e>>
-where
-    T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
-    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
-{
-    hand_over(env, submit, answer, true)
+/// When a write's answer wakes the JS thread.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Wake {
+    /// Once the writer has answered the whole group: one wake-up a group.
+    AfterGroup,
+    /// At once, for a call whose answer the writer waits on after giving
+    /// it: the start of a transaction, whose turn the writer holds until JS
+    /// sends the calls (after the group would be after the transaction).
+    AtOnce,
 }
 
-fn hand_over<'e, T, R, F, A>(
+/// [`write`], waking the JS thread as `wake` says.
+pub(crate) fn write_waking<'e, T, R, F, A>(
     env: &'e napi::Env,
+    wake: Wake,
     submit: F,
     answer: A,
-    at_once: bool,
 ) -> Result<napi::bindgen_prelude::Unknown<'e>>
 where
     T: Send + 'static,
@@ -610,7 +606,7 @@ where
     let (pending, completion, promise) = Pending::new(env.raw())?;
     let done = move |r: tinystore::Result<T>| {
         let outcome = r.map(|v| Box::new(move |env| answer(env, v)) as Answer);
-        if at_once {
+        if wake == Wake::AtOnce {
             completion.send_now(outcome);
         } else {
             completion.send(outcome);

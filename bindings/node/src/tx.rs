@@ -5,7 +5,7 @@
 //! binding uses the core's session form. `NativeStore::transaction` hands
 //! `Store::transaction_then` to the writer without blocking the event loop;
 //! when the writer's turn comes it gives the session to `ready`, which
-//! settles the Promise from the writer thread at once (`completions::turn`:
+//! settles the Promise from the writer thread at once (`Wake::AtOnce`:
 //! the writer then waits on JS, so the answer cannot wait for the group's
 //! end).
 //! The writer then lends the session its connection, so each call runs on
@@ -29,7 +29,7 @@ use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
 use tinystore::{ErrorKind, TxSession};
 
-use crate::completions::{self, Completion, Pending, sync};
+use crate::completions::{self, Completion, Pending, Wake, sync};
 use crate::convert::napi_err;
 use crate::limits::{NativeCounters, NativeRateLimit};
 use crate::napi_values as js;
@@ -96,8 +96,9 @@ fn answer(completion: Completion, r: tinystore::Result<()>, rolled_back: bool) {
 /// [`NativeTx`] when the writer's turn comes. Nothing blocks meanwhile.
 pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<Unknown<'e>> {
     let store = store.clone();
-    completions::turn(
+    completions::write_waking(
         env,
+        Wake::AtOnce,
         move |ready| {
             let ending = Ending::new();
             let on_done = ending.clone();
