@@ -81,65 +81,46 @@ func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEv
 	return c, nil
 }
 
-// Add adds n to a counter, or keeps the larger of it and n (max), and
-// returns the new value.
-func (c *Counters) Add(ctx context.Context, owners []byte, key string, n int64, max bool) (int64, error) {
-	if err := c.begin(ctx); err != nil {
-		return 0, err
-	}
+// Add adds n to a counter, or keeps the larger of it and n (max), in
+// scope s, and returns the new value.
+func (c *Counters) Add(ctx context.Context, s *Scope, owners []byte, key string, n int64, max bool) (int64, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.int64_t
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_add(c.ptr, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, &e)
+	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_add(c.ptr, sc, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, e)
 	})
-	runtime.KeepAlive(c)
-	return int64(out), failure(rc, e, ctx)
+	return int64(out), err
 }
 
-// Get reads a counter: 0 when missing or expired.
-func (c *Counters) Get(ctx context.Context, owners []byte, key string) (int64, error) {
-	if err := c.begin(ctx); err != nil {
-		return 0, err
-	}
+// Get reads a counter in scope s: 0 when missing or expired.
+func (c *Counters) Get(ctx context.Context, s *Scope, owners []byte, key string) (int64, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.int64_t
-	var e *C.TsError
-	rc := C.ts_counters_get(c.ptr, o, ol, k, kl, &out, &e)
-	runtime.KeepAlive(c)
-	return int64(out), failure(rc, e, ctx)
+	err := c.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_get(c.ptr, sc, o, ol, k, kl, &out, e)
+	})
+	return int64(out), err
 }
 
-// Delete deletes a counter and says whether a live one was there.
-func (c *Counters) Delete(ctx context.Context, owners []byte, key string) (bool, error) {
-	if err := c.begin(ctx); err != nil {
-		return false, err
-	}
+// Delete deletes a counter in scope s and says whether a live one was there.
+func (c *Counters) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_delete(c.ptr, o, ol, k, kl, cn, &found, &e)
+	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_delete(c.ptr, sc, o, ol, k, kl, cn, &found, e)
 	})
-	runtime.KeepAlive(c)
-	return bool(found), failure(rc, e, ctx)
+	return bool(found), err
 }
 
-// Clear removes the branch of owners and every branch under it.
+// Clear removes the branch of owners and every branch under it, on the store.
 func (c *Counters) Clear(ctx context.Context, owners []byte) error {
-	if err := c.begin(ctx); err != nil {
-		return err
-	}
 	o, ol := bytes(owners)
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_clear(c.ptr, o, ol, cn, &e)
+	return c.call(ctx, nil, true, func(_ *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_clear(c.ptr, o, ol, cn, e)
 	})
-	runtime.KeepAlive(c)
-	return failure(rc, e, ctx)
 }
 
 // RateLimit is an open rate limit.
@@ -165,33 +146,27 @@ func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst
 }
 
 // Allow takes n requests of a key together, or none; peek counts nothing.
-func (r *RateLimit) Allow(ctx context.Context, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
-	if err := r.begin(ctx); err != nil {
-		return Allowance{}, err
-	}
+// In a transaction (s not nil) the core refuses it.
+func (r *RateLimit) Allow(ctx context.Context, s *Scope, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.TsAllowance
-	var e *C.TsError
-	rc := C.ts_rate_limit_allow(r.ptr, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, &e)
-	runtime.KeepAlive(r)
-	if err := failure(rc, e, ctx); err != nil {
+	err := r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_allow(r.ptr, sc, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, e)
+	})
+	if err != nil {
 		return Allowance{}, err
 	}
 	return allowance(&out), nil
 }
 
-// Reset forgets a key.
-func (r *RateLimit) Reset(ctx context.Context, owners []byte, key string) error {
-	if err := r.begin(ctx); err != nil {
-		return err
-	}
+// Reset forgets a key; in a transaction the core refuses it.
+func (r *RateLimit) Reset(ctx context.Context, s *Scope, owners []byte, key string) error {
 	o, ol := bytes(owners)
 	k, kl := text(key)
-	var e *C.TsError
-	rc := C.ts_rate_limit_reset(r.ptr, o, ol, k, kl, &e)
-	runtime.KeepAlive(r)
-	return failure(rc, e, ctx)
+	return r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_reset(r.ptr, sc, o, ol, k, kl, e)
+	})
 }
 
 // Quota is an open quota.
@@ -244,20 +219,16 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 	return q, nil
 }
 
-// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key.
-func (q *Quota) Use(ctx context.Context, owners []byte, key string, op int32, n uint64) (Allowance, error) {
-	if err := q.begin(ctx); err != nil {
-		return Allowance{}, err
-	}
+// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
+// in scope s.
+func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.TsAllowance
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_quota_use(q.ptr, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, &e)
+	err := q.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_quota_use(q.ptr, sc, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, e)
 	})
-	runtime.KeepAlive(q)
-	if err := failure(rc, e, ctx); err != nil {
+	if err != nil {
 		return Allowance{}, err
 	}
 	return allowance(&out), nil

@@ -205,3 +205,13 @@ func ParseRate(s string) (uint64, time.Duration, error) {
 	}
 	return uint64(count), time.Duration(ns), nil
 }
+
+// FailNextCommitForTests is a TEST HOOK, not for applications: the store's
+// next group commit fails as a failed fsync would, so that each of its
+// writes answers OutcomeUnknown.
+func (s *Store) FailNextCommitForTests() error {
+	return s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_fail_next_commit_for_tests(p, &e), e, nil)
+	})
+}
