@@ -3,6 +3,15 @@ package native
 /*
 #include "tinystore.h"
 extern int32_t tsGoCheck(uint64_t ctx, TsValue *value);
+
+// Get and Set keep no Go pointer past the call and call no Go function,
+// so their answers can stay on the caller's stack: no allocation for them.
+#cgo noescape ts_bucket_get
+#cgo nocallback ts_bucket_get
+#cgo noescape ts_bucket_set
+#cgo nocallback ts_bucket_set
+#cgo noescape ts_bucket_set_submit
+#cgo nocallback ts_bucket_set_submit
 */
 import "C"
 
