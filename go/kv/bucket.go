@@ -25,10 +25,7 @@ type Bucket[T any] struct {
 //
 //	sessions, err := kv.OpenBucket[Session](store, "sessions", kv.Idle(30*24*time.Hour))
 func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption) (*Bucket[T], error) {
-	var cfg bucketConfig
-	for _, o := range opts {
-		o.applyBucket(&cfg)
-	}
+	cfg := applied(opts, BucketOption.applyBucket)
 	h, err := native.OpenBucket(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.idle, cfg.hasIdle)
 	if err != nil {
 		return nil, err
@@ -55,10 +52,7 @@ func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
 // writeOptions carries the options as they were given; the core checks
 // their shape for the call they go to.
 func (b *Bucket[T]) writeOptions(opts []CallOption) native.WriteOptions {
-	var cfg callConfig
-	for _, o := range opts {
-		o.applyCall(&cfg)
-	}
+	cfg := applied(opts, CallOption.applyCall)
 	wo := native.WriteOptions{HasTTL: cfg.hasTTL, TTL: int64(cfg.ttl), HasAt: cfg.hasAt}
 	if cfg.hasAt {
 		wo.At = cfg.at.UnixMilli()

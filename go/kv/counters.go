@@ -24,10 +24,7 @@ type Counters struct {
 //	attempts, err := kv.OpenCounters(store, "login-attempts", kv.TTL(15*time.Minute), kv.FlushEvery(time.Second))
 //	n, err := attempts.Under("ip").Add(ctx, clientIP, 1)
 func OpenCounters(store *tinystore.Store, name string, opts ...CountersOption) (*Counters, error) {
-	var cfg countersConfig
-	for _, o := range opts {
-		o.applyCounters(&cfg)
-	}
+	cfg := applied(opts, CountersOption.applyCounters)
 	h, err := native.OpenCounters(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.flushEvery, cfg.hasFlushEvery)
 	if err != nil {
 		return nil, err

@@ -79,10 +79,7 @@ type RateLimit struct {
 //
 //	guesses, err := kv.OpenRateLimit(store, "sign-in-guesses", kv.Rate(5, time.Minute), kv.Burst(5))
 func OpenRateLimit(store *tinystore.Store, name string, opts ...RateLimitOption) (*RateLimit, error) {
-	var cfg rateConfig
-	for _, o := range opts {
-		o.applyRateLimit(&cfg)
-	}
+	cfg := applied(opts, RateLimitOption.applyRateLimit)
 	if !cfg.hasRate {
 		return nil, invalid(name, "a rate limit needs a Rate, as kv.Rate(5, time.Minute)")
 	}

@@ -21,10 +21,7 @@ type Once[T any] struct {
 //
 //	sends, err := kv.OpenOnce[Sent](store, "sends", kv.Keep(24*time.Hour))
 func OpenOnce[T any](store *tinystore.Store, name string, opts ...OnceOption) (*Once[T], error) {
-	var cfg onceConfig
-	for _, o := range opts {
-		o.applyOnce(&cfg)
-	}
+	cfg := applied(opts, OnceOption.applyOnce)
 	h, err := native.OpenOnce(native.StoreOf(store), name, cfg.keep, cfg.hasKeep)
 	if err != nil {
 		return nil, err

@@ -88,18 +88,9 @@ type Bucket struct {
 
 // OpenBucket opens the bucket name of s.
 func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
-	var ptr *C.TsBucket
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	b := &Bucket{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(b, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
-	return b, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsBucket, e **C.TsError) C.int32_t {
+		return C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), out, e)
+	}, func(h handle, p *C.TsBucket) *Bucket { return &Bucket{h, p} }, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
 }
 
 // value converts a value whose bytes the caller owns, and frees them.

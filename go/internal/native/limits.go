@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"time"
 	"unsafe"
 )
@@ -42,23 +41,6 @@ func allowance(a *C.TsAllowance) Allowance {
 	return out
 }
 
-// handle is what every handle of a store shares: its store and name.
-type handle struct {
-	store *Store
-	Name  string // the handle's name
-}
-
-// begin checks ctx and moves a manual store's clock before a call.
-func (h *handle) begin(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return Cancelled(ctx, h.Name)
-	}
-	if h.store.manual {
-		return h.store.SyncClock()
-	}
-	return nil
-}
-
 // Counters is an open counters handle.
 type Counters struct {
 	handle
@@ -67,18 +49,9 @@ type Counters struct {
 
 // OpenCounters opens the counters name of s.
 func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
-	var ptr *C.TsCounters
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	c := &Counters{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(c, func(c *Counters) { C.ts_counters_free(c.ptr) })
-	return c, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsCounters, e **C.TsError) C.int32_t {
+		return C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), out, e)
+	}, func(h handle, p *C.TsCounters) *Counters { return &Counters{h, p} }, func(c *Counters) { C.ts_counters_free(c.ptr) })
 }
 
 // Add adds n to a counter, or keeps the larger of it and n (max), in
@@ -131,18 +104,9 @@ type RateLimit struct {
 
 // OpenRateLimit opens the rate limit name of s.
 func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
-	var ptr *C.TsRateLimit
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	r := &RateLimit{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(r, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
-	return r, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsRateLimit, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), out, e)
+	}, func(h handle, p *C.TsRateLimit) *RateLimit { return &RateLimit{h, p} }, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
 }
 
 // Allow takes n requests of a key together, or none; peek counts nothing.
@@ -204,19 +168,10 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 	if len(windows) > 0 {
 		lp, sp = &limits[0], &spans[0]
 	}
-	var ptr *C.TsQuota
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		wn, wl := bytes(names)
-		var e *C.TsError
-		return failure(C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	q := &Quota{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(q, func(q *Quota) { C.ts_quota_free(q.ptr) })
-	return q, nil
+	wn, wl := bytes(names)
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsQuota, e **C.TsError) C.int32_t {
+		return C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
+	}, func(h handle, p *C.TsQuota) *Quota { return &Quota{h, p} }, func(q *Quota) { C.ts_quota_free(q.ptr) })
 }
 
 // Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
@@ -241,6 +196,3 @@ func AppendOwner(enc []byte, owner string) []byte {
 	enc = append(enc, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	return append(enc, owner...)
 }
-
-// Store is the store the handle was opened on.
-func (h *handle) Store() *Store { return h.store }

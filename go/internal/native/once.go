@@ -44,18 +44,9 @@ func (c *Caller) InsideRun(claim *Claim) *Caller {
 
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
-	var ptr *C.TsOnce
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	o := &Once{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(o, func(o *Once) { C.ts_once_free(o.ptr) })
-	return o, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsOnce, e **C.TsError) C.int32_t {
+		return C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), out, e)
+	}, func(h handle, p *C.TsOnce) *Once { return &Once{h, p} }, func(o *Once) { C.ts_once_free(o.ptr) })
 }
 
 // Begin waits for any run of the key to end, then answers the value kept

@@ -101,30 +101,3 @@ func (s *Scope) End() {
 		s.ptr = nil
 	}
 }
-
-// call runs f for a call of h in scope s (nil: the store itself), after
-// h.begin. On the store, a write (writes true) gets a cancel that ctx
-// fires, which gives up on it before its group starts; in a scope, f runs
-// while the scope is held open, and a scope that has ended is Closed.
-func (h *handle) call(ctx context.Context, s *Scope, writes bool, f func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t) error {
-	if err := h.begin(ctx); err != nil {
-		return err
-	}
-	var e *C.TsError
-	var rc C.int32_t
-	switch {
-	case s != nil:
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if s.ptr == nil {
-			return Made(CodeClosed, s.ended, h.Name)
-		}
-		rc = f(s.ptr, nil, &e)
-	case writes:
-		rc = withCancel(ctx, func(cn *C.TsCancel) C.int32_t { return f(nil, cn, &e) })
-	default:
-		rc = f(nil, nil, &e)
-	}
-	runtime.KeepAlive(h) // the handle's C pointer is in use until f returns
-	return failure(rc, e, ctx)
-}

@@ -180,9 +180,6 @@ func (s *Store) Now() time.Time {
 	return time.UnixMilli(ms)
 }
 
-// handle gives the live handle to a bucket being opened.
-func (s *Store) handle(f func(p *C.TsStore) error) error { return s.with(f) }
-
 // ParseDuration reads a duration in the product's text with the core's parser.
 func ParseDuration(s string) (time.Duration, error) {
 	t, n := text(s)
