@@ -13,9 +13,12 @@
  * - Bytes going out in a TsValue or TsEntry of ts_bucket_get, _take and
  *   _create are the caller's: free them with ts_bytes_free. Those of a page
  *   belong to the page.
- * - Writes block until durable; a TsCancel fired from another thread gives
- *   up on a write whose group has not started, or on the wait of
- *   ts_once_begin (TS_CANCELLED).
+ * - Every operation of a handle takes a `const TsScope *scope`: null runs
+ *   it on the store itself, a scope from ts_tx_begin inside that
+ *   transaction, one from ts_view_open in that read snapshot.
+ * - Writes on the store block until durable; a TsCancel fired from another
+ *   thread gives up on a write whose group has not started, or on the wait
+ *   of ts_once_begin (TS_CANCELLED).
  * - Link with: libtinystore.a -lm -ldl -lpthread
  */
 

@@ -6,8 +6,9 @@
 //! and `make check-generated` fails when the committed header is stale.
 //!
 //! Conventions, for every function:
-//! - Handles (`TsStore`, `TsBucket`, `TsPage`, `TsError`, `TsCancel`) are
-//!   opaque pointers, made by the ABI and freed by its `*_free` function.
+//! - Handles (`TsStore`, `TsBucket`, `TsScope`, `TsPage`, `TsError`,
+//!   `TsCancel`...) are opaque pointers, made by the ABI and freed by its
+//!   `*_free` function.
 //! - A fallible function returns `TS_OK` (0) or the code of an error kind
 //!   (`TS_INVALID`...), and, when its `err` argument is not null, stores a
 //!   `TsError` there that the caller reads with `ts_error_view` and frees
