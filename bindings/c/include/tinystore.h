@@ -237,8 +237,8 @@ typedef struct TsEntry {
 
 // Checks a value inside a `take`'s write, before the key is deleted: a
 // non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-// on the store's writer thread, with a value borrowed for the call. Null
-// checks nothing.
+// on the store's writer thread (on the caller's, inside a transaction),
+// with a value borrowed for the call. Null checks nothing.
 typedef int32_t (*TsCheckFn)(uint64_t ctx, const struct TsValue *value);
 
 // One window of a quota in an answer.

@@ -12,7 +12,7 @@ use tinystore::{
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::waits::{TsCancel, wait_outside};
+use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, bytes, guard, put, set, span, text, under};
 
 /// A bucket of values, opened on a store.
@@ -56,8 +56,8 @@ pub struct TsEntry {
 
 /// Checks a value inside a `take`'s write, before the key is deleted: a
 /// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-/// on the store's writer thread, with a value borrowed for the call. Null
-/// checks nothing.
+/// on the store's writer thread (on the caller's, inside a transaction),
+/// with a value borrowed for the call. Null checks nothing.
 // The `Option` is inside the alias so that cbindgen writes the parameters
 // as `TsCheckFn check`, a function pointer that may be null.
 pub type TsCheckFn = Option<unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i32>;
@@ -77,6 +77,7 @@ pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
     e.at(b.name(), branch.show_with(Some(key)))
 }
 
+/// The options of a write of the kind `call`, checked in the core.
 pub(crate) fn write_options(o: *const TsWriteOptions, call: WriteCall) -> Result<WriteOptions> {
     let (ttl, at, if_version) = option_parts(o)?;
     WriteOptions::of_call(call, ttl, at, if_version)
@@ -105,17 +106,17 @@ fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
     ))
 }
 
+/// Fills `out` with the entry `e`, its value read as `value`.
 pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
-    if let Some(out) = unsafe { out.as_mut() } {
-        *out = TsEntry {
-            value,
-            version: e.version.get(),
-            has_expiry: e.expires_at.is_some(),
-            expires_ms: e.expires_at.map_or(0, to_millis),
-            key: std::ptr::null(),
-            key_len: 0,
-        };
-    }
+    let entry = TsEntry {
+        value,
+        version: e.version.get(),
+        has_expiry: e.expires_at.is_some(),
+        expires_ms: e.expires_at.map_or(0, to_millis),
+        key: std::ptr::null(),
+        key_len: 0,
+    };
+    set(out, entry);
 }
 
 /// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
@@ -237,7 +238,7 @@ pub unsafe extern "C" fn ts_bucket_set(
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
         let v = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
             s => s.set(&rb, key, raw, opts),
         };
         set(version, v.map_err(|e| named(&rb, key, e))?.get());
@@ -255,7 +256,7 @@ pub(crate) fn set_and_wait(
     cancel: *const TsCancel,
     version: *mut i64,
 ) -> tinystore::Result<()> {
-    let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
+    let v = wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
     set(version, v.get());
     Ok(())
 }
@@ -291,7 +292,7 @@ pub unsafe extern "C" fn ts_bucket_create(
             .map_err(|e| named(&rb, key, e))?
             .expiry;
         let created = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
                 rb.create_then(key, raw, expiry, done)
             }),
             s => s.create(&rb, key, raw, expiry),
@@ -362,7 +363,7 @@ pub unsafe extern "C" fn ts_bucket_take(
         let decodes = decodes_as(want, check, check_ctx);
         set(found, false);
         let taken = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
                 rb.take_then(key, at, decodes, done)
             }),
             s => s.take(&rb, key, at, decodes),
@@ -397,7 +398,7 @@ pub unsafe extern "C" fn ts_bucket_delete(
             .map_err(|e| named(&rb, key, e))?
             .if_version;
         let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
             s => s.delete(&rb, key, at),
         };
         set(found, was.map_err(|x| named(&rb, key, x))?);
@@ -425,7 +426,7 @@ pub unsafe extern "C" fn ts_bucket_expire(
         let key = unsafe { bytes(key, key_len) };
         let (expiry, at) = expire_options(options).map_err(|e| named(&rb, key, e))?;
         let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
                 rb.expire_then(key, expiry, at, done)
             }),
             s => s.expire(&rb, key, expiry, at),
@@ -450,7 +451,7 @@ pub unsafe extern "C" fn ts_bucket_clear(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(rb.store(), rb.name(), cancel, |done| rb.clear_then(done)),
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.clear_then(done)),
             s => s.clear(&rb),
         }
     })

@@ -7,7 +7,7 @@ use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateL
 
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
-use crate::waits::{TsCancel, wait_outside};
+use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, bytes, guard, owners_of, put, set, span, text, under};
 
 /// Counters, opened on a store.
@@ -144,8 +144,8 @@ pub unsafe extern "C" fn ts_counters_add(
         let h = unsafe { under(c, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let v = match unsafe { scope_of(scope) } {
-            Scope::Direct if max => wait_outside(h.store(), h.name(), cancel, |done| h.max_then(key, n, done)),
-            Scope::Direct => wait_outside(h.store(), h.name(), cancel, |done| h.add_then(key, n, done)),
+            Scope::Direct if max => wait_on_store(h.store(), h.name(), cancel, |done| h.max_then(key, n, done)),
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.add_then(key, n, done)),
             s if max => s.counter_max(&h, key, n),
             s => s.counter_add(&h, key, n),
         };
@@ -193,7 +193,7 @@ pub unsafe extern "C" fn ts_counters_delete(
         let h = unsafe { under(c, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
             s => s.counter_delete(&h, key),
         };
         set(found, was?);
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn ts_counters_clear(
 ) -> i32 {
     guard(err, || {
         let h = unsafe { under(c, owners, owners_len) }?;
-        wait_outside(h.store(), h.name(), cancel, |done| h.clear_then(done))
+        wait_on_store(h.store(), h.name(), cancel, |done| h.clear_then(done))
     })
 }
 
@@ -375,9 +375,9 @@ pub unsafe extern "C" fn ts_quota_use(
         let key = unsafe { bytes(key, key_len) };
         let (st, name) = (h.store(), h.name());
         let a = match (unsafe { scope_of(scope) }, op) {
-            (Scope::Direct, TS_QUOTA_ALLOW) => wait_outside(st, name, cancel, |done| h.allow_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_REFUND) => wait_outside(st, name, cancel, |done| h.refund_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_RESET) => return wait_outside(st, name, cancel, |done| h.reset_then(key, done)),
+            (Scope::Direct, TS_QUOTA_ALLOW) => wait_on_store(st, name, cancel, |done| h.allow_n_then(key, n, done))?,
+            (Scope::Direct, TS_QUOTA_REFUND) => wait_on_store(st, name, cancel, |done| h.refund_n_then(key, n, done))?,
+            (Scope::Direct, TS_QUOTA_RESET) => return wait_on_store(st, name, cancel, |done| h.reset_then(key, done)),
             (s, TS_QUOTA_ALLOW) => s.quota_allow(&h, key, n)?,
             (s, TS_QUOTA_REFUND) => s.quota_refund(&h, key, n)?,
             (s, TS_QUOTA_RESET) => return s.quota_reset(&h, key),

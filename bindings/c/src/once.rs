@@ -11,7 +11,7 @@ use tinystore::{Begun, Branch, CallerContext, Claim, Error, ErrorKind, RawOnce, 
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out};
-use crate::waits::{TsCancel, wait_outside};
+use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, bytes, guard, put, set, span, text, under};
 
 /// A once, opened on a store.
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn ts_once_delete(
         let h = unsafe { under(o, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
             s => s.once_delete(&h, key),
         };
         set(found, was?);

@@ -111,7 +111,7 @@ pub(crate) fn refused(store: &Store) -> Option<Error> {
 /// (a counter kept in memory) is answered as usual; one queued for it is
 /// cancelled before its group starts, which the transaction holding the
 /// writer guarantees, so nothing is written.
-pub(crate) fn wait_outside<T: Send + 'static>(
+pub(crate) fn wait_on_store<T: Send + 'static>(
     store: &Store,
     name: &str,
     cancel: *const TsCancel,
