@@ -171,12 +171,7 @@ pub unsafe extern "C" fn ts_once_begin(
                 put(claim, TsClaim(c))
             }
             Slot::Ready(Err(e)) => Err(e),
-            _ => Err(named(
-                &h,
-                enc,
-                key,
-                Error::new(ErrorKind::Cancelled, "the caller gave up waiting for a run of the key"),
-            )),
+            _ => Err(named(&h, enc, key, tinystore::waiter_gave_up())),
         }
     })
 }
