@@ -149,19 +149,10 @@ impl Scope<'_> {
                 let _held = t.hold_now(MAX_VALUE, "a take")?;
                 s.run(|w| t.op_take(w, if_version, checked(check)))
             }
-            None => {
-                let t = Target::new(&bucket.core, &bucket.branch, key)?;
-                let version = match bucket.entry(key)? {
-                    // The take names the conflict of an absent key at a version.
-                    None if if_version.is_none() => return Ok(None),
-                    Some(found) if if_version.is_none_or(|v| v == found.version) => {
-                        check(&found).map_err(|e| t.name(e))?;
-                        Some(found.version)
-                    }
-                    _ => if_version,
-                };
-                bucket.take(key, version, |_| Ok(()))
-            }
+            None => match bucket.check_before_take(key, if_version, check)? {
+                None => Ok(None),
+                Some(checked) => bucket.take(key, if_version, checked.still_read()),
+            },
         }
     }
 
@@ -206,6 +197,61 @@ impl Scope<'_> {
             Scope::Direct => None,
             Scope::Tx(s) => Some(f(s)),
             Scope::View(_) => Some(Err(view_reads_only(name))),
+        }
+    }
+}
+
+/// A direct take whose check ran on the calling thread: what the write
+/// itself must still find, the row that was checked.
+pub struct CheckedTake {
+    /// `None` when the key was not checked: the take's own version check
+    /// refuses it first.
+    read: Option<Version>,
+}
+
+impl CheckedTake {
+    /// The write's own check: the key is still at the version that was
+    /// checked. A key written in between is `Conflict` and stays; a key
+    /// taken or deleted in between is absent, and the take answers `None`,
+    /// so of racing takers exactly one gets the value.
+    pub fn still_read(self) -> impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static {
+        move |e| {
+            if self.read == Some(e.version) {
+                return Ok(());
+            }
+            Err(Error::conflict(format!(
+                "the key was written after it was read and checked (now at version {}); it stays",
+                e.version
+            )))
+        }
+    }
+}
+
+impl RawBucket {
+    /// The first half of a direct take whose check must run on the calling
+    /// thread (it calls back into a binding's language): reads the key and
+    /// checks it. `None` when there is nothing to take (the key is absent
+    /// and no version was asked for); otherwise the take to send, with
+    /// `if_version` and [`CheckedTake::still_read`] as its check, in one
+    /// call ([`RawBucket::take`]) or by completion ([`RawBucket::take_then`]).
+    /// A key absent or at another version than `if_version` is not checked:
+    /// the take names the conflict.
+    pub fn check_before_take(
+        &self,
+        key: &[u8],
+        if_version: Option<Version>,
+        check: impl FnOnce(&Entry<Raw>) -> Result<()>,
+    ) -> Result<Option<CheckedTake>> {
+        let t = Target::new(&self.core, &self.branch, key)?;
+        match self.entry(key)? {
+            None if if_version.is_none() => Ok(None),
+            Some(found) if if_version.is_none_or(|v| v == found.version) => {
+                check(&found).map_err(|e| t.name(e))?;
+                Ok(Some(CheckedTake {
+                    read: Some(found.version),
+                }))
+            }
+            _ => Ok(Some(CheckedTake { read: None })),
         }
     }
 }
