@@ -448,3 +448,31 @@ fn kv16_session_a_call_from_inside_its_own_call_is_invalid_not_a_deadlock() {
     done.recv().unwrap().unwrap();
     assert_eq!(b.get("k").unwrap(), Some(1));
 }
+
+#[test]
+fn kv16_a_rate_limit_in_a_session_is_invalid_saying_why_and_counts_nothing() {
+    let (_d, store) = common::manual();
+    let logins = store
+        .rate_limit("logins")
+        .rate(2, std::time::Duration::from_secs(60))
+        .open()
+        .unwrap();
+    let (tx, done) = begin(&store);
+    let refusals = [
+        Scope::Tx(&tx).rate_limit_allow(&logins, b"k", 1).unwrap_err(),
+        Scope::Tx(&tx).rate_limit_peek(&logins, b"k").unwrap_err(),
+        Scope::Tx(&tx).rate_limit_reset(&logins, b"k").unwrap_err(),
+    ];
+    for e in refusals {
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert_eq!(e.message(), tinystore::rate_limit_refused("logins").message());
+        assert_eq!(e.bucket(), Some("logins"));
+    }
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert!(
+        Scope::Direct.rate_limit_allow(&logins, b"k", 2).unwrap().ok,
+        "the refused calls counted nothing"
+    );
+    assert!(!Scope::Direct.rate_limit_peek(&logins, b"k").unwrap().ok);
+}
