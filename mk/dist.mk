@@ -51,9 +51,9 @@ PY_DIST_FIND = for v in $(PY_DIST_VERSIONS); do \
 
 dist-python: dist-versions $$(PY_VENV)/.ready
 	rm -rf $(DIST)/python
+	$(abspath $(PY_VENV))/bin/python -m pip install -q --disable-pip-version-check "$(PY_ZIG)"
 	pythons="$$($(PY_DIST_FIND))"; test -n "$$pythons" || { echo "dist: no CPython of $(PY_DIST_VERSIONS) here"; exit 1; }; \
 	echo "dist: wheels for $$(echo $$pythons)"; \
-	$(abspath $(PY_VENV))/bin/python -m pip install -q --disable-pip-version-check "$(PY_ZIG)"
 	cd $(PY_DIST) && PATH="$(abspath $(PY_VENV))/bin:$$PATH" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/zig \
 		$(abspath $(PY_VENV))/bin/maturin build --release --strip --quiet --zig \
 		--compatibility $(PY_MANYLINUX) $$(for p in $$pythons; do echo --interpreter $$p; done) --out $(DIST)/python
