@@ -171,20 +171,12 @@ fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
     PyBool::new(py, b).to_owned().into_any().unbind()
 }
 
-fn answer_bool(py: Python<'_>, b: bool) -> PyResult<Py<PyAny>> {
-    Ok(py_bool(py, b))
-}
-
 fn answer_created(py: Python<'_>, c: Created<Raw>) -> PyResult<Py<PyAny>> {
     Ok(py_bool(py, created(c)))
 }
 
 fn answer_version(py: Python<'_>, v: Version) -> PyResult<Py<PyAny>> {
     Ok(py_version(py, v))
-}
-
-fn answer_none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
-    Ok(py.None())
 }
 
 /// A version as Python gets it: its decimal text, spelled on the stack
@@ -544,7 +536,7 @@ impl Bucket {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_bool, move |r| {
+        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
             bucket.delete_then(&k, opts.if_version, move |out| r.send(out))
         })
     }
@@ -580,7 +572,7 @@ impl Bucket {
         let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
         let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_bool, move |r| {
+        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
             bucket.expire_then(&k, e, if_version, move |out| r.send(out))
         })
     }
@@ -596,7 +588,7 @@ impl Bucket {
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
     fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
         let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_none, move |r| {
+        reply::pending(running, &self.store, self.streams, reply::none, move |r| {
             bucket.clear_then(move |out| r.send(out))
         })
     }

@@ -166,12 +166,8 @@ impl LimitUpdate {
         changes: Vec<PyReturned>,
     ) -> PyResult<Ticket> {
         let (steps, changes) = (self.steps.clone(), returned(changes));
-        reply::later(
-            completions,
-            future,
-            &self.store,
-            |py, written: bool| written.into_py_any(py),
-            move |r| steps.commit_then(changes, move |out| r.send(out)),
-        )
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            steps.commit_then(changes, move |out| r.send(out))
+        })
     }
 }

@@ -31,17 +31,8 @@ pub(crate) fn allowance(a: Allowance) -> PyAllowance {
     (a.ok, a.left, a.retry_at.map(tinystore::to_millis), windows)
 }
 
-fn to_any<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
-    use pyo3::IntoPyObjectExt;
-    v.into_py_any(py)
-}
-
-fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
-    Ok(py.None())
-}
-
 fn py_allowance(py: Python<'_>, a: Allowance) -> PyResult<Py<PyAny>> {
-    to_any(py, allowance(a))
+    reply::value(py, allowance(a))
 }
 
 /// A rate like `"5/m"`, or a (count, duration) pair.
@@ -283,7 +274,7 @@ impl Quota {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, none, move |r| {
+        reply::later(completions, future, &self.store, reply::none, move |r| {
             inner.reset_then(&k, move |out| r.send(out))
         })
     }
@@ -382,7 +373,7 @@ impl Counters {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
         let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, to_any, move |r| {
+        reply::later(completions, future, &self.store, reply::value, move |r| {
             inner.add_then(&k, n, move |out| r.send(out))
         })
     }
@@ -414,7 +405,7 @@ impl Counters {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
         let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, to_any, move |r| {
+        reply::later(completions, future, &self.store, reply::value, move |r| {
             inner.max_then(&k, n, move |out| r.send(out))
         })
     }
@@ -444,7 +435,7 @@ impl Counters {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, to_any, move |r| {
+        reply::later(completions, future, &self.store, reply::value, move |r| {
             inner.delete_then(&k, move |out| r.send(out))
         })
     }
@@ -458,7 +449,7 @@ impl Counters {
     #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
     fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
         let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, none, move |r| {
+        reply::later(completions, future, &self.store, reply::none, move |r| {
             inner.clear_then(move |out| r.send(out))
         })
     }

@@ -169,13 +169,9 @@ impl Once {
     ) -> PyResult<Ticket> {
         let k = self.key(py, key)?;
         let raw = self.raw.clone();
-        reply::later(
-            completions,
-            future,
-            &self.store,
-            |py, b: bool| b.into_py_any(py),
-            move |r| raw.delete_then(&k, move |out| r.send(out)),
-        )
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            raw.delete_then(&k, move |out| r.send(out))
+        })
     }
 
     /// Begins a run, waiting (without the GIL) for any run of the key

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, mpsc};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tinystore::{Store, Ticket as CoreTicket};
 
@@ -15,6 +16,16 @@ use crate::pending::Pending;
 
 /// Turns a call's value into Python, on the loop's thread.
 pub(crate) type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
+
+/// The answer of a call that answers a plain value.
+pub(crate) fn value<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
+    v.into_py_any(py)
+}
+
+/// The answer of a call that answers nothing.
+pub(crate) fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
+    Ok(py.None())
+}
 
 /// Where one call's answer goes: the loop's queue and the future (or
 /// `Pending`) it resolves.
