@@ -16,18 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime as dt
-from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from . import _native, _tx_marks
 from ._base import Key
 from ._loop import answered, completions
-from ._results import Entry, Page, _entry
-from ._time import Duration, opt_millis
+from ._results import Entry, Page
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
 from ._sync_tx import _closed
+from ._time import Duration
 from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
 from .errors import ClosedError
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
