@@ -55,6 +55,9 @@ pub mod role {
     /// `cN-1` of the bucket `codes` from 4 threads, printing `won cI` for
     /// each it got.
     pub const PG_TAKE: &str = "pg-take";
+    /// `pg-write LOCATION TAG STOP`: writes new keys `TAG-I` until the file
+    /// STOP exists, printing how each answered (`ok KEY VERSION`).
+    pub const PG_WRITE: &str = "pg-write";
 }
 
 /// The rate limit of the crash test: 5 a minute, 5 at once.

@@ -5,8 +5,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 
+use super::tls::{self, Tls};
 use crate::error::{Error, Result};
 
 /// How long a call waits for the database before it answers with an error.
@@ -25,6 +26,8 @@ pub(crate) struct Location {
     /// Where the database is, for messages: host, port and database, never
     /// the password.
     pub shown: String,
+    /// How connections speak TLS (`sslmode`, `sslrootcert`).
+    pub tls: Tls,
 }
 
 /// Parses a location, refusing what the backend cannot honour.
@@ -34,11 +37,15 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         Some((b, q)) => (b, q),
         None => (location, ""),
     };
-    let mut schema = None;
+    let (mut schema, mut sslmode, mut sslrootcert) = (None, None, None);
     let mut kept = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
+        // The store reads these itself: the driver knows neither the
+        // verify-* modes nor sslrootcert.
         match pair.split_once('=') {
             Some(("schema", v)) => schema = Some(v.to_owned()),
+            Some(("sslmode", v)) => sslmode = Some(v.to_owned()),
+            Some(("sslrootcert", v)) => sslrootcert = Some(v.to_owned()),
             _ => kept.push(pair),
         }
     }
@@ -48,19 +55,8 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         format!("{base}?{}", kept.join("&"))
     };
     let mut config = tokio_postgres::Config::from_str(&rebuilt).map_err(|e| bad(e.to_string()))?;
-    match config.get_ssl_mode() {
-        SslMode::Disable | SslMode::Prefer => {}
-        _ => {
-            return Err(bad(
-                "TLS (sslmode=require) is not supported yet: connect with sslmode=disable over a trusted network \
-                 or a local socket"
-                    .into(),
-            ));
-        }
-    }
-    // Without TLS, `prefer` is `disable`: say so to the driver, which would
-    // otherwise ask the server for TLS first.
-    config.ssl_mode(SslMode::Disable);
+    let (ssl, tls) = tls::settings(sslmode.as_deref(), sslrootcert.as_deref()).map_err(bad)?;
+    config.ssl_mode(ssl);
     let schema = schema.unwrap_or_else(|| "public".to_owned());
     if schema.is_empty()
         || schema.len() > 63
@@ -84,12 +80,23 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
     config.keepalives_idle(Duration::from_secs(5));
     config.application_name("tinystore");
     config.options(format!("-c search_path={schema}"));
-    let host = match &config.get_hosts()[0] {
-        Host::Tcp(h) => h.clone(),
-        #[cfg(unix)]
-        Host::Unix(p) => p.display().to_string(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
+    // Every server the location names, each with its port (one port given
+    // for several hosts is theirs, none is 5432).
+    let ports = config.get_ports();
+    let servers: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(h) => h.clone(),
+                #[cfg(unix)]
+                Host::Unix(p) => p.display().to_string(),
+            };
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
     let db = config
         .get_dbname()
         .map(str::to_owned)
@@ -97,8 +104,9 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         .unwrap_or_default();
     Ok(Location {
         config,
-        shown: format!("postgres://{host}:{port}/{db} (schema {schema})"),
+        shown: format!("postgres://{}/{db} (schema {schema})", servers.join(",")),
         schema,
+        tls,
     })
 }
 
@@ -131,9 +139,16 @@ mod tests {
     }
 
     #[test]
-    fn tls_and_bad_schemas_are_refused_by_name() {
-        let e = parse("postgres://kv@h/app?sslmode=require").err().unwrap();
-        assert!(e.message().contains("sslmode=require"), "{e}");
+    fn bad_tls_settings_and_schemas_are_refused_by_name() {
+        let e = parse("postgres://kv@h/app?sslmode=always").err().unwrap();
+        assert!(e.message().contains("sslmode=always is not a mode"), "{e}");
+        let e = parse("postgres://kv@h/app?sslmode=verify-full&sslrootcert=/no/such/ca.pem")
+            .err()
+            .unwrap();
+        assert!(
+            e.message().contains("sslrootcert /no/such/ca.pem: cannot be read"),
+            "{e}"
+        );
         let e = parse("postgres://kv@h/app?schema=Shop").err().unwrap();
         assert!(e.message().contains("\"Shop\""), "{e}");
         let e = parse("postgres://h/app").err().unwrap();
@@ -141,9 +156,17 @@ mod tests {
     }
 
     #[test]
+    fn every_server_of_a_failover_location_is_shown() {
+        let l = parse("postgres://kv@db-a:5433,db-b/app?target_session_attrs=read-write").unwrap();
+        assert_eq!(l.shown, "postgres://db-a:5433,db-b:5432/app (schema public)");
+    }
+
+    #[test]
     fn a_password_never_shows_in_a_message() {
         assert_eq!(hide_password("postgres://kv:s3cret@h/app"), "postgres://kv:***@h/app");
-        let e = parse("postgres://kv:s3cret@h/app?sslmode=verify-full").err().unwrap();
+        let e = parse("postgres://kv:s3cret@h/app?sslmode=verify-full&sslrootcert=/no/ca.pem")
+            .err()
+            .unwrap();
         assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 }

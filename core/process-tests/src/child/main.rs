@@ -5,6 +5,7 @@
 mod clock;
 mod crash;
 mod disk_full;
+mod failover;
 mod faults;
 mod limits;
 mod postgres;
@@ -35,6 +36,7 @@ fn main() {
         (role::RATE_CRASH, [dir]) => limits::rate_crash(dir),
         (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
         (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
+        (role::PG_WRITE, [location, tag, stop]) => failover::write_until_stopped(location, tag, stop),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);
