@@ -32,30 +32,19 @@ impl StoreInner {
             Backend::Postgres(pg) => Some(pg),
         }
     }
-
-    /// Refuses `what` on a PostgreSQL store, which does not carry it yet
-    /// (docs/postgres.md, "What is not carried yet").
-    #[inline]
-    pub(crate) fn refuse_on_postgres(&self, what: &str) -> Result<()> {
-        match &self.backend {
-            Backend::Sqlite => Ok(()),
-            Backend::Postgres(_) => Err(crate::postgres::unsupported(what)),
-        }
-    }
 }
 
 /// What a PostgreSQL store carries of each kind of handle.
 pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Values => Ok(()),
+        Kind::Values | Kind::Once => Ok(()),
         other => Err(crate::postgres::unsupported(match other {
             Kind::Counters => "counters",
             Kind::RateLimit => "a rate limit",
             Kind::Quota => "a quota",
-            Kind::Once => "once",
             Kind::Config => "kept config",
             Kind::LimitStore => "a limit store",
-            Kind::Values => unreachable!(),
+            Kind::Values | Kind::Once => unreachable!(),
         })),
     }
 }

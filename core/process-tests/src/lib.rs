@@ -55,6 +55,12 @@ pub mod role {
     /// `cN-1` of the bucket `codes` from 4 threads, printing `won cI` for
     /// each it got.
     pub const PG_TAKE: &str = "pg-take";
+    /// `pg-once-hang LOCATION`: starts a run of `once` that never ends.
+    pub const PG_ONCE_HANG: &str = "pg-once-hang";
+    /// `pg-once-take-over LOCATION DIR`: runs the key `pg-once-hang`
+    /// holds, saying `waiting` once it has found the key held twice, and
+    /// notes when fn ran (ms since the epoch) in `DIR/b-ran`.
+    pub const PG_ONCE_TAKE_OVER: &str = "pg-once-take-over";
     /// `pg-write LOCATION TAG STOP`: writes new keys `TAG-I` until the file
     /// STOP exists, printing how each answered (`ok KEY VERSION`).
     pub const PG_WRITE: &str = "pg-write";

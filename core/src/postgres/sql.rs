@@ -7,7 +7,7 @@
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
 /// The schema this build writes. A database at a newer schema is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;
@@ -19,7 +19,8 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS tinystore_schema (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     version integer NOT NULL)";
 pub const SCHEMA_READ: &str = "SELECT version FROM tinystore_schema";
-pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1) ON CONFLICT DO NOTHING";
+pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1)
+    ON CONFLICT (one) DO UPDATE SET version = greatest(tinystore_schema.version, excluded.version)";
 
 /// The rest of the schema, version 1.
 pub const SCHEMA_V1: &str = "
