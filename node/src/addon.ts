@@ -142,7 +142,10 @@ export declare class NativeLimitStore {
 
 /** One update in progress. */
 export declare class NativeLimitUpdate {
-  /** The entries `apply` gets, in the keys' order. */
+  /**
+   * The entries `apply` gets, in the keys' order; once written, the
+   * entries written.
+   */
   entries(): Array<{ value: string, expiresAt: number } | null>
   /** The store's clock for `apply`, in ms. */
   now(): number
@@ -151,12 +154,10 @@ export declare class NativeLimitUpdate {
   /** The events to log since the last call. */
   takeEvents(): Array<NativeLimitEvent>
   /**
-   * Writes the changes of `apply`, one a key: `kinds[i]` 0 keeps the key,
-   * 1 deletes it, 2 writes `values[i]` (JSON text) to expire at
-   * `expires[i]`. Resolves `{ written: true, entries }`, or
-   * `{ written: false, entries, now }` when `apply` must run again.
+   * Writes what `apply` returned. Resolves `true` when written, `false`
+   * when `apply` must run again on `entries()`.
    */
-  commit(kinds: Array<number>, values: Array<string>, expires: Array<number>): Promise<{ written: true, entries: Array<{ value: string, expiresAt: number } | null> } | { written: false, entries: Array<{ value: string, expiresAt: number } | null>, now: number }>
+  commit(changes: Array<NativeReturned>): Promise<boolean>
 }
 
 /** A once, or one branch of it, with the type of its answers. */
@@ -381,6 +382,18 @@ export interface NativeLimitEvent {
   message: string
   /** Whether it is an error (else a warning). */
   error: boolean
+}
+
+/** What `apply` returned for one key, converted by the package. */
+export interface NativeReturned {
+  /** The key. */
+  key: string
+  /** Absent: delete the key; else the entry's expiry in ms. */
+  expiresAt?: number
+  /** The value as JSON text, absent when `JSON.stringify` refused it. */
+  value?: string
+  /** Why `JSON.stringify` refused the value. */
+  notJson?: string
 }
 
 /**

@@ -25,7 +25,7 @@
  */
 
 import { InvalidError } from './errors'
-import { native, type NativeLimitStore } from './native'
+import { native, type NativeLimitStore, type NativeLimitUpdate } from './native'
 import { nativeOf, type Store } from './store'
 
 /** One entry: a JSON value and when it expires, in ms on the store's clock. */
@@ -123,43 +123,55 @@ function entryMap(keys: string[], entries: NativeEntry[]): Map<string, LimitEntr
 	return out
 }
 
-/** The three arrays the addon takes: a kind (0 keep, 1 delete, 2 put), JSON text and expiry per key. */
-function encode(keys: string[], changes: LimitChanges): [number[], string[], number[]] {
-	const kinds = keys.map(() => 0)
-	const values = keys.map(() => '')
-	const expires = keys.map(() => 0)
-	if (changes === undefined || changes === null) return [kinds, values, expires]
+type Returned = Parameters<NativeLimitUpdate['commit']>[0][number]
+
+/**
+ * What `apply` returned, as the core takes it: per key its entry, with the
+ * value as JSON text (or why it is not), or no expiry to delete it. The
+ * core checks the keys and the expiry.
+ */
+function returned(changes: LimitChanges): Returned[] {
+	if (changes === undefined || changes === null) return []
 	if (typeof changes !== 'object') {
 		throw new InvalidError('apply must return a Map or an object of entries (or nothing)', { bucket: NAME })
 	}
 	const pairs: Iterable<[string, LimitEntry | null]> =
 		changes instanceof Map ? changes.entries() : Object.entries(changes as Record<string, LimitEntry | null>)
+	const out: Returned[] = []
 	for (const [key, entry] of pairs) {
-		const i = keys.indexOf(key)
-		const what = { bucket: NAME, key }
-		if (i < 0) throw new InvalidError('apply returned a key that is not one of the keys of the update', what)
+		const what = { bucket: NAME, key: String(key) }
+		if (typeof key !== 'string') throw new InvalidError(`apply returned a key that is not a string: ${String(key)}`, what)
 		if (entry === null) {
-			kinds[i] = 1
+			out.push({ key })
 			continue
 		}
 		if (typeof entry !== 'object' || entry === undefined) {
 			throw new InvalidError('an entry must be { value, expiresAt } or null', what)
 		}
-		if (typeof entry.expiresAt !== 'number' || !Number.isFinite(entry.expiresAt)) {
-			throw new InvalidError(`expiresAt must be a finite number of ms, not ${String(entry.expiresAt)}`, what)
+		if (typeof entry.expiresAt !== 'number') {
+			throw new InvalidError(`expiresAt must be a number of ms, not ${typeof entry.expiresAt}`, what)
 		}
 		let text: string | undefined
+		let notJson: string | undefined
 		try {
 			text = JSON.stringify(entry.value)
+			if (text === undefined) notJson = `JSON.stringify gives nothing for ${typeof entry.value}`
 		} catch (e) {
-			throw new InvalidError(`the value cannot be written as JSON: ${(e as Error).message}`, what)
+			notJson = (e as Error).message
 		}
-		if (text === undefined) throw new InvalidError('the value cannot be written as JSON (undefined, a function or a symbol)', what)
-		kinds[i] = 2
-		values[i] = text
-		expires[i] = entry.expiresAt
+		out.push({ key, expiresAt: entry.expiresAt, value: text, notJson })
 	}
-	return [kinds, values, expires]
+	return out
+}
+
+/** One run of `apply` on the update's entries; the update is given up if it throws. */
+function runApply(u: NativeLimitUpdate, keys: string[], apply: LimitApply): Returned[] {
+	try {
+		return returned(apply(entryMap(keys, u.entries()), u.now()))
+	} catch (e) {
+		u.cancel()
+		throw e
+	}
 }
 
 class KvLimitStore implements LimitStore {
@@ -180,22 +192,11 @@ class KvLimitStore implements LimitStore {
 		if (typeof apply !== 'function') throw new InvalidError('update needs an apply function', { bucket: NAME })
 		const list = keyList(keys)
 		const u = this.#native.begin(list)
-		let entries = u.entries()
-		let now = u.now()
 		try {
-			for (;;) {
-				let encoded: [number[], string[], number[]]
-				try {
-					encoded = encode(list, apply(entryMap(list, entries), now))
-				} catch (e) {
-					u.cancel()
-					throw e
-				}
-				const r = await u.commit(...encoded)
-				if (r.written) return entryMap(list, r.entries)
-				entries = r.entries
-				now = r.now
+			while (!(await u.commit(runApply(u, list, apply)))) {
+				// another update changed a key meanwhile: apply runs again on the entries now
 			}
+			return entryMap(list, u.entries())
 		} finally {
 			this.#log(u.takeEvents())
 		}

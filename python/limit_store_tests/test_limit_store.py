@@ -286,6 +286,45 @@ async def test_store_the_65th_call_in_flight_is_answered_unavailable_at_once(t: 
     assert await count_once(t.first, "k64") == 1, "room again once they finish"
 
 
+BAD_ANSWERS: list[tuple[str, Apply, str, str]] = [
+    ("a stranger key", lambda _, now: {"z": LimitEntry(1, now)}, "z",
+     "apply returned a key that is not one of the keys of the update"),
+    ("an expiry of NaN", lambda _, __: {"k": LimitEntry(1, float("nan"))}, "k",  # type: ignore[arg-type]
+     "an entry's expiry must be a finite number of ms, not NaN"),
+    ("an expiry of inf", lambda _, __: {"k": LimitEntry(1, float("inf"))}, "k",  # type: ignore[arg-type]
+     "an entry's expiry must be a finite number of ms, not infinity"),
+    ("a value that is not JSON", lambda _, now: {"k": LimitEntry({1}, now)}, "k",
+     "the value cannot be written as JSON: Object of type set is not JSON serializable"),
+]
+
+
+@pytest.mark.parametrize("flavour", ["asyncio", "sync"])
+@pytest.mark.parametrize(("case", "apply", "key", "message"), BAD_ANSWERS, ids=[c[0] for c in BAD_ANSWERS])
+def test_store_a_bad_answer_of_apply_is_the_cores_invalid_naming_the_key(
+    tmp_path: Path, flavour: str, case: str, apply: Apply, key: str, message: str
+) -> None:
+    async def on_asyncio() -> tuple[tinystore.InvalidError, dict[str, LimitEntry]]:
+        async with tinystore.open(tmp_path, clock=START) as store:
+            ls = limit_store(store)
+            with pytest.raises(tinystore.InvalidError) as e:
+                await ls.update(["k"], apply)
+            await ls.update(["k"], lambda _, now: {"k": LimitEntry(1, now + 1000)})
+            return e.value, await ls.read(["k"])
+
+    def on_threads() -> tuple[tinystore.InvalidError, dict[str, LimitEntry]]:
+        with tinystore.sync.open(tmp_path, clock=START) as store:
+            ls = limit_store(store)
+            with pytest.raises(tinystore.InvalidError) as e:
+                ls.update(["k"], apply)
+            ls.update(["k"], lambda _, now: {"k": LimitEntry(1, now + 1000)})
+            return e.value, ls.read(["k"])
+
+    error, after = asyncio.run(on_asyncio()) if flavour == "asyncio" else on_threads()
+    assert message in str(error)
+    assert (error.bucket, error.path) == ("limit-store", key)
+    assert after == {"k": LimitEntry(1, T0 + 1000)}, "after a refused update the next one writes"
+
+
 def test_store_bad_input_is_invalid(tmp_path: Path) -> None:
     with tinystore.sync.open(tmp_path, clock=START) as store:
         with pytest.raises(tinystore.InvalidError, match="max_entries"):

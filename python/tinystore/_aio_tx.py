@@ -16,15 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import datetime as dt
-from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from . import _native, _tx_marks
 from ._base import Key
-from ._loop import completions
-from ._results import Entry, Page, _entry
-from ._time import Duration, opt_millis
+from ._loop import answered, completions
+from ._results import Entry, Page
+from ._sync_tx import TxBucket as _SyncTxBucket
+from ._sync_tx import ViewBucket as _SyncViewBucket
+from ._sync_tx import _closed
+from ._time import Duration
 from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
 from .errors import ClosedError
 
@@ -35,17 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 
 T = TypeVar("T")
-R = TypeVar("R")
-
-
-def _now(call: Callable[[], R]) -> asyncio.Future[R]:
-    """Runs ``call`` now and gives its answer (or its exception) as a completed future."""
-    fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-    try:
-        fut.set_result(call())
-    except Exception as e:
-        fut.set_exception(e)
-    return fut
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -53,10 +44,6 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
     # started carries an error nobody awaits: mark it seen.
     if not fut.cancelled():
         fut.exception()
-
-
-def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended")
 
 
 class Transaction:
@@ -178,64 +165,31 @@ class Tx:
         return f"<tinystore.Tx{' ended' if self._ended else ''}>"
 
 
-class TxBucket(Generic[T]):
+class TxBucket(_SyncTxBucket[T]):
     """A bucket's calls inside a transaction: they see the transaction's own
     writes, and others see none of them before the commit. Each runs at once
     and returns a completed future (a bad argument raises where it is awaited)."""
 
-    __slots__ = ("_tx", "_b")
+    __slots__ = ()
+    _shown = "tinystore"
 
-    def __init__(self, tx: Tx, bucket: _native.Bucket) -> None:
-        self._tx = tx
-        self._b = bucket
-
-    @property
-    def name(self) -> str:
-        """The bucket's name."""
-        return self._b.name
-
-    def under(self, *owners: Key) -> TxBucket[T]:
-        """The branch of ``owners`` under this one, in the same transaction."""
-        return TxBucket(self._tx, self._b.under(*owners))
-
-    def _run(self, call: Callable[[_native.Tx], R]) -> asyncio.Future[R]:
-        tx = self._tx
-        if tx._ended:
-            err = _closed("transaction")
-
-            def closed(_: _native.Tx) -> R:
-                raise err
-
-            call = closed
-        return _now(lambda: call(tx._n))
-
-    def get(self, key: Key) -> asyncio.Future[T | None]:
+    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
         """The value of a live key as the transaction sees it, or None. Renews nothing."""
-        return self._run(lambda n: self._b.get(key, scope=n))
+        return answered(_SyncTxBucket.get, self, key)
 
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
+    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
         """The value with its version and expiry as the transaction sees it, or None."""
+        return answered(_SyncTxBucket.entry, self, key)
 
-        def call(n: _native.Tx) -> Entry[T] | None:
-            row = self._b.entry(key, scope=n)
-            return None if row is None else _entry(row)
-
-        return self._run(call)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:
+    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
         """Whether a live key is there, as the transaction sees it."""
-        return self._run(lambda n: self._b.has(key, scope=n))
+        return answered(_SyncTxBucket.has, self, key)
 
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
         """One page of this branch's own keys as the transaction sees them."""
+        return answered(lambda: _SyncTxBucket.list(self, after=after, limit=limit))
 
-        def call(n: _native.Tx) -> Page[T]:
-            rows, nxt = self._b.list(after, limit, n)
-            return Page([_entry(r) for r in rows], nxt)
-
-        return self._run(call)
-
-    def set(
+    def set(  # type: ignore[override]
         self,
         key: Key,
         value: T,
@@ -245,36 +199,33 @@ class TxBucket(Generic[T]):
         if_version: str | None = None,
     ) -> asyncio.Future[str]:
         """Writes ``value`` in the transaction; gives its version (as ``Bucket.set``)."""
-        return self._run(lambda n: self._b.set(key, value, ttl, opt_millis(expires_at), if_version, n))
+        return answered(
+            lambda: _SyncTxBucket.set(self, key, value, ttl=ttl, expires_at=expires_at, if_version=if_version)
+        )
 
-    def create(
+    def create(  # type: ignore[override]
         self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
     ) -> asyncio.Future[bool]:
         """Writes ``value`` only if the key is absent; says whether it did."""
-        return self._run(lambda n: self._b.create(key, value, ttl, opt_millis(expires_at), n))
+        return answered(lambda: _SyncTxBucket.create(self, key, value, ttl=ttl, expires_at=expires_at))
 
-    def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:
+    def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:  # type: ignore[override]
         """Reads and deletes the key in the transaction; None when absent."""
-        return self._run(lambda n: self._b.take(key, if_version, n))
+        return answered(lambda: _SyncTxBucket.take(self, key, if_version=if_version))
 
-    def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:
+    def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:  # type: ignore[override]
         """Deletes the key in the transaction; says whether a live key was there."""
-        return self._run(lambda n: self._b.delete(key, if_version, n))
+        return answered(lambda: _SyncTxBucket.delete(self, key, if_version=if_version))
 
-    def expire(
+    def expire(  # type: ignore[override]
         self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None
     ) -> asyncio.Future[bool]:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        if isinstance(when, dt.datetime):
-            return self._run(lambda n: self._b.expire(key, None, opt_millis(when), if_version, n))
-        return self._run(lambda n: self._b.expire(key, when, None, if_version, n))
+        return answered(lambda: _SyncTxBucket.expire(self, key, when, if_version=if_version))
 
-    def clear(self) -> asyncio.Future[None]:
+    def clear(self) -> asyncio.Future[None]:  # type: ignore[override]
         """Removes this branch and every branch under it, in the transaction."""
-        return self._run(lambda n: self._b.clear(n))
-
-    def __repr__(self) -> str:
-        return f"<tinystore.TxBucket {self.name!r}>"
+        return answered(_SyncTxBucket.clear, self)
 
 
 class View:
@@ -317,49 +268,24 @@ class View:
         return "<tinystore.View>"
 
 
-class ViewBucket(Generic[T]):
+class ViewBucket(_SyncViewBucket[T]):
     """A bucket's reads in a view. Each runs at once and returns a completed future."""
 
-    __slots__ = ("_v", "_b")
+    __slots__ = ()
+    _shown = "tinystore"
 
-    def __init__(self, view: _native.View, bucket: _native.Bucket) -> None:
-        self._v = view
-        self._b = bucket
-
-    @property
-    def name(self) -> str:
-        """The bucket's name."""
-        return self._b.name
-
-    def under(self, *owners: Key) -> ViewBucket[T]:
-        """The branch of ``owners`` under this one, in the same view."""
-        return ViewBucket(self._v, self._b.under(*owners))
-
-    def get(self, key: Key) -> asyncio.Future[T | None]:
+    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
         """The value of a live key in the view, or None."""
-        return _now(lambda: self._b.get(key, scope=self._v))
+        return answered(_SyncViewBucket.get, self, key)
 
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
+    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
         """The value with its version and expiry in the view, or None."""
+        return answered(_SyncViewBucket.entry, self, key)
 
-        def call() -> Entry[T] | None:
-            row = self._b.entry(key, scope=self._v)
-            return None if row is None else _entry(row)
-
-        return _now(call)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:
+    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
         """Whether a live key is there in the view."""
-        return _now(lambda: self._b.has(key, scope=self._v))
+        return answered(_SyncViewBucket.has, self, key)
 
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
+    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
         """One page of this branch's own keys in the view."""
-
-        def call() -> Page[T]:
-            rows, nxt = self._b.list(after, limit, self._v)
-            return Page([_entry(r) for r in rows], nxt)
-
-        return _now(call)
-
-    def __repr__(self) -> str:
-        return f"<tinystore.ViewBucket {self.name!r}>"
+        return answered(lambda: _SyncViewBucket.list(self, after=after, limit=limit))

@@ -1,14 +1,42 @@
-"""What the async and sync limits share: answers, window specs, a run's argument check."""
+"""What the async and sync limits share: the handle, answers, window specs,
+a run's argument check."""
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
+from ._base import Key
 from ._results import Allowance, WindowUsage
 from ._time import Duration, from_millis
 from .errors import InvalidError
 
-__all__ = ["Rate", "allowance", "RunChecks"]
+__all__ = ["Handle", "Rate", "allowance", "RunChecks"]
+
+H = TypeVar("H", bound="Handle")
+
+
+class Handle:
+    """A rate limit, quota, counters or once over its native handle: its
+    name, its branches and how it is shown (``_shown``: the module it is
+    exported from)."""
+
+    __slots__ = ("_n",)
+    _shown = "tinystore"
+
+    def __init__(self, native: Any) -> None:
+        self._n = native
+
+    @property
+    def name(self) -> str:
+        """The handle's name."""
+        return str(self._n.name)
+
+    def under(self: H, *owners: Key) -> H:
+        """The branch of ``owners``: its keys are apart from the others."""
+        return type(self)(self._n.under(*owners))
+
+    def __repr__(self) -> str:
+        return f"<{self._shown}.{type(self).__name__} {self.name!r}>"
 
 Rate = Union[str, "tuple[int, Duration]"]
 """A rate: text as ``"5/m"``, ``"100/5h"``, ``"300/7d"``, or a ``(count, duration)`` pair."""

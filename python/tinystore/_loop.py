@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from ._native import Completions
+from ._native import Completions, Ticket
 
-__all__ = ["completions"]
+__all__ = ["completions", "answered", "written"]
+
+R = TypeVar("R")
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Completions] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop | None, Completions | None] = (None, None)
@@ -35,3 +39,28 @@ def completions(loop: asyncio.AbstractEventLoop) -> Completions:
     _last = (loop, found)
     return found
 
+
+
+def answered(call: Callable[..., R], *args: Any) -> asyncio.Future[R]:
+    """Runs ``call(*args)`` now, inline, and gives its answer (or its
+    exception) as a completed future: awaiting it never waits for the loop."""
+    fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+    try:
+        fut.set_result(call(*args))
+    except Exception as e:
+        fut.set_exception(e)
+    return fut
+
+
+async def written(then: Callable[..., Ticket], *args: Any) -> Any:
+    """The answer of a native ``*_then`` call, ``then(completions, future,
+    *args)``; cancelled while it waits, the write is given up if its group
+    has not started."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    ticket = then(completions(loop), fut, *args)
+    try:
+        return await fut
+    except asyncio.CancelledError:
+        ticket.cancel()
+        raise

@@ -314,18 +314,19 @@ class LimitUpdate:
         """
         Gives the update up (apply raised): nothing is written.
         """
-    def commit(self, /, changes: SupportsGetItem[int, tuple[SupportsIndex, str, SupportsIndex]]) -> tuple[bool, list[tuple[str, int] | None], int]:
+    def commit(self, /, changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> bool:
         """
-        Writes the changes, blocking with the GIL released: `(True, entries, 0)`
-        when written, `(False, entries, now)` when `apply` must run again.
+        Writes what `apply` returned, blocking with the GIL released: True
+        when written, False when `apply` must run again on `entries()`.
         """
-    def commit_then(self, /, completions: Completions, future: "asyncio.Future[Any]", changes: SupportsGetItem[int, tuple[SupportsIndex, str, SupportsIndex]]) -> Ticket:
+    def commit_then(self, /, completions: Completions, future: "asyncio.Future[Any]", changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> Ticket:
         """
         The completion form of `commit`: resolves `future` with its answer.
         """
     def entries(self, /) -> list[tuple[str, int] | None]:
         """
-        The entries `apply` gets, in the keys' order.
+        The entries `apply` gets, in the keys' order; once written, the
+        entries written.
         """
     def now(self, /) -> int:
         """

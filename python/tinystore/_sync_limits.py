@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 
 from . import _native, _tx_marks
 from ._base import Key
-from ._handles import RunChecks, allowance
+from ._handles import Handle, RunChecks, allowance
 from ._results import Allowance
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
@@ -15,22 +15,12 @@ __all__ = ["RateLimit", "Quota", "Counters", "Once"]
 T = TypeVar("T")
 
 
-class RateLimit:
+class RateLimit(Handle):
     """A rate limit (GCRA), answered from memory (synchronous)."""
 
-    __slots__ = ("_n",)
-
-    def __init__(self, native: _native.RateLimit) -> None:
-        self._n = native
-
-    @property
-    def name(self) -> str:
-        """The rate limit's name."""
-        return self._n.name
-
-    def under(self, *owners: Key) -> RateLimit:
-        """The branch of ``owners``."""
-        return RateLimit(self._n.under(*owners))
+    __slots__ = ()
+    _shown = "tinystore.sync"
+    _n: _native.RateLimit
 
     def allow(self, key: Key, n: int = 1) -> Allowance:
         """Takes ``n`` requests or none: ``ok``, ``left`` and ``retry_at``."""
@@ -44,26 +34,13 @@ class RateLimit:
         """Forgets the key."""
         self._n.reset(key)
 
-    def __repr__(self) -> str:
-        return f"<tinystore.sync.RateLimit {self.name!r}>"
 
-
-class Quota:
+class Quota(Handle):
     """A quota of named windows (synchronous)."""
 
-    __slots__ = ("_n",)
-
-    def __init__(self, native: _native.Quota) -> None:
-        self._n = native
-
-    @property
-    def name(self) -> str:
-        """The quota's name."""
-        return self._n.name
-
-    def under(self, *owners: Key) -> Quota:
-        """The branch of ``owners``."""
-        return Quota(self._n.under(*owners))
+    __slots__ = ()
+    _shown = "tinystore.sync"
+    _n: _native.Quota
 
     def allow(self, key: Key, n: int = 1) -> Allowance:
         """Counts ``n`` uses in every window, or in none, durably."""
@@ -81,26 +58,13 @@ class Quota:
         """Forgets the key."""
         self._n.reset(key)
 
-    def __repr__(self) -> str:
-        return f"<tinystore.sync.Quota {self.name!r}>"
 
-
-class Counters:
+class Counters(Handle):
     """Integer counters (synchronous)."""
 
-    __slots__ = ("_n",)
-
-    def __init__(self, native: _native.Counters) -> None:
-        self._n = native
-
-    @property
-    def name(self) -> str:
-        """The counters' name."""
-        return self._n.name
-
-    def under(self, *owners: Key) -> Counters:
-        """The branch of ``owners``."""
-        return Counters(self._n.under(*owners))
+    __slots__ = ()
+    _shown = "tinystore.sync"
+    _n: _native.Counters
 
     def add(self, key: Key, n: int = 1) -> int:
         """Adds ``n``; returns the new value."""
@@ -122,26 +86,13 @@ class Counters:
         """Deletes every counter of this branch and of the branches under it."""
         self._n.clear()
 
-    def __repr__(self) -> str:
-        return f"<tinystore.sync.Counters {self.name!r}>"
 
-
-class Once(Generic[T]):
+class Once(Handle, Generic[T]):
     """Runs a function once per key and keeps its answer (synchronous)."""
 
-    __slots__ = ("_n",)
-
-    def __init__(self, native: _native.Once) -> None:
-        self._n = native
-
-    @property
-    def name(self) -> str:
-        """The once's name."""
-        return self._n.name
-
-    def under(self, *owners: Key) -> Once[T]:
-        """The branch of ``owners``."""
-        return Once(self._n.under(*owners))
+    __slots__ = ()
+    _shown = "tinystore.sync"
+    _n: _native.Once
 
     def run(self, key: Key, fn: Callable[[], T]) -> T:
         """The answer kept for ``key``, or ``fn()`` kept. A run of the key
@@ -170,6 +121,3 @@ class Once(Generic[T]):
     def delete(self, key: Key) -> bool:
         """Forgets the answer kept for ``key``; says whether one was kept."""
         return self._n.delete(key)
-
-    def __repr__(self) -> str:
-        return f"<tinystore.sync.Once {self.name!r}>"

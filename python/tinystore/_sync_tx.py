@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, overload
 
 from . import _native
 from ._base import Key
@@ -29,10 +29,19 @@ __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+_B = TypeVar("_B", bound="TxBucket[Any]")
+_V = TypeVar("_V", bound="ViewBucket[Any]")
 
 
 def _closed(what: str) -> ClosedError:
     return ClosedError(f"the {what} has ended")
+
+
+class _Tx(Protocol):
+    """What a transaction's buckets need of it, in either API."""
+
+    _n: _native.Tx
+    _ended: bool
 
 
 class Transaction:
@@ -125,8 +134,9 @@ class TxBucket(Generic[T]):
     writes, and others see none of them before the commit."""
 
     __slots__ = ("_tx", "_b")
+    _shown = "tinystore.sync"
 
-    def __init__(self, tx: Tx, bucket: _native.Bucket) -> None:
+    def __init__(self, tx: _Tx, bucket: _native.Bucket) -> None:
         self._tx = tx
         self._b = bucket
 
@@ -135,9 +145,9 @@ class TxBucket(Generic[T]):
         """The bucket's name."""
         return self._b.name
 
-    def under(self, *owners: Key) -> TxBucket[T]:
+    def under(self: _B, *owners: Key) -> _B:
         """The branch of ``owners`` under this one, in the same transaction."""
-        return TxBucket(self._tx, self._b.under(*owners))
+        return type(self)(self._tx, self._b.under(*owners))
 
     def _run(self, call: Callable[[_native.Tx], R]) -> R:
         if self._tx._ended:
@@ -155,7 +165,7 @@ class TxBucket(Generic[T]):
 
     def has(self, key: Key) -> bool:
         """Whether a live key is there, as the transaction sees it."""
-        return self._run(lambda n: self._b.entry(key, scope=n)) is not None
+        return self._run(lambda n: self._b.has(key, scope=n))
 
     def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
         """One page of this branch's own keys as the transaction sees them."""
@@ -197,7 +207,7 @@ class TxBucket(Generic[T]):
         self._run(lambda n: self._b.clear(n))
 
     def __repr__(self) -> str:
-        return f"<tinystore.sync.TxBucket {self.name!r}>"
+        return f"<{self._shown}.TxBucket {self.name!r}>"
 
 
 class View:
@@ -241,6 +251,7 @@ class ViewBucket(Generic[T]):
     """A bucket's reads in a view."""
 
     __slots__ = ("_v", "_b")
+    _shown = "tinystore.sync"
 
     def __init__(self, view: _native.View, bucket: _native.Bucket) -> None:
         self._v = view
@@ -251,9 +262,9 @@ class ViewBucket(Generic[T]):
         """The bucket's name."""
         return self._b.name
 
-    def under(self, *owners: Key) -> ViewBucket[T]:
+    def under(self: _V, *owners: Key) -> _V:
         """The branch of ``owners`` under this one, in the same view."""
-        return ViewBucket(self._v, self._b.under(*owners))
+        return type(self)(self._v, self._b.under(*owners))
 
     def get(self, key: Key) -> T | None:
         """The value of a live key in the view, or None."""
@@ -274,4 +285,4 @@ class ViewBucket(Generic[T]):
         return Page([_entry(r) for r in rows], nxt)
 
     def __repr__(self) -> str:
-        return f"<tinystore.sync.ViewBucket {self.name!r}>"
+        return f"<{self._shown}.ViewBucket {self.name!r}>"

@@ -22,21 +22,13 @@ from typing import Any, Generic, TypeVar
 from . import _native
 from ._base import Key
 from ._handles import allowance
+from ._loop import answered
 from ._results import Allowance
 
 __all__ = ["TxCounters", "TxQuota", "TxOnce", "SyncTxCounters", "SyncTxQuota", "SyncTxOnce", "kind_in_tx"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def _now(call: Callable[[], R]) -> asyncio.Future[R]:
-    fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-    try:
-        fut.set_result(call())
-    except Exception as e:
-        fut.set_exception(e)
-    return fut
 
 
 class _Joined:
@@ -129,19 +121,19 @@ class TxCounters(SyncTxCounters):
 
     def add(self, key: Key, n: int = 1) -> asyncio.Future[int]:  # type: ignore[override]
         """Adds ``n``; the new value, as the transaction sees it."""
-        return _now(lambda: SyncTxCounters.add(self, key, n))
+        return answered(lambda: SyncTxCounters.add(self, key, n))
 
     def max(self, key: Key, n: int) -> asyncio.Future[int]:  # type: ignore[override]
         """Keeps the larger of the counter and ``n``; returns it."""
-        return _now(lambda: SyncTxCounters.max(self, key, n))
+        return answered(lambda: SyncTxCounters.max(self, key, n))
 
     def get(self, key: Key) -> asyncio.Future[int]:  # type: ignore[override]
         """The counter as the transaction sees it: 0 when missing or expired."""
-        return _now(lambda: SyncTxCounters.get(self, key))
+        return answered(lambda: SyncTxCounters.get(self, key))
 
     def delete(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
         """Deletes the counter; says whether a live one was there."""
-        return _now(lambda: SyncTxCounters.delete(self, key))
+        return answered(lambda: SyncTxCounters.delete(self, key))
 
 
 class TxQuota(SyncTxQuota):
@@ -149,19 +141,19 @@ class TxQuota(SyncTxQuota):
 
     def allow(self, key: Key, n: int = 1) -> asyncio.Future[Allowance]:  # type: ignore[override]
         """Counts ``n`` uses in every window or in none; commits with the transaction."""
-        return _now(lambda: SyncTxQuota.allow(self, key, n))
+        return answered(lambda: SyncTxQuota.allow(self, key, n))
 
     def refund(self, key: Key, n: int = 1) -> asyncio.Future[Allowance]:  # type: ignore[override]
         """Gives ``n`` uses back to the windows that have not reset."""
-        return _now(lambda: SyncTxQuota.refund(self, key, n))
+        return answered(lambda: SyncTxQuota.refund(self, key, n))
 
     def peek(self, key: Key) -> asyncio.Future[Allowance]:  # type: ignore[override]
         """The answer one use would get, as the transaction sees it."""
-        return _now(lambda: SyncTxQuota.peek(self, key))
+        return answered(lambda: SyncTxQuota.peek(self, key))
 
     def reset(self, key: Key) -> asyncio.Future[None]:  # type: ignore[override]
         """Forgets the key."""
-        return _now(lambda: SyncTxQuota.reset(self, key))
+        return answered(lambda: SyncTxQuota.reset(self, key))
 
 
 class TxOnce(SyncTxOnce[T]):
@@ -169,11 +161,11 @@ class TxOnce(SyncTxOnce[T]):
 
     def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
         """The answer kept for ``key`` as the transaction sees it, or None."""
-        return _now(lambda: SyncTxOnce.get(self, key))
+        return answered(lambda: SyncTxOnce.get(self, key))
 
     def delete(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
         """Forgets the answer kept for ``key``; says whether one was kept."""
-        return _now(lambda: SyncTxOnce.delete(self, key))
+        return answered(lambda: SyncTxOnce.delete(self, key))
 
 
 def kind_in_tx(tx: Any, handle: Any, asyncio_api: bool) -> Any:

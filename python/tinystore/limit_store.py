@@ -37,7 +37,7 @@ from typing import Any, Optional, Protocol, Union, cast, overload
 
 from . import _native
 from ._aio import Store as _AsyncStore
-from ._loop import completions
+from ._loop import completions, written
 from .errors import InvalidError
 from .sync import Store as _SyncStore
 
@@ -69,6 +69,7 @@ absent) and the store's clock in ms. It may run more than once when another
 process changed a key meanwhile; only its last run is written."""
 
 _Native = tuple[str, int] | None
+_Returned = tuple[str, Optional[tuple[Optional[str], Optional[str], float]]]
 
 
 class _NativeUpdate(Protocol):
@@ -76,8 +77,8 @@ class _NativeUpdate(Protocol):
     def now(self) -> int: ...
     def cancel(self) -> None: ...
     def take_events(self) -> list[tuple[str, str, bool]]: ...
-    def commit(self, changes: list[tuple[int, str, int]]) -> tuple[bool, list[_Native], int]: ...
-    def commit_then(self, completions: Any, future: Any, changes: list[tuple[int, str, int]]) -> Any: ...
+    def commit(self, changes: list[_Returned]) -> bool: ...
+    def commit_then(self, completions: Any, future: Any, changes: list[_Returned]) -> Any: ...
 
 
 class _NativeLimitStore(Protocol):
@@ -125,31 +126,56 @@ def _entries(keys: list[str], raw: list[_Native]) -> dict[str, LimitEntry]:
     return out
 
 
-def _encode(keys: list[str], changes: Changes) -> list[tuple[int, str, int]]:
-    """One ``(kind, json_text, expires_ms)`` a key: kind 0 keeps, 1 deletes, 2 writes."""
-    out = [(0, "", 0) for _ in keys]
+def _returned(changes: Changes) -> list[_Returned]:
+    """What ``apply`` returned, as the core takes it: ``(key, None)`` deletes,
+    ``(key, (json_text, None, expires_at))`` writes, ``(key, (None, why,
+    expires_at))`` is a value ``json.dumps`` refused. The core checks the
+    keys and the expiry."""
     if changes is None:
-        return out
+        return []
     if not isinstance(changes, Mapping):
         raise _invalid(f"apply must return a mapping of key to LimitEntry or None, not {type(changes).__name__}")
+    out: list[_Returned] = []
     for key, entry in changes.items():
-        if key not in keys:
-            raise _invalid("apply returned a key that is not one of the keys of the update", key)
-        i = keys.index(key)
+        if not isinstance(key, str):
+            raise _invalid(f"apply returned a key that is not a str: {key!r}")
         if entry is None:
-            out[i] = (1, "", 0)
+            out.append((key, None))
             continue
         if not isinstance(entry, LimitEntry):
             raise _invalid(f"an entry must be a LimitEntry or None, not {type(entry).__name__}", key)
         at = entry.expires_at
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or at != at or at in (float("inf"), float("-inf")):
+        if isinstance(at, bool) or not isinstance(at, (int, float)):
             raise _invalid(f"expires_at must be a number of ms, not {at!r}", key)
         try:
-            text = json.dumps(entry.value, separators=(",", ":"), allow_nan=False)
+            text, why = json.dumps(entry.value, separators=(",", ":"), allow_nan=False), None
         except (TypeError, ValueError) as e:
-            raise _invalid(f"the value cannot be written as JSON: {e}", key) from None
-        out[i] = (2, text, int(at // 1))
+            text, why = None, str(e)
+        out.append((key, (text, why, _ms(at))))
     return out
+
+
+def _ms(at: int | float) -> float:
+    try:
+        return float(at)
+    except OverflowError:
+        return float("inf") if at > 0 else float("-inf")
+
+
+def _run_apply(u: _NativeUpdate, keys: list[str], apply: Apply) -> list[_Returned]:
+    """One run of ``apply`` on the update's entries; the update is given up if it raises."""
+    try:
+        return _returned(apply(_entries(keys, u.entries()), u.now()))
+    except BaseException:
+        u.cancel()
+        raise
+
+
+def _begin(native: _NativeLimitStore, keys: Sequence[str], apply: Apply) -> tuple[list[str], _NativeUpdate]:
+    if not callable(apply):
+        raise _invalid("update needs an apply function")
+    names = _keys(keys)
+    return names, native.begin(names)
 
 
 def _log(events: list[tuple[str, str, bool]]) -> None:
@@ -157,8 +183,8 @@ def _log(events: list[tuple[str, str, bool]]) -> None:
         LOGGER.log(logging.ERROR if is_error else logging.WARNING, "%s: %s", kind, message, extra={"kind": kind})
 
 
-class LimitStore:
-    """The limit store for asyncio code: ``limit_store(store)`` of a ``tinystore.Store``."""
+class _Handle:
+    """What both flavours of the limit store share: the native handle and its bound."""
 
     __slots__ = ("_n",)
 
@@ -172,6 +198,16 @@ class LimitStore:
     def max_entries(self) -> int:
         """The bound on live entries."""
         return self._n.max_entries
+
+    def _read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
+        names = _keys(keys)
+        return _entries(names, self._n.read(names))
+
+
+class LimitStore(_Handle):
+    """The limit store for asyncio code: ``limit_store(store)`` of a ``tinystore.Store``."""
+
+    __slots__ = ()
 
     async def update(self, keys: Sequence[str], apply: Apply) -> dict[str, LimitEntry]:
         """Atomically: reads the live entries of ``keys``, calls ``apply(entries, now)``
@@ -183,91 +219,52 @@ class LimitStore:
         answer came within 2 s; ``InvalidError`` or ``LimitError`` for a bad entry
         (nothing written); and whatever ``apply`` raised.
         """
-        if not callable(apply):
-            raise _invalid("update needs an apply function")
-        names = _keys(keys)
-        u = self._n.begin(names)
-        raw, now = u.entries(), u.now()
+        names, u = _begin(self._n, keys, apply)
         loop = asyncio.get_running_loop()
         try:
             while True:
-                try:
-                    changes = _encode(names, apply(_entries(names, raw), now))
-                except BaseException:
-                    u.cancel()
-                    raise
+                returned = _run_apply(u, names, apply)
                 fut = loop.create_future()
-                ticket = u.commit_then(completions(loop), fut, changes)
+                ticket = u.commit_then(completions(loop), fut, returned)
                 try:
-                    written, raw, now = await fut
+                    if await fut:
+                        return _entries(names, u.entries())
                 except asyncio.CancelledError:
                     ticket.cancel()
                     raise
-                if written:
-                    return _entries(names, raw)
         finally:
             _log(u.take_events())
 
     async def read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
         """The live entries of ``keys``, judged on the store's clock."""
-        names = _keys(keys)
-        return _entries(names, self._n.read(names))
+        return self._read(keys)
 
     async def sweep(self) -> int:
         """Removes expired entries; returns how many went."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        ticket = self._n.sweep_then(completions(loop), fut)
-        try:
-            return cast(int, await fut)
-        except asyncio.CancelledError:
-            ticket.cancel()
-            raise
+        return cast(int, await written(self._n.sweep_then))
 
 
-class SyncLimitStore:
+class SyncLimitStore(_Handle):
     """The limit store for threads: ``limit_store(store)`` of a ``tinystore.sync.Store``.
 
     A call blocks its thread with the GIL released.
     """
 
-    __slots__ = ("_n",)
-
-    shared = True
-    """True: every process that opens the same ``kv.db`` sees the same entries."""
-
-    def __init__(self, native: _NativeLimitStore) -> None:
-        self._n = native
-
-    @property
-    def max_entries(self) -> int:
-        """The bound on live entries."""
-        return self._n.max_entries
+    __slots__ = ()
 
     def update(self, keys: Sequence[str], apply: Apply) -> dict[str, LimitEntry]:
         """As :meth:`LimitStore.update`, blocking."""
-        if not callable(apply):
-            raise _invalid("update needs an apply function")
-        names = _keys(keys)
-        u = self._n.begin(names)
-        raw, now = u.entries(), u.now()
+        names, u = _begin(self._n, keys, apply)
         try:
-            while True:
-                try:
-                    changes = _encode(names, apply(_entries(names, raw), now))
-                except BaseException:
-                    u.cancel()
-                    raise
-                written, raw, now = u.commit(changes)
-                if written:
-                    return _entries(names, raw)
+            while not u.commit(_run_apply(u, names, apply)):
+                pass
+            return _entries(names, u.entries())
         finally:
             _log(u.take_events())
 
     def read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
         """The live entries of ``keys``, judged on the store's clock."""
-        names = _keys(keys)
-        return _entries(names, self._n.read(names))
+        return self._read(keys)
 
     def sweep(self) -> int:
         """Removes expired entries; returns how many went."""

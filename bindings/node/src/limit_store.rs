@@ -2,20 +2,17 @@
 //! the core's `LimitStore`. The rules (hashing, versions, the bound, the
 //! deadline) are the core's; this converts entries and settles Promises.
 //!
-//! An update's `apply` must run on the JS thread, so an update is a
-//! [`NativeLimitUpdate`]: `begin` reads the entries, the package calls
-//! `apply`, `commit` hands the changes to the writer and its Promise says
-//! whether they were written or must go through `apply` again (the core
-//! keeps the retried update in this object). Events to log travel beside
-//! the answer, so they are logged whether the commit resolved or rejected.
-
-use std::sync::{Arc, Mutex};
+//! An update's `apply` must run on the JS thread, so an update is the
+//! core's [`UpdateSteps`]: `begin` reads the entries, the package calls
+//! `apply`, `commit` hands what it returned to the core, which checks it,
+//! writes it, and resolves whether `apply` must run again on the entries
+//! read meanwhile. Events to log wait in the core until the package takes
+//! them, so they are logged whether the commit resolved or rejected.
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
-use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Change, Commit, LimitEntry, LimitEvent, LimitStore, LimitUpdate};
+use tinystore::{LimitEntry, LimitStore, ReturnedEntry, UpdateSteps};
 
 use crate::convert::napi_err;
 use crate::js;
@@ -47,22 +44,6 @@ fn entry_js(e: Option<LimitEntry>) -> Option<NativeLimitEntry> {
         value: e.value,
         expires_at: e.expires_at as f64,
     })
-}
-
-fn entries_value(env: napi_env, entries: Vec<Option<LimitEntry>>) -> napi::Result<napi_value> {
-    let mut items = Vec::with_capacity(entries.len());
-    for e in entries {
-        items.push(match e {
-            None => js::null(env)?,
-            Some(e) => {
-                let o = js::object(env)?;
-                js::set(env, o, "value\0", js::string(env, &e.value)?)?;
-                js::set(env, o, "expiresAt\0", js::number(env, e.expires_at as f64)?)?;
-                o
-            }
-        });
-    }
-    js::array(env, items)
 }
 
 /// A limit store over an open store (the package's `limitStore` wraps it).
@@ -106,10 +87,8 @@ impl NativeLimitStore {
     /// Starts an update of `keys`: reads their entries for `apply`.
     #[napi]
     pub fn begin(&self, env: Env, keys: Vec<String>) -> napi::Result<NativeLimitUpdate> {
-        let u = sync(&env, self.ls.begin(&keys))?;
         Ok(NativeLimitUpdate {
-            update: Arc::new(Mutex::new(Some(u))),
-            events: Arc::new(Mutex::new(Vec::new())),
+            steps: sync(&env, self.ls.steps(keys))?,
         })
     }
 
@@ -131,52 +110,51 @@ impl NativeLimitStore {
     }
 }
 
-/// What a commit's Promise resolves with.
-enum Answer {
-    Written(Vec<Option<LimitEntry>>),
-    Retry(Vec<Option<LimitEntry>>, i64),
+/// What `apply` returned for one key, converted by the package.
+#[napi(object)]
+pub struct NativeReturned {
+    /// The key.
+    pub key: String,
+    /// Absent: delete the key; else the entry's expiry in ms.
+    pub expires_at: Option<f64>,
+    /// The value as JSON text, absent when `JSON.stringify` refused it.
+    pub value: Option<String>,
+    /// Why `JSON.stringify` refused the value.
+    pub not_json: Option<String>,
 }
-
-type Held = Arc<Mutex<Option<LimitUpdate>>>;
 
 /// One update in progress.
 #[napi]
 pub struct NativeLimitUpdate {
-    update: Held,
-    events: Arc<Mutex<Vec<LimitEvent>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    steps: UpdateSteps,
 }
 
 #[napi]
 impl NativeLimitUpdate {
-    /// The entries `apply` gets, in the keys' order.
+    /// The entries `apply` gets, in the keys' order; once written, the
+    /// entries written.
     #[napi(ts_return_type = "Array<{ value: string, expiresAt: number } | null>")]
     pub fn entries(&self) -> Vec<Option<NativeLimitEntry>> {
-        lock(&self.update)
-            .as_ref()
-            .map(|u| u.entries().iter().cloned().map(entry_js).collect())
-            .unwrap_or_default()
+        self.steps.entries().into_iter().map(entry_js).collect()
     }
 
     /// The store's clock for `apply`, in ms.
     #[napi]
     pub fn now(&self) -> f64 {
-        lock(&self.update).as_ref().map_or(0.0, |u| u.now() as f64)
+        self.steps.now() as f64
     }
 
     /// Gives the update up (apply threw): nothing is written.
     #[napi]
     pub fn cancel(&self) {
-        lock(&self.update).take();
+        self.steps.give_up();
     }
 
     /// The events to log since the last call.
     #[napi]
     pub fn take_events(&self) -> Vec<NativeLimitEvent> {
-        std::mem::take(&mut *lock(&self.events))
+        self.steps
+            .take_events()
             .into_iter()
             .map(|e| NativeLimitEvent {
                 kind: e.kind().to_owned(),
@@ -186,92 +164,25 @@ impl NativeLimitUpdate {
             .collect()
     }
 
-    /// Writes the changes of `apply`, one a key: `kinds[i]` 0 keeps the key,
-    /// 1 deletes it, 2 writes `values[i]` (JSON text) to expire at
-    /// `expires[i]`. Resolves `{ written: true, entries }`, or
-    /// `{ written: false, entries, now }` when `apply` must run again.
-    #[napi(
-        ts_return_type = "Promise<{ written: true, entries: Array<{ value: string, expiresAt: number } | null> } | { written: false, entries: Array<{ value: string, expiresAt: number } | null>, now: number }>"
-    )]
-    pub fn commit<'e>(
-        &self,
-        env: &'e Env,
-        kinds: Vec<u32>,
-        values: Vec<String>,
-        expires: Vec<f64>,
-    ) -> napi::Result<Unknown<'e>> {
-        let changes = sync(env, changes(kinds, values, expires));
-        let update = lock(&self.update).take();
-        let r = changes.and_then(|c| match update {
-            Some(u) => Ok((u, c)),
-            None => sync(
-                env,
-                Err(settle::invalid("this update was already committed or given up")),
-            ),
-        });
-        let (u, changes) = r?;
-        let (held, events) = (self.update.clone(), self.events.clone());
+    /// Writes what `apply` returned. Resolves `true` when written, `false`
+    /// when `apply` must run again on `entries()`.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn commit<'e>(&self, env: &'e Env, changes: Vec<NativeReturned>) -> napi::Result<Unknown<'e>> {
+        let returned = changes
+            .into_iter()
+            .map(|r| {
+                let entry = r.expires_at.map(|expires_at| ReturnedEntry {
+                    json: r.value.ok_or_else(|| r.not_json.unwrap_or_default()),
+                    expires_at,
+                });
+                (r.key, entry)
+            })
+            .collect();
+        let steps = self.steps.clone();
         settle::write(
             env,
-            move |done| {
-                u.commit_then(changes, move |c| match c {
-                    Commit::Done(d) => {
-                        lock(&events).extend(d.events);
-                        done(Ok(Answer::Written(d.entries)));
-                    }
-                    Commit::Retry(next) => {
-                        let (entries, now) = (next.entries().to_vec(), next.now());
-                        *lock(&held) = Some(next);
-                        done(Ok(Answer::Retry(entries, now)));
-                    }
-                    Commit::Failed(e, ev) => {
-                        lock(&events).extend(ev);
-                        done(Err(e));
-                    }
-                })
-            },
-            |env, a| {
-                let make = || -> napi::Result<napi_value> {
-                    let o = js::object(env)?;
-                    match a {
-                        Answer::Written(entries) => {
-                            js::set(env, o, "written\0", js::boolean(env, true)?)?;
-                            js::set(env, o, "entries\0", entries_value(env, entries)?)?;
-                        }
-                        Answer::Retry(entries, now) => {
-                            js::set(env, o, "written\0", js::boolean(env, false)?)?;
-                            js::set(env, o, "entries\0", entries_value(env, entries)?)?;
-                            js::set(env, o, "now\0", js::number(env, now as f64)?)?;
-                        }
-                    }
-                    Ok(o)
-                };
-                make().map_err(napi_err)
-            },
+            move |done| steps.commit_then(returned, done),
+            |env, written| js::boolean(env, written).map_err(napi_err),
         )
     }
-}
-
-/// The changes from the package's three arrays.
-fn changes(kinds: Vec<u32>, values: Vec<String>, expires: Vec<f64>) -> tinystore::Result<Vec<Change>> {
-    if values.len() != kinds.len() || expires.len() != kinds.len() {
-        return Err(settle::invalid("the changes' arrays differ in length"));
-    }
-    kinds
-        .into_iter()
-        .zip(values)
-        .zip(expires)
-        .map(|((k, value), at)| match k {
-            0 => Ok(Change::Keep),
-            1 => Ok(Change::Delete),
-            2 if at.is_finite() => Ok(Change::Put(LimitEntry {
-                value,
-                expires_at: at.floor() as i64,
-            })),
-            2 => Err(settle::invalid(format!(
-                "expiresAt must be a finite number of ms, not {at}"
-            ))),
-            k => Err(settle::invalid(format!("no change of kind {k}"))),
-        })
-        .collect()
 }

@@ -18,7 +18,8 @@ use crate::completions::Completions;
 use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
-use crate::scope::{Takes, run_in, scope_of};
+use crate::reply;
+use crate::scope::{Takes, in_scope, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -170,6 +171,14 @@ fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
     PyBool::new(py, b).to_owned().into_any().unbind()
 }
 
+fn answer_created(py: Python<'_>, c: Created<Raw>) -> PyResult<Py<PyAny>> {
+    Ok(py_bool(py, created(c)))
+}
+
+fn answer_version(py: Python<'_>, v: Version) -> PyResult<Py<PyAny>> {
+    Ok(py_version(py, v))
+}
+
 /// A version as Python gets it: its decimal text, spelled on the stack
 /// (the answer of every set: `to_string` cost a heap string and the
 /// formatting machinery each).
@@ -306,8 +315,8 @@ impl Bucket {
     /// store renews the key; one in a transaction or a view renews nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        let found = run_in(py, scope, Takes::Short, || scope.entry(&self.raw, &k))?;
+        let k = self.key(py, key)?;
+        let found = in_scope(py, scope, |s| s.entry(&self.raw, &k))?;
         match found {
             Some(e) => self
                 .codec
@@ -326,8 +335,8 @@ impl Bucket {
         key: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyEntry>> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        let found = run_in(py, scope, Takes::Short, || scope.entry(&self.raw, &k))?;
+        let k = self.key(py, key)?;
+        let found = in_scope(py, scope, |s| s.entry(&self.raw, &k))?;
         found
             .map(|e| self.entry_to_py(py, e))
             .transpose()
@@ -337,8 +346,8 @@ impl Bucket {
     /// Whether a live key is there.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.has(&self.raw, &k))
+        let k = self.key(py, key)?;
+        in_scope(py, scope, |s| s.has(&self.raw, &k))
     }
 
     /// One page of this branch's keys: (entries, next cursor or None).
@@ -379,10 +388,10 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let v = run_in(py, scope, Takes::Short, || scope.set(&self.raw, &k, raw, opts))?;
+        let v = in_scope(py, scope, |s| s.set(&self.raw, &k, raw, opts))?;
         Ok(py_version(py, v))
     }
 
@@ -402,12 +411,9 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.set_then(&k, raw, opts, move |out| {
-                q.push(&store, future, resolve_with(out, py_version))
-            })
+        let bucket = self.raw.clone();
+        reply::pending(running, &self.store, self.streams, answer_version, move |r| {
+            bucket.set_then(&k, raw, opts, move |out| r.send(out))
         })
     }
 
@@ -429,12 +435,10 @@ impl Bucket {
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let c = run_in(py, scope, Takes::Short, || {
-            scope.create(&self.raw, &k, raw, opts.expiry)
-        })?;
+        let c = in_scope(py, scope, |s| s.create(&self.raw, &k, raw, opts.expiry))?;
         Ok(created(c))
     }
 
@@ -453,12 +457,9 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.create_then(&k, raw, opts.expiry, move |out| {
-                q.push(&store, future, resolve_with(out, |py, c| py_bool(py, created(c))))
-            })
+        let bucket = self.raw.clone();
+        reply::pending(running, &self.store, self.streams, answer_created, move |r| {
+            bucket.create_then(&k, raw, opts.expiry, move |out| r.send(out))
         })
     }
 
@@ -473,12 +474,10 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let check = self.take_check();
-        let out = run_in(py, scope, Takes::Short, || {
-            Ok(scope.take(&self.raw, &k, opts.if_version, check))
-        })?;
+        let out = in_scope(py, scope, |s| Ok(s.take(&self.raw, &k, opts.if_version, check)))?;
         resolve_taken(self, out)(py)
     }
 
@@ -520,9 +519,9 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        run_in(py, scope, Takes::Short, || scope.delete(&self.raw, &k, opts.if_version))
+        in_scope(py, scope, |s| s.delete(&self.raw, &k, opts.if_version))
     }
 
     /// The completion form of `delete`.
@@ -536,12 +535,9 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.delete_then(&k, opts.if_version, move |out| {
-                q.push(&store, future, resolve_with(out, py_bool))
-            })
+        let bucket = self.raw.clone();
+        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
+            bucket.delete_then(&k, opts.if_version, move |out| r.send(out))
         })
     }
 
@@ -556,9 +552,9 @@ impl Bucket {
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
+        let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        run_in(py, scope, Takes::Short, || scope.expire(&self.raw, &k, e, if_version))
+        in_scope(py, scope, |s| s.expire(&self.raw, &k, e, if_version))
     }
 
     /// The completion form of `expire`.
@@ -575,12 +571,9 @@ impl Bucket {
     ) -> PyResult<Bound<'py, Pending>> {
         let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.expire_then(&k, e, if_version, move |out| {
-                q.push(&store, future, resolve_with(out, py_bool))
-            })
+        let bucket = self.raw.clone();
+        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
+            bucket.expire_then(&k, e, if_version, move |out| r.send(out))
         })
     }
 
@@ -594,10 +587,9 @@ impl Bucket {
     /// The completion form of `clear`.
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
     fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.clear_then(move |out| q.push(&store, future, resolve_with(out, |py, ()| py.None())))
+        let bucket = self.raw.clone();
+        reply::pending(running, &self.store, self.streams, reply::none, move |r| {
+            bucket.clear_then(move |out| r.send(out))
         })
     }
 }

@@ -27,6 +27,7 @@ mod limits;
 mod logs;
 mod once;
 mod pending;
+mod reply;
 mod scope;
 mod store;
 mod tx;

@@ -2,39 +2,33 @@
 //! the core's `LimitStore`, whose rules (hashing, versions, the bound, the
 //! deadline) stay in the core.
 //!
-//! An update's `apply` is the caller's Python function, so an update is a
-//! [`LimitUpdate`]: `begin` reads the entries, Python calls `apply`, and
-//! `commit_then` (asyncio) or `commit` (threads) hands the changes to the
-//! writer; the answer says whether they were written or `apply` must run
-//! again on the entries the core read meanwhile (kept in this object).
-//! Events to log wait beside the answer, so they are logged whether the
-//! commit succeeded or raised.
-
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+//! An update's `apply` is the caller's Python function, so an update is
+//! the core's [`UpdateSteps`]: `begin` reads the entries, Python calls
+//! `apply`, and `commit_then` (asyncio) or `commit` (threads) hands what it
+//! returned to the core, which checks it, writes it and answers whether
+//! `apply` must run again on the entries read meanwhile.
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
-use tinystore::{Change, Commit, LimitEntry, LimitEvent, Store as CoreStore};
+use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateSteps};
 
-use crate::completions::{Completions, Resolve, Ticket};
-use crate::errors::{invalid, py_err, to_py};
+use crate::completions::{Completions, Ticket};
+use crate::errors::py_err;
+use crate::reply;
 use crate::store::Store;
 
 /// An entry as Python gets it before `json.loads`: `(json_text, expires_ms)`.
 type PyEntry = Option<(String, i64)>;
-/// A commit's answer: `(written, entries, now)`.
-type CommitAnswer = (bool, Vec<PyEntry>, i64);
+/// What `apply` returned for one key, converted: `(key, None)` deletes,
+/// `(key, (json_text, None, expires_ms))` writes, and `(key, (None, why,
+/// expires_ms))` is a value `json.dumps` refused, with its reason.
+type PyReturned = (String, Option<(Option<String>, Option<String>, f64)>);
 
 fn py_entries(entries: &[Option<LimitEntry>]) -> Vec<PyEntry> {
     entries
         .iter()
         .map(|e| e.as_ref().map(|e| (e.value.clone(), e.expires_at)))
         .collect()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A limit store over an open store.
@@ -80,10 +74,9 @@ impl LimitStore {
 
     /// Starts an update of `keys`: reads their entries for `apply`.
     fn begin(&self, py: Python<'_>, keys: Vec<String>) -> PyResult<LimitUpdate> {
-        let u = py.detach(|| self.ls.begin(&keys)).map_err(py_err(py))?;
+        let steps = py.detach(|| self.ls.steps(keys)).map_err(py_err(py))?;
         Ok(LimitUpdate {
-            update: Arc::new(Mutex::new(Some(u))),
-            events: Arc::new(Mutex::new(Vec::new())),
+            steps,
             store: self.store.clone(),
         })
     }
@@ -96,14 +89,14 @@ impl LimitStore {
     /// The completion form of `sweep`: resolves `future` with how many went.
     #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
     fn sweep_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
-        let (q, store, ls) = (completions.get().queue.clone(), self.store.clone(), self.ls.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            ls.sweep_then(move |r| {
-                let resolve: Resolve =
-                    Box::new(move |py| r.map_err(|e| to_py(py, e)).and_then(|s| s.removed.into_py_any(py)));
-                q.push(&store, future, resolve)
-            })
-        })
+        let ls = self.ls.clone();
+        reply::later(
+            completions,
+            future,
+            &self.store,
+            |py, s: Swept| s.removed.into_py_any(py),
+            move |r| ls.sweep_then(move |out| r.send(out)),
+        )
     }
 
     /// Entries held, as the count in the file says.
@@ -115,125 +108,66 @@ impl LimitStore {
 /// One update in progress.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct LimitUpdate {
-    update: Arc<Mutex<Option<tinystore::LimitUpdate>>>,
-    events: Arc<Mutex<Vec<LimitEvent>>>,
+    steps: UpdateSteps,
     store: CoreStore,
 }
 
-/// The changes from `(kind, json_text, expires_ms)` triples: kind 0 keeps
-/// the key, 1 deletes it, 2 writes the entry.
-fn changes(raw: Vec<(u8, String, i64)>) -> tinystore::Result<Vec<Change>> {
+fn returned(raw: Vec<PyReturned>) -> Vec<(String, tinystore::Returned)> {
     raw.into_iter()
-        .map(|(kind, value, expires_at)| match kind {
-            0 => Ok(Change::Keep),
-            1 => Ok(Change::Delete),
-            2 => Ok(Change::Put(LimitEntry { value, expires_at })),
-            k => Err(invalid(format!("no change of kind {k}"))),
+        .map(|(key, r)| {
+            let entry = r.map(|(text, why, expires_at)| ReturnedEntry {
+                json: text.ok_or_else(|| why.unwrap_or_default()),
+                expires_at,
+            });
+            (key, entry)
         })
         .collect()
 }
 
-impl LimitUpdate {
-    fn take(&self) -> tinystore::Result<tinystore::LimitUpdate> {
-        lock(&self.update)
-            .take()
-            .ok_or_else(|| invalid("this update was already committed or given up"))
-    }
-
-    /// Submits the changes; `answer` gets the outcome (events are kept aside).
-    fn submit(
-        &self,
-        u: tinystore::LimitUpdate,
-        changes: Vec<Change>,
-        answer: impl FnOnce(tinystore::Result<CommitAnswer>) + Send + 'static,
-    ) -> tinystore::Result<tinystore::Ticket> {
-        let (held, events) = (self.update.clone(), self.events.clone());
-        u.commit_then(changes, move |c| match c {
-            Commit::Done(d) => {
-                lock(&events).extend(d.events);
-                answer(Ok((true, py_entries(&d.entries), 0)));
-            }
-            Commit::Retry(next) => {
-                let a = (false, py_entries(next.entries()), next.now());
-                *lock(&held) = Some(next);
-                answer(Ok(a));
-            }
-            Commit::Failed(e, ev) => {
-                lock(&events).extend(ev);
-                answer(Err(e));
-            }
-        })
-    }
-}
-
 #[pymethods]
 impl LimitUpdate {
-    /// The entries `apply` gets, in the keys' order.
+    /// The entries `apply` gets, in the keys' order; once written, the
+    /// entries written.
     fn entries(&self) -> Vec<PyEntry> {
-        lock(&self.update)
-            .as_ref()
-            .map(|u| py_entries(u.entries()))
-            .unwrap_or_default()
+        py_entries(&self.steps.entries())
     }
 
     /// The store's clock for `apply`, in ms.
     fn now(&self) -> i64 {
-        lock(&self.update).as_ref().map_or(0, |u| u.now())
+        self.steps.now()
     }
 
     /// Gives the update up (apply raised): nothing is written.
     fn cancel(&self) {
-        lock(&self.update).take();
+        self.steps.give_up();
     }
 
     /// The events to log since the last call: `(kind, message, is_error)`.
     fn take_events(&self) -> Vec<(String, String, bool)> {
-        std::mem::take(&mut *lock(&self.events))
+        self.steps
+            .take_events()
             .into_iter()
             .map(|e| (e.kind().to_owned(), e.to_string(), e.is_error()))
             .collect()
     }
 
-    /// Writes the changes, blocking with the GIL released: `(True, entries, 0)`
-    /// when written, `(False, entries, now)` when `apply` must run again.
-    fn commit(&self, py: Python<'_>, changes: Vec<(u8, String, i64)>) -> PyResult<CommitAnswer> {
-        let changes = self::changes(changes).map_err(py_err(py))?;
-        let u = self.take().map_err(py_err(py))?;
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.submit(u, changes, move |r| {
-            let _ = tx.send(r);
-        })
-        .map_err(py_err(py))?;
-        py.detach(move || {
-            rx.recv()
-                .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
-        })
-        .map_err(py_err(py))
+    /// Writes what `apply` returned, blocking with the GIL released: True
+    /// when written, False when `apply` must run again on `entries()`.
+    fn commit(&self, py: Python<'_>, changes: Vec<PyReturned>) -> PyResult<bool> {
+        reply::wait(py, |done| self.steps.commit_then(returned(changes), done))
     }
 
     /// The completion form of `commit`: resolves `future` with its answer.
     #[pyo3(signature = (completions, future: "asyncio.Future[Any]", changes))]
     fn commit_then(
         &self,
-        py: Python<'_>,
         completions: &Bound<'_, Completions>,
         future: Py<PyAny>,
-        changes: Vec<(u8, String, i64)>,
+        changes: Vec<PyReturned>,
     ) -> PyResult<Ticket> {
-        let changes = self::changes(changes).map_err(py_err(py))?;
-        let u = self.take().map_err(py_err(py))?;
-        let q = completions.get().queue.clone();
-        let store = self.store.clone();
-        let this = LimitUpdate {
-            update: self.update.clone(),
-            events: self.events.clone(),
-            store: self.store.clone(),
-        };
-        Completions::defer(completions, future, &self.store, move |future| {
-            this.submit(u, changes, move |r| {
-                let resolve: Resolve = Box::new(move |py| r.map_err(|e| to_py(py, e)).and_then(|a| a.into_py_any(py)));
-                q.push(&store, future, resolve)
-            })
+        let (steps, changes) = (self.steps.clone(), returned(changes));
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            steps.commit_then(changes, move |out| r.send(out))
         })
     }
 }

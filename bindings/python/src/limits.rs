@@ -11,10 +11,11 @@ use tinystore::{
     Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
 };
 
-use crate::completions::{Completions, Resolve, Ticket};
+use crate::completions::{Completions, Ticket};
 use crate::convert::{key_bytes, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
-use crate::scope::{Takes, run_in, scope_of};
+use crate::reply;
+use crate::scope::in_scope;
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -30,19 +31,8 @@ pub(crate) fn allowance(a: Allowance) -> PyAllowance {
     (a.ok, a.left, a.retry_at.map(tinystore::to_millis), windows)
 }
 
-fn resolve<T: Send + 'static>(
-    out: tinystore::Result<T>,
-    convert: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-) -> Resolve {
-    Box::new(move |py| match out {
-        Ok(v) => convert(py, v),
-        Err(e) => Err(to_py(py, e)),
-    })
-}
-
-fn to_any<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
-    use pyo3::IntoPyObjectExt;
-    v.into_py_any(py)
+fn py_allowance(py: Python<'_>, a: Allowance) -> PyResult<Py<PyAny>> {
+    reply::value(py, allowance(a))
 }
 
 /// A rate like `"5/m"`, or a (count, duration) pair.
@@ -204,9 +194,9 @@ impl Quota {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAllowance> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        run_in(py, scope, Takes::Short, || scope.quota_allow(&self.inner, &k, n)).map(allowance)
+        in_scope(py, scope, |s| s.quota_allow(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `allow`.
@@ -221,19 +211,17 @@ impl Quota {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.allow_n_then(&k, n, move |out| {
-                q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
-            })
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, py_allowance, move |r| {
+            inner.allow_n_then(&k, n, move |out| r.send(out))
         })
     }
 
     /// The answer one use would get now, counting nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.quota_peek(&self.inner, &k)).map(allowance)
+        let k = owned_key(py, self.inner.name(), key)?;
+        in_scope(py, scope, |s| s.quota_peek(&self.inner, &k)).map(allowance)
     }
 
     /// Gives `n` uses back to windows that have not reset since.
@@ -245,9 +233,9 @@ impl Quota {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyAllowance> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        run_in(py, scope, Takes::Short, || scope.quota_refund(&self.inner, &k, n)).map(allowance)
+        in_scope(py, scope, |s| s.quota_refund(&self.inner, &k, n)).map(allowance)
     }
 
     /// The completion form of `refund`.
@@ -262,19 +250,17 @@ impl Quota {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.refund_n_then(&k, n, move |out| {
-                q.push(&store, future, resolve(out, |py, a| to_any(py, allowance(a))))
-            })
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, py_allowance, move |r| {
+            inner.refund_n_then(&k, n, move |out| r.send(out))
         })
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.quota_reset(&self.inner, &k))
+        let k = owned_key(py, self.inner.name(), key)?;
+        in_scope(py, scope, |s| s.quota_reset(&self.inner, &k))
     }
 
     /// The completion form of `reset`.
@@ -287,11 +273,9 @@ impl Quota {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.reset_then(&k, move |out| {
-                q.push(&store, future, resolve(out, |py, ()| Ok(py.None())))
-            })
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, reply::none, move |r| {
+            inner.reset_then(&k, move |out| r.send(out))
         })
     }
 }
@@ -371,9 +355,9 @@ impl Counters {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<i64> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        run_in(py, scope, Takes::Short, || scope.counter_add(&self.inner, &k, n))
+        in_scope(py, scope, |s| s.counter_add(&self.inner, &k, n))
     }
 
     /// The completion form of `add`.
@@ -388,9 +372,9 @@ impl Counters {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.add_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            inner.add_then(&k, n, move |out| r.send(out))
         })
     }
 
@@ -403,9 +387,9 @@ impl Counters {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<i64> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
+        let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        run_in(py, scope, Takes::Short, || scope.counter_max(&self.inner, &k, n))
+        in_scope(py, scope, |s| s.counter_max(&self.inner, &k, n))
     }
 
     /// The completion form of `max`.
@@ -420,24 +404,24 @@ impl Counters {
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.max_then(&k, n, move |out| q.push(&store, future, resolve(out, to_any)))
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            inner.max_then(&k, n, move |out| r.send(out))
         })
     }
 
     /// The counter's value (0 when missing or expired).
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.counter_get(&self.inner, &k))
+        let k = owned_key(py, self.inner.name(), key)?;
+        in_scope(py, scope, |s| s.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
     #[pyo3(signature = (key, scope=None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let (k, scope) = (owned_key(py, self.inner.name(), key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.counter_delete(&self.inner, &k))
+        let k = owned_key(py, self.inner.name(), key)?;
+        in_scope(py, scope, |s| s.counter_delete(&self.inner, &k))
     }
 
     /// The completion form of `delete`.
@@ -450,9 +434,9 @@ impl Counters {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = owned_key(py, self.inner.name(), key)?;
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.delete_then(&k, move |out| q.push(&store, future, resolve(out, to_any)))
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            inner.delete_then(&k, move |out| r.send(out))
         })
     }
 
@@ -464,9 +448,9 @@ impl Counters {
     /// The completion form of `clear`.
     #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
     fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
-        let (q, store, inner) = (completions.get().queue.clone(), self.store.clone(), self.inner.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            inner.clear_then(move |out| q.push(&store, future, resolve(out, |py, ()| Ok(py.None()))))
+        let inner = self.inner.clone();
+        reply::later(completions, future, &self.store, reply::none, move |r| {
+            inner.clear_then(move |out| r.send(out))
         })
     }
 }

@@ -2,7 +2,7 @@
 //! run elsewhere is by completion (`RawOnce::begin`), so one event loop can
 //! hold the first run and a second one waiting for it at the same time.
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
@@ -12,7 +12,8 @@ use tinystore::{Begun, Error, Raw, RawOnce, Store as CoreStore};
 use crate::completions::{Completions, Resolve, Ticket};
 use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
 use crate::errors::{invalid, py_err, to_py};
-use crate::scope::{Takes, run_in, scope_of};
+use crate::reply;
+use crate::scope::in_scope;
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -139,8 +140,8 @@ impl Once {
     /// The answer kept for the key, or None.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        match run_in(py, scope, Takes::Short, || scope.once_get(&self.raw, &k))? {
+        let k = self.key(py, key)?;
+        match in_scope(py, scope, |s| s.once_get(&self.raw, &k))? {
             Some(raw) => self
                 .codec
                 .to_py(py, &raw)
@@ -153,8 +154,8 @@ impl Once {
     /// Forgets the answer kept for the key; says whether one was kept.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let (k, scope) = (self.key(py, key)?, scope_of(py, scope)?);
-        run_in(py, scope, Takes::Short, || scope.once_delete(&self.raw, &k))
+        let k = self.key(py, key)?;
+        in_scope(py, scope, |s| s.once_delete(&self.raw, &k))
     }
 
     /// The completion form of `delete`.
@@ -167,15 +168,9 @@ impl Once {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Ticket> {
         let k = self.key(py, key)?;
-        let (q, store, raw) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer(completions, future, &self.store, move |future| {
-            raw.delete_then(&k, move |out| {
-                q.push(
-                    &store,
-                    future,
-                    Box::new(move |py| out.map_err(|e| to_py(py, e)).and_then(|b| b.into_py_any(py))),
-                )
-            })
+        let raw = self.raw.clone();
+        reply::later(completions, future, &self.store, reply::value, move |r| {
+            raw.delete_then(&k, move |out| r.send(out))
         })
     }
 
@@ -185,16 +180,8 @@ impl Once {
     #[pyo3(signature = (key: "_Key") -> "tuple[bool, Any]")]
     fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.raw
-            .begin(&k, &crate::caller::caller(py), move |r| {
-                let _ = tx.send(r);
-            })
-            .map_err(py_err(py))?;
-        let r = py.detach(move || {
-            rx.recv()
-                .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
-        });
+        let caller = crate::caller::caller(py);
+        let r = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done));
         self.begun(&k, r)(py)
     }
 
@@ -269,15 +256,10 @@ impl Claim {
     fn keep(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let claim = self.take(py)?;
         let (claim, raw) = self.encode(py, claim, value)?;
-        let (tx, rx) = mpsc::sync_channel(1);
-        claim.keep(raw, move |r| {
-            let _ = tx.send(r);
-        });
-        py.detach(move || {
-            rx.recv()
-                .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
+        reply::wait(py, |done| {
+            claim.keep(raw, done);
+            Ok(())
         })
-        .map_err(py_err(py))
     }
 
     /// The completion form of `keep`. The answer is kept even if nobody awaits it.

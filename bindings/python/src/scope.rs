@@ -51,3 +51,13 @@ pub(crate) fn run_in<T: Send>(
     };
     out.map_err(py_err(py))
 }
+
+/// Runs `f`, a short call, in the scope of a call's `scope` argument.
+pub(crate) fn in_scope<T: Send>(
+    py: Python<'_>,
+    scope: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce(Scope<'_>) -> tinystore::Result<T> + Send,
+) -> PyResult<T> {
+    let scope = scope_of(py, scope)?;
+    run_in(py, scope, Takes::Short, || f(scope))
+}

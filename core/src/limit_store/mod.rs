@@ -24,9 +24,11 @@
 mod commit;
 mod count;
 mod deadline;
+mod steps;
 mod sweep;
 
 pub(crate) use count::uncount_swept;
+pub use steps::{Returned, ReturnedEntry, UpdateSteps};
 
 use std::fmt;
 use std::sync::atomic::AtomicUsize;

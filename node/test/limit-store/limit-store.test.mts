@@ -227,6 +227,27 @@ test('store: a value over 4 KB is refused with an error naming the key, and the 
 	assert.ok(before.equals(fileBytes(dir)), 'a refused update changed the file')
 })
 
+const badAnswers: Array<[string, (now: number) => Record<string, LimitEntry | null>, string, string]> = [
+	['a stranger key', (now) => ({ z: { value: 1, expiresAt: now } }), 'z', 'apply returned a key that is not one of the keys of the update'],
+	['an expiry of NaN', () => ({ k: { value: 1, expiresAt: Number.NaN } }), 'k', "an entry's expiry must be a finite number of ms, not NaN"],
+	['an expiry of Infinity', () => ({ k: { value: 1, expiresAt: Infinity } }), 'k', "an entry's expiry must be a finite number of ms, not infinity"],
+	['a value that is not JSON', (now) => ({ k: { value: 1n, expiresAt: now } }), 'k', 'the value cannot be written as JSON: '],
+]
+
+for (const [what, answer, key, message] of badAnswers) {
+	test(`store: ${what} from apply is the core's InvalidError naming the key, and the next update writes`, async () => {
+		const store = await open(freshDir(), { clock: T0 })
+		const ls = limitStore(store)
+		const e = await rejection(ls.update(['k'], (_, now) => answer(now)))
+		assert.ok(e instanceof InvalidError, String(e))
+		assert.ok(e.message.includes(message), e.message)
+		assert.equal(e.what?.key, key)
+		await ls.update(['k'], (_, now) => ({ k: { value: 1, expiresAt: now + 1000 } }))
+		assert.deepEqual([...(await ls.read(['k']))], [['k', { value: 1, expiresAt: T0.getTime() + 1000 }]])
+		await store.close()
+	})
+}
+
 test('store: the bound warns at 80% (limit-store-filling)', async () => {
 	await using t = await twoHandles(10)
 	for (let i = 0; i < 7; i++) await countOnce(t.first, `k${i}`)
