@@ -39,10 +39,6 @@ mod tx;
 mod view;
 mod write_groups;
 
-// The limit store's glue names these two modules by shorter names.
-use completions as settle;
-use napi_values as js;
-
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
@@ -63,7 +59,7 @@ pub use view::NativeSnapshot;
 /// `makeError(code, message, bucket, key)` makes the package's error objects.
 #[napi(ts_args_type = "makeError: (code: string, message: string, bucket?: string, key?: string) => Error")]
 pub fn init(env: &Env, make_error: Unknown<'_>) -> napi::Result<()> {
-    completions::init(env.raw(), js::raw(&make_error))
+    completions::init(env.raw(), napi_values::raw(&make_error))
 }
 
 /// The stable codes of every error kind, in the engine's order, so the
@@ -105,11 +101,11 @@ pub fn show_path(env: &Env, owners: Vec<Unknown<'_>>, key: Unknown<'_>) -> napi:
     let r = (|| {
         let owners = owners
             .iter()
-            .map(|o| convert::key(env.raw(), js::raw(o)))
+            .map(|o| convert::key(env.raw(), napi_values::raw(o)))
             .collect::<convert::Ts<Vec<_>>>()?;
         Ok(tinystore::show_path(
             &owners,
-            Some(&convert::key(env.raw(), js::raw(&key))?),
+            Some(&convert::key(env.raw(), napi_values::raw(&key))?),
         ))
     })();
     completions::sync(env, r)

@@ -14,9 +14,9 @@ use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use tinystore::{LimitEntry, LimitStore, ReturnedEntry, UpdateSteps};
 
+use crate::completions::{self, sync};
 use crate::convert::napi_err;
-use crate::js;
-use crate::settle::{self, sync};
+use crate::napi_values;
 use crate::store::NativeStore;
 
 /// An entry as JS sees it before `JSON.parse`: `{ value, expiresAt }`.
@@ -96,10 +96,10 @@ impl NativeLimitStore {
     #[napi(ts_return_type = "Promise<number>")]
     pub fn sweep<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         let ls = self.ls.clone();
-        settle::write(
+        completions::write(
             env,
             move |done| ls.sweep_then(done),
-            |env, s: tinystore::Swept| js::number(env, s.removed as f64).map_err(napi_err),
+            |env, s: tinystore::Swept| napi_values::number(env, s.removed as f64).map_err(napi_err),
         )
     }
 
@@ -179,10 +179,10 @@ impl NativeLimitUpdate {
             })
             .collect();
         let steps = self.steps.clone();
-        settle::write(
+        completions::write(
             env,
             move |done| steps.commit_then(returned, done),
-            |env, written| js::boolean(env, written).map_err(napi_err),
+            |env, written| napi_values::boolean(env, written).map_err(napi_err),
         )
     }
 }
