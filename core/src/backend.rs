@@ -47,15 +47,12 @@ impl StoreInner {
 /// What a PostgreSQL store carries of each kind of handle.
 pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Values => Ok(()),
+        Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota => Ok(()),
         other => Err(crate::postgres::unsupported(match other {
-            Kind::Counters => "counters",
-            Kind::RateLimit => "a rate limit",
-            Kind::Quota => "a quota",
             Kind::Once => "once",
             Kind::Config => "kept config",
             Kind::LimitStore => "a limit store",
-            Kind::Values => unreachable!(),
+            Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota => unreachable!(),
         })),
     }
 }

@@ -6,8 +6,9 @@
 //! when the store passes one: every server judges expiry on one clock. It
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
-/// The schema this build writes. A database at a newer schema is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+/// The schema this build writes. A database at a newer schema is refused;
+/// one at an older schema gets the steps of [`MIGRATIONS`] it lacks.
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;
@@ -19,7 +20,13 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS tinystore_schema (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     version integer NOT NULL)";
 pub const SCHEMA_READ: &str = "SELECT version FROM tinystore_schema";
-pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1) ON CONFLICT DO NOTHING";
+pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1)
+    ON CONFLICT (one) DO UPDATE SET version = excluded.version";
+
+/// Each schema version and what it adds to the one before, in order. Every
+/// step may run again (`IF NOT EXISTS`, `OR REPLACE`), so a step cut short
+/// runs whole at the next open.
+pub const MIGRATIONS: &[(i32, &str)] = &[(1, SCHEMA_V1), (2, SCHEMA_V2)];
 
 /// The rest of the schema, version 1.
 pub const SCHEMA_V1: &str = "
@@ -39,6 +46,13 @@ CREATE TABLE IF NOT EXISTS tinystore_cells (
     bytes_value bytea,
     PRIMARY KEY (bucket, path)) WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.02);
 CREATE INDEX IF NOT EXISTS tinystore_cells_expires ON tinystore_cells (expires) WHERE expires IS NOT NULL;
+";
+
+/// Version 2: the clock in nanoseconds, for rate limits. Counters, quotas
+/// and rate limits keep their rows in `tinystore_cells`, as in kv.db.
+pub const SCHEMA_V2: &str = "
+CREATE OR REPLACE FUNCTION tinystore_now_ns(given bigint) RETURNS bigint LANGUAGE sql VOLATILE AS
+  $$ SELECT coalesce(given, floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000) $$;
 ";
 
 pub const NAME_FIND: &str = "SELECT id, kind FROM tinystore_names WHERE name = $1";
@@ -112,6 +126,33 @@ pub const SWEEP_EXPIRED: &str = "DELETE FROM tinystore_cells WHERE ctid = ANY (A
     SELECT ctid FROM tinystore_cells WHERE expires <= (SELECT tinystore_now($1)) ORDER BY expires LIMIT $2))";
 pub const SWEEP_TRY_LOCK: &str = "SELECT pg_try_advisory_lock($1)";
 pub const SWEEP_UNLOCK: &str = "SELECT pg_advisory_unlock($1)";
+
+/// A rate limit's `allow`, one statement: the key's `due` (ns, in
+/// `int_value`) moves `$4` (the cost) later, from now if it lies in the
+/// past, where the result stays within `$5` (the tolerance) of now; the row
+/// expires when the key is as good as new. It commits without waiting for
+/// the WAL flush (`synchronous_commit` off for its own transaction only).
+/// Returns the clock, the new `due` when it passed, and the `due` the
+/// statement's snapshot read (the core decides the answer on them).
+pub const RATE_ALLOW: &str = "WITH n AS MATERIALIZED (
+    SELECT tinystore_now_ns($3) AS now, set_config('synchronous_commit', 'off', true) AS commit_mode),
+up AS (
+    INSERT INTO tinystore_cells AS c (bucket, path, version, expires, int_value)
+    SELECT $1::bigint, $2::bytea, nextval('tinystore_versions'), (n.now + $4::bigint + 999999) / 1000000,
+           n.now + $4::bigint
+    FROM n
+    ON CONFLICT (bucket, path) DO UPDATE SET
+        version = excluded.version,
+        int_value = greatest(c.int_value, (SELECT now FROM n)) + $4::bigint,
+        expires = (greatest(c.int_value, (SELECT now FROM n)) + $4::bigint + 999999) / 1000000
+    WHERE greatest(c.int_value, (SELECT now FROM n)) + $4::bigint <= (SELECT now FROM n) + $5::bigint
+    RETURNING c.int_value)
+SELECT n.now, (SELECT int_value FROM up),
+       (SELECT int_value FROM tinystore_cells WHERE bucket = $1 AND path = $2), n.commit_mode
+FROM n";
+/// A rate limit's key as `peek` reads it: the clock and the key's `due`.
+pub const RATE_PEEK: &str = "SELECT tinystore_now_ns($3),
+    (SELECT int_value FROM tinystore_cells WHERE bucket = $1 AND path = $2)";
 
 pub const BEGIN: &str = "BEGIN";
 pub const COMMIT: &str = "COMMIT";

@@ -681,18 +681,10 @@ fn conformance_cases_kv01_to_kv19() {
 /// with the error that names the operation as not supported on PostgreSQL
 /// yet, never with a wrong answer.
 const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
-    ("kv02_names.json", "one case opens a quota"),
     ("kv09_list.json", "one case lists inside a tx"),
     ("kv11_once.json", "once"),
-    ("kv12_rate_limit.json", "rate limits"),
-    ("kv13_quota.json", "quotas"),
-    ("kv14_counters.json", "counters"),
     ("kv16_guards.json", "the guards of tx and once"),
     ("kv16_transactions.json", "tx across buckets"),
-    (
-        "kv18_bad_input_catalogue.json",
-        "bad counts of rate limits, quotas and counters",
-    ),
     ("kv16_tx_kinds.json", "tx with counters, quotas and once"),
 ];
 
