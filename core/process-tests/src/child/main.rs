@@ -8,6 +8,7 @@ mod disk_full;
 mod faults;
 mod limits;
 mod postgres;
+mod postgres_limits;
 mod processes;
 
 use tinystore_process_tests::role;
@@ -35,6 +36,7 @@ fn main() {
         (role::RATE_CRASH, [dir]) => limits::rate_crash(dir),
         (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
         (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
+        (role::PG_LIMITS, [location]) => postgres_limits::run(location),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);
