@@ -47,12 +47,11 @@ impl StoreInner {
 /// What a PostgreSQL store carries of each kind of handle.
 pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota => Ok(()),
+        Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota | Kind::Config => Ok(()),
         other => Err(crate::postgres::unsupported(match other {
             Kind::Once => "once",
-            Kind::Config => "kept config",
             Kind::LimitStore => "a limit store",
-            Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota => unreachable!(),
+            Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota | Kind::Config => unreachable!(),
         })),
     }
 }

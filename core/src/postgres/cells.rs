@@ -26,7 +26,7 @@ fn value_of(r: &Row, int: usize, bytes: usize) -> Raw {
     }
 }
 
-fn columns(v: &Raw) -> (Option<i64>, Option<&[u8]>) {
+pub(crate) fn columns(v: &Raw) -> (Option<i64>, Option<&[u8]>) {
     match v {
         Raw::Null => (None, None),
         Raw::Int(i) => (Some(*i), None),

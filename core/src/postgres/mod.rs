@@ -15,6 +15,7 @@
 
 pub(crate) mod cells;
 mod errors;
+pub(crate) mod kept;
 pub(crate) mod limits;
 mod location;
 mod pool;
