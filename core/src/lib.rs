@@ -83,6 +83,7 @@ pub use limit_store::{
 pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
+    waiter_gave_up,
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
@@ -100,3 +101,8 @@ pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
     WriteCall, WriteOptions,
 };
+
+/// The examples of `core/README.md`, run as doctests so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;

@@ -170,8 +170,3 @@ impl RowCodec<Raw> for AsRow {
         Ok(row)
     }
 }
-
-/// The examples of `core/README.md`, run as doc tests.
-#[doc = include_str!("../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeExamples;

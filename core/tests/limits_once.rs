@@ -183,6 +183,53 @@ fn kv11_a_second_run_waits_for_the_first_and_gets_its_answer() {
 }
 
 #[test]
+fn kv11_a_waiter_with_a_deadline_gives_up_on_a_stuck_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let once = sends(&store);
+    let (started, is_started) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let once = &once;
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            once.run("k", || {
+                started.send(()).unwrap();
+                wait_go.recv().unwrap();
+                Ok(Sent { id: 41 })
+            })
+        });
+        is_started.recv().unwrap();
+        let (answered, answer) = mpsc::channel();
+        s.spawn(move || {
+            let r = once.run_within("k", Duration::from_millis(50), || -> Result<Sent, Error> {
+                panic!("a waiter that gave up ran fn")
+            });
+            answered.send(r).unwrap();
+        });
+        let gave_up = answer.recv_timeout(Duration::from_secs(10));
+        let free = once.run_within("other", Duration::from_millis(50), || Ok(Sent { id: 7 }));
+        // Let the first run end before asserting: a failed assert must not
+        // leave it waiting, which would hang the scope.
+        go.send(()).unwrap();
+        let e = gave_up.expect("the waiter did not give up within 10 s").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+        assert_eq!(
+            e.text(),
+            "the caller gave up waiting for a run of the key (bucket sends, key k)"
+        );
+        assert_eq!(free.unwrap(), Sent { id: 7 }, "a key nobody runs runs at once");
+        assert_eq!(first.join().unwrap().unwrap(), Sent { id: 41 });
+    });
+    assert_eq!(
+        once.run_within("k", Duration::from_millis(50), || Ok(Sent { id: 99 }))
+            .unwrap(),
+        Sent { id: 41 },
+        "the run waited for kept its answer; the waiter that gave up held no claim"
+    );
+    assert_eq!(claims(dir.path()), 0, "no claim is left in the file");
+}
+
+#[test]
 fn kv11_after_a_failed_run_the_waiter_runs_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());

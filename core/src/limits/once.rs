@@ -256,6 +256,15 @@ impl RawOnce {
     }
 }
 
+/// A waiter for a run of a key that stopped waiting before the run ended:
+/// nothing of it ran, and the run it waited for goes on.
+pub fn waiter_gave_up() -> Error {
+    Error::new(
+        crate::error::ErrorKind::Cancelled,
+        "the caller gave up waiting for a run of the key",
+    )
+}
+
 /// Where a `begin` answers.
 type Ready = Box<dyn FnOnce(Result<Begun>) + Send>;
 
@@ -534,13 +543,35 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
     /// or a panic of `f` keeps nothing, and the next run runs `f` again. A
     /// run of the key inside its own `f` is `Invalid`.
     pub fn run(&self, key: impl AsKey, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.run_waiting(key, None, f)
+    }
+
+    /// [`Once::run`], waiting at most `wait` for a run of the key elsewhere
+    /// (a run that is alive but stuck holds its claim as long as it lives).
+    /// A wait that runs out is `Cancelled`, [`waiter_gave_up`], and runs
+    /// nothing; the kept answer or the key's own run is not waited for.
+    pub fn run_within(&self, key: impl AsKey, wait: Duration, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.run_waiting(key, Some(wait), f)
+    }
+
+    fn run_waiting(&self, key: impl AsKey, wait: Option<Duration>, f: impl FnOnce() -> Result<T>) -> Result<T> {
         let t = self.raw.target(&key.key_bytes())?;
         RUNNING.with(|r| self.raw.refuse_run(&t, &r.borrow()))?;
         let (tx, rx) = mpsc::sync_channel(1);
         self.raw.begin_target(t.clone(), move |r| {
+            // A waiter that gave up has dropped `rx`: the claim sent to it is
+            // dropped here, which lets go keeping nothing.
             let _ = tx.send(r);
         });
-        match rx.recv().unwrap_or_else(|_| Err(Error::closed()))? {
+        let begun = match wait {
+            None => rx.recv().unwrap_or_else(|_| Err(Error::closed())),
+            Some(d) => match rx.recv_timeout(d) {
+                Ok(r) => r,
+                Err(mpsc::RecvTimeoutError::Timeout) => Err(t.name(waiter_gave_up())),
+                Err(mpsc::RecvTimeoutError::Disconnected) => Err(Error::closed()),
+            },
+        };
+        match begun? {
             Begun::Kept(raw) => decode(&raw).map_err(|e| t.name(e)),
             Begun::Run(claim) => {
                 let running = Running::enter(&claim);

@@ -5,8 +5,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 
+use super::tls::{self, Tls};
 use crate::error::{Error, Result};
 
 /// How long a call waits for the database before it answers with an error.
@@ -25,6 +26,8 @@ pub(crate) struct Location {
     /// Where the database is, for messages: host, port and database, never
     /// the password.
     pub shown: String,
+    /// How connections speak TLS (`sslmode`, `sslrootcert`).
+    pub tls: Tls,
 }
 
 /// Parses a location, refusing what the backend cannot honour.
@@ -34,11 +37,15 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         Some((b, q)) => (b, q),
         None => (location, ""),
     };
-    let mut schema = None;
+    let (mut schema, mut sslmode, mut sslrootcert) = (None, None, None);
     let mut kept = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
+        // The store reads these itself: the driver knows neither the
+        // verify-* modes nor sslrootcert.
         match pair.split_once('=') {
             Some(("schema", v)) => schema = Some(v.to_owned()),
+            Some(("sslmode", v)) => sslmode = Some(v.to_owned()),
+            Some(("sslrootcert", v)) => sslrootcert = Some(v.to_owned()),
             _ => kept.push(pair),
         }
     }
@@ -48,19 +55,8 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         format!("{base}?{}", kept.join("&"))
     };
     let mut config = tokio_postgres::Config::from_str(&rebuilt).map_err(|e| bad(e.to_string()))?;
-    match config.get_ssl_mode() {
-        SslMode::Disable | SslMode::Prefer => {}
-        _ => {
-            return Err(bad(
-                "TLS (sslmode=require) is not supported yet: connect with sslmode=disable over a trusted network \
-                 or a local socket"
-                    .into(),
-            ));
-        }
-    }
-    // Without TLS, `prefer` is `disable`: say so to the driver, which would
-    // otherwise ask the server for TLS first.
-    config.ssl_mode(SslMode::Disable);
+    let (ssl, tls) = tls::settings(sslmode.as_deref(), sslrootcert.as_deref()).map_err(bad)?;
+    config.ssl_mode(ssl);
     let schema = schema.unwrap_or_else(|| "public".to_owned());
     if schema.is_empty()
         || schema.len() > 63
@@ -99,6 +95,7 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         config,
         shown: format!("postgres://{host}:{port}/{db} (schema {schema})"),
         schema,
+        tls,
     })
 }
 
@@ -131,9 +128,16 @@ mod tests {
     }
 
     #[test]
-    fn tls_and_bad_schemas_are_refused_by_name() {
-        let e = parse("postgres://kv@h/app?sslmode=require").err().unwrap();
-        assert!(e.message().contains("sslmode=require"), "{e}");
+    fn bad_tls_settings_and_schemas_are_refused_by_name() {
+        let e = parse("postgres://kv@h/app?sslmode=always").err().unwrap();
+        assert!(e.message().contains("sslmode=always is not a mode"), "{e}");
+        let e = parse("postgres://kv@h/app?sslmode=verify-full&sslrootcert=/no/such/ca.pem")
+            .err()
+            .unwrap();
+        assert!(
+            e.message().contains("sslrootcert /no/such/ca.pem: cannot be read"),
+            "{e}"
+        );
         let e = parse("postgres://kv@h/app?schema=Shop").err().unwrap();
         assert!(e.message().contains("\"Shop\""), "{e}");
         let e = parse("postgres://h/app").err().unwrap();
@@ -143,7 +147,9 @@ mod tests {
     #[test]
     fn a_password_never_shows_in_a_message() {
         assert_eq!(hide_password("postgres://kv:s3cret@h/app"), "postgres://kv:***@h/app");
-        let e = parse("postgres://kv:s3cret@h/app?sslmode=verify-full").err().unwrap();
+        let e = parse("postgres://kv:s3cret@h/app?sslmode=verify-full&sslrootcert=/no/ca.pem")
+            .err()
+            .unwrap();
         assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 }

@@ -21,6 +21,7 @@ mod location;
 mod pool;
 mod schema;
 mod sql;
+mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -57,7 +58,7 @@ impl PgStore {
             .thread_name("tinystore-postgres")
             .enable_all()
             .build()?;
-        let pool = Arc::new(Pool::new(loc.config, loc.shown));
+        let pool = Arc::new(Pool::new(loc.config, loc.tls, loc.shown));
         let deadline = DEFAULT_DEADLINE;
         {
             let pool = pool.clone();

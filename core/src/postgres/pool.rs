@@ -9,10 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{Mutex as AsyncMutex, Semaphore};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Socket, Statement};
 
 use super::errors::{self, Sent};
 use super::sql;
+use super::tls::Tls;
 use crate::error::Result;
 
 /// The statements every connection prepares when it opens, by their use.
@@ -59,6 +61,7 @@ const EXCLUSIVE: usize = 8;
 
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
+    tls: Tls,
     pub(crate) shown: String,
     shared: Vec<AsyncMutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
@@ -67,9 +70,10 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: tokio_postgres::Config, shown: String) -> Pool {
+    pub(crate) fn new(config: tokio_postgres::Config, tls: Tls, shown: String) -> Pool {
         Pool {
             config,
+            tls,
             shown,
             shared: (0..SHARED).map(|_| AsyncMutex::new(None)).collect(),
             next: AtomicUsize::new(0),
@@ -80,17 +84,10 @@ impl Pool {
 
     /// Opens a connection with no statements prepared.
     pub(crate) async fn connect_raw(&self) -> Result<Client> {
-        let (client, connection) = self
-            .config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|e| errors::unreachable(&self.shown, &e))?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; the
-            // next call then finds the client closed and reconnects.
-            let _ = connection.await;
-        });
-        Ok(client)
+        match &self.tls {
+            Tls::Off => open_with(&self.config, tokio_postgres::NoTls, &self.shown).await,
+            Tls::On(tls) => open_with(&self.config, tls.clone(), &self.shown).await,
+        }
     }
 
     /// Opens a connection and prepares its statements, pipelined.
@@ -223,4 +220,19 @@ async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::
         rollback: next(),
         limits,
     })
+}
+
+/// Connects through `tls` and drives the connection on the runtime.
+async fn open_with<T>(config: &tokio_postgres::Config, tls: T, shown: &str) -> Result<Client>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, connection) = config.connect(tls).await.map_err(|e| errors::unreachable(shown, &e))?;
+    tokio::spawn(async move {
+        // Ends when the client is dropped or the server goes away; the next
+        // call then finds the client closed and reconnects.
+        let _ = connection.await;
+    });
+    Ok(client)
 }
