@@ -42,28 +42,30 @@ fn kv20_an_update_reaches_the_watchers_of_every_server() {
     let (a, b) = (Store::open(&location).unwrap(), Store::open(&location).unwrap());
     let (here, there) = (open(&a), open(&b));
     let mut watch = there.watch();
-    let sent = Instant::now();
     here.update(|s| {
         s.rps = 500;
         s.burst = 50;
     })
     .unwrap();
+    let committed = Instant::now();
     assert_eq!(here.get().unwrap().rps, 500, "this server sees it at once");
     let seen = watch
         .next_within(Duration::from_secs(5))
         .expect("the other server saw the update")
         .unwrap();
     assert_eq!((seen.rps, seen.burst), (500, 50), "both fields, in one change");
+    // A watcher reads the stamp every POLL; a loaded machine may delay a
+    // poll, never skip the change.
     assert!(
-        sent.elapsed() < POLL * 5,
-        "seen within a few polls of the stamp: {:?}",
-        sent.elapsed()
+        committed.elapsed() < POLL * 15,
+        "seen within polls of the stamp: {:?}",
+        committed.elapsed()
     );
     let kept = there.sources().unwrap().into_iter().find(|s| s.path == "rps").unwrap();
     assert!(matches!(kept.source, Source::Kept { .. }), "{kept:?}");
 
-    there.reset("burst").unwrap();
     let mut back = here.watch();
+    there.reset("burst").unwrap();
     let seen = back
         .next_within(Duration::from_secs(5))
         .expect("a reset reaches the first server")
