@@ -10,12 +10,12 @@ import (
 // Tx is one transaction of Store.Tx (package kv calls it kv.Tx). Buckets
 // join it with WithTx; it is valid only while its function runs, and a
 // handle of it used later is ErrClosed.
-type Tx struct{ n *native.Tx }
+type Tx struct{ n *native.Scope }
 
 // View is one read snapshot of Store.View (kv.View in package kv). Buckets
 // read it with WithView; it is valid only while its function runs, and a
 // handle of it used later is ErrClosed.
-type View struct{ n *native.Snapshot }
+type View struct{ n *native.Scope }
 
 // Tx runs fn in one transaction: every write fn makes through
 // bucket.WithTx(tx) commits together, durably, when fn returns nil, and
@@ -58,7 +58,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	committed := false
 	defer func() {
 		if !committed {
-			n.Rollback() // fn failed or panicked
+			n.End() // fn failed or panicked: rolled back
 		}
 	}()
 	if err := fn(&Tx{n: n}); err != nil {
@@ -80,15 +80,19 @@ func (s *Store) View(ctx context.Context, fn func(v *View) error) error {
 	if fn == nil {
 		return &Error{Kind: ErrInvalid, Message: "View needs a function to run; it was nil"}
 	}
-	n, err := native.OpenSnapshot(ctx, s.n)
+	n, err := native.OpenView(ctx, s.n)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer n.End()
 	return fn(&View{n: n})
 }
 
 func init() {
-	native.TxOf = func(tx any) *native.Tx { return tx.(*Tx).n }
-	native.SnapshotOf = func(v any) *native.Snapshot { return v.(*View).n }
+	native.ScopeOf = func(txOrView any) *native.Scope {
+		if tx, ok := txOrView.(*Tx); ok {
+			return tx.n
+		}
+		return txOrView.(*View).n
+	}
 }

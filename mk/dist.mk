@@ -6,7 +6,7 @@
 #                    package into a clean place with cargo and rustc off the
 #                    PATH and runs the handbook's chat from each on one store
 #
-#   dist/python/  tinystore-V-cp3XX-cp3XX-manylinux_2_34_x86_64.whl for each
+#   dist/python/  tinystore-V-cp3XX-cp3XX-manylinux_2_28_x86_64.whl for each
 #                 CPython of PY_DIST_VERSIONS found here, and the sdist
 #   dist/npm/     tinystore-V.tgz and tinystore-linux-x64-gnu-V.tgz, laid out
 #                 as napi-rs publishes them (node/scripts/stage-npm.mjs)
@@ -20,15 +20,19 @@
 # (PyContext_Enter/Exit/CopyCurrent, PyObject_CallOneArg, PyCFunctionObject's
 # fields) nor PyUnicode_New, so an abi3 build needs Python-level stand-ins on
 # that path: a choice for the glue, not for packaging. The tag is
-# manylinux_2_34, what the module needs of glibc when built on Debian 12
-# (glibc 2.36): pthread_* and dl* of GLIBC_2.34, which moved into libc then;
-# maturin checks the tag against the symbols (--compatibility).
+# manylinux_2_28 (glibc 2.28, what RHEL 8, Debian 10 and Ubuntu 18.10 and
+# later have): zig links the module against that glibc's symbols (maturin
+# --zig, zig from the ziglang wheel on PyPI), where the system's linker on
+# Debian 12 would need glibc 2.34. maturin checks the tag against the
+# symbols (--compatibility). Zig's C objects live in a target directory of
+# their own, so they never replace the ones `make test` builds.
 
 DIST := $(ROOT)/dist
 DIST_STAGE := $(CARGO_TARGET_DIR)/dist-stage
 DIST_VERSION = $(shell python3 packaging/versions.py)
 PY_DIST_VERSIONS ?= 3.10 3.11 3.12 3.13
-PY_MANYLINUX := manylinux_2_34
+PY_MANYLINUX := manylinux_2_28
+PY_ZIG := ziglang==0.17.1
 
 .PHONY: dist dist-versions dist-python dist-npm dist-go dist-rust test-dist
 dist: dist-versions dist-python dist-npm dist-go dist-rust
@@ -47,9 +51,11 @@ PY_DIST_FIND = for v in $(PY_DIST_VERSIONS); do \
 
 dist-python: dist-versions $$(PY_VENV)/.ready
 	rm -rf $(DIST)/python
+	$(abspath $(PY_VENV))/bin/python -m pip install -q --disable-pip-version-check "$(PY_ZIG)"
 	pythons="$$($(PY_DIST_FIND))"; test -n "$$pythons" || { echo "dist: no CPython of $(PY_DIST_VERSIONS) here"; exit 1; }; \
 	echo "dist: wheels for $$(echo $$pythons)"; \
-	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin build --release --strip --quiet \
+	cd $(PY_DIST) && PATH="$(abspath $(PY_VENV))/bin:$$PATH" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/zig \
+		$(abspath $(PY_VENV))/bin/maturin build --release --strip --quiet --zig \
 		--compatibility $(PY_MANYLINUX) $$(for p in $$pythons; do echo --interpreter $$p; done) --out $(DIST)/python
 	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin sdist --out $(DIST)/python
 

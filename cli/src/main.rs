@@ -1,7 +1,9 @@
-//! `tinystore`: look inside a store's kv.db from a shell.
+//! `tinystore`: look inside a store's kv.db, or its PostgreSQL database
+//! (`--url postgres://...`), from a shell.
 //!
 //! It opens the file read-only, so it can look at a store an application has
-//! open without blocking it, and it never creates a store that is not there.
+//! open without blocking it, and it never creates a store that is not there;
+//! on PostgreSQL it only sends `SELECT`s.
 
 mod show;
 
@@ -32,6 +34,10 @@ struct Where {
     /// The store's directory (kv.db lives inside it).
     #[arg(long, default_value = "data", global = true)]
     dir: PathBuf,
+    /// A store in PostgreSQL instead: postgres://user@host:5432/db, with
+    /// `?schema=` when the store's tables are not in `public`.
+    #[arg(long, global = true, conflicts_with = "dir")]
+    url: Option<String>,
     /// Print JSON instead of a table, for scripts.
     #[arg(long, global = true)]
     json: bool,
@@ -76,6 +82,30 @@ enum Kv {
     },
 }
 
+impl Where {
+    /// The store these options name: `--url`, else `--dir`.
+    fn open(&self) -> tinystore::Result<Inspector> {
+        match &self.url {
+            Some(url) if tinystore::is_postgres(url) => Inspector::open(url),
+            Some(url) => Err(tinystore::Error::new(
+                tinystore::ErrorKind::Invalid,
+                format!(
+                    "--url takes a postgres:// or postgresql:// location, not {url:?}; a store in a directory is --dir"
+                ),
+            )),
+            None => Inspector::open(&self.dir),
+        }
+    }
+
+    /// The store as `stats` names it (never a password).
+    fn shown(&self) -> PathBuf {
+        match &self.url {
+            Some(url) => PathBuf::from(tinystore::hide_password(url)),
+            None => self.dir.clone(),
+        }
+    }
+}
+
 fn owners(under: &[String]) -> Vec<Vec<u8>> {
     under.iter().map(|o| o.as_bytes().to_vec()).collect()
 }
@@ -89,7 +119,7 @@ fn run(cli: Cli) -> tinystore::Result<String> {
             limit,
             at,
         } => {
-            let ins = Inspector::open(&at.dir)?;
+            let ins = at.open()?;
             let (rows, next) = ins.list(&bucket, &owners(&under), None, limit.clamp(1, 10_000))?;
             Ok(if at.json {
                 show::rows_json(&rows, next.is_some())
@@ -98,7 +128,7 @@ fn run(cli: Cli) -> tinystore::Result<String> {
             })
         }
         Kv::Get { bucket, key, under, at } => {
-            let ins = Inspector::open(&at.dir)?;
+            let ins = at.open()?;
             match ins.get(&bucket, &owners(&under), key.as_bytes())? {
                 Some(row) => Ok(if at.json {
                     show::row_json(&row).to_string()
@@ -112,7 +142,7 @@ fn run(cli: Cli) -> tinystore::Result<String> {
             }
         }
         Kv::Buckets { at } => {
-            let names = Inspector::open(&at.dir)?.names()?;
+            let names = at.open()?.names()?;
             Ok(if at.json {
                 show::names_json(&names)
             } else {
@@ -120,11 +150,11 @@ fn run(cli: Cli) -> tinystore::Result<String> {
             })
         }
         Kv::Stats { at } => {
-            let stats = Inspector::open(&at.dir)?.stats()?;
+            let stats = at.open()?.stats()?;
             Ok(if at.json {
                 show::stats_json(&stats)
             } else {
-                show::stats_text(&at.dir, &stats)
+                show::stats_text(&at.shown(), &stats)
             })
         }
     }

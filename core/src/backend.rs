@@ -32,26 +32,12 @@ impl StoreInner {
             Backend::Postgres(pg) => Some(pg),
         }
     }
-
-    /// Refuses `what` on a PostgreSQL store, which does not carry it yet
-    /// (docs/postgres.md, "What is not carried yet").
-    #[inline]
-    pub(crate) fn refuse_on_postgres(&self, what: &str) -> Result<()> {
-        match &self.backend {
-            Backend::Sqlite => Ok(()),
-            Backend::Postgres(_) => Err(crate::postgres::unsupported(what)),
-        }
-    }
 }
 
 /// What a PostgreSQL store carries of each kind of handle.
 pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota | Kind::Config => Ok(()),
-        other => Err(crate::postgres::unsupported(match other {
-            Kind::Once => "once",
-            Kind::LimitStore => "a limit store",
-            Kind::Values | Kind::Counters | Kind::RateLimit | Kind::Quota | Kind::Config => unreachable!(),
-        })),
+        Kind::LimitStore => Err(crate::postgres::unsupported("a limit store")),
+        _ => Ok(()),
     }
 }

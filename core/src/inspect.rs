@@ -1,6 +1,8 @@
 //! Reading a store without opening it for writing: what the `tinystore`
 //! command shows. An inspector never creates, migrates, renews or writes, so
 //! it can look at a kv.db that an application has open without blocking it.
+//! A PostgreSQL location (`postgres://...`) is read the same way, with
+//! plain `SELECT`s on the database's clock.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -14,10 +16,17 @@ use crate::raw::Raw;
 use crate::storage::{self, file};
 use crate::store::FILE_NAME;
 
-/// A read-only view of a store's file.
+/// A read-only view of a store's file, or of its PostgreSQL database.
 pub struct Inspector {
-    conn: Connection,
+    source: Source,
+    /// The file, or the location without its password: for messages.
     file: PathBuf,
+}
+
+/// Where an inspector reads.
+enum Source {
+    File(Connection),
+    Postgres(crate::postgres::PgStore),
 }
 
 /// A name in the file: its kind and how many rows it holds.
@@ -66,26 +75,46 @@ pub struct FileStats {
 }
 
 impl Inspector {
-    /// Opens the store in `dir` read-only. A missing store is an error that
-    /// says so; nothing is created.
+    /// Opens the store in `dir` read-only, or the store at a PostgreSQL
+    /// location (`postgres://...`). A missing store is an error that says
+    /// so; nothing is created.
     pub fn open(dir: impl AsRef<Path>) -> Result<Inspector> {
-        if dir.as_ref().to_str().is_some_and(crate::postgres::is_postgres) {
-            return Err(crate::postgres::unsupported(
-                "inspecting a store (the inspector, tinystore kv)",
-            ));
+        if let Some(location) = dir.as_ref().to_str().filter(|l| crate::postgres::is_postgres(l)) {
+            let pg = crate::postgres::PgStore::open_existing(location)?;
+            return Ok(Inspector {
+                source: Source::Postgres(pg),
+                file: PathBuf::from(crate::postgres::hide_password(location)),
+            });
         }
         let file = dir.as_ref().join(FILE_NAME);
         let conn = file::open_inspector(&file)?;
-        Ok(Inspector { conn, file })
+        Ok(Inspector {
+            source: Source::File(conn),
+            file,
+        })
     }
 
     /// Every name with its kind and rows, by name.
     pub fn names(&self) -> Result<Vec<NameInfo>> {
-        storage::list_buckets(&self.conn)?
+        let conn = match &self.source {
+            Source::File(conn) => conn,
+            Source::Postgres(pg) => {
+                let all = pg.block(async |pool, _| crate::postgres::inspect::names(pool).await)?;
+                return Ok(all
+                    .into_iter()
+                    .map(|(_, name, kind, rows)| NameInfo {
+                        name,
+                        kind,
+                        rows: rows as usize,
+                    })
+                    .collect());
+            }
+        };
+        storage::list_buckets(conn)?
             .into_iter()
             .map(|(id, name, kind)| {
                 Ok(NameInfo {
-                    rows: storage::bucket_rows(&self.conn, id)?,
+                    rows: storage::bucket_rows(conn, id)?,
                     name,
                     kind,
                 })
@@ -94,7 +123,15 @@ impl Inspector {
     }
 
     fn find(&self, name: &str) -> Result<(i64, String)> {
-        storage::find_bucket(&self.conn, name)?.ok_or_else(|| {
+        let found = match &self.source {
+            Source::File(conn) => storage::find_bucket(conn, name)?,
+            Source::Postgres(pg) => pg
+                .block(async |pool, _| crate::postgres::inspect::names(pool).await)?
+                .into_iter()
+                .find(|(_, n, _, _)| n == name)
+                .map(|(id, _, kind, _)| (id, kind)),
+        };
+        found.ok_or_else(|| {
             Error::invalid(format!("there is no bucket named {name:?} in {}", self.file.display())).in_bucket(name)
         })
     }
@@ -117,9 +154,15 @@ impl Inspector {
         }
         branch.check(name)?;
         let (lo, hi) = branch.subtree();
-        let now = to_millis(SystemTime::now());
         let after = after.unwrap_or_else(|| lo[..lo.len() - 1].to_vec());
-        let (rows, more) = storage::scan(&self.conn, id, &after, &hi, now, limit, usize::MAX)?;
+        let (rows, more) = match &self.source {
+            Source::File(conn) => {
+                storage::scan(conn, id, &after, &hi, to_millis(SystemTime::now()), limit, usize::MAX)?
+            }
+            Source::Postgres(pg) => pg.block(async |pool, _| {
+                crate::postgres::cells::scan(pool, id, (&after, &hi), None, limit, usize::MAX).await
+            })?,
+        };
         let next = if more {
             rows.last().map(|r| r.path.clone())
         } else {
@@ -149,8 +192,13 @@ impl Inspector {
             branch = branch.child(o);
         }
         let path = branch.path(name, key)?;
-        let now = to_millis(SystemTime::now());
-        Ok(storage::get(&self.conn, id, &path, now)?.map(|c| Row {
+        let found = match &self.source {
+            Source::File(conn) => storage::get(conn, id, &path, to_millis(SystemTime::now()))?,
+            Source::Postgres(pg) => pg
+                .block(async |pool, _| crate::postgres::cells::get(pool, id, &path, None).await)?
+                .map(|(cell, _)| cell),
+        };
+        Ok(found.map(|c| Row {
             owners: owners.iter().cloned().map(Key).collect(),
             key: Key(key.to_vec()),
             value: c.value,
@@ -159,9 +207,26 @@ impl Inspector {
         }))
     }
 
-    /// The file's size and rows.
+    /// The file's size and rows. On PostgreSQL, `file_bytes` is the size
+    /// of the store's tables and indexes, and there is no WAL of its own,
+    /// no spilled value and no clear mark.
     pub fn stats(&self) -> Result<FileStats> {
-        let (rows, spilled, clear_marks, names) = storage::stats(&self.conn)?;
+        let conn = match &self.source {
+            Source::File(conn) => conn,
+            Source::Postgres(pg) => {
+                let c = pg.block(async |pool, _| crate::postgres::inspect::counts(pool).await)?;
+                return Ok(FileStats {
+                    file_bytes: c.bytes as u64,
+                    wal_bytes: 0,
+                    rows: c.rows as usize,
+                    spilled: 0,
+                    clear_marks: 0,
+                    names: c.names as usize,
+                    expired_waiting: c.expired as usize,
+                });
+            }
+        };
+        let (rows, spilled, clear_marks, names) = storage::stats(conn)?;
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let mut wal = self.file.clone().into_os_string();
         wal.push("-wal");
@@ -172,7 +237,7 @@ impl Inspector {
             spilled,
             clear_marks,
             names,
-            expired_waiting: storage::count_expired(&self.conn, to_millis(SystemTime::now()))?,
+            expired_waiting: storage::count_expired(conn, to_millis(SystemTime::now()))?,
         })
     }
 }

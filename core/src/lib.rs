@@ -87,11 +87,11 @@ pub use limits::{
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use maintain::Maintenance;
-pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, is_postgres};
+pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, ONCE_POLL_POSTGRES, hide_password, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
-pub use scope::Scope;
+pub use scope::{CheckedTake, Scope};
 pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};

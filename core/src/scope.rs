@@ -13,10 +13,11 @@
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::session::{Snapshot, TxSession};
 use crate::values::{
-    self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
+    self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions, pg_in_tx,
 };
 
 /// Where a call runs: see the module's documentation.
@@ -36,6 +37,19 @@ pub(crate) fn view_reads_only(name: &str) -> Error {
 }
 
 impl Scope<'_> {
+    /// Runs a read on the scope's PostgreSQL transaction or snapshot;
+    /// `None` for a direct call or a scope on kv.db.
+    fn pg_read<T>(&self, bucket: &RawBucket, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
+        match self {
+            Scope::Direct => None,
+            Scope::Tx(s) => match s.same_store(bucket) {
+                Err(e) => Some(Err(e)),
+                Ok(()) => s.pg(f),
+            },
+            Scope::View(v) => v.pg(bucket, f),
+        }
+    }
+
     /// Runs a read on the scope's connection and time: a transaction's or a
     /// snapshot's. `None` for a direct call, which reads its own way.
     fn read_in<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Option<Result<T>> {
@@ -63,6 +77,9 @@ impl Scope<'_> {
         }
         let t = Target::new(&bucket.core, &bucket.branch, key)?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
+        if let Some(r) = self.pg_read(bucket, |p| pg_in_tx::entry(p, &t)) {
+            return r;
+        }
         self.read_in(bucket, |c, now| Ok(t.read(c, now)?.map(|cell| t.entry(cell))))
             .unwrap_or_else(|| bucket.entry(key))
     }
@@ -81,6 +98,9 @@ impl Scope<'_> {
             return bucket.list(opts);
         }
         let _held = bucket.hold_now(PAGE_HOLD)?;
+        if let Some(r) = self.pg_read(bucket, |p| pg_in_tx::list(p, &bucket.core, &bucket.branch, opts)) {
+            return r;
+        }
         self.read_in(bucket, |c, now| {
             values::list_on(&bucket.core, &bucket.branch, c, now, opts)
         })
@@ -94,7 +114,8 @@ impl Scope<'_> {
             Some(found) => {
                 let (s, t) = found?;
                 let _held = t.hold_now(value.encoded_len(), "a write")?;
-                s.run(|w| t.op_set(w, &value, opts))
+                s.pg(|p| pg_in_tx::set(p, &t, &value, opts))
+                    .unwrap_or_else(|| s.run(|w| t.op_set(w, &value, opts)))
             }
         }
     }
@@ -106,7 +127,8 @@ impl Scope<'_> {
             Some(found) => {
                 let (s, t) = found?;
                 let _held = t.hold_now(value.encoded_len() + MAX_VALUE, "a create")?;
-                s.run(|w| t.op_create(w, &value, expiry))
+                s.pg(|p| pg_in_tx::create(p, &t, &value, expiry))
+                    .unwrap_or_else(|| s.run(|w| t.op_create(w, &value, expiry)))
             }
         }
     }
@@ -126,7 +148,7 @@ impl Scope<'_> {
             Some(found) => {
                 let (s, t) = found?;
                 let _held = t.hold_now(MAX_VALUE, "a take")?;
-                s.run(|w| t.op_take(w, if_version, checked(check)))
+                take_in(s, &t, if_version, checked(check))
             }
         }
     }
@@ -147,21 +169,12 @@ impl Scope<'_> {
             Some(found) => {
                 let (s, t) = found?;
                 let _held = t.hold_now(MAX_VALUE, "a take")?;
-                s.run(|w| t.op_take(w, if_version, checked(check)))
+                take_in(s, &t, if_version, checked(check))
             }
-            None => {
-                let t = Target::new(&bucket.core, &bucket.branch, key)?;
-                let version = match bucket.entry(key)? {
-                    // The take names the conflict of an absent key at a version.
-                    None if if_version.is_none() => return Ok(None),
-                    Some(found) if if_version.is_none_or(|v| v == found.version) => {
-                        check(&found).map_err(|e| t.name(e))?;
-                        Some(found.version)
-                    }
-                    _ => if_version,
-                };
-                bucket.take(key, version, |_| Ok(()))
-            }
+            None => match bucket.check_before_take(key, if_version, check)? {
+                None => Ok(None),
+                Some(checked) => bucket.take(key, if_version, checked.still_read()),
+            },
         }
     }
 
@@ -171,7 +184,8 @@ impl Scope<'_> {
             None => bucket.delete(key, if_version),
             Some(found) => {
                 let (s, t) = found?;
-                s.run(|w| t.op_delete(w, if_version))
+                s.pg(|p| pg_in_tx::delete(p, &t, if_version))
+                    .unwrap_or_else(|| s.run(|w| t.op_delete(w, if_version)))
             }
         }
     }
@@ -182,7 +196,8 @@ impl Scope<'_> {
             None => bucket.expire(key, expiry, if_version),
             Some(found) => {
                 let (s, t) = found?;
-                s.run(|w| t.op_expire(w, expiry, if_version))
+                s.pg(|p| pg_in_tx::expire(p, &t, expiry, if_version))
+                    .unwrap_or_else(|| s.run(|w| t.op_expire(w, expiry, if_version)))
             }
         }
     }
@@ -194,7 +209,8 @@ impl Scope<'_> {
             None => bucket.clear(),
             Some(found) => {
                 let (s, _) = found?;
-                s.run(|w| values::op_clear(&bucket.core, &bucket.branch, w, true))
+                s.pg(|p| pg_in_tx::clear(p, &bucket.core, &bucket.branch))
+                    .unwrap_or_else(|| s.run(|w| values::op_clear(&bucket.core, &bucket.branch, w, true)))
             }
         }
     }
@@ -206,6 +222,76 @@ impl Scope<'_> {
             Scope::Direct => None,
             Scope::Tx(s) => Some(f(s)),
             Scope::View(_) => Some(Err(view_reads_only(name))),
+        }
+    }
+}
+
+/// A take inside a transaction, on kv.db or PostgreSQL.
+fn take_in(
+    s: &TxSession,
+    t: &Target,
+    if_version: Option<Version>,
+    decode: impl FnOnce(Entry<Raw>) -> Result<Entry<Raw>>,
+) -> Result<Option<Entry<Raw>>> {
+    // `decode` goes to whichever of the two runs.
+    let mut decode = Some(decode);
+    if let Some(r) = s.pg(|p| pg_in_tx::take(p, t, if_version, decode.take().expect("taken once"))) {
+        return r;
+    }
+    s.run(|w| t.op_take(w, if_version, decode.take().expect("taken once")))
+}
+
+/// A direct take whose check ran on the calling thread: what the write
+/// itself must still find, the row that was checked.
+pub struct CheckedTake {
+    /// `None` when the key was not checked: the take's own version check
+    /// refuses it first.
+    read: Option<Version>,
+}
+
+impl CheckedTake {
+    /// The write's own check: the key is still at the version that was
+    /// checked. A key written in between is `Conflict` and stays; a key
+    /// taken or deleted in between is absent, and the take answers `None`,
+    /// so of racing takers exactly one gets the value.
+    pub fn still_read(self) -> impl FnOnce(&Entry<Raw>) -> Result<()> + Send + 'static {
+        move |e| {
+            if self.read == Some(e.version) {
+                return Ok(());
+            }
+            Err(Error::conflict(format!(
+                "the key was written after it was read and checked (now at version {}); it stays",
+                e.version
+            )))
+        }
+    }
+}
+
+impl RawBucket {
+    /// The first half of a direct take whose check must run on the calling
+    /// thread (it calls back into a binding's language): reads the key and
+    /// checks it. `None` when there is nothing to take (the key is absent
+    /// and no version was asked for); otherwise the take to send, with
+    /// `if_version` and [`CheckedTake::still_read`] as its check, in one
+    /// call ([`RawBucket::take`]) or by completion ([`RawBucket::take_then`]).
+    /// A key absent or at another version than `if_version` is not checked:
+    /// the take names the conflict.
+    pub fn check_before_take(
+        &self,
+        key: &[u8],
+        if_version: Option<Version>,
+        check: impl FnOnce(&Entry<Raw>) -> Result<()>,
+    ) -> Result<Option<CheckedTake>> {
+        let t = Target::new(&self.core, &self.branch, key)?;
+        match self.entry(key)? {
+            None if if_version.is_none() => Ok(None),
+            Some(found) if if_version.is_none_or(|v| v == found.version) => {
+                check(&found).map_err(|e| t.name(e))?;
+                Ok(Some(CheckedTake {
+                    read: Some(found.version),
+                }))
+            }
+            _ => Ok(Some(CheckedTake { read: None })),
         }
     }
 }

@@ -1,8 +1,9 @@
-//! Every durable kind in a [`Scope`] (KV-16): counters, quotas and once's
-//! answers, directly or inside a binding's transaction, where they run on
-//! the caller's thread inside the transaction as its bucket calls do. What
-//! cannot join a transaction is refused with the texts of `tx_kinds`; a
-//! snapshot reads buckets only.
+//! Every kind beside buckets in a [`Scope`] (KV-16): counters, quotas,
+//! once's answers and rate limits, directly or inside a binding's
+//! transaction, where the durable ones run on the caller's thread inside the
+//! transaction as its bucket calls do. What cannot join a transaction
+//! (counters with flush_every, rate limits) is refused with the texts of
+//! `tx_kinds`; a snapshot reads buckets only.
 
 use crate::error::{Error, Result};
 use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce, op_change};
@@ -128,5 +129,27 @@ impl Scope<'_> {
             s.run(|w| t.op_delete(w, None))
         });
         in_tx.unwrap_or_else(|| once.delete(key))
+    }
+
+    /// A rate limit's call: on the store itself `direct`; inside a
+    /// transaction the refusal, since its state is in memory.
+    fn rate_limit<T>(&self, limit: &RateLimit, direct: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.in_tx(limit.name(), |_| Err(rate_limit_refused(limit.name())))
+            .unwrap_or_else(direct)
+    }
+
+    /// Takes `n` requests of a rate limit's key together, or none.
+    pub fn rate_limit_allow(&self, limit: &RateLimit, key: &[u8], n: u64) -> Result<Allowance> {
+        self.rate_limit(limit, || limit.allow_n(key, n))
+    }
+
+    /// The answer one request of a rate limit's key would get, counting nothing.
+    pub fn rate_limit_peek(&self, limit: &RateLimit, key: &[u8]) -> Result<Allowance> {
+        self.rate_limit(limit, || limit.peek(key))
+    }
+
+    /// Forgets a rate limit's key.
+    pub fn rate_limit_reset(&self, limit: &RateLimit, key: &[u8]) -> Result<()> {
+        self.rate_limit(limit, || limit.reset(key))
     }
 }

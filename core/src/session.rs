@@ -13,6 +13,11 @@
 //! savepoint rolls back alone. All-or-nothing comes from the same mechanism
 //! as every other write.
 //!
+//! On a PostgreSQL store a session is a transaction of its own connection
+//! instead ([`crate::postgres::tx`]): it begins when it is asked for, its
+//! calls run on the caller's thread under the session's lock, and nothing
+//! else waits for it. Counters, quotas and once are not carried in it yet.
+//!
 //! Invariants:
 //! - While a session is open the writer runs nothing else, so a session
 //!   that is never finished is rolled back after [`TX_LIMIT`].
@@ -32,6 +37,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
+use crate::postgres::tx::PgTx;
 use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
@@ -99,6 +105,38 @@ pub struct TxSession {
     /// [`TxSession::hold_thread`], and callers' contexts
     /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
     pub(crate) open: Arc<AtomicBool>,
+    /// On a PostgreSQL store, the transaction itself.
+    pg: Option<PgSession>,
+}
+
+/// Where `done` of a binding's transaction answers.
+type Done = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// A binding's transaction on PostgreSQL: the transaction until it ends,
+/// and where its end answers.
+struct PgSession {
+    tx: Mutex<Option<PgTx>>,
+    done: Mutex<Option<Done>>,
+}
+
+impl PgSession {
+    /// Ends the transaction (committing it or not) and answers `done`.
+    fn end(&self, commit: bool, why: Error) -> Result<()> {
+        let Some(tx) = lock(&self.tx).take() else {
+            return Err(ended());
+        };
+        let r = match commit {
+            true => tx.commit(),
+            false => {
+                tx.rollback();
+                Err(why)
+            }
+        };
+        if let Some(done) = lock(&self.done).take() {
+            done(r);
+        }
+        Ok(())
+    }
 }
 
 impl Store {
@@ -119,7 +157,30 @@ impl Store {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
-        self.inner.refuse_on_postgres("a transaction")?;
+        if self.inner.postgres().is_some() {
+            self.refuse_tx(&crate::CallerContext::new(), 0)?;
+            let clock = &self.inner.clock;
+            let tx = PgTx::begin(self, clock.is_manual().then(|| clock.now_millis()), false)?;
+            // Counted as open, as on kv.db, so that the guards see it.
+            self.inner.writer.session_began();
+            ready(Ok(TxSession {
+                store: self.clone(),
+                lent: Arc::new(Lent {
+                    state: Mutex::new(State {
+                        ctx: None,
+                        end: None,
+                        why: None,
+                    }),
+                    ended: Condvar::new(),
+                }),
+                open: Arc::new(AtomicBool::new(true)),
+                pg: Some(PgSession {
+                    tx: Mutex::new(Some(tx)),
+                    done: Mutex::new(Some(Box::new(done))),
+                }),
+            }));
+            return Ok(Ticket::finished());
+        }
         self.refuse_tx(&crate::CallerContext::new(), 0)?;
         let store = self.clone();
         let ready = Arc::new(Mutex::new(Some(ready)));
@@ -139,6 +200,7 @@ impl Store {
                 let writer = store.clone();
                 let session = TxSession {
                     store,
+                    pg: None,
                     lent: lent.clone(),
                     open: open.clone(),
                 };
@@ -236,6 +298,11 @@ impl TxSession {
     /// Runs `f` inside the transaction, on this thread, under the session's
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
+        if self.pg.is_some() {
+            return Err(crate::postgres::unsupported(
+                "counters, quotas and once inside a transaction",
+            ));
+        }
         let id = Arc::as_ptr(&self.lent) as usize;
         if CALLING.with(|c| c.borrow().contains(&id)) {
             // A call made from inside one of the session's own calls (a
@@ -282,7 +349,37 @@ impl TxSession {
         out.unwrap_or_else(|_| Err(ended()))
     }
 
+    /// Runs `f` on the PostgreSQL transaction, on this thread, under the
+    /// session's lock; `None` on kv.db. After the end it is `Closed`.
+    pub(crate) fn pg<T>(&self, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
+        let pg = self.pg.as_ref()?;
+        let id = Arc::as_ptr(&self.lent) as usize;
+        if CALLING.with(|c| c.borrow().contains(&id)) {
+            return Some(Err(Error::invalid(
+                "a call of the transaction was made from inside another of its calls (a codec's function): \
+                 call the transaction after that call returns",
+            )));
+        }
+        let g = lock(&pg.tx);
+        let Some(tx) = g.as_ref() else {
+            return Some(Err(ended()));
+        };
+        CALLING.with(|c| c.borrow_mut().push(id));
+        let out = f(tx);
+        CALLING.with(|c| c.borrow_mut().retain(|&x| x != id));
+        Some(out)
+    }
+
     fn end(&self, end: End) -> Result<()> {
+        if let Some(pg) = &self.pg {
+            if self.open.swap(false, Ordering::AcqRel) {
+                self.store.inner.writer.session_ended();
+            }
+            return match end {
+                End::Commit => pg.end(true, ended()),
+                End::Rollback(why) => pg.end(false, why),
+            };
+        }
         // Ended by its caller: the threads it marked write as any other from
         // now on (their writes queue behind the end), even before the
         // writer thread has finished with it.
@@ -362,7 +459,10 @@ pub struct Snapshot {
     store: Store,
     /// Its read transaction, which the store's maintenance ends once the
     /// view is past its bound, read or not ([`crate::open_views`]).
-    held: Arc<crate::open_views::ViewConn>,
+    /// `None` on PostgreSQL.
+    held: Option<Arc<crate::open_views::ViewConn>>,
+    /// On PostgreSQL, its read-only transaction until it ends.
+    pg: Option<Mutex<Option<PgTx>>>,
     now: i64,
 }
 
@@ -371,16 +471,26 @@ impl Store {
     /// since the file keeps every page it may still read.
     pub fn snapshot(&self) -> Result<Snapshot> {
         self.inner.check_open()?;
-        self.inner.refuse_on_postgres("a view (snapshot)")?;
+        let now = self.inner.clock.now_millis();
+        if self.inner.postgres().is_some() {
+            let clock = &self.inner.clock;
+            let tx = PgTx::begin(self, clock.is_manual().then_some(now), true)?;
+            return Ok(Snapshot {
+                store: self.clone(),
+                held: None,
+                pg: Some(Mutex::new(Some(tx))),
+                now,
+            });
+        }
         let conn = self
             .inner
             .readers
             .take_spare(&self.inner.dir.join(FILE_NAME), self.inner.mmap_size)?;
         storage::run_tx_statement(&conn, storage::sql::BEGIN_READ)?;
-        let now = self.inner.clock.now_millis();
         Ok(Snapshot {
             store: self.clone(),
-            held: self.inner.views.add(conn, now),
+            held: Some(self.inner.views.add(conn, now)),
+            pg: None,
             now,
         })
     }
@@ -391,6 +501,20 @@ impl Snapshot {
     /// a read of `bucket`, which must be of this store. A read past
     /// [`VIEW_LIMIT`] ends the snapshot and is `Limit`.
     pub(crate) fn read<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+        self.check(bucket)?;
+        let Some(held) = &self.held else {
+            return Err(crate::postgres::unsupported("this read in a snapshot"));
+        };
+        let g = held.conn();
+        let conn = g
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
+        f(conn, self.now)
+    }
+
+    /// Refuses a read of another store's bucket, or past [`VIEW_LIMIT`]
+    /// (which ends the snapshot).
+    fn check(&self, bucket: &RawBucket) -> Result<()> {
         if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
             return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
         }
@@ -398,17 +522,31 @@ impl Snapshot {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));
         }
-        let g = self.held.conn();
-        let conn = g
-            .as_ref()
-            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
-        f(conn, self.now)
+        Ok(())
+    }
+
+    /// Runs `f` on the PostgreSQL snapshot, for a read of `bucket`; `None`
+    /// on kv.db.
+    pub(crate) fn pg<T>(&self, bucket: &RawBucket, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
+        let pg = self.pg.as_ref()?;
+        Some(self.check(bucket).and_then(|()| {
+            let g = lock(pg);
+            let tx = g
+                .as_ref()
+                .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
+            f(tx)
+        }))
     }
 
     /// Ends the snapshot; a read after this is `Closed`. Its connection
     /// goes back to the store for the next snapshot.
     pub fn close(&self) {
-        self.held.end(&self.store.inner.readers);
+        if let Some(held) = &self.held {
+            held.end(&self.store.inner.readers);
+        }
+        if let Some(tx) = self.pg.as_ref().and_then(|pg| lock(pg).take()) {
+            tx.rollback();
+        }
     }
 }
 

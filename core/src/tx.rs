@@ -6,6 +6,12 @@
 //! long as its closure runs: keep it short. Its writes run the same
 //! functions a group runs, inline. Handles borrow the transaction, so a
 //! handle cannot outlive it.
+//!
+//! On a PostgreSQL store a `tx` is a `SERIALIZABLE` transaction and a view
+//! a `REPEATABLE READ READ ONLY` one, each on a connection of its own
+//! ([`crate::postgres::tx`]); the buckets' calls in them make the same
+//! decisions as on kv.db. Counters, quotas and once inside a `tx` are not
+//! carried there yet.
 
 use std::cell::RefCell;
 
@@ -13,9 +19,11 @@ use crate::bucket::{Bucket, typed};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
+use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::session::{view_expired, view_past_limit};
 use crate::store::Store;
+use crate::values::pg_in_tx;
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
 };
@@ -24,14 +32,28 @@ use rusqlite::Connection;
 /// An open transaction: see [`Store::tx`].
 pub struct Tx<'a, 'c> {
     store: &'a Store,
-    ctx: RefCell<&'a mut WriteCtx<'c>>,
+    on: TxOn<'a, 'c>,
+}
+
+/// What a transaction runs on.
+enum TxOn<'a, 'c> {
+    /// The store's write connection to kv.db.
+    Sqlite(RefCell<&'a mut WriteCtx<'c>>),
+    /// A connection to PostgreSQL of its own.
+    Postgres(&'a PgTx),
 }
 
 /// An open read snapshot: see [`Store::view`].
 pub struct View<'a> {
     store: &'a Store,
-    conn: &'a Connection,
+    on: ViewOn<'a>,
     now: i64,
+}
+
+/// What a view reads.
+enum ViewOn<'a> {
+    Sqlite(&'a Connection),
+    Postgres(&'a PgTx),
 }
 
 impl Store {
@@ -58,11 +80,28 @@ impl Store {
     /// ```
     pub fn tx<R>(&self, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
-        self.inner.refuse_on_postgres("a transaction (tx)")?;
+        if self.inner.postgres().is_some() {
+            if self.inner.writer.held_here() {
+                return Err(crate::guards::nested_tx_error());
+            }
+            let ptx = PgTx::begin(self, self.test_clock_millis(), false)?;
+            let tx = Tx {
+                store: self,
+                on: TxOn::Postgres(&ptx),
+            };
+            // A panic drops the connection mid-transaction: PostgreSQL rolls back.
+            return match self.inner.writer.marked_in_tx(|| f(&tx)) {
+                Ok(r) => ptx.commit().map(|()| r),
+                Err(e) => {
+                    ptx.rollback();
+                    Err(e)
+                }
+            };
+        }
         self.inner.writer.exclusive(|ctx| {
             let tx = Tx {
                 store: self,
-                ctx: RefCell::new(ctx),
+                on: TxOn::Sqlite(RefCell::new(ctx)),
             };
             f(&tx)
         })
@@ -74,11 +113,32 @@ impl Store {
     /// store's reader connections.
     pub fn view<R>(&self, f: impl FnOnce(&View<'_>) -> Result<R>) -> Result<R> {
         self.inner.check_open()?;
-        self.inner.refuse_on_postgres("a view")?;
         let now = self.inner.clock.now_millis();
-        self.inner
-            .readers
-            .with(|conn| crate::storage::in_snapshot(conn, || f(&View { store: self, conn, now })))
+        if self.inner.postgres().is_some() {
+            let ptx = PgTx::begin(self, self.test_clock_millis(), true)?;
+            let r = f(&View {
+                store: self,
+                on: ViewOn::Postgres(&ptx),
+                now,
+            });
+            ptx.rollback();
+            return r;
+        }
+        self.inner.readers.with(|conn| {
+            crate::storage::in_snapshot(conn, || {
+                f(&View {
+                    store: self,
+                    on: ViewOn::Sqlite(conn),
+                    now,
+                })
+            })
+        })
+    }
+
+    /// The test clock, passed to PostgreSQL; `None` lets its clock judge.
+    fn test_clock_millis(&self) -> Option<i64> {
+        let clock = &self.inner.clock;
+        clock.is_manual().then(|| clock.now_millis())
     }
 }
 
@@ -99,13 +159,29 @@ impl<'a, 'c> Tx<'a, 'c> {
         TxBucket { tx: self, bucket }
     }
 
-    /// Runs `f` with the transaction's write context.
+    /// Runs `f` with the transaction's write context. On PostgreSQL there
+    /// is none: what needs one (counters, quotas, once) is refused there.
     pub(crate) fn run<R>(&self, f: impl FnOnce(&mut WriteCtx<'c>) -> Result<R>) -> Result<R> {
-        let mut ctx = self
-            .ctx
+        let ctx = match &self.on {
+            TxOn::Sqlite(ctx) => ctx,
+            TxOn::Postgres(_) => {
+                return Err(crate::postgres::unsupported(
+                    "counters, quotas and once inside a transaction (tx)",
+                ));
+            }
+        };
+        let mut ctx = ctx
             .try_borrow_mut()
             .map_err(|_| Error::invalid("a transaction is already busy"))?;
         f(&mut ctx)
+    }
+
+    /// The PostgreSQL transaction, on a PostgreSQL store.
+    fn pg(&self) -> Option<&PgTx> {
+        match &self.on {
+            TxOn::Sqlite(_) => None,
+            TxOn::Postgres(p) => Some(p),
+        }
     }
 
     /// The store of this transaction.
@@ -136,8 +212,12 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     pub fn entry(&self, key: impl AsKey) -> Result<Option<Entry<T>>> {
         let t = self.target(key)?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
-        let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
-        cell.map(|c| typed(&*self.bucket.codec, t.entry(c)).map_err(|e| t.name(e)))
+        let entry = match self.tx.pg() {
+            Some(p) => pg_in_tx::entry(p, &t)?,
+            None => self.tx.run(|w| t.read(w.conn, w.now))?.map(|c| t.entry(c)),
+        };
+        entry
+            .map(|e| typed(&*self.bucket.codec, e).map_err(|e| t.name(e)))
             .transpose()
     }
 
@@ -157,6 +237,9 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         let mut held = t.hold_now(MAX_VALUE, "a write")?;
         let raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
         held.shrink_to(raw.encoded_len());
+        if let Some(p) = self.tx.pg() {
+            return pg_in_tx::set(p, &t, &raw, opts);
+        }
         self.tx.run(|w| t.op_set(w, &raw, opts))
     }
 
@@ -166,10 +249,11 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         let mut held = t.hold_now(2 * MAX_VALUE, "a create")?;
         let raw: Raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
         held.shrink_to(raw.encoded_len() + MAX_VALUE);
-        Ok(matches!(
-            self.tx.run(|w| t.op_create(w, &raw, None))?,
-            Created::Written(_)
-        ))
+        let created = match self.tx.pg() {
+            Some(p) => pg_in_tx::create(p, &t, &raw, None)?,
+            None => self.tx.run(|w| t.op_create(w, &raw, None))?,
+        };
+        Ok(matches!(created, Created::Written(_)))
     }
 
     /// Reads and deletes a key.
@@ -177,12 +261,18 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
         let t = self.target(key)?;
         let _held = t.hold_now(MAX_VALUE, "a take")?;
         let codec = self.bucket.codec.clone();
+        if let Some(p) = self.tx.pg() {
+            return pg_in_tx::take(p, &t, None, |e| codec.decode_row(&e.value));
+        }
         self.tx.run(|w| t.op_take(w, None, |e| codec.decode_row(&e.value)))
     }
 
     /// Deletes a key.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.target(key)?;
+        if let Some(p) = self.tx.pg() {
+            return pg_in_tx::delete(p, &t, None);
+        }
         self.tx.run(|w| t.op_delete(w, None))
     }
 
@@ -190,6 +280,9 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     pub fn expire(&self, key: impl AsKey, expiry: impl Into<Expiry>) -> Result<bool> {
         let t = self.target(key)?;
         let e = expiry.into();
+        if let Some(p) = self.tx.pg() {
+            return pg_in_tx::expire(p, &t, e, None);
+        }
         self.tx.run(|w| t.op_expire(w, e, None))
     }
 
@@ -197,6 +290,9 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
     pub fn clear(&self) -> Result<()> {
         let raw = self.bucket.raw();
         same_store(self.tx.store, raw)?;
+        if let Some(p) = self.tx.pg() {
+            return pg_in_tx::clear(p, &raw.core, &raw.branch);
+        }
         self.tx.run(|w| values::op_clear(&raw.core, &raw.branch, w, true))
     }
 }
@@ -238,8 +334,12 @@ impl<T: Send + 'static> ViewBucket<'_, '_, T> {
         let raw = self.check()?;
         let t = Target::new(&raw.core, &raw.branch, &key.key_bytes())?;
         let _held = t.hold_now(MAX_VALUE, "a read")?;
-        match t.read(self.view.conn, self.view.now)? {
-            Some(c) => Ok(Some(typed(&*self.bucket.codec, t.entry(c)).map_err(|e| t.name(e))?)),
+        let entry = match &self.view.on {
+            ViewOn::Sqlite(conn) => t.read(conn, self.view.now)?.map(|c| t.entry(c)),
+            ViewOn::Postgres(p) => pg_in_tx::entry(p, &t)?,
+        };
+        match entry {
+            Some(e) => Ok(Some(typed(&*self.bucket.codec, e).map_err(|e| t.name(e))?)),
             None => Ok(None),
         }
     }
@@ -253,7 +353,10 @@ impl<T: Send + 'static> ViewBucket<'_, '_, T> {
     pub fn list(&self, opts: &ListOptions) -> Result<Page<T>> {
         let raw = self.check()?;
         let _held = raw.hold_now(PAGE_HOLD)?;
-        let page = values::list_on(&raw.core, &raw.branch, self.view.conn, self.view.now, opts)?;
+        let page = match &self.view.on {
+            ViewOn::Sqlite(conn) => values::list_on(&raw.core, &raw.branch, conn, self.view.now, opts)?,
+            ViewOn::Postgres(p) => pg_in_tx::list(p, &raw.core, &raw.branch, opts)?,
+        };
         let mut entries = Vec::with_capacity(page.entries.len());
         for e in page.entries {
             let k = e.key.0.clone();

@@ -179,6 +179,37 @@ fn kv05_session_take_checked_keeps_a_value_its_check_refuses() {
 }
 
 #[test]
+fn kv05_direct_take_checked_takes_only_the_row_it_checked() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<String>("b").open().unwrap();
+    b.set("k", &"1".into()).unwrap();
+    // Checked, then written again before the take: a conflict, and it stays.
+    let checked = b.raw().check_before_take(b"k", None, |_| Ok(())).unwrap().unwrap();
+    b.set("k", &"2".into()).unwrap();
+    let e = b.raw().take(b"k", None, checked.still_read()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert_eq!((e.bucket(), e.path()), (Some("b"), Some("k")), "{e}");
+    assert_eq!(b.get("k").unwrap().as_deref(), Some("2"));
+    // Checked, then taken by another: absent, so the take answers None.
+    let checked = b.raw().check_before_take(b"k", None, |_| Ok(())).unwrap().unwrap();
+    assert_eq!(b.take("k").unwrap().as_deref(), Some("2"));
+    assert_eq!(b.raw().take(b"k", None, checked.still_read()).unwrap(), None);
+    // Absent and no version asked for: nothing to take, nothing checked.
+    let none = b
+        .raw()
+        .check_before_take(b"k", None, |_| panic!("checked an absent key"))
+        .unwrap();
+    assert!(none.is_none());
+    // The whole rule in one call.
+    b.set("k", &"3".into()).unwrap();
+    let taken = Scope::Direct
+        .take_checked(b.raw(), b"k", None, |_| Ok(()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.value, Raw::text("3"));
+}
+
+#[test]
 fn kv16_session_joins_counters_quotas_and_once_answers_all_or_nothing() {
     let (_d, store) = common::manual();
     let attempts = store.counters("attempts").open().unwrap();
@@ -416,4 +447,32 @@ fn kv16_session_a_call_from_inside_its_own_call_is_invalid_not_a_deadlock() {
     tx.commit().unwrap();
     done.recv().unwrap().unwrap();
     assert_eq!(b.get("k").unwrap(), Some(1));
+}
+
+#[test]
+fn kv16_a_rate_limit_in_a_session_is_invalid_saying_why_and_counts_nothing() {
+    let (_d, store) = common::manual();
+    let logins = store
+        .rate_limit("logins")
+        .rate(2, std::time::Duration::from_secs(60))
+        .open()
+        .unwrap();
+    let (tx, done) = begin(&store);
+    let refusals = [
+        Scope::Tx(&tx).rate_limit_allow(&logins, b"k", 1).unwrap_err(),
+        Scope::Tx(&tx).rate_limit_peek(&logins, b"k").unwrap_err(),
+        Scope::Tx(&tx).rate_limit_reset(&logins, b"k").unwrap_err(),
+    ];
+    for e in refusals {
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert_eq!(e.message(), tinystore::rate_limit_refused("logins").message());
+        assert_eq!(e.bucket(), Some("logins"));
+    }
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert!(
+        Scope::Direct.rate_limit_allow(&logins, b"k", 2).unwrap().ok,
+        "the refused calls counted nothing"
+    );
+    assert!(!Scope::Direct.rate_limit_peek(&logins, b"k").unwrap().ok);
 }

@@ -321,7 +321,7 @@ fn kv14_the_completion_forms_and_clear() {
 }
 
 #[test]
-fn kv19_a_database_at_schema_1_is_migrated_on_open() {
+fn kv19_a_database_at_schema_1_gains_what_it_lacks_on_open() {
     let location = pg::fresh("kv19_migrate");
     let store = Store::open(&location).unwrap();
     store.bucket::<i64>("b").open().unwrap().set("k", &1).unwrap();
@@ -334,7 +334,7 @@ fn kv19_a_database_at_schema_1_is_migrated_on_open() {
     let store = Store::open(&location).unwrap();
     assert_eq!(
         pg::query("kv19_migrate", "SELECT version FROM tinystore_schema").as_deref(),
-        Some("2")
+        Some("3")
     );
     assert_eq!(store.bucket::<i64>("b").open().unwrap().get("k").unwrap(), Some(1));
     assert!(

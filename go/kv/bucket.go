@@ -14,9 +14,9 @@ import (
 // package doc), so the other languages read them back.
 type Bucket[T any] struct {
 	branch
-	base *native.Bucket
-	h    native.Calls // base, or base inside a Tx or View
-	c    *codec[T]
+	h     *native.Bucket
+	scope *native.Scope // set by WithTx or WithView: every call runs in it
+	c     *codec[T]
 }
 
 // OpenBucket opens the bucket name of store, with TTL or Idle (not both).
@@ -25,10 +25,7 @@ type Bucket[T any] struct {
 //
 //	sessions, err := kv.OpenBucket[Session](store, "sessions", kv.Idle(30*24*time.Hour))
 func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption) (*Bucket[T], error) {
-	var cfg bucketConfig
-	for _, o := range opts {
-		o.applyBucket(&cfg)
-	}
+	cfg := applied(opts, BucketOption.applyBucket)
 	h, err := native.OpenBucket(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.idle, cfg.hasIdle)
 	if err != nil {
 		return nil, err
@@ -37,7 +34,7 @@ func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption
 	if cfg.codec != nil {
 		c = c.withCustom(cfg.codec)
 	}
-	return &Bucket[T]{branch: branch{name: name}, base: h, h: h, c: c}, nil
+	return &Bucket[T]{branch: branch{name: name}, h: h, c: c}, nil
 }
 
 // Name is the bucket's name.
@@ -49,16 +46,13 @@ func (b *Bucket[T]) Name() string { return b.name }
 //
 //	err := sessions.Under(userID).Clear(ctx) // sign out everywhere
 func (b *Bucket[T]) Under(owners ...any) *Bucket[T] {
-	return &Bucket[T]{branch: b.branch.under(owners), base: b.base, h: b.h, c: b.c}
+	return &Bucket[T]{branch: b.branch.under(owners), h: b.h, scope: b.scope, c: b.c}
 }
 
 // writeOptions carries the options as they were given; the core checks
 // their shape for the call they go to.
 func (b *Bucket[T]) writeOptions(opts []CallOption) native.WriteOptions {
-	var cfg callConfig
-	for _, o := range opts {
-		o.applyCall(&cfg)
-	}
+	cfg := applied(opts, CallOption.applyCall)
 	wo := native.WriteOptions{HasTTL: cfg.hasTTL, TTL: int64(cfg.ttl), HasAt: cfg.hasAt}
 	if cfg.hasAt {
 		wo.At = cfg.at.UnixMilli()
@@ -85,7 +79,7 @@ func (b *Bucket[T]) Entry(ctx context.Context, key any) (Entry[T], bool, error) 
 	if err != nil {
 		return Entry[T]{}, false, err
 	}
-	e, found, err := b.h.Get(ctx, b.owners, k, b.c.want)
+	e, found, err := b.h.Get(ctx, b.scope, b.owners, k, b.c.want)
 	if err != nil || !found {
 		return Entry[T]{}, false, err
 	}
@@ -103,7 +97,7 @@ func (b *Bucket[T]) Has(ctx context.Context, key any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return b.h.Has(ctx, b.owners, k)
+	return b.h.Has(ctx, b.scope, b.owners, k)
 }
 
 // Set writes a value and returns once it is durable. A live key keeps its
@@ -126,7 +120,7 @@ func (b *Bucket[T]) SetVersion(ctx context.Context, key any, value T, opts ...Ca
 	if err != nil {
 		return Version{}, b.keyErr(k, native.CodeInvalid, err)
 	}
-	rev, err := b.h.Set(ctx, b.owners, k, v, wo)
+	rev, err := b.h.Set(ctx, b.scope, b.owners, k, v, wo)
 	return Version{rev}, err
 }
 
@@ -142,7 +136,7 @@ func (b *Bucket[T]) Create(ctx context.Context, key any, value T, opts ...CallOp
 	if err != nil {
 		return false, b.keyErr(k, native.CodeInvalid, err)
 	}
-	written, _, _, err := b.h.Create(ctx, b.owners, k, v, wo, native.KindRaw)
+	written, _, _, err := b.h.Create(ctx, b.scope, b.owners, k, v, wo, native.KindRaw)
 	return written, err
 }
 
@@ -171,7 +165,7 @@ func (b *Bucket[T]) Take(ctx context.Context, key any, opts ...CallOption) (valu
 			return err == nil
 		}
 	}
-	e, found, err := b.h.Take(ctx, b.owners, k, wo, b.c.want, check)
+	e, found, err := b.h.Take(ctx, b.scope, b.owners, k, wo, b.c.want, check)
 	mu.Lock()
 	reason := why
 	mu.Unlock()
@@ -200,7 +194,7 @@ func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bo
 		return false, err
 	}
 	wo := b.writeOptions(opts)
-	return b.h.Delete(ctx, b.owners, k, wo)
+	return b.h.Delete(ctx, b.scope, b.owners, k, wo)
 }
 
 // Expire gives a live key a new expiry, TTL(d) from now or ExpireAt(t),
@@ -213,7 +207,7 @@ func (b *Bucket[T]) Expire(ctx context.Context, key any, opts ...CallOption) (bo
 		return false, err
 	}
 	wo := b.writeOptions(opts)
-	return b.h.Expire(ctx, b.owners, k, wo)
+	return b.h.Expire(ctx, b.scope, b.owners, k, wo)
 }
 
 // Clear removes this branch (the whole bucket, at its root) and every
@@ -223,7 +217,7 @@ func (b *Bucket[T]) Clear(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	return b.h.Clear(ctx, b.owners)
+	return b.h.Clear(ctx, b.scope, b.owners)
 }
 
 // List gives a page of this branch's own keys, in the byte order of their
@@ -233,7 +227,7 @@ func (b *Bucket[T]) List(ctx context.Context, opts ListOptions) (Page[T], error)
 	if b.err != nil {
 		return Page[T]{}, b.err
 	}
-	entries, next, _, err := b.h.List(ctx, b.owners, opts.After, opts.After != "", opts.Limit, b.c.want)
+	entries, next, _, err := b.h.List(ctx, b.scope, b.owners, opts.After, opts.After != "", opts.Limit, b.c.want)
 	if err != nil {
 		return Page[T]{}, err
 	}

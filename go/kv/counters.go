@@ -12,8 +12,8 @@ import (
 // count exactly.
 type Counters struct {
 	branch
-	h  *native.Counters
-	tx *native.Tx // set by WithTx: every call runs inside it
+	h     *native.Counters
+	scope *native.Scope // set by WithTx: every call but Clear runs inside it
 }
 
 // OpenCounters opens the counters name of store. With TTL a counter
@@ -24,10 +24,7 @@ type Counters struct {
 //	attempts, err := kv.OpenCounters(store, "login-attempts", kv.TTL(15*time.Minute), kv.FlushEvery(time.Second))
 //	n, err := attempts.Under("ip").Add(ctx, clientIP, 1)
 func OpenCounters(store *tinystore.Store, name string, opts ...CountersOption) (*Counters, error) {
-	var cfg countersConfig
-	for _, o := range opts {
-		o.applyCounters(&cfg)
-	}
+	cfg := applied(opts, CountersOption.applyCounters)
 	h, err := native.OpenCounters(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.flushEvery, cfg.hasFlushEvery)
 	if err != nil {
 		return nil, err
@@ -40,7 +37,7 @@ func (c *Counters) Name() string { return c.name }
 
 // Under is the branch of owners: the counters that belong to them.
 func (c *Counters) Under(owners ...any) *Counters {
-	return &Counters{branch: c.branch.under(owners), h: c.h, tx: c.tx}
+	return &Counters{branch: c.branch.under(owners), h: c.h, scope: c.scope}
 }
 
 // Add adds n to a counter and returns the new value. A sum past the int64
@@ -50,11 +47,7 @@ func (c *Counters) Add(ctx context.Context, key any, n int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != nil {
-		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterAdd, n)
-		return v, err
-	}
-	return c.h.Add(ctx, c.owners, k, n, false)
+	return c.h.Add(ctx, c.scope, c.owners, k, n, false)
 }
 
 // Max keeps the larger of a counter and n, and returns it.
@@ -63,11 +56,7 @@ func (c *Counters) Max(ctx context.Context, key any, n int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != nil {
-		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterMax, n)
-		return v, err
-	}
-	return c.h.Add(ctx, c.owners, k, n, true)
+	return c.h.Add(ctx, c.scope, c.owners, k, n, true)
 }
 
 // Get reads a counter: 0 when it is missing or expired.
@@ -76,11 +65,7 @@ func (c *Counters) Get(ctx context.Context, key any) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.tx != nil {
-		v, _, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterGet, 0)
-		return v, err
-	}
-	return c.h.Get(ctx, c.owners, k)
+	return c.h.Get(ctx, c.scope, c.owners, k)
 }
 
 // Delete deletes a counter and says whether a live one was there.
@@ -89,11 +74,7 @@ func (c *Counters) Delete(ctx context.Context, key any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if c.tx != nil {
-		_, found, err := c.tx.Counter(ctx, c.h, c.owners, k, native.TxCounterDelete, 0)
-		return found, err
-	}
-	return c.h.Delete(ctx, c.owners, k)
+	return c.h.Delete(ctx, c.scope, c.owners, k)
 }
 
 // Clear removes this branch of counters and every branch under it.

@@ -71,17 +71,15 @@ func count(b branch, k string, n int, what string) (uint64, error) {
 // concurrent use.
 type RateLimit struct {
 	branch
-	h *native.RateLimit
+	h     *native.RateLimit
+	scope *native.Scope // set by WithTx: every call is refused
 }
 
 // OpenRateLimit opens the rate limit name of store; Rate is required.
 //
 //	guesses, err := kv.OpenRateLimit(store, "sign-in-guesses", kv.Rate(5, time.Minute), kv.Burst(5))
 func OpenRateLimit(store *tinystore.Store, name string, opts ...RateLimitOption) (*RateLimit, error) {
-	var cfg rateConfig
-	for _, o := range opts {
-		o.applyRateLimit(&cfg)
-	}
+	cfg := applied(opts, RateLimitOption.applyRateLimit)
 	if !cfg.hasRate {
 		return nil, invalid(name, "a rate limit needs a Rate, as kv.Rate(5, time.Minute)")
 	}
@@ -100,7 +98,7 @@ func (r *RateLimit) Name() string { return r.name }
 
 // Under is the branch of owners: their keys are limited apart from the others.
 func (r *RateLimit) Under(owners ...any) *RateLimit {
-	return &RateLimit{branch: r.branch.under(owners), h: r.h}
+	return &RateLimit{branch: r.branch.under(owners), h: r.h, scope: r.scope}
 }
 
 // Allow takes one request of key: Allowance.OK says whether it passes.
@@ -122,7 +120,7 @@ func (r *RateLimit) AllowN(ctx context.Context, key any, n int) (Allowance, erro
 	if err != nil {
 		return Allowance{}, err
 	}
-	a, err := r.h.Allow(ctx, r.owners, k, m, false)
+	a, err := r.h.Allow(ctx, r.scope, r.owners, k, m, false)
 	return allowanceOf(a), err
 }
 
@@ -132,7 +130,7 @@ func (r *RateLimit) Peek(ctx context.Context, key any) (Allowance, error) {
 	if err != nil {
 		return Allowance{}, err
 	}
-	a, err := r.h.Allow(ctx, r.owners, k, 1, true)
+	a, err := r.h.Allow(ctx, r.scope, r.owners, k, 1, true)
 	return allowanceOf(a), err
 }
 
@@ -142,7 +140,7 @@ func (r *RateLimit) Reset(ctx context.Context, key any) error {
 	if err != nil {
 		return err
 	}
-	return r.h.Reset(ctx, r.owners, k)
+	return r.h.Reset(ctx, r.scope, r.owners, k)
 }
 
 // Quota counts uses by key against one to eight windows, each of which
@@ -150,8 +148,8 @@ func (r *RateLimit) Reset(ctx context.Context, key any) error {
 // use: N racing Allows pass exactly the limit.
 type Quota struct {
 	branch
-	h  *native.Quota
-	tx *native.Tx // set by WithTx: every call runs inside it
+	h     *native.Quota
+	scope *native.Scope // set by WithTx: every call runs inside it
 }
 
 // OpenQuota opens the quota name of store with its windows.
@@ -179,7 +177,7 @@ func (q *Quota) Name() string { return q.name }
 
 // Under is the branch of owners: their keys count apart from the others.
 func (q *Quota) Under(owners ...any) *Quota {
-	return &Quota{branch: q.branch.under(owners), h: q.h, tx: q.tx}
+	return &Quota{branch: q.branch.under(owners), h: q.h, scope: q.scope}
 }
 
 func (q *Quota) use(ctx context.Context, key any, op int32, n int, what string) (Allowance, error) {
@@ -191,12 +189,7 @@ func (q *Quota) use(ctx context.Context, key any, op int32, n int, what string) 
 	if err != nil {
 		return Allowance{}, err
 	}
-	var a native.Allowance
-	if q.tx != nil {
-		a, err = q.tx.Quota(ctx, q.h, q.owners, k, op, m)
-	} else {
-		a, err = q.h.Use(ctx, q.owners, k, op, m)
-	}
+	a, err := q.h.Use(ctx, q.scope, q.owners, k, op, m)
 	return allowanceOf(a), err
 }
 

@@ -12,19 +12,16 @@ import (
 // requests sent twice. Safe for concurrent use.
 type Once[T any] struct {
 	branch
-	h  *native.Once
-	c  *codec[T]
-	tx *native.Tx // set by WithTx: Get and Delete run inside it
+	h     *native.Once
+	c     *codec[T]
+	scope *native.Scope // set by WithTx: Get and Delete run inside it
 }
 
 // OpenOnce opens the once name of store.
 //
 //	sends, err := kv.OpenOnce[Sent](store, "sends", kv.Keep(24*time.Hour))
 func OpenOnce[T any](store *tinystore.Store, name string, opts ...OnceOption) (*Once[T], error) {
-	var cfg onceConfig
-	for _, o := range opts {
-		o.applyOnce(&cfg)
-	}
+	cfg := applied(opts, OnceOption.applyOnce)
 	h, err := native.OpenOnce(native.StoreOf(store), name, cfg.keep, cfg.hasKeep)
 	if err != nil {
 		return nil, err
@@ -37,7 +34,7 @@ func (o *Once[T]) Name() string { return o.name }
 
 // Under is the branch of owners: their keys run apart from the others.
 func (o *Once[T]) Under(owners ...any) *Once[T] {
-	return &Once[T]{branch: o.branch.under(owners), h: o.h, c: o.c, tx: o.tx}
+	return &Once[T]{branch: o.branch.under(owners), h: o.h, c: o.c, scope: o.scope}
 }
 
 // running is the key of the runs a context is inside (a *native.Caller),
@@ -97,12 +94,7 @@ func (o *Once[T]) Get(ctx context.Context, key any) (answer T, found bool, err e
 	if err != nil {
 		return zero, false, err
 	}
-	var v native.Value
-	if o.tx != nil {
-		v, found, err = o.tx.OnceGet(ctx, o.h, o.owners, k, o.c.want)
-	} else {
-		v, found, err = o.h.Get(ctx, o.owners, k, o.c.want)
-	}
+	v, found, err := o.h.Get(ctx, o.scope, o.owners, k, o.c.want)
 	if err != nil || !found {
 		return zero, false, err
 	}
@@ -120,8 +112,5 @@ func (o *Once[T]) Delete(ctx context.Context, key any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if o.tx != nil {
-		return o.tx.OnceDelete(ctx, o.h, o.owners, k)
-	}
-	return o.h.Delete(ctx, o.owners, k)
+	return o.h.Delete(ctx, o.scope, o.owners, k)
 }

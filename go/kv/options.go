@@ -7,6 +7,15 @@ import (
 	"tinyshed.org/tinystore/internal/native"
 )
 
+// applied is the configuration opts make, each applied in turn by apply.
+func applied[C, O any](opts []O, apply func(O, *C)) C {
+	var cfg C
+	for _, o := range opts {
+		apply(o, &cfg)
+	}
+	return cfg
+}
+
 // BucketOption configures OpenBucket: TTL or Idle, and WithCodec.
 type BucketOption interface{ applyBucket(*bucketConfig) }
 

@@ -1,8 +1,6 @@
 package kv
 
 import (
-	"context"
-
 	"tinyshed.org/tinystore"
 	"tinyshed.org/tinystore/internal/native"
 )
@@ -29,7 +27,7 @@ type View = tinystore.View
 //		return sessions.Under(userID).WithTx(tx).Set(ctx, digest(token), Session{UserID: userID, Device: "web"})
 //	})
 func (b *Bucket[T]) WithTx(tx *Tx) *Bucket[T] {
-	return &Bucket[T]{branch: b.branch, base: b.base, h: native.TxBucket{Tx: native.TxOf(tx), B: b.base}, c: b.c}
+	return &Bucket[T]{branch: b.branch, h: b.h, scope: native.ScopeOf(tx), c: b.c}
 }
 
 // WithView is this bucket (or branch) read on the snapshot v: Get, Entry,
@@ -37,7 +35,7 @@ func (b *Bucket[T]) WithTx(tx *Tx) *Bucket[T] {
 // and renew nothing. Its writes are tinystore.ErrInvalid, and after the
 // view's function returns every call is tinystore.ErrClosed.
 func (b *Bucket[T]) WithView(v *View) *Bucket[T] {
-	return &Bucket[T]{branch: b.branch, base: b.base, h: native.ViewBucket{V: native.SnapshotOf(v), B: b.base}, c: b.c}
+	return &Bucket[T]{branch: b.branch, h: b.h, scope: native.ScopeOf(v), c: b.c}
 }
 
 // WithTx is these counters (or branch) inside tx: Add, Max, Get and Delete
@@ -55,13 +53,13 @@ func (b *Bucket[T]) WithView(v *View) *Bucket[T] {
 //		return err
 //	})
 func (c *Counters) WithTx(tx *Tx) *Counters {
-	return &Counters{branch: c.branch, h: c.h, tx: native.TxOf(tx)}
+	return &Counters{branch: c.branch, h: c.h, scope: native.ScopeOf(tx)}
 }
 
 // WithTx is this quota (or branch) inside tx: Allow, Refund, Peek and
 // Reset commit or roll back with the transaction, and see its own uses.
 func (q *Quota) WithTx(tx *Tx) *Quota {
-	return &Quota{branch: q.branch, h: q.h, tx: native.TxOf(tx)}
+	return &Quota{branch: q.branch, h: q.h, scope: native.ScopeOf(tx)}
 }
 
 // WithTx is this once's answers inside tx: Get and Delete run inside the
@@ -69,16 +67,12 @@ func (q *Quota) WithTx(tx *Tx) *Quota {
 // tinystore.ErrInvalid inside a transaction: its claim and its answer are
 // writes of their own, which would wait for it.
 func (o *Once[T]) WithTx(tx *Tx) *Once[T] {
-	return &Once[T]{branch: o.branch, h: o.h, c: o.c, tx: native.TxOf(tx)}
+	return &Once[T]{branch: o.branch, h: o.h, c: o.c, scope: native.ScopeOf(tx)}
 }
 
 // WithTx is tinystore.ErrInvalid for every call: a rate limit keeps its
 // state in memory and cannot join a transaction. Call it outside (a Quota
 // joins one).
 func (r *RateLimit) WithTx(tx *Tx) *RateLimit {
-	out := &RateLimit{branch: r.branch, h: r.h}
-	if out.err == nil {
-		out.err = native.TxOf(tx).RefuseRateLimit(context.Background(), r.h)
-	}
-	return out
+	return &RateLimit{branch: r.branch, h: r.h, scope: native.ScopeOf(tx)}
 }

@@ -25,22 +25,35 @@ export declare class NativeBucket {
   has(key: unknown, scope?: NativeTx | NativeSnapshot): boolean
   /** A page of this branch's own keys in `scope`: `{ entries, next }`. */
   list(after: unknown, limit?: number | undefined | null, scope?: NativeTx | NativeSnapshot): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
-  /** Writes a value, durably. Resolves with nothing. */
-  set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null): Promise<void>
-  /** Writes a value if the key is absent; resolves with whether it did. */
-  create(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null): Promise<boolean>
   /**
-   * Reads and deletes a key in one write; resolves with the value or
-   * `undefined`. A value that does not read as the bucket's type is
-   * `Corrupt` and stays.
+   * Writes a value in `scope`: on the store durably, resolving with
+   * nothing; inside a transaction at once.
    */
-  take(key: unknown, ifVersion?: string | undefined | null): Promise<unknown>
-  /** Deletes a key; resolves with whether a live key was there. */
-  delete(key: unknown, ifVersion?: string | undefined | null): Promise<boolean>
-  /** Gives a live key a new expiry: `ttl` (a duration) or `at_ms` (a time). */
-  expire(key: unknown, ttl: unknown, atMs?: number | undefined | null, ifVersion?: string | undefined | null): Promise<boolean>
-  /** Removes this branch and every branch under it. */
-  clear(): Promise<void>
+  set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<void> | void
+  /** Writes a value if the key is absent, in `scope`; answers whether it did. */
+  create(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<boolean> | boolean
+  /**
+   * Reads and deletes a key in one write, in `scope`; answers the value
+   * or `undefined`. A value that does not read as the bucket's type, or
+   * that `check` (the package's codec, given the value read) answers
+   * `false` for, is `Corrupt` and stays: the core's checked take runs
+   * `check` here, on the JS thread, before the key is taken, and on the
+   * store takes it only if it is still the row checked.
+   */
+  take(key: unknown, ifVersion?: string | undefined | null, check?: ((value: unknown) => boolean) | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<unknown> | unknown
+  /** Deletes a key in `scope`; answers whether a live key was there. */
+  delete(key: unknown, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<boolean> | boolean
+  /**
+   * Gives a live key a new expiry in `scope`: `ttl` (a duration) or
+   * `at_ms` (a time). Answers whether a live key was there.
+   */
+  expire(key: unknown, ttl: unknown, atMs?: number | undefined | null, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<boolean> | boolean
+  /**
+   * Removes this branch and every branch under it, in `scope` (inside a
+   * transaction a branch over 10,000 keys is `Limit`; in a snapshot, as
+   * every write there, `Invalid`).
+   */
+  clear(scope?: NativeTx | NativeSnapshot): Promise<void> | void
 }
 
 /**
@@ -99,14 +112,14 @@ export declare class NativeContext {
 export declare class NativeCounters {
   /** The branch of `owner`. */
   under(owner: unknown): NativeCounters
-  /** Adds `n` (1 when not given); resolves with the new value. */
-  add(key: unknown, n: number | bigint | undefined): Promise<number | bigint>
-  /** Keeps the larger of the counter and `n`; resolves with it. */
-  max(key: unknown, n: number | bigint): Promise<number | bigint>
-  /** The counter's value: 0 when missing or expired. */
-  get(key: unknown): number | bigint
-  /** Deletes the counter; resolves with whether a live one was there. */
-  delete(key: unknown): Promise<boolean>
+  /** Adds `n` (1 when not given) in `scope`; answers the new value. */
+  add(key: unknown, n: number | bigint | undefined, scope?: NativeTx): Promise<number | bigint> | number | bigint
+  /** Keeps the larger of the counter and `n` in `scope`; answers it. */
+  max(key: unknown, n: number | bigint, scope?: NativeTx): Promise<number | bigint> | number | bigint
+  /** The counter's value in `scope`: 0 when missing or expired. */
+  get(key: unknown, scope?: NativeTx): number | bigint
+  /** Deletes the counter in `scope`; answers whether a live one was there. */
+  delete(key: unknown, scope?: NativeTx): Promise<boolean> | boolean
   /** Removes this branch's counters and every branch under it. */
   clear(): Promise<void>
 }
@@ -159,24 +172,27 @@ export declare class NativeOnce {
    * engine's `InvalidError`.
    */
   begin(key: unknown, caller?: NativeContext | undefined | null): Promise<{ kept: true, value: unknown } | { kept: false, claim: NativeClaim }>
-  /** The answer kept for the key (JSON as text), or `undefined`. */
-  get(key: unknown): unknown
-  /** Forgets the answer kept for the key; resolves with whether one was kept. */
-  delete(key: unknown): Promise<boolean>
+  /** The answer kept for the key in `scope` (JSON as text), or `undefined`. */
+  get(key: unknown, scope?: NativeTx): unknown
+  /** Forgets the answer kept for the key in `scope`; answers whether one was kept. */
+  delete(key: unknown, scope?: NativeTx): Promise<boolean> | boolean
 }
 
 /** A quota, or one branch of it. */
 export declare class NativeQuota {
   /** The branch of `owner`. */
   under(owner: unknown): NativeQuota
-  /** Counts `n` uses in every window or in none, durably: the answer. */
-  allow(key: unknown, n?: number | undefined | null): Promise<unknown>
-  /** The answer one use would get now, counting nothing. */
-  peek(key: unknown): unknown
-  /** Gives `n` uses back to the windows that have not reset since: the answer. */
-  refund(key: unknown, n?: number | undefined | null): Promise<unknown>
-  /** Forgets the key: every window starts again at its next use. */
-  reset(key: unknown): Promise<void>
+  /**
+   * Counts `n` uses in every window or in none, in `scope`: the answer
+   * (on the store a durable write, resolving with it).
+   */
+  allow(key: unknown, n?: number | undefined | null, scope?: NativeTx): Promise<unknown> | unknown
+  /** Gives `n` uses back to the windows that have not reset since, in `scope`: the answer. */
+  refund(key: unknown, n?: number | undefined | null, scope?: NativeTx): Promise<unknown> | unknown
+  /** The answer one use would get now in `scope`, counting nothing. */
+  peek(key: unknown, scope?: NativeTx): unknown
+  /** Forgets the key in `scope`: every window starts again at its next use. */
+  reset(key: unknown, scope?: NativeTx): Promise<void> | void
 }
 
 /** A rate limit, or one branch of it. */
@@ -275,31 +291,13 @@ export declare class NativeStore {
 }
 
 /**
- * An open transaction (the package's `Tx` wraps it). Every call takes the
- * bucket it is about and runs inside the transaction, seeing its own
- * writes; reads renew no idle key. Collected without an end, it rolls back.
+ * An open transaction (the package's `Tx` wraps it). A handle's calls
+ * given it as their scope run inside the transaction, seeing its own
+ * writes; reads renew no idle key. After the end they are `Closed`, or say
+ * why the core ended it (held past `TX_LIMIT`). Collected without an end,
+ * it rolls back.
  */
 export declare class NativeTx {
-  /** Writes a value inside the transaction. */
-  set(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null): void
-  /** Writes a value if the key is absent; returns whether it did. */
-  create(bucket: NativeBucket, key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null): boolean
-  /**
-   * Reads and deletes a key inside the transaction; returns the value or
-   * `undefined`. A value that does not read as the bucket's type, or that
-   * `check` (the package's codec, given the value read) answers `false`
-   * for, is `Corrupt` and stays: it is checked before it is taken.
-   */
-  take(bucket: NativeBucket, key: unknown, ifVersion?: string | undefined | null, check?: (value: unknown) => boolean): unknown
-  /** Deletes a key inside the transaction; returns whether a live key was there. */
-  delete(bucket: NativeBucket, key: unknown, ifVersion?: string | undefined | null): boolean
-  /**
-   * Gives a live key a new expiry inside the transaction: `ttl` (a
-   * duration) or `at_ms` (a time). Returns whether a live key was there.
-   */
-  expire(bucket: NativeBucket, key: unknown, ttl: unknown, atMs?: number | undefined | null, ifVersion?: string | undefined | null): boolean
-  /** Clears the branch inside the transaction (a branch over 10,000 keys is `Limit`). */
-  clear(bucket: NativeBucket): void
   /**
    * Refuses at once what cannot join the transaction (`tx.with`): a rate
    * limit, `flush_every` counters, counters of another store.
@@ -307,25 +305,6 @@ export declare class NativeTx {
   checkCounters(counters: NativeCounters): void
   /** The engine's refusal of a rate limit given to `tx.with`. */
   refuseRateLimit(limit: NativeRateLimit): void
-  /**
-   * Adds `n` to a durable counter (`max`: keeps the larger) inside the
-   * transaction; the new value as the transaction sees it.
-   */
-  counterChange(counters: NativeCounters, key: unknown, n: unknown, max: boolean): number | bigint
-  /** A durable counter as the transaction sees it. */
-  counterGet(counters: NativeCounters, key: unknown): number | bigint
-  /** Deletes a durable counter inside the transaction. */
-  counterDelete(counters: NativeCounters, key: unknown): boolean
-  /** A quota's `allow` (`refund`: gives back) of `n` uses inside the transaction. */
-  quotaChange(quota: NativeQuota, key: unknown, n: number | undefined | null, refund: boolean): unknown
-  /** The answer one use would get, as the transaction sees the quota. */
-  quotaPeek(quota: NativeQuota, key: unknown): unknown
-  /** Forgets a quota's key inside the transaction. */
-  quotaReset(quota: NativeQuota, key: unknown): void
-  /** The answer a once keeps for the key, as the transaction sees it, or `undefined`. */
-  onceGet(once: NativeOnce, key: unknown): unknown
-  /** Forgets the answer a once keeps for the key, inside the transaction. */
-  onceDelete(once: NativeOnce, key: unknown): boolean
   /**
    * Commits: resolves once everything the transaction wrote is durable,
    * or rejects with why nothing was (`OutcomeUnknown` when the group's

@@ -7,7 +7,7 @@
 import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
 import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
-import { waitsForOwnTx } from './scope'
+import { waitsForOwnTx, writeOnStore } from './scope'
 import { type Crossing, crossingOf, dateArg, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
 /** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
@@ -202,7 +202,7 @@ export class Bucket<T> {
 				options.ttl,
 				dateArg(options.expiresAt, 'expiresAt', { bucket: this.#name }),
 				options.ifVersion,
-			)
+			) as Promise<void>
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -210,13 +210,9 @@ export class Bucket<T> {
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }))
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.#name }))
-		}
+		return writeOnStore(this.#store, this.#name, () =>
+			this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })),
+		)
 	}
 
 	/**
@@ -224,36 +220,23 @@ export class Bucket<T> {
 	 * gets the value. A value that no longer reads is `CorruptError` and stays.
 	 */
 	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
-		if (refused) return Promise.reject(refused)
-		try {
-			if (this.#codec) {
-				// The codec runs here, not in the engine's write: take only what decoded.
-				const native = this.#native
-				return takeDecoded(
-					() => native.entry(key),
-					(v) => native.take(key, v),
+		const ifVersion = options?.ifVersion
+		if (this.#codec) {
+			return writeOnStore<T | undefined>(this.#store, this.#name, () =>
+				takeDecoded(
 					(v) => this.#decode(v, key),
-					options?.ifVersion,
-				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name })))
-			}
-			const taken = this.#native.take(key, options?.ifVersion)
-			if (this.#crossing === 'as-is') return taken as Promise<T | undefined>
-			return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.#name }))
+					(check) => this.#native.take(key, ifVersion, check),
+				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name }))),
+			)
 		}
+		const taken = writeOnStore<unknown>(this.#store, this.#name, () => this.#native.take(key, ifVersion))
+		if (this.#crossing === 'as-is') return taken as Promise<T | undefined>
+		return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 	}
 
 	/** Deletes the key; resolves with whether a live key was there. */
 	delete(key: Key, options?: VersionOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.delete(key, options?.ifVersion)
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.#name }))
-		}
+		return writeOnStore(this.#store, this.#name, () => this.#native.delete(key, options?.ifVersion))
 	}
 
 	/**
@@ -261,26 +244,16 @@ export class Bucket<T> {
 	 * its value and version; resolves with whether a live key was there.
 	 */
 	expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return when instanceof Date
+		return writeOnStore(this.#store, this.#name, () =>
+			when instanceof Date
 				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
-				: this.#native.expire(key, when, undefined, options?.ifVersion)
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.#name }))
-		}
+				: this.#native.expire(key, when, undefined, options?.ifVersion),
+		)
 	}
 
 	/** Removes this branch and every branch under it, for every reader at once. */
 	clear(): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.clear()
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.#name }))
-		}
+		return writeOnStore(this.#store, this.#name, () => this.#native.clear())
 	}
 
 	/** A page of this branch's own keys, in the byte order of their text. Renews nothing. */

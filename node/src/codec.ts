@@ -15,7 +15,7 @@
  * @module
  */
 
-import { ConflictError, CorruptError, InvalidError } from './errors'
+import { CorruptError, InvalidError } from './errors'
 import { native } from './native'
 
 /** A value of a raw bucket: a row as it is. */
@@ -69,34 +69,31 @@ export function decodeWith<T>(codec: Codec<T>, bytes: unknown, bucket: string, k
 }
 
 /**
- * A take through a codec, whose decode runs here and not inside the
- * engine's write: read the row, decode it, then take it only at the version
- * read. A value that does not decode is never taken; a take that lost a race
- * (the key changed or went) reads again, so of racing takers exactly one
- * gets the value. @internal
+ * A take through a codec by the engine's checked take: `take` hands the
+ * engine `check`, which it calls with the row's value after reading it and
+ * before taking it (inside a transaction's write; on the store before the
+ * write, which then takes the key only if it is still the row checked). A
+ * value that does not decode is never taken, and the take rejects with the
+ * decode's own error. @internal
  */
 export async function takeDecoded<T>(
-	read: () => { value: unknown; version: string } | undefined,
-	take: (ifVersion: string | undefined) => Promise<unknown> | unknown,
 	decode: (value: unknown) => T,
-	ifVersion: string | undefined,
+	take: (check: (value: unknown) => boolean) => unknown,
 ): Promise<T | undefined> {
-	for (;;) {
-		const e = read()
-		if (e === undefined || (ifVersion !== undefined && e.version !== ifVersion)) {
-			// Absent, or at another version: the engine answers (undefined, or
-			// ConflictError naming the key) without a value to decode.
-			if (ifVersion === undefined) return undefined
-			await take(ifVersion)
-			return undefined
-		}
-		const value = decode(e.value)
+	let decoded: { value: T } | undefined
+	let failure: { error: unknown } | undefined
+	const check = (value: unknown): boolean => {
 		try {
-			await take(e.version)
-			return value
-		} catch (err) {
-			if (ifVersion === undefined && err instanceof ConflictError) continue
-			throw err
+			decoded = { value: decode(value) }
+			return true
+		} catch (error) {
+			failure = { error }
+			return false
 		}
+	}
+	try {
+		return (await take(check)) === undefined ? undefined : decoded?.value
+	} catch (e) {
+		throw failure ? failure.error : e
 	}
 }

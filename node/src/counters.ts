@@ -7,7 +7,7 @@
 import type { Duration } from './durations'
 import { kindParts } from './handles'
 import type { NativeCounters } from './native'
-import { waitsForOwnTx } from './scope'
+import { writeOnStore } from './scope'
 import { invalidArg, type Key } from './values'
 
 /** What counters answer: `'int'` gives `number`s (the default), `'bigint'` gives `bigint`s of the whole int64 range. */
@@ -80,24 +80,12 @@ export class Counters<N extends number | bigint = number> {
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
 	add(key: Key, n: number | bigint = 1): Promise<N> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.add(key, n) as Promise<N>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.add(key, n))
 	}
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
 	max(key: Key, n: number | bigint): Promise<N> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.max(key, n) as Promise<N>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.max(key, n))
 	}
 
 	/** The counter's value: 0 when missing or expired. */
@@ -111,23 +99,11 @@ export class Counters<N extends number | bigint = number> {
 
 	/** Deletes the counter; resolves with whether a live one was there. */
 	delete(key: Key): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.delete(key)
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.delete(key))
 	}
 
 	/** Removes this branch's counters and every branch under it. */
 	clear(): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.clear()
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.clear())
 	}
 }

@@ -9,7 +9,7 @@
 import type { Rate } from './durations'
 import { kindParts } from './handles'
 import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
-import { waitsForOwnTx } from './scope'
+import { writeOnStore } from './scope'
 import { invalidArg, type Key } from './values'
 
 /** One window of a quota, as an answer reports it. */
@@ -40,7 +40,7 @@ export interface Allowance<W extends string = never> {
 	windows: Record<W, WindowUsage>
 }
 
-/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/fast_limits.rs says. */
+/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/bare_allow.rs says. */
 type CAllow = (limit: number, key: Uint8Array, len: number, n: number) => number
 
 /**
@@ -87,7 +87,7 @@ export interface RateLimitOptions {
  */
 export class RateLimit {
 	readonly #native: NativeRateLimit
-	/** The addon's bare `allow` of this limit (bindings/node/src/fast_limits.rs), made at the first `allow`. */
+	/** The addon's bare `allow` of this limit (bindings/node/src/bare_allow.rs), made at the first `allow`. */
 	#allow: (((key: unknown, n?: number) => number | object) & { address: number }) | undefined
 	/** The rate limit's name. */
 	readonly name: string
@@ -179,13 +179,7 @@ export class Quota<W extends string = string> {
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
 	allow(key: Key, n = 1): Promise<Allowance<W>> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.allow(key, n) as Promise<Allowance<W>>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.allow(key, n))
 	}
 
 	/** The answer one use would get now, counting nothing. */
@@ -195,23 +189,11 @@ export class Quota<W extends string = string> {
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
 	refund(key: Key, n = 1): Promise<Allowance<W>> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.refund(key, n) as Promise<Allowance<W>>
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.refund(key, n))
 	}
 
 	/** Forgets the key: every window starts again at its next use. */
 	reset(key: Key): Promise<void> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.reset(key)
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.reset(key))
 	}
 }

@@ -9,8 +9,8 @@ import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import { kindParts } from './handles'
 import type { NativeOnce } from './native'
-import { callerContext, runInsideRun, waitsForOwnTx } from './scope'
-import { type Crossing, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
+import { callerContext, runInsideRun, writeOnStore } from './scope'
+import { type Crossing, decodeAs, encodeAs, type Key, showKey } from './values'
 
 /** The options of a once. */
 export interface OnceOptions {
@@ -104,12 +104,6 @@ export class Once<T> {
 
 	/** Forgets the answer kept for `key`, so the next run runs again; resolves with whether one was kept. */
 	delete(key: Key): Promise<boolean> {
-		const refused = waitsForOwnTx(this.#store, { bucket: this.name })
-		if (refused) return Promise.reject(refused)
-		try {
-			return this.#native.delete(key)
-		} catch (e) {
-			return Promise.reject(invalidArg(e, { bucket: this.name }))
-		}
+		return writeOnStore(this.#store, this.name, () => this.#native.delete(key))
 	}
 }

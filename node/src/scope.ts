@@ -19,6 +19,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 import type { ErrorWhat } from './errors'
 import { native, type NativeClaim, type NativeContext, type NativeStore, type NativeTx } from './native'
+import { invalidArg } from './values'
 
 /** A transaction or view, and whether it is still open. */
 export interface Scope {
@@ -58,6 +59,21 @@ export function waitsForOwnTx(store: object | undefined, what: ErrorWhat): Error
 		return undefined
 	} catch (e) {
 		return e as Error
+	}
+}
+
+/**
+ * Runs `write`, an addon call of a handle of `store` named `bucket` on the
+ * store itself, as a Promise of its answer: the engine's refusal from
+ * inside one of the store's own transactions, or a bad argument, rejects.
+ */
+export function writeOnStore<R>(store: object | undefined, bucket: string, write: () => unknown): Promise<R> {
+	const refused = waitsForOwnTx(store, { bucket })
+	if (refused) return Promise.reject(refused)
+	try {
+		return write() as Promise<R>
+	} catch (e) {
+		return Promise.reject(invalidArg(e, { bucket }))
 	}
 }
 

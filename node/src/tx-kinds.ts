@@ -68,22 +68,22 @@ export class TxCounters<N extends number | bigint = number> extends Joined<Count
 
 	/** Adds `n` (one when not given); the new value as the transaction sees it. */
 	async add(key: Key, n: number | bigint = 1): Promise<N> {
-		return this.run((tx) => tx.counterChange(this.parts.native, key, n, false)) as N
+		return this.run((tx) => this.parts.native.add(key, n, tx)) as N
 	}
 
 	/** Keeps the larger of the counter and `n`; resolves with it. */
 	async max(key: Key, n: number | bigint): Promise<N> {
-		return this.run((tx) => tx.counterChange(this.parts.native, key, n, true)) as N
+		return this.run((tx) => this.parts.native.max(key, n, tx)) as N
 	}
 
 	/** The counter as the transaction sees it: 0 when missing or expired. */
 	async get(key: Key): Promise<N> {
-		return this.run((tx) => tx.counterGet(this.parts.native, key)) as N
+		return this.run((tx) => this.parts.native.get(key, tx)) as N
 	}
 
 	/** Deletes the counter; resolves with whether a live one was there. */
 	async delete(key: Key): Promise<boolean> {
-		return this.run((tx) => tx.counterDelete(this.parts.native, key))
+		return this.run((tx) => this.parts.native.delete(key, tx) as boolean)
 	}
 }
 
@@ -98,22 +98,22 @@ export class TxQuota<W extends string = string> extends Joined<QuotaParts> {
 
 	/** Counts `n` uses (one when not given) in every window or in none; commits with the transaction. */
 	async allow(key: Key, n?: number): Promise<Allowance<W>> {
-		return this.run((tx) => tx.quotaChange(this.parts.native, key, n, false)) as Allowance<W>
+		return this.run((tx) => this.parts.native.allow(key, n, tx)) as Allowance<W>
 	}
 
 	/** Gives `n` uses back to the windows that have not reset. */
 	async refund(key: Key, n?: number): Promise<Allowance<W>> {
-		return this.run((tx) => tx.quotaChange(this.parts.native, key, n, true)) as Allowance<W>
+		return this.run((tx) => this.parts.native.refund(key, n, tx)) as Allowance<W>
 	}
 
 	/** The answer one use would get, as the transaction sees it. */
 	async peek(key: Key): Promise<Allowance<W>> {
-		return this.run((tx) => tx.quotaPeek(this.parts.native, key)) as Allowance<W>
+		return this.run((tx) => this.parts.native.peek(key, tx)) as Allowance<W>
 	}
 
 	/** Forgets the key: every window starts again at its next use. */
 	async reset(key: Key): Promise<void> {
-		this.run((tx) => tx.quotaReset(this.parts.native, key))
+		this.run((tx) => this.parts.native.reset(key, tx))
 	}
 }
 
@@ -121,13 +121,13 @@ export class TxQuota<W extends string = string> extends Joined<QuotaParts> {
 export class TxOnce<T> extends Joined<OnceParts> {
 	/** The answer kept for `key` as the transaction sees it, or `undefined`. */
 	async get(key: Key): Promise<T | undefined> {
-		const value = this.run((tx) => tx.onceGet(this.parts.native, key))
+		const value = this.run((tx) => this.parts.native.get(key, tx))
 		return value === undefined ? undefined : (this.parts.decode(value, key) as T)
 	}
 
 	/** Forgets the answer kept for `key`; resolves with whether one was kept. */
 	async delete(key: Key): Promise<boolean> {
-		return this.run((tx) => tx.onceDelete(this.parts.native, key))
+		return this.run((tx) => this.parts.native.delete(key, tx) as boolean)
 	}
 }
 

@@ -13,7 +13,7 @@ import type { Once } from './once'
 import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds'
 import type { Duration } from './durations'
 import type { NativeTx } from './native'
-import type { Codec } from './codec'
+import { type Codec, takeDecoded } from './codec'
 import { partsOf, SessionReads } from './reads'
 import type { Scope } from './scope'
 import { dateArg, type Key, type ValueType } from './values'
@@ -150,13 +150,13 @@ export class TxBucket<T> {
 	async set(key: Key, value: T, options?: SetOptions): Promise<void> {
 		const r = this.#reads
 		r.call(() =>
-			this.#native.set(
-				r.bucket,
+			r.bucket.set(
 				key,
 				r.encode(value, key),
 				options?.ttl,
 				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
 				options?.ifVersion,
+				this.#native,
 			),
 		)
 	}
@@ -164,14 +164,15 @@ export class TxBucket<T> {
 	/** Writes the value only if the key is absent (or expired); answers whether it did. */
 	async create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
 		const r = this.#reads
-		return r.call(() =>
-			this.#native.create(
-				r.bucket,
-				key,
-				r.encode(value, key),
-				options?.ttl,
-				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-			),
+		return r.call(
+			() =>
+				r.bucket.create(
+					key,
+					r.encode(value, key),
+					options?.ttl,
+					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
+					this.#native,
+				) as boolean,
 		)
 	}
 
@@ -183,34 +184,19 @@ export class TxBucket<T> {
 	async take(key: Key, options?: VersionOptions): Promise<T | undefined> {
 		const r = this.#reads
 		if (r.codec) {
-			// The engine's checked take runs the decode between its read and
-			// its delete, so a value that does not decode is never taken.
-			let decoded: { value: T } | undefined
-			let failure: { error: unknown } | undefined
-			const check = (value: unknown): boolean => {
-				try {
-					decoded = { value: r.decode(value, key) }
-					return true
-				} catch (error) {
-					failure = { error }
-					return false
-				}
-			}
-			try {
-				r.call(() => this.#native.take(r.bucket, key, options?.ifVersion, check))
-			} catch (e) {
-				throw failure ? failure.error : e
-			}
-			return decoded?.value
+			return takeDecoded(
+				(v) => r.decode(v, key),
+				(check) => r.call(() => r.bucket.take(key, options?.ifVersion, check, this.#native)),
+			)
 		}
-		const value = r.call(() => this.#native.take(r.bucket, key, options?.ifVersion))
+		const value = r.call(() => r.bucket.take(key, options?.ifVersion, undefined, this.#native))
 		return value === undefined ? undefined : r.decode(value, key)
 	}
 
 	/** Deletes the key inside the transaction; answers whether a live key was there. */
 	async delete(key: Key, options?: VersionOptions): Promise<boolean> {
 		const r = this.#reads
-		return r.call(() => this.#native.delete(r.bucket, key, options?.ifVersion))
+		return r.call(() => r.bucket.delete(key, options?.ifVersion, this.#native) as boolean)
 	}
 
 	/**
@@ -219,16 +205,17 @@ export class TxBucket<T> {
 	 */
 	async expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
 		const r = this.#reads
-		return r.call(() =>
-			when instanceof Date
-				? this.#native.expire(r.bucket, key, undefined, when.getTime(), options?.ifVersion)
-				: this.#native.expire(r.bucket, key, when, undefined, options?.ifVersion),
+		return r.call(
+			() =>
+				(when instanceof Date
+					? r.bucket.expire(key, undefined, when.getTime(), options?.ifVersion, this.#native)
+					: r.bucket.expire(key, when, undefined, options?.ifVersion, this.#native)) as boolean,
 		)
 	}
 
 	/** Removes this branch and every branch under it inside the transaction (at most 10,000 keys, else `LimitError`). */
 	async clear(): Promise<void> {
 		const r = this.#reads
-		r.call(() => this.#native.clear(r.bucket))
+		r.call(() => r.bucket.clear(this.#native))
 	}
 }

@@ -6,7 +6,6 @@
  */
 
 import type { Bucket, Entry, ListOptions, Page } from './bucket'
-import { InvalidError } from './errors'
 import type { NativeSnapshot } from './native'
 import type { Codec } from './codec'
 import { partsOf, SessionReads } from './reads'
@@ -116,22 +115,23 @@ export class ViewBucket<T> {
 	all(): AsyncGenerator<Entry<T>, void, undefined> {
 		return this.#reads.all()
 	}
-}
 
-// The writes a caller in plain JavaScript may try on a view: each rejects
-// with InvalidError naming the way to write, as bad input does, rather than
-// a TypeError that says nothing of views. Not in the type, so TypeScript
-// refuses them before they run.
-for (const write of ['set', 'create', 'take', 'delete', 'expire', 'clear']) {
-	Object.defineProperty(ViewBucket.prototype, write, {
-		value(this: ViewBucket<unknown>): Promise<never> {
-			return Promise.reject(
-				new InvalidError(`a view only reads: ${write} is a write; write in store.tx(async (tx) => ...)`, {
-					bucket: this.name,
-				}),
-			)
-		},
-		writable: true,
-		configurable: true,
-	})
+	// The writes a caller in plain JavaScript may try on a view: each rejects
+	// with the engine's InvalidError for a write in a snapshot, which names
+	// the way to write, rather than a TypeError that says nothing of views.
+	// Not in the type, so TypeScript refuses them before they run. The
+	// engine refuses every write in a snapshot alike, before it reads any
+	// argument; `clear`, which takes none, asks it for that answer.
+	static {
+		for (const write of ['set', 'create', 'take', 'delete', 'expire', 'clear']) {
+			Object.defineProperty(ViewBucket.prototype, write, {
+				async value(this: ViewBucket<unknown>): Promise<void> {
+					const reads = this.#reads
+					reads.call(() => reads.bucket.clear(reads.source))
+				},
+				writable: true,
+				configurable: true,
+			})
+		}
+	}
 }

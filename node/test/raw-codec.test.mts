@@ -7,7 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
-import { type Bucket, type Codec, CorruptError, InvalidError, type RawValue } from 'tinystore'
+import { type Bucket, type Codec, ConflictError, CorruptError, InvalidError, type RawValue } from 'tinystore'
 
 import { rejection, testStore } from './helpers.mjs'
 
@@ -178,6 +178,20 @@ test('KV-5 take: of racing takers through a codec exactly one gets the value', a
 	const got = await Promise.all(Array.from({ length: 16 }, () => points.take('p')))
 	assert.equal(got.filter((v) => v !== undefined).length, 1)
 	assert.equal(await points.has('p'), false)
+})
+
+test('KV-5 take: through a codec, a key written after it was read and checked is ConflictError and stays', async () => {
+	await using store = await testStore()
+	const points = store.bucket('points', { codec: pointText })
+	await points.set('p', [1, 1])
+	// The set is queued before the take's write, after the take read [1, 1].
+	const rewrite = points.set('p', [2, 2])
+	const e = await rejection(points.take('p'))
+	await rewrite
+	assert.ok(e instanceof ConflictError, String(e))
+	assert.deepEqual(e.what, { bucket: 'points', key: 'p' })
+	assert.deepEqual(await points.get('p'), [2, 2])
+	assert.deepEqual(await points.take('p'), [2, 2])
 })
 
 for (const [marker, expected] of [

@@ -323,11 +323,11 @@ test('KV-16 tx: the addon’s transaction refuses calls after its end, and a sec
 	const bucket = bucketParts.get(b)?.native
 	const tx = await nativeOf.get(store)?.transaction()
 	assert.ok(bucket && tx)
-	tx.set(bucket, 'k', 1, undefined, undefined, undefined)
+	bucket.set('k', 1, undefined, undefined, undefined, tx)
 	assert.equal(bucket.get('k', tx), 1)
 	await tx.commit()
 	assert.throws(() => bucket.get('k', tx), ClosedError)
-	assert.throws(() => tx.set(bucket, 'k', 2, undefined, undefined, undefined), ClosedError)
+	assert.throws(() => bucket.set('k', 2, undefined, undefined, undefined, tx), ClosedError)
 	assert.ok((await rejection(tx.commit())) instanceof ClosedError)
 	assert.equal(await b.get('k'), 1)
 	// A snapshot closed is closed for the addon too.

@@ -98,9 +98,9 @@ class Checks:
         ).stdout.strip()
         chatted = False
         for wheel in wheels:
-            m = re.fullmatch(rf"tinystore-{re.escape(self.version)}-(cp3\d+)-(cp3\d+)-manylinux_2_34_x86_64\.whl", wheel.name)
+            m = re.fullmatch(rf"tinystore-{re.escape(self.version)}-(cp3\d+)-(cp3\d+)-manylinux_2_28_x86_64\.whl", wheel.name)
             if not m:
-                raise Failed(f"{wheel.name}: not tinystore-{self.version}-cp3XX-cp3XX-manylinux_2_34_x86_64.whl")
+                raise Failed(f"{wheel.name}: not tinystore-{self.version}-cp3XX-cp3XX-manylinux_2_28_x86_64.whl")
             with zipfile.ZipFile(wheel) as z:
                 names = z.namelist()
             for needed in ("tinystore/py.typed", "tinystore/__init__.py", "tinystore/_native.pyi"):

@@ -13,9 +13,12 @@
  * - Bytes going out in a TsValue or TsEntry of ts_bucket_get, _take and
  *   _create are the caller's: free them with ts_bytes_free. Those of a page
  *   belong to the page.
- * - Writes block until durable; a TsCancel fired from another thread gives
- *   up on a write whose group has not started, or on the wait of
- *   ts_once_begin (TS_CANCELLED).
+ * - Every operation of a handle takes a `const TsScope *scope`: null runs
+ *   it on the store itself, a scope from ts_tx_begin inside that
+ *   transaction, one from ts_view_open in that read snapshot.
+ * - Writes on the store block until durable; a TsCancel fired from another
+ *   thread gives up on a write whose group has not started, or on the wait
+ *   of ts_once_begin (TS_CANCELLED).
  * - Link with: libtinystore.a -lm -ldl -lpthread
  */
 
@@ -67,18 +70,6 @@
 
 // Forgets the key.
 #define TS_QUOTA_RESET 3
-
-// What `ts_tx_counters` does: add `n`.
-#define TS_TX_COUNTER_ADD 0
-
-// Keeps the larger of the counter and `n`.
-#define TS_TX_COUNTER_MAX 1
-
-// Reads the counter.
-#define TS_TX_COUNTER_GET 2
-
-// Deletes the counter (`found` says whether a live one was there).
-#define TS_TX_COUNTER_DELETE 3
 
 // `mmap_size` for no mapped reads: every page a reader's cache lacks is
 // read with `pread` (a network filesystem, or where a file cut short under
@@ -157,16 +148,11 @@ typedef struct TsQuota TsQuota;
 // A rate limit, opened on a store.
 typedef struct TsRateLimit TsRateLimit;
 
-// An open read snapshot: every read sees the file as it was at its first read.
-typedef struct TsSnapshot TsSnapshot;
+// An open transaction or read snapshot, the scope of the calls given it.
+typedef struct TsScope TsScope;
 
 // An open store.
 typedef struct TsStore TsStore;
-
-// An open transaction: its calls run inside one write of the store's
-// writer, which runs nothing else until it ends (or after
-// `tinystore::TX_LIMIT`, when it is rolled back).
-typedef struct TsTx TsTx;
 
 // A borrowed look at a `TsError`; its pointers live as long as the error.
 typedef struct TsErrorView {
@@ -251,8 +237,8 @@ typedef struct TsEntry {
 
 // Checks a value inside a `take`'s write, before the key is deleted: a
 // non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-// on the store's writer thread, with a value borrowed for the call. Null
-// checks nothing.
+// on the store's writer thread (on the caller's, inside a transaction),
+// with a value borrowed for the call. Null checks nothing.
 typedef int32_t (*TsCheckFn)(uint64_t ctx, const struct TsValue *value);
 
 // One window of a quota in an answer.
@@ -395,15 +381,6 @@ int32_t ts_key_error(const uint8_t *name,
                      size_t message_len,
                      struct TsError **err);
 
-// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
-struct TsCancel *ts_cancel_new(void);
-
-// Gives up on the call this cancel was passed to (now or later).
-void ts_cancel_fire(const struct TsCancel *cancel);
-
-// Frees a cancel. Null is ignored.
-void ts_cancel_free(struct TsCancel *cancel);
-
 // A new, empty queue of answers; free it with `ts_answers_free`.
 struct TsAnswers *ts_answers_new(void);
 
@@ -454,9 +431,12 @@ int32_t ts_bucket_open(const struct TsStore *s,
 // Frees a bucket handle. Null is ignored.
 void ts_bucket_free(struct TsBucket *b);
 
-// Reads a live key as the kind `want`; `found` says whether it was there.
-// In an idle bucket this renews the key. The value's bytes are the caller's.
+// Reads a live key in `scope` as the kind `want`; `found` says whether it
+// was there. On the store (a null scope) this renews the key of an idle
+// bucket; in a transaction or a view it renews nothing. The value's bytes
+// are the caller's.
 int32_t ts_bucket_get(const struct TsBucket *b,
+                      const struct TsScope *scope,
                       const uint8_t *owners,
                       size_t owners_len,
                       const uint8_t *key,
@@ -466,8 +446,10 @@ int32_t ts_bucket_get(const struct TsBucket *b,
                       bool *found,
                       struct TsError **err);
 
-// Whether a live key is there (renewing it in an idle bucket).
+// Whether a live key is there in `scope` (renewing it in an idle bucket,
+// on the store).
 int32_t ts_bucket_has(const struct TsBucket *b,
+                      const struct TsScope *scope,
                       const uint8_t *owners,
                       size_t owners_len,
                       const uint8_t *key,
@@ -475,8 +457,11 @@ int32_t ts_bucket_has(const struct TsBucket *b,
                       bool *found,
                       struct TsError **err);
 
-// Writes a value, durably; its version goes to `version`.
+// Writes a value in `scope`; its version goes to `version`. On the store
+// the write is durable when this returns, and a fired `cancel` gives up on
+// it before its group starts; inside a transaction `cancel` is unused.
 int32_t ts_bucket_set(const struct TsBucket *b,
+                      const struct TsScope *scope,
                       const uint8_t *owners,
                       size_t owners_len,
                       const uint8_t *key,
@@ -490,10 +475,11 @@ int32_t ts_bucket_set(const struct TsBucket *b,
                       int64_t *version,
                       struct TsError **err);
 
-// Writes a value only if the key is absent. `written` says whether it did;
-// then `version` holds its version, else `found` holds the live entry, read
-// as `want` (its bytes are the caller's).
+// Writes a value in `scope` only if the key is absent. `written` says
+// whether it did; then `version` holds its version, else `found` holds the
+// live entry, read as `want` (its bytes are the caller's).
 int32_t ts_bucket_create(const struct TsBucket *b,
+                         const struct TsScope *scope,
                          const uint8_t *owners,
                          size_t owners_len,
                          const uint8_t *key,
@@ -510,10 +496,12 @@ int32_t ts_bucket_create(const struct TsBucket *b,
                          struct TsEntry *found,
                          struct TsError **err);
 
-// Reads and deletes a key in one write. The value is read as `want` and
-// given to `check` (when not null) inside the write: a row of another
-// kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
+// Reads and deletes a key in one write, in `scope`. The value is read as
+// `want` and given to `check` (when not null) inside the write, on the
+// store's writer thread or, in a transaction, on the caller's: a row of
+// another kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
 int32_t ts_bucket_take(const struct TsBucket *b,
+                       const struct TsScope *scope,
                        const uint8_t *owners,
                        size_t owners_len,
                        const uint8_t *key,
@@ -527,8 +515,9 @@ int32_t ts_bucket_take(const struct TsBucket *b,
                        bool *found,
                        struct TsError **err);
 
-// Deletes a key; `found` says whether a live key was there.
+// Deletes a key in `scope`; `found` says whether a live key was there.
 int32_t ts_bucket_delete(const struct TsBucket *b,
+                         const struct TsScope *scope,
                          const uint8_t *owners,
                          size_t owners_len,
                          const uint8_t *key,
@@ -538,9 +527,10 @@ int32_t ts_bucket_delete(const struct TsBucket *b,
                          bool *found,
                          struct TsError **err);
 
-// Gives a live key the options' expiry, keeping value and version; `found`
-// says whether a live key was there.
+// Gives a live key the options' expiry in `scope`, keeping value and
+// version; `found` says whether a live key was there.
 int32_t ts_bucket_expire(const struct TsBucket *b,
+                         const struct TsScope *scope,
                          const uint8_t *owners,
                          size_t owners_len,
                          const uint8_t *key,
@@ -551,17 +541,20 @@ int32_t ts_bucket_expire(const struct TsBucket *b,
                          struct TsError **err);
 
 // Removes the branch of `owners` (the whole bucket when empty) and every
-// branch under it.
+// branch under it, in `scope` (inside a transaction at most 10,000 keys,
+// else `TS_LIMIT`).
 int32_t ts_bucket_clear(const struct TsBucket *b,
+                        const struct TsScope *scope,
                         const uint8_t *owners,
                         size_t owners_len,
                         const struct TsCancel *cancel,
                         struct TsError **err);
 
-// Lists a page of the branch's own keys, after the key `after` when
-// `has_after`, at most `limit` keys (0 for the default), every value read
-// as `want`. The page goes to `out`; free it with `ts_page_free`.
+// Lists a page of the branch's own keys in `scope`, after the key `after`
+// when `has_after`, at most `limit` keys (0 for the default), every value
+// read as `want`. The page goes to `out`; free it with `ts_page_free`.
 int32_t ts_bucket_list(const struct TsBucket *b,
+                       const struct TsScope *scope,
                        const uint8_t *owners,
                        size_t owners_len,
                        const uint8_t *after,
@@ -642,8 +635,10 @@ int32_t ts_counters_open(const struct TsStore *s,
 void ts_counters_free(struct TsCounters *c);
 
 // Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
-// (`max` true); the new value goes to `out`.
+// (`max` true), in `scope`; the new value goes to `out`. Inside a
+// transaction, counters with flush_every are `TS_INVALID`.
 int32_t ts_counters_add(const struct TsCounters *c,
+                        const struct TsScope *scope,
                         const uint8_t *owners,
                         size_t owners_len,
                         const uint8_t *key,
@@ -654,8 +649,9 @@ int32_t ts_counters_add(const struct TsCounters *c,
                         int64_t *out,
                         struct TsError **err);
 
-// A counter's value: 0 when it is missing or expired.
+// A counter's value in `scope`: 0 when it is missing or expired.
 int32_t ts_counters_get(const struct TsCounters *c,
+                        const struct TsScope *scope,
                         const uint8_t *owners,
                         size_t owners_len,
                         const uint8_t *key,
@@ -663,8 +659,9 @@ int32_t ts_counters_get(const struct TsCounters *c,
                         int64_t *out,
                         struct TsError **err);
 
-// Deletes a counter; `found` says whether a live one was there.
+// Deletes a counter in `scope`; `found` says whether a live one was there.
 int32_t ts_counters_delete(const struct TsCounters *c,
+                           const struct TsScope *scope,
                            const uint8_t *owners,
                            size_t owners_len,
                            const uint8_t *key,
@@ -673,7 +670,7 @@ int32_t ts_counters_delete(const struct TsCounters *c,
                            bool *found,
                            struct TsError **err);
 
-// Removes the branch of `owners` and every branch under it.
+// Removes the branch of `owners` and every branch under it, on the store.
 int32_t ts_counters_clear(const struct TsCounters *c,
                           const uint8_t *owners,
                           size_t owners_len,
@@ -696,8 +693,11 @@ int32_t ts_rate_limit_open(const struct TsStore *s,
 void ts_rate_limit_free(struct TsRateLimit *r);
 
 // Takes `n` requests of a key together, or none (`peek` true: counts
-// nothing and answers for one). A refusal is an answer, not an error.
+// nothing and answers for one). A refusal is an answer, not an error. A
+// rate limit keeps its state in memory: inside a transaction (a scope not
+// null) the core refuses it, `TS_INVALID`.
 int32_t ts_rate_limit_allow(const struct TsRateLimit *r,
+                            const struct TsScope *scope,
                             const uint8_t *owners,
                             size_t owners_len,
                             const uint8_t *key,
@@ -709,6 +709,7 @@ int32_t ts_rate_limit_allow(const struct TsRateLimit *r,
 
 // Forgets a key: its next request has the full burst.
 int32_t ts_rate_limit_reset(const struct TsRateLimit *r,
+                            const struct TsScope *scope,
                             const uint8_t *owners,
                             size_t owners_len,
                             const uint8_t *key,
@@ -733,8 +734,9 @@ void ts_quota_free(struct TsQuota *q);
 
 // Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
 // back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
-// forgets the key (`TS_QUOTA_RESET`, which fills no answer).
+// forgets the key (`TS_QUOTA_RESET`, which fills no answer), in `scope`.
 int32_t ts_quota_use(const struct TsQuota *q,
+                     const struct TsScope *scope,
                      const uint8_t *owners,
                      size_t owners_len,
                      const uint8_t *key,
@@ -807,9 +809,10 @@ int32_t ts_claim_keep(struct TsClaim *claim,
 // next run, runs the key again. The claim is consumed. Null is ignored.
 void ts_claim_abandon(struct TsClaim *claim);
 
-// The answer kept for a key, read as `want` (its bytes are the caller's);
-// `found` says whether one is kept.
+// The answer kept for a key in `scope`, read as `want` (its bytes are the
+// caller's); `found` says whether one is kept.
 int32_t ts_once_get(const struct TsOnce *o,
+                    const struct TsScope *scope,
                     const uint8_t *owners,
                     size_t owners_len,
                     const uint8_t *key,
@@ -819,9 +822,10 @@ int32_t ts_once_get(const struct TsOnce *o,
                     bool *found,
                     struct TsError **err);
 
-// Forgets the answer kept for a key, so the next run runs again; `found`
-// says whether one was kept.
+// Forgets the answer kept for a key in `scope`, so the next run runs
+// again; `found` says whether one was kept.
 int32_t ts_once_delete(const struct TsOnce *o,
+                       const struct TsScope *scope,
                        const uint8_t *owners,
                        size_t owners_len,
                        const uint8_t *key,
@@ -831,239 +835,44 @@ int32_t ts_once_delete(const struct TsOnce *o,
                        struct TsError **err);
 
 // Begins a transaction, waiting for the writer's turn; a fired `cancel`
-// gives up on it before it starts (`TS_CANCELLED`). The handle goes to
-// `out`; end it with `ts_tx_commit` or `ts_tx_rollback`, then free it.
-int32_t ts_tx_begin(const struct TsStore *s, const struct TsCancel *cancel, struct TsTx **out, struct TsError **err);
+// gives up on it before it starts (`TS_CANCELLED`). Its scope goes to
+// `out`; end it with `ts_tx_commit` or `ts_tx_rollback`, then free it with
+// `ts_scope_free`.
+int32_t ts_tx_begin(const struct TsStore *s, const struct TsCancel *cancel, struct TsScope **out, struct TsError **err);
 
 // Commits the transaction and waits until it is durable. A failed group
 // commit is `TS_OUTCOME_UNKNOWN`; a transaction held past the core's limit
-// was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`.
-int32_t ts_tx_commit(const struct TsTx *t, struct TsError **err);
+// was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`; a view
+// is `TS_INVALID`.
+int32_t ts_tx_commit(const struct TsScope *t, struct TsError **err);
 
 // Rolls the transaction back, writing nothing of it, and waits until the
-// writer has let go of it. Nothing happens to a transaction that has ended.
-void ts_tx_rollback(const struct TsTx *t);
+// writer has let go of it. Nothing happens to a transaction that has ended,
+// nor to a view or null.
+void ts_tx_rollback(const struct TsScope *t);
 
 // Marks the calling thread as the transaction's until it ends (commit,
 // rollback or free): a call from this thread that would wait for the
-// writer of the same store outside the transaction (a bucket's or counter's
-// write, a run of once, another transaction) is then `TS_INVALID` at once,
+// writer of the same store outside the transaction (a write with a null
+// scope, a run of once, another transaction) is then `TS_INVALID` at once,
 // nothing written, rather than a wait the transaction's own thread would
 // end only at `tinystore::TX_LIMIT`. Only for a caller that makes the
-// transaction's calls on this thread (Go locks the goroutine to it); a null
-// or ended transaction marks nothing.
-void ts_tx_hold_thread(const struct TsTx *t);
+// transaction's calls on this thread (Go locks the goroutine to it); a
+// view, null or an ended transaction marks nothing.
+void ts_tx_hold_thread(const struct TsScope *t);
 
-// Frees a transaction; one not ended is rolled back. Null is ignored.
-void ts_tx_free(struct TsTx *t);
+// Opens a read snapshot of the store. Its scope goes to `out`; close it
+// soon with `ts_view_close` (the file keeps every page it may still read),
+// then free it with `ts_scope_free`.
+int32_t ts_view_open(const struct TsStore *s, struct TsScope **out, struct TsError **err);
 
-// Reads a live key as the transaction sees it, as `ts_bucket_get` does
-// (renewing nothing).
-int32_t ts_tx_get(const struct TsTx *t,
-                  const struct TsBucket *b,
-                  const uint8_t *owners,
-                  size_t owners_len,
-                  const uint8_t *key,
-                  size_t key_len,
-                  int32_t want,
-                  struct TsEntry *out,
-                  bool *found,
-                  struct TsError **err);
+// Ends the view; a read in it after this is `TS_CLOSED`. Nothing happens
+// to a transaction or null.
+void ts_view_close(const struct TsScope *v);
 
-// Writes a value inside the transaction, as `ts_bucket_set` does.
-int32_t ts_tx_set(const struct TsTx *t,
-                  const struct TsBucket *b,
-                  const uint8_t *owners,
-                  size_t owners_len,
-                  const uint8_t *key,
-                  size_t key_len,
-                  int32_t kind,
-                  int64_t integer,
-                  const uint8_t *value,
-                  size_t value_len,
-                  const struct TsWriteOptions *options,
-                  int64_t *version,
-                  struct TsError **err);
-
-// Writes a value only if the key is absent, inside the transaction, as
-// `ts_bucket_create` does.
-int32_t ts_tx_create(const struct TsTx *t,
-                     const struct TsBucket *b,
-                     const uint8_t *owners,
-                     size_t owners_len,
-                     const uint8_t *key,
-                     size_t key_len,
-                     int32_t kind,
-                     int64_t integer,
-                     const uint8_t *value,
-                     size_t value_len,
-                     const struct TsWriteOptions *options,
-                     int32_t want,
-                     bool *written,
-                     int64_t *version,
-                     struct TsEntry *found,
-                     struct TsError **err);
-
-// Reads and deletes a key inside the transaction, as `ts_bucket_take`
-// does: a row of another kind than `want`, or a non-zero `check` (called
-// on the caller's thread), is `TS_CORRUPT` and the value stays (the
-// core's `Scope::take` holds that rule for every binding).
-int32_t ts_tx_take(const struct TsTx *t,
-                   const struct TsBucket *b,
-                   const uint8_t *owners,
-                   size_t owners_len,
-                   const uint8_t *key,
-                   size_t key_len,
-                   const struct TsWriteOptions *options,
-                   int32_t want,
-                   TsCheckFn check,
-                   uint64_t check_ctx,
-                   struct TsEntry *out,
-                   bool *found,
-                   struct TsError **err);
-
-// Deletes a key inside the transaction, as `ts_bucket_delete` does.
-int32_t ts_tx_delete(const struct TsTx *t,
-                     const struct TsBucket *b,
-                     const uint8_t *owners,
-                     size_t owners_len,
-                     const uint8_t *key,
-                     size_t key_len,
-                     const struct TsWriteOptions *options,
-                     bool *found,
-                     struct TsError **err);
-
-// Gives a live key the options' expiry inside the transaction, as
-// `ts_bucket_expire` does.
-int32_t ts_tx_expire(const struct TsTx *t,
-                     const struct TsBucket *b,
-                     const uint8_t *owners,
-                     size_t owners_len,
-                     const uint8_t *key,
-                     size_t key_len,
-                     const struct TsWriteOptions *options,
-                     bool *found,
-                     struct TsError **err);
-
-// Clears the branch of `owners` inside the transaction (at most 10,000
-// keys, else `TS_LIMIT`).
-int32_t ts_tx_clear(const struct TsTx *t,
-                    const struct TsBucket *b,
-                    const uint8_t *owners,
-                    size_t owners_len,
-                    struct TsError **err);
-
-// Lists a page of the branch as the transaction sees it, as
-// `ts_bucket_list` does.
-int32_t ts_tx_list(const struct TsTx *t,
-                   const struct TsBucket *b,
-                   const uint8_t *owners,
-                   size_t owners_len,
-                   const uint8_t *after,
-                   size_t after_len,
-                   bool has_after,
-                   uint32_t limit,
-                   int32_t want,
-                   struct TsPage **out,
-                   struct TsError **err);
-
-// Opens a read snapshot of the store. The handle goes to `out`; close it
-// soon (the file keeps every page it may still read), then free it.
-int32_t ts_snapshot_open(const struct TsStore *s, struct TsSnapshot **out, struct TsError **err);
-
-// Reads a live key in the snapshot, as `ts_bucket_get` does (renewing nothing).
-int32_t ts_snapshot_get(const struct TsSnapshot *s,
-                        const struct TsBucket *b,
-                        const uint8_t *owners,
-                        size_t owners_len,
-                        const uint8_t *key,
-                        size_t key_len,
-                        int32_t want,
-                        struct TsEntry *out,
-                        bool *found,
-                        struct TsError **err);
-
-// Lists a page of the branch in the snapshot, as `ts_bucket_list` does.
-int32_t ts_snapshot_list(const struct TsSnapshot *s,
-                         const struct TsBucket *b,
-                         const uint8_t *owners,
-                         size_t owners_len,
-                         const uint8_t *after,
-                         size_t after_len,
-                         bool has_after,
-                         uint32_t limit,
-                         int32_t want,
-                         struct TsPage **out,
-                         struct TsError **err);
-
-// Ends the snapshot; a read after this is `TS_CLOSED`.
-void ts_snapshot_close(const struct TsSnapshot *s);
-
-// Frees a snapshot, closing it if needed. Null is ignored.
-void ts_snapshot_free(struct TsSnapshot *s);
-
-// A TEST HOOK, not for applications: makes the next group commit of the
-// store fail as a failed fsync would, so that a test sees every write of
-// that group answered `TS_OUTCOME_UNKNOWN`.
-int32_t ts_store_fail_next_commit_for_tests(const struct TsStore *s, struct TsError **err);
-
-// `TS_INVALID` when counters cannot join the transaction: flush_every
-// counters keep their counts in memory; counters of another store.
-int32_t ts_tx_check_counters(const struct TsTx *t, const struct TsCounters *c, struct TsError **err);
-
-// The engine's refusal of a rate limit inside a transaction: always
-// `TS_INVALID`, saying why (its state is in memory).
-int32_t ts_tx_refuse_rate_limit(const struct TsTx *t, const struct TsRateLimit *r, struct TsError **err);
-
-// A durable counter's call inside the transaction (`op`, one of
-// `TS_TX_COUNTER_*`): the value goes to `out`, a delete's answer to `found`.
-int32_t ts_tx_counters(const struct TsTx *t,
-                       const struct TsCounters *c,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *key,
-                       size_t key_len,
-                       int32_t op,
-                       int64_t n,
-                       int64_t *out,
-                       bool *found,
-                       struct TsError **err);
-
-// A quota's call inside the transaction, as `ts_quota_use` (`op` one of
-// `TS_QUOTA_*`; a reset fills no answer).
-int32_t ts_tx_quota(const struct TsTx *t,
-                    const struct TsQuota *q,
-                    const uint8_t *owners,
-                    size_t owners_len,
-                    const uint8_t *key,
-                    size_t key_len,
-                    int32_t op,
-                    uint64_t n,
-                    struct TsAllowance *out,
-                    struct TsError **err);
-
-// The answer a once keeps for a key, as the transaction sees it, read as
-// `want`; `found` says whether one is kept.
-int32_t ts_tx_once_get(const struct TsTx *t,
-                       const struct TsOnce *o,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *key,
-                       size_t key_len,
-                       int32_t want,
-                       struct TsValue *value,
-                       bool *found,
-                       struct TsError **err);
-
-// Forgets the answer a once keeps for a key, inside the transaction.
-int32_t ts_tx_once_delete(const struct TsTx *t,
-                          const struct TsOnce *o,
-                          const uint8_t *owners,
-                          size_t owners_len,
-                          const uint8_t *key,
-                          size_t key_len,
-                          bool *found,
-                          struct TsError **err);
+// Ends a scope, as `ts_tx_rollback` or `ts_view_close` does, and frees it.
+// Null is ignored.
+void ts_scope_free(struct TsScope *s);
 
 // Opens the store in the directory `dir` (UTF-8), creating it and kv.db
 // if needed; `options` may be null. The handle goes to `out`.
@@ -1105,6 +914,20 @@ int32_t ts_parse_duration(const uint8_t *text_ptr, size_t text_len, int64_t *out
 // Reads a rate in the product's text (`"5/m"`, `"100/5h"`) into a count and
 // a span in nanoseconds, refusing bad text as `TS_INVALID`.
 int32_t ts_parse_rate(const uint8_t *text_ptr, size_t text_len, uint64_t *count, int64_t *per_ns, struct TsError **err);
+
+// A TEST HOOK, not for applications: makes the next group commit of the
+// store fail as a failed fsync would, so that a test sees every write of
+// that group answered `TS_OUTCOME_UNKNOWN`.
+int32_t ts_store_fail_next_commit_for_tests(const struct TsStore *s, struct TsError **err);
+
+// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
+struct TsCancel *ts_cancel_new(void);
+
+// Gives up on the call this cancel was passed to (now or later).
+void ts_cancel_fire(const struct TsCancel *cancel);
+
+// Frees a cancel. Null is ignored.
+void ts_cancel_free(struct TsCancel *cancel);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,10 +15,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tinystore::{Error, ErrorKind, Result, Version, WriteCall};
 
-use crate::bucket::{TsWriteOptions, named, under, write_options};
-use crate::held_tx::refused;
+use crate::bucket::{TsWriteOptions, named, write_options};
 use crate::value::raw_in;
-use crate::{TS_OK, TsBucket, TsCancel, TsError, bytes, code_of, guard};
+use crate::waits::{TsCancel, refused};
+use crate::{TS_OK, TsBucket, TsError, bytes, code_of, guard, under};
 
 /// A write's answer, as `ts_answers_wait` hands it out.
 #[repr(C)]
@@ -194,14 +194,14 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        crate::bucket::set_flag(answered, false);
+        crate::set(answered, false);
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
         if refused(rb.store()).is_some() {
             crate::bucket::set_and_wait(&rb, key, raw, opts, cancel, version)?;
-            crate::bucket::set_flag(answered, true);
+            crate::set(answered, true);
             return Ok(());
         }
         if answers.is_null() {

@@ -1,21 +1,19 @@
-//! Buckets of values: every call of `RawBucket`, a branch given per call.
+//! Buckets of values: every call of `RawBucket`, a branch and a scope
+//! (see `scope.rs`) given per call.
 //!
 //! A branch travels as its owners, each a little-endian u32 length and its
 //! bytes, so that a caller's `under(...)` costs no handle of its own.
 
-use std::borrow::Cow;
-
 use tinystore::{
-    Branch, Created, Entry, Error, ErrorKind, Expiry, Page, Raw, RawBucket, Result, Version, WriteCall, WriteOptions,
-    from_millis, to_millis,
+    Branch, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
+    WriteCall, WriteOptions, from_millis, to_millis,
 };
 
-use crate::held_tx::wait_outside;
-use crate::scope::{get_in, list_in};
+use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::{TsCancel, TsError, bytes, guard, span, text};
-use tinystore::Scope;
+use crate::waits::{TsCancel, wait_on_store};
+use crate::{TsError, bytes, guard, put, set, span, text, under};
 
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
@@ -58,8 +56,8 @@ pub struct TsEntry {
 
 /// Checks a value inside a `take`'s write, before the key is deleted: a
 /// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-/// on the store's writer thread, with a value borrowed for the call. Null
-/// checks nothing.
+/// on the store's writer thread (on the caller's, inside a transaction),
+/// with a value borrowed for the call. Null checks nothing.
 // The `Option` is inside the alias so that cbindgen writes the parameters
 // as `TsCheckFn check`, a function pointer that may be null.
 pub type TsCheckFn = Option<unsafe extern "C" fn(ctx: u64, value: *const TsValue) -> i32>;
@@ -68,21 +66,6 @@ pub type TsCheckFn = Option<unsafe extern "C" fn(ctx: u64, value: *const TsValue
 pub struct TsPage {
     pub(crate) page: Page<Raw>,
     pub(crate) want: i32,
-}
-
-pub(crate) unsafe fn handle<'a>(b: *const TsBucket) -> Result<&'a RawBucket> {
-    unsafe { b.as_ref() }
-        .map(|b| &b.0)
-        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null bucket"))
-}
-
-pub(crate) fn invalid(m: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Invalid, m)
-}
-
-/// The bucket's branch of the encoded owners.
-pub(crate) unsafe fn under<'a>(b: *const TsBucket, owners: *const u8, owners_len: usize) -> Result<Cow<'a, RawBucket>> {
-    crate::branch(unsafe { handle(b) }?, unsafe { bytes(owners, owners_len) })
 }
 
 /// Names `key` of `b`'s branch in an error that does not name a key yet.
@@ -94,12 +77,7 @@ pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
     e.at(b.name(), branch.show_with(Some(key)))
 }
 
-impl crate::Branchy for RawBucket {
-    fn child(&self, owner: &[u8]) -> Self {
-        self.under(owner)
-    }
-}
-
+/// The options of a write of the kind `call`, checked in the core.
 pub(crate) fn write_options(o: *const TsWriteOptions, call: WriteCall) -> Result<WriteOptions> {
     let (ttl, at, if_version) = option_parts(o)?;
     WriteOptions::of_call(call, ttl, at, if_version)
@@ -128,23 +106,17 @@ fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
     ))
 }
 
+/// Fills `out` with the entry `e`, its value read as `value`.
 pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
-    if let Some(out) = unsafe { out.as_mut() } {
-        *out = TsEntry {
-            value,
-            version: e.version.get(),
-            has_expiry: e.expires_at.is_some(),
-            expires_ms: e.expires_at.map_or(0, to_millis),
-            key: std::ptr::null(),
-            key_len: 0,
-        };
-    }
-}
-
-pub(crate) fn set_flag(out: *mut bool, v: bool) {
-    if let Some(out) = unsafe { out.as_mut() } {
-        *out = v;
-    }
+    let entry = TsEntry {
+        value,
+        version: e.version.get(),
+        has_expiry: e.expires_at.is_some(),
+        expires_ms: e.expires_at.map_or(0, to_millis),
+        key: std::ptr::null(),
+        key_len: 0,
+    };
+    set(out, entry);
 }
 
 /// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
@@ -174,12 +146,7 @@ pub unsafe extern "C" fn ts_bucket_open(
         } else {
             None
         };
-        let b = RawBucket::open(st, name, ttl, idle)?;
-        if out.is_null() {
-            return Err(invalid("a null out pointer"));
-        }
-        unsafe { *out = Box::into_raw(Box::new(TsBucket(b))) };
-        Ok(())
+        put(out, TsBucket(RawBucket::open(st, name, ttl, idle)?))
     })
 }
 
@@ -191,11 +158,14 @@ pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
     }
 }
 
-/// Reads a live key as the kind `want`; `found` says whether it was there.
-/// In an idle bucket this renews the key. The value's bytes are the caller's.
+/// Reads a live key in `scope` as the kind `want`; `found` says whether it
+/// was there. On the store (a null scope) this renews the key of an idle
+/// bucket; in a transaction or a view it renews nothing. The value's bytes
+/// are the caller's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_get(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -205,15 +175,27 @@ pub unsafe extern "C" fn ts_bucket_get(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || unsafe {
-        get_in(Scope::Direct, b, owners, owners_len, key, key_len, want, out, found)
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let key = unsafe { bytes(key, key_len) };
+        set(found, false);
+        let got = unsafe { scope_of(scope) }.entry(&rb, key);
+        let Some(e) = got.map_err(|x| named(&rb, key, x))? else {
+            return Ok(());
+        };
+        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
+        fill(out, &e, v);
+        set(found, true);
+        Ok(())
     })
 }
 
-/// Whether a live key is there (renewing it in an idle bucket).
+/// Whether a live key is there in `scope` (renewing it in an idle bucket,
+/// on the store).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_has(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -223,15 +205,20 @@ pub unsafe extern "C" fn ts_bucket_has(
 ) -> i32 {
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
-        set_flag(found, rb.has(unsafe { bytes(key, key_len) })?);
+        let key = unsafe { bytes(key, key_len) };
+        let has = unsafe { scope_of(scope) }.has(&rb, key);
+        set(found, has.map_err(|x| named(&rb, key, x))?);
         Ok(())
     })
 }
 
-/// Writes a value, durably; its version goes to `version`.
+/// Writes a value in `scope`; its version goes to `version`. On the store
+/// the write is durable when this returns, and a fired `cancel` gives up on
+/// it before its group starts; inside a transaction `cancel` is unused.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_set(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -250,12 +237,17 @@ pub unsafe extern "C" fn ts_bucket_set(
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
         let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
-        set_and_wait(&rb, key, raw, opts, cancel, version)
+        let v = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
+            s => s.set(&rb, key, raw, opts),
+        };
+        set(version, v.map_err(|e| named(&rb, key, e))?.get());
+        Ok(())
     })
 }
 
-/// Writes a value and waits for it in this thread (see `wait_outside`);
-/// its version goes to `version` when that is not null.
+/// Writes a value on the store and waits for it in this thread (see
+/// `waits.rs`); its version goes to `version` when that is not null.
 pub(crate) fn set_and_wait(
     rb: &RawBucket,
     key: &[u8],
@@ -264,19 +256,18 @@ pub(crate) fn set_and_wait(
     cancel: *const TsCancel,
     version: *mut i64,
 ) -> tinystore::Result<()> {
-    let v = wait_outside(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
-    if let Some(out) = unsafe { version.as_mut() } {
-        *out = v.get();
-    }
+    let v = wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
+    set(version, v.get());
     Ok(())
 }
 
-/// Writes a value only if the key is absent. `written` says whether it did;
-/// then `version` holds its version, else `found` holds the live entry, read
-/// as `want` (its bytes are the caller's).
+/// Writes a value in `scope` only if the key is absent. `written` says
+/// whether it did; then `version` holds its version, else `found` holds the
+/// live entry, read as `want` (its bytes are the caller's).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_create(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -297,18 +288,22 @@ pub unsafe extern "C" fn ts_bucket_create(
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options, WriteCall::Create).map_err(|e| named(&rb, key, e))?;
-        match wait_outside(rb.store(), rb.name(), cancel, |done| {
-            rb.create_then(key, raw, opts.expiry, done)
-        })? {
+        let expiry = write_options(options, WriteCall::Create)
+            .map_err(|e| named(&rb, key, e))?
+            .expiry;
+        let created = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                rb.create_then(key, raw, expiry, done)
+            }),
+            s => s.create(&rb, key, raw, expiry),
+        };
+        match created.map_err(|e| named(&rb, key, e))? {
             Created::Written(v) => {
-                set_flag(written, true);
-                if let Some(out) = unsafe { version.as_mut() } {
-                    *out = v.get();
-                }
+                set(written, true);
+                set(version, v.get());
             }
             Created::Found(e) => {
-                set_flag(written, false);
+                set(written, false);
                 let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
                 fill(found, &e, v);
             }
@@ -338,12 +333,14 @@ pub(crate) fn decodes_as(
     }
 }
 
-/// Reads and deletes a key in one write. The value is read as `want` and
-/// given to `check` (when not null) inside the write: a row of another
-/// kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
+/// Reads and deletes a key in one write, in `scope`. The value is read as
+/// `want` and given to `check` (when not null) inside the write, on the
+/// store's writer thread or, in a transaction, on the caller's: a row of
+/// another kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_take(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -360,25 +357,31 @@ pub unsafe extern "C" fn ts_bucket_take(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options, WriteCall::Take).map_err(|e| named(&rb, key, e))?;
+        let at = write_options(options, WriteCall::Take)
+            .map_err(|e| named(&rb, key, e))?
+            .if_version;
         let decodes = decodes_as(want, check, check_ctx);
-        set_flag(found, false);
-        let taken = wait_outside(rb.store(), rb.name(), cancel, |done| {
-            rb.take_then(key, opts.if_version, decodes, done)
-        })?;
-        if let Some(e) = taken {
+        set(found, false);
+        let taken = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                rb.take_then(key, at, decodes, done)
+            }),
+            s => s.take(&rb, key, at, decodes),
+        };
+        if let Some(e) = taken.map_err(|x| named(&rb, key, x))? {
             let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
             fill(out, &e, v);
-            set_flag(found, true);
+            set(found, true);
         }
         Ok(())
     })
 }
 
-/// Deletes a key; `found` says whether a live key was there.
+/// Deletes a key in `scope`; `found` says whether a live key was there.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_delete(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -391,22 +394,24 @@ pub unsafe extern "C" fn ts_bucket_delete(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let opts = write_options(options, WriteCall::Delete).map_err(|e| named(&rb, key, e))?;
-        set_flag(
-            found,
-            wait_outside(rb.store(), rb.name(), cancel, |done| {
-                rb.delete_then(key, opts.if_version, done)
-            })?,
-        );
+        let at = write_options(options, WriteCall::Delete)
+            .map_err(|e| named(&rb, key, e))?
+            .if_version;
+        let was = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
+            s => s.delete(&rb, key, at),
+        };
+        set(found, was.map_err(|x| named(&rb, key, x))?);
         Ok(())
     })
 }
 
-/// Gives a live key the options' expiry, keeping value and version; `found`
-/// says whether a live key was there.
+/// Gives a live key the options' expiry in `scope`, keeping value and
+/// version; `found` says whether a live key was there.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_expire(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -419,22 +424,25 @@ pub unsafe extern "C" fn ts_bucket_expire(
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let (expiry, if_version) = expire_options(options).map_err(|e| named(&rb, key, e))?;
-        set_flag(
-            found,
-            wait_outside(rb.store(), rb.name(), cancel, |done| {
-                rb.expire_then(key, expiry, if_version, done)
-            })?,
-        );
+        let (expiry, at) = expire_options(options).map_err(|e| named(&rb, key, e))?;
+        let was = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                rb.expire_then(key, expiry, at, done)
+            }),
+            s => s.expire(&rb, key, expiry, at),
+        };
+        set(found, was.map_err(|x| named(&rb, key, x))?);
         Ok(())
     })
 }
 
 /// Removes the branch of `owners` (the whole bucket when empty) and every
-/// branch under it.
+/// branch under it, in `scope` (inside a transaction at most 10,000 keys,
+/// else `TS_LIMIT`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_clear(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     cancel: *const TsCancel,
@@ -442,16 +450,20 @@ pub unsafe extern "C" fn ts_bucket_clear(
 ) -> i32 {
     guard(err, || {
         let rb = unsafe { under(b, owners, owners_len) }?;
-        wait_outside(rb.store(), rb.name(), cancel, |done| rb.clear_then(done))
+        match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.clear_then(done)),
+            s => s.clear(&rb),
+        }
     })
 }
 
-/// Lists a page of the branch's own keys, after the key `after` when
-/// `has_after`, at most `limit` keys (0 for the default), every value read
-/// as `want`. The page goes to `out`; free it with `ts_page_free`.
+/// Lists a page of the branch's own keys in `scope`, after the key `after`
+/// when `has_after`, at most `limit` keys (0 for the default), every value
+/// read as `want`. The page goes to `out`; free it with `ts_page_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_list(
     b: *const TsBucket,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     after: *const u8,
@@ -462,19 +474,17 @@ pub unsafe extern "C" fn ts_bucket_list(
     out: *mut *mut TsPage,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || unsafe {
-        list_in(
-            Scope::Direct,
-            b,
-            owners,
-            owners_len,
-            after,
-            after_len,
-            has_after,
-            limit,
-            want,
-            out,
-        )
+    guard(err, || {
+        let rb = unsafe { under(b, owners, owners_len) }?;
+        let opts = ListOptions {
+            after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
+            limit: (limit > 0).then_some(limit as usize),
+        };
+        let page = unsafe { scope_of(scope) }.list(&rb, &opts)?;
+        for e in &page.entries {
+            value_view(&e.value, want).map_err(|x| named(&rb, &e.key.0, x))?;
+        }
+        put(out, TsPage { page, want })
     })
 }
 

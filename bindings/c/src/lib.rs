@@ -6,8 +6,9 @@
 //! and `make check-generated` fails when the committed header is stale.
 //!
 //! Conventions, for every function:
-//! - Handles (`TsStore`, `TsBucket`, `TsPage`, `TsError`, `TsCancel`) are
-//!   opaque pointers, made by the ABI and freed by its `*_free` function.
+//! - Handles (`TsStore`, `TsBucket`, `TsScope`, `TsPage`, `TsError`,
+//!   `TsCancel`...) are opaque pointers, made by the ABI and freed by its
+//!   `*_free` function.
 //! - A fallible function returns `TS_OK` (0) or the code of an error kind
 //!   (`TS_INVALID`...), and, when its `err` argument is not null, stores a
 //!   `TsError` there that the caller reads with `ts_error_view` and frees
@@ -18,8 +19,10 @@
 //!   `create` belong to the caller, who frees them with `ts_bytes_free`;
 //!   those in a `TsPage` belong to the page.
 //! - No panic crosses the boundary: it becomes `TS_IO` with its message.
-//! - Writes block until durable. A `TsCancel` passed to a write lets
-//!   another thread give up on it before its group starts.
+//! - Every operation of a handle takes the scope it runs in: null for the
+//!   store itself, or a transaction or view (`scope.rs`).
+//! - Writes on the store block until durable. A `TsCancel` passed to a
+//!   write lets another thread give up on it before its group starts.
 //!
 //! # Safety
 //!
@@ -31,15 +34,13 @@
 mod answers;
 mod bucket;
 mod config;
-mod held_tx;
 mod limits;
 mod logs;
 mod once;
 mod scope;
-mod session;
-mod session_kinds;
 mod store;
 mod value;
+mod waits;
 
 // The C ABI fuzz check (fuzz/src/c_abi/), whose test replays its corpus.
 #[cfg(test)]
@@ -48,11 +49,9 @@ mod fuzz_c_abi;
 
 use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use tinystore::{Branch, Error, ErrorKind, Result, Ticket};
+use tinystore::{Branch, Counters, Error, ErrorKind, Quota, RateLimit, RawBucket, RawOnce, Result};
 
 pub use answers::*;
 pub use bucket::*;
@@ -60,9 +59,10 @@ pub use config::*;
 pub use limits::*;
 pub use logs::*;
 pub use once::*;
-pub use session::*;
+pub use scope::*;
 pub use store::*;
 pub use value::*;
+pub use waits::*;
 
 /// The call succeeded.
 pub const TS_OK: i32 = 0;
@@ -291,6 +291,27 @@ pub unsafe extern "C" fn ts_key_error(
     })
 }
 
+/// Stores `v` at `out` when it is not null.
+pub(crate) fn set<T>(out: *mut T, v: T) {
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = v;
+    }
+}
+
+/// Hands `v` to the caller at `out`, boxed; it frees it with its `*_free`.
+pub(crate) fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
+    if out.is_null() {
+        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+    }
+    unsafe { *out = Box::into_raw(Box::new(v)) };
+    Ok(())
+}
+
+/// The handle at `p`, or `Invalid` naming `what` when it is null.
+pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    unsafe { p.as_ref() }.ok_or_else(|| Error::new(ErrorKind::Invalid, format!("a null {what}")))
+}
+
 /// Reads the owners a caller encoded, in order: each a little-endian u32
 /// length and its bytes.
 pub(crate) fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
@@ -315,6 +336,52 @@ pub(crate) trait Branchy: Clone {
     fn child(&self, owner: &[u8]) -> Self;
 }
 
+/// A handle of the ABI around a core handle with branches.
+pub(crate) trait Handle {
+    /// The core's handle.
+    type Core: Branchy;
+    /// What a null one is called in its error.
+    const WHAT: &'static str;
+    fn core(&self) -> &Self::Core;
+}
+
+/// The branch of the encoded owners of the handle at `p`.
+pub(crate) unsafe fn under<'a, H: Handle + 'a>(
+    p: *const H,
+    owners: *const u8,
+    owners_len: usize,
+) -> Result<Cow<'a, H::Core>> {
+    branch(unsafe { handle(p, H::WHAT) }?.core(), unsafe {
+        bytes(owners, owners_len)
+    })
+}
+
+/// Each handle of the ABI with its core handle, named as a null one is named.
+macro_rules! handles {
+    ($($ts:ident($core:ident), $what:literal;)*) => {$(
+        impl Branchy for $core {
+            fn child(&self, owner: &[u8]) -> Self {
+                self.under(owner)
+            }
+        }
+        impl Handle for $ts {
+            type Core = $core;
+            const WHAT: &'static str = $what;
+            fn core(&self) -> &$core {
+                &self.0
+            }
+        }
+    )*};
+}
+
+handles! {
+    TsCounters(Counters), "counters";
+    TsRateLimit(RateLimit), "rate limit";
+    TsQuota(Quota), "quota";
+    TsOnce(RawOnce), "once";
+    TsBucket(RawBucket), "bucket";
+}
+
 /// The branch of `h` that the encoded owners name; `h` itself when none.
 pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
     if owners.is_empty() {
@@ -330,90 +397,6 @@ pub(crate) fn span(ns: i64, what: &str) -> Result<Duration> {
     u64::try_from(ns)
         .map(Duration::from_nanos)
         .map_err(|_| Error::new(ErrorKind::Invalid, format!("a {what} of {ns} ns is negative")))
-}
-
-/// A way for one thread to give up on a call another thread is waiting
-/// for: a write whose group has not started never runs, and a wait (for a
-/// run of once) ends; the call returns `TS_CANCELLED`.
-pub struct TsCancel {
-    state: Mutex<CancelState>,
-}
-
-#[derive(Default)]
-struct CancelState {
-    fired: bool,
-    on_fire: Vec<Box<dyn FnOnce() + Send>>,
-}
-
-/// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
-#[unsafe(no_mangle)]
-pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
-    Box::into_raw(Box::new(TsCancel {
-        state: Mutex::new(CancelState::default()),
-    }))
-}
-
-/// Gives up on the call this cancel was passed to (now or later).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
-    if let Some(c) = unsafe { cancel.as_ref() } {
-        let todo = {
-            let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
-            s.fired = true;
-            std::mem::take(&mut s.on_fire)
-        };
-        for f in todo {
-            f();
-        }
-    }
-}
-
-/// Frees a cancel. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
-    if !cancel.is_null() {
-        drop(unsafe { Box::from_raw(cancel) });
-    }
-}
-
-impl TsCancel {
-    /// Runs `f` when the cancel fires, or now if it has fired.
-    pub(crate) fn on_fire(&self, f: impl FnOnce() + Send + 'static) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.fired {
-            drop(s);
-            f();
-        } else {
-            s.on_fire.push(Box::new(f));
-        }
-    }
-}
-
-/// The completion a write is submitted with.
-pub(crate) type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
-
-/// Submits a write by its completion form and waits for it, letting
-/// `cancel` (which may be null) give up on it before its group starts.
-pub(crate) fn wait<T: Send + 'static>(
-    cancel: *const TsCancel,
-    submit: impl FnOnce(Done<T>) -> Result<Ticket>,
-) -> Result<T> {
-    let (tx, rx) = mpsc::sync_channel(1);
-    // This thread waits for the write: alone, it commits here.
-    let ticket = tinystore::submit_waited(|| {
-        submit(Box::new(move |r| {
-            let _ = tx.send(r);
-        }))
-    })?;
-    if let Some(c) = unsafe { cancel.as_ref() } {
-        c.on_fire(move || ticket.cancel());
-    }
-    rx.recv().unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::Closed,
-            "the store closed before the write was answered",
-        ))
-    })
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! Counters, rate limits and quotas: every call of the core's handles, a
-//! branch given per call as for buckets.
+//! branch and a scope given per call as for buckets.
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateLimit, Result};
+use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateLimit, Scope};
 
-use crate::held_tx::wait_outside;
+use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
-use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, owners_of, span, text};
+use crate::waits::{TsCancel, wait_on_store};
+use crate::{TsError, bytes, guard, owners_of, put, set, span, text, under};
 
 /// Counters, opened on a store.
 pub struct TsCounters(pub(crate) Counters);
@@ -84,40 +85,6 @@ pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
     }
 }
 
-fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
-    if out.is_null() {
-        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
-    }
-    unsafe { *out = Box::into_raw(Box::new(v)) };
-    Ok(())
-}
-
-pub(crate) fn set<T>(out: *mut T, v: T) {
-    if let Some(out) = unsafe { out.as_mut() } {
-        *out = v;
-    }
-}
-
-pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
-    unsafe { p.as_ref() }.ok_or_else(|| Error::new(ErrorKind::Invalid, format!("a null {what}")))
-}
-
-impl Branchy for Counters {
-    fn child(&self, owner: &[u8]) -> Self {
-        self.under(owner)
-    }
-}
-impl Branchy for RateLimit {
-    fn child(&self, owner: &[u8]) -> Self {
-        self.under(owner)
-    }
-}
-impl Branchy for Quota {
-    fn child(&self, owner: &[u8]) -> Self {
-        self.under(owner)
-    }
-}
-
 // ---- counters ----
 
 /// Opens the counters `name`: with a `ttl` from a counter's first change,
@@ -157,10 +124,12 @@ pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
 }
 
 /// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
-/// (`max` true); the new value goes to `out`.
+/// (`max` true), in `scope`; the new value goes to `out`. Inside a
+/// transaction, counters with flush_every are `TS_INVALID`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_counters_add(
     c: *const TsCounters,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -172,24 +141,24 @@ pub unsafe extern "C" fn ts_counters_add(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
+        let h = unsafe { under(c, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let v = if max {
-            wait_outside(h.store(), h.name(), cancel, |done| h.max_then(key, n, done))?
-        } else {
-            wait_outside(h.store(), h.name(), cancel, |done| h.add_then(key, n, done))?
+        let v = match unsafe { scope_of(scope) } {
+            Scope::Direct if max => wait_on_store(h.store(), h.name(), cancel, |done| h.max_then(key, n, done)),
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.add_then(key, n, done)),
+            s if max => s.counter_max(&h, key, n),
+            s => s.counter_add(&h, key, n),
         };
-        set(out, v);
+        set(out, v?);
         Ok(())
     })
 }
 
-/// A counter's value: 0 when it is missing or expired.
+/// A counter's value in `scope`: 0 when it is missing or expired.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_counters_get(
     c: *const TsCounters,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -198,18 +167,20 @@ pub unsafe extern "C" fn ts_counters_get(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
-        set(out, h.get(unsafe { bytes(key, key_len) })?);
+        let h = unsafe { under(c, owners, owners_len) }?;
+        set(
+            out,
+            unsafe { scope_of(scope) }.counter_get(&h, unsafe { bytes(key, key_len) })?,
+        );
         Ok(())
     })
 }
 
-/// Deletes a counter; `found` says whether a live one was there.
+/// Deletes a counter in `scope`; `found` says whether a live one was there.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_counters_delete(
     c: *const TsCounters,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -219,19 +190,18 @@ pub unsafe extern "C" fn ts_counters_delete(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
+        let h = unsafe { under(c, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        set(
-            found,
-            wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done))?,
-        );
+        let was = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
+            s => s.counter_delete(&h, key),
+        };
+        set(found, was?);
         Ok(())
     })
 }
 
-/// Removes the branch of `owners` and every branch under it.
+/// Removes the branch of `owners` and every branch under it, on the store.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_counters_clear(
     c: *const TsCounters,
@@ -241,10 +211,8 @@ pub unsafe extern "C" fn ts_counters_clear(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(c, "counters") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
-        wait_outside(h.store(), h.name(), cancel, |done| h.clear_then(done))
+        let h = unsafe { under(c, owners, owners_len) }?;
+        wait_on_store(h.store(), h.name(), cancel, |done| h.clear_then(done))
     })
 }
 
@@ -284,10 +252,13 @@ pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
 }
 
 /// Takes `n` requests of a key together, or none (`peek` true: counts
-/// nothing and answers for one). A refusal is an answer, not an error.
+/// nothing and answers for one). A refusal is an answer, not an error. A
+/// rate limit keeps its state in memory: inside a transaction (a scope not
+/// null) the core refuses it, `TS_INVALID`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_rate_limit_allow(
     r: *const TsRateLimit,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -298,11 +269,14 @@ pub unsafe extern "C" fn ts_rate_limit_allow(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(r, "rate limit") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
+        let h = unsafe { under(r, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let a = if peek { h.peek(key)? } else { h.allow_n(key, n)? };
+        let s = unsafe { scope_of(scope) };
+        let a = if peek {
+            s.rate_limit_peek(&h, key)?
+        } else {
+            s.rate_limit_allow(&h, key, n)?
+        };
         fill(out, &a);
         Ok(())
     })
@@ -312,6 +286,7 @@ pub unsafe extern "C" fn ts_rate_limit_allow(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_rate_limit_reset(
     r: *const TsRateLimit,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -319,10 +294,8 @@ pub unsafe extern "C" fn ts_rate_limit_reset(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(r, "rate limit") }?.0, unsafe {
-            bytes(owners, owners_len)
-        })?;
-        h.reset(unsafe { bytes(key, key_len) })
+        let h = unsafe { under(r, owners, owners_len) }?;
+        unsafe { scope_of(scope) }.rate_limit_reset(&h, unsafe { bytes(key, key_len) })
     })
 }
 
@@ -382,10 +355,11 @@ pub const TS_QUOTA_RESET: i32 = 3;
 
 /// Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
 /// back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
-/// forgets the key (`TS_QUOTA_RESET`, which fills no answer).
+/// forgets the key (`TS_QUOTA_RESET`, which fills no answer), in `scope`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_quota_use(
     q: *const TsQuota,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -397,13 +371,17 @@ pub unsafe extern "C" fn ts_quota_use(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(&unsafe { handle(q, "quota") }?.0, unsafe { bytes(owners, owners_len) })?;
+        let h = unsafe { under(q, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let a = match op {
-            TS_QUOTA_ALLOW => wait_outside(h.store(), h.name(), cancel, |done| h.allow_n_then(key, n, done))?,
-            TS_QUOTA_REFUND => wait_outside(h.store(), h.name(), cancel, |done| h.refund_n_then(key, n, done))?,
-            TS_QUOTA_PEEK => h.peek(key)?,
-            TS_QUOTA_RESET => return wait_outside(h.store(), h.name(), cancel, |done| h.reset_then(key, done)),
+        let (st, name) = (h.store(), h.name());
+        let a = match (unsafe { scope_of(scope) }, op) {
+            (Scope::Direct, TS_QUOTA_ALLOW) => wait_on_store(st, name, cancel, |done| h.allow_n_then(key, n, done))?,
+            (Scope::Direct, TS_QUOTA_REFUND) => wait_on_store(st, name, cancel, |done| h.refund_n_then(key, n, done))?,
+            (Scope::Direct, TS_QUOTA_RESET) => return wait_on_store(st, name, cancel, |done| h.reset_then(key, done)),
+            (s, TS_QUOTA_ALLOW) => s.quota_allow(&h, key, n)?,
+            (s, TS_QUOTA_REFUND) => s.quota_refund(&h, key, n)?,
+            (s, TS_QUOTA_RESET) => return s.quota_reset(&h, key),
+            (s, TS_QUOTA_PEEK) => s.quota_peek(&h, key)?,
             _ => return Err(Error::new(ErrorKind::Invalid, format!("no quota operation {op}"))),
         };
         fill(out, &a);

@@ -6,15 +6,16 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 
-use tinystore::{Begun, Branch, CallerContext, Claim, Error, ErrorKind, RawOnce, Result};
+use tinystore::{Begun, Branch, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
 
-use crate::held_tx::wait_outside;
+use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out};
-use crate::{Branchy, TsCancel, TsError, branch, bytes, guard, span, text};
+use crate::waits::{TsCancel, wait_on_store};
+use crate::{TsError, bytes, guard, put, set, span, text, under};
 
 /// A once, opened on a store.
-pub struct TsOnce(RawOnce);
+pub struct TsOnce(pub(crate) RawOnce);
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
@@ -45,19 +46,7 @@ pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
     }
 }
 
-impl Branchy for RawOnce {
-    fn child(&self, owner: &[u8]) -> Self {
-        self.under(owner)
-    }
-}
-
-pub(crate) unsafe fn handle<'a>(o: *const TsOnce) -> Result<&'a RawOnce> {
-    unsafe { o.as_ref() }
-        .map(|o| &o.0)
-        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null once"))
-}
-
-pub(crate) fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
+fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
     if e.path().is_some() {
         return e;
     }
@@ -87,12 +76,7 @@ pub unsafe extern "C" fn ts_once_open(
         } else {
             None
         };
-        let o = RawOnce::open(unsafe { store(s) }?, name, keep)?;
-        if out.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
-        }
-        unsafe { *out = Box::into_raw(Box::new(TsOnce(o))) };
-        Ok(())
+        put(out, TsOnce(RawOnce::open(unsafe { store(s) }?, name, keep)?))
     })
 }
 
@@ -138,7 +122,7 @@ pub unsafe extern "C" fn ts_once_begin(
 ) -> i32 {
     guard(err, || {
         let enc = unsafe { bytes(owners, owners_len) };
-        let h = branch(unsafe { handle(o) }?, enc)?;
+        let h = unsafe { under(o, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         if claim.is_null() {
             return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
@@ -178,29 +162,16 @@ pub unsafe extern "C" fn ts_once_begin(
         }
         match std::mem::replace(&mut *s, Slot::Taken) {
             Slot::Ready(Ok(Begun::Kept(raw))) => {
-                let v = value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?;
-                if let Some(out) = unsafe { value.as_mut() } {
-                    *out = v;
-                }
-                if let Some(k) = unsafe { kept.as_mut() } {
-                    *k = true;
-                }
+                set(value, value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?);
+                set(kept, true);
                 Ok(())
             }
             Slot::Ready(Ok(Begun::Run(c))) => {
-                if let Some(k) = unsafe { kept.as_mut() } {
-                    *k = false;
-                }
-                unsafe { *claim = Box::into_raw(Box::new(TsClaim(c))) };
-                Ok(())
+                set(kept, false);
+                put(claim, TsClaim(c))
             }
             Slot::Ready(Err(e)) => Err(e),
-            _ => Err(named(
-                &h,
-                enc,
-                key,
-                Error::new(ErrorKind::Cancelled, "the caller gave up waiting for a run of the key"),
-            )),
+            _ => Err(named(&h, enc, key, tinystore::waiter_gave_up())),
         }
     })
 }
@@ -244,11 +215,12 @@ pub unsafe extern "C" fn ts_claim_abandon(claim: *mut TsClaim) {
     }
 }
 
-/// The answer kept for a key, read as `want` (its bytes are the caller's);
-/// `found` says whether one is kept.
+/// The answer kept for a key in `scope`, read as `want` (its bytes are the
+/// caller's); `found` says whether one is kept.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_once_get(
     o: *const TsOnce,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -260,27 +232,23 @@ pub unsafe extern "C" fn ts_once_get(
 ) -> i32 {
     guard(err, || {
         let enc = unsafe { bytes(owners, owners_len) };
-        let h = branch(unsafe { handle(o) }?, enc)?;
+        let h = unsafe { under(o, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let got = h.get(key)?;
-        if let Some(f) = unsafe { found.as_mut() } {
-            *f = got.is_some();
-        }
+        let got = unsafe { scope_of(scope) }.once_get(&h, key)?;
+        set(found, got.is_some());
         if let Some(raw) = got {
-            let v = value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?;
-            if let Some(out) = unsafe { value.as_mut() } {
-                *out = v;
-            }
+            set(value, value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?);
         }
         Ok(())
     })
 }
 
-/// Forgets the answer kept for a key, so the next run runs again; `found`
-/// says whether one was kept.
+/// Forgets the answer kept for a key in `scope`, so the next run runs
+/// again; `found` says whether one was kept.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_once_delete(
     o: *const TsOnce,
+    scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -290,12 +258,13 @@ pub unsafe extern "C" fn ts_once_delete(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let h = branch(unsafe { handle(o) }?, unsafe { bytes(owners, owners_len) })?;
+        let h = unsafe { under(o, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
-        let f = wait_outside(h.store(), h.name(), cancel, |done| h.delete_then(key, done))?;
-        if let Some(out) = unsafe { found.as_mut() } {
-            *out = f;
-        }
+        let was = match unsafe { scope_of(scope) } {
+            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
+            s => s.once_delete(&h, key),
+        };
+        set(found, was?);
         Ok(())
     })
 }

@@ -1,76 +1,195 @@
-//! A bucket's reads in a scope: the store itself (`ts_bucket_get`,
-//! `ts_bucket_list`), a transaction (`ts_tx_*`) or a snapshot
-//! (`ts_snapshot_*`) run the core's one operation of `tinystore::Scope`
-//! through the one function of each read here. A transaction's calls run
-//! on the caller's thread inside it. Writes on the store wait with a
-//! cancel of their own (`wait_outside`), so they keep their own functions.
+//! Where a call runs (KV-16): every operation of a bucket, counters, a
+//! quota, a rate limit or a once takes a `const TsScope *scope`. Null runs
+//! the call on the store itself; a scope from `ts_tx_begin` runs it inside
+//! that transaction, on the caller's thread; one from `ts_view_open` runs it
+//! in that read snapshot. The core's `tinystore::Scope` decides what each
+//! call does in each (a view only reads buckets; a rate limit cannot join a
+//! transaction); this file only turns the pointer into it.
+//!
+//! A transaction is driven call by call: a caller that cannot hand the core
+//! a closure (Go) begins it, sends its calls one at a time, then commits or
+//! rolls back. A call in a scope that has ended is `TS_CLOSED`.
 
-use tinystore::{Key, ListOptions, Result, Scope};
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver};
 
-use crate::bucket::{TsEntry, TsPage, fill, invalid, named, set_flag, under};
-use crate::value::{value_out, value_view};
-use crate::{TsBucket, bytes};
+use tinystore::{Error, ErrorKind, Result, Scope, Snapshot, TxSession};
 
-/// Reads a live key of `b`'s branch of `owners` in `scope` as the kind
-/// `want` into `out`; `found` says whether it was there.
-///
-/// # Safety
-/// The pointers are as the exported read that calls this takes them.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn get_in(
-    scope: Scope<'_>,
-    b: *const TsBucket,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    want: i32,
-    out: *mut TsEntry,
-    found: *mut bool,
-) -> Result<()> {
-    let rb = unsafe { under(b, owners, owners_len) }?;
-    let key = unsafe { bytes(key, key_len) };
-    set_flag(found, false);
-    let Some(e) = scope.entry(&rb, key).map_err(|x| named(&rb, key, x))? else {
-        return Ok(());
-    };
-    let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-    fill(out, &e, v);
-    set_flag(found, true);
-    Ok(())
+use crate::store::{TsStore, store};
+use crate::waits::TsCancel;
+use crate::{TsError, guard, put};
+
+/// An open transaction or read snapshot, the scope of the calls given it.
+pub struct TsScope(Held);
+
+enum Held {
+    Tx(Tx),
+    /// A read snapshot: every read sees the file as it was at its first read.
+    View(Snapshot),
 }
 
-/// Lists a page of `b`'s branch of `owners` in `scope`, after the key
-/// `after` when `has_after`, at most `limit` keys (0 for the default),
-/// every value read as `want`, into `out`.
-///
-/// # Safety
-/// The pointers are as the exported read that calls this takes them.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn list_in(
-    scope: Scope<'_>,
-    b: *const TsBucket,
-    owners: *const u8,
-    owners_len: usize,
-    after: *const u8,
-    after_len: usize,
-    has_after: bool,
-    limit: u32,
-    want: i32,
-    out: *mut *mut TsPage,
-) -> Result<()> {
-    let rb = unsafe { under(b, owners, owners_len) }?;
-    let opts = ListOptions {
-        after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
-        limit: (limit > 0).then_some(limit as usize),
-    };
-    let page = scope.list(&rb, &opts)?;
-    for e in &page.entries {
-        value_view(&e.value, want).map_err(|x| named(&rb, &e.key.0, x))?;
+/// A transaction: its calls run inside one write of the store's writer,
+/// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
+/// when it is rolled back). `done` answers once the writer let go of it.
+struct Tx {
+    session: TxSession,
+    done: Mutex<Option<Receiver<Result<()>>>>,
+}
+
+impl Tx {
+    /// The wait for the writer to let go, taken once: `None` after the end.
+    fn take_done(&self) -> Option<Receiver<Result<()>>> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
-    if out.is_null() {
-        return Err(invalid("a null out pointer"));
+
+    /// Rolls back what has not ended and waits until the writer let go.
+    fn end(&self) {
+        let done = self.take_done();
+        let _ = self.session.rollback();
+        if let Some(done) = done {
+            let _ = done.recv();
+        }
     }
-    unsafe { *out = Box::into_raw(Box::new(TsPage { page, want })) };
-    Ok(())
+}
+
+/// The core's scope of `s`: on the store itself when it is null.
+pub(crate) unsafe fn scope_of<'a>(s: *const TsScope) -> Scope<'a> {
+    match unsafe { s.as_ref() } {
+        None => Scope::Direct,
+        Some(TsScope(Held::Tx(t))) => Scope::Tx(&t.session),
+        Some(TsScope(Held::View(v))) => Scope::View(v),
+    }
+}
+
+fn ended() -> Error {
+    Error::new(ErrorKind::Closed, "the transaction has ended")
+}
+
+unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a Tx> {
+    match unsafe { s.as_ref() } {
+        Some(TsScope(Held::Tx(t))) => Ok(t),
+        Some(TsScope(Held::View(_))) => Err(Error::new(ErrorKind::Invalid, "a view is not a transaction")),
+        None => Err(Error::new(ErrorKind::Invalid, "a null transaction")),
+    }
+}
+
+/// Begins a transaction, waiting for the writer's turn; a fired `cancel`
+/// gives up on it before it starts (`TS_CANCELLED`). Its scope goes to
+/// `out`; end it with `ts_tx_commit` or `ts_tx_rollback`, then free it with
+/// `ts_scope_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_tx_begin(
+    s: *const TsStore,
+    cancel: *const TsCancel,
+    out: *mut *mut TsScope,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let st = unsafe { store(s) }?;
+        if out.is_null() {
+            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        }
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let gave_up = ready_tx.clone();
+        let (done_tx, done_rx) = mpsc::sync_channel(1);
+        let ticket = st.transaction_then(
+            move |r| {
+                // After the caller gave up, the session is dropped here, on
+                // the writer thread, which rolls it back: nothing is written.
+                let _ = ready_tx.try_send(r);
+            },
+            move |r| {
+                let _ = done_tx.send(r);
+            },
+        )?;
+        if let Some(c) = unsafe { cancel.as_ref() } {
+            // The wait ends at once, even while another transaction holds
+            // the writer: a session that still arrives is rolled back.
+            c.on_fire(move || {
+                ticket.cancel();
+                let _ = gave_up.try_send(Err(Error::new(
+                    ErrorKind::Cancelled,
+                    "gave up waiting for the writer; nothing was written",
+                )));
+            });
+        }
+        let session = ready_rx.recv().map_err(|_| ended())??;
+        let done = Mutex::new(Some(done_rx));
+        put(out, TsScope(Held::Tx(Tx { session, done })))
+    })
+}
+
+/// Commits the transaction and waits until it is durable. A failed group
+/// commit is `TS_OUTCOME_UNKNOWN`; a transaction held past the core's limit
+/// was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`; a view
+/// is `TS_INVALID`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let t = unsafe { tx(t) }?;
+        let done = t.take_done().ok_or_else(ended)?;
+        // A commit that cannot reach the writer (the transaction timed out)
+        // still has its answer on `done`, which says why.
+        let sent = t.session.commit();
+        done.recv().map_err(|_| ended())??;
+        sent
+    })
+}
+
+/// Rolls the transaction back, writing nothing of it, and waits until the
+/// writer has let go of it. Nothing happens to a transaction that has ended,
+/// nor to a view or null.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_tx_rollback(t: *const TsScope) {
+    if let Ok(t) = unsafe { tx(t) } {
+        t.end();
+    }
+}
+
+/// Marks the calling thread as the transaction's until it ends (commit,
+/// rollback or free): a call from this thread that would wait for the
+/// writer of the same store outside the transaction (a write with a null
+/// scope, a run of once, another transaction) is then `TS_INVALID` at once,
+/// nothing written, rather than a wait the transaction's own thread would
+/// end only at `tinystore::TX_LIMIT`. Only for a caller that makes the
+/// transaction's calls on this thread (Go locks the goroutine to it); a
+/// view, null or an ended transaction marks nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsScope) {
+    if let Ok(t) = unsafe { tx(t) } {
+        t.session.hold_thread();
+    }
+}
+
+/// Opens a read snapshot of the store. Its scope goes to `out`; close it
+/// soon with `ts_view_close` (the file keeps every page it may still read),
+/// then free it with `ts_scope_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_view_open(s: *const TsStore, out: *mut *mut TsScope, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let snap = unsafe { store(s) }?.snapshot()?;
+        put(out, TsScope(Held::View(snap)))
+    })
+}
+
+/// Ends the view; a read in it after this is `TS_CLOSED`. Nothing happens
+/// to a transaction or null.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_view_close(v: *const TsScope) {
+    if let Some(TsScope(Held::View(v))) = unsafe { v.as_ref() } {
+        v.close();
+    }
+}
+
+/// Ends a scope, as `ts_tx_rollback` or `ts_view_close` does, and frees it.
+/// Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_scope_free(s: *mut TsScope) {
+    if s.is_null() {
+        return;
+    }
+    match *unsafe { Box::from_raw(s) } {
+        TsScope(Held::Tx(t)) => t.end(),
+        TsScope(Held::View(v)) => v.close(),
+    }
 }

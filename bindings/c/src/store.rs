@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use tinystore::{Error, ErrorKind, Options, Result, Store, from_millis};
 
-use crate::{TsError, guard, text};
+use crate::{TsError, guard, put, set, text};
 
 /// An open store.
 pub struct TsStore(pub(crate) Store);
@@ -67,9 +67,7 @@ pub struct TsMaintenance {
 }
 
 pub(crate) unsafe fn store<'a>(s: *const TsStore) -> Result<&'a Store> {
-    unsafe { s.as_ref() }
-        .map(|s| &s.0)
-        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null store"))
+    Ok(&unsafe { crate::handle(s, "store") }?.0)
 }
 
 /// Opens the store in the directory `dir` (UTF-8), creating it and kv.db
@@ -114,12 +112,7 @@ pub unsafe extern "C" fn ts_store_open(
             }
             o = o.share_with_group(opts.share_with_group);
         }
-        let s = Store::open_with(dir, o)?;
-        if out.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
-        }
-        unsafe { *out = Box::into_raw(Box::new(TsStore(s))) };
-        Ok(())
+        put(out, TsStore(Store::open_with(dir, o)?))
     })
 }
 
@@ -144,15 +137,14 @@ pub unsafe extern "C" fn ts_store_free(s: *mut TsStore) {
 pub unsafe extern "C" fn ts_store_maintain(s: *const TsStore, out: *mut TsMaintenance, err: *mut *mut TsError) -> i32 {
     guard(err, || {
         let m = unsafe { store(s) }?.maintain()?;
-        if let Some(out) = unsafe { out.as_mut() } {
-            *out = TsMaintenance {
-                flushed: m.flushed as u64,
-                renewed: m.renewed as u64,
-                cleared: m.cleared as u64,
-                expired: m.expired as u64,
-                more: m.more,
-            };
-        }
+        let done = TsMaintenance {
+            flushed: m.flushed as u64,
+            renewed: m.renewed as u64,
+            cleared: m.cleared as u64,
+            expired: m.expired as u64,
+            more: m.more,
+        };
+        set(out, done);
         Ok(())
     })
 }
@@ -166,9 +158,7 @@ pub unsafe extern "C" fn ts_store_group_stats(
 ) -> i32 {
     guard(err, || {
         let (groups, writes) = unsafe { store(s) }?.group_stats();
-        if let Some(out) = unsafe { out.as_mut() } {
-            *out = TsGroupStats { groups, writes };
-        }
+        set(out, TsGroupStats { groups, writes });
         Ok(())
     })
 }
@@ -208,9 +198,7 @@ pub unsafe extern "C" fn ts_parse_duration(
     guard(err, || {
         let t = unsafe { text(text_ptr, text_len, "duration") }?;
         let ns = nanos(tinystore::parse_duration(t)?, t)?;
-        if let Some(out) = unsafe { out_ns.as_mut() } {
-            *out = ns;
-        }
+        set(out_ns, ns);
         Ok(())
     })
 }
@@ -244,6 +232,17 @@ fn nanos(d: std::time::Duration, text: &str) -> Result<i64> {
             ErrorKind::Invalid,
             format!("{text:?} is longer than 292 years in nanoseconds"),
         )
+    })
+}
+
+/// A TEST HOOK, not for applications: makes the next group commit of the
+/// store fail as a failed fsync would, so that a test sees every write of
+/// that group answered `TS_OUTCOME_UNKNOWN`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_fail_next_commit_for_tests(s: *const TsStore, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        unsafe { store(s) }?.fail_next_commit_for_tests();
+        Ok(())
     })
 }
 

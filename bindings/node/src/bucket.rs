@@ -1,15 +1,17 @@
-//! A bucket of values: reads inline, writes through the writer's completions.
+//! A bucket of values. Each read and write is one function over its scope
+//! (`scope.rs`): reads answer inline, and so do writes inside a
+//! transaction; a write on the store goes through the writer's completions.
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Version, WriteCall, WriteOptions};
+use tinystore::{Entry, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions};
 
+use crate::completions::{self, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
-use crate::js;
-use crate::scope::{NativeScope, scope_of};
-use crate::settle::{self, sync};
+use crate::napi_values as js;
+use crate::scope::{NativeScope, scope_of, write_in};
 
 /// A bucket, or one branch of it, with the type of its values.
 #[napi]
@@ -17,7 +19,7 @@ pub struct NativeBucket {
     pub(crate) raw: RawBucket,
     pub(crate) kind: ValueKind,
     /// Whether its sets without options may go to the writer as they are
-    /// made, in a burst (the store has no memory budget: see `cork::set`).
+    /// made, in a burst (the store has no memory budget: see `write_groups::set`).
     pub(crate) streams: bool,
 }
 
@@ -31,22 +33,18 @@ impl NativeBucket {
         convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.raw.name()))
     }
 
-    /// Runs `f` with the bytes of a key. A read's key is most often a short
-    /// string: it is read straight into a buffer on the stack, with no type
-    /// check, length query or allocation (a third of the binding's own time
-    /// in a `get`); any other key goes through [`convert::key`].
+    /// Runs `f` with the bytes of a key (see [`convert::with_key`]).
     pub(crate) fn with_key<R>(&self, env: &Env, v: &Unknown<'_>, f: impl FnOnce(&[u8]) -> Ts<R>) -> Ts<R> {
-        let mut buf = [0u8; 256];
-        match js::read_string_into(env.raw(), js::raw(v), &mut buf) {
-            Some(k) if !k.is_empty() => f(k),
-            _ => f(&self.key(env, v)?),
-        }
+        convert::with_key(env.raw(), js::raw(v), self.raw.name(), f)
+    }
+
+    /// An error about `key` of this bucket, named as the engine names it.
+    fn at(&self, e: tinystore::Error, key: &[u8]) -> tinystore::Error {
+        e.at(self.raw.name(), show_path(self.raw.owners(), key))
     }
 
     fn value(&self, env: &Env, key: &[u8], v: &Unknown<'_>) -> Ts<Raw> {
-        self.kind
-            .encode(env.raw(), js::raw(v))
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.encode(env.raw(), js::raw(v)).map_err(|e| self.at(e, key))
     }
 
     /// The write options of `call` on `key`: a `ttl` (duration) or
@@ -67,23 +65,19 @@ impl NativeBucket {
 
     /// The JS value of a row of this bucket's type; `Corrupt` names the key.
     pub(crate) fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
-        self.kind
-            .decode(env, raw)
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.decode(env, raw).map_err(|e| self.at(e, key))
     }
 
     /// Checks that a row reads as this bucket's type, without JS: a `take`
     /// leaves a row that does not read where it is (KV-5).
     pub(crate) fn check(&self, raw: &Raw, key: &[u8]) -> Ts<()> {
-        self.kind
-            .check(raw)
-            .map_err(|e| e.at(self.raw.name(), show_path(self.raw.owners(), key)))
+        self.kind.check(raw).map_err(|e| self.at(e, key))
     }
 
     /// The key, value and options of a `set` (or a `create`, by `call`),
     /// checked before anything is queued.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn prepare_set(
+    fn prepare_set(
         &self,
         env: &Env,
         call: WriteCall,
@@ -103,7 +97,7 @@ impl NativeBucket {
     }
 
     /// The key, value and expiry of a `create`.
-    pub(crate) fn prepare_create(
+    fn prepare_create(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -116,7 +110,7 @@ impl NativeBucket {
     }
 
     /// The key and version of a `take` or `delete`.
-    pub(crate) fn prepare_versioned(
+    fn prepare_versioned(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -127,7 +121,7 @@ impl NativeBucket {
     }
 
     /// The key, expiry and version of an `expire`: `ttl` (a duration) or `at_ms` (a time).
-    pub(crate) fn prepare_expire(
+    fn prepare_expire(
         &self,
         env: &Env,
         key: &Unknown<'_>,
@@ -143,80 +137,6 @@ impl NativeBucket {
             Ok((k, expiry, if_version))
         })();
         r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
-    }
-
-    /// The value of a live key as `read` finds it, or `undefined` (JSON as
-    /// its text): on the store, in a transaction or in a snapshot.
-    pub(crate) fn get_by<'e>(
-        &self,
-        env: &'e Env,
-        key: &Unknown<'e>,
-        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = self.with_key(env, key, |k| match read(k)? {
-            Some(e) => self.decoded(env.raw(), &e.value, k),
-            None => js::undefined(env.raw()).map_err(napi_err),
-        });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
-    }
-
-    /// `{ key, value, version, expiresAt }` of a live key as `read` finds it, or `undefined`.
-    pub(crate) fn entry_by<'e>(
-        &self,
-        env: &'e Env,
-        key: &Unknown<'e>,
-        read: impl FnOnce(&[u8]) -> Ts<Option<Entry<Raw>>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = self.with_key(env, key, |k| match read(k)? {
-            Some(e) => convert::entry(env.raw(), self.kind, &e)
-                .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), k))),
-            None => js::undefined(env.raw()).map_err(napi_err),
-        });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
-    }
-
-    /// A page of this branch's own keys as `read` finds them: `{ entries, next }`.
-    pub(crate) fn list_by<'e>(
-        &self,
-        env: &'e Env,
-        after: &Unknown<'e>,
-        limit: Option<f64>,
-        read: impl FnOnce(&ListOptions) -> Ts<Page<Raw>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let after = if js::is_nullish(env.raw(), js::raw(after)) {
-                None
-            } else {
-                Some(Key(self.key(env, after)?))
-            };
-            // A number that is not a whole count is bad input, not a page
-            // size to round (KV-18).
-            let limit = limit
-                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
-                .transpose()
-                .map_err(|e| e.in_bucket(self.raw.name()))?
-                .map(|l| l as usize);
-            let page = read(&ListOptions { after, limit })?;
-            let mut items = Vec::with_capacity(page.entries.len());
-            for e in &page.entries {
-                items.push(
-                    convert::entry(env.raw(), self.kind, e)
-                        .map_err(|err| err.at(self.raw.name(), show_path(self.raw.owners(), e.key.as_bytes())))?,
-                );
-            }
-            let make = || -> napi::Result<napi_value> {
-                let o = js::object(env.raw())?;
-                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
-                let next = match &page.next {
-                    Some(k) => convert::key_value(env.raw(), k)?,
-                    None => js::undefined(env.raw())?,
-                };
-                js::set(env.raw(), o, "next\0", next)?;
-                Ok(o)
-            };
-            make().map_err(napi_err)
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 }
 
@@ -249,7 +169,7 @@ impl NativeBucket {
     /// `fastReads()`, the read without napi-rs' per-call bookkeeping.
     #[napi]
     pub fn read_handle<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::fast_get::handle(env, self)
+        crate::bare_get::handle(env, self)
     }
 
     /// The value of a live key, or `undefined` (JSON as its text), in
@@ -261,8 +181,11 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.get_by(env, &key, |k| scope.entry(&self.raw, k))
+        let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
+            Some(e) => self.decoded(env.raw(), &e.value, k),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// `{ key, value, version, expiresAt }` of a live key, or `undefined`, in `scope`.
@@ -275,8 +198,11 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.entry_by(env, &key, |k| scope.entry(&self.raw, k))
+        let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
+            Some(e) => convert::entry(env.raw(), self.kind, &e).map_err(|err| self.at(err, k)),
+            None => js::undefined(env.raw()).map_err(napi_err),
+        });
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
     /// Whether a live key is there, in `scope`.
@@ -303,12 +229,43 @@ impl NativeBucket {
         limit: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let scope = scope_of(&scope);
-        self.list_by(env, &after, limit, |opts| scope.list(&self.raw, opts))
+        let r = (|| {
+            let after = if js::is_nullish(env.raw(), js::raw(&after)) {
+                None
+            } else {
+                Some(Key(self.key(env, &after)?))
+            };
+            // A number that is not a whole count is bad input, not a page
+            // size to round (KV-18).
+            let limit = limit
+                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
+                .transpose()
+                .map_err(|e| e.in_bucket(self.raw.name()))?
+                .map(|l| l as usize);
+            let page = scope_of(&scope).list(&self.raw, &ListOptions { after, limit })?;
+            let mut items = Vec::with_capacity(page.entries.len());
+            for e in &page.entries {
+                items.push(convert::entry(env.raw(), self.kind, e).map_err(|err| self.at(err, e.key.as_bytes()))?);
+            }
+            let make = || -> napi::Result<napi_value> {
+                let o = js::object(env.raw())?;
+                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
+                let next = match &page.next {
+                    Some(k) => convert::key_value(env.raw(), k)?,
+                    None => js::undefined(env.raw())?,
+                };
+                js::set(env.raw(), o, "next\0", next)?;
+                Ok(o)
+            };
+            make().map_err(napi_err)
+        })();
+        Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
-    /// Writes a value, durably. Resolves with nothing.
-    #[napi(ts_return_type = "Promise<void>")]
+    /// Writes a value in `scope`: on the store durably, resolving with
+    /// nothing; inside a transaction at once.
+    #[allow(clippy::too_many_arguments)]
+    #[napi(ts_return_type = "Promise<void> | void")]
     pub fn set<'e>(
         &self,
         env: &'e Env,
@@ -317,21 +274,25 @@ impl NativeBucket {
         ttl: Unknown<'e>,
         expires_at: Option<f64>,
         if_version: Option<String>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let (k, v, opts) = sync(
+        let args = sync(
             env,
             self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
         )?;
         let raw = self.raw.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| raw.set_then(&k, v, opts, done),
+            &scope,
+            args,
+            |scope, (k, v, opts)| scope.set(&self.raw, &k, v, opts),
+            move |(k, v, opts), done| raw.set_then(&k, v, opts, done),
             |env, _version| js::undefined(env).map_err(napi_err),
         )
     }
 
-    /// Writes a value if the key is absent; resolves with whether it did.
-    #[napi(ts_return_type = "Promise<boolean>")]
+    /// Writes a value if the key is absent, in `scope`; answers whether it did.
+    #[napi(ts_return_type = "Promise<boolean> | boolean")]
     pub fn create<'e>(
         &self,
         env: &'e Env,
@@ -339,28 +300,68 @@ impl NativeBucket {
         value: Unknown<'e>,
         ttl: Unknown<'e>,
         expires_at: Option<f64>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let (k, v, expiry) = sync(env, self.prepare_create(env, &key, &value, &ttl, expires_at))?;
+        let args = sync(env, self.prepare_create(env, &key, &value, &ttl, expires_at))?;
         let raw = self.raw.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| raw.create_then(&k, v, expiry, done),
+            &scope,
+            args,
+            |scope, (k, v, expiry)| scope.create(&self.raw, &k, v, expiry),
+            move |(k, v, expiry), done| raw.create_then(&k, v, expiry, done),
             |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))).map_err(napi_err),
         )
     }
 
-    /// Reads and deletes a key in one write; resolves with the value or
-    /// `undefined`. A value that does not read as the bucket's type is
-    /// `Corrupt` and stays.
-    #[napi(ts_return_type = "Promise<unknown>")]
-    pub fn take<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
+    /// Reads and deletes a key in one write, in `scope`; answers the value
+    /// or `undefined`. A value that does not read as the bucket's type, or
+    /// that `check` (the package's codec, given the value read) answers
+    /// `false` for, is `Corrupt` and stays: the core's checked take runs
+    /// `check` here, on the JS thread, before the key is taken, and on the
+    /// store takes it only if it is still the row checked.
+    #[napi(ts_return_type = "Promise<unknown> | unknown")]
+    pub fn take<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        if_version: Option<String>,
+        #[napi(ts_arg_type = "((value: unknown) => boolean) | undefined | null")] check: Option<Unknown<'e>>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let (k, if_version) = sync(env, self.prepare_versioned(env, &key, if_version))?;
+        let checked = |e: &Entry<Raw>| {
+            self.check(&e.value, &k)?;
+            match &check {
+                Some(f) => js_check(env, js::raw(f), self.decoded(env.raw(), &e.value, &k)?),
+                None => Ok(()),
+            }
+        };
+        if scope.is_some() {
+            let r = scope_of(&scope).take_checked(&self.raw, &k, if_version, checked);
+            let v = match sync(env, r)? {
+                Some(e) => sync(env, self.decoded(env.raw(), &e.value, &k))?,
+                None => js::undefined(env.raw())?,
+            };
+            return Ok(js::unknown(env.raw(), v));
+        }
         let kind = self.kind;
+        // Without a check of the package's, the bucket's type is checked in
+        // the write itself; with one, the core's checked take reads and
+        // checks here first.
+        let write_check: WriteCheck = if check.is_none() {
+            Box::new(move |e| kind.check(&e.value))
+        } else {
+            match sync(env, self.raw.check_before_take(&k, if_version, checked))? {
+                Some(checked) => Box::new(checked.still_read()),
+                None => return Ok(js::unknown(env.raw(), js::undefined(env.raw())?)),
+            }
+        };
         let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
         let raw = self.raw.clone();
-        settle::write(
+        completions::write(
             env,
-            move |done| raw.take_then(&k, if_version, move |e| kind.check(&e.value), done),
+            move |done| raw.take_then(&k, if_version, write_check, done),
             move |env, taken| match taken {
                 Some(e) => kind.decode(env, &e.value).map_err(|err| err.at(&name, path)),
                 None => js::undefined(env).map_err(napi_err),
@@ -368,20 +369,30 @@ impl NativeBucket {
         )
     }
 
-    /// Deletes a key; resolves with whether a live key was there.
-    #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>, if_version: Option<String>) -> napi::Result<Unknown<'e>> {
-        let (k, if_version) = sync(env, self.prepare_versioned(env, &key, if_version))?;
+    /// Deletes a key in `scope`; answers whether a live key was there.
+    #[napi(ts_return_type = "Promise<boolean> | boolean")]
+    pub fn delete<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        if_version: Option<String>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let args = sync(env, self.prepare_versioned(env, &key, if_version))?;
         let raw = self.raw.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| raw.delete_then(&k, if_version, done),
+            &scope,
+            args,
+            |scope, (k, v)| scope.delete(&self.raw, &k, v),
+            move |(k, v), done| raw.delete_then(&k, v, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
 
-    /// Gives a live key a new expiry: `ttl` (a duration) or `at_ms` (a time).
-    #[napi(ts_return_type = "Promise<boolean>")]
+    /// Gives a live key a new expiry in `scope`: `ttl` (a duration) or
+    /// `at_ms` (a time). Answers whether a live key was there.
+    #[napi(ts_return_type = "Promise<boolean> | boolean")]
     pub fn expire<'e>(
         &self,
         env: &'e Env,
@@ -389,24 +400,61 @@ impl NativeBucket {
         ttl: Unknown<'e>,
         at_ms: Option<f64>,
         if_version: Option<String>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let (k, expiry, if_version) = sync(env, self.prepare_expire(env, &key, &ttl, at_ms, if_version))?;
+        let args = sync(env, self.prepare_expire(env, &key, &ttl, at_ms, if_version))?;
         let raw = self.raw.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| raw.expire_then(&k, expiry, if_version, done),
+            &scope,
+            args,
+            |scope, (k, expiry, v)| scope.expire(&self.raw, &k, expiry, v),
+            move |(k, expiry, v), done| raw.expire_then(&k, expiry, v, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
 
-    /// Removes this branch and every branch under it.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+    /// Removes this branch and every branch under it, in `scope` (inside a
+    /// transaction a branch over 10,000 keys is `Limit`; in a snapshot, as
+    /// every write there, `Invalid`).
+    #[napi(ts_return_type = "Promise<void> | void")]
+    pub fn clear<'e>(
+        &self,
+        env: &'e Env,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| raw.clear_then(done),
+            &scope,
+            (),
+            |scope, ()| scope.clear(&self.raw),
+            move |(), done| raw.clear_then(done),
             |env, ()| js::undefined(env).map_err(napi_err),
         )
     }
+}
+
+/// What a take on the store checks inside its write.
+type WriteCheck = Box<dyn FnOnce(&Entry<Raw>) -> Ts<()> + Send>;
+
+/// Calls the package's check of a value to be taken (its codec's decode):
+/// `true` lets the take go on; `false` or a throw is `Corrupt`, and the
+/// value stays. The package keeps the decode's own error to throw.
+fn js_check(env: &Env, f: napi_value, value: napi_value) -> Ts<()> {
+    let (env, mut out) = (env.raw(), std::ptr::null_mut());
+    let mut this = std::ptr::null_mut();
+    let passed = unsafe { napi::sys::napi_get_undefined(env, &mut this) } == napi::sys::Status::napi_ok
+        && unsafe { napi::sys::napi_call_function(env, this, f, 1, &value, &mut out) } == napi::sys::Status::napi_ok
+        && js::read_bool(env, out).unwrap_or(false);
+    if !passed {
+        // A throw leaves its exception pending; the check's `false` says it.
+        let mut thrown = std::ptr::null_mut();
+        unsafe { napi::sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+        return Err(tinystore::Error::new(
+            tinystore::ErrorKind::Corrupt,
+            "the bucket's codec could not decode the value; it stays",
+        ));
+    }
+    Ok(())
 }

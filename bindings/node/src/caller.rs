@@ -8,8 +8,8 @@
 use napi::Env;
 use napi_derive::napi;
 
+use crate::completions::sync;
 use crate::once::NativeClaim;
-use crate::settle::sync;
 use crate::store::NativeStore;
 use crate::tx::NativeTx;
 

@@ -13,9 +13,9 @@ use napi_derive::napi;
 use tinystore::RawConfig;
 use tinystore::config::{Layers, Schema};
 
+use crate::completions::{self, sync};
 use crate::convert;
-use crate::js;
-use crate::settle::{self, sync};
+use crate::napi_values as js;
 use crate::store::NativeStore;
 
 /// One config: its value, sources and changes as JSON text.
@@ -75,7 +75,7 @@ impl NativeConfig {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn update<'e>(&self, env: &'e Env, patch: String) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
-        settle::off_thread(
+        completions::off_thread(
             env,
             move || raw.update_json(&patch),
             |env, ()| js::undefined(env).map_err(convert::napi_err),
@@ -86,7 +86,7 @@ impl NativeConfig {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn reset<'e>(&self, env: &'e Env, path: String) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
-        settle::off_thread(
+        completions::off_thread(
             env,
             move || raw.reset(&path),
             |env, ()| js::undefined(env).map_err(convert::napi_err),
@@ -98,7 +98,7 @@ impl NativeConfig {
     pub fn wait<'e>(&self, env: &'e Env, after: f64, timeout_ms: f64) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
         let timeout = Duration::from_millis(timeout_ms.clamp(0.0, 60_000.0) as u64);
-        settle::off_thread(
+        completions::off_thread(
             env,
             move || Ok(raw.wait(after as u64, timeout)),
             |env, g| js::number(env, g as f64).map_err(convert::napi_err),

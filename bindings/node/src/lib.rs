@@ -2,9 +2,14 @@
 //! `tinystore` loads, the same file in Node and in Bun.
 //!
 //! Thin glue over the core crate: it converts JS values to the engine's
-//! types ([`convert`]), maps engine errors to the package's error classes,
-//! and settles write Promises from the writer thread ([`settle`]). Every
-//! rule (keys, expiry, limits, the file) stays in `tinystore`; the package's
+//! types ([`convert`], [`napi_values`]), maps engine errors to the
+//! package's error classes, and settles write Promises from the writer
+//! thread ([`completions`]), handing a turn's writes over as one group
+//! ([`write_groups`]). Each operation is one function over its scope
+//! ([`scope`]): the store, a transaction ([`tx`]) or a snapshot ([`view`]).
+//! The hot calls also have bare napi callbacks that skip napi-rs'
+//! bookkeeping ([`bare_get`], [`bare_set`], [`bare_allow`]). Every rule
+//! (keys, expiry, limits, the file) stays in `tinystore`; the package's
 //! TypeScript gives the API's names and types.
 
 /// The allocator of the addon's Rust code (JS values keep V8's). A write
@@ -15,46 +20,50 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod bare_allow;
+mod bare_get;
+mod bare_set;
 mod bucket;
 mod caller;
+mod completions;
 mod config;
 mod convert;
-mod cork;
-mod fast_get;
-mod fast_limits;
-mod fast_set;
-mod js;
 mod limit_store;
 mod limits;
 mod logs;
+mod napi_values;
 mod once;
 mod scope;
-mod settle;
-mod snapshot;
 mod store;
 mod tx;
+mod view;
+mod write_groups;
+
+// The limit store's glue names these two modules by shorter names.
+use completions as settle;
+use napi_values as js;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 
+pub use bare_allow::rate_limit_allow;
+pub use bare_get::fast_reads;
+pub use bare_set::fast_writes;
 pub use bucket::NativeBucket;
 pub use config::NativeConfig;
-pub use fast_get::fast_reads;
-pub use fast_limits::rate_limit_allow;
-pub use fast_set::fast_writes;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use logs::forward_logs;
 pub use once::{NativeClaim, NativeOnce};
-pub use snapshot::NativeSnapshot;
 pub use store::NativeStore;
 pub use tx::NativeTx;
+pub use view::NativeSnapshot;
 
 /// Sets up this JS environment (once per thread that loads the addon):
 /// `makeError(code, message, bucket, key)` makes the package's error objects.
 #[napi(ts_args_type = "makeError: (code: string, message: string, bucket?: string, key?: string) => Error")]
 pub fn init(env: &Env, make_error: Unknown<'_>) -> napi::Result<()> {
-    settle::init(env.raw(), js::raw(&make_error))
+    completions::init(env.raw(), js::raw(&make_error))
 }
 
 /// The stable codes of every error kind, in the engine's order, so the
@@ -103,7 +112,7 @@ pub fn show_path(env: &Env, owners: Vec<Unknown<'_>>, key: Unknown<'_>) -> napi:
             Some(&convert::key(env.raw(), js::raw(&key))?),
         ))
     })();
-    settle::sync(env, r)
+    completions::sync(env, r)
 }
 
 /// A caller's context inside nothing, for the engine's guards against
@@ -118,6 +127,6 @@ pub fn caller_context() -> caller::NativeContext {
 /// `advance` in TypeScript and for tests of the grammar).
 #[napi]
 pub fn parse_duration(env: Env, text: String) -> napi::Result<f64> {
-    let d = settle::sync(&env, tinystore::parse_duration(&text))?;
+    let d = completions::sync(&env, tinystore::parse_duration(&text))?;
     Ok(d.as_secs_f64() * 1000.0)
 }

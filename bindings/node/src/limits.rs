@@ -1,8 +1,10 @@
 //! Rate limits, quotas and counters (KV-12 to KV-14).
 //!
-//! A rate limit lives in the engine's memory, so its calls answer inline. A
-//! quota's `allow` and `refund`, and a durable counter's `add`, are writes:
-//! they go through the writer's completions like a bucket's `set`.
+//! A rate limit lives in the engine's memory, so its calls answer inline.
+//! Every call of a quota and of counters takes its scope (`scope.rs`), as a
+//! bucket's do: on the store a quota's `allow` and `refund`, and a counter's
+//! `add`, are writes through the writer's completions like a bucket's
+//! `set`; inside a transaction they answer at once.
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
@@ -11,9 +13,10 @@ use napi_derive::napi;
 use tinystore::{Allowance, Counters, Quota, RateLimit};
 
 use crate::bucket::show_path;
+use crate::completions::{self, sync};
 use crate::convert::{self, Ts, napi_err};
-use crate::js;
-use crate::settle::{self, sync};
+use crate::napi_values as js;
+use crate::scope::{NativeScope, scope_of, write_in};
 
 /// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
 pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
@@ -55,9 +58,9 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
         }
         "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
             Some(i) if i64::try_from(i).is_ok() => Ok(i as i64),
-            _ => Err(settle::invalid("the bigint step is outside the int64 range")),
+            _ => Err(completions::invalid("the bigint step is outside the int64 range")),
         },
-        t => Err(settle::invalid(format!(
+        t => Err(completions::invalid(format!(
             "a counter's step is a number or a bigint, not {t}"
         ))),
     }
@@ -154,54 +157,95 @@ impl NativeQuota {
         })
     }
 
-    /// Counts `n` uses in every window or in none, durably: the answer.
-    #[napi(ts_return_type = "Promise<unknown>")]
-    pub fn allow<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.quota.name(), &key)?, count(n)?)))();
-        let (k, n) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
-        )?;
-        let quota = self.quota.clone();
-        settle::write(
-            env,
-            move |done| quota.allow_n_then(k, n, done),
-            |env, a| allowance(env, &a),
-        )
+    /// Counts `n` uses in every window or in none, in `scope`: the answer
+    /// (on the store a durable write, resolving with it).
+    #[napi(ts_return_type = "Promise<unknown> | unknown")]
+    pub fn allow<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        n: Option<f64>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        self.change(env, key, n, scope, false)
     }
 
-    /// The answer one use would get now, counting nothing.
+    /// Gives `n` uses back to the windows that have not reset since, in `scope`: the answer.
+    #[napi(ts_return_type = "Promise<unknown> | unknown")]
+    pub fn refund<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        n: Option<f64>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        self.change(env, key, n, scope, true)
+    }
+
+    /// The answer one use would get now in `scope`, counting nothing.
     #[napi]
-    pub fn peek<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        let r = key_in(env, self.quota.name(), &key).and_then(|k| allowance(env.raw(), &self.quota.peek(k)?));
+    pub fn peek<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let r = key_in(env, self.quota.name(), &key)
+            .and_then(|k| scope_of(&scope).quota_peek(&self.quota, &k))
+            .and_then(|a| allowance(env.raw(), &a));
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
-    /// Gives `n` uses back to the windows that have not reset since: the answer.
-    #[napi(ts_return_type = "Promise<unknown>")]
-    pub fn refund<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
+    /// Forgets the key in `scope`: every window starts again at its next use.
+    #[napi(ts_return_type = "Promise<void> | void")]
+    pub fn reset<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let k = sync(env, key_in(env, self.quota.name(), &key))?;
+        let quota = self.quota.clone();
+        write_in(
+            env,
+            &scope,
+            k,
+            |scope, k| scope.quota_reset(&self.quota, &k),
+            move |k, done| quota.reset_then(k, done),
+            |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+}
+
+impl NativeQuota {
+    /// `allow` or (`refund`) `refund` of `n` uses in `scope`.
+    fn change<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        n: Option<f64>,
+        scope: Option<NativeScope>,
+        refund: bool,
+    ) -> napi::Result<Unknown<'e>> {
         let prepared = (|| Ok((key_in(env, self.quota.name(), &key)?, count(n)?)))();
-        let (k, n) = sync(
+        let args = sync(
             env,
             prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
         )?;
         let quota = self.quota.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| quota.refund_n_then(k, n, done),
+            &scope,
+            args,
+            |scope, (k, n)| match refund {
+                false => scope.quota_allow(&self.quota, &k, n),
+                true => scope.quota_refund(&self.quota, &k, n),
+            },
+            move |(k, n), done| match refund {
+                false => quota.allow_n_then(k, n, done),
+                true => quota.refund_n_then(k, n, done),
+            },
             |env, a| allowance(env, &a),
-        )
-    }
-
-    /// Forgets the key: every window starts again at its next use.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn reset<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        let k = sync(env, key_in(env, self.quota.name(), &key))?;
-        let quota = self.quota.clone();
-        settle::write(
-            env,
-            move |done| quota.reset_then(k, done),
-            |env, ()| js::undefined(env).map_err(napi_err),
         )
     }
 }
@@ -249,68 +293,61 @@ impl NativeCounters {
         })
     }
 
-    /// Adds `n` (1 when not given); resolves with the new value.
-    #[napi(ts_return_type = "Promise<number | bigint>")]
+    /// Adds `n` (1 when not given) in `scope`; answers the new value.
+    #[napi(ts_return_type = "Promise<number | bigint> | number | bigint")]
     pub fn add<'e>(
         &self,
         env: &'e Env,
         key: Unknown<'e>,
         #[napi(ts_arg_type = "number | bigint | undefined")] n: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
-        let (k, n) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
-        )?;
-        let counters = self.counters.clone();
-        let (big, name, path) = (self.big, self.counters.name().to_owned(), show_path(&self.owners, &k));
-        settle::write(
-            env,
-            move |done| counters.add_then(k, n, done),
-            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
-        )
+        self.change(env, key, n, scope, How::Add)
     }
 
-    /// Keeps the larger of the counter and `n`; resolves with it.
-    #[napi(ts_return_type = "Promise<number | bigint>")]
+    /// Keeps the larger of the counter and `n` in `scope`; answers it.
+    #[napi(ts_return_type = "Promise<number | bigint> | number | bigint")]
     pub fn max<'e>(
         &self,
         env: &'e Env,
         key: Unknown<'e>,
         #[napi(ts_arg_type = "number | bigint")] n: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
-        let (k, n) = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
-        )?;
-        let counters = self.counters.clone();
-        let (big, name, path) = (self.big, self.counters.name().to_owned(), show_path(&self.owners, &k));
-        settle::write(
-            env,
-            move |done| counters.max_then(k, n, done),
-            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
-        )
+        self.change(env, key, n, scope, How::Max)
     }
 
-    /// The counter's value: 0 when missing or expired.
+    /// The counter's value in `scope`: 0 when missing or expired.
     #[napi(ts_return_type = "number | bigint")]
-    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    pub fn get<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let r = key_in(env, self.counters.name(), &key).and_then(|k| {
-            let v = self.counters.get(&k[..])?;
+            let v = scope_of(&scope).counter_get(&self.counters, &k)?;
             value(env.raw(), self.big, v, false).map_err(|e| e.at(self.counters.name(), show_path(&self.owners, &k)))
         });
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
-    /// Deletes the counter; resolves with whether a live one was there.
-    #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    /// Deletes the counter in `scope`; answers whether a live one was there.
+    #[napi(ts_return_type = "Promise<boolean> | boolean")]
+    pub fn delete<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let k = sync(env, key_in(env, self.counters.name(), &key))?;
         let counters = self.counters.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| counters.delete_then(k, done),
+            &scope,
+            k,
+            |scope, k| scope.counter_delete(&self.counters, &k),
+            move |k, done| counters.delete_then(k, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -319,10 +356,55 @@ impl NativeCounters {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         let counters = self.counters.clone();
-        settle::write(
+        completions::write(
             env,
             move |done| counters.clear_then(done),
             |env, ()| js::undefined(env).map_err(napi_err),
+        )
+    }
+}
+
+/// Which change of a counter: `add` or `max`.
+#[derive(Clone, Copy)]
+enum How {
+    Add,
+    Max,
+}
+
+impl NativeCounters {
+    /// `add` or `max` of `n` in `scope`.
+    fn change<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        n: Unknown<'e>,
+        scope: Option<NativeScope>,
+        how: How,
+    ) -> napi::Result<Unknown<'e>> {
+        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
+        let args = sync(
+            env,
+            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
+        )?;
+        let counters = self.counters.clone();
+        let (big, name, path) = (
+            self.big,
+            self.counters.name().to_owned(),
+            show_path(&self.owners, &args.0),
+        );
+        write_in(
+            env,
+            &scope,
+            args,
+            |scope, (k, n)| match how {
+                How::Add => scope.counter_add(&self.counters, &k, n),
+                How::Max => scope.counter_max(&self.counters, &k, n),
+            },
+            move |(k, n), done| match how {
+                How::Add => counters.add_then(k, n, done),
+                How::Max => counters.max_then(k, n, done),
+            },
+            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
         )
     }
 }

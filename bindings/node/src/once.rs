@@ -1,6 +1,7 @@
 //! `once` (KV-11): the engine's `begin` answers by completion, so a second
 //! run of a key waits without blocking the event loop, and the JS thread can
-//! hold the first run and its retry at the same time.
+//! hold the first run and its retry at the same time. A once's `get` and
+//! `delete` take their scope (`scope.rs`), as a bucket's calls do.
 
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
@@ -10,9 +11,10 @@ use tinystore::{Begun, Claim, RawOnce};
 
 use crate::bucket::show_path;
 use crate::caller::NativeContext;
+use crate::completions::{self, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
-use crate::js;
-use crate::settle::{self, sync};
+use crate::napi_values as js;
+use crate::scope::{NativeScope, scope_of, write_in};
 
 /// A once, or one branch of it, with the type of its answers.
 #[napi]
@@ -71,7 +73,7 @@ impl NativeOnce {
         let (name, path) = (self.once.name().to_owned(), show_path(&self.owners, &k));
         let once = self.once.clone();
         let caller = caller.map(|c| c.0.clone()).unwrap_or_default();
-        settle::write(
+        completions::write(
             env,
             move |done| once.begin(k.clone(), &caller, done),
             move |env, begun| {
@@ -101,12 +103,17 @@ impl NativeOnce {
         )
     }
 
-    /// The answer kept for the key (JSON as text), or `undefined`.
+    /// The answer kept for the key in `scope` (JSON as text), or `undefined`.
     #[napi]
-    pub fn get<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    pub fn get<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
             let k = self.key(env, &key)?;
-            match self.once.get(k.clone())? {
+            match scope_of(&scope).once_get(&self.once, &k)? {
                 Some(raw) => self
                     .kind
                     .decode(env.raw(), &raw)
@@ -117,14 +124,22 @@ impl NativeOnce {
         Ok(js::unknown(env.raw(), sync(env, r)?))
     }
 
-    /// Forgets the answer kept for the key; resolves with whether one was kept.
-    #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn delete<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+    /// Forgets the answer kept for the key in `scope`; answers whether one was kept.
+    #[napi(ts_return_type = "Promise<boolean> | boolean")]
+    pub fn delete<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
         let k = sync(env, self.key(env, &key))?;
         let once = self.once.clone();
-        settle::write(
+        write_in(
             env,
-            move |done| once.delete_then(k, done),
+            &scope,
+            k,
+            |scope, k| scope.once_delete(&self.once, &k),
+            move |k, done| once.delete_then(k, done),
             |env, was| js::boolean(env, was).map_err(napi_err),
         )
     }
@@ -148,16 +163,19 @@ impl NativeClaim {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn keep<'e>(&mut self, env: &'e Env, value: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let Some(claim) = self.claim.take() else {
-            return settle::throw(env.raw(), settle::invalid("this run already kept an answer or let go"));
+            return completions::throw(
+                env.raw(),
+                completions::invalid("this run already kept an answer or let go"),
+            );
         };
         let raw = match self.kind.encode(env.raw(), js::raw(&value)) {
             Ok(raw) => raw,
             Err(e) => {
                 claim.abandon();
-                return settle::throw(env.raw(), e.at(&self.name, self.path.clone()));
+                return completions::throw(env.raw(), e.at(&self.name, self.path.clone()));
             }
         };
-        settle::write(
+        completions::write(
             env,
             move |done| {
                 claim.keep(raw, done);

@@ -6,20 +6,20 @@ use napi_derive::napi;
 use tinystore::{Options, Store};
 
 use crate::bucket::NativeBucket;
+use crate::completions::{self, sync};
 use crate::convert::{self, ValueKind};
-use crate::js;
 use crate::limits::{self, NativeCounters, NativeQuota, NativeRateLimit};
+use crate::napi_values as js;
 use crate::once::NativeOnce;
-use crate::settle::{self, sync};
-use crate::snapshot::NativeSnapshot;
 use crate::tx;
+use crate::view::NativeSnapshot;
 
 /// An open store (the package's `Store` wraps it).
 #[napi]
 pub struct NativeStore {
     pub(crate) store: Store,
     /// Opened with a memory budget: a write's submit may wait for memory,
-    /// so its buckets' sets are never streamed into a burst (see `cork::set`).
+    /// so its buckets' sets are never streamed into a burst (see `write_groups::set`).
     pub(crate) budgeted: bool,
 }
 
@@ -95,7 +95,7 @@ impl NativeStore {
     #[napi]
     pub fn advance<'e>(&self, env: &'e Env, by: Unknown<'e>) -> napi::Result<f64> {
         let r = convert::duration(env.raw(), js::raw(&by), "the clock's step").and_then(|d| {
-            let d = d.ok_or_else(|| settle::invalid("advance takes a duration as '16m' or a number of ms"))?;
+            let d = d.ok_or_else(|| completions::invalid("advance takes a duration as '16m' or a number of ms"))?;
             self.store.clock().advance(d)
         });
         Ok(tinystore::to_millis(sync(env, r)?) as f64)
@@ -113,9 +113,9 @@ impl NativeStore {
         ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
     )]
     pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::cork::uncork_now();
+        crate::write_groups::uncork_now();
         let store = self.store.clone();
-        settle::off_thread(
+        completions::off_thread(
             env,
             move || store.maintain(),
             |env, m| {
@@ -136,9 +136,9 @@ impl NativeStore {
     /// Writes what memory holds and closes the file.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::cork::uncork_now();
+        crate::write_groups::uncork_now();
         let store = self.store.clone();
-        settle::off_thread(
+        completions::off_thread(
             env,
             move || store.close(),
             |env, ()| js::undefined(env).map_err(convert::napi_err),
@@ -247,7 +247,7 @@ impl NativeStore {
                 "int" => false,
                 "bigint" => true,
                 other => {
-                    return Err(crate::settle::invalid(format!(
+                    return Err(crate::completions::invalid(format!(
                         "type {other:?} is not a type of counters: use 'int' (numbers) or 'bigint'"
                     ))
                     .in_bucket(&name));

@@ -58,6 +58,15 @@ pub mod role {
     /// `pg-limits LOCATION`: after a start line, spends the shared quota,
     /// counter and rate limit of [`crate::pg_limits`] and prints what passed.
     pub const PG_LIMITS: &str = "pg-limits";
+    /// `pg-once-hang LOCATION`: starts a run of `once` that never ends.
+    pub const PG_ONCE_HANG: &str = "pg-once-hang";
+    /// `pg-once-take-over LOCATION DIR`: runs the key `pg-once-hang`
+    /// holds, saying `waiting` once it has found the key held twice, and
+    /// notes when fn ran (ms since the epoch) in `DIR/b-ran`.
+    pub const PG_ONCE_TAKE_OVER: &str = "pg-once-take-over";
+    /// `pg-write LOCATION TAG STOP`: writes new keys `TAG-I` until the file
+    /// STOP exists, printing how each answered (`ok KEY VERSION`).
+    pub const PG_WRITE: &str = "pg-write";
 }
 
 /// What the app servers of `postgres_limits_processes.rs` share on one

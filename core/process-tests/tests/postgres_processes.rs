@@ -63,3 +63,64 @@ fn kv05_take_raced_by_four_processes_has_one_winner_per_key() {
     assert_eq!(wins, vec![1; keys], "each key has exactly one winner");
     assert_eq!(codes.all().count(), 0);
 }
+
+/// KV-11 across app servers: a waiter on another server waits while the
+/// holder of a key's run lives, and runs the key as soon as the holder's
+/// process is killed (its session, and with it its advisory lock, ends).
+#[test]
+fn kv11_a_killed_owner_on_postgres_is_taken_over_at_once() {
+    let schema = format!("kv11_procs_{}", std::process::id());
+    let location = format!("{}?schema={schema}", server());
+    Store::open(&location).unwrap().close().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let piped = |c: &mut std::process::Command| {
+        c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    };
+    let mut cmd = common::child(role::PG_ONCE_HANG, &[location.as_ref()]);
+    piped(&mut cmd);
+    let mut first = cmd.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(first.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "started", "the first child never started fn");
+    let mut cmd = common::child(role::PG_ONCE_TAKE_OVER, &[location.as_ref(), dir.path().as_os_str()]);
+    piped(&mut cmd);
+    let mut second = cmd.spawn().unwrap();
+    let mut out = BufReader::new(second.stdout.take().unwrap());
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "waiting", "the second never found the key held");
+    assert!(
+        !dir.path().join("b-ran").exists(),
+        "the second waits while the first lives"
+    );
+    first.kill().unwrap(); // SIGKILL: no destructor, no release
+    let killed = std::time::SystemTime::now();
+    first.wait().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        rest
+    });
+    let status = common::finish(second, Duration::from_secs(60));
+    let rest = reader.join().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert_eq!(
+        common::said(rest.as_bytes(), tinystore_process_tests::ANSWER).as_deref(),
+        Some("from the second")
+    );
+    let b_ran: u64 = std::fs::read_to_string(dir.path().join("b-ran"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let after_kill =
+        Duration::from_millis(b_ran).saturating_sub(killed.duration_since(std::time::SystemTime::UNIX_EPOCH).unwrap());
+    let bound = tinystore::ONCE_POLL_POSTGRES + Duration::from_millis(1500); // slack for a loaded machine
+    assert!(after_kill <= bound, "ran {after_kill:?} after the kill, over {bound:?}");
+    let store = Store::open(&location).unwrap();
+    let jobs = store.once::<String>("jobs").open().unwrap();
+    assert_eq!(jobs.get("k").unwrap().as_deref(), Some("from the second"));
+    assert_eq!(jobs.run("k", || Ok("a third".to_owned())).unwrap(), "from the second");
+}

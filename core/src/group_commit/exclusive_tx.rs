@@ -92,3 +92,19 @@ impl Writer {
         out
     }
 }
+
+impl Writer {
+    /// Runs `work` with this thread marked as inside a `tx` of this store,
+    /// for a transaction the store runs elsewhere (on PostgreSQL), so that
+    /// the guards refuse what they refuse inside a `tx` on kv.db.
+    pub(crate) fn marked_in_tx<T>(&self, work: impl FnOnce() -> T) -> T {
+        struct InTx(usize);
+        impl Drop for InTx {
+            fn drop(&mut self) {
+                IN_TX.with(|t| t.set(self.0));
+            }
+        }
+        let _restore = InTx(IN_TX.with(|t| t.replace(self.id())));
+        work()
+    }
+}

@@ -13,10 +13,15 @@
 //! Rules this keeps: an error or a panic keeps nothing; an answer handed to
 //! `keep` is written even if its caller is gone; a run of a key inside its
 //! own run on the same thread is `Invalid`, not a deadlock.
+//!
+//! On a PostgreSQL store the same machine runs, with the claim, the answer
+//! and the release as statements ([`crate::postgres::once`]): a waiter
+//! behind another server's run wakes at its notification or its poll.
 
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -33,10 +38,12 @@ use crate::error::{Error, Result};
 use crate::group_commit::{Ticket, WriteCtx};
 use crate::guards::{CallerContext, rerun_error};
 use crate::key::{AsKey, Branch};
+use crate::postgres::PgStore;
+use crate::postgres::once::{self as pg_once, Claimed};
 use crate::raw::Raw;
 use crate::storage::{self, Kind};
 use crate::store::Store;
-use crate::values::{BucketCore, Target};
+use crate::values::{BucketCore, Target, clock_of};
 
 /// How long an answer is kept when `keep` is not given: a day.
 const DEFAULT_KEEP: Duration = Duration::from_secs(24 * 3600);
@@ -177,6 +184,11 @@ impl RawOnce {
         }
     }
 
+    /// The PostgreSQL store this once is on, if it is on one.
+    fn pg(&self) -> Option<&PgStore> {
+        self.core.bucket.store.inner.postgres()
+    }
+
     pub(crate) fn target(&self, key: &[u8]) -> Result<Target> {
         self.core.bucket.store.inner.check_open()?;
         Target::new(&self.core.bucket, &self.branch, key)
@@ -186,6 +198,13 @@ impl RawOnce {
     pub fn get(&self, key: impl AsKey) -> Result<Option<Raw>> {
         let t = self.target(&key.key_bytes())?;
         let inner = &self.core.bucket.store.inner;
+        if let Some(pg) = inner.postgres() {
+            let now = clock_of(&t.core);
+            let found = pg
+                .block(async |pool, _| crate::postgres::cells::get(pool, t.core.id, t.path(), now).await)
+                .map_err(|e| t.name(e))?;
+            return Ok(found.map(|(cell, _)| cell.value));
+        }
         let now = inner.clock.now_millis();
         Ok(inner.readers.with(|c| t.read(c, now))?.map(|c| c.value))
     }
@@ -194,6 +213,11 @@ impl RawOnce {
     /// says whether one was kept.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.pg() {
+            return pg
+                .block(async |pool, sent| crate::values::pg_delete(pool, sent, &t, None).await)
+                .map_err(|e| t.name(e));
+        }
         self.core
             .bucket
             .store
@@ -205,6 +229,13 @@ impl RawOnce {
     /// The completion form of [`RawOnce::delete`].
     pub fn delete_then(&self, key: impl AsKey, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.pg() {
+            let t2 = t.clone();
+            let f = move |pool: Arc<crate::postgres::Pool>, sent: Arc<crate::postgres::SentFlag>| async move {
+                crate::values::pg_delete(&pool, &sent, &t2, None).await
+            };
+            return crate::values::pg_then(pg, &t, crate::budget::Held::nothing(), f, done);
+        }
         self.core
             .bucket
             .store
@@ -217,7 +248,8 @@ impl RawOnce {
     /// answer kept, or [`Begun::Run`] once the key is the caller's to run,
     /// after any run of it in this store or another process has ended. It
     /// may be called before `begin` returns, on the caller's thread, or
-    /// later on the writer or timer thread; it must not block. A bad key, a
+    /// later on the writer or timer thread (on PostgreSQL, the store's answers
+    /// thread or the timer thread); it must not block. A bad key, a
     /// caller inside a transaction of the store (this thread, or `caller`),
     /// or a caller inside a run of the same key (`caller`) is refused at
     /// once ([`crate::guards`]); a failure later goes to `on_ready`.
@@ -302,6 +334,14 @@ impl Drop for Begin {
 /// run holding it), then claims it in the file.
 fn attempt(job: Arc<Begin>) {
     let inner = &job.once.core.bucket.store.inner;
+    if inner.postgres().is_some() {
+        // The claim reads the kept answer in its transaction.
+        let again = job.clone();
+        if job.runs().try_claim(run_key(&job.t), Box::new(move || attempt(again))) {
+            claim_in_file(job);
+        }
+        return;
+    }
     let now = inner.clock.now_millis();
     match inner.readers.with(|c| job.t.read(c, now)) {
         Err(e) => return job.finish(Err(e)),
@@ -316,6 +356,9 @@ fn attempt(job: Arc<Begin>) {
 
 /// Claims the key in the file, holding it in this store meanwhile.
 fn claim_in_file(job: Arc<Begin>) {
+    if let Some(pg) = job.once.pg() {
+        return claim_in_postgres(pg, job.clone());
+    }
     let inner = job.once.core.bucket.store.inner.clone();
     let (t, holder) = (job.t.clone(), job.runs().holder.clone());
     let j = job.clone();
@@ -333,7 +376,11 @@ fn claim_in_file(job: Arc<Begin>) {
 fn settle(job: Arc<Begin>, r: Result<FileClaim>) {
     match r {
         Ok(FileClaim::Claimed) => {
-            job.runs().claimed_in_file();
+            if job.once.pg().is_none() {
+                // A claim in the file lasts while its lease is renewed; one
+                // in PostgreSQL while the store's session lives.
+                job.runs().claimed_in_file();
+            }
             let claim = Claim {
                 held: Some((job.once.clone(), job.t.clone())),
             };
@@ -355,6 +402,9 @@ fn settle(job: Arc<Begin>, r: Result<FileClaim>) {
 fn poll_later(job: Arc<Begin>) {
     job.runs().polled_busy();
     let timer = job.runs().timer.clone();
+    if let Some(claims) = job.once.pg().map(|pg| pg.claims.clone()) {
+        return wait_in_postgres(&claims, &timer, job);
+    }
     timer.at(Instant::now() + ONCE_POLL, move || poll(job));
 }
 
@@ -379,6 +429,9 @@ fn poll(job: Arc<Begin>) {
 /// Lets go of a run keeping nothing: in the file, then in this store, so
 /// that a waiter's claim is written after the release.
 fn let_go(once: &RawOnce, t: &Target) {
+    if let Some(pg) = once.pg() {
+        return let_go_in_postgres(pg, once, t);
+    }
     let runs = &once.core.runs;
     runs.released_in_file();
     let (id, path, holder) = (t.core.id, t.path().to_vec(), runs.holder.clone());
@@ -395,6 +448,101 @@ fn let_go(once: &RawOnce, t: &Target) {
     runs.release(&run_key(t));
 }
 
+/// Claims the key in PostgreSQL, holding it in this store meanwhile.
+fn claim_in_postgres(pg: &PgStore, job: Arc<Begin>) {
+    let (claims, now) = (pg.claims.clone(), clock_of(&job.t.core));
+    let (id, path) = run_key(&job.t);
+    let j = job.clone();
+    let spawned = pg.spawn(
+        move |pool, _| async move { pg_once::claim(&pool, &claims, id, &path, now).await },
+        move |r| {
+            let r = r
+                .map(|c| match c {
+                    Claimed::Run => FileClaim::Claimed,
+                    Claimed::Kept(v) => FileClaim::Kept(v),
+                    Claimed::Busy => FileClaim::Busy,
+                })
+                .map_err(|e| j.t.name(e));
+            settle(j, r)
+        },
+    );
+    if let Err(e) = spawned {
+        job.runs().release(&run_key(&job.t));
+        job.finish(Err(job.t.name(e)));
+    }
+}
+
+/// Claims again when the holder's run ends (its notification) or after a
+/// poll interval (a notification lost, or a holder that died), whichever
+/// comes first.
+fn wait_in_postgres(claims: &pg_once::Claims, timer: &Arc<super::timer::Timer>, job: Arc<Begin>) {
+    let fired = Arc::new(AtomicBool::new(false));
+    let go = |job: Arc<Begin>, fired: Arc<AtomicBool>| {
+        move || {
+            if !fired.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                claim_in_file(job);
+            }
+        }
+    };
+    let (id, path) = run_key(&job.t);
+    claims.wait(id, &path, fired.clone(), Box::new(go(job.clone(), fired.clone())));
+    timer.at(Instant::now() + pg_once::POLL, go(job, fired));
+}
+
+/// Lets go of a run keeping nothing: in PostgreSQL, then in this store once
+/// the release is answered, so that a waiter here claims after it.
+fn let_go_in_postgres(pg: &PgStore, once: &RawOnce, t: &Target) {
+    let (claims, (id, path)) = (pg.claims.clone(), run_key(t));
+    let (once2, t2) = (once.clone(), t.clone());
+    let spawned = pg.spawn(
+        move |pool, sent| async move { pg_once::release(&pool, &claims, &sent, id, &path).await },
+        move |r: Result<()>| {
+            if let Err(e) = r {
+                // The claim goes with the store's session at the latest.
+                log::warn!("tinystore: letting go of a run of once failed: {e}");
+            }
+            once2.core.runs.release(&run_key(&t2));
+        },
+    );
+    if spawned.is_err() {
+        once.core.runs.release(&run_key(t));
+    }
+}
+
+/// [`Claim::keep`] on PostgreSQL: the answer, the release and the waiters'
+/// notification in one statement.
+fn keep_in_postgres(
+    pg: &PgStore,
+    once: &RawOnce,
+    t: Target,
+    value: Raw,
+    done: impl FnOnce(Result<()>) + Send + 'static,
+) {
+    let (claims, (id, path)) = (pg.claims.clone(), run_key(&t));
+    let (keep_ms, now) = (once.core.keep_ms, clock_of(&t.core));
+    let (once2, t2) = (once.clone(), t.clone());
+    let done = Arc::new(Mutex::new(Some(done)));
+    let answer = done.clone();
+    let spawned = pg.spawn(
+        move |pool, sent| async move { pg_once::keep(&pool, &claims, &sent, (id, &path), &value, keep_ms, now).await },
+        move |r: Result<()>| {
+            match &r {
+                Ok(()) => once2.core.runs.release(&run_key(&t2)),
+                Err(_) => let_go(&once2, &t2),
+            }
+            if let Some(d) = lock(&answer).take() {
+                d(r.map_err(|e| t2.name(e)));
+            }
+        },
+    );
+    if let Err(e) = spawned {
+        let_go(once, &t);
+        if let Some(d) = lock(&done).take() {
+            d(Err(t.name(e)));
+        }
+    }
+}
+
 impl Claim {
     /// The store and key of this run while it is held: what a caller's
     /// context records to refuse a run of the key inside it.
@@ -405,7 +553,8 @@ impl Claim {
     }
 
     /// Keeps `value` as the key's answer and lets go, in one durable write;
-    /// waiters then get it. `done` gets the outcome on the writer thread.
+    /// waiters then get it. `done` gets the outcome on the writer thread
+    /// (on PostgreSQL, the store's answers thread).
     /// The write happens even if nobody waits for `done` any more. If it
     /// fails, nothing is kept and the key is let go.
     pub fn keep(mut self, value: Raw, done: impl FnOnce(Result<()>) + Send + 'static) {
@@ -415,6 +564,9 @@ impl Claim {
         if let Err(e) = value.check_size() {
             let_go(&once, &t);
             return done(Err(t.name(e)));
+        }
+        if let Some(pg) = once.pg() {
+            return keep_in_postgres(pg, &once, t, value, done);
         }
         let done = Arc::new(Mutex::new(Some(done)));
         let answer = done.clone();

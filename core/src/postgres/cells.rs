@@ -34,7 +34,7 @@ pub(crate) fn columns(v: &Raw) -> (Option<i64>, Option<&[u8]>) {
     }
 }
 
-fn cell_of(r: &Row) -> Cell {
+pub(crate) fn cell_of(r: &Row) -> Cell {
     Cell {
         version: r.get(0),
         expires: r.get(1),
@@ -83,7 +83,17 @@ pub(crate) async fn names(pool: &Pool) -> Result<Vec<(i64, String, String)>> {
 /// A live row and the clock that judged it. `now` is the store's test
 /// clock, or `None` for the database's.
 pub(crate) async fn get(pool: &Pool, bucket: i64, path: &[u8], now: Option<i64>) -> Result<Option<(Cell, i64)>> {
-    let c = pool.shared().await?;
+    get_on(pool, &*pool.shared().await?, bucket, path, now).await
+}
+
+/// [`get`] on a given connection: a transaction's.
+pub(crate) async fn get_on(
+    pool: &Pool,
+    c: &Conn,
+    bucket: i64,
+    path: &[u8],
+    now: Option<i64>,
+) -> Result<Option<(Cell, i64)>> {
     let r = c
         .client
         .query_opt(&c.st.get, &[&bucket, &path, &now])
@@ -352,7 +362,19 @@ pub(crate) async fn scan(
     limit: usize,
     max_bytes: usize,
 ) -> Result<(Vec<ScanRow>, bool)> {
-    let c = pool.shared().await?;
+    scan_on(pool, &*pool.shared().await?, bucket, (after, hi), now, limit, max_bytes).await
+}
+
+/// [`scan`] on a given connection: a transaction's.
+pub(crate) async fn scan_on(
+    pool: &Pool,
+    c: &Conn,
+    bucket: i64,
+    (after, hi): (&[u8], &[u8]),
+    now: Option<i64>,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<(Vec<ScanRow>, bool)> {
     let rows = c
         .client
         .query(&c.st.scan, &[&bucket, &after, &hi, &now, &((limit + 1) as i64)])

@@ -30,6 +30,14 @@ pub(crate) fn unreachable(shown: &str, e: &tokio_postgres::Error) -> Error {
 /// A statement failed.
 pub(crate) fn failed(shown: &str, e: &tokio_postgres::Error, sent: Sent) -> Error {
     if let Some(db) = e.as_db_error() {
+        use tokio_postgres::error::SqlState;
+        if *db.code() == SqlState::T_R_SERIALIZATION_FAILURE || *db.code() == SqlState::T_R_DEADLOCK_DETECTED {
+            return Error::conflict(format!(
+                "a transaction on another connection to PostgreSQL at {shown} changed what this one read or \
+                 wrote ({}); nothing of this transaction was written: run it again",
+                db.code().code()
+            ));
+        }
         // The server answered: the statement (or its transaction) did not
         // commit. That holds for COMMIT too: a COMMIT the server refuses
         // rolls back.

@@ -80,12 +80,23 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
     config.keepalives_idle(Duration::from_secs(5));
     config.application_name("tinystore");
     config.options(format!("-c search_path={schema}"));
-    let host = match &config.get_hosts()[0] {
-        Host::Tcp(h) => h.clone(),
-        #[cfg(unix)]
-        Host::Unix(p) => p.display().to_string(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
+    // Every server the location names, each with its port (one port given
+    // for several hosts is theirs, none is 5432).
+    let ports = config.get_ports();
+    let servers: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let host = match h {
+                Host::Tcp(h) => h.clone(),
+                #[cfg(unix)]
+                Host::Unix(p) => p.display().to_string(),
+            };
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
+        })
+        .collect();
     let db = config
         .get_dbname()
         .map(str::to_owned)
@@ -93,7 +104,7 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
         .unwrap_or_default();
     Ok(Location {
         config,
-        shown: format!("postgres://{host}:{port}/{db} (schema {schema})"),
+        shown: format!("postgres://{}/{db} (schema {schema})", servers.join(",")),
         schema,
         tls,
     })
@@ -142,6 +153,12 @@ mod tests {
         assert!(e.message().contains("\"Shop\""), "{e}");
         let e = parse("postgres://h/app").err().unwrap();
         assert!(e.message().contains("no user"), "{e}");
+    }
+
+    #[test]
+    fn every_server_of_a_failover_location_is_shown() {
+        let l = parse("postgres://kv@db-a:5433,db-b/app?target_session_attrs=read-write").unwrap();
+        assert_eq!(l.shown, "postgres://db-a:5433,db-b:5432/app (schema public)");
     }
 
     #[test]

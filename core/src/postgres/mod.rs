@@ -15,13 +15,16 @@
 
 pub(crate) mod cells;
 mod errors;
+pub(crate) mod inspect;
 pub(crate) mod kept;
 pub(crate) mod limits;
 mod location;
+pub(crate) mod once;
 mod pool;
 mod schema;
 mod sql;
 mod tls;
+pub(crate) mod tx;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,6 +33,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 pub use location::{DEFAULT_DEADLINE, hide_password, is_postgres};
+pub use once::POLL as ONCE_POLL_POSTGRES;
 
 pub(crate) use errors::{Sent, unsupported};
 
@@ -46,12 +50,25 @@ pub(crate) struct PgStore {
     deadline: Duration,
     answers: std::sync::Mutex<Option<mpsc::Sender<Answer>>>,
     closed: AtomicBool,
+    /// The runs of once: this store's holder id, session and waiters.
+    pub(crate) claims: Arc<once::Claims>,
 }
 
 impl PgStore {
     /// Connects, creates the tables if they are missing, and refuses a
     /// database written by a newer TinyStore.
     pub(crate) fn open(location: &str) -> Result<PgStore> {
+        PgStore::connect(location, true)
+    }
+
+    /// Connects to a store's database without creating or changing
+    /// anything: a database without a store, or at a newer schema, is
+    /// refused. What the inspector opens.
+    pub(crate) fn open_existing(location: &str) -> Result<PgStore> {
+        PgStore::connect(location, false)
+    }
+
+    fn connect(location: &str, create: bool) -> Result<PgStore> {
         let loc = location::parse(location)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -66,7 +83,13 @@ impl PgStore {
             let shown = pool.shown.clone();
             // Creating the tables takes a few statements: give it four deadlines.
             rt.block_on(async move {
-                match tokio::time::timeout(deadline * 4, schema::create(&pool, &schema)).await {
+                let made = async {
+                    match create {
+                        true => schema::create(&pool, &schema).await,
+                        false => schema::check(&pool, &schema).await,
+                    }
+                };
+                match tokio::time::timeout(deadline * 4, made).await {
                     Ok(r) => r,
                     Err(_) => Err(errors::timed_out(&shown, deadline * 4, Sent::No)),
                 }
@@ -86,6 +109,7 @@ impl PgStore {
             deadline,
             answers: std::sync::Mutex::new(Some(tx)),
             closed: AtomicBool::new(false),
+            claims: Arc::new(once::Claims::new()),
         })
     }
 
@@ -140,11 +164,17 @@ impl PgStore {
         Ok(())
     }
 
+    /// The connections, for a transaction that holds one across calls.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     /// Stops taking calls. Calls in flight finish on the runtime until it
     /// is dropped with the store.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.answers.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.claims.close();
     }
 }
 

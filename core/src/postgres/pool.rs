@@ -66,7 +66,7 @@ pub(crate) struct Pool {
     shared: Vec<AsyncMutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
     idle: std::sync::Mutex<Vec<Conn>>,
-    exclusive: Semaphore,
+    exclusive: Arc<Semaphore>,
 }
 
 impl Pool {
@@ -78,15 +78,24 @@ impl Pool {
             shared: (0..SHARED).map(|_| AsyncMutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             idle: std::sync::Mutex::new(Vec::new()),
-            exclusive: Semaphore::new(EXCLUSIVE),
+            exclusive: Arc::new(Semaphore::new(EXCLUSIVE)),
         }
     }
 
     /// Opens a connection with no statements prepared.
     pub(crate) async fn connect_raw(&self) -> Result<Client> {
+        self.connect_hearing(|_| {}).await
+    }
+
+    /// Opens a connection with no statements prepared that hands what the
+    /// server sends by itself (notifications) to `heard`.
+    pub(crate) async fn connect_hearing(
+        &self,
+        heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+    ) -> Result<Client> {
         match &self.tls {
-            Tls::Off => open_with(&self.config, tokio_postgres::NoTls, &self.shown).await,
-            Tls::On(tls) => open_with(&self.config, tls.clone(), &self.shown).await,
+            Tls::Off => open_with(&self.config, tokio_postgres::NoTls, &self.shown, heard).await,
+            Tls::On(tls) => open_with(&self.config, tls.clone(), &self.shown, heard).await,
         }
     }
 
@@ -139,6 +148,37 @@ impl Pool {
             conn: Some(conn),
             _permit: permit,
         })
+    }
+}
+
+/// A connection held by a caller's transaction (`tx`, a view) across
+/// calls: the [`Held`] of a transaction that outlives one call.
+pub(crate) struct Owned {
+    pub(crate) conn: Conn,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Pool {
+    /// [`Pool::exclusive`], held by the caller until it gives it back with
+    /// [`Pool::give_back`] or drops it.
+    pub(crate) async fn exclusive_owned(&self) -> Result<Owned> {
+        let permit = self
+            .exclusive
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let kept = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match kept {
+            Some(c) if !c.client.is_closed() => c,
+            _ => self.connect().await?,
+        };
+        Ok(Owned { conn, _permit: permit })
+    }
+
+    /// Takes back a connection whose transaction ended cleanly.
+    pub(crate) fn give_back(&self, owned: Owned) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(owned.conn);
     }
 }
 
@@ -223,16 +263,24 @@ async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::
 }
 
 /// Connects through `tls` and drives the connection on the runtime.
-async fn open_with<T>(config: &tokio_postgres::Config, tls: T, shown: &str) -> Result<Client>
+async fn open_with<T>(
+    config: &tokio_postgres::Config,
+    tls: T,
+    shown: &str,
+    mut heard: impl FnMut(tokio_postgres::AsyncMessage) + Send + 'static,
+) -> Result<Client>
 where
     T: MakeTlsConnect<Socket>,
     T::Stream: Send + 'static,
 {
-    let (client, connection) = config.connect(tls).await.map_err(|e| errors::unreachable(shown, &e))?;
+    let (client, mut connection) = config.connect(tls).await.map_err(|e| errors::unreachable(shown, &e))?;
     tokio::spawn(async move {
         // Ends when the client is dropped or the server goes away; the next
         // call then finds the client closed and reconnects.
-        let _ = connection.await;
+        let mut messages = std::pin::pin!(futures_util::stream::poll_fn(move |cx| connection.poll_message(cx)));
+        while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
+            heard(m);
+        }
     });
     Ok(client)
 }

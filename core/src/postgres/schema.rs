@@ -10,6 +10,42 @@ use super::pool::Pool;
 use super::sql;
 use crate::error::{Error, Result};
 
+/// The refusal of a database at a newer schema than this build reads.
+fn newer(pool: &Pool, v: i32) -> Error {
+    Error::invalid(format!(
+        "the database at {} has TinyStore schema version {v}, newer than this build reads ({}); upgrade \
+         TinyStore to open it. It was left as it was",
+        pool.shown,
+        sql::SCHEMA_VERSION
+    ))
+}
+
+/// Checks, writing nothing, that the schema holds a store this build reads.
+pub(crate) async fn check(pool: &Pool, schema: &str) -> Result<()> {
+    let c = &pool.connect_raw().await?;
+    let fail = |e: tokio_postgres::Error| errors::failed(&pool.shown, &e, Sent::No);
+    let table: Option<String> = c
+        .query_one("SELECT to_regclass('tinystore_schema')::text", &[])
+        .await
+        .map_err(fail)?
+        .get(0);
+    if table.is_none() {
+        return Err(Error::invalid(format!(
+            "there is no TinyStore store at {} in the schema {schema}; nothing was created",
+            pool.shown
+        )));
+    }
+    let found: Option<i32> = c
+        .query_opt(sql::SCHEMA_READ, &[])
+        .await
+        .map_err(fail)?
+        .map(|r| r.get(0));
+    match found {
+        Some(v) if v > sql::SCHEMA_VERSION => Err(newer(pool, v)),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
     // Its statements name tables this may be about to create: a connection
     // without the prepared statements of the others.
@@ -33,19 +69,13 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
         && v > sql::SCHEMA_VERSION
     {
         let _ = c.batch_execute("ROLLBACK").await;
-        return Err(Error::invalid(format!(
-            "the database at {} has TinyStore schema version {v}, newer than this build reads ({}); upgrade \
-             TinyStore to open it. It was left as it was",
-            pool.shown,
-            sql::SCHEMA_VERSION
-        )));
+        return Err(newer(pool, v));
     }
-    let from = found.unwrap_or(0);
-    for (version, step) in sql::MIGRATIONS {
-        if *version > from {
-            c.batch_execute(step).await.map_err(fail)?;
-        }
-    }
+    // Every version's statements are idempotent and run on every open, so
+    // that a database any earlier build made gains what it lacks.
+    c.batch_execute(sql::SCHEMA_V1).await.map_err(fail)?;
+    c.batch_execute(sql::SCHEMA_V2).await.map_err(fail)?;
+    c.batch_execute(super::once::SCHEMA_V3).await.map_err(fail)?;
     c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
         .await
         .map_err(fail)?;

@@ -6,9 +6,8 @@
 //! when the store passes one: every server judges expiry on one clock. It
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
-/// The schema this build writes. A database at a newer schema is refused;
-/// one at an older schema gets the steps of [`MIGRATIONS`] it lacks.
-pub const SCHEMA_VERSION: i32 = 2;
+/// The schema this build writes. A database at a newer schema is refused.
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;
@@ -21,12 +20,7 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS tinystore_schema (
     version integer NOT NULL)";
 pub const SCHEMA_READ: &str = "SELECT version FROM tinystore_schema";
 pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1)
-    ON CONFLICT (one) DO UPDATE SET version = excluded.version";
-
-/// Each schema version and what it adds to the one before, in order. Every
-/// step may run again (`IF NOT EXISTS`, `OR REPLACE`), so a step cut short
-/// runs whole at the next open.
-pub const MIGRATIONS: &[(i32, &str)] = &[(1, SCHEMA_V1), (2, SCHEMA_V2)];
+    ON CONFLICT (one) DO UPDATE SET version = greatest(tinystore_schema.version, excluded.version)";
 
 /// The rest of the schema, version 1.
 pub const SCHEMA_V1: &str = "

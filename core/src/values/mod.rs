@@ -31,7 +31,7 @@ use crate::store::Store;
 
 pub(crate) use bucket_core::BucketCore;
 pub use call_types::{Created, Entry, Expiry, ListOptions, Page, Version, WriteCall, WriteOptions};
-pub(crate) use on_postgres::{pg_take, pg_take_then};
+pub(crate) use on_postgres::{clock_of, delete as pg_delete, in_tx as pg_in_tx, pg_take, pg_take_then, pg_then};
 pub(crate) use reads::{Pages, entry_of, list_on};
 pub(crate) use target::Target;
 pub(crate) use writes::op_clear;

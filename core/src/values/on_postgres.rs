@@ -66,33 +66,44 @@ pub(crate) async fn set(pg: &Pool, sent: &SentFlag, t: &Target, value: &Raw, opt
             .await?;
             return Ok(Version(v));
         }
-        let (_, v) = cells::row_write(pg, sent, t.core.id, t.path(), now, |now, found| {
-            let live = live_meta(found);
-            t.check_version(live.as_ref(), opts.if_version)?;
-            let expires = t.core.expiry(now, opts.expiry, live.map(|m| m.expires));
-            Ok((
-                Change::Put {
-                    value: value.clone(),
-                    expires,
-                },
-                (),
-            ))
-        })
-        .await?;
+        let (_, v) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_set(t, value, opts)).await?;
         Ok(Version(v.expect("a put has a version")))
     };
     r.await.map_err(|e| t.name(e))
 }
 
-pub(crate) async fn create(
-    pg: &Pool,
-    sent: &SentFlag,
-    t: &Target,
-    value: &Raw,
+/// What a write decided on a key's locked row, and what it answers.
+type Decision<R> = Result<(Change, R)>;
+
+/// What a `set` writes on a key's locked row: the version check and the
+/// expiry the core gives.
+pub(crate) fn decide_set<'a>(
+    t: &'a Target,
+    value: &'a Raw,
+    opts: WriteOptions,
+) -> impl FnMut(i64, Option<&Found>) -> Decision<()> + 'a {
+    move |now, found| {
+        let live = live_meta(found);
+        t.check_version(live.as_ref(), opts.if_version)?;
+        let expires = t.core.expiry(now, opts.expiry, live.map(|m| m.expires));
+        Ok((
+            Change::Put {
+                value: value.clone(),
+                expires,
+            },
+            (),
+        ))
+    }
+}
+
+/// What a `create` does on a key's locked row: the live entry it found, or
+/// the value written.
+pub(crate) fn decide_create<'a>(
+    t: &'a Target,
+    value: &'a Raw,
     expiry: Option<Expiry>,
-) -> Result<Created<Raw>> {
-    value.check_size().map_err(|e| t.name(e))?;
-    let (found, v) = cells::row_write(pg, sent, t.core.id, t.path(), clock_of(&t.core), |now, found| {
+) -> impl FnMut(i64, Option<&Found>) -> Decision<Option<Entry<Raw>>> + 'a {
+    move |now, found| {
         if let Some(f) = found.filter(|f| f.live) {
             return Ok((Change::Keep, Some(t.entry(f.cell.clone()))));
         }
@@ -104,9 +115,143 @@ pub(crate) async fn create(
             },
             None,
         ))
-    })
-    .await
-    .map_err(|e| t.name(e))?;
+    }
+}
+
+/// What a `delete` does on a key's locked row; says whether it was live.
+pub(crate) fn decide_delete(
+    t: &Target,
+    if_version: Option<Version>,
+) -> impl FnMut(i64, Option<&Found>) -> Decision<bool> + '_ {
+    move |_, found| {
+        let live = live_meta(found);
+        t.check_version(live.as_ref(), if_version)?;
+        match found {
+            None => Ok((Change::Keep, false)),
+            Some(_) => Ok((Change::Delete, live.is_some())),
+        }
+    }
+}
+
+/// What an `expire` does on a key's locked row; says whether it was live.
+pub(crate) fn decide_expire(
+    t: &Target,
+    expiry: Expiry,
+    if_version: Option<Version>,
+) -> impl FnMut(i64, Option<&Found>) -> Decision<bool> + '_ {
+    move |now, found| {
+        let live = live_meta(found);
+        t.check_version(live.as_ref(), if_version)?;
+        if live.is_none() {
+            return Ok((Change::Keep, false));
+        }
+        Ok((Change::Expires(Some(expiry.at(now))), true))
+    }
+}
+
+/// What a `take` does on a key's locked row inside a transaction: the
+/// version check, then `decode` of the live entry (an error keeps the
+/// value), then the delete.
+fn decide_take<'a, T>(
+    t: &'a Target,
+    if_version: Option<Version>,
+    decode: impl FnOnce(Entry<Raw>) -> Result<T> + 'a,
+) -> impl FnMut(i64, Option<&Found>) -> Decision<Option<T>> + 'a {
+    let mut decode = Some(decode);
+    move |_, found| {
+        let live = live_meta(found);
+        t.check_version(live.as_ref(), if_version)?;
+        let (Some(f), Some(decode)) = (found.filter(|f| f.live), decode.take()) else {
+            return Ok((Change::Keep, None));
+        };
+        Ok((Change::Delete, Some(decode(t.entry(f.cell.clone()))?)))
+    }
+}
+
+/// The calls of a bucket inside a transaction or a view on PostgreSQL: the
+/// decisions above, on the transaction's connection and clock.
+pub(crate) mod in_tx {
+    use super::*;
+    use crate::key::Branch;
+    use crate::postgres::tx::PgTx;
+
+    pub(crate) fn entry(p: &PgTx, t: &Target) -> Result<Option<Entry<Raw>>> {
+        let cell = p.get(t.core.id, t.path()).map_err(|e| t.name(e))?;
+        Ok(cell.map(|c| t.entry(c)))
+    }
+
+    pub(crate) fn list(p: &PgTx, core: &BucketCore, branch: &Branch, opts: &ListOptions) -> Result<Page<Raw>> {
+        super::super::reads::list_with(core, branch, opts, |after, hi, limit| {
+            p.scan(core.id, (after, hi), limit, MAX_PAGE_BYTES)
+        })
+    }
+
+    pub(crate) fn set(p: &PgTx, t: &Target, value: &Raw, opts: WriteOptions) -> Result<Version> {
+        value.check_size().map_err(|e| t.name(e))?;
+        let (_, v) = p
+            .write(t.core.id, t.path(), decide_set(t, value, opts))
+            .map_err(|e| t.name(e))?;
+        Ok(Version(v.expect("a put has a version")))
+    }
+
+    pub(crate) fn create(p: &PgTx, t: &Target, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
+        value.check_size().map_err(|e| t.name(e))?;
+        let (found, v) = p
+            .write(t.core.id, t.path(), decide_create(t, value, expiry))
+            .map_err(|e| t.name(e))?;
+        Ok(match (found, v) {
+            (Some(e), _) => Created::Found(e),
+            (None, v) => Created::Written(Version(v.expect("a put has a version"))),
+        })
+    }
+
+    pub(crate) fn take<T>(
+        p: &PgTx,
+        t: &Target,
+        if_version: Option<Version>,
+        decode: impl FnOnce(Entry<Raw>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let (out, _) = p
+            .write(t.core.id, t.path(), decide_take(t, if_version, decode))
+            .map_err(|e| t.name(e))?;
+        Ok(out)
+    }
+
+    pub(crate) fn delete(p: &PgTx, t: &Target, if_version: Option<Version>) -> Result<bool> {
+        let (was_live, _) = p
+            .write(t.core.id, t.path(), decide_delete(t, if_version))
+            .map_err(|e| t.name(e))?;
+        Ok(was_live)
+    }
+
+    pub(crate) fn expire(p: &PgTx, t: &Target, expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
+        let (was_live, _) = p
+            .write(t.core.id, t.path(), decide_expire(t, expiry, if_version))
+            .map_err(|e| t.name(e))?;
+        Ok(was_live)
+    }
+
+    /// A branch's clear: one statement, whatever its size.
+    pub(crate) fn clear(p: &PgTx, core: &BucketCore, branch: &Branch) -> Result<()> {
+        branch.check(&core.name)?;
+        let (lo, hi) = branch.subtree();
+        p.clear(core.id, &lo, &hi)
+            .map_err(|e| e.at(&core.name, branch.show_with(None)))
+    }
+}
+
+pub(crate) async fn create(
+    pg: &Pool,
+    sent: &SentFlag,
+    t: &Target,
+    value: &Raw,
+    expiry: Option<Expiry>,
+) -> Result<Created<Raw>> {
+    value.check_size().map_err(|e| t.name(e))?;
+    let now = clock_of(&t.core);
+    let (found, v) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_create(t, value, expiry))
+        .await
+        .map_err(|e| t.name(e))?;
     Ok(match (found, v) {
         (Some(e), _) => Created::Found(e),
         (None, v) => Created::Written(Version(v.expect("a put has a version"))),
@@ -162,16 +307,10 @@ pub(crate) async fn take<T>(
 }
 
 pub(crate) async fn delete(pg: &Pool, sent: &SentFlag, t: &Target, if_version: Option<Version>) -> Result<bool> {
-    let (was_live, _) = cells::row_write(pg, sent, t.core.id, t.path(), clock_of(&t.core), |_, found| {
-        let live = live_meta(found);
-        t.check_version(live.as_ref(), if_version)?;
-        match found {
-            None => Ok((Change::Keep, false)),
-            Some(_) => Ok((Change::Delete, live.is_some())),
-        }
-    })
-    .await
-    .map_err(|e| t.name(e))?;
+    let now = clock_of(&t.core);
+    let (was_live, _) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_delete(t, if_version))
+        .await
+        .map_err(|e| t.name(e))?;
     Ok(was_live)
 }
 
@@ -182,16 +321,10 @@ pub(crate) async fn expire(
     expiry: Expiry,
     if_version: Option<Version>,
 ) -> Result<bool> {
-    let (was_live, _) = cells::row_write(pg, sent, t.core.id, t.path(), clock_of(&t.core), |now, found| {
-        let live = live_meta(found);
-        t.check_version(live.as_ref(), if_version)?;
-        if live.is_none() {
-            return Ok((Change::Keep, false));
-        }
-        Ok((Change::Expires(Some(expiry.at(now))), true))
-    })
-    .await
-    .map_err(|e| t.name(e))?;
+    let now = clock_of(&t.core);
+    let (was_live, _) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_expire(t, expiry, if_version))
+        .await
+        .map_err(|e| t.name(e))?;
     Ok(was_live)
 }
 

@@ -53,6 +53,18 @@ pub(crate) fn op_clear(core: &BucketCore, branch: &Branch, w: &mut WriteCtx<'_>,
 }
 
 impl RawBucket {
+    /// This bucket's PostgreSQL store for a blocking write, which is
+    /// refused from inside a transaction of the store as on kv.db
+    /// ([`crate::guards`]): the caller would write beside its own
+    /// transaction instead of in it.
+    fn pg_blocking_write(&self) -> Result<Option<&crate::postgres::PgStore>> {
+        let pg = self.pg();
+        if pg.is_some() && self.core.store.inner.writer.held_here() {
+            return Err(crate::guards::inside_tx_error().in_bucket(self.name()));
+        }
+        Ok(pg)
+    }
+
     /// Every write of a key changes at most one row of cells, and a value
     /// that spills adds a row before it: only that write needs a savepoint.
     /// `held` is the memory budget the write holds until it is answered.
@@ -103,7 +115,7 @@ impl RawBucket {
     /// [`RawBucket::set`] holding memory the caller took before it made the value.
     pub(crate) fn set_held(&self, key: &[u8], value: Raw, opts: WriteOptions, held: Held) -> Result<Version> {
         let t = self.target(key)?;
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             let _held = held;
             return pg
                 .block(async |pool, sent| on_postgres::set(pool, sent, &t, &value, opts).await)
@@ -161,7 +173,7 @@ impl RawBucket {
         held: Held,
     ) -> Result<Created<Raw>> {
         let t = self.target(key)?;
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             let _held = held;
             return pg
                 .block(async |pool, sent| on_postgres::create(pool, sent, &t, &value, expiry).await)
@@ -206,7 +218,7 @@ impl RawBucket {
     ) -> Result<Option<Entry<Raw>>> {
         let t = self.target(key)?;
         let held = self.core.store.inner.hold(MAX_VALUE);
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             let _held = held;
             let decode = |e: Entry<Raw>| {
                 check(&e)?;
@@ -262,7 +274,7 @@ impl RawBucket {
     /// Deletes a key; says whether a live key was there.
     pub fn delete(&self, key: &[u8], if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             return pg
                 .block(async |pool, sent| on_postgres::delete(pool, sent, &t, if_version).await)
                 .map_err(|e| t.name(e));
@@ -298,7 +310,7 @@ impl RawBucket {
     /// whether a live key was there.
     pub fn expire(&self, key: &[u8], expiry: Expiry, if_version: Option<Version>) -> Result<bool> {
         let t = self.target(key)?;
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             return pg
                 .block(async |pool, sent| on_postgres::expire(pool, sent, &t, expiry, if_version).await)
                 .map_err(|e| t.name(e));
@@ -337,7 +349,7 @@ impl RawBucket {
     pub fn clear(&self) -> Result<()> {
         let inner = &self.core.store.inner;
         inner.check_open()?;
-        if let Some(pg) = self.pg() {
+        if let Some(pg) = self.pg_blocking_write()? {
             let named = |e: Error| e.at(&self.core.name, self.branch.show_with(None));
             return pg
                 .block(async |pool, sent| on_postgres::clear(pool, sent, &self.core, &self.branch).await)

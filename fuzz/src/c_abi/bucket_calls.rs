@@ -71,6 +71,7 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
     let code = call(input, "set", |err| unsafe {
         ts_bucket_set(
             b,
+            null(),
             owners.as_ptr(),
             owners.len(),
             key.as_ptr(),
@@ -114,6 +115,7 @@ pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, op: u8) 
         if take {
             ts_bucket_take(
                 b,
+                null(),
                 owners.as_ptr(),
                 owners.len(),
                 key.as_ptr(),
@@ -130,6 +132,7 @@ pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, op: u8) 
         } else {
             ts_bucket_get(
                 b,
+                null(),
                 owners.as_ptr(),
                 owners.len(),
                 key.as_ptr(),
@@ -177,12 +180,13 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
     let code = call(input, "has/delete/expire/clear/create", |err| unsafe {
         let (op, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
         match which {
-            0 => ts_bucket_has(b, op, ol, kp, kl, &mut found, err),
-            1 => ts_bucket_delete(b, op, ol, kp, kl, &opts, null(), &mut found, err),
-            2 => ts_bucket_expire(b, op, ol, kp, kl, &opts, null(), &mut found, err),
-            3 => ts_bucket_clear(b, op, ol, null(), err),
+            0 => ts_bucket_has(b, null(), op, ol, kp, kl, &mut found, err),
+            1 => ts_bucket_delete(b, null(), op, ol, kp, kl, &opts, null(), &mut found, err),
+            2 => ts_bucket_expire(b, null(), op, ol, kp, kl, &opts, null(), &mut found, err),
+            3 => ts_bucket_clear(b, null(), op, ol, null(), err),
             _ => ts_bucket_create(
                 b,
+                null(),
                 op,
                 ol,
                 kp,
@@ -224,6 +228,7 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
     let code = call(input, "list", |err| unsafe {
         ts_bucket_list(
             b,
+            null(),
             owners.as_ptr(),
             owners.len(),
             after.as_ptr(),
@@ -259,7 +264,18 @@ pub(super) fn get_as_each_kind(h: &Handles, input: &mut Input, closed: bool) {
     let key = input.key();
     for want in 0..=9 {
         let code = call_get(input, "get as each kind", |out, found, err| unsafe {
-            ts_bucket_get(h.bucket, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
+            ts_bucket_get(
+                h.bucket,
+                null(),
+                null(),
+                0,
+                key.as_ptr(),
+                key.len(),
+                want,
+                out,
+                found,
+                err,
+            )
         });
         touches(code, "get as each kind", closed);
     }

@@ -28,10 +28,20 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
     let mut got = 0i64;
     let code = call(input, "counters_add", |err| unsafe {
         if input_is_get(n) {
-            ts_counters_get(c, owners.as_ptr(), owners.len(), key.as_ptr(), key.len(), &mut got, err)
+            ts_counters_get(
+                c,
+                null(),
+                owners.as_ptr(),
+                owners.len(),
+                key.as_ptr(),
+                key.len(),
+                &mut got,
+                err,
+            )
         } else {
             ts_counters_add(
                 c,
+                null(),
                 owners.as_ptr(),
                 owners.len(),
                 key.as_ptr(),
@@ -60,6 +70,7 @@ pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
         if on_limit {
             ts_rate_limit_allow(
                 h.limit,
+                null(),
                 owners.as_ptr(),
                 owners.len(),
                 key.as_ptr(),
@@ -72,6 +83,7 @@ pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
         } else {
             ts_quota_use(
                 h.quota,
+                null(),
                 owners.as_ptr(),
                 owners.len(),
                 key.as_ptr(),
@@ -138,6 +150,7 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
     let code2 = call(input, "once_get", |err| unsafe {
         ts_once_get(
             h.once,
+            null(),
             owners.as_ptr(),
             owners.len(),
             key.as_ptr(),

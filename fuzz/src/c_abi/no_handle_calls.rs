@@ -66,7 +66,18 @@ pub(super) fn null_handles(input: &mut Input) {
     let mut found = false;
     let mut out = entry();
     let code = call(input, "get on a null bucket", |err| unsafe {
-        ts_bucket_get(null(), null(), 0, b"k".as_ptr(), 1, 3, &mut out, &mut found, err)
+        ts_bucket_get(
+            null(),
+            null(),
+            null(),
+            0,
+            b"k".as_ptr(),
+            1,
+            3,
+            &mut out,
+            &mut found,
+            err,
+        )
     });
     assert_eq!(code, TS_INVALID);
     let code = call(input, "maintain a null store", |err| unsafe {
@@ -75,7 +86,7 @@ pub(super) fn null_handles(input: &mut Input) {
     assert_eq!(code, TS_INVALID);
     let mut a = allowance();
     let code = call(input, "allow on a null limit", |err| unsafe {
-        ts_rate_limit_allow(null(), null(), 0, b"k".as_ptr(), 1, 1, false, &mut a, err)
+        ts_rate_limit_allow(null(), null(), null(), 0, b"k".as_ptr(), 1, 1, false, &mut a, err)
     });
     assert_eq!(code, TS_INVALID);
     let code = call(input, "keep a null claim", |err| unsafe {

@@ -85,7 +85,20 @@ fn read_canary(store: *const TsStore) {
     let mut out = entry();
     let mut found = false;
     let mut err = null_mut();
-    let code = unsafe { ts_bucket_get(b, null(), 0, b"k".as_ptr(), 1, 3, &mut out, &mut found, &mut err) };
+    let code = unsafe {
+        ts_bucket_get(
+            b,
+            null(),
+            null(),
+            0,
+            b"k".as_ptr(),
+            1,
+            3,
+            &mut out,
+            &mut found,
+            &mut err,
+        )
+    };
     checked("canary get", code, err, true);
     assert!(code == TS_OK && found, "the canary is gone");
     let got = unsafe { std::slice::from_raw_parts(out.value.bytes, out.value.len) }.to_vec();
@@ -103,6 +116,7 @@ pub fn c_abi(data: &[u8]) {
     let code = unsafe {
         ts_bucket_set(
             canary,
+            null(),
             null(),
             0,
             b"k".as_ptr(),

@@ -10,9 +10,8 @@ use super::input::Input;
 use super::run::Handles;
 use super::{START_MS, TS_CLOSED, TS_INVALID, TS_OK};
 use crate::{
-    TsMaintenance, ts_bucket_set, ts_snapshot_close, ts_snapshot_free, ts_snapshot_get, ts_snapshot_open,
-    ts_store_close, ts_store_maintain, ts_store_set_clock, ts_tx_begin, ts_tx_commit, ts_tx_free, ts_tx_get,
-    ts_tx_hold_thread, ts_tx_rollback, ts_tx_set,
+    TsMaintenance, ts_bucket_get, ts_bucket_set, ts_scope_free, ts_store_close, ts_store_maintain, ts_store_set_clock,
+    ts_tx_begin, ts_tx_commit, ts_tx_hold_thread, ts_tx_rollback, ts_view_close, ts_view_open,
 };
 
 /// A transaction: a set and a get, commit or roll back, then a call after its end.
@@ -34,6 +33,7 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
         let code = call(input, "set outside a held transaction", |err| unsafe {
             ts_bucket_set(
                 b,
+                null(),
                 null(),
                 0,
                 b"k".as_ptr(),
@@ -59,9 +59,9 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
     let (kind, integer) = (input.kind(), input.i64());
     let mut version = 0;
     call(input, "tx_set", |err| unsafe {
-        ts_tx_set(
-            tx,
+        ts_bucket_set(
             b,
+            tx,
             null(),
             0,
             key.as_ptr(),
@@ -71,13 +71,14 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
             key.as_ptr(),
             key.len(),
             null(),
+            null(),
             &mut version,
             err,
         )
     });
     let want = input.kind();
     call_get(input, "tx_get", |out, found, err| unsafe {
-        ts_tx_get(tx, b, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
+        ts_bucket_get(b, tx, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
     });
     if input.bool() {
         call(input, "tx_commit", |err| unsafe { ts_tx_commit(tx, err) });
@@ -85,18 +86,18 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
         unsafe { ts_tx_rollback(tx) };
     }
     let code = call_get(input, "tx_get after the end", |out, found, err| unsafe {
-        ts_tx_get(tx, b, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
+        ts_bucket_get(b, tx, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
     });
     assert_ne!(code, TS_OK, "a call on an ended transaction succeeded");
     unsafe { ts_tx_rollback(tx) };
-    unsafe { ts_tx_free(tx) };
+    unsafe { ts_scope_free(tx) };
 }
 
 /// A snapshot: a read, then a read after it is closed.
 pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
     let mut snap = null_mut();
     let code = call(input, "snapshot_open", |err| unsafe {
-        ts_snapshot_open(h.store, &mut snap, err)
+        ts_view_open(h.store, &mut snap, err)
     });
     touches(code, "snapshot_open", closed);
     if code != TS_OK {
@@ -106,14 +107,14 @@ pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
     let key = input.key();
     let want = input.kind();
     call_get(input, "snapshot_get", |out, found, err| unsafe {
-        ts_snapshot_get(snap, b, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
+        ts_bucket_get(b, snap, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
     });
-    unsafe { ts_snapshot_close(snap) };
+    unsafe { ts_view_close(snap) };
     let code = call_get(input, "snapshot_get after close", |out, found, err| unsafe {
-        ts_snapshot_get(snap, h.bucket, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
+        ts_bucket_get(h.bucket, snap, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
     });
     assert_ne!(code, TS_OK, "a read on a closed snapshot succeeded");
-    unsafe { ts_snapshot_free(snap) };
+    unsafe { ts_scope_free(snap) };
 }
 
 /// The test clock set anywhere, back included.

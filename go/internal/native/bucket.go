@@ -3,6 +3,15 @@ package native
 /*
 #include "tinystore.h"
 extern int32_t tsGoCheck(uint64_t ctx, TsValue *value);
+
+// Get and Set keep no Go pointer past the call and call no Go function,
+// so their answers can stay on the caller's stack: no allocation for them.
+#cgo noescape ts_bucket_get
+#cgo nocallback ts_bucket_get
+#cgo noescape ts_bucket_set
+#cgo nocallback ts_bucket_set
+#cgo noescape ts_bucket_set_submit
+#cgo nocallback ts_bucket_set_submit
 */
 import "C"
 
@@ -79,67 +88,58 @@ type Bucket struct {
 
 // OpenBucket opens the bucket name of s.
 func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
-	var ptr *C.TsBucket
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	b := &Bucket{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(b, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
-	return b, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsBucket, e **C.TsError) C.int32_t {
+		return C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), out, e)
+	}, func(h handle, p *C.TsBucket) *Bucket { return &Bucket{h, p} }, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
 }
 
-// entry converts an entry whose bytes the caller owns, and frees them.
-func entry(e *C.TsEntry) Entry {
-	out := Entry{
-		Value:     Value{Kind: Kind(e.value.kind), Int: int64(e.value.integer)},
-		Version:   int64(e.version),
-		HasExpiry: bool(e.has_expiry),
-		ExpiresMs: int64(e.expires_ms),
-	}
-	if e.value.bytes != nil {
-		out.Value.Bytes = goBytes(e.value.bytes, e.value.len)
-		C.ts_bytes_free(e.value.bytes, e.value.len)
-	} else if out.Value.Kind == KindBytes || out.Value.Kind == KindText || out.Value.Kind == KindJSON {
-		out.Value.Bytes = []byte{}
+// value converts a value whose bytes the caller owns, and frees them.
+func value(v *C.TsValue) Value {
+	out := Value{Kind: Kind(v.kind), Int: int64(v.integer)}
+	if v.bytes != nil {
+		out.Bytes = goBytes(v.bytes, v.len)
+		C.ts_bytes_free(v.bytes, v.len)
+	} else if out.Kind == KindBytes || out.Kind == KindText || out.Kind == KindJSON {
+		out.Bytes = []byte{}
 	}
 	return out
 }
 
-// Get reads a live key as want.
-func (b *Bucket) Get(ctx context.Context, owners []byte, key string, want Kind) (Entry, bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return Entry{}, false, err
+// entry converts an entry whose bytes the caller owns, and frees them.
+func entry(e *C.TsEntry) Entry {
+	return Entry{
+		Value:     value(&e.value),
+		Version:   int64(e.version),
+		HasExpiry: bool(e.has_expiry),
+		ExpiresMs: int64(e.expires_ms),
 	}
+}
+
+// Get reads a live key as want in scope s (nil: the store itself, where
+// an idle bucket's key is renewed).
+func (b *Bucket) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Entry, bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.TsEntry
 	var found C.bool
-	var e *C.TsError
-	rc := C.ts_bucket_get(b.ptr, o, ol, k, kl, C.int32_t(want), &out, &found, &e)
-	runtime.KeepAlive(b)
-	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+	err := b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_get(b.ptr, sc, o, ol, k, kl, C.int32_t(want), &out, &found, e)
+	})
+	if err != nil || !bool(found) {
 		return Entry{}, false, err
 	}
 	return entry(&out), true, nil
 }
 
-// Has says whether a live key is there.
-func (b *Bucket) Has(ctx context.Context, owners []byte, key string) (bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return false, err
-	}
+// Has says whether a live key is there in scope s.
+func (b *Bucket) Has(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var found C.bool
-	var e *C.TsError
-	rc := C.ts_bucket_has(b.ptr, o, ol, k, kl, &found, &e)
-	runtime.KeepAlive(b)
-	return bool(found), failure(rc, e, ctx)
+	err := b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_has(b.ptr, sc, o, ol, k, kl, &found, e)
+	})
+	return bool(found), err
 }
 
 // setsInFlight counts the Sets of the process between their start and
@@ -150,27 +150,30 @@ var setsInFlight atomic.Int64
 // For tests that must know their Sets are waiting on the writer.
 func SetsInFlight() int64 { return setsInFlight.Load() }
 
-// Set writes a value and returns its version. Alone, it waits for its
-// answer in cgo, woken by the writer itself. With other Sets in flight, it
-// submits the write and waits on a channel (see answers.go), not in a
-// thread parked in cgo: the writer then wakes one thread for the group.
-// (Alone, the channel would cost a second wake-up: the writer wakes the
-// drainer, which wakes this goroutine.)
-func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+// Set writes a value in scope s and returns its version. On the store
+// alone, it waits for its answer in cgo, woken by the writer itself. With
+// other Sets in flight, it submits the write and waits on a channel (see
+// answers.go), not in a thread parked in cgo: the writer then wakes one
+// thread for the group. (Alone, the channel would cost a second wake-up:
+// the writer wakes the drainer, which wakes this goroutine.)
+func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+	if s != nil {
+		return b.setBlocking(ctx, s, owners, key, v, opts)
+	}
 	if err := b.begin(ctx); err != nil {
 		return 0, err
 	}
 	defer setsInFlight.Add(-1)
 	if setsInFlight.Add(1) == 1 {
-		return b.setBlocking(ctx, owners, key, v, opts)
+		return b.setBlocking(ctx, nil, owners, key, v, opts)
 	}
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
 	q := answerQueue()
-	s := takeSlot()
-	defer putSlot(s)
+	sl := takeSlot()
+	defer putSlot(sl)
 	done := ctx.Done()
 	var c *C.TsCancel
 	if done != nil {
@@ -181,7 +184,7 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 	var version C.int64_t
 	var e *C.TsError
 	rc := C.ts_bucket_set_submit(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c,
-		q, C.uint64_t(s.token), &answered, &version, &e)
+		q, C.uint64_t(sl.token), &answered, &version, &e)
 	runtime.KeepAlive(v.Bytes) // copied by the submit
 	if rc != C.TS_OK || bool(answered) {
 		runtime.KeepAlive(b)
@@ -189,16 +192,16 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 	}
 	var r reply
 	if done == nil {
-		r = <-s.ch
+		r = <-sl.ch
 	} else {
 		select {
-		case r = <-s.ch:
+		case r = <-sl.ch:
 		case <-done:
 			// Gives up on the write if its group has not started; either
 			// way it is answered, Cancelled or with what it did.
 			C.ts_cancel_fire(c)
 			cancelsFired.Add(1)
-			r = <-s.ch
+			r = <-sl.ch
 		}
 	}
 	runtime.KeepAlive(b)
@@ -206,27 +209,23 @@ func (b *Bucket) Set(ctx context.Context, owners []byte, key string, v Value, op
 }
 
 // setBlocking is Set waiting for its answer in cgo.
-func (b *Bucket) setBlocking(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
 	var version C.int64_t
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_set(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c, &version, &e)
+	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_set(b.ptr, sc, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, cn, &version, e)
 	})
-	runtime.KeepAlive(b)
 	runtime.KeepAlive(v.Bytes)
-	return int64(version), failure(rc, e, ctx)
+	return int64(version), err
 }
 
-// Create writes a value only if the key is absent: written says whether it
-// did, with the new version; otherwise found is the live entry, read as want.
-func (b *Bucket) Create(ctx context.Context, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, version int64, found Entry, err error) {
-	if err := b.begin(ctx); err != nil {
-		return false, 0, Entry{}, err
-	}
+// Create writes a value in scope s only if the key is absent: written says
+// whether it did, with the new version; otherwise found is the live entry,
+// read as want.
+func (b *Bucket) Create(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, version int64, found Entry, err error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
@@ -234,13 +233,11 @@ func (b *Bucket) Create(ctx context.Context, owners []byte, key string, v Value,
 	var w C.bool
 	var ver C.int64_t
 	var out C.TsEntry
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_create(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), c, &w, &ver, &out, &e)
+	err = b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_create(b.ptr, sc, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), cn, &w, &ver, &out, e)
 	})
-	runtime.KeepAlive(b)
 	runtime.KeepAlive(v.Bytes)
-	if err := failure(rc, e, ctx); err != nil {
+	if err != nil {
 		return false, 0, Entry{}, err
 	}
 	if bool(w) {
@@ -273,13 +270,10 @@ func tsGoCheck(ctx C.uint64_t, v *C.TsValue) (bad C.int32_t) {
 	return 1
 }
 
-// Take reads and deletes a key in one write. check, when not nil, runs
-// inside the write on the value read as want: false keeps the value and
-// makes the take Corrupt.
-func (b *Bucket) Take(ctx context.Context, owners []byte, key string, opts WriteOptions, want Kind, check func(Value) bool) (Entry, bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return Entry{}, false, err
-	}
+// Take reads and deletes a key in one write, in scope s. check, when not
+// nil, runs inside the write on the value read as want: false keeps the
+// value and makes the take Corrupt.
+func (b *Bucket) Take(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions, want Kind, check func(Value) bool) (Entry, bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	co := opts.c()
@@ -292,81 +286,62 @@ func (b *Bucket) Take(ctx context.Context, owners []byte, key string, opts Write
 	}
 	var out C.TsEntry
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_take(b.ptr, o, ol, k, kl, &co, C.int32_t(want), fn, C.uint64_t(h), c, &out, &found, &e)
+	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_take(b.ptr, sc, o, ol, k, kl, &co, C.int32_t(want), fn, C.uint64_t(h), cn, &out, &found, e)
 	})
-	runtime.KeepAlive(b)
-	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+	if err != nil || !bool(found) {
 		return Entry{}, false, err
 	}
 	return entry(&out), true, nil
 }
 
-// Delete deletes a key and says whether a live key was there.
-func (b *Bucket) Delete(ctx context.Context, owners []byte, key string, opts WriteOptions) (bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return false, err
-	}
+// Delete deletes a key in scope s and says whether a live key was there.
+func (b *Bucket) Delete(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	co := opts.c()
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_delete(b.ptr, o, ol, k, kl, &co, c, &found, &e)
+	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_delete(b.ptr, sc, o, ol, k, kl, &co, cn, &found, e)
 	})
-	runtime.KeepAlive(b)
-	return bool(found), failure(rc, e, ctx)
+	return bool(found), err
 }
 
-// Expire gives a live key the options' expiry and says whether it was there.
-func (b *Bucket) Expire(ctx context.Context, owners []byte, key string, opts WriteOptions) (bool, error) {
-	if err := b.begin(ctx); err != nil {
-		return false, err
-	}
+// Expire gives a live key the options' expiry in scope s and says whether
+// it was there.
+func (b *Bucket) Expire(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	co := opts.c()
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_expire(b.ptr, o, ol, k, kl, &co, c, &found, &e)
+	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_expire(b.ptr, sc, o, ol, k, kl, &co, cn, &found, e)
 	})
-	runtime.KeepAlive(b)
-	return bool(found), failure(rc, e, ctx)
+	return bool(found), err
 }
 
-// Clear removes the branch of owners and every branch under it.
-func (b *Bucket) Clear(ctx context.Context, owners []byte) error {
-	if err := b.begin(ctx); err != nil {
-		return err
-	}
+// Clear removes the branch of owners and every branch under it, in scope s.
+func (b *Bucket) Clear(ctx context.Context, s *Scope, owners []byte) error {
 	o, ol := bytes(owners)
-	var e *C.TsError
-	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
-		return C.ts_bucket_clear(b.ptr, o, ol, c, &e)
+	return b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_clear(b.ptr, sc, o, ol, cn, e)
 	})
-	runtime.KeepAlive(b)
-	return failure(rc, e, ctx)
 }
 
-// List reads a page of the branch's own keys after `after` (when hasAfter),
-// at most limit (0 for the default); next is the cursor of the next page.
-func (b *Bucket) List(ctx context.Context, owners []byte, after string, hasAfter bool, limit int, want Kind) (entries []Entry, next string, more bool, err error) {
-	if err := b.begin(ctx); err != nil {
-		return nil, "", false, err
-	}
+// List reads a page of the branch's own keys in scope s, after `after`
+// (when hasAfter), at most limit (0 for the default); next is the cursor
+// of the next page.
+func (b *Bucket) List(ctx context.Context, s *Scope, owners []byte, after string, hasAfter bool, limit int, want Kind) (entries []Entry, next string, more bool, err error) {
 	if limit < 0 || limit > 1<<31 {
 		limit = 1 << 31 // the core refuses it, naming the limit
 	}
 	o, ol := bytes(owners)
 	a, al := text(after)
 	var page *C.TsPage
-	var e *C.TsError
-	rc := C.ts_bucket_list(b.ptr, o, ol, a, al, C.bool(hasAfter), C.uint32_t(limit), C.int32_t(want), &page, &e)
-	runtime.KeepAlive(b)
-	if err := failure(rc, e, ctx); err != nil {
+	err = b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_bucket_list(b.ptr, sc, o, ol, a, al, C.bool(hasAfter), C.uint32_t(limit), C.int32_t(want), &page, e)
+	})
+	if err != nil {
 		return nil, "", false, err
 	}
 	entries, next, more = readPage(page)

@@ -20,20 +20,11 @@ type Config struct {
 // OpenConfig opens config name of s with the core's field description and
 // layers, both JSON.
 func OpenConfig(s *Store, name, fields, layers string) (*Config, error) {
-	var ptr *C.TsConfig
-	err := s.handle(func(p *C.TsStore) error {
-		n, nl := text(name)
-		f, fl := text(fields)
-		l, ll := text(layers)
-		var e *C.TsError
-		return failure(C.ts_config_open(p, n, nl, f, fl, l, ll, &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	c := &Config{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(c, func(c *Config) { C.ts_config_free(c.ptr) })
-	return c, nil
+	f, fl := text(fields)
+	l, ll := text(layers)
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, nl C.size_t, out **C.TsConfig, e **C.TsError) C.int32_t {
+		return C.ts_config_open(p, n, nl, f, fl, l, ll, out, e)
+	}, func(h handle, p *C.TsConfig) *Config { return &Config{h, p} }, func(c *Config) { C.ts_config_free(c.ptr) })
 }
 
 // taken reads JSON bytes the ABI handed out, and frees them.

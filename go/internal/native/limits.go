@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"time"
 	"unsafe"
 )
@@ -42,23 +41,6 @@ func allowance(a *C.TsAllowance) Allowance {
 	return out
 }
 
-// handle is what every handle of a store shares: its store and name.
-type handle struct {
-	store *Store
-	Name  string // the handle's name
-}
-
-// begin checks ctx and moves a manual store's clock before a call.
-func (h *handle) begin(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return Cancelled(ctx, h.Name)
-	}
-	if h.store.manual {
-		return h.store.SyncClock()
-	}
-	return nil
-}
-
 // Counters is an open counters handle.
 type Counters struct {
 	handle
@@ -67,79 +49,51 @@ type Counters struct {
 
 // OpenCounters opens the counters name of s.
 func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
-	var ptr *C.TsCounters
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	c := &Counters{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(c, func(c *Counters) { C.ts_counters_free(c.ptr) })
-	return c, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsCounters, e **C.TsError) C.int32_t {
+		return C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), out, e)
+	}, func(h handle, p *C.TsCounters) *Counters { return &Counters{h, p} }, func(c *Counters) { C.ts_counters_free(c.ptr) })
 }
 
-// Add adds n to a counter, or keeps the larger of it and n (max), and
-// returns the new value.
-func (c *Counters) Add(ctx context.Context, owners []byte, key string, n int64, max bool) (int64, error) {
-	if err := c.begin(ctx); err != nil {
-		return 0, err
-	}
+// Add adds n to a counter, or keeps the larger of it and n (max), in
+// scope s, and returns the new value.
+func (c *Counters) Add(ctx context.Context, s *Scope, owners []byte, key string, n int64, max bool) (int64, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.int64_t
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_add(c.ptr, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, &e)
+	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_add(c.ptr, sc, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, e)
 	})
-	runtime.KeepAlive(c)
-	return int64(out), failure(rc, e, ctx)
+	return int64(out), err
 }
 
-// Get reads a counter: 0 when missing or expired.
-func (c *Counters) Get(ctx context.Context, owners []byte, key string) (int64, error) {
-	if err := c.begin(ctx); err != nil {
-		return 0, err
-	}
+// Get reads a counter in scope s: 0 when missing or expired.
+func (c *Counters) Get(ctx context.Context, s *Scope, owners []byte, key string) (int64, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.int64_t
-	var e *C.TsError
-	rc := C.ts_counters_get(c.ptr, o, ol, k, kl, &out, &e)
-	runtime.KeepAlive(c)
-	return int64(out), failure(rc, e, ctx)
+	err := c.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_get(c.ptr, sc, o, ol, k, kl, &out, e)
+	})
+	return int64(out), err
 }
 
-// Delete deletes a counter and says whether a live one was there.
-func (c *Counters) Delete(ctx context.Context, owners []byte, key string) (bool, error) {
-	if err := c.begin(ctx); err != nil {
-		return false, err
-	}
+// Delete deletes a counter in scope s and says whether a live one was there.
+func (c *Counters) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_delete(c.ptr, o, ol, k, kl, cn, &found, &e)
+	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_delete(c.ptr, sc, o, ol, k, kl, cn, &found, e)
 	})
-	runtime.KeepAlive(c)
-	return bool(found), failure(rc, e, ctx)
+	return bool(found), err
 }
 
-// Clear removes the branch of owners and every branch under it.
+// Clear removes the branch of owners and every branch under it, on the store.
 func (c *Counters) Clear(ctx context.Context, owners []byte) error {
-	if err := c.begin(ctx); err != nil {
-		return err
-	}
 	o, ol := bytes(owners)
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_counters_clear(c.ptr, o, ol, cn, &e)
+	return c.call(ctx, nil, true, func(_ *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_counters_clear(c.ptr, o, ol, cn, e)
 	})
-	runtime.KeepAlive(c)
-	return failure(rc, e, ctx)
 }
 
 // RateLimit is an open rate limit.
@@ -150,48 +104,33 @@ type RateLimit struct {
 
 // OpenRateLimit opens the rate limit name of s.
 func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
-	var ptr *C.TsRateLimit
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	r := &RateLimit{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(r, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
-	return r, nil
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsRateLimit, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), out, e)
+	}, func(h handle, p *C.TsRateLimit) *RateLimit { return &RateLimit{h, p} }, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
 }
 
 // Allow takes n requests of a key together, or none; peek counts nothing.
-func (r *RateLimit) Allow(ctx context.Context, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
-	if err := r.begin(ctx); err != nil {
-		return Allowance{}, err
-	}
+// In a transaction (s not nil) the core refuses it.
+func (r *RateLimit) Allow(ctx context.Context, s *Scope, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.TsAllowance
-	var e *C.TsError
-	rc := C.ts_rate_limit_allow(r.ptr, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, &e)
-	runtime.KeepAlive(r)
-	if err := failure(rc, e, ctx); err != nil {
+	err := r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_allow(r.ptr, sc, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, e)
+	})
+	if err != nil {
 		return Allowance{}, err
 	}
 	return allowance(&out), nil
 }
 
-// Reset forgets a key.
-func (r *RateLimit) Reset(ctx context.Context, owners []byte, key string) error {
-	if err := r.begin(ctx); err != nil {
-		return err
-	}
+// Reset forgets a key; in a transaction the core refuses it.
+func (r *RateLimit) Reset(ctx context.Context, s *Scope, owners []byte, key string) error {
 	o, ol := bytes(owners)
 	k, kl := text(key)
-	var e *C.TsError
-	rc := C.ts_rate_limit_reset(r.ptr, o, ol, k, kl, &e)
-	runtime.KeepAlive(r)
-	return failure(rc, e, ctx)
+	return r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_rate_limit_reset(r.ptr, sc, o, ol, k, kl, e)
+	})
 }
 
 // Quota is an open quota.
@@ -229,35 +168,22 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 	if len(windows) > 0 {
 		lp, sp = &limits[0], &spans[0]
 	}
-	var ptr *C.TsQuota
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		wn, wl := bytes(names)
-		var e *C.TsError
-		return failure(C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	q := &Quota{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(q, func(q *Quota) { C.ts_quota_free(q.ptr) })
-	return q, nil
+	wn, wl := bytes(names)
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsQuota, e **C.TsError) C.int32_t {
+		return C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
+	}, func(h handle, p *C.TsQuota) *Quota { return &Quota{h, p} }, func(q *Quota) { C.ts_quota_free(q.ptr) })
 }
 
-// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key.
-func (q *Quota) Use(ctx context.Context, owners []byte, key string, op int32, n uint64) (Allowance, error) {
-	if err := q.begin(ctx); err != nil {
-		return Allowance{}, err
-	}
+// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
+// in scope s.
+func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	var out C.TsAllowance
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_quota_use(q.ptr, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, &e)
+	err := q.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_quota_use(q.ptr, sc, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, e)
 	})
-	runtime.KeepAlive(q)
-	if err := failure(rc, e, ctx); err != nil {
+	if err != nil {
 		return Allowance{}, err
 	}
 	return allowance(&out), nil
@@ -270,6 +196,3 @@ func AppendOwner(enc []byte, owner string) []byte {
 	enc = append(enc, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	return append(enc, owner...)
 }
-
-// Store is the store the handle was opened on.
-func (h *handle) Store() *Store { return h.store }

@@ -44,30 +44,9 @@ func (c *Caller) InsideRun(claim *Claim) *Caller {
 
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
-	var ptr *C.TsOnce
-	err := s.handle(func(p *C.TsStore) error {
-		n, l := text(name)
-		var e *C.TsError
-		return failure(C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), &ptr, &e), e, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	o := &Once{handle: handle{store: s, Name: name}, ptr: ptr}
-	runtime.SetFinalizer(o, func(o *Once) { C.ts_once_free(o.ptr) })
-	return o, nil
-}
-
-// value converts a value whose bytes the caller owns, and frees them.
-func value(v *C.TsValue) Value {
-	out := Value{Kind: Kind(v.kind), Int: int64(v.integer)}
-	if v.bytes != nil {
-		out.Bytes = goBytes(v.bytes, v.len)
-		C.ts_bytes_free(v.bytes, v.len)
-	} else if out.Kind == KindBytes || out.Kind == KindText || out.Kind == KindJSON {
-		out.Bytes = []byte{}
-	}
-	return out
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsOnce, e **C.TsError) C.int32_t {
+		return C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), out, e)
+	}, func(h handle, p *C.TsOnce) *Once { return &Once{h, p} }, func(o *Once) { C.ts_once_free(o.ptr) })
 }
 
 // Begin waits for any run of the key to end, then answers the value kept
@@ -123,36 +102,28 @@ func (c *Claim) Abandon() {
 	runtime.KeepAlive(c.once)
 }
 
-// Get reads the answer kept for a key.
-func (o *Once) Get(ctx context.Context, owners []byte, key string, want Kind) (Value, bool, error) {
-	if err := o.begin(ctx); err != nil {
-		return Value{}, false, err
-	}
+// Get reads the answer kept for a key, in scope s.
+func (o *Once) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Value, bool, error) {
 	ow, ol := bytes(owners)
 	k, kl := text(key)
 	var cv C.TsValue
 	var found C.bool
-	var e *C.TsError
-	rc := C.ts_once_get(o.ptr, ow, ol, k, kl, C.int32_t(want), &cv, &found, &e)
-	runtime.KeepAlive(o)
-	if err := failure(rc, e, ctx); err != nil || !bool(found) {
+	err := o.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_once_get(o.ptr, sc, ow, ol, k, kl, C.int32_t(want), &cv, &found, e)
+	})
+	if err != nil || !bool(found) {
 		return Value{}, false, err
 	}
 	return value(&cv), true, nil
 }
 
-// Delete forgets the answer kept for a key.
-func (o *Once) Delete(ctx context.Context, owners []byte, key string) (bool, error) {
-	if err := o.begin(ctx); err != nil {
-		return false, err
-	}
+// Delete forgets the answer kept for a key, in scope s.
+func (o *Once) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
 	ow, ol := bytes(owners)
 	k, kl := text(key)
 	var found C.bool
-	var e *C.TsError
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_once_delete(o.ptr, ow, ol, k, kl, cn, &found, &e)
+	err := o.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return C.ts_once_delete(o.ptr, sc, ow, ol, k, kl, cn, &found, e)
 	})
-	runtime.KeepAlive(o)
-	return bool(found), failure(rc, e, ctx)
+	return bool(found), err
 }

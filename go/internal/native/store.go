@@ -180,9 +180,6 @@ func (s *Store) Now() time.Time {
 	return time.UnixMilli(ms)
 }
 
-// handle gives the live handle to a bucket being opened.
-func (s *Store) handle(f func(p *C.TsStore) error) error { return s.with(f) }
-
 // ParseDuration reads a duration in the product's text with the core's parser.
 func ParseDuration(s string) (time.Duration, error) {
 	t, n := text(s)
@@ -204,4 +201,14 @@ func ParseRate(s string) (uint64, time.Duration, error) {
 		return 0, 0, err
 	}
 	return uint64(count), time.Duration(ns), nil
+}
+
+// FailNextCommitForTests is a TEST HOOK, not for applications: the store's
+// next group commit fails as a failed fsync would, so that each of its
+// writes answers OutcomeUnknown.
+func (s *Store) FailNextCommitForTests() error {
+	return s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_fail_next_commit_for_tests(p, &e), e, nil)
+	})
 }

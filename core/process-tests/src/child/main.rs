@@ -5,6 +5,7 @@
 mod clock;
 mod crash;
 mod disk_full;
+mod failover;
 mod faults;
 mod limits;
 mod postgres;
@@ -37,6 +38,9 @@ fn main() {
         (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
         (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
         (role::PG_LIMITS, [location]) => postgres_limits::run(location),
+        (role::PG_ONCE_HANG, [location]) => postgres::once_hang(location),
+        (role::PG_ONCE_TAKE_OVER, [location, dir]) => postgres::once_take_over(location, dir),
+        (role::PG_WRITE, [location, tag, stop]) => failover::write_until_stopped(location, tag, stop),
         _ => {
             eprintln!("tinystore-test-child: unknown role or arguments: {args:?}");
             std::process::exit(2);

@@ -33,3 +33,41 @@ pub fn take(location: &str, n: usize) {
     }
     store.close().unwrap();
 }
+
+/// Starts the run of `k` in the once `jobs` and never ends it: the parent
+/// kills this process.
+pub fn once_hang(location: &str) {
+    let store = Store::open(location).unwrap();
+    let _ = store.once::<String>("jobs").open().unwrap().run("k", || {
+        println!("started");
+        std::io::stdout().flush().unwrap();
+        loop {
+            std::thread::park();
+        }
+    });
+}
+
+/// Runs `k` in `jobs`, which a live process holds until the parent kills
+/// it: says `waiting` once the claim was found held twice, notes when fn
+/// ran in `dir/b-ran`, and prints the answer.
+pub fn once_take_over(location: &str, dir: &str) {
+    let store = Store::open(location).unwrap();
+    let jobs = store.once::<String>("jobs").open().unwrap();
+    let watcher = store.clone();
+    std::thread::spawn(move || {
+        while watcher.once_busy_polls_for_tests() < 2 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        println!("waiting");
+        std::io::stdout().flush().unwrap();
+    });
+    let got = jobs.run("k", || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        std::fs::write(std::path::Path::new(dir).join("b-ran"), now.as_millis().to_string()).unwrap();
+        Ok("from the second".to_owned())
+    });
+    println!("{}{}", tinystore_process_tests::ANSWER, got.unwrap());
+    store.close().unwrap();
+}

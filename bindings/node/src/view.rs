@@ -1,7 +1,8 @@
 //! Read snapshots (KV-16): `store.view(fn)` reads every key it asks for
 //! from one point in time, on a reader connection of its own. Its reads
 //! are a bucket's reads given the snapshot as their scope (`scope.rs`), so
-//! they run inline on the JS thread as a bucket's reads do.
+//! they run inline on the JS thread as a bucket's reads do; the core
+//! refuses a write given it.
 
 use napi_derive::napi;
 use tinystore::Snapshot;

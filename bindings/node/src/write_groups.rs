@@ -26,9 +26,9 @@ use std::sync::Arc;
 use napi::sys::{self, napi_env, napi_value};
 use napi::{Error, Result, Status};
 
+use crate::completions::{Answer, Completion, Pending};
 use crate::convert::{Ts, napi_err};
-use crate::js;
-use crate::settle::{Answer, Completion, Pending};
+use crate::napi_values as js;
 
 thread_local! {
     /// Writes of this turn, waiting for the microtask that hands them over.
@@ -145,7 +145,7 @@ impl KeyBytes {
     }
 }
 
-/// Hands a set without options to the engine, as [`crate::settle::write`] with
+/// Hands a set without options to the engine, as [`crate::completions::write`] with
 /// `set_then` does; its answer settles the Promise the package keeps as
 /// number `id`.
 ///
@@ -290,7 +290,7 @@ pub(crate) fn uncork_now() {
     UNCORK_DUE.set(false);
     // The burst of the sets streamed this turn ends last: corked writes join its group.
     let _end = BurstEnd;
-    // This turn's writes and a spare trade places, keeping their room (as settle.rs's call_js does).
+    // This turn's writes and a spare trade places, keeping their room (as completions.rs's call_js does).
     let mut corked = SPARE_CORK.with(|s| std::mem::take(&mut *s.borrow_mut()));
     CORK.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut corked));
     if corked.is_empty() {

@@ -16,7 +16,7 @@
 //! The call is a function made once per rate limit (or branch), whose napi
 //! data is a clone of the limit, so it needs no `this` to unwrap and no
 //! handle argument; `n` is left out when it is 1; a string key is read into
-//! the stack, as the bare `get` does (fast_get.rs). Each napi call saved is
+//! the stack, as the bare `get` does (bare_get.rs). Each napi call saved is
 //! worth it: in Bun the five of the first version were a tenth of an `allow`.
 //!
 //! Bun's napi calls cost more than the whole engine's `allow` (about 270 ns
@@ -34,10 +34,10 @@ use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 use tinystore::{Allowance, RateLimit};
 
+use crate::completions;
 use crate::convert::{self, Ts, napi_err};
-use crate::js;
 use crate::limits::NativeRateLimit;
-use crate::settle;
+use crate::napi_values as js;
 
 unsafe extern "C" fn drop_limit(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
     drop(unsafe { Box::from_raw(data.cast::<RateLimit>()) });
@@ -117,7 +117,7 @@ fn number(a: &Allowance) -> Option<f64> {
 /// `allow(key, n?)`: takes `n` requests (1 when left out) or none, answering
 /// as the module's doc says. `n` is a whole number from 1 (the package checks it).
 unsafe extern "C" fn allow(env: napi_env, info: napi_callback_info) -> napi_value {
-    settle::value_or_throw(env, take(env, info))
+    completions::value_or_throw(env, take(env, info))
 }
 
 fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
@@ -127,7 +127,7 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
     js::check(status, "reading the arguments of allow").map_err(napi_err)?;
     if data.is_null() {
-        return Err(settle::invalid("allow is made by rateLimitAllow"));
+        return Err(completions::invalid("allow is made by rateLimitAllow"));
     }
     // The function owns the limit until it is collected, and it is running.
     let limit = unsafe { &*data.cast::<RateLimit>() };
@@ -137,7 +137,7 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
         let mut n = 0.0;
         let status = unsafe { sys::napi_get_value_double(env, argv[1], &mut n) };
         if status != sys::Status::napi_ok {
-            return Err(settle::invalid("allow takes a count: a number").in_bucket(limit.name()));
+            return Err(completions::invalid("allow takes a count: a number").in_bucket(limit.name()));
         }
         crate::limits::count(Some(n)).map_err(|e| e.in_bucket(limit.name()))?
     };

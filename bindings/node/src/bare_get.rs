@@ -20,9 +20,9 @@ use napi_derive::napi;
 use tinystore::{Raw, RawBucket};
 
 use crate::bucket::{NativeBucket, show_path};
+use crate::completions;
 use crate::convert::{self, Ts, ValueKind, napi_err};
-use crate::js;
-use crate::settle;
+use crate::napi_values as js;
 
 /// What a handle owns: the bucket (or branch) and the type of its values.
 pub(crate) struct Handle {
@@ -57,20 +57,14 @@ pub(crate) fn handle<'e>(env: &'e Env, bucket: &NativeBucket) -> napi::Result<Un
 /// `get(handle, key)`: the value of a live key, or `undefined` (JSON as its
 /// text), as the bucket's `get` answers.
 unsafe extern "C" fn get(env: napi_env, info: napi_callback_info) -> napi_value {
-    settle::value_or_throw(env, read(env, info))
+    completions::value_or_throw(env, read(env, info))
 }
 
 fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     let argv: [napi_value; 2] = js::args(env, info, "get").map_err(napi_err)?;
-    let h = unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("get takes a bucket's read handle"))?;
-    let mut buf = [0u8; 256];
-    match js::read_string_into(env, argv[1], &mut buf) {
-        Some(k) if !k.is_empty() => value(env, h, k),
-        _ => {
-            let k = convert::key(env, argv[1]).map_err(|e| e.in_bucket(h.raw.name()))?;
-            value(env, h, &k)
-        }
-    }
+    let h =
+        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| completions::invalid("get takes a bucket's read handle"))?;
+    convert::with_key(env, argv[1], h.raw.name(), |k| value(env, h, k))
 }
 
 /// The handle an External made by [`handle`] owns, or `None` for any other value.

@@ -7,9 +7,9 @@
 //! conversion of three optional arguments), against about 26,000 for the
 //! whole of a set on the JS thread. A set without options needs none of
 //! it: the package calls `set(handle, key, value)`, a plain
-//! `napi_callback`, with the bucket's read handle (see [`crate::fast_get`]).
+//! `napi_callback`, with the bucket's read handle (see [`crate::bare_get`]).
 //! A set with options keeps the method. The errors and the hand-over to
-//! the writer are the method's own (the cork of [`settle`]).
+//! the writer are the method's own (the write groups of [`crate::write_groups`]).
 //!
 //! Its Promise is not a napi one either: napi's create and resolve cost
 //! about 1,900 instructions a set in Node, and in both runtimes a global
@@ -19,7 +19,7 @@
 //! once for the group, or `failed(id, error)` for a write that failed.
 //!
 //! Under Bun a napi call costs far more than under Node (see
-//! [`crate::fast_limits`]), so there the package first tries the same set
+//! [`crate::bare_allow`]), so there the package first tries the same set
 //! as the C function [`tinystore_bucket_set`] through Bun's FFI, with the
 //! key's and the value's UTF-8 in buffers it reuses. That call does only
 //! what needs no napi call (a string or JSON bucket, while this turn's
@@ -32,47 +32,40 @@ use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 
+use crate::bare_get::{Handle, handle_of};
 use crate::bucket::show_path;
+use crate::completions;
 use crate::convert::ValueKind;
 use crate::convert::{self, Ts, napi_err};
-use crate::cork::{self, SetArgs};
-use crate::fast_get::{Handle, handle_of};
-use crate::js;
-use crate::settle;
+use crate::napi_values as js;
+use crate::write_groups::{self, SetArgs};
 
 /// `set(handle, key, value, id)`: writes the value durably, as the
 /// bucket's `set(key, value)` does, and settles the Promise the package
 /// keeps as number `id` once durable; throws bad input.
 unsafe extern "C" fn set(env: napi_env, info: napi_callback_info) -> napi_value {
-    settle::value_or_throw(env, write(env, info))
+    completions::value_or_throw(env, write(env, info))
 }
 
 fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     let argv: [napi_value; 4] = js::args(env, info, "set").map_err(napi_err)?;
-    let h = unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("set takes a bucket's read handle"))?;
+    let h =
+        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| completions::invalid("set takes a bucket's read handle"))?;
     let name = h.raw.name();
-    // A key is most often a short string: read straight into the stack, in
-    // one call, as a read's key is.
-    let mut buf = [0u8; 256];
-    let long;
-    let key = match js::read_string_into(env, argv[1], &mut buf) {
-        Some(k) if !k.is_empty() => k,
-        _ => {
-            long = convert::key(env, argv[1]).map_err(|e| e.in_bucket(name))?;
-            &long[..]
-        }
-    };
-    let value = h
-        .kind
-        .encode(env, argv[2])
-        .map_err(|e| e.at(name, show_path(h.raw.owners(), key)))?;
-    let mut id = 0;
-    js::check(
-        unsafe { sys::napi_get_value_uint32(env, argv[3], &mut id) },
-        "reading the number of a set's Promise",
-    )
-    .map_err(napi_err)?;
-    cork::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)?;
+    // The key is read straight into the stack, as a read's key is.
+    convert::with_key(env, argv[1], name, |key| {
+        let value = h
+            .kind
+            .encode(env, argv[2])
+            .map_err(|e| e.at(name, show_path(h.raw.owners(), key)))?;
+        let mut id = 0;
+        js::check(
+            unsafe { sys::napi_get_value_uint32(env, argv[3], &mut id) },
+            "reading the number of a set's Promise",
+        )
+        .map_err(napi_err)?;
+        write_groups::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)
+    })?;
     // A callback's null is `undefined` to JS, without a napi call to make one.
     Ok(ptr::null_mut())
 }
@@ -118,19 +111,23 @@ pub unsafe extern "C" fn tinystore_bucket_set(
         },
         _ => return 0,
     };
-    i32::from(cork::set_from_c(SetArgs::new(h.raw.clone(), key, value), id, h.streams))
+    i32::from(write_groups::set_from_c(
+        SetArgs::new(h.raw.clone(), key, value),
+        id,
+        h.streams,
+    ))
 }
 
 /// `address(handle)`: where a read handle's bucket lives, for
 /// [`tinystore_bucket_set`] (a user-space pointer fits a JS number exactly).
 unsafe extern "C" fn address(env: napi_env, info: napi_callback_info) -> napi_value {
-    settle::value_or_throw(env, address_of(env, info))
+    completions::value_or_throw(env, address_of(env, info))
 }
 
 fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     let argv: [napi_value; 1] = js::args(env, info, "address").map_err(napi_err)?;
-    let h =
-        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| settle::invalid("address takes a bucket's read handle"))?;
+    let h = unsafe { handle_of(env, argv[0]) }
+        .ok_or_else(|| completions::invalid("address takes a bucket's read handle"))?;
     js::number(env, h as *const Handle as usize as f64).map_err(napi_err)
 }
 
@@ -144,7 +141,7 @@ fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }"
 )]
 pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-    let ids = settle::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
+    let ids = completions::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
     let obj = js::object(env.raw())?;
     js::set(env.raw(), obj, "ids\0", ids)?;
     let f = js::function(env.raw(), "set", set, ptr::null_mut())?;

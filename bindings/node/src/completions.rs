@@ -11,18 +11,18 @@
 //! go, so a group of 64 writes costs one cross-thread wake-up, not 64.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
-//! `Promise.all`) reach the writer as one group: [`crate::cork`] hands
+//! `Promise.all`) reach the writer as one group: [`crate::write_groups`] hands
 //! them over (corked until the turn's microtask, or streamed into a burst).
 //!
 //! A bucket's set without options, the hot write, settles no napi Promise:
 //! the package makes its Promise and keeps it under a number, and the
 //! addon hands each group's numbers back in one call (`settled(n)`, the
 //! numbers in a shared `Uint32Array`) and each rejection in another
-//! (`failed(id, error)`); see [`crate::fast_set`].
+//! (`failed(id, error)`); see [`crate::bare_set`].
 //!
 //! A transaction's turn is the exception: the writer hands JS the session
 //! and then waits for JS's calls, so that answer wakes the JS thread at
-//! once ([`turn`]) instead of after the group, which would be never.
+//! once ([`Wake::AtOnce`]) instead of after the group, which would be never.
 //!
 //! Invariants:
 //! - One [`Shared`] per napi env (main thread, each worker), created by
@@ -45,8 +45,8 @@ use napi::sys::{self, napi_env, napi_value};
 use napi::{Error, Result, Status};
 use tinystore::ErrorKind;
 
-use crate::cork::Work;
-use crate::js;
+use crate::napi_values as js;
+use crate::write_groups::Work;
 
 /// Builds the settled value on the JS thread; an error rejects instead.
 pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> tinystore::Result<napi_value> + Send>;
@@ -58,7 +58,7 @@ struct Done {
 }
 
 /// Whom an answer settles: a Promise the addon made, or one the package
-/// made for a bare set and keeps under a number ([`crate::fast_set`]),
+/// made for a bare set and keeps under a number ([`crate::bare_set`]),
 /// which the addon settles a group at a time with one call into JS.
 #[derive(Clone, Copy)]
 enum Whom {
@@ -90,7 +90,7 @@ pub(crate) struct Shared {
     tsfn: sys::napi_threadsafe_function,
     inflight: AtomicUsize,
     make_error: AtomicPtr<sys::napi_ref__>,
-    /// The env itself, for a set made through the C call ([`crate::cork::set_from_c`]),
+    /// The env itself, for a set made through the C call ([`crate::write_groups::set_from_c`]),
     /// which gets none.
     env: napi_env,
 }
@@ -142,7 +142,7 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
         "creating the threadsafe function",
     )?;
     js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
-    crate::cork::init(env)?;
+    crate::write_groups::init(env)?;
     let shared = Arc::new(Shared {
         queue: Mutex::new(Vec::new()),
         tsfn,
@@ -459,7 +459,7 @@ impl Completion {
 }
 
 impl Completion {
-    /// Settles the Promise and wakes the JS thread at once (see [`turn`]).
+    /// Settles the Promise and wakes the JS thread at once ([`Wake::AtOnce`]).
     fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
         if let Some(whom) = self.slot.take() {
             self.slot.shared.push_now(Done { whom, outcome });
@@ -565,7 +565,8 @@ impl Pending {
 
 /// Hands a write to the engine and returns its Promise. `submit` gives the
 /// completion to one of the core's `*_then` calls; `answer` turns the
-/// result into a JS value on the JS thread.
+/// result into a JS value on the JS thread. Its answer wakes the JS thread
+/// once the writer has answered the whole group.
 pub(crate) fn write<'e, T, R, F, A>(
     env: &'e napi::Env,
     submit: F,
@@ -576,31 +577,26 @@ where
     F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
     A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
 {
-    hand_over(env, submit, answer, false)
+    write_waking(env, Wake::AfterGroup, submit, answer)
 }
 
-/// As [`write`], for a call whose answer the writer waits on after giving
-/// it: the start of a transaction, whose turn the writer holds until JS
-/// sends the calls. Its answer wakes the JS thread at once rather than
-/// once the group is answered, which would be after the transaction ends.
-pub(crate) fn turn<'e, T, R, F, A>(
-    env: &'e napi::Env,
-    submit: F,
-    answer: A,
-) -> Result<napi::bindgen_prelude::Unknown<'e>>
-where
-    T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
-    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
-{
-    hand_over(env, submit, answer, true)
+/// When a write's answer wakes the JS thread.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Wake {
+    /// Once the writer has answered the whole group: one wake-up a group.
+    AfterGroup,
+    /// At once, for a call whose answer the writer waits on after giving
+    /// it: the start of a transaction, whose turn the writer holds until JS
+    /// sends the calls (after the group would be after the transaction).
+    AtOnce,
 }
 
-fn hand_over<'e, T, R, F, A>(
+/// [`write`], waking the JS thread as `wake` says.
+pub(crate) fn write_waking<'e, T, R, F, A>(
     env: &'e napi::Env,
+    wake: Wake,
     submit: F,
     answer: A,
-    at_once: bool,
 ) -> Result<napi::bindgen_prelude::Unknown<'e>>
 where
     T: Send + 'static,
@@ -610,14 +606,14 @@ where
     let (pending, completion, promise) = Pending::new(env.raw())?;
     let done = move |r: tinystore::Result<T>| {
         let outcome = r.map(|v| Box::new(move |env| answer(env, v)) as Answer);
-        if at_once {
+        if wake == Wake::AtOnce {
             completion.send_now(outcome);
         } else {
             completion.send(outcome);
         }
     };
     let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
-    crate::cork::cork(env.raw(), pending, Work::Call(submit))?;
+    crate::write_groups::cork(env.raw(), pending, Work::Call(submit))?;
     Ok(js::unknown(env.raw(), promise))
 }
 

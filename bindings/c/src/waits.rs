@@ -1,0 +1,134 @@
+//! Waiting for a write on the store: the caller's thread blocks until the
+//! writer answers, and a `TsCancel` fired from another thread gives up on
+//! the write before its group starts.
+//!
+//! A thread that holds a transaction (`ts_tx_hold_thread`) would wait for
+//! itself: while the transaction holds the store's one writer, a write to
+//! that store from outside it waits until the transaction's limit
+//! (`tinystore::TX_LIMIT`) rolls it back. The core refuses such a write
+//! (`TS_INVALID` at once, nothing written) with its one message; the mark
+//! is opt-in because only a caller that keeps the transaction's work on one
+//! thread may use it (Go's `Store.Tx` locks its goroutine to its OS thread).
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use tinystore::{CallerContext, Error, ErrorKind, Result, Store, Ticket};
+
+/// A way for one thread to give up on a call another thread is waiting
+/// for: a write whose group has not started never runs, and a wait (for a
+/// run of once) ends; the call returns `TS_CANCELLED`.
+pub struct TsCancel {
+    state: Mutex<CancelState>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    fired: bool,
+    on_fire: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+/// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
+#[unsafe(no_mangle)]
+pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
+    Box::into_raw(Box::new(TsCancel {
+        state: Mutex::new(CancelState::default()),
+    }))
+}
+
+/// Gives up on the call this cancel was passed to (now or later).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        let todo = {
+            let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
+            s.fired = true;
+            std::mem::take(&mut s.on_fire)
+        };
+        for f in todo {
+            f();
+        }
+    }
+}
+
+/// Frees a cancel. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
+    if !cancel.is_null() {
+        drop(unsafe { Box::from_raw(cancel) });
+    }
+}
+
+impl TsCancel {
+    /// Runs `f` when the cancel fires, or now if it has fired.
+    pub(crate) fn on_fire(&self, f: impl FnOnce() + Send + 'static) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.fired {
+            drop(s);
+            f();
+        } else {
+            s.on_fire.push(Box::new(f));
+        }
+    }
+}
+
+/// The completion a write is submitted with.
+pub(crate) type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
+
+/// Submits a write by its completion form and waits for it, letting
+/// `cancel` (which may be null) give up on it before its group starts.
+pub(crate) fn wait<T: Send + 'static>(
+    cancel: *const TsCancel,
+    submit: impl FnOnce(Done<T>) -> Result<Ticket>,
+) -> Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    // This thread waits for the write: alone, it commits here.
+    let ticket = tinystore::submit_waited(|| {
+        submit(Box::new(move |r| {
+            let _ = tx.send(r);
+        }))
+    })?;
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        c.on_fire(move || ticket.cancel());
+    }
+    rx.recv().unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Closed,
+            "the store closed before the write was answered",
+        ))
+    })
+}
+
+/// Whether the core refuses a write to `store` from this thread: it holds
+/// a transaction of it.
+pub(crate) fn refused(store: &Store) -> Option<Error> {
+    store.refuse_write(CallerContext::new).err()
+}
+
+/// [`wait`] for a write to `store` through its handle `name`, refused by the
+/// core (naming the handle) when this thread holds a transaction of it and
+/// the write would wait for the writer. A call answered without the writer
+/// (a counter kept in memory) is answered as usual; one queued for it is
+/// cancelled before its group starts, which the transaction holding the
+/// writer guarantees, so nothing is written.
+pub(crate) fn wait_on_store<T: Send + 'static>(
+    store: &Store,
+    name: &str,
+    cancel: *const TsCancel,
+    submit: impl FnOnce(Done<T>) -> Result<Ticket>,
+) -> Result<T> {
+    let Some(refusal) = refused(store) else {
+        return wait(cancel, submit);
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    let ticket = submit(Box::new(move |r| {
+        let _ = tx.send(r);
+    }))?;
+    match rx.try_recv() {
+        Ok(r) => r,
+        Err(_) => {
+            ticket.cancel();
+            Err(refusal.in_bucket(name))
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! KV-16 on a PostgreSQL store: `tx` writes several buckets all or nothing
+//! and sees its own writes; transactions that race on the same keys
+//! conflict rather than lose an update; a lost COMMIT is `OutcomeUnknown`;
+//! `view` reads one snapshot.
+
+mod common;
+mod pg;
+
+use std::sync::mpsc;
+
+use tinystore::{Error, ErrorKind, Options, Store, WriteOptions};
+
+fn manual(location: &str) -> Store {
+    Store::open_with(location, Options::new().test_clock(common::start())).unwrap()
+}
+
+#[test]
+fn kv16_on_postgres_tx_writes_several_buckets_all_or_nothing() {
+    let store = manual(&pg::fresh("kv16_all_or_nothing"));
+    let stock = store.bucket::<i64>("stock").open().unwrap();
+    let orders = store.bucket::<String>("orders").open().unwrap();
+    stock.set("apples", &3).unwrap();
+    store
+        .tx(|tx| {
+            let left = tx.with(&stock).get("apples")?.unwrap_or(0);
+            tx.with(&stock).set("apples", &(left - 1))?;
+            tx.with(&orders).set("o-1", &"apples".to_string())?;
+            assert_eq!(tx.with(&stock).get("apples")?, Some(2), "a tx sees its own writes");
+            assert_eq!(stock.get("apples")?, Some(3), "others see nothing before the commit");
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(stock.get("apples").unwrap(), Some(2));
+    assert_eq!(orders.get("o-1").unwrap().as_deref(), Some("apples"));
+
+    let e = store
+        .tx(|tx| {
+            tx.with(&stock).set("apples", &0)?;
+            tx.with(&orders).set("o-2", &"apples".to_string())?;
+            Err::<(), _>(Error::new(ErrorKind::Invalid, "out of apples"))
+        })
+        .unwrap_err();
+    assert_eq!(e.message(), "out of apples");
+    assert_eq!(stock.get("apples").unwrap(), Some(2), "an error writes nothing");
+    assert_eq!(orders.get("o-2").unwrap(), None);
+
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.tx(|tx| -> tinystore::Result<()> {
+            tx.with(&stock).set("apples", &-1)?;
+            panic!("boom")
+        })
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(stock.get("apples").unwrap(), Some(2), "a panic writes nothing");
+    store.tx(|tx| tx.with(&stock).set("apples", &5).map(|_| ())).unwrap();
+    assert_eq!(stock.get("apples").unwrap(), Some(5), "the store goes on after a panic");
+}
+
+#[test]
+fn kv16_on_postgres_each_call_in_a_tx_keeps_the_rules_of_its_own() {
+    let store = manual(&pg::fresh("kv16_rules"));
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let v = b.set("k", &1).unwrap();
+    store
+        .tx(|tx| {
+            let e = tx
+                .with(&b)
+                .set_with(
+                    "k",
+                    &2,
+                    WriteOptions {
+                        if_version: Some(tinystore::Version::from_raw(v.get() + 1000)),
+                        ..Default::default()
+                    },
+                )
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+            assert!(
+                e.message().contains(&format!("the key is at version {}", v.get())),
+                "{e}"
+            );
+            // A refused call writes nothing, and the transaction goes on.
+            assert!(!tx.with(&b).create("k", &3)?, "create finds the live key");
+            assert!(tx.with(&b).create("new", &4)?);
+            assert_eq!(tx.with(&b).take("new")?, Some(4));
+            assert_eq!(tx.with(&b).take("new")?, None);
+            assert!(tx.with(&b).delete("k")?);
+            assert!(!tx.with(&b).has("k")?);
+            tx.with(&b).set("x", &9)?;
+            assert!(tx.with(&b).expire("x", std::time::Duration::from_secs(60))?);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(b.get("k").unwrap(), None);
+    assert_eq!(b.get("new").unwrap(), None);
+    assert_eq!(b.entry("x").unwrap().unwrap().value, 9);
+    store.clock().advance(std::time::Duration::from_secs(60)).unwrap();
+    assert_eq!(b.get("x").unwrap(), None, "the expiry a tx gave, on the tx's clock");
+    let text = store.bucket::<String>("text").open().unwrap();
+    store
+        .raw_bucket("text")
+        .open()
+        .unwrap()
+        .set("bad", &tinystore::Raw::Int(1))
+        .unwrap();
+    let e = store.tx(|tx| tx.with(&text).take("bad").map(|_| ())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(
+        store.raw_bucket("text").open().unwrap().get("bad").unwrap().is_some(),
+        "a take that does not decode keeps the value"
+    );
+    let e = store.tx(|tx| tx.with(&b).set("", &1).map(|_| ())).unwrap_err();
+    assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("b")));
+}
+
+/// Two servers read the same count and write it plus one: one commits,
+/// the other is `Conflict` and writes nothing, so no update is lost.
+#[test]
+fn kv16_on_postgres_racing_transactions_conflict_rather_than_lose_an_update() {
+    let location = pg::fresh("kv16_race");
+    let (a, b) = (Store::open(&location).unwrap(), Store::open(&location).unwrap());
+    let (on_a, on_b) = (
+        a.bucket::<i64>("n").open().unwrap(),
+        b.bucket::<i64>("n").open().unwrap(),
+    );
+    let (a, on_a_ref) = (&a, &on_a);
+    on_a.set("count", &0).unwrap();
+    let (read, has_read) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            a.tx(|tx| {
+                let n = tx.with(on_a_ref).get("count")?.unwrap();
+                read.send(()).unwrap();
+                wait_go.recv().unwrap();
+                tx.with(on_a_ref).set("count", &(n + 1)).map(|_| ())
+            })
+        });
+        has_read.recv().unwrap();
+        b.tx(|tx| {
+            let n = tx.with(&on_b).get("count")?.unwrap();
+            tx.with(&on_b).set("count", &(n + 1)).map(|_| ())
+        })
+        .unwrap();
+        go.send(()).unwrap();
+        let e = first.join().unwrap().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+        assert!(e.message().contains("run it again"), "{e}");
+    });
+    assert_eq!(on_a.get("count").unwrap(), Some(1));
+    // Run again, it counts.
+    a.tx(|tx| {
+        let n = tx.with(&on_a).get("count")?.unwrap();
+        tx.with(&on_a).set("count", &(n + 1)).map(|_| ())
+    })
+    .unwrap();
+    assert_eq!(on_b.get("count").unwrap(), Some(2));
+}
+
+#[test]
+fn kv15_on_postgres_a_tx_whose_commit_is_not_answered_is_outcome_unknown() {
+    let proxy = pg::Proxy::start();
+    let through = manual(&proxy.location("kv15_tx_commit"));
+    let direct = manual(&format!("{}?schema=kv15_tx_commit", pg::server()));
+    let b = through.bucket::<i64>("b").open().unwrap();
+    b.set("warm", &0).unwrap();
+    let e = through
+        .tx(|tx| {
+            tx.with(&b).set("lost", &1)?;
+            proxy.set(pg::Mode::CutAnswers);
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}");
+    proxy.set(pg::Mode::Forward);
+    assert_eq!(
+        direct.bucket::<i64>("b").open().unwrap().get("lost").unwrap(),
+        Some(1),
+        "the COMMIT had reached the server"
+    );
+}
+
+#[test]
+fn kv16_on_postgres_a_view_reads_one_snapshot() {
+    let location = pg::fresh("kv16_view");
+    let (store, other) = (manual(&location), manual(&location));
+    let b = store.bucket::<i64>("b").open().unwrap();
+    let theirs = other.bucket::<i64>("b").open().unwrap();
+    b.set("a", &1).unwrap();
+    b.set("b", &2).unwrap();
+    store
+        .view(|v| {
+            assert_eq!(v.with(&b).get("a")?, Some(1));
+            theirs.set("a", &10)?;
+            theirs.set("c", &3)?;
+            assert_eq!(v.with(&b).get("a")?, Some(1), "the snapshot, not the write after it");
+            let keys: Vec<String> = v
+                .with(&b)
+                .all()
+                .map(|e| e.map(|e| e.key.to_string()))
+                .collect::<tinystore::Result<_>>()?;
+            assert_eq!(keys, ["a", "b"]);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(b.get("a").unwrap(), Some(10));
+    let once = store.once::<i64>("jobs").open().unwrap();
+    let e = store.tx(|tx| tx.once(&once).get("k").map(|_| ())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.message().contains("not supported on PostgreSQL yet"), "{e}");
+}
+
+/// A binding's transaction and snapshot (what Python, Node, Bun and Go
+/// call through) on PostgreSQL, through the scope their calls take.
+#[test]
+fn kv16_on_postgres_a_bindings_transaction_and_snapshot_go_through_their_scope() {
+    use tinystore::{Raw, Scope};
+    let store = manual(&pg::fresh("kv16_sessions"));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(typed.get("k").unwrap(), None, "nothing is seen before the commit");
+    let e = b.set(b"other", Raw::Int(2), WriteOptions::default());
+    assert!(e.is_ok(), "this thread is not marked as inside the transaction: {e:?}");
+    s.hold_thread();
+    let e = b.set(b"other", Raw::Int(3), WriteOptions::default()).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::Invalid,
+        "a write beside the transaction, from inside it: {e}"
+    );
+    s.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(1)));
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
+
+    let (s, done) = store.transaction().unwrap();
+    assert!(Scope::Tx(&s).delete(b, b"k", None).unwrap());
+    s.rollback().unwrap();
+    assert_eq!(done.recv().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(1)), "a rollback writes nothing");
+
+    let snap = store.snapshot().unwrap();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    b.set(b"k", Raw::Int(5), WriteOptions::default()).unwrap();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap().unwrap().value, Raw::Int(1));
+    assert_eq!(
+        Scope::View(&snap)
+            .set(b, b"k", Raw::Int(6), WriteOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Invalid,
+        "a view only reads"
+    );
+    snap.close();
+    assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
+}

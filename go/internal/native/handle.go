@@ -1,0 +1,77 @@
+package native
+
+/*
+#include "tinystore.h"
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+)
+
+// handle is what every handle of a store shares: its store and name.
+type handle struct {
+	store *Store
+	Name  string // the handle's name
+}
+
+// begin checks ctx and moves a manual store's clock before a call.
+func (h *handle) begin(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return Cancelled(ctx, h.Name)
+	}
+	if h.store.manual {
+		return h.store.SyncClock()
+	}
+	return nil
+}
+
+// Store is the store the handle was opened on.
+func (h *handle) Store() *Store { return h.store }
+
+// opened is the handle name of s that open (a ts_*_open call, given the
+// store, the name and the out pointers) makes, wrapped by wrap; free frees
+// its C handle once the Go one is unreachable.
+func opened[P, H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_t, l C.size_t, out *P, e **C.TsError) C.int32_t,
+	wrap func(handle, P) *H, free func(*H)) (*H, error) {
+	var ptr P
+	err := s.with(func(p *C.TsStore) error {
+		n, l := text(name)
+		var e *C.TsError
+		return failure(open(p, n, l, &ptr, &e), e, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := wrap(handle{store: s, Name: name}, ptr)
+	runtime.SetFinalizer(h, free)
+	return h, nil
+}
+
+// call runs f for a call of h in scope s (nil: the store itself), after
+// h.begin. On the store, a write (writes true) gets a cancel that ctx
+// fires, which gives up on it before its group starts; in a scope, f runs
+// while the scope is held open, and a scope that has ended is Closed.
+func (h *handle) call(ctx context.Context, s *Scope, writes bool, f func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t) error {
+	if err := h.begin(ctx); err != nil {
+		return err
+	}
+	var e *C.TsError
+	var rc C.int32_t
+	switch {
+	case s != nil:
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.ptr == nil {
+			return Made(CodeClosed, s.ended, h.Name)
+		}
+		rc = f(s.ptr, nil, &e)
+	case writes:
+		rc = withCancel(ctx, func(cn *C.TsCancel) C.int32_t { return f(nil, cn, &e) })
+	default:
+		rc = f(nil, nil, &e)
+	}
+	runtime.KeepAlive(h) // the handle's C pointer is in use until f returns
+	return failure(rc, e, ctx)
+}
