@@ -30,6 +30,16 @@ use crate::values::{BucketCore, Target};
 /// but its snapshot lagged a racer's commit, so the answer cannot be told.
 const LAGGING_RETRIES: usize = 8;
 
+/// Refuses a blocking write from inside a transaction of the store, as
+/// on kv.db ([`crate::guards`]): it would write beside the transaction
+/// instead of in it.
+pub(super) fn refuse_inside_tx(core: &BucketCore) -> Result<()> {
+    if core.store.inner.writer.held_here() {
+        return Err(crate::guards::inside_tx_error().in_bucket(&core.name));
+    }
+    Ok(())
+}
+
 // ---- quotas ----
 
 /// One write of a quota key: lock its row, decide on the live windows at
@@ -65,6 +75,7 @@ pub(super) fn quota_write(
     t: &Target,
     decide: impl Fn(&QuotaCore, &Row, i64) -> Decided + Sync,
 ) -> Result<Allowance> {
+    refuse_inside_tx(&t.core)?;
     pg.block(async |pool, sent| quota_op(pool, sent, core, t, &decide).await)
         .map_err(|e| t.name(e))
 }
@@ -117,6 +128,7 @@ async fn counter_op(pool: &Pool, sent: &SentFlag, t: &Target, how: How, n: i64) 
 }
 
 pub(super) fn counter_change(pg: &PgStore, t: &Target, how: How, n: i64) -> Result<i64> {
+    refuse_inside_tx(&t.core)?;
     pg.block(async |pool, sent| counter_op(pool, sent, t, how, n).await)
         .map_err(|e| t.name(e))
 }
@@ -147,6 +159,7 @@ pub(super) fn counter_get(pg: &PgStore, t: &Target) -> Result<i64> {
 
 /// Deletes the key; says whether a live one was there.
 pub(super) fn counter_delete(pg: &PgStore, t: &Target) -> Result<bool> {
+    refuse_inside_tx(&t.core)?;
     pg.block(async |pool, sent| values::delete(pool, sent, t, None).await)
         .map_err(|e| t.name(e))
 }
@@ -173,6 +186,7 @@ pub(super) fn delete_then(pg: &PgStore, t: Target, done: impl FnOnce(Result<()>)
 /// Clears a branch and every branch under it, in one statement (whose
 /// errors name the branch).
 pub(super) fn clear(pg: &PgStore, core: &BucketCore, branch: &Branch) -> Result<()> {
+    refuse_inside_tx(core)?;
     pg.block(async |pool, sent| values::clear(pool, sent, core, branch).await)
 }
 

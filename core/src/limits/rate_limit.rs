@@ -256,6 +256,7 @@ impl RateLimit {
             Keeper::Memory(m) => m,
             Keeper::Postgres(refusals) => {
                 let pg = inner.postgres().expect("a PostgreSQL keeper is on a PostgreSQL store");
+                on_postgres::refuse_inside_tx(&self.core.bucket)?;
                 let d = self.on_key(&key, |path, _| {
                     on_postgres::rate_allow(pg, refusals, &inner.clock, (self.core.bucket.id, path), &gcra, n)
                 })?;
@@ -318,6 +319,7 @@ impl RateLimit {
                 Keeper::Memory(m) => m,
                 Keeper::Postgres(refusals) => {
                     let pg = inner.postgres().expect("a PostgreSQL keeper is on a PostgreSQL store");
+                    on_postgres::refuse_inside_tx(&self.core.bucket)?;
                     return on_postgres::rate_reset(pg, refusals, (self.core.bucket.id, path));
                 }
             };
