@@ -290,7 +290,6 @@ fn kv09_list_pages_in_key_order() {
 
 #[test]
 fn kv18_what_postgres_does_not_carry_is_refused_by_name() {
-    let store = manual("kv16_refused");
     let e = Store::open_with(pg::server(), Options::new().mmap_size(0))
         .err()
         .unwrap();
