@@ -37,14 +37,7 @@ impl StoreInner {
 /// What a PostgreSQL store carries of each kind of handle.
 pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Values | Kind::Once => Ok(()),
-        other => Err(crate::postgres::unsupported(match other {
-            Kind::Counters => "counters",
-            Kind::RateLimit => "a rate limit",
-            Kind::Quota => "a quota",
-            Kind::Config => "kept config",
-            Kind::LimitStore => "a limit store",
-            Kind::Values | Kind::Once => unreachable!(),
-        })),
+        Kind::LimitStore => Err(crate::postgres::unsupported("a limit store")),
+        _ => Ok(()),
     }
 }

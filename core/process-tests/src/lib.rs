@@ -55,6 +55,9 @@ pub mod role {
     /// `cN-1` of the bucket `codes` from 4 threads, printing `won cI` for
     /// each it got.
     pub const PG_TAKE: &str = "pg-take";
+    /// `pg-limits LOCATION`: after a start line, spends the shared quota,
+    /// counter and rate limit of [`crate::pg_limits`] and prints what passed.
+    pub const PG_LIMITS: &str = "pg-limits";
     /// `pg-once-hang LOCATION`: starts a run of `once` that never ends.
     pub const PG_ONCE_HANG: &str = "pg-once-hang";
     /// `pg-once-take-over LOCATION DIR`: runs the key `pg-once-hang`
@@ -64,6 +67,48 @@ pub mod role {
     /// `pg-write LOCATION TAG STOP`: writes new keys `TAG-I` until the file
     /// STOP exists, printing how each answered (`ok KEY VERSION`).
     pub const PG_WRITE: &str = "pg-write";
+}
+
+/// What the app servers of `postgres_limits_processes.rs` share on one
+/// PostgreSQL database, and what each one does.
+pub mod pg_limits {
+    use std::time::Duration;
+
+    use tinystore::{Counters, Quota, RateLimit, Store};
+
+    /// Requests a second of the shared rate limit, and its burst.
+    pub const RATE: u64 = 200;
+    pub const BURST: u64 = 20;
+    /// How long each server sends requests to the rate limit.
+    pub const RATE_FOR: Duration = Duration::from_millis(1500);
+    /// The quota's windows' limits; each server tries [`QUOTA_TRIES`] uses.
+    pub const HOURLY: u64 = 50;
+    pub const DAILY: u64 = 70;
+    pub const QUOTA_TRIES: usize = 40;
+    /// Adds each server makes to the shared counter.
+    pub const ADDS: i64 = 25;
+
+    pub fn rate_limit(store: &Store) -> RateLimit {
+        store
+            .rate_limit("api")
+            .rate(RATE, Duration::from_secs(1))
+            .burst(BURST)
+            .open()
+            .unwrap()
+    }
+
+    pub fn quota(store: &Store) -> Quota {
+        store
+            .quota("plan")
+            .window("hourly", HOURLY, Duration::from_secs(3600))
+            .window("daily", DAILY, Duration::from_secs(24 * 3600))
+            .open()
+            .unwrap()
+    }
+
+    pub fn counters(store: &Store) -> Counters {
+        store.counters("hits").open().unwrap()
+    }
 }
 
 /// The rate limit of the crash test: 5 a minute, 5 at once.

@@ -4,7 +4,9 @@
 //! branch `fields`, the key is a field's path and the value its JSON, at
 //! the version (file revision) that wrote it. The root key `stamp` is
 //! rewritten by every update and reset, so a handle in another process
-//! learns of a change by reading one row.
+//! learns of a change by reading one row. On PostgreSQL the rows are the
+//! same, written in one transaction, and a handle on another server learns
+//! of a change the same way.
 
 use std::collections::BTreeMap;
 
@@ -137,6 +139,9 @@ impl KeptStore {
             .in_bucket(&name));
         }
         let stamp = Target::new(&self.bucket.core, &self.bucket.branch, STAMP)?;
+        if let Some(pg) = self.store().inner.postgres() {
+            return write_on_postgres(pg, &self.bucket.core, ops, stamp);
+        }
         let weight = ops.iter().map(|(_, r)| r.as_ref().map_or(0, Raw::encoded_len)).sum();
         let writer = &self.bucket.core.store.inner.writer;
         writer.call(weight, move |w: &mut WriteCtx<'_>| {
@@ -154,4 +159,20 @@ impl KeptStore {
             Ok(())
         })
     }
+}
+
+/// [`KeptStore::write`] on PostgreSQL: the same rows, each written as a
+/// `set` of the bucket writes it, in one transaction.
+fn write_on_postgres(
+    pg: &crate::postgres::PgStore,
+    core: &BucketCore,
+    ops: Vec<(Target, Option<Raw>)>,
+    stamp: Target,
+) -> Result<()> {
+    use crate::values::on_postgres::{clock_of, set_expiry};
+    let mut rows: Vec<(Vec<u8>, Option<Raw>)> = ops.into_iter().map(|(t, raw)| (t.path().to_vec(), raw)).collect();
+    rows.push((stamp.path().to_vec(), Some(Raw::int(0))));
+    let (expiry, now) = (set_expiry(core, None), clock_of(core));
+    pg.block(async |pool, sent| crate::postgres::kept::write_rows(pool, sent, core.id, &rows, expiry, now).await)
+        .map_err(|e| e.in_bucket(&core.name))
 }

@@ -13,6 +13,12 @@
 //!   counter keeps its expiry, an expired one starts again with a new one;
 //! - a sum past the int64 range is `Limit` and changes nothing, since SQLite
 //!   would quietly turn it into a REAL.
+//!
+//! On PostgreSQL every change is a transaction on the key's locked row, on
+//! the database's clock, by the same rules ([`decide_change`]), and so is a
+//! change of `flush_every` counters: a memory in one process could not be
+//! shared by the other servers, so they are written at each change too,
+//! which keeps more than `flush_every` promises.
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::memory::{Held, Memory};
-use super::shared;
+use super::{on_postgres, shared};
 use crate::error::{Error, Result};
 use crate::group_commit::{Isolation, Ticket, WriteCtx};
 use crate::key::{AsKey, Branch};
@@ -187,22 +193,40 @@ impl How {
     }
 }
 
+/// What a change makes of a counter at `now`, given the live counter's
+/// value and expiry (`None`: missing or expired): the new value and, when
+/// it differs, the expiry to write it with. A new or expired counter gets
+/// the ttl; a live one keeps its expiry.
+pub(crate) fn decide_change(
+    live: Option<(i64, Option<i64>)>,
+    ttl: Option<i64>,
+    now: i64,
+    how: How,
+    n: i64,
+) -> Result<(i64, Option<Option<i64>>)> {
+    let (cur, kept) = live.unwrap_or((0, None));
+    let new = how.apply(cur, n)?;
+    if new == cur {
+        return Ok((new, None));
+    }
+    let expires = match live {
+        Some(_) => kept,
+        None => ttl.map(|ttl| now.saturating_add(ttl)),
+    };
+    Ok((new, Some(expires)))
+}
+
 /// The change of one counter, inside a group: read the live row, combine,
-/// write only if the value changed. A new or expired counter gets the ttl.
+/// write only if the value changed ([`decide_change`]).
 pub(crate) fn op_change(t: &Target, w: &mut WriteCtx<'_>, how: How, n: i64) -> Result<i64> {
     let mut run = || {
-        let cell = t.read(w.conn, w.now)?;
-        let (cur, expires) = match &cell {
-            Some(c) => (c.value.as_int()?, c.expires),
-            None => (0, None),
+        let live = match t.read(w.conn, w.now)? {
+            Some(c) => Some((c.value.as_int()?, c.expires)),
+            None => None,
         };
-        let new = how.apply(cur, n)?;
-        if new == cur {
+        let (new, write) = decide_change(live, t.core.ttl, w.now, how, n)?;
+        let Some(expires) = write else {
             return Ok(new);
-        }
-        let expires = match cell {
-            Some(_) => expires,
-            None => t.core.ttl.map(|ttl| w.now.saturating_add(ttl)),
         };
         let version = w.next_version();
         // A counter's row never spills, so this is the write's one change.
@@ -301,6 +325,9 @@ impl Counters {
 
     fn change(&self, key: &[u8], how: How, n: i64) -> Result<i64> {
         let t = self.target(key)?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::counter_change(pg, &t, how, n);
+        }
         match self.memory_of(&t) {
             Some(m) => self.change_in(m, &t, how, n),
             None => self
@@ -322,6 +349,9 @@ impl Counters {
         done: impl FnOnce(Result<i64>) + Send + 'static,
     ) -> Result<Ticket> {
         let t = self.target(key)?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::counter_change_then(pg, t, how, n, done);
+        }
         match self.memory_of(&t) {
             Some(m) => {
                 done(self.change_in(m, &t, how, n));
@@ -364,6 +394,9 @@ impl Counters {
     /// The counter's value: 0 when it is missing or expired.
     pub fn get(&self, key: impl AsKey) -> Result<i64> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::counter_get(pg, &t);
+        }
         let now = self.core.store.inner.clock.now_millis();
         if let Some(c) = self.memory_of(&t).and_then(|m| m.get(t.path())) {
             return Ok(c.value(now));
@@ -374,6 +407,9 @@ impl Counters {
     /// Deletes the counter; says whether a live one was there.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::counter_delete(pg, &t);
+        }
         match self.memory_of(&t) {
             Some(m) => self.delete_in(m, &t),
             None => self
@@ -406,6 +442,9 @@ impl Counters {
     /// The completion form of [`Counters::delete`].
     pub fn delete_then(&self, key: impl AsKey, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::counter_delete_then(pg, t, done);
+        }
         match self.memory_of(&t) {
             Some(m) => {
                 done(self.delete_in(m, &t));
@@ -457,6 +496,9 @@ impl Counters {
     /// file and from memory.
     pub fn clear(&self) -> Result<()> {
         self.core.store.inner.check_open()?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::clear(pg, &self.core, &self.branch);
+        }
         let (op, dropped) = self.clear_op();
         let out = self.core.store.inner.writer.call(0, op);
         self.end_clear(&dropped);
@@ -466,6 +508,9 @@ impl Counters {
     /// The completion form of [`Counters::clear`].
     pub fn clear_then(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<Ticket> {
         self.core.store.inner.check_open()?;
+        if let Some(pg) = self.core.store.inner.postgres() {
+            return on_postgres::clear_then(pg, self.core.clone(), self.branch.clone(), done);
+        }
         let (op, dropped) = self.clear_op();
         let me = self.clone();
         self.core.store.inner.writer.submit(0, op, move |r| {

@@ -69,6 +69,21 @@ impl Gcra {
         }
     }
 
+    /// How far ahead of now (ns) a key's `due` may run: `burst` intervals.
+    pub fn tolerance(&self) -> i64 {
+        self.tolerance
+    }
+
+    /// What `peek` answers for a key due at `due`: whether one request would
+    /// pass now and how many would, counting nothing.
+    pub fn peek(&self, due: i64, now: i64) -> Decision {
+        let mut d = self.decide(due, now, 1);
+        if d.ok {
+            d.left += 1; // the one request a peek does not take
+        }
+        d
+    }
+
     /// Decides a request of `n` (1 to `burst`) at `now` for a key due at `due`.
     #[inline]
     pub fn decide(&self, due: i64, now: i64, n: u64) -> Decision {

@@ -11,6 +11,10 @@
 //! - a run of `once` is claimed in this store's memory and, for other
 //!   processes, in the `runs` table under a lease that a heartbeat renews.
 //!
+//! On PostgreSQL, counters, quotas and rate limits write the shared rows
+//! at every call, by the same rules ([`on_postgres`]), and a rate limit
+//! keeps only refusals in memory ([`refusals`]).
+//!
 //! State that every handle of one name shares (a memory, the runs of once)
 //! lives in a registry keyed by the store, not in the handles, so dropping
 //! a handle never loses what memory holds.
@@ -19,9 +23,11 @@ mod claims;
 mod counters;
 mod gcra;
 mod memory;
+mod on_postgres;
 mod once;
 mod quota;
 mod rate_limit;
+mod refusals;
 mod shared;
 mod timer;
 
@@ -156,6 +162,9 @@ impl Shared {
         name: &str,
         flush_every: Option<Duration>,
     ) -> Result<Option<Arc<Memory<Count>>>> {
+        if store.inner.postgres().is_some() {
+            return Ok(None); // every change is written (counters.rs)
+        }
         let mut map = lock(&self.counters);
         if let Some((chosen, memory)) = map.get(&id) {
             if *chosen != flush_every {

@@ -214,6 +214,7 @@ impl RawOnce {
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.target(&key.key_bytes())?;
         if let Some(pg) = self.pg() {
+            super::on_postgres::refuse_inside_tx(&t.core)?;
             return pg
                 .block(async |pool, sent| crate::values::pg_delete(pool, sent, &t, None).await)
                 .map_err(|e| t.name(e));

@@ -9,6 +9,9 @@
 //! first use after the last one ended, not on a clock edge. The windows are
 //! the program's: a window the row holds but the program no longer names is
 //! forgotten at the next write, and a new one starts at the next use.
+//!
+//! On PostgreSQL each write is a transaction on the key's locked row, on
+//! the database's clock, deciding by the same rules ([`on_postgres`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +20,7 @@ use std::time::Duration;
 
 use super::Allowance;
 use super::WindowUsage;
+use super::on_postgres;
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
 use crate::group_commit::{Ticket, WriteCtx};
@@ -119,7 +123,7 @@ impl QuotaBuilder {
     }
 }
 
-struct QuotaCore {
+pub(super) struct QuotaCore {
     bucket: Arc<BucketCore>,
     windows: Vec<Window>,
 }
@@ -143,9 +147,9 @@ impl fmt::Debug for Quota {
 }
 
 /// A key's started windows: name to (used, reset at ms).
-type Row = BTreeMap<String, (u64, i64)>;
+pub(super) type Row = BTreeMap<String, (u64, i64)>;
 
-fn parse_row(cell: Option<Cell>) -> Result<Row> {
+pub(super) fn parse_row(cell: Option<Cell>) -> Result<Row> {
     let Some(cell) = cell else {
         return Ok(Row::new());
     };
@@ -155,10 +159,10 @@ fn parse_row(cell: Option<Cell>) -> Result<Row> {
 }
 
 /// What a quota decided for one key at one time.
-struct Decided {
-    answer: Allowance,
+pub(super) struct Decided {
+    pub answer: Allowance,
     /// The row to write, when the call changed it.
-    write: Option<Row>,
+    pub write: Option<Row>,
 }
 
 impl QuotaCore {
@@ -205,7 +209,7 @@ impl QuotaCore {
     }
 
     /// Counts `n` uses in every window, or in none when one has no room.
-    fn allow(&self, row: &Row, now: i64, n: u64, count: bool) -> Decided {
+    pub(super) fn allow(&self, row: &Row, now: i64, n: u64, count: bool) -> Decided {
         let mut state = self.current(row, now);
         let refusing: Vec<i64> = self
             .windows
@@ -240,7 +244,7 @@ impl QuotaCore {
     }
 
     /// Gives `n` uses back to every window that has not reset, never below 0.
-    fn refund(&self, row: &Row, now: i64, n: u64) -> Decided {
+    pub(super) fn refund(&self, row: &Row, now: i64, n: u64) -> Decided {
         let mut state = self.current(row, now);
         for (used, _) in state.iter_mut().flatten() {
             *used = used.saturating_sub(n);
@@ -259,16 +263,25 @@ impl QuotaCore {
     }
 }
 
-/// Writes a quota row, or deletes it when no window has started.
-fn write_row(t: &Target, w: &mut WriteCtx<'_>, row: &Row) -> Result<()> {
+/// A quota row as it is stored: its JSON and its expiry, when its last
+/// window resets; `None` when no window has started and the row goes.
+pub(super) fn encode_row(row: &Row) -> Result<Option<(Raw, Option<i64>)>> {
     if row.is_empty() {
-        storage::delete(w.conn, t.core.id, t.path(), None)?;
-        return Ok(());
+        return Ok(None);
     }
     let expires = row.values().map(|&(_, reset)| reset).max();
     let json = serde_json::to_vec(row).map_err(|e| Error::corrupt(format!("a quota row did not encode: {e}")))?;
+    Ok(Some((Raw::Bytes(json), expires)))
+}
+
+/// Writes a quota row, or deletes it when no window has started.
+fn write_row(t: &Target, w: &mut WriteCtx<'_>, row: &Row) -> Result<()> {
+    let Some((value, expires)) = encode_row(row)? else {
+        storage::delete(w.conn, t.core.id, t.path(), None)?;
+        return Ok(());
+    };
     let version = w.next_version();
-    storage::put(w.conn, t.core.id, t.path(), version, expires, &Raw::Bytes(json), None)
+    storage::put(w.conn, t.core.id, t.path(), version, expires, &value, None)
 }
 
 impl Quota {
@@ -380,7 +393,11 @@ impl Quota {
     pub fn allow_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         let t = self.target(&key.key_bytes())?;
         self.check_n(&t, n, "allow")?;
-        let op = self.op(t, move |q, row, now| q.allow(row, now, n, true));
+        let decide = move |q: &QuotaCore, row: &Row, now| q.allow(row, now, n, true);
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::quota_write(pg, &self.core, &t, decide);
+        }
+        let op = self.op(t, decide);
         self.core.bucket.store.inner.writer.call(0, op)
     }
 
@@ -394,7 +411,11 @@ impl Quota {
     ) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
         self.check_n(&t, n, "allow")?;
-        let op = self.op(t, move |q, row, now| q.allow(row, now, n, true));
+        let decide = move |q: &QuotaCore, row: &Row, now| q.allow(row, now, n, true);
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::quota_write_then(pg, self.core.clone(), t, decide, done);
+        }
+        let op = self.op(t, decide);
         self.core.bucket.store.inner.writer.submit(0, op, done)
     }
 
@@ -402,6 +423,10 @@ impl Quota {
     pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
         let t = self.target(&key.key_bytes())?;
         let inner = &self.core.bucket.store.inner;
+        if let Some(pg) = inner.postgres() {
+            let (row, now) = on_postgres::quota_read(pg, &t)?;
+            return Ok(self.core.allow(&row, now, 1, false).answer);
+        }
         let now = inner.clock.now_millis();
         let cell = inner.readers.with(|c| t.read(c, now))?;
         let row = parse_row(cell).map_err(|e| t.name(e))?;
@@ -418,7 +443,11 @@ impl Quota {
     pub fn refund_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         let t = self.target(&key.key_bytes())?;
         self.check_n(&t, n, "refund")?;
-        let op = self.op(t, move |q, row, now| q.refund(row, now, n));
+        let decide = move |q: &QuotaCore, row: &Row, now| q.refund(row, now, n);
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::quota_write(pg, &self.core, &t, decide);
+        }
+        let op = self.op(t, decide);
         self.core.bucket.store.inner.writer.call(0, op)
     }
 
@@ -431,13 +460,20 @@ impl Quota {
     ) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
         self.check_n(&t, n, "refund")?;
-        let op = self.op(t, move |q, row, now| q.refund(row, now, n));
+        let decide = move |q: &QuotaCore, row: &Row, now| q.refund(row, now, n);
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::quota_write_then(pg, self.core.clone(), t, decide, done);
+        }
+        let op = self.op(t, decide);
         self.core.bucket.store.inner.writer.submit(0, op, done)
     }
 
     /// Forgets the key: every window starts again at its next use.
     pub fn reset(&self, key: impl AsKey) -> Result<()> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::delete(pg, &t);
+        }
         self.core
             .bucket
             .store
@@ -449,6 +485,9 @@ impl Quota {
     /// The completion form of [`Quota::reset`].
     pub fn reset_then(&self, key: impl AsKey, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<Ticket> {
         let t = self.target(&key.key_bytes())?;
+        if let Some(pg) = self.store().inner.postgres() {
+            return on_postgres::delete_then(pg, t, done);
+        }
         self.core.bucket.store.inner.writer.submit(
             0,
             move |w: &mut WriteCtx<'_>| t.op_delete(w, None).map(|_| ()),

@@ -9,6 +9,12 @@
 //! burst more through. The row expires when the key is as good as new, and
 //! maintenance deletes it. A key whose path is too long for the table is
 //! decided in a write of its own instead, on the file.
+//!
+//! On PostgreSQL every server shares the key's row: each `allow` is one
+//! statement on the database's clock, committed without waiting for the
+//! disk (a crash of the database forgets its last moments of requests, as
+//! a crash here forgets the last second), and memory keeps only the keys
+//! seen full, to refuse them without a round trip ([`Refusals`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,6 +24,8 @@ use std::time::Duration;
 
 use super::gcra::{Decision, Gcra};
 use super::memory::{Held, Memory};
+use super::on_postgres;
+use super::refusals::Refusals;
 use super::{Allowance, from_nanos, now_nanos, shared, with_path};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
@@ -72,12 +80,15 @@ impl RateLimitBuilder {
         let gcra = Gcra::new(count, per, self.burst.unwrap_or(count))
             .map_err(|why| Error::invalid(why).in_bucket(&self.name))?;
         let bucket = BucketCore::open(&self.store, &self.name, Kind::RateLimit, None, None)?;
-        let memory = shared(&self.store).rate_memory(&self.store, bucket.id, &self.name)?;
+        let keeper = match self.store.inner.postgres() {
+            Some(_) => Keeper::Postgres(Refusals::default()),
+            None => Keeper::Memory(shared(&self.store).rate_memory(&self.store, bucket.id, &self.name)?),
+        };
         Ok(RateLimit {
             core: Arc::new(LimitCore {
                 bucket,
                 gcra,
-                memory,
+                keeper,
                 floor: AtomicI64::new(0),
             }),
             branch: Branch::root(),
@@ -107,10 +118,18 @@ impl Held for Due {
     }
 }
 
+/// Where a rate limit keeps its keys between requests.
+enum Keeper {
+    /// The limits table beside kv.db.
+    Memory(Arc<Memory<Due>>),
+    /// The shared rows of a PostgreSQL store, and the keys seen full.
+    Postgres(Refusals),
+}
+
 struct LimitCore {
     bucket: Arc<BucketCore>,
     gcra: Gcra,
-    memory: Arc<Memory<Due>>,
+    keeper: Keeper,
     /// The highest system time shown, so the limit's clock never goes back.
     floor: AtomicI64,
 }
@@ -233,12 +252,23 @@ impl RateLimit {
             ));
         }
         let inner = &self.core.bucket.store.inner;
+        let memory = match &self.core.keeper {
+            Keeper::Memory(m) => m,
+            Keeper::Postgres(refusals) => {
+                let pg = inner.postgres().expect("a PostgreSQL keeper is on a PostgreSQL store");
+                on_postgres::refuse_inside_tx(&self.core.bucket)?;
+                let d = self.on_key(&key, |path, _| {
+                    on_postgres::rate_allow(pg, refusals, &inner.clock, (self.core.bucket.id, path), &gcra, n)
+                })?;
+                return Ok(Self::answer(d));
+            }
+        };
         let d = self.on_key(&key, |path, now| {
             if !Memory::<Due>::holds(path) {
                 return self.allow_in_file(path, now, n);
             }
             let now_ms = now.div_euclid(1_000_000);
-            self.core.memory.change(
+            memory.change(
                 inner,
                 path,
                 now_ms,
@@ -260,18 +290,22 @@ impl RateLimit {
     /// and, when none would, `retry_at` says when one will.
     pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
         let key = key.key_bytes();
+        let inner = &self.core.bucket.store.inner;
         let d = self.on_key(&key, |path, now| {
+            let memory = match &self.core.keeper {
+                Keeper::Memory(m) => m,
+                Keeper::Postgres(_) => {
+                    let pg = inner.postgres().expect("a PostgreSQL keeper is on a PostgreSQL store");
+                    return on_postgres::rate_peek(pg, &inner.clock, (self.core.bucket.id, path), &self.core.gcra);
+                }
+            };
             let now_ms = now.div_euclid(1_000_000);
-            let due = match self.core.memory.get(path) {
+            let due = match memory.get(path) {
                 Some(d) => d,
-                None if !Memory::<Due>::holds(path) || self.core.memory.must_read(now_ms) => self.load(path, now_ms)?,
+                None if !Memory::<Due>::holds(path) || memory.must_read(now_ms) => self.load(path, now_ms)?,
                 None => Due::NEW,
             };
-            let mut d = self.core.gcra.decide(due.0, now, 1);
-            if d.ok {
-                d.left += 1; // the one request a peek does not take
-            }
-            Ok(d)
+            Ok(self.core.gcra.peek(due.0, now))
         })?;
         Ok(Self::answer(d))
     }
@@ -281,13 +315,21 @@ impl RateLimit {
         let key = key.key_bytes();
         let inner = &self.core.bucket.store.inner;
         self.on_key(&key, |path, now| {
+            let memory = match &self.core.keeper {
+                Keeper::Memory(m) => m,
+                Keeper::Postgres(refusals) => {
+                    let pg = inner.postgres().expect("a PostgreSQL keeper is on a PostgreSQL store");
+                    on_postgres::refuse_inside_tx(&self.core.bucket)?;
+                    return on_postgres::rate_reset(pg, refusals, (self.core.bucket.id, path));
+                }
+            };
             if !Memory::<Due>::holds(path) {
                 let (id, path) = (self.core.bucket.id, path.to_vec());
                 return inner.writer.call(0, move |w: &mut WriteCtx<'_>| {
                     crate::storage::delete(w.conn, id, &path, None)
                 });
             }
-            self.core.memory.change(
+            memory.change(
                 inner,
                 path,
                 now.div_euclid(1_000_000),

@@ -16,6 +16,8 @@
 pub(crate) mod cells;
 mod errors;
 pub(crate) mod inspect;
+pub(crate) mod kept;
+pub(crate) mod limits;
 mod location;
 pub(crate) mod once;
 mod pool;

@@ -41,6 +41,7 @@ pub(crate) struct Statements {
     pub begin: Statement,
     pub commit: Statement,
     pub rollback: Statement,
+    pub limits: super::limits::Statements,
 }
 
 /// One connection with its statements.
@@ -228,7 +229,11 @@ async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::
         sql::COMMIT,
         sql::ROLLBACK,
     ];
-    let mut st = try_join_all(texts.iter().map(|t| c.prepare(t))).await?.into_iter();
+    let (st, limits) = futures_util::try_join!(
+        try_join_all(texts.iter().map(|t| c.prepare(t))),
+        super::limits::prepare(c)
+    )?;
+    let mut st = st.into_iter();
     let mut next = || st.next().expect("one statement per text");
     Ok(Statements {
         name_find: next(),
@@ -253,6 +258,7 @@ async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::
         begin: next(),
         commit: next(),
         rollback: next(),
+        limits,
     })
 }
 

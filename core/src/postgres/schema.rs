@@ -1,7 +1,9 @@
 //! The tables, created on open under an advisory lock so that processes
 //! opening a new database at once do not race, and the schema-version row:
 //! a database at a newer schema than this build writes is refused before
-//! anything is written to it (the counterpart of a newer kv.db).
+//! anything is written to it (the counterpart of a newer kv.db), and one at
+//! an older schema gets the migration steps it lacks, in the same
+//! transaction as the new version row.
 
 use super::errors::{self, Sent};
 use super::pool::Pool;
@@ -72,6 +74,7 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
     // Every version's statements are idempotent and run on every open, so
     // that a database any earlier build made gains what it lacks.
     c.batch_execute(sql::SCHEMA_V1).await.map_err(fail)?;
+    c.batch_execute(sql::SCHEMA_V2).await.map_err(fail)?;
     c.batch_execute(super::once::SCHEMA_V3).await.map_err(fail)?;
     c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
         .await

@@ -42,6 +42,13 @@ CREATE TABLE IF NOT EXISTS tinystore_cells (
 CREATE INDEX IF NOT EXISTS tinystore_cells_expires ON tinystore_cells (expires) WHERE expires IS NOT NULL;
 ";
 
+/// Version 2: the clock in nanoseconds, for rate limits. Counters, quotas
+/// and rate limits keep their rows in `tinystore_cells`, as in kv.db.
+pub const SCHEMA_V2: &str = "
+CREATE OR REPLACE FUNCTION tinystore_now_ns(given bigint) RETURNS bigint LANGUAGE sql VOLATILE AS
+  $$ SELECT coalesce(given, floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000) $$;
+";
+
 pub const NAME_FIND: &str = "SELECT id, kind FROM tinystore_names WHERE name = $1";
 pub const NAME_INSERT: &str = "INSERT INTO tinystore_names (name, kind) VALUES ($1, $2)
     ON CONFLICT (name) DO NOTHING";
@@ -113,6 +120,33 @@ pub const SWEEP_EXPIRED: &str = "DELETE FROM tinystore_cells WHERE ctid = ANY (A
     SELECT ctid FROM tinystore_cells WHERE expires <= (SELECT tinystore_now($1)) ORDER BY expires LIMIT $2))";
 pub const SWEEP_TRY_LOCK: &str = "SELECT pg_try_advisory_lock($1)";
 pub const SWEEP_UNLOCK: &str = "SELECT pg_advisory_unlock($1)";
+
+/// A rate limit's `allow`, one statement: the key's `due` (ns, in
+/// `int_value`) moves `$4` (the cost) later, from now if it lies in the
+/// past, where the result stays within `$5` (the tolerance) of now; the row
+/// expires when the key is as good as new. It commits without waiting for
+/// the WAL flush (`synchronous_commit` off for its own transaction only).
+/// Returns the clock, the new `due` when it passed, and the `due` the
+/// statement's snapshot read (the core decides the answer on them).
+pub const RATE_ALLOW: &str = "WITH n AS MATERIALIZED (
+    SELECT tinystore_now_ns($3) AS now, set_config('synchronous_commit', 'off', true) AS commit_mode),
+up AS (
+    INSERT INTO tinystore_cells AS c (bucket, path, version, expires, int_value)
+    SELECT $1::bigint, $2::bytea, nextval('tinystore_versions'), (n.now + $4::bigint + 999999) / 1000000,
+           n.now + $4::bigint
+    FROM n
+    ON CONFLICT (bucket, path) DO UPDATE SET
+        version = excluded.version,
+        int_value = greatest(c.int_value, (SELECT now FROM n)) + $4::bigint,
+        expires = (greatest(c.int_value, (SELECT now FROM n)) + $4::bigint + 999999) / 1000000
+    WHERE greatest(c.int_value, (SELECT now FROM n)) + $4::bigint <= (SELECT now FROM n) + $5::bigint
+    RETURNING c.int_value)
+SELECT n.now, (SELECT int_value FROM up),
+       (SELECT int_value FROM tinystore_cells WHERE bucket = $1 AND path = $2), n.commit_mode
+FROM n";
+/// A rate limit's key as `peek` reads it: the clock and the key's `due`.
+pub const RATE_PEEK: &str = "SELECT tinystore_now_ns($3),
+    (SELECT int_value FROM tinystore_cells WHERE bucket = $1 AND path = $2)";
 
 pub const BEGIN: &str = "BEGIN";
 pub const COMMIT: &str = "COMMIT";

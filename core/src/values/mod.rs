@@ -14,7 +14,7 @@
 
 mod bucket_core;
 mod call_types;
-mod on_postgres;
+pub(crate) mod on_postgres;
 mod reads;
 mod target;
 mod writes;

@@ -28,7 +28,7 @@ pub(crate) fn clock_of(core: &BucketCore) -> Option<i64> {
 /// [`BucketCore::set_expiry`] as the one statement of a `set` applies it
 /// on the database's clock: a time, a span from now, or a live key's own
 /// expiry kept (else the bucket's ttl from now).
-fn set_expiry(core: &BucketCore, own: Option<Expiry>) -> SetExpiry {
+pub(crate) fn set_expiry(core: &BucketCore, own: Option<Expiry>) -> SetExpiry {
     let at = |at, span, keep_live| SetExpiry { at, span, keep_live };
     match (own, core.idle) {
         (Some(Expiry::At(t)), _) => at(Some(crate::clock::to_millis(t)), None, false),

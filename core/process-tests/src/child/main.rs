@@ -9,6 +9,7 @@ mod failover;
 mod faults;
 mod limits;
 mod postgres;
+mod postgres_limits;
 mod processes;
 
 use tinystore_process_tests::role;
@@ -36,6 +37,7 @@ fn main() {
         (role::RATE_CRASH, [dir]) => limits::rate_crash(dir),
         (role::COUNTERS_CRASH, [dir]) => limits::counters_crash(dir),
         (role::PG_TAKE, [location, n]) => postgres::take(location, n.parse().unwrap()),
+        (role::PG_LIMITS, [location]) => postgres_limits::run(location),
         (role::PG_ONCE_HANG, [location]) => postgres::once_hang(location),
         (role::PG_ONCE_TAKE_OVER, [location, dir]) => postgres::once_take_over(location, dir),
         (role::PG_WRITE, [location, tag, stop]) => failover::write_until_stopped(location, tag, stop),

@@ -680,17 +680,7 @@ fn conformance_cases_kv01_to_kv19() {
 /// (docs/postgres.md), and why. Their cases run too: each must pass or fail
 /// with the error that names the operation as not supported on PostgreSQL
 /// yet, never with a wrong answer.
-const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
-    ("kv02_names.json", "one case opens a quota"),
-    ("kv12_rate_limit.json", "rate limits"),
-    ("kv13_quota.json", "quotas"),
-    ("kv14_counters.json", "counters"),
-    (
-        "kv18_bad_input_catalogue.json",
-        "bad counts of rate limits, quotas and counters",
-    ),
-    ("kv16_tx_kinds.json", "tx with counters, quotas and once"),
-];
+const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[("kv16_tx_kinds.json", "tx with counters, quotas and once")];
 
 /// The PostgreSQL server CI starts (`make pg-start`; make exports its
 /// location). Without one the run fails, saying how to start one.
