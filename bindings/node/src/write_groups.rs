@@ -185,7 +185,7 @@ fn stream(pending: Pending, args: SetArgs) -> Ts<()> {
     }
 }
 
-/// [`set`] for a caller without an env (the C call of `fast_set`, which
+/// [`set`] for a caller without an env (`tinystore_bucket_set` of `bare_set`, which
 /// Bun's FFI makes): does it only when no napi call is needed, that is when
 /// this turn's microtask is already queued and other Promises are in flight
 /// (so the threadsafe function is already ref'd), and the engine takes the
