@@ -83,3 +83,76 @@ func TestAnEngineWarningReachesTheDefaultSlogLogger(t *testing.T) {
 		}
 	}
 }
+
+// leaveOutRPS makes the engine warn about store: a kept field the program
+// no longer has.
+func leaveOutRPS(t *testing.T, store *tinystore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := kv.OpenConfig[withRPS](store, "app", kv.Defaults(withRPS{Port: 8080, RPS: 100}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, func(s *withRPS) { s.RPS = 200 }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.OpenConfig[withoutRPS](store, "app"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leftOutIn waits for the warning about rps in records, and says whether it
+// came within 10 s.
+func leftOutIn(records recordsTo, within time.Duration) bool {
+	deadline := time.After(within)
+	for {
+		select {
+		case r := <-records:
+			if strings.Contains(r.Message, `"rps" is no longer in the program`) {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+func TestAStoresRecordsReachItsOptionsLogger(t *testing.T) {
+	fallback := make(recordsTo, 64)
+	before := slog.Default()
+	slog.SetDefault(slog.New(fallback))
+	defer slog.SetDefault(before)
+
+	own := make(recordsTo, 64)
+	ctx := context.Background()
+	logged, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{Logger: slog.New(own)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logged.Close()
+	leaveOutRPS(t, logged)
+	if !leftOutIn(own, 10*time.Second) {
+		t.Fatal("the store's warning did not reach its Options.Logger within 10 s")
+	}
+	// The other store's warning, which comes after, went to the default
+	// logger: when it is there, this store's would have been too.
+	plain, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	leaveOutRPS(t, plain)
+	if !leftOutIn(fallback, 10*time.Second) {
+		t.Fatal("a store without a Logger did not warn through slog.Default() within 10 s")
+	}
+	select {
+	case r := <-fallback:
+		t.Fatalf("the default logger got another record: %q", r.Message)
+	default:
+	}
+	select {
+	case r := <-own:
+		t.Fatalf("the store's logger got another store's record: %q", r.Message)
+	default:
+	}
+}

@@ -3,6 +3,7 @@ package tinystore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"tinyshed.org/tinystore/internal/native"
@@ -60,6 +61,12 @@ type Options struct {
 	// anyone who can write kv.db-limits can reset every rate limit. Files
 	// that exist keep their permissions.
 	ShareWithGroup bool
+	// Logger receives the engine's records about this store (memory at
+	// 80%, a full memory refusing new keys, a failed maintenance, a config
+	// value left out, a failed release of a once claim), each with the
+	// attribute target, the engine module that wrote it. Nil sends them to
+	// slog.Default(), as it sends records about no one store.
+	Logger *slog.Logger
 }
 
 // NoMmap is Options.MmapSize for a store whose readers map nothing: every
@@ -70,8 +77,9 @@ const NoMmap int64 = native.MmapNone
 // quotas and once handles on it with package kv. A Store is safe for
 // concurrent use; Close it when done.
 type Store struct {
-	n   *native.Store
-	dir string
+	n     *native.Store
+	dir   string
+	logID uint64
 }
 
 // Open opens the store in dir, creating the directory and its kv.db if
@@ -105,13 +113,21 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{n: n, dir: dir}, nil
+	s := &Store{n: n, dir: dir, logID: n.LogID()}
+	if opts.Logger != nil {
+		loggers.Store(s.logID, opts.Logger)
+	}
+	return s, nil
 }
 
 // Close writes what memory holds (counters, rate limits, renewals) and
 // closes the file. Calls after it, on the store and its handles, are
 // ErrClosed; a second Close does nothing.
-func (s *Store) Close() error { return s.n.Close() }
+func (s *Store) Close() error {
+	err := s.n.Close()
+	forgetLogger(s.logID)
+	return err
+}
 
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }

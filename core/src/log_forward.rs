@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 /// How many records wait for their language at most.
 pub const LOG_QUEUE: usize = 1024;
 
+/// The key of a record's store, as the engine's log calls write it:
+/// `log::warn!(store = inner.log_id; "...")`.
+pub(crate) const STORE_KEY: &str = "store";
+
 /// One record of the engine's log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogRecord {
@@ -30,6 +34,8 @@ pub struct LogRecord {
     pub target: String,
     /// What happened, for a person.
     pub message: String,
+    /// The store it is about ([`crate::Store::log_id`]), when it is about one.
+    pub store: Option<u64>,
 }
 
 struct Queue {
@@ -60,10 +66,15 @@ impl log::Log for Forward {
         // logger name says it here.
         let text = r.args().to_string();
         let message = text.strip_prefix("tinystore: ").unwrap_or(&text).to_owned();
+        let store = r
+            .key_values()
+            .get(log::kv::Key::from_str(STORE_KEY))
+            .and_then(|v| v.to_u64());
         let record = LogRecord {
             level: r.level(),
             target: r.target().to_owned(),
             message,
+            store,
         };
         let mut q = QUEUE.records.lock().unwrap_or_else(|p| p.into_inner());
         if q.0.len() == LOG_QUEUE {
@@ -110,6 +121,7 @@ pub fn next_logs(max: usize, timeout: Duration) -> Vec<LogRecord> {
             level: log::Level::Warn,
             target: "tinystore".into(),
             message: format!("{} log records were lost: nothing took them in time", q.1),
+            store: None,
         });
         q.1 = 0;
     }

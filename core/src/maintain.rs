@@ -233,7 +233,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                 match res {
                     Ok(m) => {
                         if failing {
-                            log::info!("tinystore: maintenance of {} works again", store.dir.display());
+                            log::info!(store = store.log_id; "tinystore: maintenance of {} works again", store.dir.display());
                             failing = false;
                         }
                         if let Some(m) = m {
@@ -247,7 +247,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                     }
                     Err(e) => {
                         if !failing {
-                            log::warn!("tinystore: maintenance of {} failed: {e}", store.dir.display());
+                            log::warn!(store = store.log_id; "tinystore: maintenance of {} failed: {e}", store.dir.display());
                             failing = true;
                         }
                         if sweep {

@@ -180,6 +180,16 @@ pub(crate) struct StoreInner {
     pub(crate) sweep_every: Duration,
     background: Mutex<Option<(JoinHandle<()>, Arc<Stop>)>>,
     budget: Option<Arc<Budget>>,
+    /// What this store's log records carry, so that a language sends them
+    /// to the logger the store was opened with ([`Store::log_id`]).
+    pub(crate) log_id: u64,
+}
+
+/// The next store's [`StoreInner::log_id`]; 0 is no store.
+static NEXT_LOG_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_log_id() -> u64 {
+    NEXT_LOG_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl StoreInner {
@@ -271,6 +281,7 @@ impl Store {
             sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
             background: Mutex::new(None),
             budget: options.memory.map(Budget::new),
+            log_id: next_log_id(),
         });
         if !inner.clock.is_manual() {
             maintain::start_background(&inner);
@@ -308,6 +319,7 @@ impl Store {
             sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
             background: Mutex::new(None),
             budget: options.memory.map(Budget::new),
+            log_id: next_log_id(),
         });
         if !inner.clock.is_manual() {
             maintain::start_background(&inner);
@@ -318,6 +330,12 @@ impl Store {
     /// Whether the store's rows live in PostgreSQL rather than in kv.db.
     pub fn is_postgres(&self) -> bool {
         self.inner.postgres().is_some()
+    }
+
+    /// The number this store's log records carry
+    /// ([`crate::LogRecord::store`]): unique to this open in this process.
+    pub fn log_id(&self) -> u64 {
+        self.inner.log_id
     }
 
     /// The directory of the store (for a PostgreSQL store, its location
@@ -466,7 +484,7 @@ impl StoreInner {
 impl Drop for StoreInner {
     fn drop(&mut self) {
         if let Err(e) = self.close() {
-            log::error!("tinystore: closing {} lost what memory held: {e}", self.dir.display());
+            log::error!(store = self.log_id; "tinystore: closing {} lost what memory held: {e}", self.dir.display());
         }
     }
 }

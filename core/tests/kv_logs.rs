@@ -37,6 +37,10 @@ fn engine_warnings_are_queued_for_the_language_and_none_is_lost_in_silence() {
     assert_eq!(warning.level, log::Level::Warn);
     assert_eq!(warning.target, "tinystore::config");
     assert!(!warning.message.starts_with("tinystore:"), "{warning:?}");
+    assert_eq!(warning.store, Some(store.log_id()), "the record names its store");
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = Store::open(other_dir.path()).unwrap();
+    assert_ne!(other.log_id(), store.log_id(), "each open has its own log id");
 
     for i in 0..LOG_QUEUE + 10 {
         log::warn!(target: "tinystore", "record {i}");
@@ -44,6 +48,7 @@ fn engine_warnings_are_queued_for_the_language_and_none_is_lost_in_silence() {
     let got = next_logs(LOG_QUEUE + 10, Duration::from_secs(1));
     assert_eq!(got[0].message, "10 log records were lost: nothing took them in time");
     assert_eq!(got[1].message, "record 10");
+    assert_eq!(got[1].store, None, "a record about no one store names none");
     assert_eq!(got.len(), LOG_QUEUE + 1);
     assert!(next_logs(1, Duration::ZERO).is_empty());
 }

@@ -284,6 +284,8 @@ typedef struct TsLogRecord {
   size_t target_len;
   uint8_t *message;
   size_t message_len;
+  // The store it is about (`ts_store_log_id`), or 0 when it is about none.
+  uint64_t store;
 } TsLogRecord;
 
 // How a store opens.
@@ -903,6 +905,10 @@ int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, struct TsError *
 // Moves a test store's clock to `ms`, or leaves it where it is when `ms`
 // is earlier (the core's clock never moves back).
 int32_t ts_store_follow_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
+
+// The number this store's log records carry (`TsLogRecord.store`); 0 for
+// a closed store.
+uint64_t ts_store_log_id(const struct TsStore *s);
 
 // The store's clock now, in ms since the Unix epoch.
 int64_t ts_store_now(const struct TsStore *s);

@@ -15,6 +15,8 @@ pub struct TsLogRecord {
     pub target_len: usize,
     pub message: *mut u8,
     pub message_len: usize,
+    /// The store it is about (`ts_store_log_id`), or 0 when it is about none.
+    pub store: u64,
 }
 
 /// Starts queueing the engine's records; false when another logger of the
@@ -45,6 +47,7 @@ pub unsafe extern "C" fn ts_logs_next(timeout_ms: u32, out: *mut TsLogRecord) ->
             target_len,
             message,
             message_len,
+            store: r.store.unwrap_or(0),
         }
     };
     1

@@ -177,6 +177,13 @@ pub unsafe extern "C" fn ts_store_follow_clock(s: *const TsStore, ms: i64, err: 
     guard(err, || unsafe { store(s) }?.clock().follow(from_millis(ms)))
 }
 
+/// The number this store's log records carry (`TsLogRecord.store`); 0 for
+/// a closed store.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_log_id(s: *const TsStore) -> u64 {
+    unsafe { store(s) }.map_or(0, |s| s.log_id())
+}
+
 /// The store's clock now, in ms since the Unix epoch.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_store_now(s: *const TsStore) -> i64 {

@@ -445,7 +445,7 @@ impl RawConfig {
                     any_kept = true;
                 }
                 Err(why) => {
-                    log::warn!("tinystore: config {:?} field {:?}: left out: {why}", self.name, f.path);
+                    log::warn!(store = self.shared.log_id; "tinystore: config {:?} field {:?}: left out: {why}", self.name, f.path);
                     s.left_out = Some(why);
                 }
             }
@@ -464,7 +464,7 @@ impl RawConfig {
         };
         if let Some(why) = refusal {
             let why = format!("the config refuses the kept values together: {why}");
-            log::warn!("tinystore: config {:?}: kept values left out: {why}", self.name);
+            log::warn!(store = self.shared.log_id; "tinystore: config {:?}: kept values left out: {why}", self.name);
             value = layers_only;
             sources = sources_before;
             for (f, s) in self.schema.fields.iter().zip(sources.iter_mut()) {
@@ -475,6 +475,7 @@ impl RawConfig {
         }
         for (path, _) in rows.iter().filter(|(p, _)| self.schema.field(p).is_none()) {
             log::warn!(
+                store = self.shared.log_id;
                 "tinystore: config {:?}: kept field {path:?} is no longer in the program; left out",
                 self.name
             );

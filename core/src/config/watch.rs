@@ -22,6 +22,8 @@ pub const POLL: Duration = Duration::from_millis(200);
 pub(crate) struct Shared {
     pub kept: KeptStore,
     name: String,
+    /// The store's [`crate::Store::log_id`], for the config's log records.
+    pub log_id: u64,
     state: Mutex<State>,
     changed: Condvar,
     watching: AtomicBool,
@@ -59,6 +61,7 @@ impl Shared {
         let shared = Arc::new(Shared {
             kept,
             name: name.to_owned(),
+            log_id: store.inner.log_id,
             state: Mutex::new(State { rows, generation: 1 }),
             changed: Condvar::new(),
             watching: AtomicBool::new(false),
@@ -127,6 +130,7 @@ impl Shared {
             .spawn(move || watch_loop(weak));
         if let Err(e) = spawned {
             log::error!(
+                store = self.log_id;
                 "tinystore: config {:?} cannot watch for other processes: {e}",
                 self.name
             );
@@ -146,7 +150,7 @@ fn watch_loop(weak: Weak<Shared>) {
             if shared.kept.store().is_closed() {
                 return;
             }
-            log::warn!("tinystore: config {:?}: reading changes failed: {e}", shared.name);
+            log::warn!(store = shared.log_id; "tinystore: config {:?}: reading changes failed: {e}", shared.name);
         }
     }
 }

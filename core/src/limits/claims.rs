@@ -150,6 +150,7 @@ impl Runs {
         let Some(store) = self.store.upgrade() else { return };
         let holder = self.holder.clone();
         let lease = duration_millis(ONCE_LEASE);
+        let log_id = store.log_id;
         let queued = store.writer.submit(
             0,
             move |w: &mut WriteCtx<'_>| {
@@ -158,9 +159,9 @@ impl Runs {
                 storage::runs_sweep(w.conn, now)?;
                 Ok(())
             },
-            |r: Result<()>| {
+            move |r: Result<()>| {
                 if let Err(e) = r {
-                    log::warn!("tinystore: renewing the leases of once failed: {e}");
+                    log::warn!(store = log_id; "tinystore: renewing the leases of once failed: {e}");
                 }
             },
         );

@@ -228,6 +228,7 @@ impl<V: Held> Memory<V> {
             if n <= MEMORY_BOUND {
                 if n >= WARN_AT && !self.warned.swap(true, Ordering::AcqRel) {
                     log::warn!(
+                        store = store.log_id;
                         "tinystore: the memory of {} {:?} holds {n} keys, past 80% of its bound of {MEMORY_BOUND} \
                          (kind: limit-store-filling); past the bound a new key waits for a flush",
                         self.what,

@@ -436,13 +436,15 @@ fn let_go(once: &RawOnce, t: &Target) {
     let runs = &once.core.runs;
     runs.released_in_file();
     let (id, path, holder) = (t.core.id, t.path().to_vec(), runs.holder.clone());
-    let _ = once.core.bucket.store.inner.writer.submit(
+    let inner = &once.core.bucket.store.inner;
+    let log_id = inner.log_id;
+    let _ = inner.writer.submit(
         0,
         move |w: &mut WriteCtx<'_>| storage::run_release(w.conn, id, &path, &holder),
-        |r: Result<()>| {
+        move |r: Result<()>| {
             if let Err(e) = r {
                 // The lease ends on its own: the key is runnable again then.
-                log::warn!("tinystore: letting go of a run of once failed: {e}");
+                log::warn!(store = log_id; "tinystore: letting go of a run of once failed: {e}");
             }
         },
     );
@@ -500,7 +502,8 @@ fn let_go_in_postgres(pg: &PgStore, once: &RawOnce, t: &Target) {
         move |r: Result<()>| {
             if let Err(e) = r {
                 // The claim goes with the store's session at the latest.
-                log::warn!("tinystore: letting go of a run of once failed: {e}");
+                let log_id = once2.core.bucket.store.inner.log_id;
+                log::warn!(store = log_id; "tinystore: letting go of a run of once failed: {e}");
             }
             once2.core.runs.release(&run_key(&t2));
         },

@@ -11,9 +11,10 @@ const logWaitMillis = 3_600_000
 
 // ForwardLogs hands each record of the engine's log to emit, on a
 // goroutine of its own, from now on; level is 1 for an error, 2 for a
-// warning, 3 for information. It returns false when another logger of the
-// process took the records first. Call it once.
-func ForwardLogs(emit func(level int, target, message string)) bool {
+// warning, 3 for information, and store the LogID of the store the record
+// is about, or 0. It returns false when another logger of the process took
+// the records first. Call it once.
+func ForwardLogs(emit func(level int, store uint64, target, message string)) bool {
 	if !bool(C.ts_logs_forward()) {
 		return false
 	}
@@ -27,7 +28,7 @@ func ForwardLogs(emit func(level int, target, message string)) bool {
 			message := goBytes(r.message, r.message_len)
 			C.ts_bytes_free(r.target, r.target_len)
 			C.ts_bytes_free(r.message, r.message_len)
-			emit(int(r.level), string(target), string(message))
+			emit(int(r.level), uint64(r.store), string(target), string(message))
 		}
 	}()
 	return true

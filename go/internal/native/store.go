@@ -169,6 +169,16 @@ func (s *Store) FollowClock(t time.Time) error {
 func (s *Store) Manual() bool { return s.manual }
 
 // Now is the store's clock.
+// LogID is the number the store's log records carry (see ForwardLogs).
+func (s *Store) LogID() uint64 {
+	var id uint64
+	_ = s.with(func(p *C.TsStore) error {
+		id = uint64(C.ts_store_log_id(p))
+		return nil
+	})
+	return id
+}
+
 func (s *Store) Now() time.Time {
 	var ms int64
 	if err := s.with(func(p *C.TsStore) error {
