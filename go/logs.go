@@ -34,7 +34,7 @@ func startLogs() {
 				l = slog.LevelWarn
 			}
 			logger := slog.Default()
-			if v, ok := loggers.Load(store); ok && store != 0 {
+			if v, ok := loggers.Load(store); ok {
 				logger = v.(*slog.Logger)
 			}
 			logger.Log(context.Background(), l, "tinystore: "+message, "target", target)

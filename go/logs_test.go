@@ -40,23 +40,12 @@ func TestAnEngineWarningReachesTheDefaultSlogLogger(t *testing.T) {
 	slog.SetDefault(slog.New(records))
 	defer slog.SetDefault(before)
 
-	ctx := context.Background()
-	store, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{})
+	store, err := tinystore.Open(context.Background(), t.TempDir(), tinystore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := kv.OpenConfig[withRPS](store, "app", kv.Defaults(withRPS{Port: 8080, RPS: 100}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Update(ctx, func(s *withRPS) { s.RPS = 200 }); err != nil {
-		t.Fatal(err)
-	}
-	// The program no longer has the field kept for it: the engine warns.
-	if _, err := kv.OpenConfig[withoutRPS](store, "app"); err != nil {
-		t.Fatal(err)
-	}
+	leaveOutRPS(t, store)
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
@@ -84,8 +73,8 @@ func TestAnEngineWarningReachesTheDefaultSlogLogger(t *testing.T) {
 	}
 }
 
-// leaveOutRPS makes the engine warn about store: a kept field the program
-// no longer has.
+// leaveOutRPS makes the engine warn about store: a field is kept, then
+// opened by a program that no longer has it.
 func leaveOutRPS(t *testing.T, store *tinystore.Store) {
 	t.Helper()
 	ctx := context.Background()
