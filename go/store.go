@@ -76,11 +76,13 @@ const NoMmap int64 = native.MmapNone
 // Store is an open store: a directory holding kv.db. Open buckets, limits,
 // quotas and once handles on it with package kv. A Store is safe for
 // concurrent use; Close it when done.
-type Store struct {
-	n     *native.Store
-	dir   string
-	logID uint64
-}
+//
+// It is the engine's handle under its public methods: package kv converts
+// it back to open handles on it.
+type Store native.Store
+
+// n is the engine's handle.
+func (s *Store) n() *native.Store { return (*native.Store)(s) }
 
 // Open opens the store in dir, creating the directory and its kv.db if
 // needed. A file of another application or a newer format is refused with
@@ -113,24 +115,23 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{n: n, dir: dir, logID: n.LogID()}
 	if opts.Logger != nil {
-		loggers.Store(s.logID, opts.Logger)
+		loggers.Store(n.LogID(), opts.Logger)
 	}
-	return s, nil
+	return (*Store)(n), nil
 }
 
 // Close writes what memory holds (counters, rate limits, renewals) and
 // closes the file. Calls after it, on the store and its handles, are
 // ErrClosed; a second Close does nothing.
 func (s *Store) Close() error {
-	err := s.n.Close()
-	forgetLogger(s.logID)
+	err := s.n().Close()
+	forgetLogger(s.n().LogID())
 	return err
 }
 
 // Dir is the store's directory.
-func (s *Store) Dir() string { return s.dir }
+func (s *Store) Dir() string { return s.n().Dir() }
 
 // Maintenance says what one Maintain did.
 type Maintenance struct {
@@ -153,7 +154,7 @@ func (s *Store) Maintain(ctx context.Context) (Maintenance, error) {
 	if ctx.Err() != nil {
 		return Maintenance{}, native.Cancelled(ctx, "")
 	}
-	m, err := s.n.Maintain()
+	m, err := s.n().Maintain()
 	return Maintenance(m), err
 }
 
@@ -179,7 +180,7 @@ func (g GroupStats) WritesPerGroup() float64 {
 // GroupStats is the writer's groups since Open. Take it before and after
 // a run of writes and Sub them: writes per group is then the run's.
 func (s *Store) GroupStats() (GroupStats, error) {
-	g, w, err := s.n.GroupStats()
+	g, w, err := s.n().GroupStats()
 	return GroupStats{Groups: g, Writes: w}, err
 }
 
@@ -190,19 +191,15 @@ func (g GroupStats) Sub(earlier GroupStats) GroupStats {
 
 // Now is the store's clock: expiry is judged on it.
 func (s *Store) Now() time.Time {
-	if s.n.Manual() {
-		_ = s.n.SyncClock()
+	if s.n().Manual() {
+		_ = s.n().SyncClock()
 	}
-	return s.n.Now()
+	return s.n().Now()
 }
 
 // Advance moves a Manual store's clock forward by d, for tests that do not
 // give Options.Clock. The core refuses it as ErrInvalid on an ordinary
 // store or for d < 0, since its clock never moves back.
 func (s *Store) Advance(d time.Duration) error {
-	return s.n.SetClock(s.Now().Add(d))
-}
-
-func init() {
-	native.StoreOf = func(s any) *native.Store { return s.(*Store).n }
+	return s.n().SetClock(s.Now().Add(d))
 }

@@ -9,13 +9,14 @@ import (
 
 // Tx is one transaction of Store.Tx (package kv calls it kv.Tx). Buckets
 // join it with WithTx; it is valid only while its function runs, and a
-// handle of it used later is ErrClosed.
-type Tx struct{ n *native.Scope }
+// handle of it used later is ErrClosed. It is the engine's scope, which
+// package kv converts back to run calls in it.
+type Tx native.Scope
 
 // View is one read snapshot of Store.View (kv.View in package kv). Buckets
 // read it with WithView; it is valid only while its function runs, and a
-// handle of it used later is ErrClosed.
-type View struct{ n *native.Scope }
+// handle of it used later is ErrClosed. Like Tx, it is the engine's scope.
+type View native.Scope
 
 // Tx runs fn in one transaction: every write fn makes through
 // bucket.WithTx(tx) commits together, durably, when fn returns nil, and
@@ -50,7 +51,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	// Rust, instead of a wait until the transaction's ten-second limit.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	n, err := native.BeginTx(ctx, s.n)
+	n, err := native.BeginTx(ctx, s.n())
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 			n.End() // fn failed or panicked: rolled back
 		}
 	}()
-	if err := fn(&Tx{n: n}); err != nil {
+	if err := fn((*Tx)(n)); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -80,19 +81,10 @@ func (s *Store) View(ctx context.Context, fn func(v *View) error) error {
 	if fn == nil {
 		return &Error{Kind: ErrInvalid, Message: "View needs a function to run; it was nil"}
 	}
-	n, err := native.OpenView(ctx, s.n)
+	n, err := native.OpenView(ctx, s.n())
 	if err != nil {
 		return err
 	}
 	defer n.End()
-	return fn(&View{n: n})
-}
-
-func init() {
-	native.ScopeOf = func(txOrView any) *native.Scope {
-		if tx, ok := txOrView.(*Tx); ok {
-			return tx.n
-		}
-		return txOrView.(*View).n
-	}
+	return fn((*View)(n))
 }

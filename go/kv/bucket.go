@@ -26,7 +26,7 @@ type Bucket[T any] struct {
 //	sessions, err := kv.OpenBucket[Session](store, "sessions", kv.Idle(30*24*time.Hour))
 func OpenBucket[T any](store *tinystore.Store, name string, opts ...BucketOption) (*Bucket[T], error) {
 	cfg := applied(opts, BucketOption.applyBucket)
-	h, err := native.OpenBucket(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.idle, cfg.hasIdle)
+	h, err := native.OpenBucket((*native.Store)(store), name, cfg.ttl, cfg.hasTTL, cfg.idle, cfg.hasIdle)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +189,7 @@ func (b *Bucket[T]) Take(ctx context.Context, key any, opts ...CallOption) (valu
 // missing key succeeds. With IfVersion it deletes only a live key at that
 // version, else ErrConflict.
 func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bool, error) {
-	k, err := b.key(key)
-	if err != nil {
-		return false, err
-	}
-	wo := b.writeOptions(opts)
-	return b.h.Delete(ctx, b.scope, b.owners, k, wo)
+	return b.found(ctx, key, opts, b.h.Delete)
 }
 
 // Expire gives a live key a new expiry, TTL(d) from now or ExpireAt(t),
@@ -202,12 +197,18 @@ func (b *Bucket[T]) Delete(ctx context.Context, key any, opts ...CallOption) (bo
 //
 //	found, err := sessions.Under(userID).Expire(ctx, digest(token), kv.TTL(time.Hour))
 func (b *Bucket[T]) Expire(ctx context.Context, key any, opts ...CallOption) (bool, error) {
+	return b.found(ctx, key, opts, b.h.Expire)
+}
+
+// found runs a write of one key that answers whether a live key was there
+// (Delete, Expire) in the bucket's scope.
+func (b *Bucket[T]) found(ctx context.Context, key any, opts []CallOption,
+	write func(context.Context, *native.Scope, []byte, string, native.WriteOptions) (bool, error)) (bool, error) {
 	k, err := b.key(key)
 	if err != nil {
 		return false, err
 	}
-	wo := b.writeOptions(opts)
-	return b.h.Expire(ctx, b.scope, b.owners, k, wo)
+	return write(ctx, b.scope, b.owners, k, b.writeOptions(opts))
 }
 
 // Clear removes this branch (the whole bucket, at its root) and every

@@ -310,7 +310,7 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 	if err != nil {
 		return nil, configInvalid(name, "a layer does not marshal: %v", err)
 	}
-	h, err := native.OpenConfig(native.StoreOf(store), name, string(fj), string(lj))
+	h, err := native.OpenConfig((*native.Store)(store), name, string(fj), string(lj))
 	if err != nil {
 		return nil, err
 	}

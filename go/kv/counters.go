@@ -25,7 +25,7 @@ type Counters struct {
 //	n, err := attempts.Under("ip").Add(ctx, clientIP, 1)
 func OpenCounters(store *tinystore.Store, name string, opts ...CountersOption) (*Counters, error) {
 	cfg := applied(opts, CountersOption.applyCounters)
-	h, err := native.OpenCounters(native.StoreOf(store), name, cfg.ttl, cfg.hasTTL, cfg.flushEvery, cfg.hasFlushEvery)
+	h, err := native.OpenCounters((*native.Store)(store), name, cfg.ttl, cfg.hasTTL, cfg.flushEvery, cfg.hasFlushEvery)
 	if err != nil {
 		return nil, err
 	}

@@ -82,5 +82,5 @@ func (b branch) key(k any) (string, error) {
 
 // keyErr is an error about key k of this branch, named as the core names it.
 func (b branch) keyErr(k string, code int, err error) error {
-	return native.KeyError(b.name, b.owners, k, code, err.Error())
+	return native.MadeAtKey(b.name, b.owners, k, code, err.Error())
 }

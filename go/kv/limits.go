@@ -86,7 +86,7 @@ func OpenRateLimit(store *tinystore.Store, name string, opts ...RateLimitOption)
 	if cfg.count < 0 || cfg.burst < 0 {
 		return nil, invalid(name, fmt.Sprintf("a rate of %d and a burst of %d: neither can be negative", cfg.count, cfg.burst))
 	}
-	h, err := native.OpenRateLimit(native.StoreOf(store), name, uint64(cfg.count), cfg.per, uint64(cfg.burst), cfg.hasBurst)
+	h, err := native.OpenRateLimit((*native.Store)(store), name, uint64(cfg.count), cfg.per, uint64(cfg.burst), cfg.hasBurst)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func OpenQuota(store *tinystore.Store, name string, opts ...QuotaOption) (*Quota
 	if len(errs) > 0 {
 		return nil, invalid(name, errors.Join(errs...).Error())
 	}
-	h, err := native.OpenQuota(native.StoreOf(store), name, windows)
+	h, err := native.OpenQuota((*native.Store)(store), name, windows)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type Once[T any] struct {
 //	sends, err := kv.OpenOnce[Sent](store, "sends", kv.Keep(24*time.Hour))
 func OpenOnce[T any](store *tinystore.Store, name string, opts ...OnceOption) (*Once[T], error) {
 	cfg := applied(opts, OnceOption.applyOnce)
-	h, err := native.OpenOnce(native.StoreOf(store), name, cfg.keep, cfg.hasKeep)
+	h, err := native.OpenOnce((*native.Store)(store), name, cfg.keep, cfg.hasKeep)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context)
 		return zero, err
 	}
 	if fn == nil {
-		return zero, native.KeyError(o.name, o.owners, k, native.CodeInvalid, "Run needs a function to run; it was nil")
+		return zero, native.MadeAtKey(o.name, o.owners, k, native.CodeInvalid, "Run needs a function to run; it was nil")
 	}
 	caller, _ := ctx.Value(running{}).(*native.Caller)
 	kept, v, claim, err := o.h.Begin(ctx, caller, o.owners, k, o.c.want)

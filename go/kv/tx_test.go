@@ -211,9 +211,9 @@ func TestKV16TxWithAnEndedContextWritesNothing(t *testing.T) {
 func TestKV15AFailedGroupCommitIsOutcomeUnknown(t *testing.T) {
 	store, _ := openManual(t)
 	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "b"))
-	ok(t, native.StoreOf(store).FailNextCommitForTests())
+	ok(t, (*native.Store)(store).FailNextCommitForTests())
 	isKind(t, b.Set(ctx, "k", "v"), tinystore.ErrOutcomeUnknown)
-	ok(t, native.StoreOf(store).FailNextCommitForTests())
+	ok(t, (*native.Store)(store).FailNextCommitForTests())
 	err := store.Tx(ctx, func(tx *kv.Tx) error { return b.WithTx(tx).Set(ctx, "t", "v") })
 	isKind(t, err, tinystore.ErrOutcomeUnknown)
 	ok(t, b.Set(ctx, "k", "again")) // the next group commits

@@ -118,26 +118,27 @@ func entry(e *C.TsEntry) Entry {
 // Get reads a live key as want in scope s (nil: the store itself, where
 // an idle bucket's key is renewed).
 func (b *Bucket) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Entry, bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var out C.TsEntry
 	var found C.bool
-	err := b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_get(b.ptr, sc, o, ol, k, kl, C.int32_t(want), &out, &found, e)
+	err := b.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_bucket_get(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(want), &out, &found, a.e)
 	})
+	return foundEntry(found, &out, err)
+}
+
+// foundEntry is the entry of a read that found one, converted and freed.
+func foundEntry(found C.bool, out *C.TsEntry, err error) (Entry, bool, error) {
 	if err != nil || !bool(found) {
 		return Entry{}, false, err
 	}
-	return entry(&out), true, nil
+	return entry(out), true, nil
 }
 
 // Has says whether a live key is there in scope s.
 func (b *Bucket) Has(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var found C.bool
-	err := b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_has(b.ptr, sc, o, ol, k, kl, &found, e)
+	err := b.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_bucket_has(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &found, a.e)
 	})
 	return bool(found), err
 }
@@ -210,13 +211,11 @@ func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v
 
 // setBlocking is Set waiting for its answer in cgo.
 func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
 	var version C.int64_t
-	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_set(b.ptr, sc, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, cn, &version, e)
+	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_bucket_set(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, a.cn, &version, a.e)
 	})
 	runtime.KeepAlive(v.Bytes)
 	return int64(version), err
@@ -226,15 +225,13 @@ func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key s
 // whether it did, with the new version; otherwise found is the live entry,
 // read as want.
 func (b *Bucket) Create(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, version int64, found Entry, err error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
 	var w C.bool
 	var ver C.int64_t
 	var out C.TsEntry
-	err = b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_create(b.ptr, sc, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), cn, &w, &ver, &out, e)
+	err = b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_bucket_create(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), a.cn, &w, &ver, &out, a.e)
 	})
 	runtime.KeepAlive(v.Bytes)
 	if err != nil {
@@ -274,8 +271,6 @@ func tsGoCheck(ctx C.uint64_t, v *C.TsValue) (bad C.int32_t) {
 // nil, runs inside the write on the value read as want: false keeps the
 // value and makes the take Corrupt.
 func (b *Bucket) Take(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions, want Kind, check func(Value) bool) (Entry, bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	co := opts.c()
 	var fn C.TsCheckFn
 	var h cgo.Handle
@@ -286,36 +281,33 @@ func (b *Bucket) Take(ctx context.Context, s *Scope, owners []byte, key string, 
 	}
 	var out C.TsEntry
 	var found C.bool
-	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_take(b.ptr, sc, o, ol, k, kl, &co, C.int32_t(want), fn, C.uint64_t(h), cn, &out, &found, e)
+	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_bucket_take(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, C.int32_t(want), fn, C.uint64_t(h), a.cn, &out, &found, a.e)
 	})
-	if err != nil || !bool(found) {
-		return Entry{}, false, err
-	}
-	return entry(&out), true, nil
+	return foundEntry(found, &out, err)
 }
 
 // Delete deletes a key in scope s and says whether a live key was there.
 func (b *Bucket) Delete(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
-	co := opts.c()
-	var found C.bool
-	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_delete(b.ptr, sc, o, ol, k, kl, &co, cn, &found, e)
-	})
-	return bool(found), err
+	return b.change(ctx, s, owners, key, opts, false)
 }
 
 // Expire gives a live key the options' expiry in scope s and says whether
 // it was there.
 func (b *Bucket) Expire(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
+	return b.change(ctx, s, owners, key, opts, true)
+}
+
+// change is Delete, or Expire when expire is set: the two calls take the
+// same arguments and answer whether a live key was there.
+func (b *Bucket) change(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions, expire bool) (bool, error) {
 	co := opts.c()
 	var found C.bool
-	err := b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_expire(b.ptr, sc, o, ol, k, kl, &co, cn, &found, e)
+	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		if expire {
+			return C.ts_bucket_expire(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, a.cn, &found, a.e)
+		}
+		return C.ts_bucket_delete(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, a.cn, &found, a.e)
 	})
 	return bool(found), err
 }
@@ -379,9 +371,9 @@ func readPage(page *C.TsPage) (entries []Entry, next string, more bool) {
 	return entries, "", false
 }
 
-// KeyError builds an error about one key of the handle name that the
+// MadeAtKey builds an error about one key of the handle name that the
 // caller found itself, naming the handle and path as the core does.
-func KeyError(name string, owners []byte, key string, code int, message string) error {
+func MadeAtKey(name string, owners []byte, key string, code int, message string) error {
 	n, nl := text(name)
 	o, ol := bytes(owners)
 	k, kl := text(key)

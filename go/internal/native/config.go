@@ -27,37 +27,30 @@ func OpenConfig(s *Store, name, fields, layers string) (*Config, error) {
 	}, func(h handle, p *C.TsConfig) *Config { return &Config{h, p} }, func(c *Config) { C.ts_config_free(c.ptr) })
 }
 
-// taken reads JSON bytes the ABI handed out, and frees them.
-func taken(p *C.uint8_t, n C.size_t) []byte {
-	b := goBytes(p, n)
-	C.ts_bytes_free(p, n)
-	return b
-}
-
 // Get is the whole config as JSON, from memory.
-func (c *Config) Get() ([]byte, error) {
-	var p *C.uint8_t
-	var n C.size_t
-	var e *C.TsError
-	rc := C.ts_config_get(c.ptr, &p, &n, &e)
-	runtime.KeepAlive(c)
-	if err := failure(rc, e, nil); err != nil {
-		return nil, err
-	}
-	return taken(p, n), nil
-}
+func (c *Config) Get() ([]byte, error) { return c.json(false) }
 
 // Sources is each field's source, as a JSON list.
-func (c *Config) Sources() ([]byte, error) {
+func (c *Config) Sources() ([]byte, error) { return c.json(true) }
+
+// json reads the config's JSON (its sources, when sources is set), which
+// the ABI hands out, and frees it.
+func (c *Config) json(sources bool) ([]byte, error) {
 	var p *C.uint8_t
 	var n C.size_t
 	var e *C.TsError
-	rc := C.ts_config_sources(c.ptr, &p, &n, &e)
+	var rc C.int32_t
+	if sources {
+		rc = C.ts_config_sources(c.ptr, &p, &n, &e)
+	} else {
+		rc = C.ts_config_get(c.ptr, &p, &n, &e)
+	}
 	runtime.KeepAlive(c)
 	if err := failure(rc, e, nil); err != nil {
 		return nil, err
 	}
-	return taken(p, n), nil
+	defer C.ts_bytes_free(p, n)
+	return goBytes(p, n), nil
 }
 
 // Update checks and keeps the fields of patch (JSON) that change.

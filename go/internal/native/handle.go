@@ -49,6 +49,29 @@ func opened[P, H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_
 	return h, nil
 }
 
+// at is the C arguments of a call about one key: its scope (nil: the
+// store), the encoded owners and the key, the cancel of a write on the
+// store, and where its error goes.
+type at struct {
+	sc *C.TsScope
+	o  *C.uint8_t
+	ol C.size_t
+	k  *C.uint8_t
+	kl C.size_t
+	cn *C.TsCancel
+	e  **C.TsError
+}
+
+// onKey is call for a call about key of the branch owners: f gets the
+// arguments every such call takes.
+func (h *handle) onKey(ctx context.Context, s *Scope, writes bool, owners []byte, key string, f func(a at) C.int32_t) error {
+	o, ol := bytes(owners)
+	k, kl := text(key)
+	return h.call(ctx, s, writes, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		return f(at{sc, o, ol, k, kl, cn, e})
+	})
+}
+
 // call runs f for a call of h in scope s (nil: the store itself), after
 // h.begin. On the store, a write (writes true) gets a cancel that ctx
 // fires, which gives up on it before its group starts; in a scope, f runs

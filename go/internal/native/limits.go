@@ -28,7 +28,11 @@ type Allowance struct {
 	Windows    []Window // a quota's windows
 }
 
-func allowance(a *C.TsAllowance) Allowance {
+// allowance converts the answer of a call that succeeded.
+func allowance(a *C.TsAllowance, err error) (Allowance, error) {
+	if err != nil {
+		return Allowance{}, err
+	}
 	out := Allowance{OK: bool(a.ok), Left: uint64(a.left), HasRetryAt: bool(a.has_retry_at), RetryAtNs: int64(a.retry_at_ns)}
 	for i := 0; i < int(a.window_count) && i < len(a.windows); i++ {
 		w := &a.windows[i]
@@ -38,7 +42,7 @@ func allowance(a *C.TsAllowance) Allowance {
 			HasResetsAt: bool(w.has_resets_at), ResetsAtNs: int64(w.resets_at_ns),
 		})
 	}
-	return out
+	return out, nil
 }
 
 // Counters is an open counters handle.
@@ -57,33 +61,27 @@ func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEv
 // Add adds n to a counter, or keeps the larger of it and n (max), in
 // scope s, and returns the new value.
 func (c *Counters) Add(ctx context.Context, s *Scope, owners []byte, key string, n int64, max bool) (int64, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var out C.int64_t
-	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_counters_add(c.ptr, sc, o, ol, k, kl, C.int64_t(n), C.bool(max), cn, &out, e)
+	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_counters_add(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int64_t(n), C.bool(max), a.cn, &out, a.e)
 	})
 	return int64(out), err
 }
 
 // Get reads a counter in scope s: 0 when missing or expired.
 func (c *Counters) Get(ctx context.Context, s *Scope, owners []byte, key string) (int64, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var out C.int64_t
-	err := c.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_counters_get(c.ptr, sc, o, ol, k, kl, &out, e)
+	err := c.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_counters_get(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, &out, a.e)
 	})
 	return int64(out), err
 }
 
 // Delete deletes a counter in scope s and says whether a live one was there.
 func (c *Counters) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var found C.bool
-	err := c.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_counters_delete(c.ptr, sc, o, ol, k, kl, cn, &found, e)
+	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_counters_delete(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.cn, &found, a.e)
 	})
 	return bool(found), err
 }
@@ -112,24 +110,17 @@ func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst
 // Allow takes n requests of a key together, or none; peek counts nothing.
 // In a transaction (s not nil) the core refuses it.
 func (r *RateLimit) Allow(ctx context.Context, s *Scope, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var out C.TsAllowance
-	err := r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_rate_limit_allow(r.ptr, sc, o, ol, k, kl, C.uint64_t(n), C.bool(peek), &out, e)
+	err := r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_rate_limit_allow(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.uint64_t(n), C.bool(peek), &out, a.e)
 	})
-	if err != nil {
-		return Allowance{}, err
-	}
-	return allowance(&out), nil
+	return allowance(&out, err)
 }
 
 // Reset forgets a key; in a transaction the core refuses it.
 func (r *RateLimit) Reset(ctx context.Context, s *Scope, owners []byte, key string) error {
-	o, ol := bytes(owners)
-	k, kl := text(key)
-	return r.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_rate_limit_reset(r.ptr, sc, o, ol, k, kl, e)
+	return r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_rate_limit_reset(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.e)
 	})
 }
 
@@ -177,16 +168,11 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 // Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
 // in scope s.
 func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
-	o, ol := bytes(owners)
-	k, kl := text(key)
 	var out C.TsAllowance
-	err := q.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_quota_use(q.ptr, sc, o, ol, k, kl, C.int32_t(op), C.uint64_t(n), cn, &out, e)
+	err := q.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_quota_use(q.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(op), C.uint64_t(n), a.cn, &out, a.e)
 	})
-	if err != nil {
-		return Allowance{}, err
-	}
-	return allowance(&out), nil
+	return allowance(&out, err)
 }
 
 // AppendOwner adds an owner (or a window name) to an encoded list: a

@@ -40,14 +40,6 @@ const (
 	CodeCancelled      = int(C.TS_CANCELLED)
 )
 
-// NewError makes the error of a code; package tinystore sets it in its
-// init, so that errors carry its sentinels. text is the message with the
-// bucket and path it is about, as the core renders it; cause, when not nil,
-// is the context error behind a cancellation.
-var NewError = func(code int, message, bucket, text string, cause error) error {
-	panic("tinystore: package tinystore did not set native.NewError")
-}
-
 // Made is an error the Go package found itself, about the handle bucket
 // when it is not empty: the core builds it, so that its text reads as
 // every error of the core does.
@@ -80,9 +72,6 @@ func made(code int, message, bucket string, ctx context.Context) error {
 	return failure(rc, e, ctx)
 }
 
-// NewKeyError wraps an error about one key; package kv sets it in its init.
-var NewKeyError = func(err error, bucket, path string) error { return err }
-
 // Cancelled is the error of a call whose context ended before it started.
 func Cancelled(ctx context.Context, bucket string) error {
 	return made(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx)
@@ -111,7 +100,7 @@ func failure(rc C.int32_t, e *C.TsError, ctx context.Context) error {
 	}
 	err := NewError(int(v.code), message, bucket, shown, cause)
 	if v.path != nil {
-		return NewKeyError(err, bucket, C.GoStringN((*C.char)(unsafe.Pointer(v.path)), C.int(v.path_len)))
+		return &KeyError{Bucket: bucket, Path: C.GoStringN((*C.char)(unsafe.Pointer(v.path)), C.int(v.path_len)), Err: err}
 	}
 	return err
 }

@@ -104,12 +104,10 @@ func (c *Claim) Abandon() {
 
 // Get reads the answer kept for a key, in scope s.
 func (o *Once) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Value, bool, error) {
-	ow, ol := bytes(owners)
-	k, kl := text(key)
 	var cv C.TsValue
 	var found C.bool
-	err := o.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_once_get(o.ptr, sc, ow, ol, k, kl, C.int32_t(want), &cv, &found, e)
+	err := o.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
+		return C.ts_once_get(o.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(want), &cv, &found, a.e)
 	})
 	if err != nil || !bool(found) {
 		return Value{}, false, err
@@ -119,11 +117,9 @@ func (o *Once) Get(ctx context.Context, s *Scope, owners []byte, key string, wan
 
 // Delete forgets the answer kept for a key, in scope s.
 func (o *Once) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	ow, ol := bytes(owners)
-	k, kl := text(key)
 	var found C.bool
-	err := o.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_once_delete(o.ptr, sc, ow, ol, k, kl, cn, &found, e)
+	err := o.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
+		return C.ts_once_delete(o.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.cn, &found, a.e)
 	})
 	return bool(found), err
 }

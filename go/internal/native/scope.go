@@ -21,11 +21,6 @@ type Scope struct {
 	ended string // the message of a call after the end
 }
 
-// ScopeOf gives the native scope of a *tinystore.Tx or a *tinystore.View,
-// so that package kv reaches it without its being public; package
-// tinystore sets it in its init.
-var ScopeOf func(txOrView any) *Scope
-
 // BeginTx waits for the writer's turn and begins a transaction; ctx ending
 // before it starts gives up on it.
 func BeginTx(ctx context.Context, s *Store) (*Scope, error) {

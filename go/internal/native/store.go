@@ -21,11 +21,9 @@ type Store struct {
 	ptr    *C.TsStore
 	clock  func() time.Time
 	manual bool
+	dir    string
+	logID  uint64 // the number its log records carry
 }
-
-// StoreOf gives the native store of a *tinystore.Store, so that package kv
-// reaches it without it being public; package tinystore sets it in its init.
-var StoreOf func(store any) *Store
 
 // Maintenance is what one maintenance pass did.
 type Maintenance struct {
@@ -68,7 +66,7 @@ func Open(dir string, manual bool, start time.Time, clock func() time.Time, o Op
 	if err := failure(C.ts_store_open(d, n, &opts, &ptr, &e), e, nil); err != nil {
 		return nil, err
 	}
-	s := &Store{ptr: ptr, clock: clock, manual: manual}
+	s := &Store{ptr: ptr, clock: clock, manual: manual, dir: dir, logID: uint64(C.ts_store_log_id(ptr))}
 	// A safety net: Close frees the handle; a store dropped unclosed is
 	// freed here, and the core closes it once its buckets are gone too.
 	runtime.SetFinalizer(s, (*Store).free)
@@ -168,17 +166,13 @@ func (s *Store) FollowClock(t time.Time) error {
 // Manual says whether the store has a test clock.
 func (s *Store) Manual() bool { return s.manual }
 
-// Now is the store's clock.
-// LogID is the number the store's log records carry (see ForwardLogs).
-func (s *Store) LogID() uint64 {
-	var id uint64
-	_ = s.with(func(p *C.TsStore) error {
-		id = uint64(C.ts_store_log_id(p))
-		return nil
-	})
-	return id
-}
+// Dir is the directory the store was opened in.
+func (s *Store) Dir() string { return s.dir }
 
+// LogID is the number the store's log records carry (see ForwardLogs).
+func (s *Store) LogID() uint64 { return s.logID }
+
+// Now is the store's clock.
 func (s *Store) Now() time.Time {
 	var ms int64
 	if err := s.with(func(p *C.TsStore) error {
