@@ -205,7 +205,7 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
             return Ok(());
         }
         if answers.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null answers queue"));
+            return Err(crate::invalid("a null answers queue"));
         }
         // SAFETY: the caller holds the queue for this call; the reply holds
         // its own reference from here on.

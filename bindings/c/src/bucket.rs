@@ -5,7 +5,7 @@
 //! bytes, so that a caller's `under(...)` costs no handle of its own.
 
 use tinystore::{
-    Branch, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
+    Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
     WriteCall, WriteOptions, from_millis, to_millis,
 };
 
@@ -13,7 +13,7 @@ use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, bytes, guard, put, set, span, text, under};
+use crate::{TsError, at_key, bytes, free, guard, put, set, span, span_if, text, under};
 
 /// A bucket of values, opened on a store.
 pub struct TsBucket(pub(crate) RawBucket);
@@ -70,11 +70,20 @@ pub struct TsPage {
 
 /// Names `key` of `b`'s branch in an error that does not name a key yet.
 pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
-    if e.path().is_some() {
-        return e;
-    }
-    let branch = b.owners().iter().fold(Branch::root(), |br, o| br.child(o));
-    e.at(b.name(), branch.show_with(Some(key)))
+    at_key(b.name(), b.owners().iter().map(Vec::as_slice), key, e)
+}
+
+/// Runs `f` on the branch of `b` the owners name and on the key, naming
+/// the key in any error of `f` that names none.
+unsafe fn on_key<T>(
+    b: *const TsBucket,
+    owners: (*const u8, usize),
+    key: (*const u8, usize),
+    f: impl FnOnce(&RawBucket, &[u8]) -> Result<T>,
+) -> Result<T> {
+    let rb = unsafe { under(b, owners.0, owners.1) }?;
+    let key = unsafe { bytes(key.0, key.1) };
+    f(&rb, key).map_err(|e| named(&rb, key, e))
 }
 
 /// The options of a write of the kind `call`, checked in the core.
@@ -104,6 +113,16 @@ fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
         o.has_at.then(|| from_millis(o.at_ms)),
         o.has_if_version.then(|| Version::from_raw(o.if_version)),
     ))
+}
+
+/// Fills `out` with a live entry read as `want` (its bytes the caller's)
+/// and sets `found` when there is one.
+fn fill_found(out: *mut TsEntry, found: *mut bool, e: Option<Entry<Raw>>, want: i32) -> Result<()> {
+    if let Some(e) = e {
+        fill(out, &e, value_out(&e.value, want)?);
+        set(found, true);
+    }
+    Ok(())
 }
 
 /// Fills `out` with the entry `e`, its value read as `value`.
@@ -136,16 +155,8 @@ pub unsafe extern "C" fn ts_bucket_open(
     guard(err, || {
         let st = unsafe { store(s) }?;
         let name = unsafe { text(name, name_len, "bucket name") }?;
-        let ttl = if has_ttl {
-            Some(span(ttl_ns, "ttl").map_err(|e| e.in_bucket(name))?)
-        } else {
-            None
-        };
-        let idle = if has_idle {
-            Some(span(idle_ns, "idle span").map_err(|e| e.in_bucket(name))?)
-        } else {
-            None
-        };
+        let ttl = span_if(has_ttl, ttl_ns, "ttl", name)?;
+        let idle = span_if(has_idle, idle_ns, "idle span", name)?;
         put(out, TsBucket(RawBucket::open(st, name, ttl, idle)?))
     })
 }
@@ -153,9 +164,7 @@ pub unsafe extern "C" fn ts_bucket_open(
 /// Frees a bucket handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
-    if !b.is_null() {
-        drop(unsafe { Box::from_raw(b) });
-    }
+    unsafe { free(b) }
 }
 
 /// Reads a live key in `scope` as the kind `want`; `found` says whether it
@@ -175,18 +184,11 @@ pub unsafe extern "C" fn ts_bucket_get(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        set(found, false);
-        let got = unsafe { scope_of(scope) }.entry(&rb, key);
-        let Some(e) = got.map_err(|x| named(&rb, key, x))? else {
-            return Ok(());
-        };
-        let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-        fill(out, &e, v);
-        set(found, true);
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            set(found, false);
+            fill_found(out, found, scope_of(scope).entry(rb, key)?, want)
+        })
     })
 }
 
@@ -203,12 +205,11 @@ pub unsafe extern "C" fn ts_bucket_has(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let has = unsafe { scope_of(scope) }.has(&rb, key);
-        set(found, has.map_err(|x| named(&rb, key, x))?);
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            set(found, scope_of(scope).has(rb, key)?);
+            Ok(())
+        })
     })
 }
 
@@ -232,17 +233,17 @@ pub unsafe extern "C" fn ts_bucket_set(
     version: *mut i64,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
-        let v = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
-            s => s.set(&rb, key, raw, opts),
-        };
-        set(version, v.map_err(|e| named(&rb, key, e))?.get());
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            let raw = raw_in(kind, integer, value, value_len)?;
+            let opts = write_options(options, WriteCall::Set)?;
+            let v = match scope_of(scope) {
+                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
+                s => s.set(rb, key, raw, opts),
+            };
+            set(version, v?.get());
+            Ok(())
+        })
     })
 }
 
@@ -284,31 +285,23 @@ pub unsafe extern "C" fn ts_bucket_create(
     found: *mut TsEntry,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let expiry = write_options(options, WriteCall::Create)
-            .map_err(|e| named(&rb, key, e))?
-            .expiry;
-        let created = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                rb.create_then(key, raw, expiry, done)
-            }),
-            s => s.create(&rb, key, raw, expiry),
-        };
-        match created.map_err(|e| named(&rb, key, e))? {
-            Created::Written(v) => {
-                set(written, true);
-                set(version, v.get());
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            let raw = raw_in(kind, integer, value, value_len)?;
+            let expiry = write_options(options, WriteCall::Create)?.expiry;
+            let created = match scope_of(scope) {
+                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                    rb.create_then(key, raw, expiry, done)
+                })?,
+                s => s.create(rb, key, raw, expiry)?,
+            };
+            set(written, matches!(created, Created::Written(_)));
+            match created {
+                Created::Written(v) => set(version, v.get()),
+                Created::Found(e) => fill(found, &e, value_out(&e.value, want)?),
             }
-            Created::Found(e) => {
-                set(written, false);
-                let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-                fill(found, &e, v);
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     })
 }
 
@@ -354,26 +347,19 @@ pub unsafe extern "C" fn ts_bucket_take(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let at = write_options(options, WriteCall::Take)
-            .map_err(|e| named(&rb, key, e))?
-            .if_version;
-        let decodes = decodes_as(want, check, check_ctx);
-        set(found, false);
-        let taken = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                rb.take_then(key, at, decodes, done)
-            }),
-            s => s.take(&rb, key, at, decodes),
-        };
-        if let Some(e) = taken.map_err(|x| named(&rb, key, x))? {
-            let v = value_out(&e.value, want).map_err(|x| named(&rb, key, x))?;
-            fill(out, &e, v);
-            set(found, true);
-        }
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            set(found, false);
+            let at = write_options(options, WriteCall::Take)?.if_version;
+            let decodes = decodes_as(want, check, check_ctx);
+            let taken = match scope_of(scope) {
+                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                    rb.take_then(key, at, decodes, done)
+                })?,
+                s => s.take(rb, key, at, decodes)?,
+            };
+            fill_found(out, found, taken, want)
+        })
     })
 }
 
@@ -391,18 +377,16 @@ pub unsafe extern "C" fn ts_bucket_delete(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let at = write_options(options, WriteCall::Delete)
-            .map_err(|e| named(&rb, key, e))?
-            .if_version;
-        let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
-            s => s.delete(&rb, key, at),
-        };
-        set(found, was.map_err(|x| named(&rb, key, x))?);
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            let at = write_options(options, WriteCall::Delete)?.if_version;
+            let was = match scope_of(scope) {
+                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
+                s => s.delete(rb, key, at),
+            };
+            set(found, was?);
+            Ok(())
+        })
     })
 }
 
@@ -421,18 +405,18 @@ pub unsafe extern "C" fn ts_bucket_expire(
     found: *mut bool,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let (expiry, at) = expire_options(options).map_err(|e| named(&rb, key, e))?;
-        let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                rb.expire_then(key, expiry, at, done)
-            }),
-            s => s.expire(&rb, key, expiry, at),
-        };
-        set(found, was.map_err(|x| named(&rb, key, x))?);
-        Ok(())
+    guard(err, || unsafe {
+        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
+            let (expiry, at) = expire_options(options)?;
+            let was = match scope_of(scope) {
+                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
+                    rb.expire_then(key, expiry, at, done)
+                }),
+                s => s.expire(rb, key, expiry, at),
+            };
+            set(found, was?);
+            Ok(())
+        })
     })
 }
 
@@ -528,7 +512,5 @@ pub unsafe extern "C" fn ts_page_next(p: *const TsPage, key: *mut *const u8, key
 /// Frees a page. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_page_free(p: *mut TsPage) {
-    if !p.is_null() {
-        drop(unsafe { Box::from_raw(p) });
-    }
+    unsafe { free(p) }
 }

@@ -2,24 +2,22 @@
 //! describes a struct as the core's fields (`[{"path", "type", "default",
 //! "secret", "required", "env"}]`) and converts; every rule is the core's.
 
+use tinystore::RawConfig;
 use tinystore::config::{Layers, Schema};
-use tinystore::{Error, ErrorKind, RawConfig};
 
 use crate::store::{TsStore, store};
-use crate::{TsError, bytes, give_bytes, guard, text};
+use crate::{TsError, bytes, give_bytes, guard, handle, invalid, put, text};
 
 /// A config handle.
 pub struct TsConfig(RawConfig);
 
 unsafe fn config<'a>(c: *const TsConfig) -> tinystore::Result<&'a RawConfig> {
-    unsafe { c.as_ref() }
-        .map(|c| &c.0)
-        .ok_or_else(|| Error::new(ErrorKind::Invalid, "a null config"))
+    Ok(&unsafe { handle(c, "config") }?.0)
 }
 
 unsafe fn give_text(s: String, out: *mut *mut u8, out_len: *mut usize) -> tinystore::Result<()> {
     if out.is_null() || out_len.is_null() {
-        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        return Err(invalid("a null out pointer"));
     }
     let (p, n) = give_bytes(s.into_bytes());
     unsafe {
@@ -48,21 +46,14 @@ pub unsafe extern "C" fn ts_config_open(
         let name = unsafe { text(name, name_len, "config name") }?;
         let schema = Schema::from_json(unsafe { text(fields, fields_len, "config fields") }?)?;
         let layers = Layers::from_json(unsafe { text(layers, layers_len, "config layers") }?)?;
-        let c = RawConfig::open(st, name, schema, layers, None)?;
-        if out.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
-        }
-        unsafe { *out = Box::into_raw(Box::new(TsConfig(c))) };
-        Ok(())
+        put(out, TsConfig(RawConfig::open(st, name, schema, layers, None)?))
     })
 }
 
 /// Frees a config handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_config_free(c: *mut TsConfig) {
-    if !c.is_null() {
-        drop(unsafe { Box::from_raw(c) });
-    }
+    unsafe { crate::free(c) }
 }
 
 /// The whole config as JSON, from memory; the bytes are the caller's
@@ -97,8 +88,7 @@ pub unsafe extern "C" fn ts_config_update(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let patch = std::str::from_utf8(unsafe { bytes(patch, patch_len) })
-            .map_err(|_| Error::new(ErrorKind::Invalid, "the config update is not UTF-8 text"))?;
+        let patch = unsafe { text(patch, patch_len, "config update") }?;
         unsafe { config(c) }?.update_json(patch)
     })
 }

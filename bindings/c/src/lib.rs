@@ -164,9 +164,24 @@ pub unsafe extern "C" fn ts_error_view(err: *const TsError, out: *mut TsErrorVie
 /// Frees an error. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_error_free(err: *mut TsError) {
-    if !err.is_null() {
-        drop(unsafe { Box::from_raw(err) });
+    unsafe { free(err) }
+}
+
+/// Frees what the ABI boxed for the caller (a handle, an error). Null is ignored.
+pub(crate) unsafe fn free<T>(p: *mut T) {
+    if !p.is_null() {
+        drop(unsafe { Box::from_raw(p) });
     }
+}
+
+/// Bad input, in the core's kind.
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Invalid, message)
+}
+
+/// The error kind of a code the caller gave, or `Invalid` naming it.
+fn kind_given(code: i32) -> Result<ErrorKind> {
+    kind_of(code).ok_or_else(|| invalid(format!("no error code {code}")))
 }
 
 /// Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
@@ -199,8 +214,7 @@ pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 
 /// The UTF-8 text at `ptr`, or `Invalid` naming `what`.
 pub(crate) unsafe fn text<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a str> {
-    std::str::from_utf8(unsafe { bytes(ptr, len) })
-        .map_err(|_| Error::new(ErrorKind::Invalid, format!("the {what} is not UTF-8 text")))
+    std::str::from_utf8(unsafe { bytes(ptr, len) }).map_err(|_| invalid(format!("the {what} is not UTF-8 text")))
 }
 
 /// Runs `f`, turning its error or panic into a code and a `TsError` in `err`.
@@ -238,8 +252,8 @@ pub unsafe extern "C" fn ts_codec_fault(
     guard(err, || {
         let word = unsafe { text(word, word_len, "codec fault") }?;
         let detail = String::from_utf8_lossy(unsafe { bytes(detail, detail_len) });
-        let fault = tinystore::CodecFault::named(word, &detail)
-            .ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no codec fault {word:?}")))?;
+        let fault =
+            tinystore::CodecFault::named(word, &detail).ok_or_else(|| invalid(format!("no codec fault {word:?}")))?;
         Err(fault.error())
     })
 }
@@ -258,9 +272,10 @@ pub unsafe extern "C" fn ts_error_new(
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "handle name") }?;
-        let kind = kind_of(code).ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no error code {code}")))?;
-        let message = String::from_utf8_lossy(unsafe { bytes(message, message_len) });
-        let e = Error::new(kind, message);
+        let e = Error::new(
+            kind_given(code)?,
+            String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
+        );
         Err(if name.is_empty() { e } else { e.in_bucket(name) })
     })
 }
@@ -283,12 +298,27 @@ pub unsafe extern "C" fn ts_key_error(
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "handle name") }?;
-        let kind = kind_of(code).ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no error code {code}")))?;
-        let message = String::from_utf8_lossy(unsafe { bytes(message, message_len) });
-        let owners = owners_of(unsafe { bytes(owners, owners_len) })?;
-        let branch = owners.into_iter().fold(Branch::root(), |b, o| b.child(o));
-        Err(Error::new(kind, message).at(name, branch.show_with(Some(unsafe { bytes(key, key_len) }))))
+        let e = Error::new(
+            kind_given(code)?,
+            String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
+        );
+        Err(at_key(
+            name,
+            owners_of(unsafe { bytes(owners, owners_len) })?,
+            unsafe { bytes(key, key_len) },
+            e,
+        ))
     })
+}
+
+/// Names the key of the branch of `owners` under the handle `name` in an
+/// error that does not name a key yet.
+pub(crate) fn at_key<'a>(name: &str, owners: impl IntoIterator<Item = &'a [u8]>, key: &[u8], e: Error) -> Error {
+    if e.path().is_some() {
+        return e;
+    }
+    let branch = owners.into_iter().fold(Branch::root(), |b, o| b.child(o));
+    e.at(name, branch.show_with(Some(key)))
 }
 
 /// Stores `v` at `out` when it is not null.
@@ -301,7 +331,7 @@ pub(crate) fn set<T>(out: *mut T, v: T) {
 /// Hands `v` to the caller at `out`, boxed; it frees it with its `*_free`.
 pub(crate) fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
     if out.is_null() {
-        return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+        return Err(invalid("a null out pointer"));
     }
     unsafe { *out = Box::into_raw(Box::new(v)) };
     Ok(())
@@ -309,7 +339,7 @@ pub(crate) fn put<T>(out: *mut *mut T, v: T) -> Result<()> {
 
 /// The handle at `p`, or `Invalid` naming `what` when it is null.
 pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
-    unsafe { p.as_ref() }.ok_or_else(|| Error::new(ErrorKind::Invalid, format!("a null {what}")))
+    unsafe { p.as_ref() }.ok_or_else(|| invalid(format!("a null {what}")))
 }
 
 /// Reads the owners a caller encoded, in order: each a little-endian u32
@@ -317,12 +347,7 @@ pub(crate) unsafe fn handle<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
 pub(crate) fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
     let mut out = Vec::new();
     while !enc.is_empty() {
-        let bad = || {
-            Error::new(
-                ErrorKind::Invalid,
-                "the owners are not encoded as u32 lengths and bytes",
-            )
-        };
+        let bad = || invalid("the owners are not encoded as u32 lengths and bytes");
         let n = u32::from_le_bytes(enc.get(..4).ok_or_else(bad)?.try_into().expect("four bytes")) as usize;
         out.push(enc.get(4..4 + n).ok_or_else(bad)?);
         enc = &enc[4 + n..];
@@ -396,7 +421,13 @@ pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, 
 pub(crate) fn span(ns: i64, what: &str) -> Result<Duration> {
     u64::try_from(ns)
         .map(Duration::from_nanos)
-        .map_err(|_| Error::new(ErrorKind::Invalid, format!("a {what} of {ns} ns is negative")))
+        .map_err(|_| invalid(format!("a {what} of {ns} ns is negative")))
+}
+
+/// The span of a handle `name` opens with, when `has` says it is given;
+/// a refusal names the handle.
+pub(crate) fn span_if(has: bool, ns: i64, what: &str, name: &str) -> Result<Option<Duration>> {
+    has.then(|| span(ns, what).map_err(|e| e.in_bucket(name))).transpose()
 }
 
 #[cfg(test)]

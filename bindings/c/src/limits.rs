@@ -3,12 +3,12 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, Error, ErrorKind, MAX_WINDOWS, Quota, RateLimit, Scope};
+use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Scope};
 
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, bytes, guard, owners_of, put, set, span, text, under};
+use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text, under};
 
 /// Counters, opened on a store.
 pub struct TsCounters(pub(crate) Counters);
@@ -105,11 +105,11 @@ pub unsafe extern "C" fn ts_counters_open(
     guard(err, || {
         let name = unsafe { text(name, name_len, "counters name") }?;
         let mut b = unsafe { store(s) }?.counters(name);
-        if has_ttl {
-            b = b.ttl(span(ttl_ns, "ttl").map_err(|e| e.in_bucket(name))?);
+        if let Some(ttl) = span_if(has_ttl, ttl_ns, "ttl", name)? {
+            b = b.ttl(ttl);
         }
-        if has_flush_every {
-            b = b.flush_every(span(flush_every_ns, "flush_every").map_err(|e| e.in_bucket(name))?);
+        if let Some(every) = span_if(has_flush_every, flush_every_ns, "flush_every", name)? {
+            b = b.flush_every(every);
         }
         put(out, TsCounters(b.open()?))
     })
@@ -118,9 +118,7 @@ pub unsafe extern "C" fn ts_counters_open(
 /// Frees a counters handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
-    if !c.is_null() {
-        drop(unsafe { Box::from_raw(c) });
-    }
+    unsafe { crate::free(c) }
 }
 
 /// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
@@ -246,9 +244,7 @@ pub unsafe extern "C" fn ts_rate_limit_open(
 /// Frees a rate limit handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
-    if !r.is_null() {
-        drop(unsafe { Box::from_raw(r) });
-    }
+    unsafe { crate::free(r) }
 }
 
 /// Takes `n` requests of a key together, or none (`peek` true: counts
@@ -321,13 +317,10 @@ pub unsafe extern "C" fn ts_quota_open(
         let mut b = unsafe { store(s) }?.quota(name);
         let names = owners_of(unsafe { bytes(names, names_len) })?;
         if names.len() != count || (count > 0 && (limits.is_null() || spans_ns.is_null())) {
-            return Err(Error::new(
-                ErrorKind::Invalid,
-                "the windows' names, limits and spans differ in number",
-            ));
+            return Err(invalid("the windows' names, limits and spans differ in number"));
         }
         for (i, n) in names.into_iter().enumerate() {
-            let n = std::str::from_utf8(n).map_err(|_| Error::new(ErrorKind::Invalid, "a window name is not UTF-8"))?;
+            let n = std::str::from_utf8(n).map_err(|_| invalid("a window name is not UTF-8"))?;
             let (limit, ns) = unsafe { (*limits.add(i), *spans_ns.add(i)) };
             let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
             b = b.window(n, limit, per);
@@ -339,9 +332,7 @@ pub unsafe extern "C" fn ts_quota_open(
 /// Frees a quota handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_quota_free(q: *mut TsQuota) {
-    if !q.is_null() {
-        drop(unsafe { Box::from_raw(q) });
-    }
+    unsafe { crate::free(q) }
 }
 
 /// What `ts_quota_use` does.
@@ -382,7 +373,7 @@ pub unsafe extern "C" fn ts_quota_use(
             (s, TS_QUOTA_REFUND) => s.quota_refund(&h, key, n)?,
             (s, TS_QUOTA_RESET) => return s.quota_reset(&h, key),
             (s, TS_QUOTA_PEEK) => s.quota_peek(&h, key)?,
-            _ => return Err(Error::new(ErrorKind::Invalid, format!("no quota operation {op}"))),
+            _ => return Err(invalid(format!("no quota operation {op}"))),
         };
         fill(out, &a);
         Ok(())

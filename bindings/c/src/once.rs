@@ -4,15 +4,13 @@
 //! any run of the key in this process or another) and `ts_claim_keep` or
 //! `ts_claim_abandon`.
 
-use std::sync::{Arc, Condvar, Mutex};
-
-use tinystore::{Begun, Branch, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
+use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Scope};
 
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out};
-use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, bytes, guard, put, set, span, text, under};
+use crate::waits::{TsCancel, answer_or_give_up, wait_on_store};
+use crate::{TsError, bytes, guard, put, set, span_if, text, under};
 
 /// A once, opened on a store.
 pub struct TsOnce(pub(crate) RawOnce);
@@ -41,20 +39,11 @@ pub unsafe extern "C" fn ts_caller_inside_run(outer: *const TsCaller, claim: *co
 /// Frees a caller's context. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
-    if !c.is_null() {
-        drop(unsafe { Box::from_raw(c) });
-    }
+    unsafe { crate::free(c) }
 }
 
 fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
-    if e.path().is_some() {
-        return e;
-    }
-    let branch = crate::owners_of(owners)
-        .unwrap_or_default()
-        .into_iter()
-        .fold(Branch::root(), |b, o| b.child(o));
-    e.at(o.name(), branch.show_with(Some(key)))
+    crate::at_key(o.name(), crate::owners_of(owners).unwrap_or_default(), key, e)
 }
 
 /// Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
@@ -71,11 +60,7 @@ pub unsafe extern "C" fn ts_once_open(
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "once name") }?;
-        let keep = if has_keep {
-            Some(span(keep_ns, "keep").map_err(|e| e.in_bucket(name))?)
-        } else {
-            None
-        };
+        let keep = span_if(has_keep, keep_ns, "keep", name)?;
         put(out, TsOnce(RawOnce::open(unsafe { store(s) }?, name, keep)?))
     })
 }
@@ -83,19 +68,7 @@ pub unsafe extern "C" fn ts_once_open(
 /// Frees a once handle. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
-    if !o.is_null() {
-        drop(unsafe { Box::from_raw(o) });
-    }
-}
-
-// One slot a call, in an Arc: its size, which a `Begun` holding a key's
-// path inline sets, costs nothing that boxing the answer would save.
-#[allow(clippy::large_enum_variant)]
-enum Slot {
-    Waiting,
-    Ready(Result<Begun>),
-    Cancelled,
-    Taken,
+    unsafe { crate::free(o) }
 }
 
 /// Begins a run of a key, waiting for any run of it to end. Either an
@@ -125,53 +98,23 @@ pub unsafe extern "C" fn ts_once_begin(
         let h = unsafe { under(o, owners, owners_len) }?;
         let key = unsafe { bytes(key, key_len) };
         if claim.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null claim pointer"));
+            return Err(crate::invalid("a null claim pointer"));
         }
         let empty = CallerContext::new();
         let caller = unsafe { caller.as_ref() }.map_or(&empty, |c| &c.0);
-        let slot = Arc::new((Mutex::new(Slot::Waiting), Condvar::new()));
-        let ready = slot.clone();
-        h.begin(key, caller, move |r| {
-            let mut s = ready.0.lock().unwrap_or_else(|p| p.into_inner());
-            let late = match *s {
-                Slot::Waiting => {
-                    *s = Slot::Ready(r);
-                    None
-                }
-                // The caller gave up: a claim it got now lets go at once.
-                _ => Some(r),
-            };
-            drop(s);
-            ready.1.notify_all();
-            drop(late);
-        })?;
-        if let Some(c) = unsafe { cancel.as_ref() } {
-            let gone = slot.clone();
-            c.on_fire(move || {
-                let mut s = gone.0.lock().unwrap_or_else(|p| p.into_inner());
-                if matches!(*s, Slot::Waiting) {
-                    *s = Slot::Cancelled;
-                }
-                drop(s);
-                gone.1.notify_all();
-            });
-        }
-        let mut s = slot.0.lock().unwrap_or_else(|p| p.into_inner());
-        while matches!(*s, Slot::Waiting) {
-            s = slot.1.wait(s).unwrap_or_else(|p| p.into_inner());
-        }
-        match std::mem::replace(&mut *s, Slot::Taken) {
-            Slot::Ready(Ok(Begun::Kept(raw))) => {
+        // A fired cancel ends the wait; a claim the caller gets after it
+        // lets go at once.
+        let gave_up = named(&h, enc, key, tinystore::waiter_gave_up());
+        match answer_or_give_up(cancel, |done| h.begin(key, caller, done), |()| gave_up)? {
+            Begun::Kept(raw) => {
                 set(value, value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?);
                 set(kept, true);
                 Ok(())
             }
-            Slot::Ready(Ok(Begun::Run(c))) => {
+            Begun::Run(c) => {
                 set(kept, false);
                 put(claim, TsClaim(c))
             }
-            Slot::Ready(Err(e)) => Err(e),
-            _ => Err(named(&h, enc, key, tinystore::waiter_gave_up())),
         }
     })
 }
@@ -189,7 +132,7 @@ pub unsafe extern "C" fn ts_claim_keep(
 ) -> i32 {
     guard(err, || {
         if claim.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null claim"));
+            return Err(crate::invalid("a null claim"));
         }
         let c = unsafe { Box::from_raw(claim) }.0;
         let raw = unsafe { raw_in(kind, integer, value, value_len) }?; // dropping `c` lets go

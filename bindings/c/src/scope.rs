@@ -16,8 +16,8 @@ use std::sync::mpsc::{self, Receiver};
 use tinystore::{Error, ErrorKind, Result, Scope, Snapshot, TxSession};
 
 use crate::store::{TsStore, store};
-use crate::waits::TsCancel;
-use crate::{TsError, guard, put};
+use crate::waits::{TsCancel, answer_or_give_up};
+use crate::{TsError, guard, invalid, put};
 
 /// An open transaction or read snapshot, the scope of the calls given it.
 pub struct TsScope(Held);
@@ -68,8 +68,8 @@ fn ended() -> Error {
 unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a Tx> {
     match unsafe { s.as_ref() } {
         Some(TsScope(Held::Tx(t))) => Ok(t),
-        Some(TsScope(Held::View(_))) => Err(Error::new(ErrorKind::Invalid, "a view is not a transaction")),
-        None => Err(Error::new(ErrorKind::Invalid, "a null transaction")),
+        Some(TsScope(Held::View(_))) => Err(invalid("a view is not a transaction")),
+        None => Err(invalid("a null transaction")),
     }
 }
 
@@ -87,33 +87,27 @@ pub unsafe extern "C" fn ts_tx_begin(
     guard(err, || {
         let st = unsafe { store(s) }?;
         if out.is_null() {
-            return Err(Error::new(ErrorKind::Invalid, "a null out pointer"));
+            return Err(invalid("a null out pointer"));
         }
-        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-        let gave_up = ready_tx.clone();
         let (done_tx, done_rx) = mpsc::sync_channel(1);
-        let ticket = st.transaction_then(
-            move |r| {
-                // After the caller gave up, the session is dropped here, on
-                // the writer thread, which rolls it back: nothing is written.
-                let _ = ready_tx.try_send(r);
+        // A fired cancel ends the wait at once, even while another
+        // transaction holds the writer: a session that still arrives is
+        // dropped on the writer thread, which rolls it back.
+        let session = answer_or_give_up(
+            cancel,
+            |ready| {
+                st.transaction_then(ready, move |r| {
+                    let _ = done_tx.send(r);
+                })
             },
-            move |r| {
-                let _ = done_tx.send(r);
-            },
-        )?;
-        if let Some(c) = unsafe { cancel.as_ref() } {
-            // The wait ends at once, even while another transaction holds
-            // the writer: a session that still arrives is rolled back.
-            c.on_fire(move || {
+            |ticket| {
                 ticket.cancel();
-                let _ = gave_up.try_send(Err(Error::new(
+                Error::new(
                     ErrorKind::Cancelled,
                     "gave up waiting for the writer; nothing was written",
-                )));
-            });
-        }
-        let session = ready_rx.recv().map_err(|_| ended())??;
+                )
+            },
+        )?;
         let done = Mutex::new(Some(done_rx));
         put(out, TsScope(Held::Tx(Tx { session, done })))
     })

@@ -127,9 +127,7 @@ pub unsafe extern "C" fn ts_store_close(s: *const TsStore, err: *mut *mut TsErro
 /// it are freed, if `ts_store_close` did not close it before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_store_free(s: *mut TsStore) {
-    if !s.is_null() {
-        drop(unsafe { Box::from_raw(s) });
-    }
+    unsafe { crate::free(s) }
 }
 
 /// Runs one maintenance pass (flushes, renewals, sweeps) and says what it did.

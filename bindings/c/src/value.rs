@@ -6,9 +6,9 @@
 //! wants and the core's `as_*` helpers refuse a row of another kind as
 //! `Corrupt`.
 
-use tinystore::{Error, ErrorKind, Raw, Result};
+use tinystore::{Raw, Result};
 
-use crate::{bytes, give_bytes};
+use crate::{bytes, give_bytes, invalid};
 
 /// Nothing: a set member (`struct{}` in Go).
 pub const TS_KIND_NULL: i32 = 0;
@@ -52,18 +52,16 @@ pub(crate) unsafe fn raw_in(kind: i32, int: i64, ptr: *const u8, len: usize) -> 
         TS_KIND_NULL => Raw::Null,
         TS_KIND_INT => Raw::int(int),
         TS_KIND_BYTES => Raw::Bytes(b().to_vec()),
-        TS_KIND_TEXT => Raw::text(
-            std::str::from_utf8(b()).map_err(|_| Error::new(ErrorKind::Invalid, "a text value is not UTF-8"))?,
-        ),
+        TS_KIND_TEXT => Raw::text(std::str::from_utf8(b()).map_err(|_| invalid("a text value is not UTF-8"))?),
         TS_KIND_BOOL => match int {
             0 | 1 => Raw::bool(int == 1),
-            _ => return Err(Error::new(ErrorKind::Invalid, format!("a bool is 0 or 1, not {int}"))),
+            _ => return Err(invalid(format!("a bool is 0 or 1, not {int}"))),
         },
         TS_KIND_FLOAT => Raw::float(f64::from_bits(int as u64)),
         TS_KIND_FLOAT32 => Raw::float32(f32::from_bits(int as u32)),
         TS_KIND_UINT64 => Raw::uint64(int as u64),
         TS_KIND_JSON => Raw::json(b().to_vec()),
-        _ => return Err(Error::new(ErrorKind::Invalid, format!("no value kind {kind}"))),
+        _ => return Err(invalid(format!("no value kind {kind}"))),
     })
 }
 
@@ -88,30 +86,28 @@ pub(crate) fn read_as(raw: &Raw, want: i32) -> Result<(i32, i64, Option<&[u8]>)>
             Raw::Int(i) => (TS_KIND_INT, *i, None),
             Raw::Bytes(b) => (TS_KIND_BYTES, 0, Some(b)),
         },
-        _ => return Err(Error::new(ErrorKind::Invalid, format!("no value kind {want}"))),
+        _ => return Err(invalid(format!("no value kind {want}"))),
     })
 }
 
 /// The row read as `want`, its bytes handed to the caller.
 pub(crate) fn value_out(raw: &Raw, want: i32) -> Result<TsValue> {
-    let (kind, int, b) = read_as(raw, want)?;
-    let (bytes, len) = b.map_or((std::ptr::null_mut(), 0), |b| give_bytes(b.to_vec()));
-    Ok(TsValue {
-        kind,
-        integer: int,
-        bytes,
-        len,
-    })
+    value_with(raw, want, |b| give_bytes(b.to_vec()))
 }
 
 /// The row read as `want`, its bytes borrowed from `raw` (for a check
 /// callback or a page, which must not free them).
 pub(crate) fn value_view(raw: &Raw, want: i32) -> Result<TsValue> {
-    let (kind, int, b) = read_as(raw, want)?;
-    let (bytes, len) = b.map_or((std::ptr::null_mut(), 0), |b| (b.as_ptr().cast_mut(), b.len()));
+    value_with(raw, want, |b| (b.as_ptr().cast_mut(), b.len()))
+}
+
+/// The row read as `want`, its bytes (when it has any) passed out by `pass`.
+fn value_with(raw: &Raw, want: i32, pass: impl FnOnce(&[u8]) -> (*mut u8, usize)) -> Result<TsValue> {
+    let (kind, integer, b) = read_as(raw, want)?;
+    let (bytes, len) = b.map_or((std::ptr::null_mut(), 0), pass);
     Ok(TsValue {
         kind,
-        integer: int,
+        integer,
         bytes,
         len,
     })

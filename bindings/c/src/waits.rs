@@ -54,9 +54,7 @@ pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
 /// Frees a cancel. Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
-    if !cancel.is_null() {
-        drop(unsafe { Box::from_raw(cancel) });
-    }
+    unsafe { crate::free(cancel) }
 }
 
 impl TsCancel {
@@ -95,6 +93,34 @@ pub(crate) fn wait<T: Send + 'static>(
         Err(Error::new(
             ErrorKind::Closed,
             "the store closed before the write was answered",
+        ))
+    })
+}
+
+/// Waits for the answer that `start` hands its completion, or until
+/// `cancel` (which may be null) fires: then `give_up` gets what `start`
+/// returned (a ticket to cancel) and makes the answer, an error. An answer
+/// that comes after is dropped where it arrives, which lets go of it (a
+/// transaction rolls back, a claim is released).
+pub(crate) fn answer_or_give_up<T: Send + 'static, S: Send + 'static>(
+    cancel: *const TsCancel,
+    start: impl FnOnce(Done<T>) -> Result<S>,
+    give_up: impl FnOnce(S) -> Error + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let gave_up = tx.clone();
+    let started = start(Box::new(move |r| {
+        let _ = tx.try_send(r);
+    }))?;
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        c.on_fire(move || {
+            let _ = gave_up.try_send(Err(give_up(started)));
+        });
+    }
+    rx.recv().unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Closed,
+            "the store closed before the call was answered",
         ))
     })
 }
