@@ -272,17 +272,8 @@ mod tests {
         let code = unsafe { ts_store_open(dir.as_ptr(), dir.len(), &options, &mut s, &mut err) };
         let mut message = String::new();
         if !err.is_null() {
-            let mut v = TsErrorView {
-                code: 0,
-                message: std::ptr::null(),
-                message_len: 0,
-                bucket: std::ptr::null(),
-                bucket_len: 0,
-                path: std::ptr::null(),
-                path_len: 0,
-                text: std::ptr::null(),
-                text_len: 0,
-            };
+            // SAFETY: a view is integers and null pointers when zeroed.
+            let mut v: TsErrorView = unsafe { std::mem::zeroed() };
             unsafe { ts_error_view(err, &mut v) };
             message = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(v.message, v.message_len) }).into();
             unsafe { ts_error_free(err) };

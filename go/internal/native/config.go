@@ -38,15 +38,13 @@ func (c *Config) Sources() ([]byte, error) { return c.json(true) }
 func (c *Config) json(sources bool) ([]byte, error) {
 	var p *C.uint8_t
 	var n C.size_t
-	var e *C.TsError
-	var rc C.int32_t
-	if sources {
-		rc = C.ts_config_sources(c.ptr, &p, &n, &e)
-	} else {
-		rc = C.ts_config_get(c.ptr, &p, &n, &e)
-	}
-	runtime.KeepAlive(c)
-	if err := failure(rc, e, nil); err != nil {
+	err := c.answer(func(e **C.TsError) C.int32_t {
+		if sources {
+			return C.ts_config_sources(c.ptr, &p, &n, e)
+		}
+		return C.ts_config_get(c.ptr, &p, &n, e)
+	})
+	if err != nil {
 		return nil, err
 	}
 	defer C.ts_bytes_free(p, n)
@@ -56,20 +54,21 @@ func (c *Config) json(sources bool) ([]byte, error) {
 // Update checks and keeps the fields of patch (JSON) that change.
 func (c *Config) Update(patch []byte) error {
 	p, n := bytes(patch)
-	var e *C.TsError
-	rc := C.ts_config_update(c.ptr, p, n, &e)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(patch)
-	return failure(rc, e, nil)
+	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_update(c.ptr, p, n, e) })
 }
 
 // Reset gives the field, or struct of fields, at path back to the layers.
 func (c *Config) Reset(path string) error {
 	p, n := text(path)
+	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_reset(c.ptr, p, n, e) })
+}
+
+// answer runs a call of the config and converts its error; the config
+// stays alive until the call returns.
+func (c *Config) answer(call func(e **C.TsError) C.int32_t) error {
 	var e *C.TsError
-	rc := C.ts_config_reset(c.ptr, p, n, &e)
+	rc := call(&e)
 	runtime.KeepAlive(c)
-	runtime.KeepAlive(path)
 	return failure(rc, e, nil)
 }
 
