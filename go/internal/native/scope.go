@@ -89,10 +89,5 @@ func (s *Scope) HoldThread() {
 // End ends the scope: a transaction not committed is rolled back, writing
 // nothing of it, and a view is closed. After the end it does nothing.
 func (s *Scope) End() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ptr != nil {
-		C.ts_scope_free(s.ptr)
-		s.ptr = nil
-	}
+	release(&s.mu, &s.ptr, func(p *C.TsScope) { C.ts_scope_free(p) })
 }

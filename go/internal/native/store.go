@@ -74,11 +74,19 @@ func Open(dir string, manual bool, start time.Time, clock func() time.Time, o Op
 }
 
 func (s *Store) free() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ptr != nil {
-		C.ts_store_free(s.ptr)
-		s.ptr = nil
+	release(&s.mu, &s.ptr, func(p *C.TsStore) { C.ts_store_free(p) })
+}
+
+// release frees the C handle at p once, holding mu for writing: a call
+// holds it for reading, so none uses the handle while it is freed, and a
+// call after finds it nil.
+func release[P comparable](mu *sync.RWMutex, p *P, free func(P)) {
+	mu.Lock()
+	defer mu.Unlock()
+	var none P
+	if *p != none {
+		free(*p)
+		*p = none
 	}
 }
 
