@@ -415,12 +415,7 @@ impl TxSession {
     }
 
     pub(crate) fn same_store(&self, bucket: &RawBucket) -> Result<()> {
-        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
-            return Err(
-                Error::invalid("a handle of another store was used in this transaction").in_bucket(bucket.name())
-            );
-        }
-        Ok(())
+        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())
     }
 }
 
@@ -497,6 +492,11 @@ impl Store {
 }
 
 impl Snapshot {
+    /// The store of this snapshot.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Runs `f` on the snapshot's connection with the snapshot's time, for
     /// a read of `bucket`, which must be of this store. A read past
     /// [`VIEW_LIMIT`] ends the snapshot and is `Limit`.
@@ -515,9 +515,7 @@ impl Snapshot {
     /// Refuses a read of another store's bucket, or past [`VIEW_LIMIT`]
     /// (which ends the snapshot).
     fn check(&self, bucket: &RawBucket) -> Result<()> {
-        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
-            return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
-        }
+        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())?;
         if view_past_limit(self.now, self.store.inner.clock.now_millis()) {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));

@@ -143,11 +143,7 @@ impl Store {
 }
 
 fn same_store(a: &Store, b: &RawBucket) -> Result<()> {
-    if std::sync::Arc::ptr_eq(&a.inner, &b.core.store.inner) {
-        Ok(())
-    } else {
-        Err(Error::invalid("a handle of another store was used in this transaction").in_bucket(b.name()))
-    }
+    crate::tx_kinds::same_store(a, b.store(), b.name())
 }
 
 impl<'a, 'c> Tx<'a, 'c> {

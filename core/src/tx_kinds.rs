@@ -50,12 +50,19 @@ pub fn once_run_refused() -> Error {
     )
 }
 
-/// `Invalid` unless `handle` belongs to `tx`'s store.
-pub(crate) fn same_store(tx: &Store, handle: &Store, name: &str) -> Result<()> {
-    if Arc::ptr_eq(&tx.inner, &handle.inner) {
+/// The refusal of the handle `name` of another store in a transaction or
+/// a view, at `with` or at a call: one text for every language.
+pub fn other_store_refused(name: &str) -> Error {
+    Error::invalid("this handle is of another store: a transaction or a view takes the handles of its own store")
+        .in_bucket(name)
+}
+
+/// `Invalid` unless the handle `name` belongs to `scope`'s store.
+pub(crate) fn same_store(scope: &Store, handle: &Store, name: &str) -> Result<()> {
+    if Arc::ptr_eq(&scope.inner, &handle.inner) {
         Ok(())
     } else {
-        Err(Error::invalid("a handle of another store was used in this transaction").in_bucket(name))
+        Err(other_store_refused(name))
     }
 }
 
