@@ -12,7 +12,7 @@
 import { ClosedError, InvalidError } from './errors'
 import type { KindParts } from './handles'
 import type { Allowance } from './limits'
-import type { NativeTx } from './native'
+import { native, type NativeTx } from './native'
 import type { Scope } from './scope'
 import { invalidArg, type Key } from './values'
 
@@ -136,19 +136,17 @@ export class TxOnce<T> extends Joined<OnceParts> {
  * what cannot join it (the engine's reason) or a handle of another store.
  * @internal
  */
-export function joinKind(native: NativeTx, scope: Scope, parts: KindParts): unknown {
-	if (parts.kind === 'rateLimit') native.refuseRateLimit(parts.native)
-	if (parts.store !== scope.store) {
-		throw new InvalidError('tx.with takes a handle of the same store', { bucket: parts.name })
-	}
+export function joinKind(tx: NativeTx, scope: Scope, parts: KindParts): unknown {
+	if (parts.kind === 'rateLimit') tx.refuseRateLimit(parts.native)
+	else native.admit(tx, parts.native)
 	switch (parts.kind) {
 		case 'counters':
-			native.checkCounters(parts.native)
-			return new TxCounters(native, scope, parts)
+			tx.checkCounters(parts.native)
+			return new TxCounters(tx, scope, parts)
 		case 'quota':
-			return new TxQuota(native, scope, parts)
+			return new TxQuota(tx, scope, parts)
 		case 'once':
-			return new TxOnce(native, scope, parts)
+			return new TxOnce(tx, scope, parts)
 	}
 	throw new InvalidError(`tx.with cannot take a ${parts.kind}`, { bucket: parts.name })
 }
