@@ -23,6 +23,20 @@ export function partsOf(bucket: unknown, source: NativeScope, call: string): Buc
 	return parts
 }
 
+/**
+ * Runs `f`, an addon call of the handle `name` in `scope` (a `kind`,
+ * transaction or view): `ClosedError` once it has ended, and a wrong JS
+ * type `InvalidError`. @internal
+ */
+export function callIn<R>(scope: Scope, kind: string, name: string, f: () => R): R {
+	if (!scope.open) throw new ClosedError(`the ${kind} has ended: use its handles inside its function`, { bucket: name })
+	try {
+		return f()
+	} catch (e) {
+		throw invalidArg(e, { bucket: name })
+	}
+}
+
 /** One bucket (or branch) read through a transaction or snapshot. @internal */
 export class SessionReads<T> {
 	/** The transaction's or snapshot's calls. */
@@ -69,21 +83,12 @@ export class SessionReads<T> {
 
 	/** Throws `ClosedError` once the transaction or view has ended. */
 	check(): void {
-		if (!this.scope.open) {
-			throw new ClosedError(`the ${this.kind} has ended: use its handles inside its function`, {
-				bucket: this.bucket.name,
-			})
-		}
+		callIn(this.scope, this.kind, this.bucket.name, () => undefined)
 	}
 
 	/** Runs an addon call, mapping a wrong JS type to `InvalidError`. */
 	call<R>(f: () => R): R {
-		this.check()
-		try {
-			return f()
-		} catch (e) {
-			throw invalidArg(e, { bucket: this.bucket.name })
-		}
+		return callIn(this.scope, this.kind, this.bucket.name, f)
 	}
 
 	/** The value of a row as the bucket's type. */

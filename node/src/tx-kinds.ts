@@ -9,12 +9,13 @@
  * @module
  */
 
-import { ClosedError, InvalidError } from './errors'
+import { InvalidError } from './errors'
 import type { KindParts } from './handles'
 import type { Allowance } from './limits'
 import { native, type NativeTx } from './native'
+import { callIn } from './reads'
 import type { Scope } from './scope'
-import { invalidArg, type Key } from './values'
+import type { Key } from './values'
 
 /** The calls of one handle inside a transaction, closed with it. */
 class Joined<P extends KindParts> {
@@ -37,14 +38,7 @@ class Joined<P extends KindParts> {
 
 	/** Runs an addon call on the open transaction. @internal */
 	protected run<R>(f: (tx: NativeTx) => R): R {
-		if (!this.#scope.open) {
-			throw new ClosedError('the transaction has ended: use its handles inside its function', { bucket: this.name })
-		}
-		try {
-			return f(this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: this.name })
-		}
+		return callIn(this.#scope, 'transaction', this.name, () => f(this.#native))
 	}
 
 	/** The same calls on another branch of the handle. @internal */

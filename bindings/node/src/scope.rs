@@ -8,7 +8,9 @@
 //! and answer before they return: a transaction's calls cross no thread
 //! (the writer lends the transaction its connection). A write on the store
 //! goes to the writer and answers a Promise ([`write_in`]); the core
-//! refuses any write in a snapshot.
+//! refuses any write in a snapshot. A handle given to `tx.with` or
+//! `view.with` is the core's to admit ([`admit`]): one of another store is
+//! refused there, as at every call.
 
 use napi::Either;
 use napi::Env;
