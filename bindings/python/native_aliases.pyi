@@ -15,3 +15,4 @@ _Span = str | datetime.timedelta
 _Rate = str | tuple[int, _Span]
 _Row = tuple[str | bytes, Any, str, int | None]
 _Page = tuple[list[_Row], str | bytes | None]
+_Scope = Tx | View | asyncio.AbstractEventLoop | None

@@ -227,6 +227,50 @@ async def test_kv15_a_cancelled_write_that_has_not_started_writes_nothing(tmp_pa
     await store.close()
 
 
+async def test_kv15_a_cancelled_write_of_every_kind_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    counters = store.counters("c")
+    quota = store.quota("q", daily="5/1d")
+    await b.set("warm", 0)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        first = asyncio.ensure_future(b.set("first", 1))
+        await asyncio.sleep(0)  # the first write's group waits for the lock
+        queued = [
+            asyncio.ensure_future(w)
+            for w in (
+                b.set("with-ttl", 1, ttl="1h"),
+                b.create("created", 1),
+                b.delete("warm"),
+                b.expire("warm", "1m"),
+                b.take("warm"),
+                counters.add("k", 1),
+                counters.max("k", 9),
+                quota.allow("k"),
+            )
+        ]
+        await asyncio.sleep(0)  # each task made its write
+        for t in queued:
+            t.cancel()
+        await asyncio.sleep(0)
+    finally:
+        holder.communicate("go\n", timeout=30)
+    results = await asyncio.gather(first, *queued, return_exceptions=True)
+    assert isinstance(results[0], str)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results[1:])
+    assert [(e.key, e.expires_at) async for e in b.all()] == [("first", None), ("warm", None)]
+    assert await counters.get("k") == 0
+    assert (await quota.peek("k")).left == 5
+    await store.close()
+
+
 async def test_kv15_a_write_cancelled_after_submission_leaves_the_loop_clean(store: tinystore.Store) -> None:
     b = store.bucket("b", int)
     task = asyncio.ensure_future(b.set("k", 1))

@@ -28,41 +28,25 @@ class Bucket:
         """
         Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
         """
-    def clear(self, /, scope: Any | None = None) -> None:
+    def clear(self, /, scope: "_Scope" = None) -> Any:
         """
         Removes this branch and every branch under it.
         """
-    def clear_then(self, /, running: "asyncio.AbstractEventLoop") -> Pending:
-        """
-        The completion form of `clear`.
-        """
-    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> bool:
+    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None) -> Any:
         """
         Writes a value only if the key is absent; says whether it did.
         """
-    def create_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None) -> Pending:
-        """
-        The completion form of `create`.
-        """
-    def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
+    def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Deletes a key; says whether a live key was there.
-        """
-    def delete_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `delete`.
         """
     def entry(self, /, key: "_Key", scope: "Tx | View | None" = None) -> "_Row | None":
         """
         (key, value, version, expires_at_ms) of a live key, or None.
         """
-    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
+    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Gives a live key a new expiry (a span or a time); says whether it was there.
-        """
-    def expire_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `expire`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
@@ -87,7 +71,7 @@ class Bucket:
         """
         The owners of this branch, outermost first.
         """
-    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
+    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Writes a value durably; returns its version.
         """
@@ -96,19 +80,11 @@ class Bucket:
         `set(key, value)` of the asyncio API: a coroutine that writes when
         first awaited (see [`Pending::unstarted`]).
         """
-    def set_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `set`: answers the version through the `Pending`.
-        """
-    def take(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
+    def take(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Reads and deletes a key in one write; None when absent. A value that
         does not read as the bucket's type raises and stays (inside a
         transaction, which then rolls back).
-        """
-    def take_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `take`.
         """
     def under(self, /, *owners: "_Key") -> Bucket:
         """
@@ -224,41 +200,26 @@ class Counters:
         Opens the counters `name`: a `ttl` from each counter's first add, and
         `flush_every` to keep them in memory and write them every period.
         """
-    def add(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
+    def add(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Adds `n`; returns the new value.
         """
-    def add_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
+    def clear(self, /, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        The completion form of `add`.
+        Deletes every counter of this branch and the branches under it, on
+        the store (`running`: the asyncio loop that awaits it).
         """
-    def clear(self, /) -> None:
-        """
-        Deletes every counter of this branch and the branches under it.
-        """
-    def clear_then(self, /, completions: Completions, future: "asyncio.Future[Any]") -> Ticket:
-        """
-        The completion form of `clear`.
-        """
-    def delete(self, /, key: Any, scope: Any | None = None) -> bool:
+    def delete(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Deletes the counter; says whether a live one was there.
-        """
-    def delete_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `delete`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> int:
         """
         The counter's value (0 when missing or expired).
         """
-    def max(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
+    def max(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Keeps the larger of the counter and `n`; returns it.
-        """
-    def max_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `max`.
         """
     @property
     def name(self, /) -> str:
@@ -296,13 +257,10 @@ class LimitStore:
         """
         The live entries of `keys`, in their order (`None`: absent).
         """
-    def sweep(self, /) -> int:
+    def sweep(self, /, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Removes expired entries, blocking; returns how many went.
-        """
-    def sweep_then(self, /, completions: Completions, future: "asyncio.Future[Any]") -> Ticket:
-        """
-        The completion form of `sweep`: resolves `future` with how many went.
+        Removes expired entries; returns how many went (`running`: None to
+        block, or the asyncio loop that awaits it).
         """
 
 @final
@@ -314,14 +272,11 @@ class LimitUpdate:
         """
         Gives the update up (apply raised): nothing is written.
         """
-    def commit(self, /, changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> bool:
+    def commit(self, /, changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]], running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Writes what `apply` returned, blocking with the GIL released: True
-        when written, False when `apply` must run again on `entries()`.
-        """
-    def commit_then(self, /, completions: Completions, future: "asyncio.Future[Any]", changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> Ticket:
-        """
-        The completion form of `commit`: resolves `future` with its answer.
+        Writes what `apply` returned: True when written, False when `apply`
+        must run again on `entries()` (`running`: None to block with the GIL
+        released, or the asyncio loop that awaits it).
         """
     def entries(self, /) -> list[tuple[str, int] | None]:
         """
@@ -356,13 +311,9 @@ class Once:
         """
         The completion form of `begin`: resolves `future` with the same pair.
         """
-    def delete(self, /, key: "_Key", scope: "Tx | View | None" = None) -> bool:
+    def delete(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Forgets the answer kept for the key; says whether one was kept.
-        """
-    def delete_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `delete`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
@@ -476,13 +427,9 @@ class Quota:
         """
         Opens the quota `name` with `windows`, a list of (name, rate).
         """
-    def allow(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def allow(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Counts `n` uses in every window or in none, durably.
-        """
-    def allow_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `allow`.
         """
     @property
     def name(self, /) -> str:
@@ -493,21 +440,13 @@ class Quota:
         """
         The answer one use would get now, counting nothing.
         """
-    def refund(self, /, key: Any, n: Any, scope: Any | None = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def refund(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Gives `n` uses back to windows that have not reset since.
         """
-    def refund_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `refund`.
-        """
-    def reset(self, /, key: "_Key", scope: "Tx | View | None" = None) -> None:
+    def reset(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Forgets the key.
-        """
-    def reset_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `reset`.
         """
     def under(self, /, *owners: "_Key") -> Quota:
         """
@@ -721,3 +660,4 @@ _Span = str | datetime.timedelta
 _Rate = str | tuple[int, _Span]
 _Row = tuple[str | bytes, Any, str, int | None]
 _Page = tuple[list[_Row], str | bytes | None]
+_Scope = Tx | View | asyncio.AbstractEventLoop | None

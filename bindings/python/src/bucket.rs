@@ -19,7 +19,7 @@ use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
-use crate::scope::{Takes, in_scope, run_in, scope_of};
+use crate::scope::{Call, Takes, in_scope, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -135,29 +135,23 @@ impl Bucket {
         })
     }
 
-    fn take_check(&self) -> impl FnOnce(&Entry<Raw>) -> tinystore::Result<()> + Send + 'static {
-        let codec = self.codec.clone();
-        move |e: &Entry<Raw>| codec.check(&e.value)
+    /// A call of this bucket (see [`Call::run`]).
+    fn call(&self) -> Call<'_, RawBucket> {
+        Call {
+            streams: self.streams,
+            ..Call::of(&self.raw, &self.store)
+        }
     }
 }
 
-/// The converter of a take's result, run on the loop thread.
-pub(crate) fn resolve_taken(
-    bucket: &Bucket,
-    out: tinystore::Result<Option<Entry<Raw>>>,
-) -> crate::completions::Resolve {
-    let (codec, raw) = (bucket.codec.clone(), bucket.raw.clone());
-    Box::new(move |py| match out {
-        Ok(Some(e)) => {
-            let path = show_path(raw.owners(), Some(&e.key.0));
-            codec
-                .to_py(py, &e.value)
-                .map(Bound::unbind)
-                .map_err(|err| to_py(py, err.at(raw.name(), path)))
-        }
-        Ok(None) => Ok(py.None()),
-        Err(e) => Err(to_py(py, e)),
-    })
+/// The answer of a take: the value, converted by the bucket's codec, or None.
+fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Option<Entry<Raw>>) -> PyResult<Py<PyAny>> {
+    let Some(e) = out else { return Ok(py.None()) };
+    let path = show_path(raw.owners(), Some(&e.key.0));
+    codec
+        .to_py(py, &e.value)
+        .map(Bound::unbind)
+        .map_err(|err| to_py(py, err.at(raw.name(), path)))
 }
 
 fn resolve_with<T: Send + 'static>(
@@ -376,7 +370,7 @@ impl Bucket {
     }
 
     /// Writes a value durably; returns its version.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "_Scope" = None))]
     #[allow(clippy::too_many_arguments)]
     fn set(
         &self,
@@ -391,30 +385,14 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let v = in_scope(py, scope, |s| s.set(&self.raw, &k, raw, opts))?;
-        Ok(py_version(py, v))
-    }
-
-    /// The completion form of `set`: answers the version through the `Pending`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn set_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_version, move |r| {
-            bucket.set_then(&k, raw, opts, move |out| r.send(out))
-        })
+        self.call().run(
+            py,
+            scope,
+            (k, raw, opts),
+            answer_version,
+            |s, b, (k, raw, opts)| s.set(b, &k, raw, opts),
+            |b, (k, raw, opts), r| b.set_then(&k, raw, opts, move |out| r.send(out)),
+        )
     }
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
@@ -425,7 +403,7 @@ impl Bucket {
     }
 
     /// Writes a value only if the key is absent; says whether it did.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -434,39 +412,24 @@ impl Bucket {
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let c = in_scope(py, scope, |s| s.create(&self.raw, &k, raw, opts.expiry))?;
-        Ok(created(c))
-    }
-
-    /// The completion form of `create`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn create_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_created, move |r| {
-            bucket.create_then(&k, raw, opts.expiry, move |out| r.send(out))
-        })
+        self.call().run(
+            py,
+            scope,
+            (k, raw, opts.expiry),
+            answer_created,
+            |s, b, (k, raw, e)| s.create(b, &k, raw, e),
+            |b, (k, raw, e), r| b.create_then(&k, raw, e, move |out| r.send(out)),
+        )
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
     /// does not read as the bucket's type raises and stays (inside a
     /// transaction, which then rolls back).
-    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
     fn take(
         &self,
         py: Python<'_>,
@@ -476,73 +439,41 @@ impl Bucket {
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
-        let check = self.take_check();
-        let out = in_scope(py, scope, |s| Ok(s.take(&self.raw, &k, opts.if_version, check)))?;
-        resolve_taken(self, out)(py)
-    }
-
-    /// The completion form of `take`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
-    fn take_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        let (codec, raw, this_store, streams) =
-            (self.codec.clone(), self.raw.clone(), self.store.clone(), self.streams);
-        let check = self.take_check();
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.take_then(&k, opts.if_version, check, move |out| {
-                let this = Bucket {
-                    raw,
-                    codec,
-                    store: this_store,
-                    streams,
-                };
-                q.push(&store, future, resolve_taken(&this, out))
-            })
-        })
+        let checks = (self.codec.clone(), self.raw.clone());
+        let check = |codec: Arc<Codec>| move |e: &Entry<Raw>| codec.check(&e.value);
+        self.call().run(
+            py,
+            scope,
+            (k, opts.if_version, self.codec.clone()),
+            move |py, out| answer_taken(py, checks, out),
+            move |s, b, (k, v, codec)| s.take(b, &k, v, check(codec)),
+            move |b, (k, v, codec), r| b.take_then(&k, v, check(codec), move |out| r.send(out)),
+        )
     }
 
     /// Deletes a key; says whether a live key was there.
-    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
     fn delete(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        in_scope(py, scope, |s| s.delete(&self.raw, &k, opts.if_version))
-    }
-
-    /// The completion form of `delete`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
-    fn delete_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
-            bucket.delete_then(&k, opts.if_version, move |out| r.send(out))
-        })
+        self.call().run(
+            py,
+            scope,
+            (k, opts.if_version),
+            reply::value,
+            |s, b, (k, v)| s.delete(b, &k, v),
+            |b, (k, v), r| b.delete_then(&k, v, move |out| r.send(out)),
+        )
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
-    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "_Scope" = None))]
     fn expire(
         &self,
         py: Python<'_>,
@@ -551,45 +482,29 @@ impl Bucket {
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        in_scope(py, scope, |s| s.expire(&self.raw, &k, e, if_version))
-    }
-
-    /// The completion form of `expire`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn expire_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
-            bucket.expire_then(&k, e, if_version, move |out| r.send(out))
-        })
+        self.call().run(
+            py,
+            scope,
+            (k, e, if_version),
+            reply::value,
+            |s, b, (k, e, v)| s.expire(b, &k, e, v),
+            |b, (k, e, v), r| b.expire_then(&k, e, v, move |out| r.send(out)),
+        )
     }
 
     /// Removes this branch and every branch under it.
-    #[pyo3(signature = (scope=None))]
-    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let scope = scope_of(py, scope)?;
-        run_in(py, scope, Takes::Long, || scope.clear(&self.raw))
-    }
-
-    /// The completion form of `clear`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
-    fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::none, move |r| {
-            bucket.clear_then(move |out| r.send(out))
-        })
+    #[pyo3(signature = (scope: "_Scope" = None))]
+    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        self.call().long().run(
+            py,
+            scope,
+            (),
+            reply::none,
+            |s, b, ()| s.clear(b),
+            |b, (), r| b.clear_then(move |out| r.send(out)),
+        )
     }
 }

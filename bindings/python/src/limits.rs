@@ -1,6 +1,6 @@
 //! Rate limits, quotas and counters: the core's handles with Python keys
-//! and answers. Rate limits live in memory and answer inline; quota and
-//! counter writes have blocking forms and `*_then` forms for asyncio.
+//! and answers. Rate limits live in memory and answer inline; a quota's
+//! or counters' write runs where its `scope` says (see `scope.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,11 +11,10 @@ use tinystore::{
     Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
 };
 
-use crate::completions::{Completions, Ticket};
 use crate::convert::{key_bytes, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
-use crate::scope::in_scope;
+use crate::scope::{Call, in_scope, on_store};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -186,35 +185,24 @@ impl Quota {
     }
 
     /// Counts `n` uses in every window or in none, durably.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn allow(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyAllowance> {
+    ) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        in_scope(py, scope, |s| s.quota_allow(&self.inner, &k, n)).map(allowance)
-    }
-
-    /// The completion form of `allow`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn allow_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, py_allowance, move |r| {
-            inner.allow_n_then(&k, n, move |out| r.send(out))
-        })
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            (k, n),
+            py_allowance,
+            |s, q, (k, n)| s.quota_allow(q, &k, n),
+            |q, (k, n), r| q.allow_n_then(&k, n, move |out| r.send(out)),
+        )
     }
 
     /// The answer one use would get now, counting nothing.
@@ -225,58 +213,38 @@ impl Quota {
     }
 
     /// Gives `n` uses back to windows that have not reset since.
-    #[pyo3(signature = (key, n, scope=None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn refund(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyAllowance> {
+    ) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        in_scope(py, scope, |s| s.quota_refund(&self.inner, &k, n)).map(allowance)
-    }
-
-    /// The completion form of `refund`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn refund_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, py_allowance, move |r| {
-            inner.refund_n_then(&k, n, move |out| r.send(out))
-        })
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            (k, n),
+            py_allowance,
+            |s, q, (k, n)| s.quota_refund(q, &k, n),
+            |q, (k, n), r| q.refund_n_then(&k, n, move |out| r.send(out)),
+        )
     }
 
     /// Forgets the key.
-    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
-        in_scope(py, scope, |s| s.quota_reset(&self.inner, &k))
-    }
-
-    /// The completion form of `reset`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn reset_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::none, move |r| {
-            inner.reset_then(&k, move |out| r.send(out))
-        })
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            k,
+            reply::none,
+            |s, q, k| s.quota_reset(q, &k),
+            |q, k, r| q.reset_then(&k, move |out| r.send(out)),
+        )
     }
 }
 
@@ -347,67 +315,45 @@ impl Counters {
     }
 
     /// Adds `n`; returns the new value.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn add(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        in_scope(py, scope, |s| s.counter_add(&self.inner, &k, n))
-    }
-
-    /// The completion form of `add`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn add_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.add_then(&k, n, move |out| r.send(out))
-        })
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            (k, n),
+            reply::value,
+            |s, c, (k, n)| s.counter_add(c, &k, n),
+            |c, (k, n), r| c.add_then(&k, n, move |out| r.send(out)),
+        )
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn max(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        in_scope(py, scope, |s| s.counter_max(&self.inner, &k, n))
-    }
-
-    /// The completion form of `max`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn max_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.max_then(&k, n, move |out| r.send(out))
-        })
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            (k, n),
+            reply::value,
+            |s, c, (k, n)| s.counter_max(c, &k, n),
+            |c, (k, n), r| c.max_then(&k, n, move |out| r.send(out)),
+        )
     }
 
     /// The counter's value (0 when missing or expired).
@@ -418,39 +364,30 @@ impl Counters {
     }
 
     /// Deletes the counter; says whether a live one was there.
-    #[pyo3(signature = (key, scope=None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = owned_key(py, self.inner.name(), key)?;
-        in_scope(py, scope, |s| s.counter_delete(&self.inner, &k))
+        Call::of(&self.inner, &self.store).run(
+            py,
+            scope,
+            k,
+            reply::value,
+            |s, c, k| s.counter_delete(c, &k),
+            |c, k, r| c.delete_then(&k, move |out| r.send(out)),
+        )
     }
 
-    /// The completion form of `delete`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn delete_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.delete_then(&k, move |out| r.send(out))
-        })
-    }
-
-    /// Deletes every counter of this branch and the branches under it.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.clear()).map_err(py_err(py))
-    }
-
-    /// The completion form of `clear`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
-    fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::none, move |r| {
-            inner.clear_then(move |out| r.send(out))
-        })
+    /// Deletes every counter of this branch and the branches under it, on
+    /// the store (`running`: the asyncio loop that awaits it).
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
+    fn clear(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        Call::of(&self.inner, &self.store).long().run(
+            py,
+            on_store(py, running)?,
+            (),
+            reply::none,
+            |_, c, ()| c.clear(),
+            |c, (), r| c.clear_then(move |out| r.send(out)),
+        )
     }
 }

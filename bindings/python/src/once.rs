@@ -9,11 +9,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tinystore::{Begun, Error, Raw, RawOnce, Store as CoreStore};
 
-use crate::completions::{Completions, Resolve, Ticket};
+use crate::completions::{Completions, Resolve};
 use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
-use crate::scope::in_scope;
+use crate::scope::{Call, in_scope};
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -152,26 +152,17 @@ impl Once {
     }
 
     /// Forgets the answer kept for the key; says whether one was kept.
-    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        in_scope(py, scope, |s| s.once_delete(&self.raw, &k))
-    }
-
-    /// The completion form of `delete`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn delete_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = self.key(py, key)?;
-        let raw = self.raw.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            raw.delete_then(&k, move |out| r.send(out))
-        })
+        Call::of(&self.raw, &self.store).run(
+            py,
+            scope,
+            k,
+            reply::value,
+            |s, o, k| s.once_delete(o, &k),
+            |o, k, r| o.delete_then(&k, move |out| r.send(out)),
+        )
     }
 
     /// Begins a run, waiting (without the GIL) for any run of the key
