@@ -7,10 +7,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, Union
 
-from . import _native, _tx_marks
+from . import _native
 from ._base import Key
+from ._tx_marks import running
 from ._handles import Handle, RunChecks, allowance
-from ._loop import answered, completions
+from ._loop import answered
 from ._results import Allowance
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
@@ -122,26 +123,15 @@ class Once(Handle, Generic[T]):
         """
         RunChecks.check_fn(self._n, fn)
         loop = _get_loop()
-        fut = loop.create_future()
-        self._n.begin_then(completions(loop), fut, key)
         # Cancelled while waiting: a claim that arrives later is dropped, which lets the key go.
-        kept, got = await fut
+        kept, got = await self._n.begin(key, loop)
         if kept:
             return got
-        claim = got
-        token = _tx_marks.enter_run(claim)
-        try:
+        with running(got) as claim:
             value = fn()
             if inspect.isawaitable(value):
                 value = await value
-        except BaseException:
-            claim.abandon()
-            raise
-        finally:
-            _tx_marks.caller.reset(token)
-        done = loop.create_future()
-        claim.keep_then(completions(loop), done, value)
-        await done  # cancelled here, the answer is still kept
+        await claim.keep(value, loop)  # cancelled here, the answer is still kept
         return value
 
     def get(self, key: Key) -> asyncio.Future[T | None]:

@@ -119,13 +119,11 @@ class Claim:
         """
         Lets go keeping nothing (the work failed): the next run runs again.
         """
-    def keep(self, /, value: Any) -> None:
+    def keep(self, /, value: Any, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Keeps `value` as the key's answer, durably, and lets go; waiters get it.
-        """
-    def keep_then(self, /, completions: Completions, future: "asyncio.Future[Any]", value: Any) -> None:
-        """
-        The completion form of `keep`. The answer is kept even if nobody awaits it.
+        Keeps `value` as the key's answer, durably, and lets go; waiters
+        get it. With `running`, the asyncio loop that awaits it, this
+        answers a `Pending`, and the answer is kept even if nobody awaits it.
         """
 
 @final
@@ -301,15 +299,12 @@ class Once:
         """
         Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
         """
-    def begin(self, /, key: "_Key") -> "tuple[bool, Any]":
+    def begin(self, /, key: "_Key", running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Begins a run, waiting (without the GIL) for any run of the key
-        elsewhere: (True, answer) when one is kept, (False, Claim) when the
-        key is the caller's to run.
-        """
-    def begin_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> None:
-        """
-        The completion form of `begin`: resolves `future` with the same pair.
+        Begins a run, waiting for any run of the key elsewhere: (True,
+        answer) when one is kept, (False, Claim) when the key is the
+        caller's to run. With `running`, the asyncio loop that awaits it,
+        this answers a `Pending`; without, it blocks with the GIL released.
         """
     def delete(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """

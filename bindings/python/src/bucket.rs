@@ -15,8 +15,8 @@ use tinystore::{
 };
 
 use crate::completions::Completions;
-use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
-use crate::errors::{invalid, py_err, to_py};
+use crate::convert::{Codec, branch, key_in, key_to_py, opt_span, version};
+use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
 use crate::scope::{Call, Takes, in_scope, run_in, scope_of};
@@ -38,7 +38,7 @@ pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
 
 impl Bucket {
     pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
-        let path = show_path(self.raw.owners(), Some(key));
+        let path = tinystore::show_path(self.raw.owners(), Some(key));
         move |e: Error| {
             if e.bucket().is_some() {
                 e
@@ -49,9 +49,7 @@ impl Bucket {
     }
 
     pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-        key_bytes(key)
-            .map(|k| k.into_owned())
-            .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
+        key_in(py, self.raw.name(), key)
     }
 
     pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
@@ -147,7 +145,7 @@ impl Bucket {
 /// The answer of a take: the value, converted by the bucket's codec, or None.
 fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Option<Entry<Raw>>) -> PyResult<Py<PyAny>> {
     let Some(e) = out else { return Ok(py.None()) };
-    let path = show_path(raw.owners(), Some(&e.key.0));
+    let path = tinystore::show_path(raw.owners(), Some(&e.key.0));
     codec
         .to_py(py, &e.value)
         .map(Bound::unbind)
@@ -255,10 +253,7 @@ impl Bucket {
         idle: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bucket> {
         let named = |e: Error| to_py(py, e.in_bucket(name));
-        let kind = ValueKind::parse(kind).map_err(named)?;
-        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
-            return Err(named(invalid("a JSON bucket needs an encoder and a decoder")));
-        }
+        let codec = Codec::new(name, "bucket", kind, type_name, (encode, decode)).map_err(py_err(py))?;
         let ttl = opt_span(ttl, "ttl").map_err(named)?;
         let idle = opt_span(idle, "idle").map_err(named)?;
         let core = store.store.clone();
@@ -269,12 +264,7 @@ impl Bucket {
             raw,
             store: core,
             streams: !store.budgeted,
-            codec: Arc::new(Codec {
-                kind,
-                type_name,
-                encode,
-                decode,
-            }),
+            codec,
         })
     }
 
@@ -293,12 +283,8 @@ impl Bucket {
     /// The branch of `owners` under this one.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
-        let mut raw = self.raw.clone();
-        for o in owners.iter() {
-            raw = raw.under(self.key(py, &o)?);
-        }
         Ok(Bucket {
-            raw,
+            raw: branch(py, self.raw.name(), &self.raw, owners, |b, o| b.under(o))?,
             codec: self.codec.clone(),
             store: self.store.clone(),
             streams: self.streams,

@@ -299,10 +299,15 @@ impl Completions {
         stream: bool,
         submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
     ) -> PyResult<Bound<'py, Pending>> {
-        let py = slf.py();
-        let pending = Bound::new(py, Pending::new(py, &slf.get().loop_ref))?;
+        let pending = Completions::new_pending(slf)?;
         Completions::defer_into(slf, store, stream, &pending, submit)?;
         Ok(pending)
+    }
+
+    /// A `Pending` of this loop, for a call made now.
+    pub fn new_pending<'py>(slf: &Bound<'py, Completions>) -> PyResult<Bound<'py, Pending>> {
+        let py = slf.py();
+        Bound::new(py, Pending::new(py, &slf.get().loop_ref))
     }
 
     /// `defer_pending` answering a `Pending` the caller made (the coroutine

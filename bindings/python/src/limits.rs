@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use tinystore::{
-    Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
-};
+use tinystore::{Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit};
 
-use crate::convert::{key_bytes, opt_span, span, type_name};
+use crate::convert::{branch, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
 use crate::scope::{Call, in_scope, on_store};
@@ -59,12 +57,6 @@ fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
     )))
 }
 
-pub(crate) fn owned_key(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    key_bytes(key)
-        .map(|k| k.into_owned())
-        .map_err(|e| to_py(py, e.in_bucket(name)))
-}
-
 pub(crate) fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
     n.extract::<u64>().map_err(|_| {
         to_py(
@@ -104,17 +96,14 @@ impl RateLimit {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
         Ok(RateLimit { inner })
     }
 
     /// Takes `n` requests, or none.
     #[pyo3(signature = (key: "_Key", n: "int | None" = None))]
     fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = match n {
             Some(n) => count(py, self.inner.name(), n, "n")?,
             None => 1,
@@ -127,14 +116,14 @@ impl RateLimit {
     /// The answer one request would get now.
     #[pyo3(signature = (key: "_Key"))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key"))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
     }
 }
@@ -143,7 +132,6 @@ impl RateLimit {
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Quota {
     pub(crate) inner: CoreQuota,
-    store: CoreStore,
 }
 
 #[pymethods]
@@ -159,10 +147,7 @@ impl Quota {
             b = b.window(w, n, per);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;
-        Ok(Quota {
-            inner,
-            store: store.store.clone(),
-        })
+        Ok(Quota { inner })
     }
 
     /// The name.
@@ -174,14 +159,8 @@ impl Quota {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
-        Ok(Quota {
-            inner,
-            store: self.store.clone(),
-        })
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
+        Ok(Quota { inner })
     }
 
     /// Counts `n` uses in every window or in none, durably.
@@ -193,9 +172,9 @@ impl Quota {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        Call::of(&self.inner, &self.store).run(
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             (k, n),
@@ -208,7 +187,7 @@ impl Quota {
     /// The answer one use would get now, counting nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.quota_peek(&self.inner, &k)).map(allowance)
     }
 
@@ -221,9 +200,9 @@ impl Quota {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        Call::of(&self.inner, &self.store).run(
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             (k, n),
@@ -236,8 +215,8 @@ impl Quota {
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        Call::of(&self.inner, &self.store).run(
+        let k = key_in(py, self.inner.name(), key)?;
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             k,
@@ -252,7 +231,6 @@ impl Quota {
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Counters {
     pub(crate) inner: CoreCounters,
-    store: CoreStore,
 }
 
 pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
@@ -289,10 +267,7 @@ impl Counters {
             b = b.flush_every(d);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;
-        Ok(Counters {
-            inner,
-            store: store.store.clone(),
-        })
+        Ok(Counters { inner })
     }
 
     /// The name.
@@ -304,14 +279,8 @@ impl Counters {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
-        Ok(Counters {
-            inner,
-            store: self.store.clone(),
-        })
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
+        Ok(Counters { inner })
     }
 
     /// Adds `n`; returns the new value.
@@ -323,9 +292,9 @@ impl Counters {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        Call::of(&self.inner, &self.store).run(
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             (k, n),
@@ -344,9 +313,9 @@ impl Counters {
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        Call::of(&self.inner, &self.store).run(
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             (k, n),
@@ -359,15 +328,15 @@ impl Counters {
     /// The counter's value (0 when missing or expired).
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        Call::of(&self.inner, &self.store).run(
+        let k = key_in(py, self.inner.name(), key)?;
+        Call::of(&self.inner, self.inner.store()).run(
             py,
             scope,
             k,
@@ -381,7 +350,7 @@ impl Counters {
     /// the store (`running`: the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
     fn clear(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        Call::of(&self.inner, &self.store).long().run(
+        Call::of(&self.inner, self.inner.store()).long().run(
             py,
             on_store(py, running)?,
             (),

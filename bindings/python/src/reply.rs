@@ -76,6 +76,26 @@ pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     })
 }
 
+/// A `Pending` of the loop `running` with the reply that resolves it, for
+/// a call handed to the core at once, not at the end of the loop's
+/// iteration: one that is no write of its own (a run's begin and keep).
+pub(crate) fn now<'py, T: Send + 'static, A: Answer<T>>(
+    running: &Bound<'py, PyAny>,
+    store: &Store,
+    answer: A,
+) -> PyResult<(Bound<'py, Pending>, Reply<T, A>)> {
+    let completions = Completions::of_loop(running)?;
+    let pending = Completions::new_pending(&completions)?;
+    let reply = Reply {
+        queue: completions.get().queue.clone(),
+        store: store.clone(),
+        future: pending.clone().into_any().unbind(),
+        answer,
+        value: PhantomData,
+    };
+    Ok((pending, reply))
+}
+
 /// The blocking form of a core `*_then` call: `submit` makes it with the
 /// completion given, and this waits for the answer with the GIL released.
 pub(crate) fn wait<T: Send + 'static, R>(
