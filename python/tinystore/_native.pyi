@@ -24,9 +24,9 @@ class Bucket:
     """
     One bucket (or branch of it) of the store.
     """
-    def __new__(cls, /, store: Store, name: str, kind: str, type_name: str, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, ttl: "_Span | None" = None, idle: "_Span | None" = None) -> Bucket:
+    def __new__(cls, /, store: Store, name: str, codec: "_Codec", ttl: "_Span | None" = None, idle: "_Span | None" = None) -> Bucket:
         """
-        Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
+        Opens bucket `name` of `store`, values converted by `codec`.
         """
     def clear(self, /, scope: "_Scope" = None) -> Any:
         """
@@ -295,9 +295,10 @@ class Once:
     """
     One once (or a branch of it), with the codec of its answers.
     """
-    def __new__(cls, /, store: Store, name: str, kind: str, type_name: str, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, keep: "_Span | None" = None) -> Once:
+    def __new__(cls, /, store: Store, name: str, codec: "_Codec", keep: "_Span | None" = None) -> Once:
         """
-        Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
+        Opens the once `name`, keeping answers converted by `codec` for
+        `keep` (a day when None).
         """
     def begin(self, /, key: "_Key", running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
@@ -648,7 +649,7 @@ def stop_logs() -> None:
 import asyncio
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 _Key = str | bytes | int
 _Span = str | datetime.timedelta
@@ -656,3 +657,15 @@ _Rate = str | tuple[int, _Span]
 _Row = tuple[str | bytes, Any, str, int | None]
 _Page = tuple[list[_Row], str | bytes | None]
 _Scope = Tx | View | asyncio.AbstractEventLoop | None
+
+class _Codec(Protocol):
+    """How a handle's values cross (``tinystore._codecs.Codec``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def type_name(self) -> str: ...
+    @property
+    def encode(self) -> Callable[[Any], bytes] | None: ...
+    @property
+    def decode(self) -> Callable[[bytes], Any] | None: ...

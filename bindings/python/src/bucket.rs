@@ -19,7 +19,7 @@ use crate::convert::{Codec, branch, key_in, key_to_py, opt_span, version};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
-use crate::scope::{Call, Takes, in_scope, run_in, scope_of};
+use crate::scope::{Call, Takes, in_scope, run, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -237,23 +237,19 @@ impl<'py> IntoPyObject<'py> for Owners {
 
 #[pymethods]
 impl Bucket {
-    /// Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
+    /// Opens bucket `name` of `store`, values converted by `codec`.
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, ttl: "_Span | None" = None, idle: "_Span | None" = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (store, name, codec: "_Codec", ttl: "_Span | None" = None, idle: "_Span | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,
         name: &str,
-        kind: &str,
-        type_name: String,
-        encode: Option<Py<PyAny>>,
-        decode: Option<Py<PyAny>>,
+        codec: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         idle: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bucket> {
         let named = |e: Error| to_py(py, e.in_bucket(name));
-        let codec = Codec::new(name, "bucket", kind, type_name, (encode, decode)).map_err(py_err(py))?;
+        let codec = Codec::of(py, name, "bucket", codec)?;
         let ttl = opt_span(ttl, "ttl").map_err(named)?;
         let idle = opt_span(idle, "idle").map_err(named)?;
         let core = store.store.clone();
@@ -371,14 +367,9 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        self.call().run(
-            py,
-            scope,
-            (k, raw, opts),
-            answer_version,
-            |s, b, (k, raw, opts)| s.set(b, &k, raw, opts),
-            |b, (k, raw, opts), r| b.set_then(&k, raw, opts, move |out| r.send(out)),
-        )
+        run!(self.call(), py, scope, answer_version, (k, raw, opts) => (k, raw, opts),
+            |s, b| s.set(b, &k, raw, opts),
+            |r| b.set_then(&k, raw, opts, r.done()))
     }
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
@@ -402,14 +393,9 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        self.call().run(
-            py,
-            scope,
-            (k, raw, opts.expiry),
-            answer_created,
-            |s, b, (k, raw, e)| s.create(b, &k, raw, e),
-            |b, (k, raw, e), r| b.create_then(&k, raw, e, move |out| r.send(out)),
-        )
+        run!(self.call(), py, scope, answer_created, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
@@ -426,15 +412,11 @@ impl Bucket {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let checks = (self.codec.clone(), self.raw.clone());
+        let answer = move |py: Python<'_>, out| answer_taken(py, checks, out);
         let check = |codec: Arc<Codec>| move |e: &Entry<Raw>| codec.check(&e.value);
-        self.call().run(
-            py,
-            scope,
-            (k, opts.if_version, self.codec.clone()),
-            move |py, out| answer_taken(py, checks, out),
-            move |s, b, (k, v, codec)| s.take(b, &k, v, check(codec)),
-            move |b, (k, v, codec), r| b.take_then(&k, v, check(codec), move |out| r.send(out)),
-        )
+        run!(self.call(), py, scope, answer, (k, opts.if_version, self.codec.clone()) => (k, v, codec),
+            |s, b| s.take(b, &k, v, check(codec)),
+            |r| b.take_then(&k, v, check(codec), r.done()))
     }
 
     /// Deletes a key; says whether a live key was there.
@@ -448,14 +430,9 @@ impl Bucket {
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        self.call().run(
-            py,
-            scope,
-            (k, opts.if_version),
-            reply::value,
-            |s, b, (k, v)| s.delete(b, &k, v),
-            |b, (k, v), r| b.delete_then(&k, v, move |out| r.send(out)),
-        )
+        run!(self.call(), py, scope, reply::value, (k, opts.if_version) => (k, v),
+            |s, b| s.delete(b, &k, v),
+            |r| b.delete_then(&k, v, r.done()))
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
@@ -471,26 +448,16 @@ impl Bucket {
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        self.call().run(
-            py,
-            scope,
-            (k, e, if_version),
-            reply::value,
-            |s, b, (k, e, v)| s.expire(b, &k, e, v),
-            |b, (k, e, v), r| b.expire_then(&k, e, v, move |out| r.send(out)),
-        )
+        run!(self.call(), py, scope, reply::value, (k, e, if_version) => (k, e, v),
+            |s, b| s.expire(b, &k, e, v),
+            |r| b.expire_then(&k, e, v, r.done()))
     }
 
     /// Removes this branch and every branch under it.
     #[pyo3(signature = (scope: "_Scope" = None))]
     fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        self.call().long().run(
-            py,
-            scope,
-            (),
-            reply::none,
-            |s, b, ()| s.clear(b),
-            |b, (), r| b.clear_then(move |out| r.send(out)),
-        )
+        run!(self.call().long(), py, scope, reply::none, () => (),
+            |s, b| s.clear(b),
+            |r| b.clear_then(r.done()))
     }
 }

@@ -170,14 +170,24 @@ pub struct Codec {
 }
 
 impl Codec {
-    /// The codec of the handle `name` (a `what`: bucket or once) of values
-    /// of `kind`; a JSON one needs the package's encoder and decoder.
-    pub fn new(
+    /// The codec of the handle `name` (a `what`: bucket or once) from the
+    /// package's (`tinystore._codecs.Codec`): its kind, its type's name and
+    /// for JSON its encoder and decoder.
+    pub fn of(py: Python<'_>, name: &str, what: &str, codec: &Bound<'_, PyAny>) -> PyResult<Arc<Codec>> {
+        let field = |f: &str| codec.getattr(f);
+        let (kind, type_name): (String, String) = (field("kind")?.extract()?, field("type_name")?.extract()?);
+        let (encode, decode): (Option<Py<PyAny>>, Option<Py<PyAny>>) =
+            (field("encode")?.extract()?, field("decode")?.extract()?);
+        Codec::new(name, what, &kind, type_name, encode, decode).map_err(|e| to_py(py, e))
+    }
+
+    fn new(
         name: &str,
         what: &str,
         kind: &str,
         type_name: String,
-        (encode, decode): (Option<Py<PyAny>>, Option<Py<PyAny>>),
+        encode: Option<Py<PyAny>>,
+        decode: Option<Py<PyAny>>,
     ) -> Result<Arc<Codec>, Error> {
         let kind = ValueKind::parse(kind).map_err(|e| e.in_bucket(name))?;
         if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {

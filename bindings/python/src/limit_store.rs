@@ -13,7 +13,7 @@ use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateStep
 
 use crate::errors::py_err;
 use crate::reply;
-use crate::scope::{Call, on_store};
+use crate::scope::{Call, on_store, run};
 use crate::store::Store;
 
 /// An entry as Python gets it before `json.loads`: `(json_text, expires_ms)`.
@@ -84,14 +84,9 @@ impl LimitStore {
     /// block, or the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
     fn sweep(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        Call::of(&self.ls, &self.store).run(
-            py,
-            on_store(py, running)?,
-            (),
-            reply::value,
-            |_, ls, ()| ls.sweep(),
-            |ls, (), r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))),
-        )
+        run!(Call::of(&self.ls, &self.store), py, on_store(py, running)?, reply::value, () => (),
+            |_, ls| ls.sweep(),
+            |r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))))
     }
 
     /// Entries held, as the count in the file says.
@@ -156,13 +151,9 @@ impl LimitUpdate {
         changes: Vec<PyReturned>,
         running: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        Call::of(&self.steps, &self.store).run(
-            py,
-            on_store(py, running)?,
-            returned(changes),
-            reply::value,
-            |_, steps, changes| reply::blocking(|done| steps.commit_then(changes, done)),
-            |steps, changes, r| steps.commit_then(changes, move |out| r.send(out)),
-        )
+        let running = on_store(py, running)?;
+        run!(Call::of(&self.steps, &self.store), py, running, reply::value, returned(changes) => changes,
+            |_, steps| reply::blocking(|done| steps.commit_then(changes, done)),
+            |r| steps.commit_then(changes, r.done()))
     }
 }

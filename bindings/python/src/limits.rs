@@ -12,7 +12,7 @@ use tinystore::{Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, 
 use crate::convert::{branch, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
-use crate::scope::{Call, in_scope, on_store};
+use crate::scope::{Call, in_scope, on_store, run};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -174,14 +174,9 @@ impl Quota {
     ) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            (k, n),
-            py_allowance,
-            |s, q, (k, n)| s.quota_allow(q, &k, n),
-            |q, (k, n), r| q.allow_n_then(&k, n, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
+            |s, q| s.quota_allow(q, &k, n),
+            |r| q.allow_n_then(&k, n, r.done()))
     }
 
     /// The answer one use would get now, counting nothing.
@@ -202,28 +197,18 @@ impl Quota {
     ) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            (k, n),
-            py_allowance,
-            |s, q, (k, n)| s.quota_refund(q, &k, n),
-            |q, (k, n), r| q.refund_n_then(&k, n, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
+            |s, q| s.quota_refund(q, &k, n),
+            |r| q.refund_n_then(&k, n, r.done()))
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            k,
-            reply::none,
-            |s, q, k| s.quota_reset(q, &k),
-            |q, k, r| q.reset_then(&k, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::none, k => k,
+            |s, q| s.quota_reset(q, &k),
+            |r| q.reset_then(&k, r.done()))
     }
 }
 
@@ -294,14 +279,9 @@ impl Counters {
     ) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            (k, n),
-            reply::value,
-            |s, c, (k, n)| s.counter_add(c, &k, n),
-            |c, (k, n), r| c.add_then(&k, n, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
+            |s, c| s.counter_add(c, &k, n),
+            |r| c.add_then(&k, n, r.done()))
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
@@ -315,14 +295,9 @@ impl Counters {
     ) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            (k, n),
-            reply::value,
-            |s, c, (k, n)| s.counter_max(c, &k, n),
-            |c, (k, n), r| c.max_then(&k, n, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
+            |s, c| s.counter_max(c, &k, n),
+            |r| c.max_then(&k, n, r.done()))
     }
 
     /// The counter's value (0 when missing or expired).
@@ -336,27 +311,17 @@ impl Counters {
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = key_in(py, self.inner.name(), key)?;
-        Call::of(&self.inner, self.inner.store()).run(
-            py,
-            scope,
-            k,
-            reply::value,
-            |s, c, k| s.counter_delete(c, &k),
-            |c, k, r| c.delete_then(&k, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, k => k,
+            |s, c| s.counter_delete(c, &k),
+            |r| c.delete_then(&k, r.done()))
     }
 
     /// Deletes every counter of this branch and the branches under it, on
     /// the store (`running`: the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
     fn clear(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        Call::of(&self.inner, self.inner.store()).long().run(
-            py,
-            on_store(py, running)?,
-            (),
-            reply::none,
-            |_, c, ()| c.clear(),
-            |c, (), r| c.clear_then(move |out| r.send(out)),
-        )
+        run!(Call::of(&self.inner, self.inner.store()).long(), py, on_store(py, running)?, reply::none, () => (),
+            |_, c| c.clear(),
+            |r| c.clear_then(r.done()))
     }
 }

@@ -12,7 +12,7 @@ use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
 use crate::convert::{Codec, branch, key_in, opt_span};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply::{self, Answer};
-use crate::scope::{Call, in_scope, on_store};
+use crate::scope::{Call, in_scope, on_store, run};
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -71,21 +71,18 @@ impl Once {
 
 #[pymethods]
 impl Once {
-    /// Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
+    /// Opens the once `name`, keeping answers converted by `codec` for
+    /// `keep` (a day when None).
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, keep: "_Span | None" = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (store, name, codec: "_Codec", keep: "_Span | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,
         name: &str,
-        kind: &str,
-        type_name: String,
-        encode: Option<Py<PyAny>>,
-        decode: Option<Py<PyAny>>,
+        codec: &Bound<'_, PyAny>,
         keep: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Once> {
-        let codec = Codec::new(name, "once", kind, type_name, (encode, decode)).map_err(py_err(py))?;
+        let codec = Codec::of(py, name, "once", codec)?;
         let keep = opt_span(keep, "keep").map_err(|e| to_py(py, e.in_bucket(name)))?;
         let raw = py
             .detach(|| RawOnce::open(&store.store, name, keep))
@@ -136,14 +133,9 @@ impl Once {
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        Call::of(&self.raw, self.raw.store()).run(
-            py,
-            scope,
-            k,
-            reply::value,
-            |s, o, k| s.once_delete(o, &k),
-            |o, k, r| o.delete_then(&k, move |out| r.send(out)),
-        )
+        run!(Call::of(&self.raw, self.raw.store()), py, scope, reply::value, k => k,
+            |s, o| s.once_delete(o, &k),
+            |r| o.delete_then(&k, r.done()))
     }
 
     /// Begins a run, waiting for any run of the key elsewhere: (True,

@@ -40,6 +40,11 @@ pub(crate) struct Reply<T, A> {
 }
 
 impl<T: Send + 'static, A: Answer<T>> Reply<T, A> {
+    /// The core's completion for this reply.
+    pub(crate) fn done(self) -> impl FnOnce(tinystore::Result<T>) + Send + 'static {
+        move |out| self.send(out)
+    }
+
     /// Hands the outcome to the loop, which resolves the `Pending` with it.
     pub(crate) fn send(self, out: tinystore::Result<T>) {
         let answer = self.answer;

@@ -152,3 +152,23 @@ pub(crate) fn on_store<'a, 'py>(
         Where::Here(_) => Err(to_py(py, invalid("this call runs on the store, not in a Tx or a View"))),
     }
 }
+
+/// [`Call::run`] of one operation, with its two forms written against the
+/// same names: `run!(call, py, scope, answer, args => pattern, |s, h| here,
+/// |r| then)` runs `here` in the core's scope `s` on this thread, or hands
+/// the core `then`, whose completion is the reply `r`'s (`r.done()`); both
+/// see the handle `h` and the arguments `args` bound to `pattern`.
+macro_rules! run {
+    ($call:expr, $py:expr, $scope:expr, $answer:expr, $args:expr => $pat:pat,
+     |$s:pat_param, $h:ident| $here:expr, |$r:ident| $then:expr) => {
+        $call.run(
+            $py,
+            $scope,
+            $args,
+            $answer,
+            move |$s, $h, $pat| $here,
+            move |$h, $pat, $r| $then,
+        )
+    };
+}
+pub(crate) use run;
