@@ -37,17 +37,6 @@ pub struct Bucket {
 pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
 
 impl Bucket {
-    pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
-        let path = tinystore::show_path(self.raw.owners(), Some(key));
-        move |e: Error| {
-            if e.bucket().is_some() {
-                e
-            } else {
-                e.at(self.raw.name(), path.clone())
-            }
-        }
-    }
-
     pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         key_in(py, self.raw.name(), key)
     }
@@ -55,7 +44,7 @@ impl Bucket {
     pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
         self.codec
             .to_raw(py, value)
-            .map_err(|e| to_py(py, self.name_key(key)(e)))
+            .map_err(|e| to_py(py, self.raw.named(key, e)))
     }
 
     /// The options of `call` on `key`: its shape is checked in the core.
@@ -103,7 +92,10 @@ impl Bucket {
     }
 
     pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
-        let value = self.codec.to_py(py, &e.value).map_err(self.name_key(&e.key.0))?;
+        let value = self
+            .codec
+            .to_py(py, &e.value)
+            .map_err(|err| self.raw.named(&e.key.0, err))?;
         Ok((
             key_to_py(py, &e.key.0).unbind(),
             value.unbind(),
@@ -145,11 +137,10 @@ impl Bucket {
 /// The answer of a take: the value, converted by the bucket's codec, or None.
 fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Option<Entry<Raw>>) -> PyResult<Py<PyAny>> {
     let Some(e) = out else { return Ok(py.None()) };
-    let path = tinystore::show_path(raw.owners(), Some(&e.key.0));
     codec
         .to_py(py, &e.value)
         .map(Bound::unbind)
-        .map_err(|err| to_py(py, err.at(raw.name(), path)))
+        .map_err(|err| to_py(py, raw.named(&e.key.0, err)))
 }
 
 fn resolve_with<T: Send + 'static>(
@@ -298,7 +289,7 @@ impl Bucket {
                 .codec
                 .to_py(py, &e.value)
                 .map(Bound::unbind)
-                .map_err(|err| to_py(py, self.name_key(&k)(err))),
+                .map_err(|err| to_py(py, self.raw.named(&k, err))),
             None => Ok(py.None()),
         }
     }
