@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -547,24 +547,15 @@ class Store:
         """
         Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
         """
-    def tx_then(self, /, completions: Completions, ready: "asyncio.Future[Tx]", done: "asyncio.Future[None]") -> Ticket:
+    def tx_then(self, /, running: "asyncio.AbstractEventLoop") -> tuple[Pending, Pending]:
         """
-        Starts a transaction without blocking: `ready` resolves with the
-        `Tx` when the writer's turn comes, `done` once its commit is durable.
+        Starts a transaction without blocking the loop `running`: a
+        `Pending` of the `Tx` when the writer's turn comes (cancelling it
+        gives the turn up), and one of its commit once durable.
         """
     def view(self, /) -> View:
         """
         Opens a read snapshot.
-        """
-
-@final
-class Ticket:
-    """
-    Gives up on a write that has not started (when its coroutine is cancelled).
-    """
-    def cancel(self, /) -> None:
-        """
-        Cancels the write if its group has not started; else does nothing.
         """
 
 @final
