@@ -247,3 +247,76 @@ fn kv_copy_refuses_a_target_that_is_not_empty_and_writes_nothing() {
     assert!(!ok && err.contains("there is no store at"), "{err}");
     assert!(!fresh.exists() && !nowhere.exists());
 }
+
+/// The count row of the limit store `limit-store`, as the inspector reads it.
+fn limit_count(location: impl AsRef<Path>) -> Raw {
+    let (rows, _) = Inspector::open(location)
+        .unwrap()
+        .list("limit-store", &[], None, 100)
+        .unwrap();
+    rows.into_iter()
+        .find(|r| r.key.to_string() == "#entries")
+        .unwrap()
+        .value
+}
+
+#[test]
+fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_it() {
+    let src = tempfile::tempdir().unwrap();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let store = Store::open_with(src.path(), Options::new().test_clock(hour_ago)).unwrap();
+    let limits = tinystore::LimitStore::open(&store).unwrap();
+    let at = |d: Duration| tinystore::to_millis(hour_ago + d);
+    limits
+        .update(&["a", "b", "c"], |_, _| {
+            vec![
+                // Expired by now: counted by the source until its sweep.
+                tinystore::Change::Put(tinystore::LimitEntry {
+                    value: "1".into(),
+                    expires_at: at(Duration::from_secs(600)),
+                }),
+                tinystore::Change::Put(tinystore::LimitEntry {
+                    value: "2".into(),
+                    expires_at: at(Duration::from_secs(86_400)),
+                }),
+                tinystore::Change::Put(tinystore::LimitEntry {
+                    value: "3".into(),
+                    expires_at: at(Duration::from_secs(86_400)),
+                }),
+            ]
+        })
+        .unwrap();
+    store.close().unwrap();
+    assert_eq!(limit_count(src.path()), Raw::Int(3));
+
+    let dst = tempfile::tempdir().unwrap();
+    let (ok, out, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), dst.path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("limit-store") && l.contains("limit_store")),
+        "{out}"
+    );
+    assert_eq!(
+        limit_count(dst.path()),
+        Raw::Int(2),
+        "the count is of the entries copied"
+    );
+    let store = Store::open(dst.path()).unwrap();
+    assert_eq!(tinystore::LimitStore::open(&store).unwrap().entries().unwrap(), 2);
+    store.close().unwrap();
+
+    let url = location("limit_store");
+    let (ok, _, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), &url]);
+    assert!(!ok);
+    assert!(
+        err.contains("cannot take the name \"limit-store\"")
+            && err.contains("not supported on PostgreSQL yet")
+            && err.contains("nothing was written"),
+        "{err}"
+    );
+    let Err(e) = Inspector::open(&url) else {
+        panic!("a store was created at {url}")
+    };
+    assert!(e.message().contains("there is no TinyStore store"), "{e}");
+}
