@@ -198,6 +198,7 @@ impl Store {
                 });
                 let open = Arc::new(AtomicBool::new(true));
                 let writer = store.clone();
+                let log_id = store.inner.log_id;
                 let session = TxSession {
                     store,
                     pg: None,
@@ -214,7 +215,7 @@ impl Store {
                     }
                 }
                 let _served = Served(writer, open);
-                serve(w, &lent, || {
+                serve(w, &lent, log_id, || {
                     if let Some(ready) = lock(&ready).take() {
                         ready(Ok(session));
                     }
@@ -253,7 +254,7 @@ impl Store {
 /// On the writer thread: lends `w` to the session, hands the session out
 /// (`ready`), and waits until the caller ends it or [`TX_LIMIT`] passes.
 /// Returns with the context taken back, so `w` is the writer's again.
-fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> {
+fn serve(w: &mut WriteCtx<'_>, lent: &Lent, log_id: u64, ready: impl FnOnce()) -> Result<()> {
     let deadline = Instant::now() + TX_LIMIT;
     lock(&lent.state).ctx = Some(LentCtx(std::ptr::from_mut(w).cast::<WriteCtx<'static>>()));
     ready();
@@ -269,7 +270,7 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> 
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             st.ctx = None;
-            log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
+            log::warn!(store = log_id; "tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
             let e = Error::limit(format!(
                 "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
             ));
