@@ -255,7 +255,7 @@ fn limit_count(location: impl AsRef<Path>) -> Raw {
         .list("limit-store", &[], None, 100)
         .unwrap();
     rows.into_iter()
-        .find(|r| r.key.to_string() == "#entries")
+        .find(|r| r.key.as_bytes() == b"#entries")
         .unwrap()
         .value
 }
