@@ -49,6 +49,7 @@ mod limit_store;
 mod limits;
 mod log_forward;
 mod maintain;
+pub mod moving;
 mod open_views;
 mod postgres;
 mod raw;

@@ -27,7 +27,7 @@ mod deadline;
 mod steps;
 mod sweep;
 
-pub(crate) use count::uncount_swept;
+pub(crate) use count::{count_path, uncount_swept};
 pub use steps::{Returned, ReturnedEntry, UpdateSteps};
 
 use std::fmt;

@@ -14,6 +14,7 @@
 //! that a completion may call the store again.
 
 pub(crate) mod cells;
+pub(crate) mod copy;
 mod errors;
 pub(crate) mod inspect;
 pub(crate) mod kept;
@@ -171,12 +172,13 @@ impl PgStore {
         &self.pool
     }
 
-    /// Stops taking calls. Calls in flight finish on the runtime until it
-    /// is dropped with the store.
+    /// Stops taking calls and closes the connections no call holds. Calls
+    /// in flight finish on the runtime until it is dropped with the store.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.answers.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.claims.close();
+        self.pool.drop_connections();
     }
 }
 
