@@ -16,7 +16,8 @@
 //! On a PostgreSQL store a session is a transaction of its own connection
 //! instead ([`crate::postgres::tx`]): it begins when it is asked for, its
 //! calls run on the caller's thread under the session's lock, and nothing
-//! else waits for it. Counters, quotas and once are not carried in it yet.
+//! else waits for it. Counters, quotas and once's answers join it as on
+//! kv.db.
 //!
 //! Invariants:
 //! - While a session is open the writer runs nothing else, so a session
@@ -41,6 +42,7 @@ use crate::postgres::tx::PgTx;
 use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
+use crate::tx_kinds::InTx;
 use crate::values::{RawBucket, Target};
 
 /// The longest a binding's transaction may hold the writer before it is
@@ -295,13 +297,22 @@ impl TxSession {
         &self.store
     }
 
+    /// Runs `f` on what the transaction runs on (kv.db's write context, as
+    /// [`TxSession::run`], or the PostgreSQL transaction, as
+    /// [`TxSession::pg`]): the other kinds' calls take this.
+    pub(crate) fn run_kind<T>(&self, f: impl FnOnce(InTx<'_, '_>) -> Result<T>) -> Result<T> {
+        if self.pg.is_some() {
+            return self.pg(|p| f(InTx::Postgres(p))).unwrap_or_else(|| Err(ended()));
+        }
+        self.run(|w| f(InTx::Sqlite(w)))
+    }
+
     /// Runs `f` inside the transaction, on this thread, under the session's
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
+    /// For kv.db: a bucket's call on PostgreSQL takes [`TxSession::pg`].
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
         if self.pg.is_some() {
-            return Err(crate::postgres::unsupported(
-                "counters, quotas and once inside a transaction",
-            ));
+            return Err(crate::postgres::unsupported("this call inside a transaction"));
         }
         let id = Arc::as_ptr(&self.lent) as usize;
         if CALLING.with(|c| c.borrow().contains(&id)) {

@@ -204,10 +204,6 @@ fn kv16_on_postgres_a_view_reads_one_snapshot() {
         })
         .unwrap();
     assert_eq!(b.get("a").unwrap(), Some(10));
-    let once = store.once::<i64>("jobs").open().unwrap();
-    let e = store.tx(|tx| tx.once(&once).get("k").map(|_| ())).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(e.message().contains("not supported on PostgreSQL yet"), "{e}");
 }
 
 /// A binding's transaction and snapshot (what Python, Node, Bun and Go

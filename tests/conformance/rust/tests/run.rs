@@ -680,7 +680,7 @@ fn conformance_cases_kv01_to_kv19() {
 /// (docs/postgres.md), and why. Their cases run too: each must pass or fail
 /// with the error that names the operation as not supported on PostgreSQL
 /// yet, never with a wrong answer.
-const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[("kv16_tx_kinds.json", "tx with counters, quotas and once")];
+const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[];
 
 /// The PostgreSQL server CI starts (`make pg-start`; make exports its
 /// location). Without one the run fails, saying how to start one.
