@@ -47,6 +47,8 @@ use crate::values::{RawBucket, Target};
 
 /// The longest a binding's transaction may hold the writer before it is
 /// rolled back, so that a forgotten one cannot stop every write for good.
+/// On PostgreSQL, the longest it stays open on the store's clock, holding
+/// a connection and its rows' locks.
 pub const TX_LIMIT: Duration = Duration::from_secs(10);
 
 /// The writer's context of an open session, lent to its callers.
@@ -108,25 +110,47 @@ pub struct TxSession {
     /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
     pub(crate) open: Arc<AtomicBool>,
     /// On a PostgreSQL store, the transaction itself.
-    pg: Option<PgSession>,
+    pg: Option<Arc<PgSession>>,
 }
 
 /// Where `done` of a binding's transaction answers.
 type Done = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// A binding's transaction on PostgreSQL: the transaction until it ends,
-/// and where its end answers.
+/// and where its end answers. Nothing waits for it as kv.db's writer does,
+/// so its bound, [`TX_LIMIT`] on the store's clock, is judged at each of its
+/// calls and by the store's maintenance ([`crate::postgres::held`]).
 struct PgSession {
+    store: Store,
     tx: Mutex<Option<PgTx>>,
     done: Mutex<Option<Done>>,
+    /// The session's `open`, cleared when it ends.
+    open: Arc<AtomicBool>,
+    /// When it began, in ms on the store's clock.
+    began: i64,
+    /// Why it ended without its caller ending it: held past [`TX_LIMIT`].
+    why: Mutex<Option<Error>>,
 }
 
 impl PgSession {
+    /// What a call answers once the transaction has ended.
+    fn gone(&self) -> Error {
+        lock(&self.why).clone().unwrap_or_else(ended)
+    }
+
     /// Ends the transaction (committing it or not) and answers `done`.
     fn end(&self, commit: bool, why: Error) -> Result<()> {
         let Some(tx) = lock(&self.tx).take() else {
-            return Err(ended());
+            return Err(self.gone());
         };
+        self.finish(tx, commit, why);
+        Ok(())
+    }
+
+    fn finish(&self, tx: PgTx, commit: bool, why: Error) {
+        if self.open.swap(false, Ordering::AcqRel) {
+            self.store.inner.writer.session_ended();
+        }
         let r = match commit {
             true => tx.commit(),
             false => {
@@ -137,8 +161,33 @@ impl PgSession {
         if let Some(done) = lock(&self.done).take() {
             done(r);
         }
-        Ok(())
     }
+}
+
+impl crate::postgres::held::Bounded for PgSession {
+    fn end_if_past(&self, now: i64) -> bool {
+        if now.saturating_sub(self.began) <= TX_LIMIT.as_millis() as i64 {
+            return false;
+        }
+        let tx = {
+            let mut g = lock(&self.tx);
+            let Some(tx) = g.take() else { return false };
+            // Set before the lock goes, so that no call finds it ended without why.
+            *lock(&self.why) = Some(held_too_long());
+            tx
+        };
+        log::warn!("tinystore: a transaction on PostgreSQL was open longer than {TX_LIMIT:?} and was rolled back");
+        self.finish(tx, false, held_too_long());
+        true
+    }
+}
+
+/// What a binding's transaction held past [`TX_LIMIT`] answers: its `done`
+/// and every call after.
+fn held_too_long() -> Error {
+    Error::limit(format!(
+        "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
+    ))
 }
 
 impl Store {
@@ -162,9 +211,23 @@ impl Store {
         if self.inner.postgres().is_some() {
             self.refuse_tx(&crate::CallerContext::new(), 0)?;
             let clock = &self.inner.clock;
-            let tx = PgTx::begin(self, clock.is_manual().then(|| clock.now_millis()), false)?;
+            let began = clock.now_millis();
+            let tx = PgTx::begin(self, clock.is_manual().then_some(began), false)?;
             // Counted as open, as on kv.db, so that the guards see it.
             self.inner.writer.session_began();
+            let open = Arc::new(AtomicBool::new(true));
+            let pg = Arc::new(PgSession {
+                store: self.clone(),
+                tx: Mutex::new(Some(tx)),
+                done: Mutex::new(Some(Box::new(done))),
+                open: open.clone(),
+                began,
+                why: Mutex::new(None),
+            });
+            let bounded: Arc<dyn crate::postgres::held::Bounded> = pg.clone();
+            if let Some(store) = self.inner.postgres() {
+                store.held.add(Arc::downgrade(&bounded));
+            }
             ready(Ok(TxSession {
                 store: self.clone(),
                 lent: Arc::new(Lent {
@@ -175,11 +238,8 @@ impl Store {
                     }),
                     ended: Condvar::new(),
                 }),
-                open: Arc::new(AtomicBool::new(true)),
-                pg: Some(PgSession {
-                    tx: Mutex::new(Some(tx)),
-                    done: Mutex::new(Some(Box::new(done))),
-                }),
+                open,
+                pg: Some(pg),
             }));
             return Ok(Ticket::finished());
         }
@@ -272,9 +332,7 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> 
         if left.is_zero() {
             st.ctx = None;
             log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
-            let e = Error::limit(format!(
-                "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
-            ));
+            let e = held_too_long();
             st.why = Some(e.clone());
             return Err(e);
         }
@@ -371,9 +429,11 @@ impl TxSession {
                  call the transaction after that call returns",
             )));
         }
+        // Past its bound, it ends here if maintenance has not ended it yet.
+        crate::postgres::held::Bounded::end_if_past(&**pg, self.store.inner.clock.now_millis());
         let g = lock(&pg.tx);
         let Some(tx) = g.as_ref() else {
-            return Some(Err(ended()));
+            return Some(Err(pg.gone()));
         };
         CALLING.with(|c| c.borrow_mut().push(id));
         let out = f(tx);
@@ -383,9 +443,7 @@ impl TxSession {
 
     fn end(&self, end: End) -> Result<()> {
         if let Some(pg) = &self.pg {
-            if self.open.swap(false, Ordering::AcqRel) {
-                self.store.inner.writer.session_ended();
-            }
+            crate::postgres::held::Bounded::end_if_past(&**pg, self.store.inner.clock.now_millis());
             return match end {
                 End::Commit => pg.end(true, ended()),
                 End::Rollback(why) => pg.end(false, why),

@@ -255,3 +255,73 @@ fn kv16_on_postgres_a_bindings_transaction_and_snapshot_go_through_their_scope()
     snap.close();
     assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
 }
+
+/// A binding's transaction held past TX_LIMIT on the store's clock is
+/// rolled back, and answers as on kv.db: `done` and every call after it
+/// get `Limit`, nothing of it is written, and the store writes after.
+#[test]
+fn kv16_on_postgres_a_bindings_transaction_held_past_the_limit_is_rolled_back() {
+    use tinystore::{Raw, Scope, TX_LIMIT};
+    let store = manual(&pg::fresh("kv16_tx_limit"));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    let attempts = store.counters("attempts").open().unwrap();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
+    assert_eq!(Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap(), 1);
+    store.clock().advance(TX_LIMIT).unwrap();
+    assert!(
+        Scope::Tx(&s).entry(b, b"k").unwrap().is_some(),
+        "at the limit it is still open"
+    );
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    let e = Scope::Tx(&s).entry(b, b"k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.message().contains("open longer than 10s and was rolled back"), "{e}");
+    let e = done.try_recv().expect("done answered at the rollback").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert_eq!(s.commit().unwrap_err().kind(), ErrorKind::Limit, "a commit after it");
+    assert_eq!(
+        Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap_err().kind(),
+        ErrorKind::Limit
+    );
+    assert_eq!(typed.get("k").unwrap(), None, "nothing of it was written");
+    assert_eq!(attempts.get("ada").unwrap(), 0);
+    typed.set("k", &Raw::Int(2)).unwrap();
+    let (s, done) = store.transaction().unwrap();
+    assert_eq!(Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap(), 1);
+    s.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(attempts.get("ada").unwrap(), 1, "the store writes after");
+}
+
+/// A transaction left idle past the limit is rolled back at the store's
+/// next maintenance, without a call of its own, so the locks it held no
+/// longer stop another server's writes of its keys.
+#[test]
+fn kv16_on_postgres_an_idle_transaction_past_the_limit_lets_go_at_maintenance() {
+    use tinystore::{Raw, Scope, TX_LIMIT};
+    let location = pg::fresh("kv16_tx_limit_idle");
+    let (store, other) = (manual(&location), manual(&location));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    typed.set("k", &Raw::Int(1)).unwrap();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(2), WriteOptions::default())
+        .unwrap();
+    store.clock().advance(TX_LIMIT).unwrap();
+    store.maintain().unwrap();
+    assert!(done.try_recv().is_err(), "not past the limit yet");
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    store.maintain().unwrap();
+    let e = done.try_recv().expect("maintenance rolled it back").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    // The row's lock went with it: this write would wait for it otherwise.
+    let theirs = other.raw_bucket("b").open().unwrap();
+    theirs.set("k", &Raw::Int(3)).unwrap();
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(3)));
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap_err().kind(), ErrorKind::Limit);
+}

@@ -15,6 +15,7 @@
 
 pub(crate) mod cells;
 mod errors;
+pub(crate) mod held;
 pub(crate) mod inspect;
 pub(crate) mod kept;
 pub(crate) mod limits;
@@ -52,6 +53,8 @@ pub(crate) struct PgStore {
     closed: AtomicBool,
     /// The runs of once: this store's holder id, session and waiters.
     pub(crate) claims: Arc<once::Claims>,
+    /// The bindings' transactions still open, for their bound.
+    pub(crate) held: held::Held,
 }
 
 impl PgStore {
@@ -110,6 +113,7 @@ impl PgStore {
             answers: std::sync::Mutex::new(Some(tx)),
             closed: AtomicBool::new(false),
             claims: Arc::new(once::Claims::new()),
+            held: held::Held::default(),
         })
     }
 
