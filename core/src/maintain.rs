@@ -265,6 +265,6 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
         });
     match spawned {
         Ok(handle) => inner.set_background(handle, stop),
-        Err(e) => log::error!("tinystore: no background maintenance thread: {e}"),
+        Err(e) => log::error!(store = inner.log_id; "tinystore: no background maintenance thread: {e}"),
     }
 }

@@ -176,7 +176,7 @@ impl crate::postgres::held::Bounded for PgSession {
             *lock(&self.why) = Some(held_too_long());
             tx
         };
-        log::warn!("tinystore: a transaction on PostgreSQL was open longer than {TX_LIMIT:?} and was rolled back");
+        log::warn!(store = self.store.inner.log_id; "tinystore: a transaction on PostgreSQL was open longer than {TX_LIMIT:?} and was rolled back");
         self.finish(tx, false, held_too_long());
         true
     }
@@ -260,6 +260,7 @@ impl Store {
                 });
                 let open = Arc::new(AtomicBool::new(true));
                 let writer = store.clone();
+                let log_id = store.inner.log_id;
                 let session = TxSession {
                     store,
                     pg: None,
@@ -276,7 +277,7 @@ impl Store {
                     }
                 }
                 let _served = Served(writer, open);
-                serve(w, &lent, || {
+                serve(w, &lent, log_id, || {
                     if let Some(ready) = lock(&ready).take() {
                         ready(Ok(session));
                     }
@@ -315,7 +316,7 @@ impl Store {
 /// On the writer thread: lends `w` to the session, hands the session out
 /// (`ready`), and waits until the caller ends it or [`TX_LIMIT`] passes.
 /// Returns with the context taken back, so `w` is the writer's again.
-fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> {
+fn serve(w: &mut WriteCtx<'_>, lent: &Lent, log_id: u64, ready: impl FnOnce()) -> Result<()> {
     let deadline = Instant::now() + TX_LIMIT;
     lock(&lent.state).ctx = Some(LentCtx(std::ptr::from_mut(w).cast::<WriteCtx<'static>>()));
     ready();
@@ -331,7 +332,7 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, ready: impl FnOnce()) -> Result<()> 
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             st.ctx = None;
-            log::warn!("tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
+            log::warn!(store = log_id; "tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
             let e = held_too_long();
             st.why = Some(e.clone());
             return Err(e);

@@ -266,7 +266,8 @@ impl Store {
         let keep = options.sqlite.keep_read_locks.unwrap_or(!clock.is_manual());
         let readers = Readers::open(&file, n, mmap_size, keep.then_some(&lease))?;
         let turns = storage::turns::Turns::open(&file, lease);
-        let writer = Writer::start(conn, turns, clock.clone())?;
+        let log_id = next_log_id();
+        let writer = Writer::start(conn, turns, clock.clone(), log_id)?;
         let inner = Arc::new(StoreInner {
             dir,
             backend: Backend::Sqlite,
@@ -281,7 +282,7 @@ impl Store {
             sweep_every: options.sweep_every.unwrap_or(Duration::from_secs(60)),
             background: Mutex::new(None),
             budget: options.memory.map(Budget::new),
-            log_id: next_log_id(),
+            log_id,
         });
         if !inner.clock.is_manual() {
             maintain::start_background(&inner);

@@ -38,6 +38,21 @@ fn engine_warnings_are_queued_for_the_language_and_none_is_lost_in_silence() {
     assert_eq!(warning.target, "tinystore::config");
     assert!(!warning.message.starts_with("tinystore:"), "{warning:?}");
     assert_eq!(warning.store, Some(store.log_id()), "the record names its store");
+    // A panic of a completion on the writer thread is about its store too.
+    let b = store.bucket::<i64>("b").open().unwrap();
+    b.set_then("k", &1, |_| panic!("completion boom")).unwrap();
+    b.set("after", &2).unwrap();
+    let got = next_logs(16, Duration::from_secs(10));
+    let panicked = got
+        .iter()
+        .find(|r| r.message.contains("completion panicked"))
+        .unwrap_or_else(|| panic!("no record of the panic in {got:?}"));
+    assert_eq!(panicked.level, log::Level::Error);
+    assert_eq!(
+        panicked.store,
+        Some(store.log_id()),
+        "the writer's record names its store"
+    );
     let other_dir = tempfile::tempdir().unwrap();
     let other = Store::open(other_dir.path()).unwrap();
     assert_ne!(other.log_id(), store.log_id(), "each open has its own log id");

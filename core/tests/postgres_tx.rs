@@ -325,3 +325,23 @@ fn kv16_on_postgres_an_idle_transaction_past_the_limit_lets_go_at_maintenance() 
     assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(3)));
     assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap_err().kind(), ErrorKind::Limit);
 }
+
+#[test]
+fn kv16_on_postgres_an_async_tx_writes_all_or_nothing() {
+    let store = manual(&pg::fresh("kv16_async_tx"));
+    let stock = store.bucket::<i64>("stock").open().unwrap();
+    stock.set("apples", &3).unwrap();
+    pollster::block_on(store.aio().tx(|tx| {
+        let left = tx.with(&stock).get("apples")?.unwrap_or(0);
+        tx.with(&stock).set("apples", &(left - 1)).map(|_| ())
+    }))
+    .unwrap();
+    assert_eq!(stock.get("apples").unwrap(), Some(2));
+    let e = pollster::block_on(store.aio().tx(|tx| {
+        tx.with(&stock).set("apples", &0)?;
+        Err::<(), _>(Error::new(ErrorKind::Invalid, "out of apples"))
+    }))
+    .unwrap_err();
+    assert!(e.to_string().contains("out of apples"), "{e}");
+    assert_eq!(stock.get("apples").unwrap(), Some(2), "a failed async tx wrote nothing");
+}

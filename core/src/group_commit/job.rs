@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::error::{Error, ErrorKind, Result};
 use crate::row_codec::panic_text;
 
-use super::ON_WRITER;
 use super::commit::WriteCtx;
+use super::{ON_WRITER, WRITER_LOG_ID};
 
 /// How a write is kept apart from the other writes of its group, so that
 /// when it fails nothing of it stays.
@@ -101,6 +101,7 @@ where
             // later write of the store waits for it.
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| done(state, out))) {
                 log::error!(
+                    store = WRITER_LOG_ID.with(|id| id.get());
                     "tinystore: a write's completion panicked on the writer thread: {}",
                     panic_text(p.as_ref())
                 );

@@ -85,6 +85,9 @@ thread_local! {
     /// Set on the writer thread: a blocking write from a completion would
     /// wait for itself.
     static ON_WRITER: StdCell<bool> = const { StdCell::new(false) };
+    /// On the writer thread, its store's [`crate::Store::log_id`], for the
+    /// records it writes about that store.
+    static WRITER_LOG_ID: StdCell<u64> = const { StdCell::new(0) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
     /// The binding transactions ([`crate::TxSession`]) this thread holds:
@@ -157,7 +160,8 @@ pub(crate) struct Writer {
 impl Writer {
     /// Starts the writer thread on `conn`, taking turns at the write lock
     /// with the writers of other processes through `turns`.
-    pub fn start(conn: Connection, turns: Turns, clock: Clock) -> Result<Writer> {
+    /// `log_id` tags the thread's log records with their store.
+    pub fn start(conn: Connection, turns: Turns, clock: Clock, log_id: u64) -> Result<Writer> {
         let checkpoints = Arc::new(checkpoints::Checkpoints::default());
         checkpoints.install(&conn);
         let conn = WriteConn::new(conn)?;
@@ -182,7 +186,10 @@ impl Writer {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("tinystore-writer".into())
-            .spawn(move || run(s))?;
+            .spawn(move || {
+                WRITER_LOG_ID.with(|id| id.set(log_id));
+                run(s)
+            })?;
         Ok(Writer {
             shared,
             thread: Mutex::new(Some(thread)),

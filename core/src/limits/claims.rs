@@ -88,7 +88,7 @@ impl Runs {
             in_file: AtomicUsize::new(0),
             busy_polls: AtomicUsize::new(0),
             beating: AtomicBool::new(false),
-            timer: Arc::new(Timer::default()),
+            timer: Arc::new(Timer::new(store.upgrade().map_or(0, |s| s.log_id))),
             store,
         })
     }

@@ -171,7 +171,7 @@ impl<V: Held> Memory<V> {
                     full_once = true;
                     self.make_room(store, true)?;
                 }
-                Put::Full => return Err(self.full("both buckets of this key are full of live keys")),
+                Put::Full => return Err(self.full(store, "both buckets of this key are full of live keys")),
             }
         }
     }
@@ -258,14 +258,15 @@ impl<V: Held> Memory<V> {
             Err(e) => format!("writing them to make room failed ({})", e.message()),
             Ok(_) => "every one changed again before it could be written".to_owned(),
         };
-        Err(self.full(&why))
+        Err(self.full(store, &why))
     }
 
-    fn full(&self, why: &str) -> Error {
+    fn full(&self, store: &StoreInner, why: &str) -> Error {
         let mut last = lock(&self.last_full_log);
         if last.is_none_or(|t| t.elapsed() >= FULL_LOG_EVERY) {
             *last = Some(Instant::now());
             log::error!(
+                store = store.log_id;
                 "tinystore: the memory of {} {:?} is full ({MEMORY_BOUND} keys) and {why}; \
                  new keys are refused (kind: limit-store-full)",
                 self.what,

@@ -42,6 +42,7 @@ pub(crate) use counters::{How, op_change};
 pub use memory::MEMORY_BOUND;
 pub(crate) use on_postgres::op_change_on_postgres;
 pub(crate) use once::RunMark;
+pub(crate) use once::inside_run;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce, waiter_gave_up};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
 pub use rate_limit::{RateLimit, RateLimitBuilder};

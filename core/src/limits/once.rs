@@ -280,6 +280,20 @@ impl RawOnce {
         Ok(())
     }
 
+    /// Checks a run of `key` by this thread and begins it, answering
+    /// `on_ready` as [`RawOnce::begin`] does: the start of [`Once::run`] in
+    /// its blocking and its async form. Returns the key's target.
+    pub(crate) fn begin_here(
+        &self,
+        key: &[u8],
+        on_ready: impl FnOnce(Result<Begun>) + Send + 'static,
+    ) -> Result<Target> {
+        let t = self.target(key)?;
+        RUNNING.with(|r| self.refuse_run(&t, &r.borrow()))?;
+        self.begin_target(t.clone(), on_ready);
+        Ok(t)
+    }
+
     fn begin_target(&self, t: Target, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) {
         attempt(Arc::new(Begin {
             once: self.clone(),
@@ -645,6 +659,14 @@ impl Running {
     }
 }
 
+/// Runs `f` with this thread inside the run `claim` holds, so that a run of
+/// the same key from inside it is refused instead of waiting for itself.
+/// The async form calls it around each poll of the run's future.
+pub(crate) fn inside_run<R>(claim: &Claim, f: impl FnOnce() -> R) -> R {
+    let _running = Running::enter(claim);
+    f()
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(outer) = self.0.take() {
@@ -711,14 +733,12 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
     }
 
     fn run_waiting(&self, key: impl AsKey, wait: Option<Duration>, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let t = self.raw.target(&key.key_bytes())?;
-        RUNNING.with(|r| self.raw.refuse_run(&t, &r.borrow()))?;
         let (tx, rx) = mpsc::sync_channel(1);
-        self.raw.begin_target(t.clone(), move |r| {
+        let t = self.raw.begin_here(&key.key_bytes(), move |r| {
             // A waiter that gave up has dropped `rx`: the claim sent to it is
             // dropped here, which lets go keeping nothing.
             let _ = tx.send(r);
-        });
+        })?;
         let begun = match wait {
             None => rx.recv().unwrap_or_else(|_| Err(Error::closed())),
             Some(d) => match rx.recv_timeout(d) {
@@ -730,10 +750,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Once<T> {
         match begun? {
             Begun::Kept(raw) => decode(&raw).map_err(|e| t.name(e)),
             Begun::Run(claim) => {
-                let running = Running::enter(&claim);
-                let value = f();
-                drop(running);
-                let value = value?; // dropping the claim lets go, keeping nothing
+                let value = inside_run(&claim, f)?; // dropping the claim lets go, keeping nothing
                 let raw = encode(&value).map_err(|e| t.name(e))?;
                 claim.keep_blocking(raw)?;
                 Ok(value)

@@ -27,9 +27,19 @@ struct Tasks {
 pub(crate) struct Timer {
     tasks: Mutex<Tasks>,
     wake: Condvar,
+    /// The store's [`crate::Store::log_id`], for the thread's log records.
+    log_id: u64,
 }
 
 impl Timer {
+    /// A timer of the store `log_id` names; its thread starts with a task.
+    pub(crate) fn new(log_id: u64) -> Timer {
+        Timer {
+            log_id,
+            ..Timer::default()
+        }
+    }
+
     /// Runs `task` at `when` (or soon after) on the timer thread.
     pub(crate) fn at(self: &Arc<Self>, when: Instant, task: impl FnOnce() + Send + 'static) {
         let mut t = lock(&self.tasks);
@@ -50,7 +60,7 @@ impl Timer {
             .spawn(move || me.run());
         if let Err(e) = spawned {
             lock(&self.tasks).running = false;
-            log::error!("tinystore: no thread for the waits of once ({e}); they wait until the next one starts");
+            log::error!(store = self.log_id; "tinystore: no thread for the waits of once ({e}); they wait until the next one starts");
         }
     }
 
@@ -78,7 +88,7 @@ impl Timer {
             {
                 // A task runs a caller's completion; its panic must not stop
                 // every other wait of the store.
-                log::error!("tinystore: a completion of once panicked on the timer thread");
+                log::error!(store = self.log_id; "tinystore: a completion of once panicked on the timer thread");
             }
             t = lock(&self.tasks);
         }

@@ -21,6 +21,10 @@
 //! # Ok::<(), tinystore::Error>(())
 //! ```
 //!
+//! A transaction ([`AsyncStore::tx`]) and a run of a `once`
+//! ([`AsyncOnce::run`]) wait the same way: for the writer's turn, for
+//! another run of the key, and for the commit.
+//!
 //! Reads (`get`, `entry`, `has`, `list`) do not wait for the writer: they
 //! stay on the handle itself. Dropping a future before it is answered gives
 //! up on its write the way Go's context and Python's cancellation do: a
@@ -37,9 +41,15 @@ use crate::bucket::{Bucket, typed};
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::key::AsKey;
-use crate::limits::{Allowance, Counters, Once, Quota};
+use crate::limits::{Allowance, Counters, Quota};
 use crate::raw::MAX_VALUE;
 use crate::values::{Created, Expiry, Target, Version, WriteOptions};
+
+mod once;
+mod tx;
+
+pub use once::AsyncOnce;
+pub use tx::AsyncStore;
 
 /// Where a completion leaves its answer for the future that waits for it.
 struct Slot<T> {
@@ -61,23 +71,10 @@ impl<T: Send + 'static> WriteFuture<T> {
     /// Queues a write through its completion form `submit`, which gets the
     /// function the writer answers through.
     fn start(submit: impl FnOnce(Box<dyn FnOnce(Result<T>) + Send>) -> Result<Ticket>) -> WriteFuture<T> {
-        let slot = Arc::new(Slot {
-            state: Mutex::new((None, None)),
-        });
-        let to = slot.clone();
-        let done = Box::new(move |r: Result<T>| {
-            let waker = {
-                let mut st = to.state.lock().unwrap_or_else(|p| p.into_inner());
-                st.0 = Some(r);
-                st.1.take()
-            };
-            if let Some(w) = waker {
-                w.wake();
-            }
-        });
-        match submit(done) {
+        let (answer, done) = Answer::new();
+        match submit(Box::new(done)) {
             Ok(ticket) => WriteFuture {
-                slot,
+                slot: answer.slot,
                 ticket: Some(ticket),
                 answered: false,
             },
@@ -101,20 +98,11 @@ impl<T> Future for WriteFuture<T> {
     type Output = Result<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
-        let mut st = self.slot.state.lock().unwrap_or_else(|p| p.into_inner());
-        match st.0.take() {
-            Some(r) => {
-                drop(st);
-                self.answered = true;
-                Poll::Ready(r)
-            }
-            None => {
-                if !st.1.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    st.1 = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
+        let r = poll_slot(&self.slot, cx);
+        if r.is_ready() {
+            self.answered = true;
         }
+        r
     }
 }
 
@@ -123,6 +111,56 @@ impl<T> Drop for WriteFuture<T> {
         // Cancelling a write that already finished does nothing.
         if let (false, Some(t)) = (self.answered, &self.ticket) {
             t.cancel();
+        }
+    }
+}
+
+/// A future answered once by a completion that is not a write of its own
+/// (a transaction's turn, a run's claim). Dropping it unanswered drops the
+/// answer when it comes, which lets go of what it holds.
+struct Answer<T> {
+    slot: Arc<Slot<T>>,
+}
+
+impl<T: Send + 'static> Answer<T> {
+    /// The future and the function that answers it, from any thread.
+    fn new() -> (Answer<T>, impl FnOnce(Result<T>) + Send + 'static) {
+        let slot = Arc::new(Slot {
+            state: Mutex::new((None, None)),
+        });
+        let to = slot.clone();
+        let answer = move |r: Result<T>| {
+            let waker = {
+                let mut st = to.state.lock().unwrap_or_else(|p| p.into_inner());
+                st.0 = Some(r);
+                st.1.take()
+            };
+            if let Some(w) = waker {
+                w.wake();
+            }
+        };
+        (Answer { slot }, answer)
+    }
+}
+
+impl<T> Future for Answer<T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        poll_slot(&self.slot, cx)
+    }
+}
+
+/// Takes the answer out of `slot`, or leaves `cx`'s waker for it.
+fn poll_slot<T>(slot: &Slot<T>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+    let mut st = slot.state.lock().unwrap_or_else(|p| p.into_inner());
+    match st.0.take() {
+        Some(r) => Poll::Ready(r),
+        None => {
+            if !st.1.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                st.1 = Some(cx.waker().clone());
+            }
+            Poll::Pending
         }
     }
 }
@@ -364,24 +402,5 @@ impl AsyncQuota<'_> {
     /// [`Quota::reset`].
     pub fn reset(&self, key: impl AsKey) -> WriteFuture<()> {
         WriteFuture::start(|done| self.quota.reset_then(key, done))
-    }
-}
-
-/// The async forms of a `once`'s writes: see [`Once::aio`].
-pub struct AsyncOnce<'a, T> {
-    once: &'a Once<T>,
-}
-
-impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Once<T> {
-    /// This `once`'s writes as futures.
-    pub fn aio(&self) -> AsyncOnce<'_, T> {
-        AsyncOnce { once: self }
-    }
-}
-
-impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> AsyncOnce<'_, T> {
-    /// [`Once::delete`]: forgets a kept answer.
-    pub fn delete(&self, key: impl AsKey) -> WriteFuture<bool> {
-        WriteFuture::start(|done| self.once.raw().delete_then(key, done))
     }
 }
