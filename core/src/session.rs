@@ -531,8 +531,9 @@ pub struct Snapshot {
     /// view is past its bound, read or not ([`crate::open_views`]).
     /// `None` on PostgreSQL.
     held: Option<Arc<crate::open_views::ViewConn>>,
-    /// On PostgreSQL, its read-only transaction until it ends.
-    pg: Option<Mutex<Option<PgTx>>>,
+    /// On PostgreSQL, its read-only transaction until it ends, on the heap
+    /// as a [`TxSession`]'s is: bindings hold either in one enum.
+    pg: Option<Box<Mutex<Option<PgTx>>>>,
     now: i64,
 }
 
@@ -548,7 +549,7 @@ impl Store {
             return Ok(Snapshot {
                 store: self.clone(),
                 held: None,
-                pg: Some(Mutex::new(Some(tx))),
+                pg: Some(Box::new(Mutex::new(Some(tx)))),
                 now,
             });
         }

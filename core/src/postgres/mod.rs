@@ -18,6 +18,7 @@ mod errors;
 pub(crate) mod held;
 pub(crate) mod inspect;
 pub(crate) mod kept;
+pub(crate) mod limit_rows;
 pub(crate) mod limits;
 mod location;
 pub(crate) mod once;

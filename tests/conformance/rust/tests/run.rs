@@ -676,10 +676,10 @@ fn conformance_cases_kv01_to_kv19() {
     }
 }
 
-/// The case files that need what a PostgreSQL store does not carry yet
-/// (docs/postgres.md), and why. Their cases run too: each must pass or fail
-/// with the error that names the operation as not supported on PostgreSQL
-/// yet, never with a wrong answer.
+/// The case files that need what a PostgreSQL store does not carry yet,
+/// and why: none today, since it carries every handle. Their cases would
+/// run too: each must pass or fail with the error that names the operation
+/// as not supported on PostgreSQL yet, never with a wrong answer.
 const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[];
 
 /// The PostgreSQL server CI starts (`make pg-start`; make exports its
