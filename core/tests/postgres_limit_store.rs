@@ -409,3 +409,34 @@ fn kv02_on_postgres_the_limit_stores_name_cannot_be_opened_as_a_bucket_of_values
     let e = store.bucket::<String>("limit-store").open().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
 }
+
+#[test]
+fn store_on_postgres_an_update_to_a_paused_database_is_answered_within_its_deadline() {
+    let proxy = pg::Proxy::start();
+    let store = manual(&proxy.location("ls_paused"));
+    let deadline = Duration::from_millis(300);
+    let ls = LimitStore::builder(&store).deadline(deadline).open().unwrap();
+    let now = store.clock().now_millis();
+    let u = ls.begin(&["k"]).unwrap();
+    proxy.set(pg::Mode::Stall);
+    let started = std::time::Instant::now();
+    let (tx, rx) = mpsc::sync_channel(1);
+    u.commit_then(vec![Change::Put(entry("1", now + 60_000))], move |c| {
+        let _ = tx.send(c);
+    })
+    .unwrap();
+    let (e, _) = failed(rx.recv().unwrap());
+    let waited = started.elapsed();
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}");
+    assert!(e.message().contains("not answered within 300 ms"), "{e}");
+    assert!(
+        waited >= deadline && waited < Duration::from_millis(1500),
+        "answered at its own deadline, not the database's: {waited:?}"
+    );
+    proxy.set(pg::Mode::Forward);
+    // The store works again by itself. (The paused update may still land
+    // once the database answers, as OutcomeUnknown says, holding its key
+    // until then: this counts another key, with the default deadline.)
+    let other = LimitStore::open(&store).unwrap();
+    assert_eq!(count_once(&other, "k2"), 1);
+}
