@@ -531,9 +531,9 @@ pub struct Snapshot {
     /// view is past its bound, read or not ([`crate::open_views`]).
     /// `None` on PostgreSQL.
     held: Option<Arc<crate::open_views::ViewConn>>,
-    /// On PostgreSQL, its read-only transaction until it ends, on the heap
-    /// as a [`TxSession`]'s is: bindings hold either in one enum.
-    pg: Option<Box<Mutex<Option<PgTx>>>>,
+    /// On PostgreSQL, its read-only transaction until it ends, which the
+    /// store's maintenance also ends once it is past its bound.
+    pg: Option<Arc<PgView>>,
     now: i64,
 }
 
@@ -546,10 +546,18 @@ impl Store {
         if self.inner.postgres().is_some() {
             let clock = &self.inner.clock;
             let tx = PgTx::begin(self, clock.is_manual().then_some(now), true)?;
+            let view = Arc::new(PgView {
+                tx: Mutex::new(Some(tx)),
+                opened: now,
+            });
+            let bounded: Arc<dyn crate::postgres::held::Bounded> = view.clone();
+            if let Some(store) = self.inner.postgres() {
+                store.held.add(Arc::downgrade(&bounded));
+            }
             return Ok(Snapshot {
                 store: self.clone(),
                 held: None,
-                pg: Some(Box::new(Mutex::new(Some(tx)))),
+                pg: Some(view),
                 now,
             });
         }
@@ -601,7 +609,7 @@ impl Snapshot {
     pub(crate) fn pg<T>(&self, bucket: &RawBucket, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
         let pg = self.pg.as_ref()?;
         Some(self.check(bucket).and_then(|()| {
-            let g = lock(pg);
+            let g = lock(&pg.tx);
             let tx = g
                 .as_ref()
                 .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
@@ -615,9 +623,29 @@ impl Snapshot {
         if let Some(held) = &self.held {
             held.end(&self.store.inner.readers);
         }
-        if let Some(tx) = self.pg.as_ref().and_then(|pg| lock(pg).take()) {
+        if let Some(tx) = self.pg.as_ref().and_then(|pg| lock(&pg.tx).take()) {
             tx.rollback();
         }
+    }
+}
+
+/// A binding's snapshot on PostgreSQL: its read-only transaction, which
+/// holds one of the store's held connections and the database's oldest
+/// snapshot back, until it ends.
+struct PgView {
+    tx: Mutex<Option<PgTx>>,
+    /// When it opened, in ms on the store's clock.
+    opened: i64,
+}
+
+impl crate::postgres::held::Bounded for PgView {
+    fn end_if_past(&self, now: i64) -> bool {
+        if !view_past_limit(self.opened, now) {
+            return false;
+        }
+        let Some(tx) = lock(&self.tx).take() else { return false };
+        tx.rollback();
+        true
     }
 }
 

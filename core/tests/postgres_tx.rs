@@ -345,3 +345,37 @@ fn kv16_on_postgres_an_async_tx_writes_all_or_nothing() {
     assert!(e.to_string().contains("out of apples"), "{e}");
     assert_eq!(stock.get("apples").unwrap(), Some(2), "a failed async tx wrote nothing");
 }
+
+/// A binding's snapshot left idle past VIEW_LIMIT ends at the store's next
+/// maintenance, read or not, so it holds no connection in a transaction
+/// (nor the database's oldest snapshot); its next read is `Limit`.
+#[test]
+fn kv16_on_postgres_an_idle_view_past_its_bound_lets_go_at_maintenance() {
+    use tinystore::{Raw, Scope, VIEW_LIMIT};
+    let app = "kv16_view_idle";
+    let store = manual(&format!("{}&application_name={app}", pg::fresh(app)));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    typed.set("k", &Raw::Int(1)).unwrap();
+    let in_a_transaction = || {
+        pg::query(
+            "public",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}' \
+                 AND state LIKE 'idle in transaction%'"
+            ),
+        )
+    };
+    let snap = store.snapshot().unwrap();
+    assert!(Scope::View(&snap).entry(b, b"k").unwrap().is_some());
+    assert_eq!(in_a_transaction().as_deref(), Some("1"));
+    store.clock().advance(VIEW_LIMIT).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(in_a_transaction().as_deref(), Some("1"), "not past its bound yet");
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(in_a_transaction().as_deref(), Some("0"), "maintenance ended it");
+    let e = Scope::View(&snap).entry(b, b"k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.message().contains("open longer than 5s"), "{e}");
+}

@@ -1,13 +1,15 @@
-//! The transactions of the bindings on PostgreSQL that are still open, so
-//! that one held past [`crate::TX_LIMIT`] is rolled back even if its caller
-//! never calls it again.
+//! The transactions and snapshots of the bindings on PostgreSQL that are
+//! still open, so that one held past its bound ([`crate::TX_LIMIT`],
+//! [`crate::VIEW_LIMIT`]) ends even if its caller never calls it again.
 //!
-//! On kv.db such a transaction holds the writer, which ends it at the
-//! limit itself. On PostgreSQL nothing waits for it, but it holds one of
-//! the store's eight held connections and the locks of the rows it wrote,
-//! which other servers' writes of those keys wait on. Its bound is judged
-//! on the store's clock (a test clock in tests), at each of its calls and
-//! at each maintenance (every second in an ordinary store, and each
+//! On kv.db a transaction holds the writer, which ends it at the limit
+//! itself, and maintenance ends idle views. On PostgreSQL nothing waits for
+//! either, but each holds one of the store's eight held connections; a
+//! transaction also holds the locks of the rows it wrote, which other
+//! servers' writes of those keys wait on, and a snapshot the database's
+//! oldest snapshot, which vacuum waits on. The bound is judged on the
+//! store's clock (a test clock in tests), at each call and at each
+//! maintenance (every second in an ordinary store, and each
 //! [`crate::Store::maintain`]), which ends every one past it.
 
 use std::sync::{Mutex, Weak};
