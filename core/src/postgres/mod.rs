@@ -75,7 +75,10 @@ impl PgStore {
     fn connect(location: &str, create: bool) -> Result<PgStore> {
         let loc = location::parse(location)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
+            // Two threads read the sockets, so that an answer that came in
+            // does not wait for the one thread to be scheduled again on a
+            // busy machine (`make bench-postgres` measures point reads).
+            .worker_threads(2)
             .thread_name("tinystore-postgres")
             .enable_all()
             .build()?;
@@ -129,16 +132,15 @@ impl PgStore {
         let deadline = self.deadline;
         // The statements' futures only wait for answers that the runtime's
         // thread reads off the sockets, so the caller's thread polls them
-        // itself, parked in between. Not `Runtime::block_on`, which refuses
-        // to run inside another runtime: a blocking call from an app's
-        // tokio task blocks its thread, as a call on kv.db does.
+        // itself, parked in between, and keeps the deadline on its own
+        // clock rather than a tokio timer, which a thread outside the
+        // runtime registers through the runtime's thread. Not
+        // `Runtime::block_on`, which refuses to run inside another runtime:
+        // a blocking call from an app's tokio task blocks its thread, as a
+        // call on kv.db does.
         let _in = self.rt.enter();
-        wait(async {
-            match tokio::time::timeout(deadline, f(pool, &flag)).await {
-                Ok(r) => r,
-                Err(_) => Err(errors::timed_out(&pool.shown, deadline, flag.get())),
-            }
-        })
+        let until = std::time::Instant::now() + deadline;
+        wait_until(f(pool, &flag), until).unwrap_or_else(|| Err(errors::timed_out(&pool.shown, deadline, flag.get())))
     }
 
     /// Runs one call's statements on the runtime and gives `done` the result
@@ -199,8 +201,9 @@ impl Drop for PgStore {
 }
 
 /// Polls `f` on this thread until it is ready, parking the thread until
-/// its waker is called.
-fn wait<F: Future>(f: F) -> F::Output {
+/// its waker is called; `None` once `until` passed first (`f` is dropped,
+/// which gives up its statements).
+fn wait_until<F: Future>(f: F, until: std::time::Instant) -> Option<F::Output> {
     use std::task::{Context, Poll, Wake, Waker};
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
@@ -216,9 +219,13 @@ fn wait<F: Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
     loop {
         if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
-            return out;
+            return Some(out);
         }
-        std::thread::park();
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        std::thread::park_timeout(left);
     }
 }
 
