@@ -319,4 +319,18 @@ fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_
         panic!("a store was created at {url}")
     };
     assert!(e.message().contains("there is no TinyStore store"), "{e}");
+
+    // Out of PostgreSQL, a limit store would come across empty: refused.
+    let from = location("limit_store_out");
+    let pg = Store::open(&from).unwrap();
+    tinystore::LimitStore::open(&pg).unwrap();
+    pg.close().unwrap();
+    let back = tempfile::tempdir().unwrap();
+    let (ok, _, err) = tinystore(&["kv", "copy", &from, back.path().to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("cannot give the name \"limit-store\"") && err.contains("not supported on PostgreSQL yet"),
+        "{err}"
+    );
+    assert!(!back.path().join("kv.db").exists(), "nothing was written at the target");
 }

@@ -420,7 +420,6 @@ impl Store {
         check_name(name)?;
         self.inner.check_open()?;
         if let Some(pg) = self.inner.postgres() {
-            crate::backend::postgres_carries(kind)?;
             let (id, found) =
                 pg.block(async |pool, _| crate::postgres::cells::register(pool, name, kind.as_str()).await)?;
             storage::check_kind(name, &found, kind)?;

@@ -16,8 +16,10 @@
 pub(crate) mod cells;
 pub(crate) mod copy;
 mod errors;
+pub(crate) mod held;
 pub(crate) mod inspect;
 pub(crate) mod kept;
+pub(crate) mod limit_rows;
 pub(crate) mod limits;
 mod location;
 pub(crate) mod once;
@@ -53,6 +55,8 @@ pub(crate) struct PgStore {
     closed: AtomicBool,
     /// The runs of once: this store's holder id, session and waiters.
     pub(crate) claims: Arc<once::Claims>,
+    /// The bindings' transactions still open, for their bound.
+    pub(crate) held: held::Held,
 }
 
 impl PgStore {
@@ -114,6 +118,7 @@ impl PgStore {
             answers: std::sync::Mutex::new(Some(tx)),
             closed: AtomicBool::new(false),
             claims: Arc::new(once::Claims::new()),
+            held: held::Held::default(),
         })
     }
 
