@@ -19,8 +19,13 @@ export TINYSTORE_TEST_PG_CA ?= $(PG_TLS_DIR)/ca.pem
 
 .PHONY: pg-start pg-stop
 # The Rust tests include the PostgreSQL backend's (core/tests/postgres_*,
-# the process tests, the conformance runner's PostgreSQL run).
+# the process tests, the conformance runner's PostgreSQL run, cli/tests'
+# `kv copy`). The Python, Node and Bun, and Go conformance runners run every
+# case on PostgreSQL too, each case in an empty schema of its own
+# (conformance_<language>_<n>, dropped with psql first); the case files
+# they may see refused are listed once, in tests/conformance/not_on_postgres.json.
 test-rust: pg-start
+test-conformance-python test-conformance-node test-go: pg-start
 pg-start:
 	@test -n "$(PG_VERSION)" || { echo "pg-start: no PostgreSQL server in /usr/lib/postgresql: apt-get install -y postgresql"; exit 1; }
 	@if ! pg_lsclusters -h | awk '{print $$1"/"$$2}' | grep -qx "$(PG_VERSION)/$(PG_CLUSTER)"; then \

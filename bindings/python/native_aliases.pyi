@@ -8,10 +8,23 @@
 import asyncio
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 _Key = str | bytes | int
 _Span = str | datetime.timedelta
 _Rate = str | tuple[int, _Span]
 _Row = tuple[str | bytes, Any, str, int | None]
 _Page = tuple[list[_Row], str | bytes | None]
+_Scope = Tx | View | asyncio.AbstractEventLoop | None
+
+class _Codec(Protocol):
+    """How a handle's values cross (``tinystore._codecs.Codec``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def type_name(self) -> str: ...
+    @property
+    def encode(self) -> Callable[[Any], bytes] | None: ...
+    @property
+    def decode(self) -> Callable[[bytes], Any] | None: ...

@@ -1,9 +1,11 @@
 //! `tinystore`: look inside a store's kv.db, or its PostgreSQL database
-//! (`--url postgres://...`), from a shell.
+//! (`--url postgres://...`), from a shell, and copy a store from one to the
+//! other (`kv copy`).
 //!
-//! It opens the file read-only, so it can look at a store an application has
-//! open without blocking it, and it never creates a store that is not there;
-//! on PostgreSQL it only sends `SELECT`s.
+//! The commands that look open the file read-only, so they can look at a
+//! store an application has open without blocking it, and they never create
+//! a store that is not there; on PostgreSQL they only send `SELECT`s. `kv
+//! copy` reads its source the same way and writes only to an empty target.
 
 mod show;
 
@@ -80,6 +82,29 @@ enum Kv {
         #[command(flatten)]
         at: Where,
     },
+    /// Copy a store into an empty one, keeping every live key's value,
+    /// version and expiry: a directory to PostgreSQL, and back again.
+    ///
+    /// Each of SRC and DST is a store's directory (kv.db lives inside it)
+    /// or a postgres:// location. Every name is copied with its kind, and
+    /// DST's versions go on above SRC's, so that no version repeats. Keys
+    /// expired or cleared are not copied. DST must hold no name yet: a
+    /// store that does is refused, and nothing is written to it. Stop the
+    /// applications first: a copy carries what the store holds when it is
+    /// read.
+    #[command(
+        after_help = "Examples:\n  tinystore kv copy data/ postgres://app@db.internal:5432/app\n  \
+                            tinystore kv copy 'postgres://app@db.internal/app?schema=shop' restored/"
+    )]
+    Copy {
+        /// The store to read: a directory, or postgres://...
+        src: PathBuf,
+        /// The empty store to write: a directory (created if missing), or postgres://...
+        dst: PathBuf,
+        /// Print JSON instead of a table, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Where {
@@ -147,6 +172,14 @@ fn run(cli: Cli) -> tinystore::Result<String> {
                 show::names_json(&names)
             } else {
                 show::names_table(&names)
+            })
+        }
+        Kv::Copy { src, dst, json } => {
+            let copied = tinystore::moving::copy(&src, &dst)?;
+            Ok(if json {
+                show::copied_json(&copied)
+            } else {
+                show::copied_text(&copied)
             })
         }
         Kv::Stats { at } => {

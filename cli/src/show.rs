@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
+use tinystore::moving::Copied;
 use tinystore::{FileStats, NameInfo, Raw, Row};
 
 /// What a row most likely holds, judged from its bytes alone (the file does
@@ -220,6 +221,40 @@ pub fn stats_json(s: &FileStats) -> String {
     json!({
         "fileBytes": s.file_bytes, "walBytes": s.wal_bytes, "names": s.names, "rows": s.rows,
         "spilled": s.spilled, "clearMarks": s.clear_marks, "expiredWaiting": s.expired_waiting,
+    })
+    .to_string()
+}
+
+/// What a copy wrote, for a person: each name, its kind and keys copied.
+pub fn copied_text(c: &Copied) -> String {
+    let mut out = vec![format!("copied {} to {}", c.from, c.to)];
+    if c.names.is_empty() {
+        out.push("no buckets: the source held none".into());
+    } else {
+        let w = c.names.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
+        out.push(format!("{:<w$}  {:<11}  {:>8}", "NAME", "KIND", "KEYS"));
+        for n in &c.names {
+            out.push(format!("{:<w$}  {:<11}  {:>8}", n.name, n.kind, n.keys));
+        }
+    }
+    let keys: usize = c.names.iter().map(|n| n.keys).sum();
+    let names = c.names.len();
+    out.push(format!(
+        "{keys} key{} in {names} bucket{}; versions on the target go on above {}",
+        if keys == 1 { "" } else { "s" },
+        if names == 1 { "" } else { "s" },
+        c.top_version
+    ));
+    out.join("\n")
+}
+
+/// What a copy wrote, as JSON.
+pub fn copied_json(c: &Copied) -> String {
+    json!({
+        "from": c.from,
+        "to": c.to,
+        "buckets": c.names.iter().map(|n| json!({ "name": n.name, "kind": n.kind, "keys": n.keys })).collect::<Vec<_>>(),
+        "topVersion": c.top_version.to_string(),
     })
     .to_string()
 }

@@ -140,6 +140,7 @@ fn every_command_has_help() {
         &["kv", "get", "--help"],
         &["kv", "buckets", "--help"],
         &["kv", "stats", "--help"],
+        &["kv", "copy", "--help"],
     ] {
         let (ok, out, _) = tinystore(args);
         assert!(ok && out.contains("Usage"), "{args:?}: {out}");

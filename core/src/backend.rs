@@ -10,9 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::error::Result;
 use crate::postgres::PgStore;
-use crate::storage::Kind;
 use crate::store::StoreInner;
 
 /// The engine behind one store.
@@ -31,13 +29,5 @@ impl StoreInner {
             Backend::Sqlite => None,
             Backend::Postgres(pg) => Some(pg),
         }
-    }
-}
-
-/// What a PostgreSQL store carries of each kind of handle.
-pub(crate) fn postgres_carries(kind: Kind) -> Result<()> {
-    match kind {
-        Kind::LimitStore => Err(crate::postgres::unsupported("a limit store")),
-        _ => Ok(()),
     }
 }

@@ -49,6 +49,7 @@ mod limit_store;
 mod limits;
 mod log_forward;
 mod maintain;
+pub mod moving;
 mod open_views;
 mod postgres;
 mod raw;
@@ -96,7 +97,9 @@ pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
 pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
-pub use tx_kinds::{TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, rate_limit_refused};
+pub use tx_kinds::{
+    TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused,
+};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
     WriteCall, WriteOptions,

@@ -144,10 +144,10 @@ pub(crate) fn flush_memory(store: &StoreInner, force: bool) -> Result<usize> {
 
 /// One maintenance pass.
 pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
+    end_views_past_bound(store);
     if let Some(pg) = store.postgres() {
         return run_on_postgres(store, pg, sweep);
     }
-    end_views_past_bound(store);
     let mut m = Maintenance {
         flushed: flush_memory(store, true)?,
         renewed: flush_renewals(store)?,
@@ -203,9 +203,15 @@ fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: boo
 }
 
 /// Ends the views past their bound, read or not, so that an idle one does
-/// not hold back checkpoints ([`crate::open_views`]).
+/// not hold back checkpoints ([`crate::open_views`]); on PostgreSQL, the
+/// bindings' transactions past theirs ([`crate::postgres::held`]).
 fn end_views_past_bound(store: &StoreInner) {
-    store.views.end_past_bound(&store.readers, store.clock.now_millis());
+    let now = store.clock.now_millis();
+    if let Some(pg) = store.postgres() {
+        pg.held.end_past_bound(now);
+        return;
+    }
+    store.views.end_past_bound(&store.readers, now);
 }
 
 /// Starts the background thread of an ordinary store. It holds the store

@@ -37,6 +37,17 @@ pub(crate) fn view_reads_only(name: &str) -> Error {
 }
 
 impl Scope<'_> {
+    /// Refuses a handle of another store, for a binding's `with(handle)`:
+    /// the handle `name` of `store` is used in this scope. Every call in a
+    /// scope checks the same again.
+    pub fn admit(&self, store: &crate::Store, name: &str) -> Result<()> {
+        match self {
+            Scope::Direct => Ok(()),
+            Scope::Tx(s) => crate::tx_kinds::same_store(s.store(), store, name),
+            Scope::View(v) => crate::tx_kinds::same_store(v.store(), store, name),
+        }
+    }
+
     /// Runs a read on the scope's PostgreSQL transaction or snapshot;
     /// `None` for a direct call or a scope on kv.db.
     fn pg_read<T>(&self, bucket: &RawBucket, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {

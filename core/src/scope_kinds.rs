@@ -6,7 +6,7 @@
 //! `tx_kinds`; a snapshot reads buckets only.
 
 use crate::error::{Error, Result};
-use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce, op_change};
+use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce};
 use crate::raw::Raw;
 use crate::scope::Scope;
 use crate::session::TxSession;
@@ -36,7 +36,7 @@ impl Scope<'_> {
         let in_tx = self.in_tx(counters.name(), |s| {
             s.check_counters(counters)?;
             let t = counters.target(key)?;
-            s.run(|w| op_change(&t, w, how, n))
+            s.run_kind(|on| on.change(&t, how, n))
         });
         in_tx.unwrap_or_else(|| match how {
             How::Add => counters.add(key, n),
@@ -60,7 +60,7 @@ impl Scope<'_> {
         let in_tx = self.in_tx(counters.name(), |s| {
             s.check_counters(counters)?;
             let t = counters.target(key)?;
-            s.run(|w| counter_value(t.read(w.conn, w.now)?).map_err(|e| t.name(e)))
+            s.run_kind(|mut on| counter_value(on.read(&t)?).map_err(|e| t.name(e)))
         });
         in_tx.unwrap_or_else(|| counters.get(key))
     }
@@ -70,7 +70,7 @@ impl Scope<'_> {
         let in_tx = self.in_tx(counters.name(), |s| {
             s.check_counters(counters)?;
             let t = counters.target(key)?;
-            s.run(|w| t.op_delete(w, None))
+            s.run_kind(|on| on.delete(&t))
         });
         in_tx.unwrap_or_else(|| counters.delete(key))
     }
@@ -79,7 +79,7 @@ impl Scope<'_> {
     pub fn quota_allow(&self, quota: &Quota, key: &[u8], n: u64) -> Result<Allowance> {
         let in_tx = self.in_tx(quota.name(), |s| {
             same_store(s.store(), quota.store(), quota.name())?;
-            s.run(quota.allow_op(key, n)?)
+            s.run_kind(quota.allow_op(key, n)?)
         });
         in_tx.unwrap_or_else(|| quota.allow_n(key, n))
     }
@@ -88,7 +88,7 @@ impl Scope<'_> {
     pub fn quota_refund(&self, quota: &Quota, key: &[u8], n: u64) -> Result<Allowance> {
         let in_tx = self.in_tx(quota.name(), |s| {
             same_store(s.store(), quota.store(), quota.name())?;
-            s.run(quota.refund_op(key, n)?)
+            s.run_kind(quota.refund_op(key, n)?)
         });
         in_tx.unwrap_or_else(|| quota.refund_n(key, n))
     }
@@ -97,7 +97,7 @@ impl Scope<'_> {
     pub fn quota_peek(&self, quota: &Quota, key: &[u8]) -> Result<Allowance> {
         let in_tx = self.in_tx(quota.name(), |s| {
             same_store(s.store(), quota.store(), quota.name())?;
-            s.run(quota.peek_op(key)?)
+            s.run_kind(quota.peek_op(key)?)
         });
         in_tx.unwrap_or_else(|| quota.peek(key))
     }
@@ -106,7 +106,7 @@ impl Scope<'_> {
     pub fn quota_reset(&self, quota: &Quota, key: &[u8]) -> Result<()> {
         let in_tx = self.in_tx(quota.name(), |s| {
             same_store(s.store(), quota.store(), quota.name())?;
-            s.run(quota.reset_op(key)?)
+            s.run_kind(quota.reset_op(key)?)
         });
         in_tx.unwrap_or_else(|| quota.reset(key))
     }
@@ -116,7 +116,7 @@ impl Scope<'_> {
         let in_tx = self.in_tx(once.name(), |s| {
             same_store(s.store(), once.store(), once.name())?;
             let t = once.target(key)?;
-            s.run(|w| Ok(once_answer(t.read(w.conn, w.now)?)))
+            s.run_kind(|mut on| Ok(once_answer(on.read(&t)?)))
         });
         in_tx.unwrap_or_else(|| once.get(key))
     }
@@ -126,7 +126,7 @@ impl Scope<'_> {
         let in_tx = self.in_tx(once.name(), |s| {
             same_store(s.store(), once.store(), once.name())?;
             let t = once.target(key)?;
-            s.run(|w| t.op_delete(w, None))
+            s.run_kind(|on| on.delete(&t))
         });
         in_tx.unwrap_or_else(|| once.delete(key))
     }

@@ -16,7 +16,8 @@
 //! On a PostgreSQL store a session is a transaction of its own connection
 //! instead ([`crate::postgres::tx`]): it begins when it is asked for, its
 //! calls run on the caller's thread under the session's lock, and nothing
-//! else waits for it. Counters, quotas and once are not carried in it yet.
+//! else waits for it. Counters, quotas and once's answers join it as on
+//! kv.db.
 //!
 //! Invariants:
 //! - While a session is open the writer runs nothing else, so a session
@@ -41,10 +42,13 @@ use crate::postgres::tx::PgTx;
 use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
+use crate::tx_kinds::InTx;
 use crate::values::{RawBucket, Target};
 
 /// The longest a binding's transaction may hold the writer before it is
 /// rolled back, so that a forgotten one cannot stop every write for good.
+/// On PostgreSQL, the longest it stays open on the store's clock, holding
+/// a connection and its rows' locks.
 pub const TX_LIMIT: Duration = Duration::from_secs(10);
 
 /// The writer's context of an open session, lent to its callers.
@@ -106,25 +110,47 @@ pub struct TxSession {
     /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
     pub(crate) open: Arc<AtomicBool>,
     /// On a PostgreSQL store, the transaction itself.
-    pg: Option<PgSession>,
+    pg: Option<Arc<PgSession>>,
 }
 
 /// Where `done` of a binding's transaction answers.
 type Done = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// A binding's transaction on PostgreSQL: the transaction until it ends,
-/// and where its end answers.
+/// and where its end answers. Nothing waits for it as kv.db's writer does,
+/// so its bound, [`TX_LIMIT`] on the store's clock, is judged at each of its
+/// calls and by the store's maintenance ([`crate::postgres::held`]).
 struct PgSession {
+    store: Store,
     tx: Mutex<Option<PgTx>>,
     done: Mutex<Option<Done>>,
+    /// The session's `open`, cleared when it ends.
+    open: Arc<AtomicBool>,
+    /// When it began, in ms on the store's clock.
+    began: i64,
+    /// Why it ended without its caller ending it: held past [`TX_LIMIT`].
+    why: Mutex<Option<Error>>,
 }
 
 impl PgSession {
+    /// What a call answers once the transaction has ended.
+    fn gone(&self) -> Error {
+        lock(&self.why).clone().unwrap_or_else(ended)
+    }
+
     /// Ends the transaction (committing it or not) and answers `done`.
     fn end(&self, commit: bool, why: Error) -> Result<()> {
         let Some(tx) = lock(&self.tx).take() else {
-            return Err(ended());
+            return Err(self.gone());
         };
+        self.finish(tx, commit, why);
+        Ok(())
+    }
+
+    fn finish(&self, tx: PgTx, commit: bool, why: Error) {
+        if self.open.swap(false, Ordering::AcqRel) {
+            self.store.inner.writer.session_ended();
+        }
         let r = match commit {
             true => tx.commit(),
             false => {
@@ -135,8 +161,33 @@ impl PgSession {
         if let Some(done) = lock(&self.done).take() {
             done(r);
         }
-        Ok(())
     }
+}
+
+impl crate::postgres::held::Bounded for PgSession {
+    fn end_if_past(&self, now: i64) -> bool {
+        if now.saturating_sub(self.began) <= TX_LIMIT.as_millis() as i64 {
+            return false;
+        }
+        let tx = {
+            let mut g = lock(&self.tx);
+            let Some(tx) = g.take() else { return false };
+            // Set before the lock goes, so that no call finds it ended without why.
+            *lock(&self.why) = Some(held_too_long());
+            tx
+        };
+        log::warn!(store = self.store.inner.log_id; "tinystore: a transaction on PostgreSQL was open longer than {TX_LIMIT:?} and was rolled back");
+        self.finish(tx, false, held_too_long());
+        true
+    }
+}
+
+/// What a binding's transaction held past [`TX_LIMIT`] answers: its `done`
+/// and every call after.
+fn held_too_long() -> Error {
+    Error::limit(format!(
+        "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
+    ))
 }
 
 impl Store {
@@ -160,9 +211,23 @@ impl Store {
         if self.inner.postgres().is_some() {
             self.refuse_tx(&crate::CallerContext::new(), 0)?;
             let clock = &self.inner.clock;
-            let tx = PgTx::begin(self, clock.is_manual().then(|| clock.now_millis()), false)?;
+            let began = clock.now_millis();
+            let tx = PgTx::begin(self, clock.is_manual().then_some(began), false)?;
             // Counted as open, as on kv.db, so that the guards see it.
             self.inner.writer.session_began();
+            let open = Arc::new(AtomicBool::new(true));
+            let pg = Arc::new(PgSession {
+                store: self.clone(),
+                tx: Mutex::new(Some(tx)),
+                done: Mutex::new(Some(Box::new(done))),
+                open: open.clone(),
+                began,
+                why: Mutex::new(None),
+            });
+            let bounded: Arc<dyn crate::postgres::held::Bounded> = pg.clone();
+            if let Some(store) = self.inner.postgres() {
+                store.held.add(Arc::downgrade(&bounded));
+            }
             ready(Ok(TxSession {
                 store: self.clone(),
                 lent: Arc::new(Lent {
@@ -173,11 +238,8 @@ impl Store {
                     }),
                     ended: Condvar::new(),
                 }),
-                open: Arc::new(AtomicBool::new(true)),
-                pg: Some(PgSession {
-                    tx: Mutex::new(Some(tx)),
-                    done: Mutex::new(Some(Box::new(done))),
-                }),
+                open,
+                pg: Some(pg),
             }));
             return Ok(Ticket::finished());
         }
@@ -271,9 +333,7 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, log_id: u64, ready: impl FnOnce()) -
         if left.is_zero() {
             st.ctx = None;
             log::warn!(store = log_id; "tinystore: a transaction held the writer for {TX_LIMIT:?} and was rolled back");
-            let e = Error::limit(format!(
-                "the transaction was open longer than {TX_LIMIT:?} and was rolled back; nothing was written"
-            ));
+            let e = held_too_long();
             st.why = Some(e.clone());
             return Err(e);
         }
@@ -296,13 +356,22 @@ impl TxSession {
         &self.store
     }
 
+    /// Runs `f` on what the transaction runs on (kv.db's write context, as
+    /// [`TxSession::run`], or the PostgreSQL transaction, as
+    /// [`TxSession::pg`]): the other kinds' calls take this.
+    pub(crate) fn run_kind<T>(&self, f: impl FnOnce(InTx<'_, '_>) -> Result<T>) -> Result<T> {
+        if self.pg.is_some() {
+            return self.pg(|p| f(InTx::Postgres(p))).unwrap_or_else(|| Err(ended()));
+        }
+        self.run(|w| f(InTx::Sqlite(w)))
+    }
+
     /// Runs `f` inside the transaction, on this thread, under the session's
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
+    /// For kv.db: a bucket's call on PostgreSQL takes [`TxSession::pg`].
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
         if self.pg.is_some() {
-            return Err(crate::postgres::unsupported(
-                "counters, quotas and once inside a transaction",
-            ));
+            return Err(crate::postgres::unsupported("this call inside a transaction"));
         }
         let id = Arc::as_ptr(&self.lent) as usize;
         if CALLING.with(|c| c.borrow().contains(&id)) {
@@ -361,9 +430,11 @@ impl TxSession {
                  call the transaction after that call returns",
             )));
         }
+        // Past its bound, it ends here if maintenance has not ended it yet.
+        crate::postgres::held::Bounded::end_if_past(&**pg, self.store.inner.clock.now_millis());
         let g = lock(&pg.tx);
         let Some(tx) = g.as_ref() else {
-            return Some(Err(ended()));
+            return Some(Err(pg.gone()));
         };
         CALLING.with(|c| c.borrow_mut().push(id));
         let out = f(tx);
@@ -373,9 +444,7 @@ impl TxSession {
 
     fn end(&self, end: End) -> Result<()> {
         if let Some(pg) = &self.pg {
-            if self.open.swap(false, Ordering::AcqRel) {
-                self.store.inner.writer.session_ended();
-            }
+            crate::postgres::held::Bounded::end_if_past(&**pg, self.store.inner.clock.now_millis());
             return match end {
                 End::Commit => pg.end(true, ended()),
                 End::Rollback(why) => pg.end(false, why),
@@ -416,12 +485,7 @@ impl TxSession {
     }
 
     pub(crate) fn same_store(&self, bucket: &RawBucket) -> Result<()> {
-        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
-            return Err(
-                Error::invalid("a handle of another store was used in this transaction").in_bucket(bucket.name())
-            );
-        }
-        Ok(())
+        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())
     }
 }
 
@@ -462,8 +526,9 @@ pub struct Snapshot {
     /// view is past its bound, read or not ([`crate::open_views`]).
     /// `None` on PostgreSQL.
     held: Option<Arc<crate::open_views::ViewConn>>,
-    /// On PostgreSQL, its read-only transaction until it ends.
-    pg: Option<Mutex<Option<PgTx>>>,
+    /// On PostgreSQL, its read-only transaction until it ends, which the
+    /// store's maintenance also ends once it is past its bound.
+    pg: Option<Arc<PgView>>,
     now: i64,
 }
 
@@ -476,10 +541,18 @@ impl Store {
         if self.inner.postgres().is_some() {
             let clock = &self.inner.clock;
             let tx = PgTx::begin(self, clock.is_manual().then_some(now), true)?;
+            let view = Arc::new(PgView {
+                tx: Mutex::new(Some(tx)),
+                opened: now,
+            });
+            let bounded: Arc<dyn crate::postgres::held::Bounded> = view.clone();
+            if let Some(store) = self.inner.postgres() {
+                store.held.add(Arc::downgrade(&bounded));
+            }
             return Ok(Snapshot {
                 store: self.clone(),
                 held: None,
-                pg: Some(Mutex::new(Some(tx))),
+                pg: Some(view),
                 now,
             });
         }
@@ -498,6 +571,11 @@ impl Store {
 }
 
 impl Snapshot {
+    /// The store of this snapshot.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Runs `f` on the snapshot's connection with the snapshot's time, for
     /// a read of `bucket`, which must be of this store. A read past
     /// [`VIEW_LIMIT`] ends the snapshot and is `Limit`.
@@ -516,9 +594,7 @@ impl Snapshot {
     /// Refuses a read of another store's bucket, or past [`VIEW_LIMIT`]
     /// (which ends the snapshot).
     fn check(&self, bucket: &RawBucket) -> Result<()> {
-        if !Arc::ptr_eq(&self.store.inner, &bucket.core.store.inner) {
-            return Err(Error::invalid("a handle of another store was used in this snapshot").in_bucket(bucket.name()));
-        }
+        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())?;
         if view_past_limit(self.now, self.store.inner.clock.now_millis()) {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));
@@ -531,7 +607,7 @@ impl Snapshot {
     pub(crate) fn pg<T>(&self, bucket: &RawBucket, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
         let pg = self.pg.as_ref()?;
         Some(self.check(bucket).and_then(|()| {
-            let g = lock(pg);
+            let g = lock(&pg.tx);
             let tx = g
                 .as_ref()
                 .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
@@ -545,9 +621,29 @@ impl Snapshot {
         if let Some(held) = &self.held {
             held.end(&self.store.inner.readers);
         }
-        if let Some(tx) = self.pg.as_ref().and_then(|pg| lock(pg).take()) {
+        if let Some(tx) = self.pg.as_ref().and_then(|pg| lock(&pg.tx).take()) {
             tx.rollback();
         }
+    }
+}
+
+/// A binding's snapshot on PostgreSQL: its read-only transaction, which
+/// holds one of the store's held connections and the database's oldest
+/// snapshot back, until it ends.
+struct PgView {
+    tx: Mutex<Option<PgTx>>,
+    /// When it opened, in ms on the store's clock.
+    opened: i64,
+}
+
+impl crate::postgres::held::Bounded for PgView {
+    fn end_if_past(&self, now: i64) -> bool {
+        if !view_past_limit(self.opened, now) {
+            return false;
+        }
+        let Some(tx) = lock(&self.tx).take() else { return false };
+        tx.rollback();
+        true
     }
 }
 

@@ -420,7 +420,6 @@ impl Store {
         check_name(name)?;
         self.inner.check_open()?;
         if let Some(pg) = self.inner.postgres() {
-            crate::backend::postgres_carries(kind)?;
             let (id, found) =
                 pg.block(async |pool, _| crate::postgres::cells::register(pool, name, kind.as_str()).await)?;
             storage::check_kind(name, &found, kind)?;
@@ -505,7 +504,7 @@ fn check_memory(options: &Options) -> Result<()> {
 
 /// Refuses a store path that cannot name a directory, before anything is
 /// created: an empty path would put kv.db in the working directory.
-fn check_dir(dir: &Path) -> Result<()> {
+pub(crate) fn check_dir(dir: &Path) -> Result<()> {
     let bad = |why: String| Err(Error::invalid(format!("the store path {dir:?} {why}")));
     if dir.as_os_str().is_empty() {
         return bad("is empty: give the directory to keep kv.db in".into());
@@ -524,7 +523,7 @@ fn check_dir(dir: &Path) -> Result<()> {
 /// Creates the store's directory (its mode `mode` with execute bits) and an
 /// empty kv.db with `mode` when they do not exist, past the umask: SQLite
 /// gives the WAL and its index kv.db's mode, and the limits table takes it too.
-fn create_private(dir: &Path, mode: u32) -> Result<()> {
+pub(crate) fn create_private(dir: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     let io = |p: &Path, e: std::io::Error| Error::new(crate::ErrorKind::Io, format!("{}: {e}", p.display()));
     let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).map_err(|e| io(p, e));

@@ -10,8 +10,8 @@
 //! On a PostgreSQL store a `tx` is a `SERIALIZABLE` transaction and a view
 //! a `REPEATABLE READ READ ONLY` one, each on a connection of its own
 //! ([`crate::postgres::tx`]); the buckets' calls in them make the same
-//! decisions as on kv.db. Counters, quotas and once inside a `tx` are not
-//! carried there yet.
+//! decisions as on kv.db, and so do counters, quotas and once's answers
+//! (`tx_kinds.rs`).
 
 use std::cell::RefCell;
 
@@ -23,6 +23,7 @@ use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::session::{TxSession, view_expired, view_past_limit};
 use crate::store::Store;
+use crate::tx_kinds::InTx;
 use crate::values::pg_in_tx;
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -169,11 +170,7 @@ impl Store {
 }
 
 fn same_store(a: &Store, b: &RawBucket) -> Result<()> {
-    if std::sync::Arc::ptr_eq(&a.inner, &b.core.store.inner) {
-        Ok(())
-    } else {
-        Err(Error::invalid("a handle of another store was used in this transaction").in_bucket(b.name()))
-    }
+    crate::tx_kinds::same_store(a, b.store(), b.name())
 }
 
 impl<'a, 'c> Tx<'a, 'c> {
@@ -185,21 +182,26 @@ impl<'a, 'c> Tx<'a, 'c> {
         TxBucket { tx: self, bucket }
     }
 
-    /// Runs `f` with the transaction's write context. On PostgreSQL there
-    /// is none: what needs one (counters, quotas, once) is refused there.
-    pub(crate) fn run<R>(&self, f: impl FnOnce(&mut WriteCtx<'c>) -> Result<R>) -> Result<R> {
+    /// Runs `f` with the transaction's write context, for a bucket's call
+    /// on kv.db; a bucket's call on PostgreSQL takes [`Tx::pg`] instead.
+    pub(crate) fn run<R>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<R>) -> Result<R> {
+        self.run_kind(|on| match on {
+            InTx::Sqlite(w) => f(w),
+            InTx::Postgres(_) => Err(crate::postgres::unsupported("this call inside a transaction")),
+        })
+    }
+
+    /// Runs `f` on what the transaction runs on: kv.db's write context or
+    /// the PostgreSQL transaction. The other kinds' calls take this.
+    pub(crate) fn run_kind<R>(&self, f: impl FnOnce(InTx<'_, '_>) -> Result<R>) -> Result<R> {
         let ctx = match &self.on {
             TxOn::Sqlite(ctx) => ctx,
-            TxOn::Postgres(_) => {
-                return Err(crate::postgres::unsupported(
-                    "counters, quotas and once inside a transaction (tx)",
-                ));
-            }
+            TxOn::Postgres(p) => return f(InTx::Postgres(p)),
         };
         let mut ctx = ctx
             .try_borrow_mut()
             .map_err(|_| Error::invalid("a transaction is already busy"))?;
-        f(&mut ctx)
+        f(InTx::Sqlite(&mut ctx))
     }
 
     /// The PostgreSQL transaction, on a PostgreSQL store.

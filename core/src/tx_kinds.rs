@@ -10,6 +10,11 @@
 //!   state is in memory, written every period), and `once.run` (its claim
 //!   and its answer are writes of their own, which would wait for the
 //!   transaction).
+//!
+//! Each call is written once for both backends, on an [`InTx`]: kv.db's
+//! write context or PostgreSQL's transaction. The rules (a counter's sum,
+//! a quota's windows) decide in the kind's own code either way; PostgreSQL's
+//! transaction only runs the statements, on the key's locked row.
 
 use std::sync::Arc;
 
@@ -18,11 +23,57 @@ use serde::de::DeserializeOwned;
 
 use crate::codec::decode;
 use crate::error::{Error, Result};
+use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
-use crate::limits::{Allowance, Counters, How, Once, Quota, RawOnce, op_change};
+use crate::limits::{Allowance, Counters, How, Once, Quota, RawOnce, op_change, op_change_on_postgres};
+use crate::postgres::tx::PgTx;
 use crate::raw::Raw;
+use crate::storage::Cell;
 use crate::store::Store;
 use crate::tx::Tx;
+use crate::values::{Target, pg_in_tx};
+
+/// What a call of a durable kind runs on inside a transaction.
+pub(crate) enum InTx<'w, 'c> {
+    /// The write context of kv.db's transaction.
+    Sqlite(&'w mut WriteCtx<'c>),
+    /// The PostgreSQL transaction, on its own connection.
+    Postgres(&'w PgTx),
+}
+
+impl InTx<'_, '_> {
+    /// The time the transaction judges keys on (ms).
+    pub(crate) fn now(&self) -> i64 {
+        match self {
+            InTx::Sqlite(w) => w.now,
+            InTx::Postgres(p) => p.now,
+        }
+    }
+
+    /// The key's live row as the transaction sees it.
+    pub(crate) fn read(&mut self, t: &Target) -> Result<Option<Cell>> {
+        match self {
+            InTx::Sqlite(w) => t.read(w.conn, w.now),
+            InTx::Postgres(p) => p.get(t.core.id, t.path()).map_err(|e| t.name(e)),
+        }
+    }
+
+    /// Deletes the key; says whether a live one was there.
+    pub(crate) fn delete(self, t: &Target) -> Result<bool> {
+        match self {
+            InTx::Sqlite(w) => t.op_delete(w, None),
+            InTx::Postgres(p) => pg_in_tx::delete(p, t, None),
+        }
+    }
+
+    /// Adds to or raises a counter; its new value.
+    pub(crate) fn change(self, t: &Target, how: How, n: i64) -> Result<i64> {
+        match self {
+            InTx::Sqlite(w) => op_change(t, w, how, n),
+            InTx::Postgres(p) => op_change_on_postgres(t, p, how, n),
+        }
+    }
+}
 
 /// The refusal of `flush_every` counters inside a transaction.
 pub fn flush_every_refused(name: &str) -> Error {
@@ -50,17 +101,24 @@ pub fn once_run_refused() -> Error {
     )
 }
 
-/// `Invalid` unless `handle` belongs to `tx`'s store.
-pub(crate) fn same_store(tx: &Store, handle: &Store, name: &str) -> Result<()> {
-    if Arc::ptr_eq(&tx.inner, &handle.inner) {
+/// The refusal of the handle `name` of another store in a transaction or
+/// a view, at `with` or at a call: one text for every language.
+pub fn other_store_refused(name: &str) -> Error {
+    Error::invalid("this handle is of another store: a transaction or a view takes the handles of its own store")
+        .in_bucket(name)
+}
+
+/// `Invalid` unless the handle `name` belongs to `scope`'s store.
+pub(crate) fn same_store(scope: &Store, handle: &Store, name: &str) -> Result<()> {
+    if Arc::ptr_eq(&scope.inner, &handle.inner) {
         Ok(())
     } else {
-        Err(Error::invalid("a handle of another store was used in this transaction").in_bucket(name))
+        Err(other_store_refused(name))
     }
 }
 
 /// Reads a counter as the transaction sees it: 0 when missing or expired.
-pub(crate) fn counter_value(cell: Option<crate::storage::Cell>) -> Result<i64> {
+pub(crate) fn counter_value(cell: Option<Cell>) -> Result<i64> {
     cell.map_or(Ok(0), |c| c.value.as_int())
 }
 
@@ -97,7 +155,7 @@ pub struct TxCounters<'t, 'a, 'c> {
 impl TxCounters<'_, '_, '_> {
     fn change(&self, key: impl AsKey, how: How, n: i64) -> Result<i64> {
         let t = self.counters.target(&key.key_bytes())?;
-        self.tx.run(|w| op_change(&t, w, how, n))
+        self.tx.run_kind(|on| on.change(&t, how, n))
     }
 
     /// Adds `n` and returns the new value, as [`Counters::add`].
@@ -114,14 +172,14 @@ impl TxCounters<'_, '_, '_> {
     pub fn get(&self, key: impl AsKey) -> Result<i64> {
         let t = self.counters.target(&key.key_bytes())?;
         self.tx
-            .run(|w| counter_value(t.read(w.conn, w.now)?))
+            .run_kind(|mut on| counter_value(on.read(&t)?))
             .map_err(|e| t.name(e))
     }
 
     /// Deletes the counter; says whether a live one was there.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.counters.target(&key.key_bytes())?;
-        self.tx.run(|w| t.op_delete(w, None))
+        self.tx.run_kind(|on| on.delete(&t))
     }
 }
 
@@ -145,7 +203,7 @@ impl TxQuota<'_, '_, '_> {
     pub fn allow_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         self.check()?;
         let op = self.quota.allow_op(&key.key_bytes(), n)?;
-        self.tx.run(op)
+        self.tx.run_kind(op)
     }
 
     /// Gives one use back, as [`Quota::refund`].
@@ -157,21 +215,21 @@ impl TxQuota<'_, '_, '_> {
     pub fn refund_n(&self, key: impl AsKey, n: u64) -> Result<Allowance> {
         self.check()?;
         let op = self.quota.refund_op(&key.key_bytes(), n)?;
-        self.tx.run(op)
+        self.tx.run_kind(op)
     }
 
     /// The answer one use would get now, as the transaction sees it.
     pub fn peek(&self, key: impl AsKey) -> Result<Allowance> {
         self.check()?;
         let op = self.quota.peek_op(&key.key_bytes())?;
-        self.tx.run(op)
+        self.tx.run_kind(op)
     }
 
     /// Forgets the key, as [`Quota::reset`].
     pub fn reset(&self, key: impl AsKey) -> Result<()> {
         self.check()?;
         let op = self.quota.reset_op(&key.key_bytes())?;
-        self.tx.run(op)
+        self.tx.run_kind(op)
     }
 }
 
@@ -191,18 +249,18 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> TxOnce<'_, '_, '_, T> {
     /// The answer kept for the key, as the transaction sees it.
     pub fn get(&self, key: impl AsKey) -> Result<Option<T>> {
         let t = self.raw()?.target(&key.key_bytes())?;
-        let cell = self.tx.run(|w| t.read(w.conn, w.now))?;
+        let cell = self.tx.run_kind(|mut on| on.read(&t))?;
         cell.map(|c| decode::<T>(&c.value).map_err(|e| t.name(e))).transpose()
     }
 
     /// Forgets the answer kept for the key; says whether one was kept.
     pub fn delete(&self, key: impl AsKey) -> Result<bool> {
         let t = self.raw()?.target(&key.key_bytes())?;
-        self.tx.run(|w| t.op_delete(w, None))
+        self.tx.run_kind(|on| on.delete(&t))
     }
 }
 
 /// The raw answer of a once, for a binding's transaction.
-pub(crate) fn once_answer(cell: Option<crate::storage::Cell>) -> Option<Raw> {
+pub(crate) fn once_answer(cell: Option<Cell>) -> Option<Raw> {
     cell.map(|c| c.value)
 }

@@ -476,3 +476,37 @@ fn kv16_a_rate_limit_in_a_session_is_invalid_saying_why_and_counts_nothing() {
     );
     assert!(!Scope::Direct.rate_limit_peek(&logins, b"k").unwrap().ok);
 }
+
+#[test]
+fn kv16_a_handle_of_another_store_is_refused_in_a_transaction_and_a_view() {
+    let (_d, store) = common::manual();
+    let (_d2, other) = common::manual();
+    let mine = store.bucket::<i64>("b").open().unwrap();
+    let theirs = other.bucket::<i64>("b").open().unwrap();
+    let counters = other.counters("hits").open().unwrap();
+    let (tx, done) = begin(&store);
+    let view = store.snapshot().unwrap();
+    let refused = tinystore::other_store_refused("b");
+    for scope in [Scope::Tx(&tx), Scope::View(&view)] {
+        assert!(scope.admit(mine.raw().store(), "b").is_ok(), "its own store's handle");
+        let at_with = scope.admit(theirs.raw().store(), "b").unwrap_err();
+        let at_call = scope.entry(theirs.raw(), b"k").unwrap_err();
+        for e in [at_with, at_call] {
+            assert_eq!(e.kind(), ErrorKind::Invalid);
+            assert_eq!(e.message(), refused.message(), "one text for with and for a call");
+            assert_eq!(e.bucket(), Some("b"));
+        }
+    }
+    let e = Scope::Tx(&tx).counter_add(&counters, b"k", 1).unwrap_err();
+    assert_eq!(e.message(), refused.message());
+    Scope::Tx(&tx)
+        .set(theirs.raw(), b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap_err();
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(theirs.get("k").unwrap(), None, "nothing was written to the other store");
+    assert!(
+        Scope::Direct.admit(theirs.raw().store(), "b").is_ok(),
+        "on a store, any handle"
+    );
+}

@@ -204,10 +204,6 @@ fn kv16_on_postgres_a_view_reads_one_snapshot() {
         })
         .unwrap();
     assert_eq!(b.get("a").unwrap(), Some(10));
-    let once = store.once::<i64>("jobs").open().unwrap();
-    let e = store.tx(|tx| tx.once(&once).get("k").map(|_| ())).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(e.message().contains("not supported on PostgreSQL yet"), "{e}");
 }
 
 /// A binding's transaction and snapshot (what Python, Node, Bun and Go
@@ -260,6 +256,76 @@ fn kv16_on_postgres_a_bindings_transaction_and_snapshot_go_through_their_scope()
     assert_eq!(Scope::View(&snap).entry(b, b"k").unwrap_err().kind(), ErrorKind::Closed);
 }
 
+/// A binding's transaction held past TX_LIMIT on the store's clock is
+/// rolled back, and answers as on kv.db: `done` and every call after it
+/// get `Limit`, nothing of it is written, and the store writes after.
+#[test]
+fn kv16_on_postgres_a_bindings_transaction_held_past_the_limit_is_rolled_back() {
+    use tinystore::{Raw, Scope, TX_LIMIT};
+    let store = manual(&pg::fresh("kv16_tx_limit"));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    let attempts = store.counters("attempts").open().unwrap();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(1), WriteOptions::default())
+        .unwrap();
+    assert_eq!(Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap(), 1);
+    store.clock().advance(TX_LIMIT).unwrap();
+    assert!(
+        Scope::Tx(&s).entry(b, b"k").unwrap().is_some(),
+        "at the limit it is still open"
+    );
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    let e = Scope::Tx(&s).entry(b, b"k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.message().contains("open longer than 10s and was rolled back"), "{e}");
+    let e = done.try_recv().expect("done answered at the rollback").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert_eq!(s.commit().unwrap_err().kind(), ErrorKind::Limit, "a commit after it");
+    assert_eq!(
+        Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap_err().kind(),
+        ErrorKind::Limit
+    );
+    assert_eq!(typed.get("k").unwrap(), None, "nothing of it was written");
+    assert_eq!(attempts.get("ada").unwrap(), 0);
+    typed.set("k", &Raw::Int(2)).unwrap();
+    let (s, done) = store.transaction().unwrap();
+    assert_eq!(Scope::Tx(&s).counter_add(&attempts, b"ada", 1).unwrap(), 1);
+    s.commit().unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(attempts.get("ada").unwrap(), 1, "the store writes after");
+}
+
+/// A transaction left idle past the limit is rolled back at the store's
+/// next maintenance, without a call of its own, so the locks it held no
+/// longer stop another server's writes of its keys.
+#[test]
+fn kv16_on_postgres_an_idle_transaction_past_the_limit_lets_go_at_maintenance() {
+    use tinystore::{Raw, Scope, TX_LIMIT};
+    let location = pg::fresh("kv16_tx_limit_idle");
+    let (store, other) = (manual(&location), manual(&location));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    typed.set("k", &Raw::Int(1)).unwrap();
+    let (s, done) = store.transaction().unwrap();
+    Scope::Tx(&s)
+        .set(b, b"k", Raw::Int(2), WriteOptions::default())
+        .unwrap();
+    store.clock().advance(TX_LIMIT).unwrap();
+    store.maintain().unwrap();
+    assert!(done.try_recv().is_err(), "not past the limit yet");
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    store.maintain().unwrap();
+    let e = done.try_recv().expect("maintenance rolled it back").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    // The row's lock went with it: this write would wait for it otherwise.
+    let theirs = other.raw_bucket("b").open().unwrap();
+    theirs.set("k", &Raw::Int(3)).unwrap();
+    assert_eq!(typed.get("k").unwrap(), Some(Raw::Int(3)));
+    assert_eq!(Scope::Tx(&s).entry(b, b"k").unwrap_err().kind(), ErrorKind::Limit);
+}
+
 #[test]
 fn kv16_on_postgres_an_async_tx_writes_all_or_nothing() {
     let store = manual(&pg::fresh("kv16_async_tx"));
@@ -278,4 +344,38 @@ fn kv16_on_postgres_an_async_tx_writes_all_or_nothing() {
     .unwrap_err();
     assert!(e.to_string().contains("out of apples"), "{e}");
     assert_eq!(stock.get("apples").unwrap(), Some(2), "a failed async tx wrote nothing");
+}
+
+/// A binding's snapshot left idle past VIEW_LIMIT ends at the store's next
+/// maintenance, read or not, so it holds no connection in a transaction
+/// (nor the database's oldest snapshot); its next read is `Limit`.
+#[test]
+fn kv16_on_postgres_an_idle_view_past_its_bound_lets_go_at_maintenance() {
+    use tinystore::{Raw, Scope, VIEW_LIMIT};
+    let app = "kv16_view_idle";
+    let store = manual(&format!("{}&application_name={app}", pg::fresh(app)));
+    let typed = store.raw_bucket("b").open().unwrap();
+    let b = typed.raw();
+    typed.set("k", &Raw::Int(1)).unwrap();
+    let in_a_transaction = || {
+        pg::query(
+            "public",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}' \
+                 AND state LIKE 'idle in transaction%'"
+            ),
+        )
+    };
+    let snap = store.snapshot().unwrap();
+    assert!(Scope::View(&snap).entry(b, b"k").unwrap().is_some());
+    assert_eq!(in_a_transaction().as_deref(), Some("1"));
+    store.clock().advance(VIEW_LIMIT).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(in_a_transaction().as_deref(), Some("1"), "not past its bound yet");
+    store.clock().advance(std::time::Duration::from_millis(1)).unwrap();
+    store.maintain().unwrap();
+    assert_eq!(in_a_transaction().as_deref(), Some("0"), "maintenance ended it");
+    let e = Scope::View(&snap).entry(b, b"k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.message().contains("open longer than 5s"), "{e}");
 }

@@ -317,6 +317,12 @@ export declare class NativeTx {
 }
 
 /**
+ * Refuses, at `tx.with(handle)` or `view.with(handle)`, a handle of
+ * another store than the scope's: the core's one refusal.
+ */
+export declare function admit(scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce): void
+
+/**
  * A caller's context inside nothing, for the engine's guards against
  * deadlock: the package grows it as its code enters transactions and runs
  * of once (see `caller.rs`).

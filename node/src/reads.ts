@@ -9,20 +9,32 @@
 import { type BucketParts, bucketParts, type Entry, type ListOptions, type Page } from './bucket'
 import { type Codec, decodeWith, encodeWith } from './codec'
 import { ClosedError, InvalidError } from './errors'
-import type { NativeBucket, NativeEntry, NativeScope } from './native'
+import { native, type NativeBucket, type NativeEntry, type NativeScope } from './native'
 import type { Scope } from './scope'
-import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey } from './values'
+import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
-/** The bucket behind a `with(bucket)` argument, checked to be one of `store`'s. */
-export function partsOf(bucket: unknown, store: object, call: string): BucketParts {
+/** The bucket behind a `with(bucket)` argument, which the engine admits to `source` (one of its store's). */
+export function partsOf(bucket: unknown, source: NativeScope, call: string): BucketParts {
 	const parts = typeof bucket === 'object' && bucket !== null ? bucketParts.get(bucket) : undefined
 	if (parts === undefined) {
 		throw new InvalidError(`${call} takes a bucket of the store (store.bucket(name) or a branch of one)`)
 	}
-	if (parts.store !== store) {
-		throw new InvalidError(`${call} takes a bucket of the same store`, { bucket: parts.native.name })
-	}
+	native.admit(source, parts.native)
 	return parts
+}
+
+/**
+ * Runs `f`, an addon call of the handle `name` in `scope` (a `kind`,
+ * transaction or view): `ClosedError` once it has ended, and a wrong JS
+ * type `InvalidError`. @internal
+ */
+export function callIn<R>(scope: Scope, kind: string, name: string, f: () => R): R {
+	if (!scope.open) throw new ClosedError(`the ${kind} has ended: use its handles inside its function`, { bucket: name })
+	try {
+		return f()
+	} catch (e) {
+		throw invalidArg(e, { bucket: name })
+	}
 }
 
 /** One bucket (or branch) read through a transaction or snapshot. @internal */
@@ -71,21 +83,12 @@ export class SessionReads<T> {
 
 	/** Throws `ClosedError` once the transaction or view has ended. */
 	check(): void {
-		if (!this.scope.open) {
-			throw new ClosedError(`the ${this.kind} has ended: use its handles inside its function`, {
-				bucket: this.bucket.name,
-			})
-		}
+		callIn(this.scope, this.kind, this.bucket.name, () => undefined)
 	}
 
 	/** Runs an addon call, mapping a wrong JS type to `InvalidError`. */
 	call<R>(f: () => R): R {
-		this.check()
-		try {
-			return f()
-		} catch (e) {
-			throw invalidArg(e, { bucket: this.bucket.name })
-		}
+		return callIn(this.scope, this.kind, this.bucket.name, f)
 	}
 
 	/** The value of a row as the bucket's type. */
@@ -141,5 +144,59 @@ export class SessionReads<T> {
 			if (page.next === undefined) return
 			after = page.next
 		}
+	}
+}
+
+/**
+ * The reads every bucket in a transaction or a view has, each seeing what
+ * its transaction or snapshot sees. @internal
+ */
+export class ScopedBucket<T> {
+	/** @internal */
+	protected readonly reads: SessionReads<T>
+
+	/** @internal Made by `with` and `under`. */
+	constructor(reads: SessionReads<T>) {
+		this.reads = reads
+	}
+
+	/** The bucket's name. */
+	get name(): string {
+		return this.reads.bucket.name
+	}
+
+	/** The type of the bucket's values. */
+	get type(): ValueType {
+		return this.reads.bucket.valueType as ValueType
+	}
+
+	/** The owners of this branch, outermost first. */
+	get owners(): readonly Key[] {
+		return this.reads.owners
+	}
+
+	/** The value of a live key as the transaction or view sees it, or `undefined`. */
+	async get(key: Key): Promise<T | undefined> {
+		return this.reads.get(key)
+	}
+
+	/** The value with its version and expiry as the transaction or view sees it, or `undefined`. */
+	async entry(key: Key): Promise<Entry<T> | undefined> {
+		return this.reads.entry(key)
+	}
+
+	/** Whether a live key is there, as the transaction or view sees it. */
+	async has(key: Key): Promise<boolean> {
+		return this.reads.has(key)
+	}
+
+	/** A page of this branch's own keys as the transaction or view sees them. */
+	async list(options?: ListOptions): Promise<Page<T>> {
+		return this.reads.list(options)
+	}
+
+	/** Every key of this branch as the transaction or view sees it, a page at a time. */
+	all(): AsyncGenerator<Entry<T>, void, undefined> {
+		return this.reads.all()
 	}
 }

@@ -23,8 +23,6 @@ import { invalidArg } from './values'
 
 /** A transaction or view, and whether it is still open. */
 export interface Scope {
-	/** The addon's store it belongs to (its identity only). */
-	readonly store: object
 	/** False once it has ended: its handles are then `ClosedError`. */
 	open: boolean
 }

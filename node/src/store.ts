@@ -275,7 +275,7 @@ export class Store implements AsyncDisposable {
 		}
 		refuseNestedTx(this.#native)
 		const native = await this.#native.transaction()
-		const scope: Scope = { store: this.#native, open: true }
+		const scope: Scope = { open: true }
 		let result: R
 		try {
 			result = await runInside(native, () => fn(new Tx(native, scope)))
@@ -314,7 +314,7 @@ export class Store implements AsyncDisposable {
 		} catch (e) {
 			throw invalidArg(e, {})
 		}
-		const scope: Scope = { store: this.#native, open: true }
+		const scope: Scope = { open: true }
 		try {
 			return await fn(new View(native, scope))
 		} finally {

@@ -9,12 +9,13 @@
  * @module
  */
 
-import { ClosedError, InvalidError } from './errors'
+import { InvalidError } from './errors'
 import type { KindParts } from './handles'
 import type { Allowance } from './limits'
-import type { NativeTx } from './native'
+import { native, type NativeTx } from './native'
+import { callIn } from './reads'
 import type { Scope } from './scope'
-import { invalidArg, type Key } from './values'
+import type { Key } from './values'
 
 /** The calls of one handle inside a transaction, closed with it. */
 class Joined<P extends KindParts> {
@@ -37,14 +38,7 @@ class Joined<P extends KindParts> {
 
 	/** Runs an addon call on the open transaction. @internal */
 	protected run<R>(f: (tx: NativeTx) => R): R {
-		if (!this.#scope.open) {
-			throw new ClosedError('the transaction has ended: use its handles inside its function', { bucket: this.name })
-		}
-		try {
-			return f(this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: this.name })
-		}
+		return callIn(this.#scope, 'transaction', this.name, () => f(this.#native))
 	}
 
 	/** The same calls on another branch of the handle. @internal */
@@ -136,19 +130,17 @@ export class TxOnce<T> extends Joined<OnceParts> {
  * what cannot join it (the engine's reason) or a handle of another store.
  * @internal
  */
-export function joinKind(native: NativeTx, scope: Scope, parts: KindParts): unknown {
-	if (parts.kind === 'rateLimit') native.refuseRateLimit(parts.native)
-	if (parts.store !== scope.store) {
-		throw new InvalidError('tx.with takes a handle of the same store', { bucket: parts.name })
-	}
+export function joinKind(tx: NativeTx, scope: Scope, parts: KindParts): unknown {
+	if (parts.kind === 'rateLimit') tx.refuseRateLimit(parts.native)
+	else native.admit(tx, parts.native)
 	switch (parts.kind) {
 		case 'counters':
-			native.checkCounters(parts.native)
-			return new TxCounters(native, scope, parts)
+			tx.checkCounters(parts.native)
+			return new TxCounters(tx, scope, parts)
 		case 'quota':
-			return new TxQuota(native, scope, parts)
+			return new TxQuota(tx, scope, parts)
 		case 'once':
-			return new TxOnce(native, scope, parts)
+			return new TxOnce(tx, scope, parts)
 	}
 	throw new InvalidError(`tx.with cannot take a ${parts.kind}`, { bucket: parts.name })
 }

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Bucket, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
+import type { Bucket, CreateOptions, SetOptions, VersionOptions } from './bucket'
 import type { Counters } from './counters'
 import { kindParts } from './handles'
 import type { Quota, RateLimit } from './limits'
@@ -14,9 +14,9 @@ import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds
 import type { Duration } from './durations'
 import type { NativeTx } from './native'
 import { type Codec, takeDecoded } from './codec'
-import { partsOf, SessionReads } from './reads'
+import { partsOf, ScopedBucket, SessionReads } from './reads'
 import type { Scope } from './scope'
-import { dateArg, type Key, type ValueType } from './values'
+import { dateArg, type Key } from './values'
 
 /**
  * An open transaction, given to the function of `store.tx`. `tx.with(bucket)`
@@ -67,7 +67,7 @@ export class Tx {
 	}
 
 	#bucket<T>(bucket: Bucket<T>): TxBucket<T> {
-		const parts = partsOf(bucket, this.#scope.store, 'tx.with')
+		const parts = partsOf(bucket, this.#native, 'tx.with')
 		const reads = new SessionReads<T>(
 			this.#native,
 			parts.native,
@@ -91,64 +91,23 @@ export class Tx {
  * let it reach `store.tx` to roll everything back. After the transaction,
  * every call is `ClosedError`.
  */
-export class TxBucket<T> {
+export class TxBucket<T> extends ScopedBucket<T> {
 	readonly #native: NativeTx
-	readonly #reads: SessionReads<T>
 
 	/** @internal Made by `tx.with` and `under`. */
 	constructor(native: NativeTx, reads: SessionReads<T>) {
+		super(reads)
 		this.#native = native
-		this.#reads = reads
-	}
-
-	/** The bucket's name. */
-	get name(): string {
-		return this.#reads.bucket.name
-	}
-
-	/** The type of the bucket's values. */
-	get type(): ValueType {
-		return this.#reads.bucket.valueType as ValueType
-	}
-
-	/** The owners of this branch, outermost first. */
-	get owners(): readonly Key[] {
-		return this.#reads.owners
 	}
 
 	/** The branch of `owners`, inside the same transaction. */
 	under(...owners: Key[]): TxBucket<T> {
-		return new TxBucket<T>(this.#native, this.#reads.under(owners))
-	}
-
-	/** The value of a live key as the transaction sees it, or `undefined`. */
-	async get(key: Key): Promise<T | undefined> {
-		return this.#reads.get(key)
-	}
-
-	/** The value with its version and expiry as the transaction sees it, or `undefined`. */
-	async entry(key: Key): Promise<Entry<T> | undefined> {
-		return this.#reads.entry(key)
-	}
-
-	/** Whether a live key is there, as the transaction sees it. */
-	async has(key: Key): Promise<boolean> {
-		return this.#reads.has(key)
-	}
-
-	/** A page of this branch's own keys as the transaction sees them. */
-	async list(options?: ListOptions): Promise<Page<T>> {
-		return this.#reads.list(options)
-	}
-
-	/** Every key of this branch as the transaction sees it, a page at a time. */
-	all(): AsyncGenerator<Entry<T>, void, undefined> {
-		return this.#reads.all()
+		return new TxBucket<T>(this.#native, this.reads.under(owners))
 	}
 
 	/** Writes the value inside the transaction; durable when the transaction commits. */
 	async set(key: Key, value: T, options?: SetOptions): Promise<void> {
-		const r = this.#reads
+		const r = this.reads
 		r.call(() =>
 			r.bucket.set(
 				key,
@@ -163,7 +122,7 @@ export class TxBucket<T> {
 
 	/** Writes the value only if the key is absent (or expired); answers whether it did. */
 	async create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
-		const r = this.#reads
+		const r = this.reads
 		return r.call(
 			() =>
 				r.bucket.create(
@@ -182,7 +141,7 @@ export class TxBucket<T> {
 	 * not read is `CorruptError` and stays.
 	 */
 	async take(key: Key, options?: VersionOptions): Promise<T | undefined> {
-		const r = this.#reads
+		const r = this.reads
 		if (r.codec) {
 			return takeDecoded(
 				(v) => r.decode(v, key),
@@ -195,7 +154,7 @@ export class TxBucket<T> {
 
 	/** Deletes the key inside the transaction; answers whether a live key was there. */
 	async delete(key: Key, options?: VersionOptions): Promise<boolean> {
-		const r = this.#reads
+		const r = this.reads
 		return r.call(() => r.bucket.delete(key, options?.ifVersion, this.#native) as boolean)
 	}
 
@@ -204,7 +163,7 @@ export class TxBucket<T> {
 	 * transaction; answers whether a live key was there.
 	 */
 	async expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
-		const r = this.#reads
+		const r = this.reads
 		return r.call(
 			() =>
 				(when instanceof Date
@@ -215,7 +174,7 @@ export class TxBucket<T> {
 
 	/** Removes this branch and every branch under it inside the transaction (at most 10,000 keys, else `LimitError`). */
 	async clear(): Promise<void> {
-		const r = this.#reads
+		const r = this.reads
 		r.call(() => r.bucket.clear(this.#native))
 	}
 }

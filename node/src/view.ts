@@ -5,12 +5,12 @@
  * @module
  */
 
-import type { Bucket, Entry, ListOptions, Page } from './bucket'
+import type { Bucket } from './bucket'
 import type { NativeSnapshot } from './native'
 import type { Codec } from './codec'
-import { partsOf, SessionReads } from './reads'
+import { partsOf, ScopedBucket, SessionReads } from './reads'
 import type { Scope } from './scope'
-import type { Key, ValueType } from './values'
+import type { Key } from './values'
 
 /**
  * A read snapshot, given to the function of `store.view`. `view.with(bucket)`
@@ -42,7 +42,7 @@ export class View {
 
 	/** `bucket` (or a branch of it) read in this view. A bucket of another store is `InvalidError`. */
 	with<T>(bucket: Bucket<T>): ViewBucket<T> {
-		const parts = partsOf(bucket, this.#scope.store, 'view.with')
+		const parts = partsOf(bucket, this.#native, 'view.with')
 		const reads = new SessionReads<T>(
 			this.#native,
 			parts.native,
@@ -63,57 +63,10 @@ export class View {
  * plain JavaScript `set`, `create`, `take`, `delete`, `expire` and `clear`
  * reject with `InvalidError`. After the view, every call is `ClosedError`.
  */
-export class ViewBucket<T> {
-	readonly #reads: SessionReads<T>
-
-	/** @internal Made by `view.with` and `under`. */
-	constructor(reads: SessionReads<T>) {
-		this.#reads = reads
-	}
-
-	/** The bucket's name. */
-	get name(): string {
-		return this.#reads.bucket.name
-	}
-
-	/** The type of the bucket's values. */
-	get type(): ValueType {
-		return this.#reads.bucket.valueType as ValueType
-	}
-
-	/** The owners of this branch, outermost first. */
-	get owners(): readonly Key[] {
-		return this.#reads.owners
-	}
-
+export class ViewBucket<T> extends ScopedBucket<T> {
 	/** The branch of `owners`, in the same view. */
 	under(...owners: Key[]): ViewBucket<T> {
-		return new ViewBucket<T>(this.#reads.under(owners))
-	}
-
-	/** The value of a live key in the view, or `undefined`. */
-	async get(key: Key): Promise<T | undefined> {
-		return this.#reads.get(key)
-	}
-
-	/** The value with its version and expiry in the view, or `undefined`. */
-	async entry(key: Key): Promise<Entry<T> | undefined> {
-		return this.#reads.entry(key)
-	}
-
-	/** Whether a live key is there in the view. */
-	async has(key: Key): Promise<boolean> {
-		return this.#reads.has(key)
-	}
-
-	/** A page of this branch's own keys in the view. */
-	async list(options?: ListOptions): Promise<Page<T>> {
-		return this.#reads.list(options)
-	}
-
-	/** Every key of this branch in the view, a page at a time, all from the one snapshot. */
-	all(): AsyncGenerator<Entry<T>, void, undefined> {
-		return this.#reads.all()
+		return new ViewBucket<T>(this.reads.under(owners))
 	}
 
 	// The writes a caller in plain JavaScript may try on a view: each rejects
@@ -126,7 +79,7 @@ export class ViewBucket<T> {
 		for (const write of ['set', 'create', 'take', 'delete', 'expire', 'clear']) {
 			Object.defineProperty(ViewBucket.prototype, write, {
 				async value(this: ViewBucket<unknown>): Promise<void> {
-					const reads = this.#reads
+					const reads = this.reads
 					reads.call(() => reads.bucket.clear(reads.source))
 				},
 				writable: true,

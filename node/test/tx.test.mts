@@ -213,12 +213,17 @@ test('KV-16 tx and view: bad arguments are InvalidError, and a closed store is C
 	const b = store.bucket('b')
 	assert.ok((await rejection(store.tx(undefined as never))) instanceof InvalidError)
 	assert.ok((await rejection(store.view('fn' as never))) instanceof InvalidError)
+	// A handle of another store: the engine's one refusal, at with, for every kind that joins.
+	const otherStore = { message: /^this handle is of another store: a transaction or a view takes the handles of its own store/ }
 	await store.tx((tx) => {
 		assert.throws(() => tx.with({} as never), InvalidError)
-		assert.throws(() => tx.with(other.bucket('b')), InvalidError)
+		for (const handle of [other.bucket('b'), other.counters('c'), other.quota('q', { daily: '5/d' }), other.once('o')]) {
+			assert.throws(() => tx.with(handle as never), { name: 'InvalidError', ...otherStore })
+		}
 	})
 	await store.view((v) => {
 		assert.throws(() => v.with(store.counters('c') as never), InvalidError)
+		assert.throws(() => v.with(other.bucket('b')), { name: 'InvalidError', ...otherStore })
 	})
 	await store.close()
 	assert.ok((await rejection(store.tx(async (tx) => tx.with(b).set('k', 1)))) instanceof ClosedError)

@@ -196,34 +196,76 @@ db.execute("ROLLBACK")
 """
 
 
-async def test_kv15_a_cancelled_write_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def lock_held(dir: Path) -> Iterator[None]:
+    """Another process holds the write lock of ``dir``'s file for the block
+    (in this process the stdlib's own SQLite would not see the store's
+    locks), so the store's writes queue."""
     import subprocess
     import sys
 
-    store = await tinystore.open(tmp_path, clock=START)
-    b = store.bucket("b", int)
-    await b.set("warm", 0)
-    # Another process holds the file's write lock (in this process the stdlib's
-    # own SQLite would not see the store's locks), so the writes queue.
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLD_LOCK, str(dir / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield
+    finally:
+        holder.communicate("go\n", timeout=30)
+
+
+async def test_kv15_a_cancelled_write_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    await b.set("warm", 0)
+    with lock_held(tmp_path):
         first = asyncio.ensure_future(b.set("first", 1))
         queued = [asyncio.ensure_future(b.set(f"k{i}", i)) for i in range(50)]
         await asyncio.sleep(0)  # each task submitted its write
         for t in queued:
             t.cancel()
         await asyncio.sleep(0)  # each task runs its cancellation (and cancels its ticket)
-    finally:
-        holder.communicate("go\n", timeout=30)
     results = await asyncio.gather(first, *queued, return_exceptions=True)
     assert isinstance(results[0], str)  # the first write's version
     assert all(isinstance(r, asyncio.CancelledError) for r in results[1:])
     assert [e.key async for e in b.all()] == ["first", "warm"]  # none of the cancelled
     await b.set("after", 1)  # the store goes on
     assert await b.get("after") == 1
+    await store.close()
+
+
+async def test_kv15_a_cancelled_write_of_every_kind_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path, clock=START)
+    b = store.bucket("b", int)
+    counters = store.counters("c")
+    quota = store.quota("q", daily="5/1d")
+    await b.set("warm", 0)
+    with lock_held(tmp_path):
+        first = asyncio.ensure_future(b.set("first", 1))
+        await asyncio.sleep(0)  # the first write's group waits for the lock
+        queued = [
+            asyncio.ensure_future(w)
+            for w in (
+                b.set("with-ttl", 1, ttl="1h"),
+                b.create("created", 1),
+                b.delete("warm"),
+                b.expire("warm", "1m"),
+                b.take("warm"),
+                counters.add("k", 1),
+                counters.max("k", 9),
+                quota.allow("k"),
+            )
+        ]
+        await asyncio.sleep(0)  # each task made its write
+        for t in queued:
+            t.cancel()
+        await asyncio.sleep(0)
+    results = await asyncio.gather(first, *queued, return_exceptions=True)
+    assert isinstance(results[0], str)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results[1:])
+    assert [(e.key, e.expires_at) async for e in b.all()] == [("first", None), ("warm", None)]
+    assert await counters.get("k") == 0
+    assert (await quota.peek("k")).left == 5
     await store.close()
 
 
@@ -292,22 +334,13 @@ async def test_kv15_a_set_is_a_coroutine_that_writes_only_once_awaited(store: ti
 
 
 async def test_kv15_a_write_cancelled_by_a_timeout_raises_timeout(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     store = await tinystore.open(tmp_path, clock=START)
     b = store.bucket("b", int)
     await b.set("warm", 0)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "kv.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with lock_held(tmp_path):
         # The write waits for the file's lock; the timeout cancels it.
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(b.set("late", 1), timeout=0.2)
-    finally:
-        holder.communicate("go\n", timeout=30)
     await b.set("after", 1)
     assert await b.get("after") == 1
     await store.close()

@@ -31,7 +31,6 @@ __all__ = ["open", "Opening", "Store", "Bucket"]
 
 T = TypeVar("T")
 _get_loop = asyncio.get_running_loop
-_Cancelled = asyncio.CancelledError
 
 
 def _mark_coroutine_function(f: Callable[..., Any]) -> None:
@@ -384,57 +383,30 @@ class Bucket(BucketBase[T]):
         self, key: Key, value: T, ttl: Duration | None, expires_at: dt.datetime | None, if_version: str | None
     ) -> str:
         """``set`` with options."""
-        w = self._n.set_then(_get_loop(), key, value, ttl, None if expires_at is None else opt_millis(expires_at), if_version)
-        try:
-            return await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        return await self._n.set(key, value, ttl, opt_millis(expires_at), if_version, _get_loop())
+
+    # A write answers through the native module's awaitable, which gives the
+    # write up when its task is cancelled before the write's group starts.
 
     async def create(
         self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
     ) -> bool:
         """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        w = self._n.create_then(_get_loop(), key, value, ttl, None if expires_at is None else opt_millis(expires_at))
-        try:
-            return await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        return await self._n.create(key, value, ttl, opt_millis(expires_at), _get_loop())
 
     async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        w = self._n.take_then(_get_loop(), key, if_version)
-        try:
-            return await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        return await self._n.take(key, if_version, _get_loop())
 
     async def delete(self, key: Key, *, if_version: str | None = None) -> bool:
         """Deletes the key; says whether a live key was there. A missing key is fine."""
-        w = self._n.delete_then(_get_loop(), key, if_version)
-        try:
-            return await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        return await self._n.delete(key, if_version, _get_loop())
 
     async def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
         ttl, at = (None, when) if isinstance(when, dt.datetime) else (when, None)
-        w = self._n.expire_then(_get_loop(), key, ttl, opt_millis(at), if_version)
-        try:
-            return await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        return await self._n.expire(key, ttl, opt_millis(at), if_version, _get_loop())
 
     async def clear(self) -> None:
         """Removes this branch and every branch under it, for every reader at once."""
-        w = self._n.clear_then(_get_loop())
-        try:
-            await w
-        except _Cancelled:
-            w.cancel()
-            raise
+        await self._n.clear(_get_loop())

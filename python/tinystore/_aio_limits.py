@@ -7,10 +7,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar, Union
 
-from . import _native, _tx_marks
+from . import _native
 from ._base import Key
+from ._tx_marks import running
 from ._handles import Handle, RunChecks, allowance
-from ._loop import answered, completions, written
+from ._loop import answered
 from ._results import Allowance
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
@@ -61,7 +62,7 @@ class Quota(Handle):
 
     async def allow(self, key: Key, n: int = 1) -> Allowance:
         """Counts ``n`` uses in every window, or in none; ``windows`` gives each window's use."""
-        return allowance(await written(self._n.allow_then, key, n))
+        return allowance(await self._n.allow(key, n, _get_loop()))
 
     def peek(self, key: Key) -> asyncio.Future[Allowance]:
         """The answer one use would get now, counting nothing (read inline)."""
@@ -69,11 +70,11 @@ class Quota(Handle):
 
     async def refund(self, key: Key, n: int = 1) -> Allowance:
         """Gives ``n`` uses back to the windows that have not reset since (the work failed)."""
-        return allowance(await written(self._n.refund_then, key, n))
+        return allowance(await self._n.refund(key, n, _get_loop()))
 
     async def reset(self, key: Key) -> None:
         """Forgets the key: every window starts again at its next use."""
-        await written(self._n.reset_then, key)
+        await self._n.reset(key, _get_loop())
 
 
 class Counters(Handle):
@@ -84,11 +85,11 @@ class Counters(Handle):
 
     async def add(self, key: Key, n: int = 1) -> int:
         """Adds ``n`` (which may be negative); returns the new value. Past int64 is ``LimitError``."""
-        return await written(self._n.add_then, key, n)
+        return await self._n.add(key, n, _get_loop())
 
     async def max(self, key: Key, n: int) -> int:
         """Keeps the larger of the counter and ``n``; returns it."""
-        return await written(self._n.max_then, key, n)
+        return await self._n.max(key, n, _get_loop())
 
     def get(self, key: Key) -> asyncio.Future[int]:
         """The counter's value: 0 when missing or expired (read inline)."""
@@ -96,11 +97,11 @@ class Counters(Handle):
 
     async def delete(self, key: Key) -> bool:
         """Deletes the counter; says whether a live one was there."""
-        return await written(self._n.delete_then, key)
+        return await self._n.delete(key, _get_loop())
 
     async def clear(self) -> None:
         """Deletes every counter of this branch and of the branches under it."""
-        await written(self._n.clear_then)
+        await self._n.clear(_get_loop())
 
 
 Work = Callable[[], Union[Awaitable[T], T]]
@@ -122,26 +123,15 @@ class Once(Handle, Generic[T]):
         """
         RunChecks.check_fn(self._n, fn)
         loop = _get_loop()
-        fut = loop.create_future()
-        self._n.begin_then(completions(loop), fut, key)
         # Cancelled while waiting: a claim that arrives later is dropped, which lets the key go.
-        kept, got = await fut
+        kept, got = await self._n.begin(key, loop)
         if kept:
             return got
-        claim = got
-        token = _tx_marks.enter_run(claim)
-        try:
+        with running(got) as claim:
             value = fn()
             if inspect.isawaitable(value):
                 value = await value
-        except BaseException:
-            claim.abandon()
-            raise
-        finally:
-            _tx_marks.caller.reset(token)
-        done = loop.create_future()
-        claim.keep_then(completions(loop), done, value)
-        await done  # cancelled here, the answer is still kept
+        await claim.keep(value, loop)  # cancelled here, the answer is still kept
         return value
 
     def get(self, key: Key) -> asyncio.Future[T | None]:
@@ -150,4 +140,4 @@ class Once(Handle, Generic[T]):
 
     async def delete(self, key: Key) -> bool:
         """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""
-        return await written(self._n.delete_then, key)
+        return await self._n.delete(key, _get_loop())

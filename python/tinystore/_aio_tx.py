@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from . import _native, _tx_marks
 from ._base import Key
-from ._loop import answered, completions
+from ._loop import answered
 from ._results import Entry, Page
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
@@ -39,13 +39,6 @@ __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 T = TypeVar("T")
 
 
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    # The commit's future of a transaction that rolled back or never
-    # started carries an error nobody awaits: mark it seen.
-    if not fut.cancelled():
-        fut.exception()
-
-
 class Transaction:
     """A transaction to come: use it as ``async with store.tx() as tx:``.
 
@@ -61,7 +54,7 @@ class Transaction:
     def __init__(self, store: _native.Store) -> None:
         self._store = store
         self._tx: Tx | None = None
-        self._done: asyncio.Future[None] | None = None
+        self._done: _native.Pending | None = None
         self._inside: contextvars.Token[_native.CallerContext | None] | None = None
 
     async def __aenter__(self) -> Tx:
@@ -71,19 +64,10 @@ class Transaction:
         # open its own, which waits its turn.
         task = id(asyncio.current_task())
         self._store.refuse_tx(task)
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[_native.Tx] = loop.create_future()
-        done: asyncio.Future[None] = loop.create_future()
-        done.add_done_callback(_retrieve)
-        self._done = done
-        ticket = self._store.tx_then(completions(loop), ready, done)
-        try:
-            native = await ready
-        except asyncio.CancelledError:
-            # Not started: it never will. Started meanwhile: the session,
-            # dropped unseen, rolls back.
-            ticket.cancel()
-            raise
+        # Cancelled while it waits: not started, it never will; started
+        # meanwhile, the session, dropped unseen, rolls back.
+        ready, self._done = self._store.tx_then(asyncio.get_running_loop())
+        native = await ready
         self._tx = Tx(native)
         self._inside = _tx_marks.enter_tx(native, task)
         return self._tx

@@ -114,7 +114,7 @@ class StoreBase:
     ) -> _native.Bucket:
         name = _check_name(name)
         codec = codec_of(name, tp) if custom is None else custom_codec(name, tp, custom)
-        return _native.Bucket(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, ttl, idle)
+        return _native.Bucket(self._n, name, codec, ttl, idle)
 
     def _rate_limit_native(self, name: str, rate: Any, burst: Any) -> _native.RateLimit:
         name = _check_name(name)
@@ -137,7 +137,7 @@ class StoreBase:
     def _once_native(self, name: str, tp: Any, keep: Duration | None) -> _native.Once:
         name = _check_name(name)
         codec = codec_of(name, tp)
-        return _native.Once(self._n, name, codec.kind, codec.type_name, codec.encode, codec.decode, keep)
+        return _native.Once(self._n, name, codec, keep)
 
     def _check_open(self) -> None:
         if self._n.is_closed():

@@ -15,9 +15,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ._native import Completions, Ticket
+from ._native import Completions
 
-__all__ = ["completions", "answered", "written"]
+__all__ = ["completions", "answered"]
 
 R = TypeVar("R")
 
@@ -40,7 +40,6 @@ def completions(loop: asyncio.AbstractEventLoop) -> Completions:
     return found
 
 
-
 def answered(call: Callable[..., R], *args: Any) -> asyncio.Future[R]:
     """Runs ``call(*args)`` now, inline, and gives its answer (or its
     exception) as a completed future: awaiting it never waits for the loop."""
@@ -50,17 +49,3 @@ def answered(call: Callable[..., R], *args: Any) -> asyncio.Future[R]:
     except Exception as e:
         fut.set_exception(e)
     return fut
-
-
-async def written(then: Callable[..., Ticket], *args: Any) -> Any:
-    """The answer of a native ``*_then`` call, ``then(completions, future,
-    *args)``; cancelled while it waits, the write is given up if its group
-    has not started."""
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-    ticket = then(completions(loop), fut, *args)
-    try:
-        return await fut
-    except asyncio.CancelledError:
-        ticket.cancel()
-        raise

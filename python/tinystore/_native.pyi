@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Ticket", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -24,45 +24,29 @@ class Bucket:
     """
     One bucket (or branch of it) of the store.
     """
-    def __new__(cls, /, store: Store, name: str, kind: str, type_name: str, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, ttl: "_Span | None" = None, idle: "_Span | None" = None) -> Bucket:
+    def __new__(cls, /, store: Store, name: str, codec: "_Codec", ttl: "_Span | None" = None, idle: "_Span | None" = None) -> Bucket:
         """
-        Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
+        Opens bucket `name` of `store`, values converted by `codec`.
         """
-    def clear(self, /, scope: Any | None = None) -> None:
+    def clear(self, /, scope: "_Scope" = None) -> Any:
         """
         Removes this branch and every branch under it.
         """
-    def clear_then(self, /, running: "asyncio.AbstractEventLoop") -> Pending:
-        """
-        The completion form of `clear`.
-        """
-    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> bool:
+    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None) -> Any:
         """
         Writes a value only if the key is absent; says whether it did.
         """
-    def create_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None) -> Pending:
-        """
-        The completion form of `create`.
-        """
-    def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
+    def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Deletes a key; says whether a live key was there.
-        """
-    def delete_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `delete`.
         """
     def entry(self, /, key: "_Key", scope: "Tx | View | None" = None) -> "_Row | None":
         """
         (key, value, version, expires_at_ms) of a live key, or None.
         """
-    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> bool:
+    def expire(self, /, key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Gives a live key a new expiry (a span or a time); says whether it was there.
-        """
-    def expire_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `expire`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
@@ -87,7 +71,7 @@ class Bucket:
         """
         The owners of this branch, outermost first.
         """
-    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
+    def set(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Writes a value durably; returns its version.
         """
@@ -96,19 +80,11 @@ class Bucket:
         `set(key, value)` of the asyncio API: a coroutine that writes when
         first awaited (see [`Pending::unstarted`]).
         """
-    def set_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `set`: answers the version through the `Pending`.
-        """
-    def take(self, /, key: "_Key", if_version: Any | None = None, scope: "Tx | View | None" = None) -> Any:
+    def take(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Reads and deletes a key in one write; None when absent. A value that
         does not read as the bucket's type raises and stays (inside a
         transaction, which then rolls back).
-        """
-    def take_then(self, /, running: "asyncio.AbstractEventLoop", key: "_Key", if_version: Any | None = None) -> Pending:
-        """
-        The completion form of `take`.
         """
     def under(self, /, *owners: "_Key") -> Bucket:
         """
@@ -143,13 +119,11 @@ class Claim:
         """
         Lets go keeping nothing (the work failed): the next run runs again.
         """
-    def keep(self, /, value: Any) -> None:
+    def keep(self, /, value: Any, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Keeps `value` as the key's answer, durably, and lets go; waiters get it.
-        """
-    def keep_then(self, /, completions: Completions, future: "asyncio.Future[Any]", value: Any) -> None:
-        """
-        The completion form of `keep`. The answer is kept even if nobody awaits it.
+        Keeps `value` as the key's answer, durably, and lets go; waiters
+        get it. With `running`, the asyncio loop that awaits it, this
+        answers a `Pending`, and the answer is kept even if nobody awaits it.
         """
 
 @final
@@ -224,41 +198,26 @@ class Counters:
         Opens the counters `name`: a `ttl` from each counter's first add, and
         `flush_every` to keep them in memory and write them every period.
         """
-    def add(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
+    def add(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Adds `n`; returns the new value.
         """
-    def add_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
+    def clear(self, /, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        The completion form of `add`.
+        Deletes every counter of this branch and the branches under it, on
+        the store (`running`: the asyncio loop that awaits it).
         """
-    def clear(self, /) -> None:
-        """
-        Deletes every counter of this branch and the branches under it.
-        """
-    def clear_then(self, /, completions: Completions, future: "asyncio.Future[Any]") -> Ticket:
-        """
-        The completion form of `clear`.
-        """
-    def delete(self, /, key: Any, scope: Any | None = None) -> bool:
+    def delete(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Deletes the counter; says whether a live one was there.
-        """
-    def delete_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `delete`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> int:
         """
         The counter's value (0 when missing or expired).
         """
-    def max(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> int:
+    def max(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Keeps the larger of the counter and `n`; returns it.
-        """
-    def max_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `max`.
         """
     @property
     def name(self, /) -> str:
@@ -296,13 +255,10 @@ class LimitStore:
         """
         The live entries of `keys`, in their order (`None`: absent).
         """
-    def sweep(self, /) -> int:
+    def sweep(self, /, running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Removes expired entries, blocking; returns how many went.
-        """
-    def sweep_then(self, /, completions: Completions, future: "asyncio.Future[Any]") -> Ticket:
-        """
-        The completion form of `sweep`: resolves `future` with how many went.
+        Removes expired entries; returns how many went (`running`: None to
+        block, or the asyncio loop that awaits it).
         """
 
 @final
@@ -314,14 +270,11 @@ class LimitUpdate:
         """
         Gives the update up (apply raised): nothing is written.
         """
-    def commit(self, /, changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> bool:
+    def commit(self, /, changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]], running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Writes what `apply` returned, blocking with the GIL released: True
-        when written, False when `apply` must run again on `entries()`.
-        """
-    def commit_then(self, /, completions: Completions, future: "asyncio.Future[Any]", changes: SupportsGetItem[int, tuple[str, tuple[str | None, str | None, SupportsFloat | SupportsIndex] | None]]) -> Ticket:
-        """
-        The completion form of `commit`: resolves `future` with its answer.
+        Writes what `apply` returned: True when written, False when `apply`
+        must run again on `entries()` (`running`: None to block with the GIL
+        released, or the asyncio loop that awaits it).
         """
     def entries(self, /) -> list[tuple[str, int] | None]:
         """
@@ -342,27 +295,21 @@ class Once:
     """
     One once (or a branch of it), with the codec of its answers.
     """
-    def __new__(cls, /, store: Store, name: str, kind: str, type_name: str, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, keep: "_Span | None" = None) -> Once:
+    def __new__(cls, /, store: Store, name: str, codec: "_Codec", keep: "_Span | None" = None) -> Once:
         """
-        Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
+        Opens the once `name`, keeping answers converted by `codec` for
+        `keep` (a day when None).
         """
-    def begin(self, /, key: "_Key") -> "tuple[bool, Any]":
+    def begin(self, /, key: "_Key", running: "asyncio.AbstractEventLoop | None" = None) -> Any:
         """
-        Begins a run, waiting (without the GIL) for any run of the key
-        elsewhere: (True, answer) when one is kept, (False, Claim) when the
-        key is the caller's to run.
+        Begins a run, waiting for any run of the key elsewhere: (True,
+        answer) when one is kept, (False, Claim) when the key is the
+        caller's to run. With `running`, the asyncio loop that awaits it,
+        this answers a `Pending`; without, it blocks with the GIL released.
         """
-    def begin_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> None:
-        """
-        The completion form of `begin`: resolves `future` with the same pair.
-        """
-    def delete(self, /, key: "_Key", scope: "Tx | View | None" = None) -> bool:
+    def delete(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Forgets the answer kept for the key; says whether one was kept.
-        """
-    def delete_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `delete`.
         """
     def get(self, /, key: "_Key", scope: "Tx | View | None" = None) -> Any:
         """
@@ -476,13 +423,9 @@ class Quota:
         """
         Opens the quota `name` with `windows`, a list of (name, rate).
         """
-    def allow(self, /, key: "_Key", n: "int", scope: "Tx | View | None" = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def allow(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Counts `n` uses in every window or in none, durably.
-        """
-    def allow_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `allow`.
         """
     @property
     def name(self, /) -> str:
@@ -493,21 +436,13 @@ class Quota:
         """
         The answer one use would get now, counting nothing.
         """
-    def refund(self, /, key: Any, n: Any, scope: Any | None = None) -> tuple[bool, int, int | None, dict[str, tuple[int, int, int, int | None]]]:
+    def refund(self, /, key: "_Key", n: "int", scope: "_Scope" = None) -> Any:
         """
         Gives `n` uses back to windows that have not reset since.
         """
-    def refund_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key", n: "int") -> Ticket:
-        """
-        The completion form of `refund`.
-        """
-    def reset(self, /, key: "_Key", scope: "Tx | View | None" = None) -> None:
+    def reset(self, /, key: "_Key", scope: "_Scope" = None) -> Any:
         """
         Forgets the key.
-        """
-    def reset_then(self, /, completions: Completions, future: "asyncio.Future[Any]", key: "_Key") -> Ticket:
-        """
-        The completion form of `reset`.
         """
     def under(self, /, *owners: "_Key") -> Quota:
         """
@@ -612,24 +547,15 @@ class Store:
         """
         Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
         """
-    def tx_then(self, /, completions: Completions, ready: "asyncio.Future[Tx]", done: "asyncio.Future[None]") -> Ticket:
+    def tx_then(self, /, running: "asyncio.AbstractEventLoop") -> tuple[Pending, Pending]:
         """
-        Starts a transaction without blocking: `ready` resolves with the
-        `Tx` when the writer's turn comes, `done` once its commit is durable.
+        Starts a transaction without blocking the loop `running`: a
+        `Pending` of the `Tx` when the writer's turn comes (cancelling it
+        gives the turn up), and one of its commit once durable.
         """
     def view(self, /) -> View:
         """
         Opens a read snapshot.
-        """
-
-@final
-class Ticket:
-    """
-    Gives up on a write that has not started (when its coroutine is cancelled).
-    """
-    def cancel(self, /) -> None:
-        """
-        Cancels the write if its group has not started; else does nothing.
         """
 
 @final
@@ -714,10 +640,23 @@ def stop_logs() -> None:
 import asyncio
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 _Key = str | bytes | int
 _Span = str | datetime.timedelta
 _Rate = str | tuple[int, _Span]
 _Row = tuple[str | bytes, Any, str, int | None]
 _Page = tuple[list[_Row], str | bytes | None]
+_Scope = Tx | View | asyncio.AbstractEventLoop | None
+
+class _Codec(Protocol):
+    """How a handle's values cross (``tinystore._codecs.Codec``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def type_name(self) -> str: ...
+    @property
+    def encode(self) -> Callable[[Any], bytes] | None: ...
+    @property
+    def decode(self) -> Callable[[bytes], Any] | None: ...

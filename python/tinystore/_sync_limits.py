@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from . import _native, _tx_marks
+from . import _native
 from ._base import Key
+from ._tx_marks import running
 from ._handles import Handle, RunChecks, allowance
 from ._results import Allowance
 
@@ -102,15 +103,8 @@ class Once(Handle, Generic[T]):
         kept, got = self._n.begin(key)
         if kept:
             return got
-        claim = got
-        token = _tx_marks.enter_run(claim)
-        try:
+        with running(got) as claim:
             value = fn()
-        except BaseException:
-            claim.abandon()
-            raise
-        finally:
-            _tx_marks.caller.reset(token)
         claim.keep(value)
         return value
 

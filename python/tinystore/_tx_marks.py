@@ -13,11 +13,13 @@ into unrelated tasks, whose writes simply wait their turn.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 
 from . import _native
 
-__all__ = ["caller", "enter_run", "enter_tx"]
+__all__ = ["caller", "enter_tx", "running"]
 
 caller: contextvars.ContextVar[_native.CallerContext | None] = contextvars.ContextVar(
     "tinystore_caller", default=None
@@ -35,6 +37,15 @@ def enter_tx(tx: _native.Tx, by: int) -> contextvars.Token[_native.CallerContext
     return caller.set(_outer().inside_tx(tx, by))
 
 
-def enter_run(claim: _native.Claim) -> contextvars.Token[_native.CallerContext | None]:
-    """Puts the running code inside the run ``claim`` holds."""
-    return caller.set(_outer().inside_run(claim))
+@contextlib.contextmanager
+def running(claim: _native.Claim) -> Iterator[_native.Claim]:
+    """Runs the block inside the run ``claim`` holds; the run lets go,
+    keeping nothing, if the block raises."""
+    token = caller.set(_outer().inside_run(claim))
+    try:
+        yield claim
+    except BaseException:
+        claim.abandon()
+        raise
+    finally:
+        caller.reset(token)

@@ -37,7 +37,6 @@ from typing import Any, Optional, Protocol, Union, cast, overload
 
 from . import _native
 from ._aio import Store as _AsyncStore
-from ._loop import completions, written
 from .errors import InvalidError
 from .sync import Store as _SyncStore
 
@@ -77,8 +76,7 @@ class _NativeUpdate(Protocol):
     def now(self) -> int: ...
     def cancel(self) -> None: ...
     def take_events(self) -> list[tuple[str, str, bool]]: ...
-    def commit(self, changes: list[_Returned]) -> bool: ...
-    def commit_then(self, completions: Any, future: Any, changes: list[_Returned]) -> Any: ...
+    def commit(self, changes: list[_Returned], running: Any = None) -> Any: ...
 
 
 class _NativeLimitStore(Protocol):
@@ -86,8 +84,7 @@ class _NativeLimitStore(Protocol):
 
     def read(self, keys: list[str]) -> list[_Native]: ...
     def begin(self, keys: list[str]) -> _NativeUpdate: ...
-    def sweep(self) -> int: ...
-    def sweep_then(self, completions: Any, future: Any) -> Any: ...
+    def sweep(self, running: Any = None) -> Any: ...
 
 
 def _open_native(store: Any, max_entries: int | None, name: str | None) -> _NativeLimitStore:
@@ -223,15 +220,8 @@ class LimitStore(_Handle):
         loop = asyncio.get_running_loop()
         try:
             while True:
-                returned = _run_apply(u, names, apply)
-                fut = loop.create_future()
-                ticket = u.commit_then(completions(loop), fut, returned)
-                try:
-                    if await fut:
-                        return _entries(names, u.entries())
-                except asyncio.CancelledError:
-                    ticket.cancel()
-                    raise
+                if await u.commit(_run_apply(u, names, apply), loop):
+                    return _entries(names, u.entries())
         finally:
             _log(u.take_events())
 
@@ -241,7 +231,7 @@ class LimitStore(_Handle):
 
     async def sweep(self) -> int:
         """Removes expired entries; returns how many went."""
-        return cast(int, await written(self._n.sweep_then))
+        return cast(int, await self._n.sweep(asyncio.get_running_loop()))
 
 
 class SyncLimitStore(_Handle):

@@ -146,6 +146,11 @@ pub(crate) fn wait_on_store<T: Send + 'static>(
     let Some(refusal) = refused(store) else {
         return wait(cancel, submit);
     };
+    if store.is_postgres() {
+        // No writer queues the call on PostgreSQL: once submitted, it runs
+        // at once and cannot be cancelled before it writes.
+        return Err(refusal.in_bucket(name));
+    }
     let (tx, rx) = mpsc::sync_channel(1);
     let ticket = submit(Box::new(move |r| {
         let _ = tx.send(r);

@@ -35,7 +35,7 @@ use napi_derive::napi;
 use tinystore::{Allowance, RateLimit};
 
 use crate::completions;
-use crate::convert::{self, Ts, napi_err};
+use crate::convert::{self, Ts};
 use crate::limits::NativeRateLimit;
 use crate::napi_values as js;
 
@@ -46,8 +46,13 @@ unsafe extern "C" fn drop_limit(_env: napi_env, data: *mut c_void, _hint: *mut c
 /// The bare `allow(key, n?)` of a rate limit (or a branch of it).
 #[napi(ts_return_type = "((key: unknown, n?: number) => number | object) & { address: number }")]
 pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Result<Unknown<'e>> {
+    completions::value(env, allow_function(env.raw(), limit))
+}
+
+/// The function `rate_limit_allow` answers.
+fn allow_function(env: napi_env, limit: &NativeRateLimit) -> Ts<napi_value> {
     let data = Box::into_raw(Box::new(limit.limit.clone()));
-    let f = match js::function(env.raw(), "allow", allow, data.cast()) {
+    let f = match js::function(env, "allow", allow, data.cast()) {
         Ok(f) => f,
         Err(e) => {
             drop(unsafe { Box::from_raw(data) });
@@ -55,23 +60,15 @@ pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Resu
         }
     };
     // From here the function owns the limit: dropped when it is collected.
-    let status = unsafe {
-        sys::napi_add_finalizer(
-            env.raw(),
-            f,
-            data.cast(),
-            Some(drop_limit),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
+    let status =
+        unsafe { sys::napi_add_finalizer(env, f, data.cast(), Some(drop_limit), ptr::null_mut(), ptr::null_mut()) };
     if status != sys::Status::napi_ok {
         drop(unsafe { Box::from_raw(data) });
         js::check(status, "making allow")?;
     }
     // The limit's address, for the FFI call: a user-space pointer fits a JS number exactly.
-    js::set(env.raw(), f, "address\0", js::number(env.raw(), data as usize as f64)?)?;
-    Ok(js::unknown(env.raw(), f))
+    js::set(env, f, "address\0", js::number(env, data as usize as f64)?)?;
+    Ok(f)
 }
 
 /// `allow` for a runtime that calls C faster than napi (Bun's FFI): takes
@@ -125,7 +122,7 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     let mut argv = [ptr::null_mut(); 2];
     let mut data = ptr::null_mut();
     let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
-    js::check(status, "reading the arguments of allow").map_err(napi_err)?;
+    js::check(status, "reading the arguments of allow")?;
     if data.is_null() {
         return Err(completions::invalid("allow is made by rateLimitAllow"));
     }
@@ -149,7 +146,7 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
             limit.allow_n(k, n)?
         }
     };
-    let out = answer(env, &a).map_err(napi_err);
+    let out = answer(env, &a);
     forget_if_empty(a);
     out
 }
@@ -164,7 +161,7 @@ fn forget_if_empty(a: Allowance) {
 }
 
 /// The answer as a number, or as the whole object when a number cannot say it.
-fn answer(env: napi_env, a: &Allowance) -> napi::Result<napi_value> {
+fn answer(env: napi_env, a: &Allowance) -> Ts<napi_value> {
     if a.ok && a.left <= i32::MAX as u64 {
         // Most answers: a small integer, which V8 keeps without a heap number.
         return js::int32(env, a.left as i32);
@@ -172,10 +169,5 @@ fn answer(env: napi_env, a: &Allowance) -> napi::Result<napi_value> {
     if let Some(n) = number(a) {
         return js::number(env, n);
     }
-    let o = js::object(env)?;
-    js::set(env, o, "ok\0", js::boolean(env, a.ok)?)?;
-    js::set(env, o, "left\0", js::number(env, a.left as f64)?)?;
-    js::set(env, o, "retryAt\0", js::opt_date(env, a.retry_at)?)?;
-    js::set(env, o, "windows\0", js::object(env)?)?;
-    Ok(o)
+    crate::limits::allowance(env, a)
 }

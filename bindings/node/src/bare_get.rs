@@ -21,7 +21,7 @@ use tinystore::{Raw, RawBucket};
 
 use crate::bucket::{NativeBucket, show_path};
 use crate::completions;
-use crate::convert::{self, Ts, ValueKind, napi_err};
+use crate::convert::{self, Ts, ValueKind};
 use crate::napi_values as js;
 
 /// What a handle owns: the bucket (or branch) and the type of its values.
@@ -38,20 +38,19 @@ unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut 
 }
 
 /// The read handle of a bucket, for `get(handle, key)`.
-pub(crate) fn handle<'e>(env: &'e Env, bucket: &NativeBucket) -> napi::Result<Unknown<'e>> {
+pub(crate) fn handle(env: napi_env, bucket: &NativeBucket) -> Ts<napi_value> {
     let data = Box::into_raw(Box::new(Handle {
         raw: Arc::new(bucket.raw.clone()),
         kind: bucket.kind,
         streams: bucket.streams,
     }));
     let mut out = ptr::null_mut();
-    let status =
-        unsafe { sys::napi_create_external(env.raw(), data.cast(), Some(drop_handle), ptr::null_mut(), &mut out) };
+    let status = unsafe { sys::napi_create_external(env, data.cast(), Some(drop_handle), ptr::null_mut(), &mut out) };
     if status != sys::Status::napi_ok {
         drop(unsafe { Box::from_raw(data) });
         js::check(status, "making a read handle")?;
     }
-    Ok(js::unknown(env.raw(), out))
+    Ok(out)
 }
 
 /// `get(handle, key)`: the value of a live key, or `undefined` (JSON as its
@@ -61,22 +60,26 @@ unsafe extern "C" fn get(env: napi_env, info: napi_callback_info) -> napi_value 
 }
 
 fn read(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let argv: [napi_value; 2] = js::args(env, info, "get").map_err(napi_err)?;
-    let h =
-        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| completions::invalid("get takes a bucket's read handle"))?;
+    let (h, argv) = with_handle::<2>(env, info, "get")?;
     convert::with_key(env, argv[1], h.raw.name(), |k| value(env, h, k))
 }
 
-/// The handle an External made by [`handle`] owns, or `None` for any other value.
-///
-/// # Safety
-/// `v` is a value of the current callback: the External, and so the
-/// handle, lives at least as long as the callback's scope.
-pub(crate) unsafe fn handle_of<'a>(env: napi_env, v: napi_value) -> Option<&'a Handle> {
+/// The first `N` arguments of the bare call `what` (`undefined` past those
+/// given), the first a read handle, with the handle it owns.
+pub(crate) fn with_handle<'a, const N: usize>(
+    env: napi_env,
+    info: napi_callback_info,
+    what: &str,
+) -> Ts<(&'a Handle, [napi_value; N])> {
+    let argv: [napi_value; N] = js::args(env, info, what)?;
     let mut data = ptr::null_mut();
-    let status = unsafe { sys::napi_get_value_external(env, v, &mut data) };
-    // The External owns the handle until it is collected, and the caller holds it.
-    (status == sys::Status::napi_ok && !data.is_null()).then(|| unsafe { &*data.cast::<Handle>() })
+    let status = unsafe { sys::napi_get_value_external(env, argv[0], &mut data) };
+    if status != sys::Status::napi_ok || data.is_null() {
+        return Err(completions::invalid(format!("{what} takes a bucket's read handle")));
+    }
+    // The External owns the handle until it is collected, and it is an
+    // argument of the running call, so it outlives the call's scope.
+    Ok((unsafe { &*data.cast::<Handle>() }, argv))
 }
 
 fn value(env: napi_env, h: &Handle, key: &[u8]) -> Ts<napi_value> {
@@ -86,15 +89,13 @@ fn value(env: napi_env, h: &Handle, key: &[u8]) -> Ts<napi_value> {
             .kind
             .decode(env, &raw)
             .map_err(|e| e.at(h.raw.name(), show_path(h.raw.owners(), key))),
-        None => js::undefined(env).map_err(napi_err),
+        None => js::undefined(env),
     }
 }
 
 /// The bare read functions, made once per JS environment: `{ get }`.
 #[napi(ts_return_type = "{ get(handle: unknown, key: unknown): unknown }")]
 pub fn fast_reads<'e>(env: &'e Env) -> napi::Result<Unknown<'e>> {
-    let obj = js::object(env.raw())?;
-    let f = js::function(env.raw(), "get", get, ptr::null_mut())?;
-    js::set(env.raw(), obj, "get\0", f)?;
-    Ok(js::unknown(env.raw(), obj))
+    let get = js::function(env.raw(), "get", get, ptr::null_mut());
+    completions::value(env, get.and_then(|f| js::object_of(env.raw(), &[("get\0", f)])))
 }

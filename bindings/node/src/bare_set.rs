@@ -32,11 +32,11 @@ use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 
-use crate::bare_get::{Handle, handle_of};
+use crate::bare_get::{Handle, with_handle};
 use crate::bucket::show_path;
 use crate::completions;
 use crate::convert::ValueKind;
-use crate::convert::{self, Ts, napi_err};
+use crate::convert::{self, Ts};
 use crate::napi_values as js;
 use crate::write_groups::{self, SetArgs};
 
@@ -48,9 +48,7 @@ unsafe extern "C" fn set(env: napi_env, info: napi_callback_info) -> napi_value 
 }
 
 fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let argv: [napi_value; 4] = js::args(env, info, "set").map_err(napi_err)?;
-    let h =
-        unsafe { handle_of(env, argv[0]) }.ok_or_else(|| completions::invalid("set takes a bucket's read handle"))?;
+    let (h, argv) = with_handle::<4>(env, info, "set")?;
     let name = h.raw.name();
     // The key is read straight into the stack, as a read's key is.
     convert::with_key(env, argv[1], name, |key| {
@@ -62,8 +60,7 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
         js::check(
             unsafe { sys::napi_get_value_uint32(env, argv[3], &mut id) },
             "reading the number of a set's Promise",
-        )
-        .map_err(napi_err)?;
+        )?;
         write_groups::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)
     })?;
     // A callback's null is `undefined` to JS, without a napi call to make one.
@@ -125,10 +122,8 @@ unsafe extern "C" fn address(env: napi_env, info: napi_callback_info) -> napi_va
 }
 
 fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
-    let argv: [napi_value; 1] = js::args(env, info, "address").map_err(napi_err)?;
-    let h = unsafe { handle_of(env, argv[0]) }
-        .ok_or_else(|| completions::invalid("address takes a bucket's read handle"))?;
-    js::number(env, h as *const Handle as usize as f64).map_err(napi_err)
+    let (h, _) = with_handle::<1>(env, info, "address")?;
+    js::number(env, h as *const Handle as usize as f64)
 }
 
 /// The bare write functions, made once per JS environment: `{ set, ids }`.
@@ -141,12 +136,17 @@ fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }"
 )]
 pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-    let ids = completions::init_js_promises(env.raw(), js::raw(&settled), js::raw(&failed))?;
-    let obj = js::object(env.raw())?;
-    js::set(env.raw(), obj, "ids\0", ids)?;
-    let f = js::function(env.raw(), "set", set, ptr::null_mut())?;
-    js::set(env.raw(), obj, "set\0", f)?;
-    let f = js::function(env.raw(), "address", address, ptr::null_mut())?;
-    js::set(env.raw(), obj, "address\0", f)?;
-    Ok(js::unknown(env.raw(), obj))
+    let env_ = env.raw();
+    let r = (|| {
+        let fields = [
+            (
+                "ids\0",
+                completions::init_js_promises(env_, js::raw(&settled), js::raw(&failed))?,
+            ),
+            ("set\0", js::function(env_, "set", set, ptr::null_mut())?),
+            ("address\0", js::function(env_, "address", address, ptr::null_mut())?),
+        ];
+        js::object_of(env_, &fields)
+    })();
+    completions::value(env, r)
 }

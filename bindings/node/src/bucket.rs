@@ -6,10 +6,10 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Entry, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions};
+use tinystore::{Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
 
-use crate::completions::{self, sync};
-use crate::convert::{self, Ts, ValueKind, napi_err};
+use crate::completions::{self, nothing, sync};
+use crate::convert::{self, Ts, ValueKind};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, scope_of, write_in};
 
@@ -29,12 +29,12 @@ pub(crate) fn show_path(owners: &[Vec<u8>], key: &[u8]) -> String {
 }
 
 impl NativeBucket {
-    pub(crate) fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
-        convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.raw.name()))
+    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+        convert::key_in(env.raw(), js::raw(v), self.raw.name())
     }
 
     /// Runs `f` with the bytes of a key (see [`convert::with_key`]).
-    pub(crate) fn with_key<R>(&self, env: &Env, v: &Unknown<'_>, f: impl FnOnce(&[u8]) -> Ts<R>) -> Ts<R> {
+    fn with_key<R>(&self, env: &Env, v: &Unknown<'_>, f: impl FnOnce(&[u8]) -> Ts<R>) -> Ts<R> {
         convert::with_key(env.raw(), js::raw(v), self.raw.name(), f)
     }
 
@@ -43,39 +43,19 @@ impl NativeBucket {
         e.at(self.raw.name(), show_path(self.raw.owners(), key))
     }
 
-    fn value(&self, env: &Env, key: &[u8], v: &Unknown<'_>) -> Ts<Raw> {
-        self.kind.encode(env.raw(), js::raw(v)).map_err(|e| self.at(e, key))
-    }
-
-    /// The write options of `call` on `key`: a `ttl` (duration) or
-    /// `expiresAt` (ms), and `ifVersion`, in a shape the core checks.
-    fn options(
-        &self,
-        env: &Env,
-        call: WriteCall,
-        key: &[u8],
-        ttl: &Unknown<'_>,
-        expires_at: Option<f64>,
-        if_version: Option<String>,
-    ) -> Ts<WriteOptions> {
-        let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
-        let at = expires_at.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
-        self.raw.options_for(call, key, ttl, at, convert::version(if_version)?)
+    /// `r`, its error naming this bucket.
+    fn named<R>(&self, r: Ts<R>) -> Ts<R> {
+        r.map_err(|e| e.in_bucket(self.raw.name()))
     }
 
     /// The JS value of a row of this bucket's type; `Corrupt` names the key.
-    pub(crate) fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
+    fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
         self.kind.decode(env, raw).map_err(|e| self.at(e, key))
     }
 
-    /// Checks that a row reads as this bucket's type, without JS: a `take`
-    /// leaves a row that does not read where it is (KV-5).
-    pub(crate) fn check(&self, raw: &Raw, key: &[u8]) -> Ts<()> {
-        self.kind.check(raw).map_err(|e| self.at(e, key))
-    }
-
-    /// The key, value and options of a `set` (or a `create`, by `call`),
-    /// checked before anything is queued.
+    /// The key, value and options of a `set` or a `create` (by `call`): a
+    /// `ttl` (duration) or `expiresAt` (ms), and `ifVersion`, in a shape the
+    /// core checks before anything is queued.
     #[allow(clippy::too_many_arguments)]
     fn prepare_set(
         &self,
@@ -87,56 +67,17 @@ impl NativeBucket {
         expires_at: Option<f64>,
         if_version: Option<String>,
     ) -> Ts<(Vec<u8>, Raw, WriteOptions)> {
-        let r = (|| {
+        self.named((|| {
             let k = self.key(env, key)?;
-            let v = self.value(env, &k, value)?;
-            let opts = self.options(env, call, &k, ttl, expires_at, if_version)?;
-            Ok((k, v, opts))
-        })();
-        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
-    }
-
-    /// The key, value and expiry of a `create`.
-    fn prepare_create(
-        &self,
-        env: &Env,
-        key: &Unknown<'_>,
-        value: &Unknown<'_>,
-        ttl: &Unknown<'_>,
-        expires_at: Option<f64>,
-    ) -> Ts<(Vec<u8>, Raw, Option<Expiry>)> {
-        self.prepare_set(env, WriteCall::Create, key, value, ttl, expires_at, None)
-            .map(|(k, v, opts)| (k, v, opts.expiry))
-    }
-
-    /// The key and version of a `take` or `delete`.
-    fn prepare_versioned(
-        &self,
-        env: &Env,
-        key: &Unknown<'_>,
-        if_version: Option<String>,
-    ) -> Ts<(Vec<u8>, Option<Version>)> {
-        let r = (|| Ok((self.key(env, key)?, convert::version(if_version)?)))();
-        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
-    }
-
-    /// The key, expiry and version of an `expire`: `ttl` (a duration) or `at_ms` (a time).
-    fn prepare_expire(
-        &self,
-        env: &Env,
-        key: &Unknown<'_>,
-        ttl: &Unknown<'_>,
-        at_ms: Option<f64>,
-        if_version: Option<String>,
-    ) -> Ts<(Vec<u8>, Expiry, Option<Version>)> {
-        let r = (|| {
-            let k = self.key(env, key)?;
+            let v = self
+                .kind
+                .encode(env.raw(), js::raw(value))
+                .map_err(|e| self.at(e, &k))?;
             let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
-            let at = at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
-            let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
-            Ok((k, expiry, if_version))
-        })();
-        r.map_err(|e: tinystore::Error| e.in_bucket(self.raw.name()))
+            let at = expires_at.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+            let opts = self.raw.options_for(call, &k, ttl, at, convert::version(if_version)?)?;
+            Ok((k, v, opts))
+        })())
     }
 }
 
@@ -160,8 +101,7 @@ impl NativeBucket {
         let owner = sync(env, self.key(env, &owner))?;
         Ok(NativeBucket {
             raw: self.raw.under(owner),
-            kind: self.kind,
-            streams: self.streams,
+            ..*self
         })
     }
 
@@ -169,7 +109,7 @@ impl NativeBucket {
     /// `fastReads()`, the read without napi-rs' per-call bookkeeping.
     #[napi]
     pub fn read_handle<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::bare_get::handle(env, self)
+        completions::value(env, crate::bare_get::handle(env.raw(), self))
     }
 
     /// The value of a live key, or `undefined` (JSON as its text), in
@@ -183,9 +123,9 @@ impl NativeBucket {
     ) -> napi::Result<Unknown<'e>> {
         let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
             Some(e) => self.decoded(env.raw(), &e.value, k),
-            None => js::undefined(env.raw()).map_err(napi_err),
+            None => js::undefined(env.raw()),
         });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// `{ key, value, version, expiresAt }` of a live key, or `undefined`, in `scope`.
@@ -200,9 +140,9 @@ impl NativeBucket {
     ) -> napi::Result<Unknown<'e>> {
         let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
             Some(e) => convert::entry(env.raw(), self.kind, &e).map_err(|err| self.at(err, k)),
-            None => js::undefined(env.raw()).map_err(napi_err),
+            None => js::undefined(env.raw()),
         });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// Whether a live key is there, in `scope`.
@@ -213,9 +153,7 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<bool> {
-        let scope = scope_of(&scope);
-        let r = self.with_key(env, &key, |k| scope.has(&self.raw, k));
-        sync(env, r)
+        sync(env, self.with_key(env, &key, |k| scope_of(&scope).has(&self.raw, k)))
     }
 
     /// A page of this branch's own keys in `scope`: `{ entries, next }`.
@@ -230,36 +168,28 @@ impl NativeBucket {
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
-            let after = if js::is_nullish(env.raw(), js::raw(&after)) {
-                None
-            } else {
-                Some(Key(self.key(env, &after)?))
+            let after = match js::is_nullish(env.raw(), js::raw(&after)) {
+                true => None,
+                false => Some(Key(self.key(env, &after)?)),
             };
             // A number that is not a whole count is bad input, not a page
             // size to round (KV-18).
-            let limit = limit
-                .map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64))
-                .transpose()
-                .map_err(|e| e.in_bucket(self.raw.name()))?
-                .map(|l| l as usize);
+            let limit =
+                limit.map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64));
+            let limit = self.named(limit.transpose())?.map(|l| l as usize);
             let page = scope_of(&scope).list(&self.raw, &ListOptions { after, limit })?;
-            let mut items = Vec::with_capacity(page.entries.len());
-            for e in &page.entries {
-                items.push(convert::entry(env.raw(), self.kind, e).map_err(|err| self.at(err, e.key.as_bytes()))?);
-            }
-            let make = || -> napi::Result<napi_value> {
-                let o = js::object(env.raw())?;
-                js::set(env.raw(), o, "entries\0", js::array(env.raw(), items)?)?;
-                let next = match &page.next {
-                    Some(k) => convert::key_value(env.raw(), k)?,
-                    None => js::undefined(env.raw())?,
-                };
-                js::set(env.raw(), o, "next\0", next)?;
-                Ok(o)
+            let items = page
+                .entries
+                .iter()
+                .map(|e| convert::entry(env.raw(), self.kind, e).map_err(|err| self.at(err, e.key.as_bytes())));
+            let next = match &page.next {
+                Some(k) => convert::key_value(env.raw(), k)?,
+                None => js::undefined(env.raw())?,
             };
-            make().map_err(napi_err)
+            let entries = js::array(env.raw(), items.collect::<Ts<_>>()?)?;
+            js::object_of(env.raw(), &[("entries\0", entries), ("next\0", next)])
         })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// Writes a value in `scope`: on the store durably, resolving with
@@ -276,18 +206,14 @@ impl NativeBucket {
         if_version: Option<String>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let args = sync(
-            env,
-            self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
-        )?;
-        let raw = self.raw.clone();
         write_in(
             env,
             &scope,
-            args,
-            |scope, (k, v, opts)| scope.set(&self.raw, &k, v, opts),
-            move |(k, v, opts), done| raw.set_then(&k, v, opts, done),
-            |env, _version| js::undefined(env).map_err(napi_err),
+            &self.raw,
+            self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
+            |scope, raw, (k, v, opts)| scope.set(raw, &k, v, opts),
+            move |raw, (k, v, opts), done| raw.set_then(&k, v, opts, done),
+            nothing,
         )
     }
 
@@ -302,15 +228,14 @@ impl NativeBucket {
         expires_at: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let args = sync(env, self.prepare_create(env, &key, &value, &ttl, expires_at))?;
-        let raw = self.raw.clone();
         write_in(
             env,
             &scope,
-            args,
-            |scope, (k, v, expiry)| scope.create(&self.raw, &k, v, expiry),
-            move |(k, v, expiry), done| raw.create_then(&k, v, expiry, done),
-            |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))).map_err(napi_err),
+            &self.raw,
+            self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None),
+            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
+            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
+            |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))),
         )
     }
 
@@ -329,9 +254,12 @@ impl NativeBucket {
         #[napi(ts_arg_type = "((value: unknown) => boolean) | undefined | null")] check: Option<Unknown<'e>>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let (k, if_version) = sync(env, self.prepare_versioned(env, &key, if_version))?;
+        let (k, if_version) = sync(
+            env,
+            self.named((|| Ok((self.key(env, &key)?, convert::version(if_version)?)))()),
+        )?;
         let checked = |e: &Entry<Raw>| {
-            self.check(&e.value, &k)?;
+            self.kind.check(&e.value).map_err(|err| self.at(err, &k))?;
             match &check {
                 Some(f) => js_check(env, js::raw(f), self.decoded(env.raw(), &e.value, &k)?),
                 None => Ok(()),
@@ -339,11 +267,7 @@ impl NativeBucket {
         };
         if scope.is_some() {
             let r = scope_of(&scope).take_checked(&self.raw, &k, if_version, checked);
-            let v = match sync(env, r)? {
-                Some(e) => sync(env, self.decoded(env.raw(), &e.value, &k))?,
-                None => js::undefined(env.raw())?,
-            };
-            return Ok(js::unknown(env.raw(), v));
+            return completions::value(env, r.and_then(|e| self.answer_taken(env.raw(), e, &k)));
         }
         let kind = self.kind;
         // Without a check of the package's, the bucket's type is checked in
@@ -354,18 +278,21 @@ impl NativeBucket {
         } else {
             match sync(env, self.raw.check_before_take(&k, if_version, checked))? {
                 Some(checked) => Box::new(checked.still_read()),
-                None => return Ok(js::unknown(env.raw(), js::undefined(env.raw())?)),
+                None => return completions::value(env, js::undefined(env.raw())),
             }
         };
-        let (name, path) = (self.raw.name().to_owned(), show_path(self.raw.owners(), &k));
-        let raw = self.raw.clone();
+        let (raw, bucket, key) = (
+            self.raw.clone(),
+            NativeBucket {
+                raw: self.raw.clone(),
+                ..*self
+            },
+            k.clone(),
+        );
         completions::write(
             env,
             move |done| raw.take_then(&k, if_version, write_check, done),
-            move |env, taken| match taken {
-                Some(e) => kind.decode(env, &e.value).map_err(|err| err.at(&name, path)),
-                None => js::undefined(env).map_err(napi_err),
-            },
+            move |env, taken| bucket.answer_taken(env, taken, &key),
         )
     }
 
@@ -378,15 +305,14 @@ impl NativeBucket {
         if_version: Option<String>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let args = sync(env, self.prepare_versioned(env, &key, if_version))?;
-        let raw = self.raw.clone();
         write_in(
             env,
             &scope,
-            args,
-            |scope, (k, v)| scope.delete(&self.raw, &k, v),
-            move |(k, v), done| raw.delete_then(&k, v, done),
-            |env, was| js::boolean(env, was).map_err(napi_err),
+            &self.raw,
+            self.named((|| Ok((self.key(env, &key)?, convert::version(if_version)?)))()),
+            |scope, raw, (k, v)| scope.delete(raw, &k, v),
+            move |raw, (k, v), done| raw.delete_then(&k, v, done),
+            js::boolean,
         )
     }
 
@@ -402,15 +328,21 @@ impl NativeBucket {
         if_version: Option<String>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let args = sync(env, self.prepare_expire(env, &key, &ttl, at_ms, if_version))?;
-        let raw = self.raw.clone();
+        let args = self.named((|| {
+            let k = self.key(env, &key)?;
+            let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
+            let at = at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+            let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
+            Ok((k, expiry, if_version))
+        })());
         write_in(
             env,
             &scope,
+            &self.raw,
             args,
-            |scope, (k, expiry, v)| scope.expire(&self.raw, &k, expiry, v),
-            move |(k, expiry, v), done| raw.expire_then(&k, expiry, v, done),
-            |env, was| js::boolean(env, was).map_err(napi_err),
+            |scope, raw, (k, expiry, v)| scope.expire(raw, &k, expiry, v),
+            move |raw, (k, expiry, v), done| raw.expire_then(&k, expiry, v, done),
+            js::boolean,
         )
     }
 
@@ -423,18 +355,27 @@ impl NativeBucket {
         env: &'e Env,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let raw = self.raw.clone();
         write_in(
             env,
             &scope,
-            (),
-            |scope, ()| scope.clear(&self.raw),
-            move |(), done| raw.clear_then(done),
-            |env, ()| js::undefined(env).map_err(napi_err),
+            &self.raw,
+            Ok(()),
+            |scope, raw, ()| scope.clear(raw),
+            move |raw, (), done| raw.clear_then(done),
+            nothing,
         )
     }
 }
 
+impl NativeBucket {
+    /// The answer of a take: the value taken, or `undefined`.
+    fn answer_taken(&self, env: napi_env, taken: Option<Entry<Raw>>, key: &[u8]) -> Ts<napi_value> {
+        match taken {
+            Some(e) => self.decoded(env, &e.value, key),
+            None => js::undefined(env),
+        }
+    }
+}
 /// What a take on the store checks inside its write.
 type WriteCheck = Box<dyn FnOnce(&Entry<Raw>) -> Ts<()> + Send>;
 
@@ -443,18 +384,18 @@ type WriteCheck = Box<dyn FnOnce(&Entry<Raw>) -> Ts<()> + Send>;
 /// value stays. The package keeps the decode's own error to throw.
 fn js_check(env: &Env, f: napi_value, value: napi_value) -> Ts<()> {
     let (env, mut out) = (env.raw(), std::ptr::null_mut());
-    let mut this = std::ptr::null_mut();
-    let passed = unsafe { napi::sys::napi_get_undefined(env, &mut this) } == napi::sys::Status::napi_ok
-        && unsafe { napi::sys::napi_call_function(env, this, f, 1, &value, &mut out) } == napi::sys::Status::napi_ok
-        && js::read_bool(env, out).unwrap_or(false);
-    if !passed {
-        // A throw leaves its exception pending; the check's `false` says it.
-        let mut thrown = std::ptr::null_mut();
-        unsafe { napi::sys::napi_get_and_clear_last_exception(env, &mut thrown) };
-        return Err(tinystore::Error::new(
-            tinystore::ErrorKind::Corrupt,
-            "the bucket's codec could not decode the value; it stays",
-        ));
+    let called = js::undefined(env).is_ok_and(|this| {
+        let status = unsafe { napi::sys::napi_call_function(env, this, f, 1, &value, &mut out) };
+        status == napi::sys::Status::napi_ok
+    });
+    if called && js::read_bool(env, out).unwrap_or(false) {
+        return Ok(());
     }
-    Ok(())
+    // A throw leaves its exception pending; the check's `false` says it.
+    let mut thrown = std::ptr::null_mut();
+    unsafe { napi::sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+    Err(tinystore::Error::new(
+        tinystore::ErrorKind::Corrupt,
+        "the bucket's codec could not decode the value; it stays",
+    ))
 }

@@ -41,15 +41,17 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_env, napi_value};
-use napi::{Error, Result, Status};
 use tinystore::ErrorKind;
 
+use crate::convert::{Ts, to_napi};
 use crate::napi_values as js;
 use crate::write_groups::Work;
 
 /// Builds the settled value on the JS thread; an error rejects instead.
-pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> tinystore::Result<napi_value> + Send>;
+pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> Ts<napi_value> + Send>;
 
 /// One settled write, waiting for the JS thread.
 struct Done {
@@ -89,7 +91,7 @@ pub(crate) struct Shared {
     queue: Mutex<Vec<Done>>,
     tsfn: sys::napi_threadsafe_function,
     inflight: AtomicUsize,
-    make_error: AtomicPtr<sys::napi_ref__>,
+    make_error: sys::napi_ref,
     /// The env itself, for a set made through the C call ([`crate::write_groups::set_from_c`]),
     /// which gets none.
     env: napi_env,
@@ -110,15 +112,11 @@ thread_local! {
 
 /// Sets up this env: the threadsafe function and the function that makes
 /// error objects (`makeError(code, message, bucket, key)`).
-pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
+pub(crate) fn init(env: napi_env, make_error: napi_value) -> Ts<()> {
     if SHARED.with(|s| s.borrow().is_some()) {
         return Ok(());
     }
-    let mut error_ref = ptr::null_mut();
-    js::check(
-        unsafe { sys::napi_create_reference(env, make_error, 1, &mut error_ref) },
-        "keeping makeError",
-    )?;
+    let make_error = js::keep(env, make_error)?;
     let name = js::string(env, "tinystore completions")?;
     let mut tsfn = ptr::null_mut();
     // No JS function and no context: call_js finds this env's state in the
@@ -147,7 +145,7 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
         queue: Mutex::new(Vec::new()),
         tsfn,
         inflight: AtomicUsize::new(0),
-        make_error: AtomicPtr::new(error_ref),
+        make_error,
         env,
     });
     SHARED.with(|s| *s.borrow_mut() = Some(shared));
@@ -155,10 +153,10 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Result<()> {
 }
 
 /// This env's state, or an error when `init` was not called.
-pub(crate) fn shared() -> Result<Arc<Shared>> {
+pub(crate) fn shared() -> Ts<Arc<Shared>> {
     SHARED
         .with(|s| s.borrow().clone())
-        .ok_or_else(|| Error::new(Status::GenericFailure, "tinystore: the addon was not initialised"))
+        .ok_or_else(|| invalid("tinystore: the addon was not initialised"))
 }
 
 unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_void, _data: *mut c_void) {
@@ -185,7 +183,7 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
 /// Sets up the package's Promises kept by number: `settled` and `failed`
 /// as [`JsPromises`] says. Returns `ids`, the `Uint32Array` the addon
 /// writes the numbers of fulfilled Promises into.
-pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_value) -> Result<napi_value> {
+pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_value) -> Ts<napi_value> {
     const CAP: usize = 1024;
     let (mut data, mut buffer, mut ids) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
     js::check(
@@ -196,20 +194,15 @@ pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_
         unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, CAP, buffer, 0, &mut ids) },
         "making the settled numbers",
     )?;
-    let mut refs = [ptr::null_mut(); 3];
-    for (r, v) in refs.iter_mut().zip([settled, failed, buffer]) {
-        js::check(unsafe { sys::napi_create_reference(env, v, 1, r) }, "keeping settled")?;
-    }
-    JS_PROMISES.with(|p| {
-        *p.borrow_mut() = Some(JsPromises {
-            settled: refs[0],
-            failed: refs[1],
-            _buffer: refs[2],
-            ids: data.cast(),
-            cap: CAP,
-            len: 0,
-        })
-    });
+    let promises = JsPromises {
+        settled: js::keep(env, settled)?,
+        failed: js::keep(env, failed)?,
+        _buffer: js::keep(env, buffer)?,
+        ids: data.cast(),
+        cap: CAP,
+        len: 0,
+    };
+    JS_PROMISES.with(|p| *p.borrow_mut() = Some(promises));
     Ok(ids)
 }
 
@@ -228,14 +221,10 @@ fn flush_settled(env: napi_env) {
     }
 }
 
-/// Calls a function this env keeps a reference to, with `undefined` as `this`.
+/// Calls a function this env keeps, from a settling pass: what it throws
+/// stays JS's, as an error of a `then` callback would.
 fn call_ref(env: napi_env, f: sys::napi_ref, args: &[napi_value]) {
-    let (mut func, mut this, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    unsafe {
-        sys::napi_get_reference_value(env, f, &mut func);
-        sys::napi_get_undefined(env, &mut this);
-        sys::napi_call_function(env, this, func, args.len(), args.as_ptr(), &mut out);
-    }
+    let _ = js::call_kept(env, f, args);
 }
 
 /// Fulfils (with `undefined`, a set's answer) or rejects a Promise the
@@ -276,38 +265,35 @@ fn reject(env: napi_env, whom: Whom, err: napi_value) {
 
 /// Resolves or rejects one Promise on the JS thread.
 fn settle(env: napi_env, shared: &Shared, whom: Whom, outcome: std::result::Result<Answer, tinystore::Error>) {
-    if let (Whom::Js(id), Ok(_)) = (whom, &outcome) {
+    let made = match (whom, outcome) {
         // A bare set's answer is `undefined`: nothing to make.
-        answer_js(env, id, None);
-        return;
-    }
-    let made = match outcome.and_then(|answer| answer(env)) {
-        Ok(v) => Ok((true, v)),
-        Err(e) => shared.error_value(env, &e).map(|v| (false, v)),
+        (Whom::Js(id), Ok(_)) => return answer_js(env, id, None),
+        (_, outcome) => outcome.and_then(|answer| answer(env)),
     };
-    match made {
-        Ok((true, v)) => match whom {
-            Whom::Promise(d) => unsafe {
-                sys::napi_resolve_deferred(env, d, v);
-            },
-            Whom::Js(id) => answer_js(env, id, None),
+    let err = match made.map_err(|e| shared.error_value(env, &e)) {
+        Ok(v) => match whom {
+            Whom::Promise(d) => {
+                unsafe { sys::napi_resolve_deferred(env, d, v) };
+                return;
+            }
+            Whom::Js(id) => return answer_js(env, id, None),
         },
-        Ok((false, v)) => reject(env, whom, v),
-        Err(e) => unsafe {
-            // Making the answer failed in napi itself: reject with what JS
-            // threw, or with a plain Error saying so.
-            let mut err = ptr::null_mut();
-            let mut pending = false;
+        Err(Ok(err)) => err,
+        // Making the error failed in napi itself: reject with what JS
+        // threw, or with a plain Error saying so.
+        Err(Err(e)) => unsafe {
+            let (mut err, mut pending) = (ptr::null_mut(), false);
             sys::napi_is_exception_pending(env, &mut pending);
             if pending {
                 sys::napi_get_and_clear_last_exception(env, &mut err);
             } else {
-                let msg = js::string(env, &e.reason).unwrap_or(ptr::null_mut());
+                let msg = js::string(env, e.message()).unwrap_or(ptr::null_mut());
                 sys::napi_create_error(env, ptr::null_mut(), msg, &mut err);
             }
-            reject(env, whom, err);
+            err
         },
-    }
+    };
+    reject(env, whom, err);
 }
 
 impl Shared {
@@ -360,47 +346,30 @@ impl Shared {
 
     /// The JS error object of an engine error: an instance of the
     /// package's class for its kind, made by `makeError`.
-    pub(crate) fn error_value(&self, env: napi_env, e: &tinystore::Error) -> Result<napi_value> {
-        let mut f = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_get_reference_value(env, self.make_error.load(Ordering::Relaxed), &mut f) },
-            "finding makeError",
-        )?;
+    pub(crate) fn error_value(&self, env: napi_env, e: &tinystore::Error) -> Ts<napi_value> {
+        let text = |t: Option<&str>| t.map_or_else(|| js::undefined(env), |t| js::string(env, t));
         let args = [
             js::string(env, e.kind().code())?,
             js::string(env, e.message())?,
-            match e.bucket() {
-                Some(b) => js::string(env, b)?,
-                None => js::undefined(env)?,
-            },
-            match e.path() {
-                Some(p) => js::string(env, p)?,
-                None => js::undefined(env)?,
-            },
+            text(e.bucket())?,
+            text(e.path())?,
         ];
-        let this = js::undefined(env)?;
-        let mut out = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_call_function(env, this, f, args.len(), args.as_ptr(), &mut out) },
-            "calling makeError",
-        )?;
-        Ok(out)
+        js::call_kept(env, self.make_error, &args)
     }
 }
 
 /// Throws an engine error as the package's error class. Return the result
 /// from a `#[napi]` function: napi-rs leaves the pending exception alone.
-pub(crate) fn throw<T>(env: napi_env, e: tinystore::Error) -> Result<T> {
-    let shared = shared()?;
-    let v = shared.error_value(env, &e)?;
+pub(crate) fn throw<T>(env: napi_env, e: tinystore::Error) -> napi::Result<T> {
+    let v = shared().and_then(|s| s.error_value(env, &e)).map_err(to_napi)?;
     unsafe { sys::napi_throw(env, v) };
-    Err(Error::new(Status::PendingException, e.to_string()))
+    Err(napi::Error::new(napi::Status::PendingException, e.to_string()))
 }
 
 /// What a bare napi callback returns: its value, or, for an error, null
 /// with the error thrown (what a callback returns with an exception pending
 /// is ignored).
-pub(crate) fn value_or_throw(env: napi_env, r: crate::convert::Ts<napi_value>) -> napi_value {
+pub(crate) fn value_or_throw(env: napi_env, r: Ts<napi_value>) -> napi_value {
     r.unwrap_or_else(|e| {
         let _ = throw::<()>(env, e);
         ptr::null_mut()
@@ -456,9 +425,7 @@ impl Completion {
             self.slot.shared.push(Done { whom, outcome });
         }
     }
-}
 
-impl Completion {
     /// Settles the Promise and wakes the JS thread at once ([`Wake::AtOnce`]).
     fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
         if let Some(whom) = self.slot.take() {
@@ -480,7 +447,7 @@ impl Drop for Completion {
 
 impl Pending {
     /// A new Promise, pending until its completion is sent.
-    pub(crate) fn new(env: napi_env) -> Result<(Pending, Completion, napi_value)> {
+    pub(crate) fn new(env: napi_env) -> Ts<(Pending, Completion, napi_value)> {
         let shared = shared()?;
         let mut deferred = ptr::null_mut();
         let mut promise = ptr::null_mut();
@@ -506,7 +473,7 @@ impl Pending {
 
     /// A Promise the package made and keeps as number `id`, pending until
     /// its completion is sent.
-    pub(crate) fn kept(env: napi_env, id: u32) -> Result<(Pending, Completion)> {
+    pub(crate) fn kept(env: napi_env, id: u32) -> Ts<(Pending, Completion)> {
         let shared = shared()?;
         Ok(Pending::with(env, shared, ptr::NonNull::dangling().as_ptr(), id))
     }
@@ -530,7 +497,7 @@ impl Pending {
 
     /// Finishes the hand-off: `queued` is what the engine said when given
     /// the completion. A refusal rejects the Promise now.
-    pub(crate) fn queued<T>(self, queued: tinystore::Result<T>) -> Result<()> {
+    pub(crate) fn queued<T>(self, queued: tinystore::Result<T>) -> Ts<()> {
         match queued {
             Ok(_) => {
                 self.slot.armed.store(true, Ordering::Release);
@@ -552,7 +519,7 @@ impl Pending {
     }
 
     /// Rejects the Promise at once (on the JS thread), if not yet settled.
-    pub(crate) fn reject_now(self, e: tinystore::Error) -> Result<()> {
+    pub(crate) fn reject_now(self, e: tinystore::Error) -> Ts<()> {
         if let Some(whom) = self.slot.take() {
             let shared = &self.slot.shared;
             let v = shared.error_value(self.env, &e)?;
@@ -563,20 +530,18 @@ impl Pending {
     }
 }
 
+/// The completion form of a core call: it answers through `done`.
+pub(crate) type Then<T> = Box<dyn FnOnce(tinystore::Result<T>) + Send>;
+
 /// Hands a write to the engine and returns its Promise. `submit` gives the
 /// completion to one of the core's `*_then` calls; `answer` turns the
 /// result into a JS value on the JS thread. Its answer wakes the JS thread
 /// once the writer has answered the whole group.
-pub(crate) fn write<'e, T, R, F, A>(
-    env: &'e napi::Env,
-    submit: F,
-    answer: A,
-) -> Result<napi::bindgen_prelude::Unknown<'e>>
-where
-    T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
-    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
-{
+pub(crate) fn write<'e, T: Send + 'static, R>(
+    env: &'e Env,
+    submit: impl FnOnce(Then<T>) -> tinystore::Result<R> + 'static,
+    answer: impl FnOnce(napi_env, T) -> Ts<napi_value> + Send + 'static,
+) -> napi::Result<Unknown<'e>> {
     write_waking(env, Wake::AfterGroup, submit, answer)
 }
 
@@ -592,18 +557,13 @@ pub(crate) enum Wake {
 }
 
 /// [`write`], waking the JS thread as `wake` says.
-pub(crate) fn write_waking<'e, T, R, F, A>(
-    env: &'e napi::Env,
+pub(crate) fn write_waking<'e, T: Send + 'static, R>(
+    env: &'e Env,
     wake: Wake,
-    submit: F,
-    answer: A,
-) -> Result<napi::bindgen_prelude::Unknown<'e>>
-where
-    T: Send + 'static,
-    F: FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R> + 'static,
-    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
-{
-    let (pending, completion, promise) = Pending::new(env.raw())?;
+    submit: impl FnOnce(Then<T>) -> tinystore::Result<R> + 'static,
+    answer: impl FnOnce(napi_env, T) -> Ts<napi_value> + Send + 'static,
+) -> napi::Result<Unknown<'e>> {
+    let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
     let done = move |r: tinystore::Result<T>| {
         let outcome = r.map(|v| Box::new(move |env| answer(env, v)) as Answer);
         if wake == Wake::AtOnce {
@@ -613,35 +573,42 @@ where
         }
     };
     let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
-    crate::write_groups::cork(env.raw(), pending, Work::Call(submit))?;
+    sync(env, crate::write_groups::cork(env.raw(), pending, Work::Call(submit)))?;
     Ok(js::unknown(env.raw(), promise))
 }
 
-/// Runs blocking engine work (close, maintain) on a thread of its own and
-/// returns its Promise: these are rare, and must not stall the event loop.
-pub(crate) fn off_thread<'e, T, W, A>(
-    env: &'e napi::Env,
-    work: W,
-    answer: A,
-) -> Result<napi::bindgen_prelude::Unknown<'e>>
-where
-    T: Send + 'static,
-    W: FnOnce() -> tinystore::Result<T> + Send + 'static,
-    A: FnOnce(napi_env, T) -> tinystore::Result<napi_value> + Send + 'static,
-{
-    let (pending, completion, promise) = Pending::new(env.raw())?;
+/// Runs blocking engine work (close, maintain, config) on a thread of its
+/// own and returns its Promise: these are rare, and must not stall the
+/// event loop.
+pub(crate) fn off_thread<'e, T: Send + 'static>(
+    env: &'e Env,
+    work: impl FnOnce() -> tinystore::Result<T> + Send + 'static,
+    answer: impl FnOnce(napi_env, T) -> Ts<napi_value> + Send + 'static,
+) -> napi::Result<Unknown<'e>> {
+    let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
     let spawned = std::thread::Builder::new()
         .name("tinystore-call".into())
         .spawn(move || {
             let r = work();
             completion.send(r.map(|v| Box::new(move |env| answer(env, v)) as Answer));
         });
-    pending.queued(spawned.map_err(tinystore::Error::from))?;
+    sync(env, pending.queued(spawned.map_err(tinystore::Error::from)))?;
     Ok(js::unknown(env.raw(), promise))
 }
 
 /// Maps an engine result for a `#[napi]` body: an error is thrown as the
 /// package's class.
-pub(crate) fn sync<T>(env: &napi::Env, r: tinystore::Result<T>) -> Result<T> {
+pub(crate) fn sync<T>(env: &Env, r: tinystore::Result<T>) -> napi::Result<T> {
     r.or_else(|e| throw(env.raw(), e))
+}
+
+/// A JS value made by the engine's rules as a `#[napi]` body's answer, or
+/// the engine's error thrown.
+pub(crate) fn value<'e>(env: &'e Env, r: Ts<napi_value>) -> napi::Result<Unknown<'e>> {
+    Ok(js::unknown(env.raw(), sync(env, r)?))
+}
+
+/// The answer of a write that answers nothing: `undefined`.
+pub(crate) fn nothing<T>(env: napi_env, _: T) -> Ts<napi_value> {
+    js::undefined(env)
 }

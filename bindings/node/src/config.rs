@@ -13,8 +13,7 @@ use napi_derive::napi;
 use tinystore::RawConfig;
 use tinystore::config::{Layers, Schema};
 
-use crate::completions::{self, sync};
-use crate::convert;
+use crate::completions::{self, nothing, sync};
 use crate::napi_values as js;
 use crate::store::NativeStore;
 
@@ -75,22 +74,14 @@ impl NativeConfig {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn update<'e>(&self, env: &'e Env, patch: String) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
-        completions::off_thread(
-            env,
-            move || raw.update_json(&patch),
-            |env, ()| js::undefined(env).map_err(convert::napi_err),
-        )
+        completions::off_thread(env, move || raw.update_json(&patch), nothing)
     }
 
     /// Gives the field, or struct of fields, at `path` back to the layers.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn reset<'e>(&self, env: &'e Env, path: String) -> napi::Result<Unknown<'e>> {
         let raw = self.raw.clone();
-        completions::off_thread(
-            env,
-            move || raw.reset(&path),
-            |env, ()| js::undefined(env).map_err(convert::napi_err),
-        )
+        completions::off_thread(env, move || raw.reset(&path), nothing)
     }
 
     /// Resolves with the generation once it passes `after`, or after `timeoutMs`.
@@ -101,7 +92,7 @@ impl NativeConfig {
         completions::off_thread(
             env,
             move || Ok(raw.wait(after as u64, timeout)),
-            |env, g| js::number(env, g as f64).map_err(convert::napi_err),
+            |env, g| js::number(env, g as f64),
         )
     }
 }

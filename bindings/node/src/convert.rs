@@ -11,21 +11,25 @@
 use std::time::{Duration, SystemTime};
 
 use napi::sys::{napi_env, napi_value};
-use napi::{Error, Result};
 use tinystore::{ByKind, ErrorKind, Raw, Version};
 
 use crate::completions::invalid;
 use crate::napi_values as js;
 
 /// The largest integer a JS number holds exactly.
-const MAX_SAFE: i64 = tinystore::MAX_SAFE_INTEGER;
+pub(crate) const MAX_SAFE: i64 = tinystore::MAX_SAFE_INTEGER;
 
 /// A result whose error is the engine's, so it maps to the package's classes.
 pub(crate) type Ts<T> = std::result::Result<T, tinystore::Error>;
 
-/// Turns a napi failure (rare: a broken env) into an engine error.
-pub(crate) fn napi_err(e: Error) -> tinystore::Error {
+/// Turns a napi-rs failure (rare: a broken env) into an engine error.
+pub(crate) fn napi_err(e: napi::Error) -> tinystore::Error {
     tinystore::Error::new(ErrorKind::Invalid, e.reason)
+}
+
+/// An engine error as napi-rs' error, for the setup calls that answer one.
+pub(crate) fn to_napi(e: tinystore::Error) -> napi::Error {
+    napi::Error::from_reason(e.to_string())
 }
 
 /// The type of values a bucket (or `once`) holds, as its `type` option says.
@@ -59,24 +63,27 @@ pub(crate) enum ValueKind {
 }
 
 impl ValueKind {
+    /// Every kind with its option's name.
+    const NAMES: [(ValueKind, &'static str); 10] = [
+        (ValueKind::Auto, "auto"),
+        (ValueKind::Json, "json"),
+        (ValueKind::String, "string"),
+        (ValueKind::Bytes, "bytes"),
+        (ValueKind::Int, "int"),
+        (ValueKind::BigInt, "bigint"),
+        (ValueKind::Float, "float"),
+        (ValueKind::Bool, "bool"),
+        (ValueKind::Set, "set"),
+        (ValueKind::Raw, "raw"),
+    ];
+
     /// The kind named by a bucket's `type` option.
     pub(crate) fn parse(name: &str) -> Ts<ValueKind> {
-        Ok(match name {
-            "auto" => ValueKind::Auto,
-            "json" => ValueKind::Json,
-            "string" => ValueKind::String,
-            "bytes" => ValueKind::Bytes,
-            "int" => ValueKind::Int,
-            "bigint" => ValueKind::BigInt,
-            "float" => ValueKind::Float,
-            "bool" => ValueKind::Bool,
-            "set" => ValueKind::Set,
-            "raw" => ValueKind::Raw,
-            other => {
-                return Err(invalid(format!(
-                    "type {other:?} is not a value type: use 'auto', 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
-                )));
-            }
+        let found = Self::NAMES.iter().find(|(_, n)| *n == name);
+        found.map(|(k, _)| *k).ok_or_else(|| {
+            invalid(format!(
+                "type {name:?} is not a value type: use 'auto', 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
+            ))
         })
     }
 
@@ -125,51 +132,45 @@ impl ValueKind {
             ))
         };
         match (self, t) {
-            (ValueKind::Json | ValueKind::Auto, "string") => Ok(Raw::json(js::read_string(env, v).map_err(napi_err)?)),
-            (ValueKind::Auto, "number") => Ok(Raw::number(js::read_f64(env, v).map_err(napi_err)?)),
-            (ValueKind::Auto, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
-            (ValueKind::Auto, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+            (ValueKind::Json | ValueKind::Auto, "string") => Ok(Raw::json(js::read_string(env, v)?)),
+            (ValueKind::Auto, "number") => Ok(Raw::number(js::read_f64(env, v)?)),
+            (ValueKind::Auto, "boolean") => Ok(Raw::bool(js::read_bool(env, v)?)),
+            (ValueKind::Auto, "bigint") => match js::read_bigint(env, v)? {
                 Some(i) => Raw::integer(i),
                 None => Err(invalid("the bigint is outside int64 and uint64")),
             },
-            (ValueKind::Auto, "null") => Ok(Raw::Null),
             (ValueKind::String, "string") => {
-                let bytes = js::read_string(env, v).map_err(napi_err)?;
+                let bytes = js::read_string(env, v)?;
                 // The bytes came from a JS string, so they are UTF-8.
                 Ok(Raw::text(std::str::from_utf8(&bytes).map_err(|_| wrong())?))
             }
-            (ValueKind::Bytes | ValueKind::Auto, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
+            (ValueKind::Bytes | ValueKind::Auto | ValueKind::Raw, "object") => match js::read_bytes(env, v)? {
                 Some(b) => Ok(Raw::Bytes(b)),
                 None => Err(wrong()),
             },
             (ValueKind::Int, "number") => {
-                let n = js::read_f64(env, v).map_err(napi_err)?;
+                let n = js::read_f64(env, v)?;
                 let what = "a value of type 'int' (type 'bigint' holds int64)";
                 Ok(Raw::int(tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)?))
             }
-            (ValueKind::BigInt, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+            (ValueKind::BigInt, "bigint") => match js::read_bigint(env, v)? {
                 Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
                 Some(i) if u64::try_from(i).is_ok() => Ok(Raw::uint64(i as u64)),
                 _ => Err(invalid("the bigint is outside int64 and uint64")),
             },
-            (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v).map_err(napi_err)?)),
-            (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v).map_err(napi_err)?)),
-            (ValueKind::Set, "null") => Ok(Raw::Null),
-            (ValueKind::Raw, "null") => Ok(Raw::Null),
-            (ValueKind::Raw, "bigint") => match js::read_bigint(env, v).map_err(napi_err)? {
+            (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v)?)),
+            (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v)?)),
+            (ValueKind::Auto | ValueKind::Set | ValueKind::Raw, "null") => Ok(Raw::Null),
+            (ValueKind::Raw, "bigint") => match js::read_bigint(env, v)? {
                 Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
                 _ => Err(invalid("the bigint is outside int64, the integers a row keeps")),
             },
             (ValueKind::Raw, "number") => {
-                let n = js::read_f64(env, v).map_err(napi_err)?;
+                let n = js::read_f64(env, v)?;
                 let what = "a number in a raw bucket (a bigint holds int64)";
                 Ok(Raw::int(tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)?))
             }
-            (ValueKind::Raw, "string") => Ok(Raw::Bytes(js::read_string(env, v).map_err(napi_err)?)),
-            (ValueKind::Raw, "object") => match js::read_bytes(env, v).map_err(napi_err)? {
-                Some(b) => Ok(Raw::Bytes(b)),
-                None => Err(wrong()),
-            },
+            (ValueKind::Raw, "string") => Ok(Raw::Bytes(js::read_string(env, v)?)),
             _ => Err(wrong()),
         }
     }
@@ -214,15 +215,14 @@ impl ValueKind {
     /// package parses). A row of another kind is `Corrupt`.
     pub(crate) fn decode(self, env: napi_env, raw: &Raw) -> Ts<napi_value> {
         self.check(raw)?;
-        let v = match self {
+        match self {
             ValueKind::Auto => match by_kind(raw)? {
                 ByKind::Nothing => js::null(env),
                 ByKind::Integer(i) => js::number(env, i as f64),
                 // JSON is UTF-8 text (serde_json checked it): the package parses it.
                 ByKind::Json(_) => js::string(env, raw.as_text()?),
             },
-            ValueKind::Json => js::string(env, raw.as_text()?),
-            ValueKind::String => js::string(env, raw.as_text()?),
+            ValueKind::Json | ValueKind::String => js::string(env, raw.as_text()?),
             ValueKind::Bytes => js::uint8array(env, raw.as_bytes()?),
             ValueKind::Int => js::number(env, raw.as_int()? as f64),
             ValueKind::BigInt => match raw {
@@ -237,24 +237,12 @@ impl ValueKind {
                 Raw::Int(i) => js::bigint_i64(env, *i),
                 Raw::Bytes(b) => js::uint8array(env, b),
             },
-        };
-        v.map_err(napi_err)
+        }
     }
 
     /// The option's name of this kind.
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            ValueKind::Auto => "auto",
-            ValueKind::Json => "json",
-            ValueKind::String => "string",
-            ValueKind::Bytes => "bytes",
-            ValueKind::Int => "int",
-            ValueKind::BigInt => "bigint",
-            ValueKind::Float => "float",
-            ValueKind::Bool => "bool",
-            ValueKind::Set => "set",
-            ValueKind::Raw => "raw",
-        }
+        Self::NAMES[self as usize].1
     }
 }
 
@@ -289,25 +277,30 @@ pub(crate) fn with_key<R>(env: napi_env, v: napi_value, bucket: &str, f: impl Fn
     let mut buf = [0u8; 256];
     match js::read_string_into(env, v, &mut buf) {
         Some(k) if !k.is_empty() => f(k),
-        _ => f(&key(env, v).map_err(|e| e.in_bucket(bucket))?),
+        _ => f(&key_in(env, v, bucket)?),
     }
+}
+
+/// A key or an owner of the handle `name`; an error names the handle.
+pub(crate) fn key_in(env: napi_env, v: napi_value, name: &str) -> Ts<Vec<u8>> {
+    key(env, v).map_err(|e| e.in_bucket(name))
 }
 
 /// A key or an owner: text, bytes, or an integer (its decimal spelling, so
 /// `42` and `'42'` are one key). Anything else is `Invalid` (KV-1).
 pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
     match js::type_name(env, v) {
-        "string" => js::read_string(env, v).map_err(napi_err),
+        "string" => js::read_string(env, v),
         "number" => {
-            let n = js::read_f64(env, v).map_err(napi_err)?;
+            let n = js::read_f64(env, v)?;
             let i = tinystore::whole_number(n, "a number key", -MAX_SAFE..=MAX_SAFE)?;
             Ok(tinystore::AsKey::key_bytes(&i).into_owned())
         }
-        "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
+        "bigint" => match js::read_bigint(env, v)? {
             Some(i) => Ok(i.to_string().into_bytes()),
             None => Err(invalid("a bigint key has more than 128 bits")),
         },
-        "object" => match js::read_bytes(env, v).map_err(napi_err)? {
+        "object" => match js::read_bytes(env, v)? {
             Some(b) => Ok(b),
             None => Err(invalid(
                 "a key is text, bytes (Uint8Array) or an integer, not an object",
@@ -325,12 +318,12 @@ pub(crate) fn duration(env: napi_env, v: napi_value, what: &str) -> Ts<Option<Du
     match js::type_name(env, v) {
         "undefined" | "null" => Ok(None),
         "string" => {
-            let text = js::read_string(env, v).map_err(napi_err)?;
+            let text = js::read_string(env, v)?;
             let text = String::from_utf8(text).map_err(|_| invalid(format!("{what} is not text")))?;
             tinystore::parse_duration(&text).map(Some)
         }
         "number" => {
-            let ms = js::read_f64(env, v).map_err(napi_err)?;
+            let ms = js::read_f64(env, v)?;
             millis(ms, what).map(Some)
         }
         t => Err(invalid(format!(
@@ -360,7 +353,7 @@ pub(crate) fn version(text: Option<String>) -> Ts<Option<Version>> {
 
 /// The JS value of a key: its text (keys written as text are UTF-8), or a
 /// `Uint8Array` when the bytes are not UTF-8.
-pub(crate) fn key_value(env: napi_env, key: &tinystore::Key) -> Result<napi_value> {
+pub(crate) fn key_value(env: napi_env, key: &tinystore::Key) -> Ts<napi_value> {
     match key.as_str() {
         Some(s) => js::string(env, s),
         None => js::uint8array(env, key.as_bytes()),
@@ -369,14 +362,13 @@ pub(crate) fn key_value(env: napi_env, key: &tinystore::Key) -> Result<napi_valu
 
 /// `{ key, value, version, expiresAt }` of an entry.
 pub(crate) fn entry(env: napi_env, kind: ValueKind, e: &tinystore::Entry<Raw>) -> Ts<napi_value> {
-    let value = kind.decode(env, &e.value)?;
-    let make = || -> Result<napi_value> {
-        let o = js::object(env)?;
-        js::set(env, o, "key\0", key_value(env, &e.key)?)?;
-        js::set(env, o, "value\0", value)?;
-        js::set(env, o, "version\0", js::string(env, &e.version.to_string())?)?;
-        js::set(env, o, "expiresAt\0", js::opt_date(env, e.expires_at)?)?;
-        Ok(o)
-    };
-    make().map_err(napi_err)
+    js::object_of(
+        env,
+        &[
+            ("key\0", key_value(env, &e.key)?),
+            ("value\0", kind.decode(env, &e.value)?),
+            ("version\0", js::string(env, &e.version.to_string())?),
+            ("expiresAt\0", js::opt_date(env, e.expires_at)?),
+        ],
+    )
 }

@@ -51,6 +51,7 @@ pub use config::NativeConfig;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use logs::forward_logs;
 pub use once::{NativeClaim, NativeOnce};
+pub use scope::admit;
 pub use store::NativeStore;
 pub use tx::NativeTx;
 pub use view::NativeSnapshot;
@@ -59,7 +60,7 @@ pub use view::NativeSnapshot;
 /// `makeError(code, message, bucket, key)` makes the package's error objects.
 #[napi(ts_args_type = "makeError: (code: string, message: string, bucket?: string, key?: string) => Error")]
 pub fn init(env: &Env, make_error: Unknown<'_>) -> napi::Result<()> {
-    completions::init(env.raw(), napi_values::raw(&make_error))
+    completions::init(env.raw(), napi_values::raw(&make_error)).map_err(convert::to_napi)
 }
 
 /// The stable codes of every error kind, in the engine's order, so the
@@ -98,16 +99,9 @@ pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
     ts_args_type = "owners: ReadonlyArray<string | number | bigint | Uint8Array>, key: string | number | bigint | Uint8Array"
 )]
 pub fn show_path(env: &Env, owners: Vec<Unknown<'_>>, key: Unknown<'_>) -> napi::Result<String> {
-    let r = (|| {
-        let owners = owners
-            .iter()
-            .map(|o| convert::key(env.raw(), napi_values::raw(o)))
-            .collect::<convert::Ts<Vec<_>>>()?;
-        Ok(tinystore::show_path(
-            &owners,
-            Some(&convert::key(env.raw(), napi_values::raw(&key))?),
-        ))
-    })();
+    let key_of = |v: &Unknown<'_>| convert::key(env.raw(), napi_values::raw(v));
+    let owners = owners.iter().map(key_of).collect::<convert::Ts<Vec<_>>>();
+    let r = owners.and_then(|owners| Ok(tinystore::show_path(&owners, Some(&key_of(&key)?))));
     completions::sync(env, r)
 }
 

@@ -15,7 +15,6 @@ use napi_derive::napi;
 use tinystore::{LimitEntry, LimitStore, ReturnedEntry, UpdateSteps};
 
 use crate::completions::{self, sync};
-use crate::convert::napi_err;
 use crate::napi_values;
 use crate::store::NativeStore;
 
@@ -99,7 +98,7 @@ impl NativeLimitStore {
         completions::write(
             env,
             move |done| ls.sweep_then(done),
-            |env, s: tinystore::Swept| napi_values::number(env, s.removed as f64).map_err(napi_err),
+            |env, s: tinystore::Swept| napi_values::number(env, s.removed as f64),
         )
     }
 
@@ -179,10 +178,6 @@ impl NativeLimitUpdate {
             })
             .collect();
         let steps = self.steps.clone();
-        completions::write(
-            env,
-            move |done| steps.commit_then(returned, done),
-            |env, written| napi_values::boolean(env, written).map_err(napi_err),
-        )
+        completions::write(env, move |done| steps.commit_then(returned, done), napi_values::boolean)
     }
 }

@@ -13,31 +13,32 @@ use napi_derive::napi;
 use tinystore::{Allowance, Counters, Quota, RateLimit};
 
 use crate::bucket::show_path;
-use crate::completions::{self, sync};
-use crate::convert::{self, Ts, napi_err};
+use crate::completions::{self, nothing, sync};
+use crate::convert::{MAX_SAFE, Ts};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, scope_of, write_in};
 
 /// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
 pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
-    let make = || -> napi::Result<napi_value> {
-        let windows = js::object(env)?;
-        for (name, w) in &a.windows {
-            let o = js::object(env)?;
-            js::set(env, o, "used\0", js::number(env, w.used as f64)?)?;
-            js::set(env, o, "limit\0", js::number(env, w.limit as f64)?)?;
-            js::set(env, o, "left\0", js::number(env, w.left as f64)?)?;
-            js::set(env, o, "resetsAt\0", js::opt_date(env, w.resets_at)?)?;
-            js::set_key(env, windows, name, o)?;
-        }
-        let o = js::object(env)?;
-        js::set(env, o, "ok\0", js::boolean(env, a.ok)?)?;
-        js::set(env, o, "left\0", js::number(env, a.left as f64)?)?;
-        js::set(env, o, "retryAt\0", js::opt_date(env, a.retry_at)?)?;
-        js::set(env, o, "windows\0", windows)?;
-        Ok(o)
-    };
-    make().map_err(napi_err)
+    let windows = js::object(env)?;
+    for (name, w) in &a.windows {
+        let fields = [
+            ("used\0", js::number(env, w.used as f64)?),
+            ("limit\0", js::number(env, w.limit as f64)?),
+            ("left\0", js::number(env, w.left as f64)?),
+            ("resetsAt\0", js::opt_date(env, w.resets_at)?),
+        ];
+        js::set_key(env, windows, name, js::object_of(env, &fields)?)?;
+    }
+    js::object_of(
+        env,
+        &[
+            ("ok\0", js::boolean(env, a.ok)?),
+            ("left\0", js::number(env, a.left as f64)?),
+            ("retryAt\0", js::opt_date(env, a.retry_at)?),
+            ("windows\0", windows),
+        ],
+    )
 }
 
 /// A count of requests or uses as a number; the core says which counts a
@@ -51,12 +52,12 @@ pub(crate) fn count(n: Option<f64>) -> Ts<u64> {
 pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
     match js::type_name(env, v) {
         "undefined" => Ok(1),
-        "number" => {
-            let n = js::read_f64(env, v).map_err(napi_err)?;
-            let what = "a counter's step (a bigint holds int64)";
-            tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)
-        }
-        "bigint" => match js::read_bigint(env, v).map_err(napi_err)? {
+        "number" => tinystore::whole_number(
+            js::read_f64(env, v)?,
+            "a counter's step (a bigint holds int64)",
+            -MAX_SAFE..=MAX_SAFE,
+        ),
+        "bigint" => match js::read_bigint(env, v)? {
             Some(i) if i64::try_from(i).is_ok() => Ok(i as i64),
             _ => Err(completions::invalid("the bigint step is outside the int64 range")),
         },
@@ -66,11 +67,9 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
     }
 }
 
-/// The largest integer a JS number holds exactly.
-const MAX_SAFE: i64 = tinystore::MAX_SAFE_INTEGER;
-
-pub(crate) fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
-    convert::key(env.raw(), js::raw(key)).map_err(|e| e.in_bucket(name))
+/// A key or an owner of the handle `name`.
+fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
+    crate::convert::key_in(env.raw(), js::raw(key), name)
 }
 
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
@@ -122,14 +121,14 @@ impl NativeRateLimit {
             let n = count(n).map_err(|e| e.in_bucket(self.limit.name()))?;
             allowance(env.raw(), &self.limit.allow_n(k, n)?)
         })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// The answer one request would get now, counting nothing.
     #[napi]
     pub fn peek<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let r = key_in(env, self.limit.name(), &key).and_then(|k| allowance(env.raw(), &self.limit.peek(k)?));
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// Forgets the key: its next request has the full burst.
@@ -193,7 +192,7 @@ impl NativeQuota {
         let r = key_in(env, self.quota.name(), &key)
             .and_then(|k| scope_of(&scope).quota_peek(&self.quota, &k))
             .and_then(|a| allowance(env.raw(), &a));
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// Forgets the key in `scope`: every window starts again at its next use.
@@ -204,15 +203,14 @@ impl NativeQuota {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let k = sync(env, key_in(env, self.quota.name(), &key))?;
-        let quota = self.quota.clone();
         write_in(
             env,
             &scope,
-            k,
-            |scope, k| scope.quota_reset(&self.quota, &k),
-            move |k, done| quota.reset_then(k, done),
-            |env, ()| js::undefined(env).map_err(napi_err),
+            &self.quota,
+            key_in(env, self.quota.name(), &key),
+            |scope, quota, k| scope.quota_reset(quota, &k),
+            move |quota, k, done| quota.reset_then(k, done),
+            nothing,
         )
     }
 }
@@ -227,21 +225,17 @@ impl NativeQuota {
         scope: Option<NativeScope>,
         refund: bool,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.quota.name(), &key)?, count(n)?)))();
-        let args = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.quota.name())),
-        )?;
-        let quota = self.quota.clone();
+        let name = self.quota.name();
         write_in(
             env,
             &scope,
-            args,
-            |scope, (k, n)| match refund {
-                false => scope.quota_allow(&self.quota, &k, n),
-                true => scope.quota_refund(&self.quota, &k, n),
+            &self.quota,
+            (|| Ok((key_in(env, name, &key)?, count(n).map_err(|e| e.in_bucket(name))?)))(),
+            |scope, quota, (k, n)| match refund {
+                false => scope.quota_allow(quota, &k, n),
+                true => scope.quota_refund(quota, &k, n),
             },
-            move |(k, n), done| match refund {
+            move |quota, (k, n), done| match refund {
                 false => quota.allow_n_then(k, n, done),
                 true => quota.refund_n_then(k, n, done),
             },
@@ -264,7 +258,7 @@ pub struct NativeCounters {
 /// answers `Limit` (the engine has the exact value; a bigint counter reads it).
 pub(crate) fn value(env: napi_env, big: bool, v: i64, wrote: bool) -> Ts<napi_value> {
     if big {
-        return js::bigint_i64(env, v).map_err(napi_err);
+        return js::bigint_i64(env, v);
     }
     if !(-MAX_SAFE..=MAX_SAFE).contains(&v) {
         let kept = if wrote { "; the change is kept" } else { "" };
@@ -275,7 +269,7 @@ pub(crate) fn value(env: napi_env, big: bool, v: i64, wrote: bool) -> Ts<napi_va
             ),
         ));
     }
-    js::number(env, v as f64).map_err(napi_err)
+    js::number(env, v as f64)
 }
 
 #[napi]
@@ -329,7 +323,7 @@ impl NativeCounters {
             let v = scope_of(&scope).counter_get(&self.counters, &k)?;
             value(env.raw(), self.big, v, false).map_err(|e| e.at(self.counters.name(), show_path(&self.owners, &k)))
         });
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        completions::value(env, r)
     }
 
     /// Deletes the counter in `scope`; answers whether a live one was there.
@@ -340,15 +334,14 @@ impl NativeCounters {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let k = sync(env, key_in(env, self.counters.name(), &key))?;
-        let counters = self.counters.clone();
         write_in(
             env,
             &scope,
-            k,
-            |scope, k| scope.counter_delete(&self.counters, &k),
-            move |k, done| counters.delete_then(k, done),
-            |env, was| js::boolean(env, was).map_err(napi_err),
+            &self.counters,
+            key_in(env, self.counters.name(), &key),
+            |scope, counters, k| scope.counter_delete(counters, &k),
+            move |counters, k, done| counters.delete_then(k, done),
+            js::boolean,
         )
     }
 
@@ -356,11 +349,7 @@ impl NativeCounters {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         let counters = self.counters.clone();
-        completions::write(
-            env,
-            move |done| counters.clear_then(done),
-            |env, ()| js::undefined(env).map_err(napi_err),
-        )
+        completions::write(env, move |done| counters.clear_then(done), nothing)
     }
 }
 
@@ -381,26 +370,20 @@ impl NativeCounters {
         scope: Option<NativeScope>,
         how: How,
     ) -> napi::Result<Unknown<'e>> {
-        let prepared = (|| Ok((key_in(env, self.counters.name(), &key)?, step(env.raw(), js::raw(&n))?)))();
-        let args = sync(
-            env,
-            prepared.map_err(|e: tinystore::Error| e.in_bucket(self.counters.name())),
-        )?;
-        let counters = self.counters.clone();
-        let (big, name, path) = (
-            self.big,
-            self.counters.name().to_owned(),
-            show_path(&self.owners, &args.0),
-        );
+        let name = self.counters.name();
+        let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
+        let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
+        let (big, name, path) = (self.big, name.to_owned(), show_path(&self.owners, &k));
         write_in(
             env,
             &scope,
-            args,
-            |scope, (k, n)| match how {
-                How::Add => scope.counter_add(&self.counters, &k, n),
-                How::Max => scope.counter_max(&self.counters, &k, n),
+            &self.counters,
+            Ok((k, n)),
+            |scope, counters, (k, n)| match how {
+                How::Add => scope.counter_add(counters, &k, n),
+                How::Max => scope.counter_max(counters, &k, n),
             },
-            move |(k, n), done| match how {
+            move |counters, (k, n), done| match how {
                 How::Add => counters.add_then(k, n, done),
                 How::Max => counters.max_then(k, n, done),
             },

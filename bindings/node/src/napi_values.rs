@@ -11,11 +11,13 @@ use std::ptr;
 
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_env, napi_value};
-use napi::{Error, Result, Status};
 
-/// Turns a napi status into a `Result`.
+use crate::convert::Ts;
+
+/// Turns a napi status into a result: a failure (rare: a broken env) is an
+/// engine error, so that it reaches JS as the package's errors do.
 #[inline]
-pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
+pub(crate) fn check(status: sys::napi_status, what: &str) -> Ts<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
@@ -26,8 +28,8 @@ pub(crate) fn check(status: sys::napi_status, what: &str) -> Result<()> {
 /// The error of a napi call that failed: out of line, so that a check on
 /// the hot path is a compare.
 #[cold]
-fn failed(status: sys::napi_status, what: &str) -> Error {
-    Error::new(Status::from(status), format!("napi: {what} failed"))
+fn failed(status: sys::napi_status, what: &str) -> tinystore::Error {
+    tinystore::Error::new(tinystore::ErrorKind::Invalid, format!("napi: {what} failed ({status})"))
 }
 
 /// A bare JS function named `name` that runs `cb` with `data` (null for
@@ -37,7 +39,7 @@ pub(crate) fn function(
     name: &str,
     cb: unsafe extern "C" fn(napi_env, sys::napi_callback_info) -> napi_value,
     data: *mut c_void,
-) -> Result<napi_value> {
+) -> Ts<napi_value> {
     let mut f = ptr::null_mut();
     // SAFETY: the name's bytes and length are passed together; napi copies them.
     let status =
@@ -48,11 +50,7 @@ pub(crate) fn function(
 
 /// The first `N` arguments of a bare callback (`undefined` past those
 /// given); `what` names the call in the error.
-pub(crate) fn args<const N: usize>(
-    env: napi_env,
-    info: sys::napi_callback_info,
-    what: &str,
-) -> Result<[napi_value; N]> {
+pub(crate) fn args<const N: usize>(env: napi_env, info: sys::napi_callback_info, what: &str) -> Ts<[napi_value; N]> {
     let mut argc = N;
     let mut argv = [ptr::null_mut(); N];
     // SAFETY: argv has room for argc values, as napi requires.
@@ -102,7 +100,7 @@ pub(crate) fn raw(v: &Unknown<'_>) -> napi_value {
 }
 
 /// The UTF-8 bytes of a JS string.
-pub(crate) fn read_string(env: napi_env, v: napi_value) -> Result<Vec<u8>> {
+pub(crate) fn read_string(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
     let mut len = 0;
     check(
         unsafe { sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len) },
@@ -129,28 +127,27 @@ pub(crate) fn read_string_into(env: napi_env, v: napi_value, buf: &mut [u8]) -> 
     (status == sys::Status::napi_ok && written + 4 < buf.len()).then(|| &buf[..written])
 }
 
-/// A JS number.
-pub(crate) fn read_f64(env: napi_env, v: napi_value) -> Result<f64> {
-    let mut out = 0.0;
-    check(
-        unsafe { sys::napi_get_value_double(env, v, &mut out) },
-        "reading a number",
-    )?;
-    Ok(out)
+/// Reads a JS value by one napi call, `$call(env, v, &mut out)`.
+macro_rules! readers {
+    ($($(#[$doc:meta])* $name:ident -> $t:ty = $call:ident, $what:literal;)*) => {$(
+        $(#[$doc])*
+        pub(crate) fn $name(env: napi_env, v: napi_value) -> Ts<$t> {
+            let mut out = <$t>::default();
+            check(unsafe { sys::$call(env, v, &mut out) }, $what)?;
+            Ok(out)
+        }
+    )*};
 }
 
-/// A JS boolean.
-pub(crate) fn read_bool(env: napi_env, v: napi_value) -> Result<bool> {
-    let mut out = false;
-    check(
-        unsafe { sys::napi_get_value_bool(env, v, &mut out) },
-        "reading a boolean",
-    )?;
-    Ok(out)
+readers! {
+    /// A JS number.
+    read_f64 -> f64 = napi_get_value_double, "reading a number";
+    /// A JS boolean.
+    read_bool -> bool = napi_get_value_bool, "reading a boolean";
 }
 
 /// A JS bigint as a sign and magnitude, or `None` when it has more than 128 bits.
-pub(crate) fn read_bigint(env: napi_env, v: napi_value) -> Result<Option<i128>> {
+pub(crate) fn read_bigint(env: napi_env, v: napi_value) -> Ts<Option<i128>> {
     let mut sign = 0;
     let mut words = [0u64; 2];
     let mut count = words.len();
@@ -169,7 +166,7 @@ pub(crate) fn read_bigint(env: napi_env, v: napi_value) -> Result<Option<i128>> 
 }
 
 /// The bytes of a `Uint8Array` (a `Buffer` is one), or `None` for any other value.
-pub(crate) fn read_bytes(env: napi_env, v: napi_value) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_bytes(env: napi_env, v: napi_value) -> Ts<Option<Vec<u8>>> {
     let mut is_typed = false;
     check(
         unsafe { sys::napi_is_typedarray(env, v, &mut is_typed) },
@@ -198,74 +195,44 @@ pub(crate) fn read_bytes(env: napi_env, v: napi_value) -> Result<Option<Vec<u8>>
     ))
 }
 
-/// `undefined`.
-pub(crate) fn undefined(env: napi_env) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_get_undefined(env, &mut out) }, "making undefined")?;
-    Ok(out)
+/// Makes a JS value by one napi call, `$call(env, args.., &mut out)`.
+macro_rules! makers {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $t:ty),*) = $call:ident($($e:expr),*), $what:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline]
+        pub(crate) fn $name(env: napi_env, $($arg: $t),*) -> Ts<napi_value> {
+            let mut out = ptr::null_mut();
+            check(unsafe { sys::$call(env, $($e,)* &mut out) }, $what)?;
+            Ok(out)
+        }
+    )*};
 }
 
-/// `null`: the value of a set member.
-pub(crate) fn null(env: napi_env) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_get_null(env, &mut out) }, "making null")?;
-    Ok(out)
-}
-
-/// A JS string from UTF-8 text.
-pub(crate) fn string(env: napi_env, s: &str) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(
-        unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out) },
-        "making a string",
-    )?;
-    Ok(out)
-}
-
-/// A JS number.
-pub(crate) fn number(env: napi_env, n: f64) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_create_double(env, n, &mut out) }, "making a number")?;
-    Ok(out)
-}
-
-/// A JS number from an `i32`: cheaper for V8 to make than one from an `f64`.
-#[inline]
-pub(crate) fn int32(env: napi_env, n: i32) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_create_int32(env, n, &mut out) }, "making a number")?;
-    Ok(out)
-}
-
-/// A JS boolean.
-pub(crate) fn boolean(env: napi_env, b: bool) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_get_boolean(env, b, &mut out) }, "making a boolean")?;
-    Ok(out)
-}
-
-/// A JS bigint of a signed 64-bit integer.
-pub(crate) fn bigint_i64(env: napi_env, i: i64) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(
-        unsafe { sys::napi_create_bigint_int64(env, i, &mut out) },
-        "making a bigint",
-    )?;
-    Ok(out)
-}
-
-/// A JS bigint of an unsigned 64-bit integer.
-pub(crate) fn bigint_u64(env: napi_env, u: u64) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(
-        unsafe { sys::napi_create_bigint_uint64(env, u, &mut out) },
-        "making a bigint",
-    )?;
-    Ok(out)
+makers! {
+    /// `undefined`.
+    undefined() = napi_get_undefined(), "making undefined";
+    /// `null`: the value of a set member.
+    null() = napi_get_null(), "making null";
+    /// A JS string from UTF-8 text.
+    string(s: &str) = napi_create_string_utf8(s.as_ptr().cast(), s.len() as isize), "making a string";
+    /// A JS number.
+    number(n: f64) = napi_create_double(n), "making a number";
+    /// A JS number from an `i32`: cheaper for V8 to make than one from an `f64`.
+    int32(n: i32) = napi_create_int32(n), "making a number";
+    /// A JS boolean.
+    boolean(b: bool) = napi_get_boolean(b), "making a boolean";
+    /// A JS bigint of a signed 64-bit integer.
+    bigint_i64(i: i64) = napi_create_bigint_int64(i), "making a bigint";
+    /// A JS bigint of an unsigned 64-bit integer.
+    bigint_u64(u: u64) = napi_create_bigint_uint64(u), "making a bigint";
+    /// A JS `Date` at `ms` milliseconds since the Unix epoch.
+    date(ms: i64) = napi_create_date(ms as f64), "making a Date";
+    /// An empty plain object.
+    object() = napi_create_object(), "making an object";
 }
 
 /// A fresh `Uint8Array` holding a copy of `bytes`.
-pub(crate) fn uint8array(env: napi_env, bytes: &[u8]) -> Result<napi_value> {
+pub(crate) fn uint8array(env: napi_env, bytes: &[u8]) -> Ts<napi_value> {
     let mut data: *mut c_void = ptr::null_mut();
     let mut buffer = ptr::null_mut();
     check(
@@ -283,33 +250,16 @@ pub(crate) fn uint8array(env: napi_env, bytes: &[u8]) -> Result<napi_value> {
     Ok(out)
 }
 
-/// A JS `Date` at `ms` milliseconds since the Unix epoch.
-pub(crate) fn date(env: napi_env, ms: i64) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(
-        unsafe { sys::napi_create_date(env, ms as f64, &mut out) },
-        "making a Date",
-    )?;
-    Ok(out)
-}
-
 /// A JS `Date` of a `SystemTime`, or `undefined` for `None`.
-pub(crate) fn opt_date(env: napi_env, t: Option<std::time::SystemTime>) -> Result<napi_value> {
+pub(crate) fn opt_date(env: napi_env, t: Option<std::time::SystemTime>) -> Ts<napi_value> {
     match t {
         Some(t) => date(env, tinystore::to_millis(t)),
         None => undefined(env),
     }
 }
 
-/// An empty plain object.
-pub(crate) fn object(env: napi_env) -> Result<napi_value> {
-    let mut out = ptr::null_mut();
-    check(unsafe { sys::napi_create_object(env, &mut out) }, "making an object")?;
-    Ok(out)
-}
-
 /// Sets `obj[name] = value`; `name` must end in NUL.
-pub(crate) fn set(env: napi_env, obj: napi_value, name: &'static str, value: napi_value) -> Result<()> {
+pub(crate) fn set(env: napi_env, obj: napi_value, name: &'static str, value: napi_value) -> Ts<()> {
     debug_assert!(name.ends_with('\0'));
     check(
         unsafe { sys::napi_set_named_property(env, obj, name.as_ptr().cast(), value) },
@@ -317,8 +267,17 @@ pub(crate) fn set(env: napi_env, obj: napi_value, name: &'static str, value: nap
     )
 }
 
+/// A plain object of `fields`, each name ending in NUL.
+pub(crate) fn object_of(env: napi_env, fields: &[(&'static str, napi_value)]) -> Ts<napi_value> {
+    let o = object(env)?;
+    for &(name, value) in fields {
+        set(env, o, name, value)?;
+    }
+    Ok(o)
+}
+
 /// Sets `obj[key] = value` for a key that is not a static name.
-pub(crate) fn set_key(env: napi_env, obj: napi_value, key: &str, value: napi_value) -> Result<()> {
+pub(crate) fn set_key(env: napi_env, obj: napi_value, key: &str, value: napi_value) -> Ts<()> {
     let k = string(env, key)?;
     check(
         unsafe { sys::napi_set_property(env, obj, k, value) },
@@ -327,7 +286,7 @@ pub(crate) fn set_key(env: napi_env, obj: napi_value, key: &str, value: napi_val
 }
 
 /// A JS array of `items`.
-pub(crate) fn array(env: napi_env, items: Vec<napi_value>) -> Result<napi_value> {
+pub(crate) fn array(env: napi_env, items: Vec<napi_value>) -> Ts<napi_value> {
     let mut out = ptr::null_mut();
     check(
         unsafe { sys::napi_create_array_with_length(env, items.len(), &mut out) },
@@ -339,6 +298,29 @@ pub(crate) fn array(env: napi_env, items: Vec<napi_value>) -> Result<napi_value>
             "filling an array",
         )?;
     }
+    Ok(out)
+}
+
+/// A reference that keeps `v` alive until the env goes.
+pub(crate) fn keep(env: napi_env, v: napi_value) -> Ts<sys::napi_ref> {
+    let mut r = ptr::null_mut();
+    check(
+        unsafe { sys::napi_create_reference(env, v, 1, &mut r) },
+        "keeping a value",
+    )?;
+    Ok(r)
+}
+
+/// Calls the function `f` keeps, with `undefined` as `this`.
+pub(crate) fn call_kept(env: napi_env, f: sys::napi_ref, args: &[napi_value]) -> Ts<napi_value> {
+    let (mut func, mut out) = (ptr::null_mut(), ptr::null_mut());
+    check(
+        unsafe { sys::napi_get_reference_value(env, f, &mut func) },
+        "finding a kept function",
+    )?;
+    let this = undefined(env)?;
+    let status = unsafe { sys::napi_call_function(env, this, func, args.len(), args.as_ptr(), &mut out) };
+    check(status, "calling a kept function")?;
     Ok(out)
 }
 

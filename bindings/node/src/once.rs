@@ -5,13 +5,12 @@
 
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
-use napi::sys::napi_value;
 use napi_derive::napi;
 use tinystore::{Begun, Claim, RawOnce};
 
 use crate::bucket::show_path;
 use crate::caller::NativeContext;
-use crate::completions::{self, sync};
+use crate::completions::{self, nothing, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, scope_of, write_in};
@@ -36,7 +35,7 @@ pub struct NativeClaim {
 
 impl NativeOnce {
     pub(crate) fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
-        convert::key(env.raw(), js::raw(v)).map_err(|e| e.in_bucket(self.once.name()))
+        convert::key_in(env.raw(), js::raw(v), self.once.name())
     }
 }
 
@@ -77,17 +76,8 @@ impl NativeOnce {
             env,
             move |done| once.begin(k.clone(), &caller, done),
             move |env, begun| {
-                let make = |kept: bool, field: &'static str, v: napi_value| -> napi::Result<napi_value> {
-                    let o = js::object(env)?;
-                    js::set(env, o, "kept\0", js::boolean(env, kept)?)?;
-                    js::set(env, o, field, v)?;
-                    Ok(o)
-                };
-                match begun {
-                    Begun::Kept(raw) => {
-                        let v = kind.decode(env, &raw).map_err(|e| e.at(&name, path.clone()))?;
-                        make(true, "value\0", v).map_err(napi_err)
-                    }
+                let (kept, field, v) = match begun {
+                    Begun::Kept(raw) => (true, "value\0", kind.decode(env, &raw).map_err(|e| e.at(&name, path))?),
                     Begun::Run(claim) => {
                         let claim = NativeClaim {
                             claim: Some(claim),
@@ -96,9 +86,10 @@ impl NativeOnce {
                             path,
                         };
                         let v = unsafe { NativeClaim::to_napi_value(env, claim) }.map_err(napi_err)?;
-                        make(false, "claim\0", v).map_err(napi_err)
+                        (false, "claim\0", v)
                     }
-                }
+                };
+                js::object_of(env, &[("kept\0", js::boolean(env, kept)?), (field, v)])
             },
         )
     }
@@ -111,17 +102,14 @@ impl NativeOnce {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = (|| {
-            let k = self.key(env, &key)?;
-            match scope_of(&scope).once_get(&self.once, &k)? {
-                Some(raw) => self
-                    .kind
-                    .decode(env.raw(), &raw)
-                    .map_err(|e| e.at(self.once.name(), show_path(&self.owners, &k))),
-                None => js::undefined(env.raw()).map_err(napi_err),
-            }
-        })();
-        Ok(js::unknown(env.raw(), sync(env, r)?))
+        let r =
+            self.key(env, &key)
+                .and_then(|k| match scope_of(&scope).once_get(&self.once, &k)? {
+                    Some(raw) => (self.kind.decode(env.raw(), &raw))
+                        .map_err(|e| e.at(self.once.name(), show_path(&self.owners, &k))),
+                    None => js::undefined(env.raw()),
+                });
+        completions::value(env, r)
     }
 
     /// Forgets the answer kept for the key in `scope`; answers whether one was kept.
@@ -132,15 +120,14 @@ impl NativeOnce {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let k = sync(env, self.key(env, &key))?;
-        let once = self.once.clone();
         write_in(
             env,
             &scope,
-            k,
-            |scope, k| scope.once_delete(&self.once, &k),
-            move |k, done| once.delete_then(k, done),
-            |env, was| js::boolean(env, was).map_err(napi_err),
+            &self.once,
+            self.key(env, &key),
+            |scope, once, k| scope.once_delete(once, &k),
+            move |once, k, done| once.delete_then(k, done),
+            js::boolean,
         )
     }
 }
@@ -181,7 +168,7 @@ impl NativeClaim {
                 claim.keep(raw, done);
                 Ok(())
             },
-            |env, ()| js::undefined(env).map_err(napi_err),
+            nothing,
         )
     }
 

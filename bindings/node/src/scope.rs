@@ -8,18 +8,23 @@
 //! and answer before they return: a transaction's calls cross no thread
 //! (the writer lends the transaction its connection). A write on the store
 //! goes to the writer and answers a Promise ([`write_in`]); the core
-//! refuses any write in a snapshot.
+//! refuses any write in a snapshot. A handle given to `tx.with` or
+//! `view.with` is the core's to admit ([`admit`]): one of another store is
+//! refused there, as at every call.
 
 use napi::Either;
 use napi::Env;
+use napi::bindgen_prelude::Either4;
 use napi::bindgen_prelude::Unknown;
-use napi::sys::napi_env;
-use napi::sys::napi_value;
+use napi::sys::{napi_env, napi_value};
+use napi_derive::napi;
 use tinystore::Scope;
 
-use crate::completions::{self, sync};
+use crate::bucket::NativeBucket;
+use crate::completions::{self, Then, sync};
 use crate::convert::Ts;
-use crate::napi_values as js;
+use crate::limits::{NativeCounters, NativeQuota};
+use crate::once::NativeOnce;
 use crate::tx::NativeTx;
 use crate::view::NativeSnapshot;
 
@@ -35,26 +40,51 @@ pub(crate) fn scope_of<'a>(scope: &'a Option<NativeScope>) -> Scope<'a> {
     }
 }
 
-/// Runs a write, prepared as `args`, in `scope`: inside a transaction (or
-/// refused in a snapshot) by `scoped` at once, answering its JS value; on
-/// the store by `direct`, which hands the core's completion form the
-/// writer's `done`, answering a Promise of it. `answer` makes the JS value
-/// either way.
-pub(crate) fn write_in<'e, D, T, R>(
+/// Refuses, at `tx.with(handle)` or `view.with(handle)`, a handle of
+/// another store than the scope's: the core's one refusal.
+#[napi(
+    ts_args_type = "scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce"
+)]
+pub fn admit(
+    env: Env,
+    scope: NativeScope,
+    handle: Either4<&NativeBucket, &NativeCounters, &NativeQuota, &NativeOnce>,
+) -> napi::Result<()> {
+    let (store, name) = match handle {
+        Either4::A(b) => (b.raw.store(), b.raw.name()),
+        Either4::B(c) => (c.counters.store(), c.counters.name()),
+        Either4::C(q) => (q.quota.store(), q.quota.name()),
+        Either4::D(o) => (o.once.store(), o.once.name()),
+    };
+    sync(&env, scope_of(&Some(scope)).admit(store, name))
+}
+
+/// Runs a write of `handle`, its arguments `args`, in `scope`: inside a
+/// transaction (or refused in a snapshot) by `scoped` at once, answering
+/// its JS value; on the store by `direct`, which hands the core's
+/// completion form the writer's `done`, answering a Promise of it.
+/// `answer` makes the JS value either way.
+pub(crate) fn write_in<'e, H, D, T, R>(
     env: &'e Env,
     scope: &Option<NativeScope>,
-    args: D,
-    scoped: impl FnOnce(Scope<'_>, D) -> Ts<T>,
-    direct: impl FnOnce(D, Box<dyn FnOnce(Ts<T>) + Send>) -> Ts<R> + 'static,
+    handle: &H,
+    args: Ts<D>,
+    scoped: impl FnOnce(Scope<'_>, &H, D) -> Ts<T>,
+    direct: impl FnOnce(H, D, Then<T>) -> Ts<R> + 'static,
     answer: impl FnOnce(napi_env, T) -> Ts<napi_value> + Send + 'static,
 ) -> napi::Result<Unknown<'e>>
 where
+    H: Clone + 'static,
     D: 'static,
     T: Send + 'static,
 {
+    let args = sync(env, args)?;
     if scope.is_none() {
-        return completions::write(env, move |done| direct(args, done), answer);
+        let handle = handle.clone();
+        return completions::write(env, move |done| direct(handle, args, done), answer);
     }
-    let v = sync(env, scoped(scope_of(scope), args).and_then(|v| answer(env.raw(), v)))?;
-    Ok(js::unknown(env.raw(), v))
+    completions::value(
+        env,
+        scoped(scope_of(scope), handle, args).and_then(|v| answer(env.raw(), v)),
+    )
 }

@@ -6,7 +6,7 @@ use napi_derive::napi;
 use tinystore::{Options, Store};
 
 use crate::bucket::NativeBucket;
-use crate::completions::{self, sync};
+use crate::completions::{self, nothing, sync};
 use crate::convert::{self, ValueKind};
 use crate::limits::{self, NativeCounters, NativeQuota, NativeRateLimit};
 use crate::napi_values as js;
@@ -47,17 +47,14 @@ impl NativeStore {
             if let Some(ms) = clock_ms {
                 options = options.test_clock(convert::time(ms, "the clock")?);
             }
-            if let Some(bytes) = memory {
-                // A fraction or NaN is bad input to refuse, not a size to round.
-                let what = "memory (a budget in bytes, at least 1 MiB)";
-                let bytes = tinystore::whole_number(bytes, what, 0..=tinystore::MAX_SAFE_INTEGER)?;
-                options = options.memory(bytes as usize);
+            // A fraction, NaN or a negative size is bad input to refuse, not a size to round.
+            let bytes = |n: f64, what| tinystore::whole_number(n, what, 0..=tinystore::MAX_SAFE_INTEGER);
+            if let Some(n) = memory {
+                options = options.memory(bytes(n, "memory (a budget in bytes, at least 1 MiB)")? as usize);
             }
-            if let Some(bytes) = mmap_size {
-                // As memory: a fraction, NaN or a negative size is refused, not rounded.
-                let what = "mmapSize (the bytes of kv.db each reader maps; 0 maps nothing)";
-                let bytes = tinystore::whole_number(bytes, what, 0..=tinystore::MAX_SAFE_INTEGER)?;
-                options = options.mmap_size(bytes as u64);
+            if let Some(n) = mmap_size {
+                options = options
+                    .mmap_size(bytes(n, "mmapSize (the bytes of kv.db each reader maps; 0 maps nothing)")? as u64);
             }
             if let Some(on) = keep_read_locks {
                 options = options.keep_read_locks(on);
@@ -119,16 +116,14 @@ impl NativeStore {
             env,
             move || store.maintain(),
             |env, m| {
-                let make = || -> napi::Result<_> {
-                    let o = js::object(env)?;
-                    js::set(env, o, "flushed\0", js::number(env, m.flushed as f64)?)?;
-                    js::set(env, o, "renewed\0", js::number(env, m.renewed as f64)?)?;
-                    js::set(env, o, "cleared\0", js::number(env, m.cleared as f64)?)?;
-                    js::set(env, o, "expired\0", js::number(env, m.expired as f64)?)?;
-                    js::set(env, o, "more\0", js::boolean(env, m.more)?)?;
-                    Ok(o)
-                };
-                make().map_err(convert::napi_err)
+                let fields = [
+                    ("flushed\0", js::number(env, m.flushed as f64)?),
+                    ("renewed\0", js::number(env, m.renewed as f64)?),
+                    ("cleared\0", js::number(env, m.cleared as f64)?),
+                    ("expired\0", js::number(env, m.expired as f64)?),
+                    ("more\0", js::boolean(env, m.more)?),
+                ];
+                js::object_of(env, &fields)
             },
         )
     }
@@ -138,11 +133,7 @@ impl NativeStore {
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         crate::write_groups::uncork_now();
         let store = self.store.clone();
-        completions::off_thread(
-            env,
-            move || store.close(),
-            |env, ()| js::undefined(env).map_err(convert::napi_err),
-        )
+        completions::off_thread(env, move || store.close(), nothing)
     }
 
     /// Whether the store is closed.

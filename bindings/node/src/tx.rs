@@ -51,35 +51,30 @@ impl Ending {
         Ending(Arc::new(Mutex::new(End::Open)))
     }
 
-    /// The core's `done`: settles a waiting `commit` or `rollback`, or keeps the answer.
-    fn finish(&self, r: tinystore::Result<()>) {
+    /// Meets the other side: the core's `done` answer (`End::Ended`, from
+    /// the writer thread) or the Promise of `commit` or `rollback`
+    /// (`End::Awaited`, from JS). The second to come settles the Promise.
+    fn meet(&self, arrived: End) {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match std::mem::replace(&mut *g, End::Open) {
-            End::Awaited {
-                completion,
-                rolled_back,
-            } => {
-                drop(g);
-                answer(completion, r, rolled_back);
-            }
-            _ => *g = End::Ended(r),
-        }
-    }
-
-    /// Settles `completion` with the core's answer, now or when it comes.
-    fn wait(&self, completion: Completion, rolled_back: bool) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match std::mem::replace(&mut *g, End::Open) {
-            End::Ended(r) => {
-                drop(g);
-                answer(completion, r, rolled_back);
-            }
-            _ => {
-                *g = End::Awaited {
+        match (std::mem::replace(&mut *g, End::Open), arrived) {
+            (
+                End::Awaited {
                     completion,
                     rolled_back,
-                }
+                },
+                End::Ended(r),
+            )
+            | (
+                End::Ended(r),
+                End::Awaited {
+                    completion,
+                    rolled_back,
+                },
+            ) => {
+                drop(g);
+                answer(completion, r, rolled_back);
             }
+            (_, arrived) => *g = arrived,
         }
     }
 }
@@ -89,7 +84,7 @@ impl Ending {
 /// error (`Cancelled`) is what it asked for.
 fn answer(completion: Completion, r: tinystore::Result<()>, rolled_back: bool) {
     let r = if rolled_back { Ok(()) } else { r };
-    completion.send(r.map(|()| Box::new(|env| js::undefined(env).map_err(napi_err)) as completions::Answer));
+    completion.send(r.map(|()| Box::new(js::undefined) as completions::Answer));
 }
 
 /// Starts a transaction on `store`: the Promise resolves with the
@@ -104,7 +99,7 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
             let on_done = ending.clone();
             store.transaction_then(
                 move |r| ready(r.map(|session| (session, ending))),
-                move |r| on_done.finish(r),
+                move |r| on_done.meet(End::Ended(r)),
             )
         },
         |env, (session, ending)| {
@@ -143,14 +138,17 @@ impl NativeTx {
         rolled_back: bool,
         end: impl FnOnce(&TxSession) -> tinystore::Result<()>,
     ) -> napi::Result<Unknown<'e>> {
-        let (pending, completion, promise) = Pending::new(env.raw())?;
+        let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
         if self.ended {
-            pending.reject_now(ended())?;
+            sync(env, pending.reject_now(ended()))?;
             return Ok(js::unknown(env.raw(), promise));
         }
         self.ended = true;
-        pending.queued(Ok(()))?;
-        self.ending.wait(completion, rolled_back);
+        sync(env, pending.queued(Ok(())))?;
+        self.ending.meet(End::Awaited {
+            completion,
+            rolled_back,
+        });
         // When the session cannot take the end (the writer already rolled it
         // back), the core's answer, which says why, still settles the Promise.
         let _ = end(&self.session);

@@ -24,10 +24,9 @@ use std::ptr;
 use std::sync::Arc;
 
 use napi::sys::{self, napi_env, napi_value};
-use napi::{Error, Result, Status};
 
 use crate::completions::{Answer, Completion, Pending};
-use crate::convert::{Ts, napi_err};
+use crate::convert::Ts;
 use crate::napi_values as js;
 
 thread_local! {
@@ -46,31 +45,18 @@ thread_local! {
 
 /// Sets up this env's microtask: keeps `queueMicrotask` and the native
 /// function that uncorks.
-pub(crate) fn init(env: napi_env) -> Result<()> {
-    UNCORK.with(|u| -> Result<()> {
-        let mut global = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_get_global(env, &mut global) },
-            "finding the global object",
-        )?;
-        let mut queue = ptr::null_mut();
-        js::check(
-            unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) },
-            "finding queueMicrotask",
-        )?;
-        let uncork_fn = js::function(env, "uncork", uncork, ptr::null_mut())?;
-        let (mut q, mut f) = (ptr::null_mut(), ptr::null_mut());
-        js::check(
-            unsafe { sys::napi_create_reference(env, queue, 1, &mut q) },
-            "keeping queueMicrotask",
-        )?;
-        js::check(
-            unsafe { sys::napi_create_reference(env, uncork_fn, 1, &mut f) },
-            "keeping uncork",
-        )?;
-        *u.borrow_mut() = Some((q, f));
-        Ok(())
-    })
+pub(crate) fn init(env: napi_env) -> Ts<()> {
+    let (mut global, mut queue) = (ptr::null_mut(), ptr::null_mut());
+    js::check(
+        unsafe { sys::napi_get_global(env, &mut global) },
+        "finding the global object",
+    )?;
+    let status = unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) };
+    js::check(status, "finding queueMicrotask")?;
+    let uncork_fn = js::function(env, "uncork", uncork, ptr::null_mut())?;
+    let kept = (js::keep(env, queue)?, js::keep(env, uncork_fn)?);
+    UNCORK.with(|u| *u.borrow_mut() = Some(kept));
+    Ok(())
 }
 
 /// This thread's open burst, if any.
@@ -158,13 +144,13 @@ impl KeyBytes {
 /// writes keep their order. A set the engine refuses at once (the store
 /// closed) is that error, thrown: its Promise is not made yet.
 pub(crate) fn set(env: napi_env, mut args: SetArgs, id: u32, streams: bool) -> Ts<()> {
-    let (pending, completion) = Pending::kept(env, id).map_err(napi_err)?;
+    let (pending, completion) = Pending::kept(env, id)?;
     args.completion = Some(completion);
     if !streams || CORK.with(|c| !c.borrow().is_empty()) {
-        return cork(env, pending, Work::Set(args)).map_err(napi_err);
+        return cork(env, pending, Work::Set(args));
     }
     if !UNCORK_DUE.get() {
-        schedule_uncork(env).map_err(napi_err)?;
+        schedule_uncork(env)?;
     }
     stream(pending, args)
 }
@@ -178,7 +164,7 @@ fn stream(pending: Pending, args: SetArgs) -> Ts<()> {
         }
     });
     match args.submit() {
-        Ok(()) => pending.queued(Ok(())).map_err(napi_err),
+        Ok(()) => pending.queued(Ok(())),
         Err(e) if pending.withdraw() => Err(e),
         // The completion took the answer: the Promise settles through it.
         Err(_) => Ok(()),
@@ -236,14 +222,14 @@ impl SetArgs {
         };
         // The answer captures nothing, so its box allocates nothing.
         raw.set_then(key.as_slice(), value, tinystore::WriteOptions::default(), move |r| {
-            completion.send(r.map(|_| Box::new(|env| js::undefined(env).map_err(napi_err)) as Answer))
+            completion.send(r.map(|_| Box::new(js::undefined) as Answer))
         })
         .map(|_| ())
     }
 }
 
 /// Queues a checked write for the end of this turn.
-pub(crate) fn cork(env: napi_env, pending: Pending, work: Work) -> Result<()> {
+pub(crate) fn cork(env: napi_env, pending: Pending, work: Work) -> Ts<()> {
     CORK.with(|c| c.borrow_mut().push(Corked { pending, work }));
     if !UNCORK_DUE.get() {
         schedule_uncork(env)?;
@@ -252,27 +238,16 @@ pub(crate) fn cork(env: napi_env, pending: Pending, work: Work) -> Result<()> {
 }
 
 /// Queues the microtask that hands this turn's writes to the engine.
-fn schedule_uncork(env: napi_env) -> Result<()> {
+fn schedule_uncork(env: napi_env) -> Ts<()> {
     let Some((queue, uncork_ref)) = UNCORK.with(|u| *u.borrow()) else {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "tinystore: the addon was not initialised",
-        ));
+        return Err(crate::completions::invalid("tinystore: the addon was not initialised"));
     };
-    let (mut q, mut f, mut this, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    js::check(
-        unsafe { sys::napi_get_reference_value(env, queue, &mut q) },
-        "finding queueMicrotask",
-    )?;
+    let mut f = ptr::null_mut();
     js::check(
         unsafe { sys::napi_get_reference_value(env, uncork_ref, &mut f) },
         "finding uncork",
     )?;
-    js::check(unsafe { sys::napi_get_undefined(env, &mut this) }, "making undefined")?;
-    js::check(
-        unsafe { sys::napi_call_function(env, this, q, 1, &f, &mut out) },
-        "calling queueMicrotask",
-    )?;
+    js::call_kept(env, queue, &[f])?;
     UNCORK_DUE.set(true);
     Ok(())
 }

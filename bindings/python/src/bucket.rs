@@ -15,11 +15,11 @@ use tinystore::{
 };
 
 use crate::completions::Completions;
-use crate::convert::{Codec, ValueKind, key_bytes, key_to_py, opt_span, show_path, version};
-use crate::errors::{invalid, py_err, to_py};
+use crate::convert::{Codec, branch, key_in, key_to_py, opt_span, version};
+use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
-use crate::scope::{Takes, in_scope, run_in, scope_of};
+use crate::scope::{Call, Takes, in_scope, run, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -37,27 +37,14 @@ pub struct Bucket {
 pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
 
 impl Bucket {
-    pub(crate) fn name_key(&self, key: &[u8]) -> impl Fn(Error) -> Error + '_ {
-        let path = show_path(self.raw.owners(), Some(key));
-        move |e: Error| {
-            if e.bucket().is_some() {
-                e
-            } else {
-                e.at(self.raw.name(), path.clone())
-            }
-        }
-    }
-
     pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-        key_bytes(key)
-            .map(|k| k.into_owned())
-            .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
+        key_in(py, self.raw.name(), key)
     }
 
     pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
         self.codec
             .to_raw(py, value)
-            .map_err(|e| to_py(py, self.name_key(key)(e)))
+            .map_err(|e| to_py(py, self.raw.named(key, e)))
     }
 
     /// The options of `call` on `key`: its shape is checked in the core.
@@ -105,7 +92,10 @@ impl Bucket {
     }
 
     pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
-        let value = self.codec.to_py(py, &e.value).map_err(self.name_key(&e.key.0))?;
+        let value = self
+            .codec
+            .to_py(py, &e.value)
+            .map_err(|err| self.raw.named(&e.key.0, err))?;
         Ok((
             key_to_py(py, &e.key.0).unbind(),
             value.unbind(),
@@ -135,29 +125,22 @@ impl Bucket {
         })
     }
 
-    fn take_check(&self) -> impl FnOnce(&Entry<Raw>) -> tinystore::Result<()> + Send + 'static {
-        let codec = self.codec.clone();
-        move |e: &Entry<Raw>| codec.check(&e.value)
+    /// A call of this bucket (see [`Call::run`]).
+    fn call(&self) -> Call<'_, RawBucket> {
+        Call {
+            streams: self.streams,
+            ..Call::of(&self.raw, &self.store)
+        }
     }
 }
 
-/// The converter of a take's result, run on the loop thread.
-pub(crate) fn resolve_taken(
-    bucket: &Bucket,
-    out: tinystore::Result<Option<Entry<Raw>>>,
-) -> crate::completions::Resolve {
-    let (codec, raw) = (bucket.codec.clone(), bucket.raw.clone());
-    Box::new(move |py| match out {
-        Ok(Some(e)) => {
-            let path = show_path(raw.owners(), Some(&e.key.0));
-            codec
-                .to_py(py, &e.value)
-                .map(Bound::unbind)
-                .map_err(|err| to_py(py, err.at(raw.name(), path)))
-        }
-        Ok(None) => Ok(py.None()),
-        Err(e) => Err(to_py(py, e)),
-    })
+/// The answer of a take: the value, converted by the bucket's codec, or None.
+fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Option<Entry<Raw>>) -> PyResult<Py<PyAny>> {
+    let Some(e) = out else { return Ok(py.None()) };
+    codec
+        .to_py(py, &e.value)
+        .map(Bound::unbind)
+        .map_err(|err| to_py(py, raw.named(&e.key.0, err)))
 }
 
 fn resolve_with<T: Send + 'static>(
@@ -245,26 +228,19 @@ impl<'py> IntoPyObject<'py> for Owners {
 
 #[pymethods]
 impl Bucket {
-    /// Opens bucket `name` of `store`, values of `kind` (JSON through `encode`/`decode`).
+    /// Opens bucket `name` of `store`, values converted by `codec`.
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, ttl: "_Span | None" = None, idle: "_Span | None" = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (store, name, codec: "_Codec", ttl: "_Span | None" = None, idle: "_Span | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,
         name: &str,
-        kind: &str,
-        type_name: String,
-        encode: Option<Py<PyAny>>,
-        decode: Option<Py<PyAny>>,
+        codec: &Bound<'_, PyAny>,
         ttl: Option<&Bound<'_, PyAny>>,
         idle: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bucket> {
         let named = |e: Error| to_py(py, e.in_bucket(name));
-        let kind = ValueKind::parse(kind).map_err(named)?;
-        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
-            return Err(named(invalid("a JSON bucket needs an encoder and a decoder")));
-        }
+        let codec = Codec::of(py, name, "bucket", codec)?;
         let ttl = opt_span(ttl, "ttl").map_err(named)?;
         let idle = opt_span(idle, "idle").map_err(named)?;
         let core = store.store.clone();
@@ -275,12 +251,7 @@ impl Bucket {
             raw,
             store: core,
             streams: !store.budgeted,
-            codec: Arc::new(Codec {
-                kind,
-                type_name,
-                encode,
-                decode,
-            }),
+            codec,
         })
     }
 
@@ -299,12 +270,8 @@ impl Bucket {
     /// The branch of `owners` under this one.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
-        let mut raw = self.raw.clone();
-        for o in owners.iter() {
-            raw = raw.under(self.key(py, &o)?);
-        }
         Ok(Bucket {
-            raw,
+            raw: branch(py, self.raw.name(), &self.raw, owners, |b, o| b.under(o))?,
             codec: self.codec.clone(),
             store: self.store.clone(),
             streams: self.streams,
@@ -322,7 +289,7 @@ impl Bucket {
                 .codec
                 .to_py(py, &e.value)
                 .map(Bound::unbind)
-                .map_err(|err| to_py(py, self.name_key(&k)(err))),
+                .map_err(|err| to_py(py, self.raw.named(&k, err))),
             None => Ok(py.None()),
         }
     }
@@ -376,7 +343,7 @@ impl Bucket {
     }
 
     /// Writes a value durably; returns its version.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "_Scope" = None))]
     #[allow(clippy::too_many_arguments)]
     fn set(
         &self,
@@ -391,30 +358,9 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let v = in_scope(py, scope, |s| s.set(&self.raw, &k, raw, opts))?;
-        Ok(py_version(py, v))
-    }
-
-    /// The completion form of `set`: answers the version through the `Pending`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, if_version = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn set_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_version, move |r| {
-            bucket.set_then(&k, raw, opts, move |out| r.send(out))
-        })
+        run!(self.call(), py, scope, answer_version, (k, raw, opts) => (k, raw, opts),
+            |s, b| s.set(b, &k, raw, opts),
+            |r| b.set_then(&k, raw, opts, r.done()))
     }
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
@@ -425,7 +371,7 @@ impl Bucket {
     }
 
     /// Writes a value only if the key is absent; says whether it did.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -434,39 +380,19 @@ impl Bucket {
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let c = in_scope(py, scope, |s| s.create(&self.raw, &k, raw, opts.expiry))?;
-        Ok(created(c))
-    }
-
-    /// The completion form of `create`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", value, ttl: "_Span | None" = None, expires_at = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn create_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, answer_created, move |r| {
-            bucket.create_then(&k, raw, opts.expiry, move |out| r.send(out))
-        })
+        run!(self.call(), py, scope, answer_created, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
     /// does not read as the bucket's type raises and stays (inside a
     /// transaction, which then rolls back).
-    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
     fn take(
         &self,
         py: Python<'_>,
@@ -476,73 +402,32 @@ impl Bucket {
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
-        let check = self.take_check();
-        let out = in_scope(py, scope, |s| Ok(s.take(&self.raw, &k, opts.if_version, check)))?;
-        resolve_taken(self, out)(py)
-    }
-
-    /// The completion form of `take`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
-    fn take_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        let (codec, raw, this_store, streams) =
-            (self.codec.clone(), self.raw.clone(), self.store.clone(), self.streams);
-        let check = self.take_check();
-        Completions::defer_pending(completions, &self.store, self.streams, move |future| {
-            bucket.take_then(&k, opts.if_version, check, move |out| {
-                let this = Bucket {
-                    raw,
-                    codec,
-                    store: this_store,
-                    streams,
-                };
-                q.push(&store, future, resolve_taken(&this, out))
-            })
-        })
+        let checks = (self.codec.clone(), self.raw.clone());
+        let answer = move |py: Python<'_>, out| answer_taken(py, checks, out);
+        let check = |codec: Arc<Codec>| move |e: &Entry<Raw>| codec.check(&e.value);
+        run!(self.call(), py, scope, answer, (k, opts.if_version, self.codec.clone()) => (k, v, codec),
+            |s, b| s.take(b, &k, v, check(codec)),
+            |r| b.take_then(&k, v, check(codec), r.done()))
     }
 
     /// Deletes a key; says whether a live key was there.
-    #[pyo3(signature = (key: "_Key", if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
     fn delete(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        in_scope(py, scope, |s| s.delete(&self.raw, &k, opts.if_version))
-    }
-
-    /// The completion form of `delete`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", if_version = None))]
-    fn delete_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
-            bucket.delete_then(&k, opts.if_version, move |out| r.send(out))
-        })
+        run!(self.call(), py, scope, reply::value, (k, opts.if_version) => (k, v),
+            |s, b| s.delete(b, &k, v),
+            |r| b.delete_then(&k, v, r.done()))
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
-    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None, scope: "_Scope" = None))]
     fn expire(
         &self,
         py: Python<'_>,
@@ -551,45 +436,19 @@ impl Bucket {
         expires_at: Option<i64>,
         if_version: Option<&Bound<'_, PyAny>>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
         let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        in_scope(py, scope, |s| s.expire(&self.raw, &k, e, if_version))
-    }
-
-    /// The completion form of `expire`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop", key: "_Key", ttl: "_Span | None" = None, expires_at = None, if_version = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn expire_then<'py>(
-        &self,
-        py: Python<'py>,
-        running: &Bound<'py, PyAny>,
-        key: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let k = self.key(py, key)?;
-        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::value, move |r| {
-            bucket.expire_then(&k, e, if_version, move |out| r.send(out))
-        })
+        run!(self.call(), py, scope, reply::value, (k, e, if_version) => (k, e, v),
+            |s, b| s.expire(b, &k, e, v),
+            |r| b.expire_then(&k, e, v, r.done()))
     }
 
     /// Removes this branch and every branch under it.
-    #[pyo3(signature = (scope=None))]
-    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let scope = scope_of(py, scope)?;
-        run_in(py, scope, Takes::Long, || scope.clear(&self.raw))
-    }
-
-    /// The completion form of `clear`.
-    #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
-    fn clear_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
-        let bucket = self.raw.clone();
-        reply::pending(running, &self.store, self.streams, reply::none, move |r| {
-            bucket.clear_then(move |out| r.send(out))
-        })
+    #[pyo3(signature = (scope: "_Scope" = None))]
+    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        run!(self.call().long(), py, scope, reply::none, () => (),
+            |s, b| s.clear(b),
+            |r| b.clear_then(r.done()))
     }
 }

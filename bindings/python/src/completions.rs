@@ -209,10 +209,6 @@ pub struct TicketCell {
     core: Mutex<Option<tinystore::Ticket>>,
 }
 
-/// Gives up on a write that has not started (when its coroutine is cancelled).
-#[pyclass(frozen, module = "tinystore._native")]
-pub struct Ticket(pub Arc<TicketCell>);
-
 impl TicketCell {
     /// Cancels the write if its group has not started; else does nothing.
     pub fn cancel(&self) {
@@ -220,14 +216,6 @@ impl TicketCell {
         if let Some(t) = lock(&self.core).as_ref() {
             t.cancel();
         }
-    }
-}
-
-#[pymethods]
-impl Ticket {
-    /// Cancels the write if its group has not started; else does nothing.
-    fn cancel(&self) {
-        self.0.cancel();
     }
 }
 
@@ -274,23 +262,10 @@ impl Completions {
         Ok(found)
     }
 
-    /// Queues a write for the end of this iteration of the loop; `submit`
-    /// hands it to the core with the future its completion resolves.
-    pub fn defer(
-        slf: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        store: &Store,
-        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
-    ) -> PyResult<Ticket> {
-        let py = slf.py();
-        let ticket = Arc::new(TicketCell::default());
-        let spare = future.clone_ref(py);
-        Completions::queue(slf, future, spare, ticket.clone(), store, false, Box::new(submit))?;
-        Ok(Ticket(ticket))
-    }
-
-    /// Queues a write of a bucket like `defer`, answered through a
-    /// [`Pending`] (made here, and returned for the caller to await).
+    /// Queues a write for the end of this iteration of the loop, answered
+    /// through a [`Pending`] (made here, and returned for the caller to
+    /// await); `submit` hands it to the core with the `Pending` its
+    /// completion resolves.
     /// `stream`: hand it to the core at once, into this iteration's burst
     /// (only where `submit` never waits: a store without a memory budget).
     pub fn defer_pending<'py>(
@@ -299,10 +274,15 @@ impl Completions {
         stream: bool,
         submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
     ) -> PyResult<Bound<'py, Pending>> {
-        let py = slf.py();
-        let pending = Bound::new(py, Pending::new(py, &slf.get().loop_ref))?;
+        let pending = Completions::new_pending(slf)?;
         Completions::defer_into(slf, store, stream, &pending, submit)?;
         Ok(pending)
+    }
+
+    /// A `Pending` of this loop, for a call made now.
+    pub fn new_pending<'py>(slf: &Bound<'py, Completions>) -> PyResult<Bound<'py, Pending>> {
+        let py = slf.py();
+        Bound::new(py, Pending::new(py, &slf.get().loop_ref))
     }
 
     /// `defer_pending` answering a `Pending` the caller made (the coroutine

@@ -4,13 +4,14 @@
 //! Python package built for the bucket's type.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString};
-use tinystore::{Branch, Error, ErrorKind, Raw, Version};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTuple};
+use tinystore::{Error, ErrorKind, Raw, Version};
 
-use crate::errors::{corrupt, from_codec, invalid};
+use crate::errors::{corrupt, from_codec, invalid, to_py};
 
 /// The bytes of a key or owner: text as UTF-8, bytes as they are, an
 /// integer as its decimal spelling (KV-1). Anything else is `Invalid`.
@@ -34,6 +35,29 @@ pub fn key_bytes<'a>(obj: &'a Bound<'_, PyAny>) -> Result<Cow<'a, [u8]>, Error> 
         "a key must be str, bytes or int, not {}",
         type_name(obj)
     )))
+}
+
+/// [`key_bytes`] of a key or owner of the handle `name`, whose errors name it.
+pub fn key_in(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    key_bytes(key)
+        .map(|k| k.into_owned())
+        .map_err(|e| to_py(py, e.in_bucket(name)))
+}
+
+/// The branch of `owners` under `handle`, a handle named `name`: `under`
+/// takes one step down.
+pub fn branch<H: Clone>(
+    py: Python<'_>,
+    name: &str,
+    handle: &H,
+    owners: &Bound<'_, PyTuple>,
+    mut under: impl FnMut(&H, Vec<u8>) -> H,
+) -> PyResult<H> {
+    let mut h = handle.clone();
+    for o in owners.iter() {
+        h = under(&h, key_in(py, name, &o)?);
+    }
+    Ok(h)
 }
 
 /// A key as Python gets it back: `str` when it is UTF-8, else `bytes`.
@@ -146,6 +170,37 @@ pub struct Codec {
 }
 
 impl Codec {
+    /// The codec of the handle `name` (a `what`: bucket or once) from the
+    /// package's (`tinystore._codecs.Codec`): its kind, its type's name and
+    /// for JSON its encoder and decoder.
+    pub fn of(py: Python<'_>, name: &str, what: &str, codec: &Bound<'_, PyAny>) -> PyResult<Arc<Codec>> {
+        let field = |f: &str| codec.getattr(f);
+        let (kind, type_name): (String, String) = (field("kind")?.extract()?, field("type_name")?.extract()?);
+        let (encode, decode): (Option<Py<PyAny>>, Option<Py<PyAny>>) =
+            (field("encode")?.extract()?, field("decode")?.extract()?);
+        Codec::new(name, what, &kind, type_name, encode, decode).map_err(|e| to_py(py, e))
+    }
+
+    fn new(
+        name: &str,
+        what: &str,
+        kind: &str,
+        type_name: String,
+        encode: Option<Py<PyAny>>,
+        decode: Option<Py<PyAny>>,
+    ) -> Result<Arc<Codec>, Error> {
+        let kind = ValueKind::parse(kind).map_err(|e| e.in_bucket(name))?;
+        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
+            return Err(invalid(format!("a JSON {what} needs an encoder and a decoder")).in_bucket(name));
+        }
+        Ok(Arc::new(Codec {
+            kind,
+            type_name,
+            encode,
+            decode,
+        }))
+    }
+
     fn wrong(&self, value: &Bound<'_, PyAny>) -> Error {
         invalid(format!(
             "the value does not fit the type {}: got {}",
@@ -292,13 +347,4 @@ fn raw_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
         "a raw bucket holds None, an int or bytes, not {}",
         type_name(value)
     )))
-}
-
-/// `owner/owner/key` as the core's errors show it.
-pub fn show_path(owners: &[Vec<u8>], key: Option<&[u8]>) -> String {
-    let mut branch = Branch::root();
-    for o in owners {
-        branch = branch.child(o);
-    }
-    branch.show_with(key)
 }

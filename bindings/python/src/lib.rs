@@ -48,7 +48,7 @@ mod _native {
     #[pymodule_export]
     use super::caller::CallerContext;
     #[pymodule_export]
-    use super::completions::{Completions, Ticket};
+    use super::completions::Completions;
     #[pymodule_export]
     use super::config::Config;
     #[pymodule_export]

@@ -8,13 +8,12 @@
 //! returned to the core, which checks it, writes it and answers whether
 //! `apply` must run again on the entries read meanwhile.
 
-use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateSteps};
 
-use crate::completions::{Completions, Ticket};
 use crate::errors::py_err;
 use crate::reply;
+use crate::scope::{Call, on_store, run};
 use crate::store::Store;
 
 /// An entry as Python gets it before `json.loads`: `(json_text, expires_ms)`.
@@ -81,22 +80,13 @@ impl LimitStore {
         })
     }
 
-    /// Removes expired entries, blocking; returns how many went.
-    fn sweep(&self, py: Python<'_>) -> PyResult<usize> {
-        py.detach(|| self.ls.sweep()).map_err(py_err(py))
-    }
-
-    /// The completion form of `sweep`: resolves `future` with how many went.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
-    fn sweep_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
-        let ls = self.ls.clone();
-        reply::later(
-            completions,
-            future,
-            &self.store,
-            |py, s: Swept| s.removed.into_py_any(py),
-            move |r| ls.sweep_then(move |out| r.send(out)),
-        )
+    /// Removes expired entries; returns how many went (`running`: None to
+    /// block, or the asyncio loop that awaits it).
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
+    fn sweep(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        run!(Call::of(&self.ls, &self.store), py, on_store(py, running)?, reply::value, () => (),
+            |_, ls| ls.sweep(),
+            |r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))))
     }
 
     /// Entries held, as the count in the file says.
@@ -151,23 +141,19 @@ impl LimitUpdate {
             .collect()
     }
 
-    /// Writes what `apply` returned, blocking with the GIL released: True
-    /// when written, False when `apply` must run again on `entries()`.
-    fn commit(&self, py: Python<'_>, changes: Vec<PyReturned>) -> PyResult<bool> {
-        reply::wait(py, |done| self.steps.commit_then(returned(changes), done))
-    }
-
-    /// The completion form of `commit`: resolves `future` with its answer.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", changes))]
-    fn commit_then(
+    /// Writes what `apply` returned: True when written, False when `apply`
+    /// must run again on `entries()` (`running`: None to block with the GIL
+    /// released, or the asyncio loop that awaits it).
+    #[pyo3(signature = (changes, running: "asyncio.AbstractEventLoop | None" = None))]
+    fn commit(
         &self,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
+        py: Python<'_>,
         changes: Vec<PyReturned>,
-    ) -> PyResult<Ticket> {
-        let (steps, changes) = (self.steps.clone(), returned(changes));
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            steps.commit_then(changes, move |out| r.send(out))
-        })
+        running: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let running = on_store(py, running)?;
+        run!(Call::of(&self.steps, &self.store), py, running, reply::value, returned(changes) => changes,
+            |_, steps| reply::blocking(|done| steps.commit_then(changes, done)),
+            |r| steps.commit_then(changes, r.done()))
     }
 }

@@ -1,21 +1,18 @@
 //! Rate limits, quotas and counters: the core's handles with Python keys
-//! and answers. Rate limits live in memory and answer inline; quota and
-//! counter writes have blocking forms and `*_then` forms for asyncio.
+//! and answers. Rate limits live in memory and answer inline; a quota's
+//! or counters' write runs where its `scope` says (see `scope.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use tinystore::{
-    Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit, Store as CoreStore,
-};
+use tinystore::{Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit};
 
-use crate::completions::{Completions, Ticket};
-use crate::convert::{key_bytes, opt_span, span, type_name};
+use crate::convert::{branch, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
-use crate::scope::in_scope;
+use crate::scope::{Call, in_scope, on_store, run};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -60,12 +57,6 @@ fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
     )))
 }
 
-pub(crate) fn owned_key(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    key_bytes(key)
-        .map(|k| k.into_owned())
-        .map_err(|e| to_py(py, e.in_bucket(name)))
-}
-
 pub(crate) fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
     n.extract::<u64>().map_err(|_| {
         to_py(
@@ -105,17 +96,14 @@ impl RateLimit {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
         Ok(RateLimit { inner })
     }
 
     /// Takes `n` requests, or none.
     #[pyo3(signature = (key: "_Key", n: "int | None" = None))]
     fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         let n = match n {
             Some(n) => count(py, self.inner.name(), n, "n")?,
             None => 1,
@@ -128,14 +116,14 @@ impl RateLimit {
     /// The answer one request would get now.
     #[pyo3(signature = (key: "_Key"))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key"))]
     fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
     }
 }
@@ -144,7 +132,6 @@ impl RateLimit {
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Quota {
     pub(crate) inner: CoreQuota,
-    store: CoreStore,
 }
 
 #[pymethods]
@@ -160,10 +147,7 @@ impl Quota {
             b = b.window(w, n, per);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;
-        Ok(Quota {
-            inner,
-            store: store.store.clone(),
-        })
+        Ok(Quota { inner })
     }
 
     /// The name.
@@ -175,108 +159,56 @@ impl Quota {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
-        Ok(Quota {
-            inner,
-            store: self.store.clone(),
-        })
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
+        Ok(Quota { inner })
     }
 
     /// Counts `n` uses in every window or in none, durably.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn allow(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    ) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        in_scope(py, scope, |s| s.quota_allow(&self.inner, &k, n)).map(allowance)
-    }
-
-    /// The completion form of `allow`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn allow_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, py_allowance, move |r| {
-            inner.allow_n_then(&k, n, move |out| r.send(out))
-        })
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
+            |s, q| s.quota_allow(q, &k, n),
+            |r| q.allow_n_then(&k, n, r.done()))
     }
 
     /// The answer one use would get now, counting nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.quota_peek(&self.inner, &k)).map(allowance)
     }
 
     /// Gives `n` uses back to windows that have not reset since.
-    #[pyo3(signature = (key, n, scope=None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn refund(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyAllowance> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    ) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
-        in_scope(py, scope, |s| s.quota_refund(&self.inner, &k, n)).map(allowance)
-    }
-
-    /// The completion form of `refund`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn refund_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, py_allowance, move |r| {
-            inner.refund_n_then(&k, n, move |out| r.send(out))
-        })
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
+            |s, q| s.quota_refund(q, &k, n),
+            |r| q.refund_n_then(&k, n, r.done()))
     }
 
     /// Forgets the key.
-    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        in_scope(py, scope, |s| s.quota_reset(&self.inner, &k))
-    }
-
-    /// The completion form of `reset`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn reset_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::none, move |r| {
-            inner.reset_then(&k, move |out| r.send(out))
-        })
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::none, k => k,
+            |s, q| s.quota_reset(q, &k),
+            |r| q.reset_then(&k, r.done()))
     }
 }
 
@@ -284,7 +216,6 @@ impl Quota {
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Counters {
     pub(crate) inner: CoreCounters,
-    store: CoreStore,
 }
 
 pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
@@ -321,10 +252,7 @@ impl Counters {
             b = b.flush_every(d);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;
-        Ok(Counters {
-            inner,
-            store: store.store.clone(),
-        })
+        Ok(Counters { inner })
     }
 
     /// The name.
@@ -336,121 +264,64 @@ impl Counters {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
-        let mut inner = self.inner.clone();
-        for o in owners.iter() {
-            inner = inner.under(owned_key(py, self.inner.name(), &o)?);
-        }
-        Ok(Counters {
-            inner,
-            store: self.store.clone(),
-        })
+        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
+        Ok(Counters { inner })
     }
 
     /// Adds `n`; returns the new value.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn add(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    ) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        in_scope(py, scope, |s| s.counter_add(&self.inner, &k, n))
-    }
-
-    /// The completion form of `add`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn add_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.add_then(&k, n, move |out| r.send(out))
-        })
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
+            |s, c| s.counter_add(c, &k, n),
+            |r| c.add_then(&k, n, r.done()))
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
-    #[pyo3(signature = (key: "_Key", n: "int", scope: "Tx | View | None" = None))]
+    #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn max(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         n: &Bound<'_, PyAny>,
         scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+    ) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        in_scope(py, scope, |s| s.counter_max(&self.inner, &k, n))
-    }
-
-    /// The completion form of `max`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key", n: "int"))]
-    fn max_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.max_then(&k, n, move |out| r.send(out))
-        })
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
+            |s, c| s.counter_max(c, &k, n),
+            |r| c.max_then(&k, n, r.done()))
     }
 
     /// The counter's value (0 when missing or expired).
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
-        let k = owned_key(py, self.inner.name(), key)?;
+        let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
-    #[pyo3(signature = (key, scope=None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        in_scope(py, scope, |s| s.counter_delete(&self.inner, &k))
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = key_in(py, self.inner.name(), key)?;
+        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, k => k,
+            |s, c| s.counter_delete(c, &k),
+            |r| c.delete_then(&k, r.done()))
     }
 
-    /// The completion form of `delete`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn delete_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
-        let k = owned_key(py, self.inner.name(), key)?;
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            inner.delete_then(&k, move |out| r.send(out))
-        })
-    }
-
-    /// Deletes every counter of this branch and the branches under it.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.clear()).map_err(py_err(py))
-    }
-
-    /// The completion form of `clear`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]"))]
-    fn clear_then(&self, completions: &Bound<'_, Completions>, future: Py<PyAny>) -> PyResult<Ticket> {
-        let inner = self.inner.clone();
-        reply::later(completions, future, &self.store, reply::none, move |r| {
-            inner.clear_then(move |out| r.send(out))
-        })
+    /// Deletes every counter of this branch and the branches under it, on
+    /// the store (`running`: the asyncio loop that awaits it).
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
+    fn clear(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        run!(Call::of(&self.inner, self.inner.store()).long(), py, on_store(py, running)?, reply::none, () => (),
+            |_, c| c.clear(),
+            |r| c.clear_then(r.done()))
     }
 }

@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tinystore::{Begun, Error, Raw, RawOnce, Store as CoreStore};
+use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
 
-use crate::completions::{Completions, Resolve, Ticket};
-use crate::convert::{Codec, ValueKind, key_bytes, opt_span, show_path};
+use crate::convert::{Codec, branch, key_in, opt_span};
 use crate::errors::{invalid, py_err, to_py};
-use crate::reply;
-use crate::scope::in_scope;
+use crate::reply::{self, Answer};
+use crate::scope::{Call, in_scope, on_store, run};
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -22,7 +21,6 @@ pub struct Once {
     pub(crate) raw: RawOnce,
     pub(crate) codec: Arc<Codec>,
     owners: Vec<Vec<u8>>,
-    store: CoreStore,
 }
 
 /// The run of one key, held until `keep` or `abandon` (dropping it abandons).
@@ -37,32 +35,27 @@ pub struct Claim {
 
 impl Once {
     pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-        key_bytes(key)
-            .map(|k| k.into_owned())
-            .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))
+        key_in(py, self.raw.name(), key)
     }
 
-    pub(crate) fn named(&self, key: &[u8], e: Error) -> Error {
-        if e.bucket().is_some() {
-            e
-        } else {
-            e.at(self.raw.name(), show_path(&self.owners, Some(key)))
-        }
+    fn path(&self, key: &[u8]) -> String {
+        tinystore::show_path(&self.owners, Some(key))
     }
 
-    fn begun(&self, key: &[u8], r: tinystore::Result<Begun>) -> Resolve {
+    /// The answer of a begin: (True, answer) or (False, Claim).
+    fn begun(&self, key: &[u8]) -> impl Answer<Begun> + use<> {
         let (codec, name, path, store) = (
             self.codec.clone(),
             self.raw.name().to_owned(),
-            show_path(&self.owners, Some(key)),
-            self.store.clone(),
+            self.path(key),
+            self.raw.store().clone(),
         );
-        Box::new(move |py| match r {
-            Ok(Begun::Kept(raw)) => {
+        move |py: Python<'_>, b: Begun| match b {
+            Begun::Kept(raw) => {
                 let v = codec.to_py(py, &raw).map_err(|e| to_py(py, e.at(&name, path)))?;
                 (true, v).into_py_any(py)
             }
-            Ok(Begun::Run(claim)) => {
+            Begun::Run(claim) => {
                 let claim = Claim {
                     held: Mutex::new(Some(claim)),
                     codec,
@@ -72,45 +65,32 @@ impl Once {
                 };
                 (false, Bound::new(py, claim)?).into_py_any(py)
             }
-            Err(e) => Err(to_py(py, e)),
-        })
+        }
     }
 }
 
 #[pymethods]
 impl Once {
-    /// Opens the once `name`, keeping answers of `kind` for `keep` (a day when None).
+    /// Opens the once `name`, keeping answers converted by `codec` for
+    /// `keep` (a day when None).
     #[new]
-    #[pyo3(signature = (store, name, kind, type_name, encode: "Callable[[Any], bytes] | None" = None, decode: "Callable[[bytes], Any] | None" = None, keep: "_Span | None" = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (store, name, codec: "_Codec", keep: "_Span | None" = None))]
     fn new(
         py: Python<'_>,
         store: &Store,
         name: &str,
-        kind: &str,
-        type_name: String,
-        encode: Option<Py<PyAny>>,
-        decode: Option<Py<PyAny>>,
+        codec: &Bound<'_, PyAny>,
         keep: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Once> {
-        let named = |e: Error| to_py(py, e.in_bucket(name));
-        let kind = ValueKind::parse(kind).map_err(named)?;
-        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
-            return Err(named(invalid("a JSON once needs an encoder and a decoder")));
-        }
-        let keep = opt_span(keep, "keep").map_err(named)?;
-        let core = store.store.clone();
-        let raw = py.detach(|| RawOnce::open(&core, name, keep)).map_err(py_err(py))?;
+        let codec = Codec::of(py, name, "once", codec)?;
+        let keep = opt_span(keep, "keep").map_err(|e| to_py(py, e.in_bucket(name)))?;
+        let raw = py
+            .detach(|| RawOnce::open(&store.store, name, keep))
+            .map_err(py_err(py))?;
         Ok(Once {
             raw,
-            codec: Arc::new(Codec {
-                kind,
-                type_name,
-                encode,
-                decode,
-            }),
+            codec,
             owners: Vec::new(),
-            store: core,
         })
     }
 
@@ -123,17 +103,15 @@ impl Once {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Once> {
-        let (mut raw, mut list) = (self.raw.clone(), self.owners.clone());
-        for o in owners.iter() {
-            let k = self.key(py, &o)?;
-            raw = raw.under(k.clone());
-            list.push(k);
-        }
+        let mut list = self.owners.clone();
+        let raw = branch(py, self.raw.name(), &self.raw, owners, |o, k| {
+            list.push(k.clone());
+            o.under(k)
+        })?;
         Ok(Once {
             raw,
             codec: self.codec.clone(),
             owners: list,
-            store: self.store.clone(),
         })
     }
 
@@ -146,68 +124,37 @@ impl Once {
                 .codec
                 .to_py(py, &raw)
                 .map(Bound::unbind)
-                .map_err(|e| to_py(py, self.named(&k, e))),
+                .map_err(|e| to_py(py, e.at(self.raw.name(), self.path(&k)))),
             None => Ok(py.None()),
         }
     }
 
     /// Forgets the answer kept for the key; says whether one was kept.
-    #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        in_scope(py, scope, |s| s.once_delete(&self.raw, &k))
+        run!(Call::of(&self.raw, self.raw.store()), py, scope, reply::value, k => k,
+            |s, o| s.once_delete(o, &k),
+            |r| o.delete_then(&k, r.done()))
     }
 
-    /// The completion form of `delete`.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn delete_then(
-        &self,
-        py: Python<'_>,
-        completions: &Bound<'_, Completions>,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Ticket> {
+    /// Begins a run, waiting for any run of the key elsewhere: (True,
+    /// answer) when one is kept, (False, Claim) when the key is the
+    /// caller's to run. With `running`, the asyncio loop that awaits it,
+    /// this answers a `Pending`; without, it blocks with the GIL released.
+    #[pyo3(signature = (key: "_Key", running: "asyncio.AbstractEventLoop | None" = None))]
+    fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        let raw = self.raw.clone();
-        reply::later(completions, future, &self.store, reply::value, move |r| {
-            raw.delete_then(&k, move |out| r.send(out))
-        })
-    }
-
-    /// Begins a run, waiting (without the GIL) for any run of the key
-    /// elsewhere: (True, answer) when one is kept, (False, Claim) when the
-    /// key is the caller's to run.
-    #[pyo3(signature = (key: "_Key") -> "tuple[bool, Any]")]
-    fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let caller = crate::caller::caller(py);
-        let r = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done));
-        self.begun(&k, r)(py)
-    }
-
-    /// The completion form of `begin`: resolves `future` with the same pair.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", key: "_Key"))]
-    fn begin_then(
-        &self,
-        py: Python<'_>,
-        completions: &Completions,
-        future: Py<PyAny>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let k = self.key(py, key)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        let this = Once {
-            raw: self.raw.clone(),
-            codec: self.codec.clone(),
-            owners: self.owners.clone(),
-            store: self.store.clone(),
+        let (caller, answer) = (crate::caller::caller(py), self.begun(&k));
+        let Some(running) = on_store(py, running)? else {
+            let begun = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done)).map_err(py_err(py))?;
+            return answer(py, begun);
         };
-        let key = k.clone();
+        let (pending, r) = reply::now(running, self.raw.store(), answer)?;
         self.raw
-            .begin(&k, &crate::caller::caller(py), move |r| {
-                q.push(&store, future, this.begun(&key, r))
-            })
-            .map_err(py_err(py))
+            .begin(&k, &caller, move |out| r.send(out))
+            .map_err(py_err(py))?;
+        Ok(pending.into_any().unbind())
     }
 }
 
@@ -252,36 +199,29 @@ impl Claim {
 
 #[pymethods]
 impl Claim {
-    /// Keeps `value` as the key's answer, durably, and lets go; waiters get it.
-    fn keep(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let claim = self.take(py)?;
-        let (claim, raw) = self.encode(py, claim, value)?;
-        reply::wait(py, |done| {
-            claim.keep(raw, done);
-            Ok(())
-        })
-    }
-
-    /// The completion form of `keep`. The answer is kept even if nobody awaits it.
-    #[pyo3(signature = (completions, future: "asyncio.Future[Any]", value))]
-    fn keep_then(
+    /// Keeps `value` as the key's answer, durably, and lets go; waiters
+    /// get it. With `running`, the asyncio loop that awaits it, this
+    /// answers a `Pending`, and the answer is kept even if nobody awaits it.
+    #[pyo3(signature = (value, running: "asyncio.AbstractEventLoop | None" = None))]
+    fn keep(
         &self,
         py: Python<'_>,
-        completions: &Completions,
-        future: Py<PyAny>,
         value: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+        running: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let running = on_store(py, running)?;
         let claim = self.take(py)?;
         let (claim, raw) = self.encode(py, claim, value)?;
-        let (q, store) = (completions.queue.clone(), self.store.clone());
-        claim.keep(raw, move |r| {
-            q.push(
-                &store,
-                future,
-                Box::new(move |py| r.map(|()| py.None()).map_err(|e| to_py(py, e))),
-            )
-        });
-        Ok(())
+        let Some(running) = running else {
+            reply::wait(py, |done| {
+                claim.keep(raw, done);
+                Ok(())
+            })?;
+            return Ok(py.None());
+        };
+        let (pending, r) = reply::now(running, &self.store, reply::none)?;
+        claim.keep(raw, move |out| r.send(out));
+        Ok(pending.into_any().unbind())
     }
 
     /// Lets go keeping nothing (the work failed): the next run runs again.

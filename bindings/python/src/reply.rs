@@ -1,21 +1,24 @@
-//! The asyncio form of a call, written once: every `*_then` method converts
-//! its arguments, then hands the core's `*_then` a [`Reply`], which carries
-//! the answer back to the loop's queue and turns it into Python there
-//! (`completions.rs`). The completion stays a plain closure over the reply,
-//! with no box of its own on the writer's side.
+//! The asyncio form of a call, written once: a call given the running loop
+//! as its scope converts its arguments, then hands the core's `*_then` a
+//! [`Reply`], which carries the answer back to the loop's queue and turns
+//! it into Python there (`completions.rs`). The completion stays a plain
+//! closure over the reply, with no box of its own on the writer's side.
 
+use std::marker::PhantomData;
 use std::sync::{Arc, mpsc};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tinystore::{Store, Ticket as CoreTicket};
 
-use crate::completions::{Completions, Queue, Ticket};
+use crate::completions::{Completions, Queue};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 
-/// Turns a call's value into Python, on the loop's thread.
-pub(crate) type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
+/// Turns a call's value into Python, on the thread that answers it.
+pub(crate) trait Answer<T>: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static {}
+
+impl<T, F: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static> Answer<T> for F {}
 
 /// The answer of a call that answers a plain value.
 pub(crate) fn value<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
@@ -27,58 +30,43 @@ pub(crate) fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
     Ok(py.None())
 }
 
-/// Where one call's answer goes: the loop's queue and the future (or
-/// `Pending`) it resolves.
-pub(crate) struct Reply<T> {
+/// Where one call's answer goes: the loop's queue and the `Pending` it resolves.
+pub(crate) struct Reply<T, A> {
     queue: Arc<Queue>,
     store: Store,
     future: Py<PyAny>,
-    convert: Convert<T>,
+    answer: A,
+    value: PhantomData<fn(T)>,
 }
 
-impl<T: Send + 'static> Reply<T> {
-    /// Hands the outcome to the loop, which resolves the future with it.
+impl<T: Send + 'static, A: Answer<T>> Reply<T, A> {
+    /// The core's completion for this reply.
+    pub(crate) fn done(self) -> impl FnOnce(tinystore::Result<T>) + Send + 'static {
+        move |out| self.send(out)
+    }
+
+    /// Hands the outcome to the loop, which resolves the `Pending` with it.
     pub(crate) fn send(self, out: tinystore::Result<T>) {
-        let convert = self.convert;
+        let answer = self.answer;
         self.queue.push(
             &self.store,
             self.future,
             Box::new(move |py| match out {
-                Ok(v) => convert(py, v),
+                Ok(v) => answer(py, v),
                 Err(e) => Err(to_py(py, e)),
             }),
         )
     }
 }
 
-/// Queues a call for the end of the loop's iteration (see
-/// [`Completions::defer`]); `submit` hands it to the core with its reply.
-pub(crate) fn later<T: Send + 'static>(
-    completions: &Bound<'_, Completions>,
-    future: Py<PyAny>,
-    store: &Store,
-    convert: Convert<T>,
-    submit: impl FnOnce(Reply<T>) -> tinystore::Result<CoreTicket> + Send + 'static,
-) -> PyResult<Ticket> {
-    let (queue, st) = (completions.get().queue.clone(), store.clone());
-    Completions::defer(completions, future, store, move |future| {
-        submit(Reply {
-            queue,
-            store: st,
-            future,
-            convert,
-        })
-    })
-}
-
-/// A bucket's call answered through a [`Pending`] (see
+/// A call answered through a [`Pending`] of the loop `running` (see
 /// [`Completions::defer_pending`]): `stream` hands it to the core at once.
-pub(crate) fn pending<'py, T: Send + 'static>(
+pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     running: &Bound<'py, PyAny>,
     store: &Store,
     stream: bool,
-    convert: Convert<T>,
-    submit: impl FnOnce(Reply<T>) -> tinystore::Result<CoreTicket> + Send + 'static,
+    answer: A,
+    submit: impl FnOnce(Reply<T, A>) -> tinystore::Result<CoreTicket> + Send + 'static,
 ) -> PyResult<Bound<'py, Pending>> {
     let completions = &Completions::of_loop(running)?;
     let (queue, st) = (completions.get().queue.clone(), store.clone());
@@ -87,16 +75,37 @@ pub(crate) fn pending<'py, T: Send + 'static>(
             queue,
             store: st,
             future,
-            convert,
+            answer,
+            value: PhantomData,
         })
     })
+}
+
+/// A `Pending` of the loop `running` with the reply that resolves it, for
+/// a call handed to the core at once, not at the end of the loop's
+/// iteration: one that is no write of its own (a run's begin and keep).
+pub(crate) fn now<'py, T: Send + 'static, A: Answer<T>>(
+    running: &Bound<'py, PyAny>,
+    store: &Store,
+    answer: A,
+) -> PyResult<(Bound<'py, Pending>, Reply<T, A>)> {
+    let completions = Completions::of_loop(running)?;
+    let pending = Completions::new_pending(&completions)?;
+    let reply = Reply {
+        queue: completions.get().queue.clone(),
+        store: store.clone(),
+        future: pending.clone().into_any().unbind(),
+        answer,
+        value: PhantomData,
+    };
+    Ok((pending, reply))
 }
 
 /// The blocking form of a core `*_then` call: `submit` makes it with the
 /// completion given, and this waits for the answer with the GIL released.
 pub(crate) fn wait<T: Send + 'static, R>(
     py: Python<'_>,
-    submit: impl FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R>,
+    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
 ) -> PyResult<T> {
     wait_core(py, submit).map_err(py_err(py))
 }
@@ -104,14 +113,33 @@ pub(crate) fn wait<T: Send + 'static, R>(
 /// [`wait`] answering the core's result, for a caller that converts it.
 pub(crate) fn wait_core<T: Send + 'static, R>(
     py: Python<'_>,
-    submit: impl FnOnce(Box<dyn FnOnce(tinystore::Result<T>) + Send>) -> tinystore::Result<R>,
+    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
 ) -> tinystore::Result<T> {
+    let (done, answer) = channel();
+    submit(done)?;
+    py.detach(answer)
+}
+
+/// [`wait_core`] on a thread that does not hold the GIL.
+pub(crate) fn blocking<T: Send + 'static, R>(
+    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
+) -> tinystore::Result<T> {
+    let (done, answer) = channel();
+    submit(done)?;
+    answer()
+}
+
+/// A completion handed to the core, and the wait for what it gets.
+type Done<T> = Box<dyn FnOnce(tinystore::Result<T>) + Send>;
+
+fn channel<T: Send + 'static>() -> (Done<T>, impl FnOnce() -> tinystore::Result<T> + Send) {
     let (tx, rx) = mpsc::sync_channel(1);
-    submit(Box::new(move |r| {
+    let done: Done<T> = Box::new(move |r| {
         let _ = tx.send(r);
-    }))?;
-    py.detach(move || {
+    });
+    let answer = move || {
         rx.recv()
             .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
-    })
+    };
+    (done, answer)
 }

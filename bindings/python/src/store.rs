@@ -7,6 +7,7 @@ use tinystore::{Options, Store as CoreStore, from_millis, to_millis};
 
 use crate::convert::span;
 use crate::errors::{py_err, to_py};
+use crate::pending::Pending;
 
 /// An open store (a directory holding kv.db).
 #[pyclass(frozen, module = "tinystore._native")]
@@ -95,24 +96,20 @@ impl Store {
         self.store.group_stats()
     }
 
-    /// Starts a transaction without blocking: `ready` resolves with the
-    /// `Tx` when the writer's turn comes, `done` once its commit is durable.
-    #[pyo3(signature = (completions, ready: "asyncio.Future[Tx]", done: "asyncio.Future[None]"))]
-    fn tx_then(
-        &self,
-        completions: &Bound<'_, crate::completions::Completions>,
-        ready: Py<PyAny>,
-        done: Py<PyAny>,
-    ) -> PyResult<crate::completions::Ticket> {
-        crate::tx::start_then(&self.store, completions, ready, done)
-    }
-
     /// Refuses a transaction that the task whose id is `by` would open
     /// inside one of its own of this store (the core's refusal).
     fn refuse_tx(&self, py: Python<'_>, by: u64) -> PyResult<()> {
         self.store
             .refuse_tx(&crate::caller::caller(py), by)
             .map_err(crate::errors::py_err(py))
+    }
+
+    /// Starts a transaction without blocking the loop `running`: a
+    /// `Pending` of the `Tx` when the writer's turn comes (cancelling it
+    /// gives the turn up), and one of its commit once durable.
+    #[pyo3(signature = (running: "asyncio.AbstractEventLoop"))]
+    fn tx_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, Pending>, Bound<'py, Pending>)> {
+        crate::tx::start_then(&self.store, running)
     }
 
     /// Starts a transaction, blocking this thread (not the GIL) until the writer's turn.

@@ -2,9 +2,9 @@
 //! `Snapshot`.
 //!
 //! Starting a transaction waits for the writer's turn, which the asyncio
-//! API must not do on the loop: `Store.tx_then` answers a future through
-//! [`Completions`] when the writer hands out the session, and another once
-//! the commit is durable. The sync API blocks its thread instead
+//! API must not do on the loop: `Store.tx_then` answers a `Pending`
+//! through [`Completions`] when the writer hands out the session, and
+//! another once the commit is durable. The sync API blocks its thread instead
 //! (`Store.tx`). The calls on an open transaction are the handles' own
 //! calls with the transaction as their `scope` (see `scope.rs`): they run
 //! on the caller's thread inside the transaction.
@@ -15,9 +15,10 @@ use std::sync::mpsc::Receiver;
 use pyo3::prelude::*;
 use tinystore::{Error, ErrorKind, Snapshot, TxSession};
 
-use crate::completions::{Completions, Resolve, Ticket};
+use crate::completions::{Completions, Resolve};
 use crate::errors::{py_err, to_py};
 use crate::limits::{Counters, RateLimit};
+use crate::pending::Pending;
 
 /// An open transaction: every call given it as its `scope` runs inside it
 /// and sees its own writes.
@@ -102,21 +103,23 @@ fn tx_object(py: Python<'_>, session: TxSession, done: Option<Receiver<tinystore
     .into_any())
 }
 
-/// `Store.tx_then`: starts a transaction without blocking; `ready` resolves
-/// with the `Tx` when the writer's turn comes, `done` once its commit is
-/// durable (or with the error; nothing written).
-pub fn start_then(
+/// `Store.tx_then`: starts a transaction without blocking the loop
+/// `running`. The first `Pending` answers the `Tx` when the writer's turn
+/// comes (cancelling it gives the turn up), the second once its commit is
+/// durable (or the error; nothing written).
+pub fn start_then<'py>(
     store: &tinystore::Store,
-    completions: &Bound<'_, Completions>,
-    ready: Py<PyAny>,
-    done: Py<PyAny>,
-) -> PyResult<Ticket> {
-    let queue = completions.get().queue.clone();
-    let store = store.clone();
-    let this = store.clone();
-    Completions::defer(completions, ready, &this, move |ready| {
-        let (q2, s2) = (queue.clone(), store.clone());
-        let s1 = store.clone();
+    running: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, Pending>, Bound<'py, Pending>)> {
+    let completions = &Completions::of_loop(running)?;
+    let (ready, done) = (
+        Completions::new_pending(completions)?,
+        Completions::new_pending(completions)?,
+    );
+    let (queue, store) = (completions.get().queue.clone(), store.clone());
+    let done_answer = done.clone().into_any().unbind();
+    Completions::defer_into(completions, &store.clone(), false, &ready, move |ready| {
+        let (q2, s2, s1) = (queue.clone(), store.clone(), store.clone());
         store.transaction_then(
             move |r| {
                 let resolve: Resolve = Box::new(move |py| match r {
@@ -127,10 +130,11 @@ pub fn start_then(
             },
             move |r| {
                 let resolve: Resolve = Box::new(move |py| r.map(|()| py.None()).map_err(|e| to_py(py, e)));
-                q2.push(&s2, done, resolve)
+                q2.push(&s2, done_answer, resolve)
             },
         )
-    })
+    })?;
+    Ok((ready, done))
 }
 
 /// `Store.tx`: starts a transaction, blocking this thread (not the GIL)

@@ -73,13 +73,6 @@ pub(crate) fn check_changes(sh: &Shared, keys: &[Vec<u8>], changes: &[Change]) -
     Ok(())
 }
 
-/// What the write does to one key.
-enum Step {
-    Keep,
-    Delete,
-    Put(LimitEntry),
-}
-
 fn log_every() -> i64 {
     FULL_LOG_EVERY.as_millis() as i64
 }
@@ -90,7 +83,7 @@ fn filling_at(max: usize) -> usize {
 }
 
 /// Adds the filling warning, at most once a minute per handle.
-fn filling(sh: &Shared, now: i64, entries: usize, events: &mut Vec<LimitEvent>) {
+pub(crate) fn filling(sh: &Shared, now: i64, entries: usize, events: &mut Vec<LimitEvent>) {
     if entries < filling_at(sh.max_entries) {
         return;
     }
@@ -102,6 +95,107 @@ fn filling(sh: &Shared, now: i64, entries: usize, events: &mut Vec<LimitEvent>) 
             max_entries: sh.max_entries,
         });
     }
+}
+
+/// What the write does to one key.
+pub(crate) enum Step {
+    Keep,
+    Delete,
+    Put(LimitEntry),
+}
+
+/// The steps of `changes` at `now`: an entry written already expired is a delete.
+pub(crate) fn steps_of(changes: &[Change], now: i64) -> Vec<Step> {
+    changes
+        .iter()
+        .map(|c| match c {
+            Change::Keep => Step::Keep,
+            Change::Delete => Step::Delete,
+            Change::Put(e) if e.expires_at <= now => Step::Delete,
+            Change::Put(e) => Step::Put(e.clone()),
+        })
+        .collect()
+}
+
+/// The rows `steps` add and remove, given which keys have a row now (live
+/// or expired, not yet swept: a put over one adds none).
+pub(crate) fn tally(steps: &[Step], rows: &[bool]) -> (usize, usize) {
+    let mut added = 0usize;
+    let mut removed = 0usize;
+    for (s, &row) in steps.iter().zip(rows) {
+        match (s, row) {
+            (Step::Put(_), false) => added += 1,
+            (Step::Delete, true) => removed += 1,
+            _ => {}
+        }
+    }
+    (added, removed)
+}
+
+/// Whether adding `added` and removing `removed` rows to `count` passes
+/// the bound.
+pub(crate) fn over_bound(sh: &Shared, count: usize, (added, removed): (usize, usize)) -> bool {
+    added > 0 && (count + added).saturating_sub(removed) > sh.max_entries
+}
+
+/// Whether a full store refused a new key within [`FULL_RECHECK`] of `now`:
+/// new keys are then refused without another sweep.
+pub(crate) fn refused_lately(sh: &Shared, now: i64) -> bool {
+    let watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
+    watch.full_until.is_some_and(|t| now < t)
+}
+
+/// The refusal of an update that would pass the bound: names the first new
+/// key, and gives the `limit-store-full` error at most once a minute.
+pub(crate) fn refuse_full(
+    sh: &Shared,
+    now: i64,
+    keys: &[Vec<u8>],
+    steps: &[Step],
+    rows: &[bool],
+    mut events: Vec<LimitEvent>,
+) -> Outcome {
+    let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
+    watch.full_until = Some(now + FULL_RECHECK);
+    if watch.last_full.is_none_or(|t| now - t >= log_every()) {
+        watch.last_full = Some(now);
+        events.push(LimitEvent::Full {
+            max_entries: sh.max_entries,
+        });
+    }
+    let new_key = steps
+        .iter()
+        .zip(rows)
+        .position(|(s, &row)| matches!(s, Step::Put(_)) && !row)
+        .unwrap_or(0);
+    let error = Error::limit(format!(
+        "the limit store is full ({} entries) and holds no entry for this key, so it is unavailable; \
+         keys it holds keep counting. Nothing was written",
+        sh.max_entries
+    ))
+    .at(&sh.core.name, show_key(&keys[new_key]));
+    Outcome::Refused { error, events }
+}
+
+/// An update that fits after all: new keys are looked at again.
+pub(crate) fn fits_again(sh: &Shared) {
+    sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;
+}
+
+/// The count after a write from `count`, and the warning when it crossed 80%.
+pub(crate) fn count_after(
+    sh: &Shared,
+    now: i64,
+    count: usize,
+    (added, removed): (usize, usize),
+    events: &mut Vec<LimitEvent>,
+) -> usize {
+    let after = (count + added).saturating_sub(removed);
+    let at = filling_at(sh.max_entries);
+    if count < at && after >= at {
+        filling(sh, now, after, events);
+    }
+    after
 }
 
 /// Checks every key is at the version read, then writes all of them.
@@ -124,84 +218,41 @@ pub(crate) fn commit(
     if changed {
         return Ok(Outcome::Changed { now: w.now, fresh });
     }
-    let steps: Vec<Step> = changes
-        .iter()
-        .map(|c| match c {
-            Change::Keep => Step::Keep,
-            Change::Delete => Step::Delete,
-            Change::Put(e) if e.expires_at <= w.now => Step::Delete,
-            Change::Put(e) => Step::Put(e.clone()),
-        })
-        .collect();
+    let steps = steps_of(changes, w.now);
     // Rows as they are (live or expired, not yet swept): a put over one adds none.
-    let metas = |w: &WriteCtx<'_>| -> Result<Vec<Option<storage::CellMeta>>> {
+    let rows = |w: &WriteCtx<'_>| -> Result<Vec<bool>> {
         targets
             .iter()
-            .map(|t| storage::meta(w.conn, id, t.path(), w.now))
+            .map(|t| Ok(storage::meta(w.conn, id, t.path(), w.now)?.is_some()))
             .collect()
     };
-    let tally = |metas: &[Option<storage::CellMeta>]| {
-        let mut added = 0usize;
-        let mut removed = 0usize;
-        for (s, m) in steps.iter().zip(metas) {
-            match (s, m) {
-                (Step::Put(_), None) => added += 1,
-                (Step::Delete, Some(_)) => removed += 1,
-                _ => {}
-            }
-        }
-        (added, removed)
-    };
-    let mut meta = metas(w)?;
-    let (mut added, mut removed) = tally(&meta);
+    let mut row = rows(w)?;
+    let mut moved = tally(&steps, &row);
     let mut count = count_on(w.conn, id, w.now)?;
     let mut events = Vec::new();
-    if added > 0 && (count + added).saturating_sub(removed) > sh.max_entries {
-        let now = w.now;
-        let recently = {
-            let watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
-            watch.full_until.is_some_and(|t| now < t)
-        };
+    if over_bound(sh, count, moved) {
+        let recently = refused_lately(sh, w.now);
         if !recently {
             // Full, as the count says: remove expired rows (of every name,
             // moving each limit store's count by its own) and look again.
             let swept = storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
             uncount_swept(w, &swept)?;
             count = count_on(w.conn, id, w.now)?;
-            meta = metas(w)?;
-            (added, removed) = tally(&meta);
+            row = rows(w)?;
+            moved = tally(&steps, &row);
             filling(sh, w.now, count, &mut events);
         }
-        if recently || (count + added).saturating_sub(removed) > sh.max_entries {
-            let mut watch = sh.watch.lock().unwrap_or_else(|p| p.into_inner());
-            watch.full_until = Some(now + FULL_RECHECK);
-            if watch.last_full.is_none_or(|t| now - t >= log_every()) {
-                watch.last_full = Some(now);
-                events.push(LimitEvent::Full {
-                    max_entries: sh.max_entries,
-                });
-            }
-            let new_key = steps
-                .iter()
-                .zip(&meta)
-                .position(|(s, m)| matches!(s, Step::Put(_)) && m.is_none())
-                .unwrap_or(0);
-            let error = Error::limit(format!(
-                "the limit store is full ({} entries) and holds no entry for this key, so it is unavailable; \
-                 keys it holds keep counting. Nothing was written",
-                sh.max_entries
-            ))
-            .at(&sh.core.name, show_key(&keys[new_key]));
-            return Ok(Outcome::Refused { error, events });
+        if recently || over_bound(sh, count, moved) {
+            return Ok(refuse_full(sh, w.now, keys, &steps, &row, events));
         }
-        sh.watch.lock().unwrap_or_else(|p| p.into_inner()).full_until = None;
+        fits_again(sh);
     }
     let mut entries = Vec::with_capacity(targets.len());
-    for ((t, s), (m, (old, _))) in targets.iter().zip(&steps).zip(meta.iter().zip(fresh)) {
+    for ((t, s), (&there, (old, _))) in targets.iter().zip(&steps).zip(row.iter().zip(fresh)) {
         match s {
             Step::Keep => entries.push(old),
             Step::Delete => {
-                if m.is_some() {
+                if there {
                     t.op_delete(w, None)?;
                 }
                 entries.push(None);
@@ -217,11 +268,7 @@ pub(crate) fn commit(
             }
         }
     }
-    let after = (count + added).saturating_sub(removed);
-    let at = filling_at(sh.max_entries);
-    if count < at && after >= at {
-        filling(sh, w.now, after, &mut events);
-    }
+    let after = count_after(sh, w.now, count, moved, &mut events);
     if after != count {
         set_count(w, id, after)?;
     }

@@ -36,6 +36,12 @@ static COUNT_PATH: LazyLock<Vec<u8>> = LazyLock::new(|| {
     path
 });
 
+/// The count row's path, for a copy of a store (`crate::moving`), which
+/// carries a limit store's live entries and writes their number here.
+pub(crate) fn count_path() -> &'static [u8] {
+    &COUNT_PATH
+}
+
 /// The count of entries the file holds for the limit store `bucket`.
 pub(crate) fn count_on(conn: &Connection, bucket: i64, now: i64) -> Result<usize> {
     match storage::get(conn, bucket, &COUNT_PATH, now)? {

@@ -20,14 +20,18 @@
 //!   included, so it is exact and nothing scans the rows in the writer.
 //! - Every call answered within its deadline, at most so many in flight
 //!   (`deadline.rs`).
+//!
+//! On a PostgreSQL store the same protocol and rules run on tables of the
+//! database, shared by every server (`on_postgres.rs`).
 
 mod commit;
 mod count;
 mod deadline;
+mod on_postgres;
 mod steps;
 mod sweep;
 
-pub(crate) use count::uncount_swept;
+pub(crate) use count::{count_path, uncount_swept};
 pub use steps::{Returned, ReturnedEntry, UpdateSteps};
 
 use std::fmt;
@@ -233,6 +237,11 @@ impl LimitStoreBuilder {
         // A kind of its own: a bucket of values opened on the name by
         // mistake would write rows the limit store cannot read.
         let core = BucketCore::open(&self.store, &self.name, Kind::LimitStore, None, None)?;
+        if let Some(pg) = self.store.inner.postgres() {
+            let id = core.id;
+            pg.block(async |pool, _| crate::postgres::limit_rows::make_count(pool, id).await)
+                .map_err(|e| e.in_bucket(&self.name))?;
+        }
         let ls = LimitStore {
             shared: Arc::new(Shared {
                 store: self.store.clone(),
@@ -258,6 +267,9 @@ impl LimitStoreBuilder {
         Ok(ls)
     }
 }
+
+/// A key's live entry and its version, as a read found it.
+pub(crate) type Seen = (Option<LimitEntry>, Option<i64>);
 
 /// The key of the row that holds the count of entries: never 32 bytes, so
 /// never a key's digest.
@@ -316,12 +328,20 @@ impl Shared {
         Ok(targets)
     }
 
-    /// Reads the live entries of `targets` with their versions.
-    fn read(&self, targets: &[Target], now: i64) -> Result<Vec<(Option<LimitEntry>, Option<i64>)>> {
-        self.store
-            .inner
+    /// Reads the live entries of `targets` with their versions, and the
+    /// clock that judged them: the store's, or on PostgreSQL the database's.
+    fn read(&self, targets: &[Target]) -> Result<(i64, Vec<Seen>)> {
+        let inner = &self.store.inner;
+        if let Some(pg) = inner.postgres() {
+            return pg
+                .block(async |pool, _| on_postgres::read(pool, self, targets).await)
+                .map_err(|e| e.in_bucket(&self.core.name));
+        }
+        let now = inner.clock.now_millis();
+        let read = inner
             .readers
-            .with(|c| targets.iter().map(|t| commit::cell_entry(t.read(c, now)?)).collect())
+            .with(|c| targets.iter().map(|t| commit::cell_entry(t.read(c, now)?)).collect());
+        Ok((now, read?))
     }
 }
 
@@ -389,8 +409,7 @@ impl LimitStore {
         let _slot = self.shared.slot()?;
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
         let targets = self.shared.targets(&keys)?;
-        let now = self.shared.store.inner.clock.now_millis();
-        Ok(self.shared.read(&targets, now)?.into_iter().map(|(e, _)| e).collect())
+        Ok(self.shared.read(&targets)?.1.into_iter().map(|(e, _)| e).collect())
     }
 
     /// Starts an update of `keys`: reads their live entries. Call `apply`
@@ -401,8 +420,7 @@ impl LimitStore {
         let slot = self.shared.slot()?;
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
         let targets = self.shared.targets(&keys)?;
-        let now = self.shared.store.inner.clock.now_millis();
-        let read = self.shared.read(&targets, now)?;
+        let (now, read) = self.shared.read(&targets)?;
         let (entries, seen) = read.into_iter().unzip();
         Ok(LimitUpdate {
             shared: self.shared.clone(),
@@ -467,6 +485,20 @@ impl LimitStore {
         }));
         let a = answer.clone();
         let name = shared.core.name.clone();
+        if let Some(pg) = self.shared.store.inner.postgres() {
+            pg.spawn(
+                move |pool, sent| async move {
+                    let (removed, entries) = on_postgres::sweep(&pool, &sent, &shared, sweep::SWEEP_ROUNDS).await?;
+                    Ok(Swept { removed, entries })
+                },
+                move |r: Result<Swept>| {
+                    drop(slot);
+                    a.give(r.map_err(|e| e.in_bucket(&name)));
+                },
+            )?;
+            deadline::watch(Instant::now() + self.shared.deadline, &answer, None);
+            return Ok(Ticket::finished());
+        }
         let ticket = self.shared.store.inner.writer.submit(
             sweep::SWEEP_WEIGHT,
             move |w| sweep::sweep(&shared, w),
@@ -484,6 +516,12 @@ impl LimitStore {
     pub fn entries(&self) -> Result<usize> {
         let sh = &self.shared;
         sh.store.inner.check_open()?;
+        if let Some(pg) = sh.store.inner.postgres() {
+            let id = sh.core.id;
+            return pg
+                .block(async |pool, _| crate::postgres::limit_rows::count(pool, id).await)
+                .map_err(|e| e.in_bucket(&sh.core.name));
+        }
         let now = sh.store.inner.clock.now_millis();
         sh.store.inner.readers.with(|c| count::count_on(c, sh.core.id, now))
     }
@@ -561,6 +599,16 @@ impl LimitUpdate {
             .sum();
         let (keys, targets, seen) = (self.keys.clone(), self.targets.clone(), self.seen.clone());
         let op_shared = sh.clone();
+        if let Some(pg) = sh.store.inner.postgres() {
+            pg.spawn(
+                move |pool, sent| async move {
+                    on_postgres::commit(&pool, &sent, &op_shared, &keys, &targets, &seen, &changes).await
+                },
+                move |r: Result<commit::Outcome>| a.give(self.answer(r)),
+            )?;
+            deadline::watch(at, &answer, None);
+            return Ok(Ticket::finished());
+        }
         let ticket = sh.store.inner.writer.submit(
             weight,
             move |w| commit::commit(&op_shared, w, &keys, &targets, &seen, &changes),

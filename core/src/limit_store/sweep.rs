@@ -20,7 +20,7 @@ pub(crate) const SWEEP_WEIGHT: usize = 8 << 20;
 
 /// Batches of expired rows one sweep deletes at most: the bound on its
 /// hold of the writer. More rows wait for the next sweep.
-const SWEEP_ROUNDS: usize = 10;
+pub(super) const SWEEP_ROUNDS: usize = 10;
 
 /// Removes this store's expired rows (up to the bound) and moves the count
 /// by what went. `entries` is the count after.

@@ -93,6 +93,7 @@ impl CountersBuilder {
             core,
             branch: Branch::root(),
             memory,
+            flush_every: self.flush_every.is_some(),
         })
     }
 }
@@ -103,6 +104,10 @@ pub struct Counters {
     core: Arc<BucketCore>,
     branch: Branch,
     memory: Option<Arc<Memory<Count>>>,
+    /// Opened with `flush_every`: such counters join no transaction, on
+    /// PostgreSQL too, where they have no memory, so that a program's
+    /// transactions answer the same on either backend.
+    flush_every: bool,
 }
 
 impl fmt::Debug for Counters {
@@ -262,6 +267,7 @@ impl Counters {
             core: self.core.clone(),
             branch: self.branch.child(&owner.key_bytes()),
             memory: self.memory.clone(),
+            flush_every: self.flush_every,
         }
     }
 
@@ -270,10 +276,10 @@ impl Counters {
         Target::new(&self.core, &self.branch, key)
     }
 
-    /// Whether these counters write every change (no `flush_every`): only
+    /// Whether these counters were opened without `flush_every`: only
     /// those can join a transaction.
     pub(crate) fn durable(&self) -> bool {
-        self.memory.is_none()
+        !self.flush_every
     }
 
     /// Reads the counter from the file, as memory first holds it.

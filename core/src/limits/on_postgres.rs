@@ -5,7 +5,9 @@
 //! only runs statements: a quota's or a counter's write is a transaction
 //! on the key's locked row ([`cells::row_write`]), on the database's clock,
 //! so racing servers count exactly and a quota's use counts in every
-//! window or in none; a rate limit's `allow` is one statement.
+//! window or in none; a rate limit's `allow` is one statement. Inside a
+//! caller's transaction ([`crate::postgres::tx`]) the same decisions run on
+//! the row that transaction locks, and commit with the rest of it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +22,8 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::key::Branch;
-use crate::postgres::cells::{self, Change};
+use crate::postgres::cells::{self, Change, Found};
+use crate::postgres::tx::PgTx;
 use crate::postgres::{PgStore, Pool, SentFlag, limits};
 use crate::raw::Raw;
 use crate::values::on_postgres::{self as values, clock_of, pg_then};
@@ -42,17 +45,14 @@ pub(super) fn refuse_inside_tx(core: &BucketCore) -> Result<()> {
 
 // ---- quotas ----
 
-/// One write of a quota key: lock its row, decide on the live windows at
-/// the database's clock, write the row (or delete it when no window is
-/// left), commit.
-async fn quota_op(
-    pool: &Pool,
-    sent: &SentFlag,
-    core: &QuotaCore,
-    t: &Target,
-    decide: &(impl Fn(&QuotaCore, &Row, i64) -> Decided + Sync),
-) -> Result<Allowance> {
-    let answer = cells::row_write(pool, sent, t.core.id, t.path(), clock_of(&t.core), |now, found| {
+/// What a write of a quota key does on its locked row: decide on the live
+/// windows at the database's clock, write the row (or delete it when no
+/// window is left).
+fn quota_change<'a>(
+    core: &'a QuotaCore,
+    decide: &'a (impl Fn(&QuotaCore, &Row, i64) -> Decided + Sync),
+) -> impl FnMut(i64, Option<&Found>) -> Result<(Change, Allowance)> + 'a {
+    move |now, found| {
         let row = parse_row(found.filter(|f| f.live).map(|f| f.cell.clone()))?;
         let d = decide(core, &row, now);
         let change = match &d.write {
@@ -64,9 +64,41 @@ async fn quota_op(
             },
         };
         Ok((change, d.answer))
-    })
+    }
+}
+
+/// One write of a quota key: a transaction of its own on the key's locked
+/// row ([`quota_change`]), committed.
+async fn quota_op(
+    pool: &Pool,
+    sent: &SentFlag,
+    core: &QuotaCore,
+    t: &Target,
+    decide: &(impl Fn(&QuotaCore, &Row, i64) -> Decided + Sync),
+) -> Result<Allowance> {
+    let answer = cells::row_write(
+        pool,
+        sent,
+        t.core.id,
+        t.path(),
+        clock_of(&t.core),
+        quota_change(core, decide),
+    )
     .await;
     answer.map(|(a, _)| a).map_err(|e| t.name(e))
+}
+
+/// A write of a quota key inside a caller's transaction: the same decision
+/// on the row the transaction locks, at its clock; it commits with the rest.
+pub(super) fn quota_write_in_tx(
+    p: &PgTx,
+    core: &QuotaCore,
+    t: &Target,
+    decide: impl Fn(&QuotaCore, &Row, i64) -> Decided + Sync,
+) -> Result<Allowance> {
+    p.write(t.core.id, t.path(), quota_change(core, &decide))
+        .map(|(a, _)| a)
+        .map_err(|e| t.name(e))
 }
 
 pub(super) fn quota_write(
@@ -106,8 +138,11 @@ pub(super) fn quota_read(pg: &PgStore, t: &Target) -> Result<(Row, i64)> {
 
 // ---- counters and the deletes every kind shares ----
 
-async fn counter_op(pool: &Pool, sent: &SentFlag, t: &Target, how: How, n: i64) -> Result<i64> {
-    let (new, _) = cells::row_write(pool, sent, t.core.id, t.path(), clock_of(&t.core), |now, found| {
+/// What a change of a counter does on its locked row: combine the live
+/// value (a missing or expired one is 0, and gets the ttl), write it if it
+/// changed ([`decide_change`]).
+fn counter_decide(t: &Target, how: How, n: i64) -> impl FnMut(i64, Option<&Found>) -> Result<(Change, i64)> + '_ {
+    move |now, found| {
         let live = match found.filter(|f| f.live) {
             Some(f) => Some((f.cell.value.as_int()?, f.cell.expires)),
             None => None,
@@ -121,9 +156,29 @@ async fn counter_op(pool: &Pool, sent: &SentFlag, t: &Target, how: How, n: i64) 
             None => Change::Keep,
         };
         Ok((change, new))
-    })
+    }
+}
+
+async fn counter_op(pool: &Pool, sent: &SentFlag, t: &Target, how: How, n: i64) -> Result<i64> {
+    let (new, _) = cells::row_write(
+        pool,
+        sent,
+        t.core.id,
+        t.path(),
+        clock_of(&t.core),
+        counter_decide(t, how, n),
+    )
     .await
     .map_err(|e| t.name(e))?;
+    Ok(new)
+}
+
+/// A change of a counter inside a caller's transaction on PostgreSQL: the
+/// same decision on the row the transaction locks; it commits with the rest.
+pub(crate) fn op_change_on_postgres(t: &Target, p: &PgTx, how: How, n: i64) -> Result<i64> {
+    let (new, _) = p
+        .write(t.core.id, t.path(), counter_decide(t, how, n))
+        .map_err(|e| t.name(e))?;
     Ok(new)
 }
 

@@ -11,7 +11,8 @@
 //! forgotten at the next write, and a new one starts at the next use.
 //!
 //! On PostgreSQL each write is a transaction on the key's locked row, on
-//! the database's clock, deciding by the same rules ([`on_postgres`]).
+//! the database's clock, deciding by the same rules ([`on_postgres`]);
+//! inside a caller's transaction, the same decision on the row it locks.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +29,7 @@ use crate::key::{AsKey, Branch};
 use crate::raw::Raw;
 use crate::storage::{self, Cell, Kind};
 use crate::store::Store;
+use crate::tx_kinds::InTx;
 use crate::values::{BucketCore, Target};
 
 /// The most windows one quota has.
@@ -339,16 +341,31 @@ impl Quota {
         }
     }
 
+    /// A write of the key inside a transaction: in kv.db's write, as
+    /// [`Quota::op`]; on PostgreSQL, on the row the transaction locks.
+    fn tx_op(
+        &self,
+        t: Target,
+        decide: impl Fn(&QuotaCore, &Row, i64) -> Decided + Clone + Send + Sync + 'static,
+    ) -> impl FnOnce(InTx<'_, '_>) -> Result<Allowance> + Send + 'static {
+        let core = self.core.clone();
+        let in_sqlite = self.op(t.clone(), decide.clone());
+        move |on: InTx<'_, '_>| match on {
+            InTx::Sqlite(w) => in_sqlite(w),
+            InTx::Postgres(p) => on_postgres::quota_write_in_tx(p, &core, &t, decide),
+        }
+    }
+
     /// The write of [`Quota::allow_n`] of `key`, for a transaction to run
-    /// with its own context.
+    /// on its own context.
     pub(crate) fn allow_op(
         &self,
         key: &[u8],
         n: u64,
-    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+    ) -> Result<impl FnOnce(InTx<'_, '_>) -> Result<Allowance> + Send + 'static> {
         let t = self.target(key)?;
         self.check_n(&t, n, "allow")?;
-        Ok(self.op(t, move |q, row, now| q.allow(row, now, n, true)))
+        Ok(self.tx_op(t, move |q, row, now| q.allow(row, now, n, true)))
     }
 
     /// The write of [`Quota::refund_n`] of `key`, for a transaction.
@@ -356,10 +373,10 @@ impl Quota {
         &self,
         key: &[u8],
         n: u64,
-    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+    ) -> Result<impl FnOnce(InTx<'_, '_>) -> Result<Allowance> + Send + 'static> {
         let t = self.target(key)?;
         self.check_n(&t, n, "refund")?;
-        Ok(self.op(t, move |q, row, now| q.refund(row, now, n)))
+        Ok(self.tx_op(t, move |q, row, now| q.refund(row, now, n)))
     }
 
     /// The read of [`Quota::peek`] of `key`, for a transaction: it sees the
@@ -367,19 +384,19 @@ impl Quota {
     pub(crate) fn peek_op(
         &self,
         key: &[u8],
-    ) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<Allowance> + Send + 'static> {
+    ) -> Result<impl FnOnce(InTx<'_, '_>) -> Result<Allowance> + Send + 'static> {
         let t = self.target(key)?;
         let core = self.core.clone();
-        Ok(move |w: &mut WriteCtx<'_>| {
-            let row = parse_row(t.read(w.conn, w.now)?).map_err(|e| t.name(e))?;
-            Ok(core.allow(&row, w.now, 1, false).answer)
+        Ok(move |mut on: InTx<'_, '_>| {
+            let row = parse_row(on.read(&t)?).map_err(|e| t.name(e))?;
+            Ok(core.allow(&row, on.now(), 1, false).answer)
         })
     }
 
     /// The write of [`Quota::reset`] of `key`, for a transaction.
-    pub(crate) fn reset_op(&self, key: &[u8]) -> Result<impl FnOnce(&mut WriteCtx<'_>) -> Result<()> + Send + 'static> {
+    pub(crate) fn reset_op(&self, key: &[u8]) -> Result<impl FnOnce(InTx<'_, '_>) -> Result<()> + Send + 'static> {
         let t = self.target(key)?;
-        Ok(move |w: &mut WriteCtx<'_>| t.op_delete(w, None).map(|_| ()))
+        Ok(move |on: InTx<'_, '_>| on.delete(&t).map(|_| ()))
     }
 
     /// Counts one use in every window, or in none; see [`Quota::allow_n`].

@@ -435,6 +435,8 @@ pub(crate) async fn sweep(pool: &Pool, now: Option<i64>, batch: i64, most: usize
             break;
         }
     }
+    // The limit stores' rows, each store's count moved by its own.
+    total += super::limit_rows::sweep_all(pool, c, now, batch, most).await?;
     c.client
         .query_one(&c.st.unlock, &[&super::sql::SWEEP_LOCK])
         .await

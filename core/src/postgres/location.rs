@@ -78,7 +78,10 @@ pub(crate) fn parse(location: &str) -> Result<Location> {
     config.connect_timeout(DEFAULT_DEADLINE);
     config.keepalives(true);
     config.keepalives_idle(Duration::from_secs(5));
-    config.application_name("tinystore");
+    // The location's own, if it names one (docs/postgres.md lists it).
+    if config.get_application_name().is_none() {
+        config.application_name("tinystore");
+    }
     config.options(format!("-c search_path={schema}"));
     // Every server the location names, each with its port (one port given
     // for several hosts is theirs, none is 5432).

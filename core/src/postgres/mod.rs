@@ -14,9 +14,12 @@
 //! that a completion may call the store again.
 
 pub(crate) mod cells;
+pub(crate) mod copy;
 mod errors;
+pub(crate) mod held;
 pub(crate) mod inspect;
 pub(crate) mod kept;
+pub(crate) mod limit_rows;
 pub(crate) mod limits;
 mod location;
 pub(crate) mod once;
@@ -52,6 +55,8 @@ pub(crate) struct PgStore {
     closed: AtomicBool,
     /// The runs of once: this store's holder id, session and waiters.
     pub(crate) claims: Arc<once::Claims>,
+    /// The bindings' transactions still open, for their bound.
+    pub(crate) held: held::Held,
 }
 
 impl PgStore {
@@ -113,6 +118,7 @@ impl PgStore {
             answers: std::sync::Mutex::new(Some(tx)),
             closed: AtomicBool::new(false),
             claims: Arc::new(once::Claims::new()),
+            held: held::Held::default(),
         })
     }
 
@@ -171,12 +177,13 @@ impl PgStore {
         &self.pool
     }
 
-    /// Stops taking calls. Calls in flight finish on the runtime until it
-    /// is dropped with the store.
+    /// Stops taking calls and closes the connections no call holds. Calls
+    /// in flight finish on the runtime until it is dropped with the store.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.answers.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.claims.close();
+        self.pool.drop_connections();
     }
 }
 

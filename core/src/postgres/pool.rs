@@ -134,6 +134,19 @@ impl Pool {
         }
     }
 
+    /// Drops every connection no call holds now, so that a closed store
+    /// keeps none open on the server while handles of it live on (a
+    /// language's handles are freed when its garbage collector runs). A
+    /// connection a call holds goes when the call ends.
+    pub(crate) fn drop_connections(&self) {
+        for slot in &self.shared {
+            if let Ok(mut slot) = slot.try_lock() {
+                slot.take();
+            }
+        }
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     /// A connection for one transaction, waiting for a turn when
     /// [`EXCLUSIVE`] are held.
     pub(crate) async fn exclusive(&self) -> Result<Held<'_>> {

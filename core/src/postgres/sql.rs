@@ -7,7 +7,7 @@
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
 /// The schema this build writes. A database at a newer schema is refused.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;

@@ -531,3 +531,15 @@ pub fn bucket_last_expiry(conn: &Connection, bucket: i64) -> Result<i64> {
         .prepare_cached(sql::BUCKET_LAST_EXPIRY)?
         .query_row([bucket], |r| r.get(0))?)
 }
+
+/// The file's revision: at least every version it holds or ever gave.
+pub fn revision(conn: &Connection) -> Result<i64> {
+    Ok(conn.prepare_cached(sql::REVISION_GET)?.query_row([], |r| r.get(0))?)
+}
+
+/// Raises the file's revision to at least `top`, so that no later write
+/// takes a version at or below it.
+pub fn raise_revision(conn: &Connection, top: i64) -> Result<()> {
+    conn.prepare_cached(sql::REVISION_RAISE)?.execute([top])?;
+    Ok(())
+}

@@ -98,6 +98,9 @@ pub const REVISION_SET: &str = "UPDATE meta SET value = ?1 WHERE name = 'revisio
 /// The highest time (ms) any commit to the file has seen, within a second:
 /// a store's clock starts there, so a system clock set back before a
 /// restart cannot revive a key that was already expired.
+/// Raises the revision to at least ?1, for a copy whose versions came from
+/// another store: every later write takes a version above them.
+pub const REVISION_RAISE: &str = "UPDATE meta SET value = max(value, ?1) WHERE name = 'revision'";
 pub const CLOCK_GET: &str = "SELECT value FROM meta WHERE name = 'clock'";
 pub const CLOCK_RAISE: &str = "UPDATE meta SET value = ?1 WHERE name = 'clock' AND value < ?1";
 

@@ -32,6 +32,8 @@ type testCase struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 	Steps []step `json:"steps"`
+	// File is the name of the case's file in tests/conformance/cases.
+	File string `json:"-"`
 }
 
 // unknown is a panic for a step the runner does not know: the case fails,
@@ -573,8 +575,13 @@ func (r *runner) race(s step) error {
 	return nil
 }
 
-func runCase(t *testing.T, c testCase) (err error) {
-	dir := t.TempDir()
+func runCase(t *testing.T, c testCase) error {
+	return runCaseAt(t.TempDir(), c)
+}
+
+// runCaseAt runs a case on the store at dir: a new directory, or a
+// PostgreSQL location whose schema is empty.
+func runCaseAt(dir string, c testCase) (err error) {
 	store, err := open(dir, start)
 	if err != nil {
 		return err
@@ -616,6 +623,9 @@ func loadCases(t *testing.T, root string) []testCase {
 		var cs []testCase
 		if err := cases.Decode(data, &cs); err != nil {
 			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range cs {
+			cs[i].File = filepath.Base(f)
 		}
 		all = append(all, cs...)
 	}

@@ -3,6 +3,7 @@
 // (node/), failing on any operation it does not know. It mirrors
 // tests/conformance/rust/tests/run.rs; see tests/conformance/README.md.
 
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -16,13 +17,47 @@ export const START = new Date('2026-10-20T09:00:00Z')
 
 const here = dirname(fileURLToPath(import.meta.url))
 
-/** Every case of every file, in file order. */
-export function cases() {
+/** Every case of every file, in file order, with its file's name: `{ file, case }`. */
+export function fileCases() {
 	const dir = join(here, '..', 'cases')
 	return readdirSync(dir)
 		.filter((f) => f.endsWith('.json'))
 		.sort()
-		.flatMap((f) => parseJson(readFileSync(join(dir, f), 'utf8')))
+		.flatMap((file) => parseJson(readFileSync(join(dir, file), 'utf8')).map((c) => ({ file, case: c })))
+}
+
+/** Every case of every file, in file order. */
+export function cases() {
+	return fileCases().map((c) => c.case)
+}
+
+/**
+ * The case files that need what a PostgreSQL store does not carry yet, and
+ * the text of the refusal, as every runner reads them:
+ * `{ refusal, files: { name: why } }`.
+ */
+export function notOnPostgres() {
+	return JSON.parse(readFileSync(join(here, '..', 'not_on_postgres.json'), 'utf8'))
+}
+
+/** The PostgreSQL server CI starts (`make pg-start`; make exports its location). */
+export function postgresServer() {
+	const server = process.env.TINYSTORE_TEST_PG
+	if (!server) {
+		throw new Error(
+			'the PostgreSQL run needs a server: run `make pg-start` (a cluster on 127.0.0.1:55432), then ' +
+				'`export TINYSTORE_TEST_PG=postgres://postgres@127.0.0.1:55432/postgres`, or run it through make',
+		)
+	}
+	return server
+}
+
+/** A location in `schema`, dropped first so that a case starts on an empty store. */
+export function emptySchema(server, schema) {
+	execFileSync('psql', [server, '-v', 'ON_ERROR_STOP=1', '-qc', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], {
+		stdio: ['ignore', 'ignore', 'pipe'],
+	})
+	return `${server}${server.includes('?') ? '&' : '?'}schema=${schema}`
 }
 
 /** A case's failure: which step, and why. */
@@ -62,10 +97,14 @@ async function settle(call) {
 	}
 }
 
-/** One case on a new store in a new directory, with the test clock at START. */
+/**
+ * One case on a new store, with the test clock at START: in a new directory,
+ * or at `location` (a PostgreSQL schema the caller emptied).
+ */
 export class Runner {
-	constructor() {
-		this.dir = mkdtempSync(join(tmpdir(), 'tinystore-conformance-'))
+	constructor(location) {
+		this.owned = location === undefined
+		this.dir = location ?? mkdtempSync(join(tmpdir(), 'tinystore-conformance-'))
 		this.opens = []
 		this.handles = new Map()
 		this.versions = new Map()
@@ -78,7 +117,7 @@ export class Runner {
 
 	async dispose() {
 		if (!this.store.closed) await this.store.close()
-		rmSync(this.dir, { recursive: true, force: true })
+		if (this.owned) rmSync(this.dir, { recursive: true, force: true })
 	}
 
 	now() {
