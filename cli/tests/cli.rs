@@ -1,21 +1,11 @@
 //! The `tinystore` command against a store written through the Rust API.
 
-use std::process::Command;
+mod common;
+
 use std::time::Duration;
 
+use common::tinystore;
 use serde_json::Value;
-
-fn tinystore(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tinystore"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -2,41 +2,14 @@
 //! back, on the server CI starts (`make pg-start`; make exports
 //! TINYSTORE_TEST_PG).
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
+use common::{location, tinystore};
 use serde_json::Value;
 use tinystore::{Inspector, Options, Raw, Store};
-
-fn tinystore(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tinystore"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// The server's location; without one the test fails, saying how to start one.
-fn server() -> String {
-    match std::env::var("TINYSTORE_TEST_PG") {
-        Ok(s) if !s.is_empty() => s,
-        _ => panic!(
-            "the PostgreSQL tests need a server: run `make pg-start` (a cluster on 127.0.0.1:55432), then \
-             `export TINYSTORE_TEST_PG=postgres://postgres@127.0.0.1:55432/postgres`, or run them through make"
-        ),
-    }
-}
-
-/// A location in a schema of this run's own, so that reruns start empty.
-fn location(name: &str) -> String {
-    let sep = if server().contains('?') { '&' } else { '?' };
-    format!("{}{sep}schema=copy_{name}_{}", server(), std::process::id())
-}
 
 /// Every row of every name, as the inspector reads it: name, kind, and each
 /// key's owners, key, value, version and expiry.
@@ -106,7 +79,7 @@ fn kv_copy_carries_a_store_to_postgres_and_back_with_versions_and_expiries() {
     let src = tempfile::tempdir().unwrap();
     fixture(src.path());
     let before = snapshot(src.path());
-    let url = location("there_and_back");
+    let url = location("copy", "there_and_back");
 
     let (ok, out, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), &url]);
     assert!(ok, "{err}");
@@ -199,7 +172,7 @@ fn kv_copy_refuses_a_target_that_is_not_empty_and_writes_nothing() {
     fixture(src.path());
     let s = src.path().to_str().unwrap();
 
-    let url = location("not_empty");
+    let url = location("copy", "not_empty");
     let store = Store::open(&url).unwrap();
     store
         .bucket::<String>("sessions")
@@ -306,7 +279,7 @@ fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_
     assert_eq!(tinystore::LimitStore::open(&store).unwrap().entries().unwrap(), 2);
     store.close().unwrap();
 
-    let url = location("limit_store");
+    let url = location("copy", "limit_store");
     let (ok, _, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), &url]);
     assert!(!ok);
     assert!(
@@ -321,7 +294,7 @@ fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_
     assert!(e.message().contains("there is no TinyStore store"), "{e}");
 
     // Out of PostgreSQL, a limit store would come across empty: refused.
-    let from = location("limit_store_out");
+    let from = location("copy", "limit_store_out");
     let pg = Store::open(&from).unwrap();
     tinystore::LimitStore::open(&pg).unwrap();
     pg.close().unwrap();

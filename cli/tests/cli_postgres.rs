@@ -1,39 +1,12 @@
 //! The `tinystore kv` commands against a store on PostgreSQL (`--url`), on
 //! the server CI starts (`make pg-start`; make exports TINYSTORE_TEST_PG).
 
-use std::process::Command;
+mod common;
+
 use std::time::Duration;
 
+use common::{location, tinystore};
 use serde_json::Value;
-
-fn tinystore(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tinystore"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// The server's location; without one the test fails, saying how to start one.
-fn server() -> String {
-    match std::env::var("TINYSTORE_TEST_PG") {
-        Ok(s) if !s.is_empty() => s,
-        _ => panic!(
-            "the PostgreSQL tests need a server: run `make pg-start` (a cluster on 127.0.0.1:55432), then \
-             `export TINYSTORE_TEST_PG=postgres://postgres@127.0.0.1:55432/postgres`, or run them through make"
-        ),
-    }
-}
-
-/// A location in a schema of this run's own, so that reruns start empty.
-fn location(name: &str) -> String {
-    let sep = if server().contains('?') { '&' } else { '?' };
-    format!("{}{sep}schema=cli_{name}_{}", server(), std::process::id())
-}
 
 fn fixture(url: &str) {
     let store = tinystore::Store::open(url).unwrap();
@@ -61,7 +34,7 @@ fn fixture(url: &str) {
 
 #[test]
 fn kv_list_get_buckets_and_stats_read_a_store_on_postgres() {
-    let url = location("reads");
+    let url = location("cli", "reads");
     fixture(&url);
     let (ok, out, err) = tinystore(&["kv", "list", "sessions", "--url", &url]);
     assert!(ok, "{err}");
@@ -111,7 +84,7 @@ fn kv_list_get_buckets_and_stats_read_a_store_on_postgres() {
 
 #[test]
 fn kv_on_a_missing_store_or_a_bad_url_is_a_clear_error_and_creates_nothing() {
-    let url = location("missing");
+    let url = location("cli", "missing");
     let (ok, _, err) = tinystore(&["kv", "list", "sessions", "--url", &url]);
     assert!(!ok);
     assert!(err.contains("there is no TinyStore store at"), "{err}");
