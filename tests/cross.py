@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Cross-language tests: interchange and processes on one kv.db.
+"""Cross-language tests: interchange and processes on one kv.db, and the
+processes again on one PostgreSQL database (`--postgres URL`).
 
 Every language has an agent (tests/agents/<language>) with the commands of
 tests/interchange/README.md and tests/processes/README.md. This driver runs
@@ -19,12 +20,12 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import cross_limits
+from cross_places import on_postgres, place, use_postgres
 
 # A run whose process died is taken over within ONCE_LEASE + ONCE_POLL (core).
 ONCE_BOUND_S = 5.1
@@ -98,7 +99,7 @@ class Running:
 
 def interchange(agents: list[Agent]) -> None:
     print("\ninterchange (KV-3): every language reads what every language wrote", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         for a in agents:
             a.run("ix-write", d, a.name)
         for reader in agents:
@@ -110,7 +111,7 @@ def interchange(agents: list[Agent]) -> None:
 
 def handbook(agents: list[Agent]) -> None:
     print("\nthe handbook's declarations (KV-3): every language reads what every language's chat wrote", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         # Each writer's user is its own; its readers run right after it, while
         # its rate limit is still short of the burst it used (5 a minute).
         users = {a.name: str(i + 1) for i, a in enumerate(agents)}
@@ -138,7 +139,7 @@ def start_line() -> dict[str, str]:
 
 def take_race(agents: list[Agent], rounds: int = 200) -> None:
     print(f"\ntake (KV-5): {len(agents)} processes race for {rounds} keys", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         agents[0].run("take-setup", d, str(rounds))
         line = start_line()
         running = [a.start("take-rounds", d, str(rounds), env=line) for a in agents]
@@ -160,7 +161,7 @@ def once_across(agents: list[Agent]) -> None:
         second = agents[(i + 1) % len(agents)]
         if first is second:
             continue
-        with tempfile.TemporaryDirectory() as d:
+        with place() as d:
             a = first.start("once-run", d, "k", "1500", first.name)
             if not a.wait_line("ran"):
                 check(False, f"{first.name} started its run")
@@ -175,7 +176,7 @@ def once_killed(agents: list[Agent]) -> None:
     print(f"\nonce (KV-11): a runner killed with SIGKILL; the bound is {ONCE_BOUND_S} s", flush=True)
     for i, victim in enumerate(agents):
         heir = agents[(i + 1) % len(agents)]
-        with tempfile.TemporaryDirectory() as d:
+        with place() as d:
             v = victim.start("once-hang", d, "k")
             if not v.wait_line("running"):
                 check(False, f"{victim.name} started its run")
@@ -191,16 +192,17 @@ def once_killed(agents: list[Agent]) -> None:
 
 def quota_race(agents: list[Agent]) -> None:
     print("\nquota (KV-13): racing allows pass exactly the limit", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         line = start_line()
         running = [a.start("quota-allows", d, "20", env=line) for a in agents]
-        passed = {r.agent.name: int(next((line[7:] for line in r.finish() if line.startswith("passed ")), "0")) for r in running}
+        # Keyed by process: two processes of a language race on PostgreSQL.
+        passed = {f"{r.agent.name}#{i}": cross_limits.passed_of(r.finish()) for i, r in enumerate(running)}
         check(sum(passed.values()) == 10, f"{sum(passed.values())} of {20 * len(agents)} passed a limit of 10 ({passed})")
 
 
 def counter_race(agents: list[Agent]) -> None:
     print("\ncounters (KV-14): racing adds count exactly; every handle sees the others", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         line = start_line()
         for r in [a.start("counter-adds", d, "50", env=line) for a in agents]:
             r.finish()
@@ -216,6 +218,9 @@ def main() -> int:
              "once-killed": once_killed, "quota": quota_race, "counters": counter_race,
              "limits": lambda agents: cross_limits.run_all(agents, check, start_line)}
     ap.add_argument("--only", action="append", choices=list(parts), help="run these parts only (all by default)")
+    ap.add_argument("--postgres", metavar="URL",
+                    help="run the process checks on this PostgreSQL database, two processes of every language "
+                         "in each race, instead of on kv.db")
     args = ap.parse_args()
     agents = [Agent(*spec.split("=", 1)) for spec in args.agent]
     if not agents:
@@ -223,7 +228,16 @@ def main() -> int:
         return 2
     if len(agents) == 1:  # still two processes on one file
         agents.append(Agent(agents[0].name + "-2", shlex.join(agents[0].argv)))
-    print("cross-language tests with " + ", ".join(a.name for a in agents), flush=True)
+    if args.postgres:
+        # The processes of several app servers on one database: the file's
+        # own checks (interchange, handbook) stay on kv.db's run.
+        use_postgres(args.postgres)
+        racers = [a for a in agents for _ in range(2)]
+        parts = {"take": lambda _: take_race(racers), "once": once_across, "once-killed": once_killed,
+                 "quota": lambda _: quota_race(racers), "counters": lambda _: counter_race(racers),
+                 "limits": parts["limits"]}
+    where = f"PostgreSQL ({args.postgres})" if on_postgres() else "kv.db"
+    print("cross-language tests with " + ", ".join(a.name for a in agents) + f" on {where}", flush=True)
     for name, part in parts.items():
         if not args.only or name in args.only:
             part(agents)

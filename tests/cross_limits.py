@@ -6,8 +6,9 @@ in tests/processes/README.md, "Limits"."""
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from typing import Callable
+
+from cross_places import on_postgres, place
 
 # The hot limit of the agents: 20 a second, 10 at once; the shell's limit
 # lets 10 through at once and refills one an hour.
@@ -47,16 +48,21 @@ def run_all(agents, check: Callable[[bool, str], None], start_line: Callable[[],
     racers = [a for a in agents for _ in range(2)]
     hot_key(racers, check, start_line)
     once_per_key(racers, check, start_line)
-    peek_and_reset(agents, check)
     counter_sums(racers, agents, check, start_line)
     killed(agents, check)
+    if on_postgres():
+        # A reset reaches another server's cache within a second there
+        # (docs/postgres.md), and the 100,000-key bound is of kv.db's
+        # shared memory, which PostgreSQL has no use for.
+        return
+    peek_and_reset(agents, check)
     bound(agents, check, start_line)
 
 
 def hot_key(racers, check, start_line) -> None:
     n = len(racers)
     print(f"\nrate limit (KV-12): {n} processes on one hot key share one budget", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         line = start_line()
         running = [a.start("rate-race", d, "1500", env=line) for a in racers]
         outs = [r.finish() for r in running]
@@ -79,7 +85,7 @@ def hot_key(racers, check, start_line) -> None:
 def once_per_key(racers, check, start_line) -> None:
     keys = 3000
     print(f"\nrate limit (KV-12): {len(racers)} processes race on {keys} new keys of burst 1", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         line = start_line()
         running = [a.start("rate-spread", d, "key-", str(keys), env=line) for a in racers]
         passed = {f"{r.agent.name}#{i}": passed_of(r.finish()) for i, r in enumerate(running)}
@@ -90,7 +96,7 @@ def peek_and_reset(agents, check) -> None:
     print("\nrate limit (KV-12): peek and reset in one process are seen at once by another", flush=True)
     for i, a in enumerate(agents):
         b = agents[(i + 1) % len(agents)]
-        with tempfile.TemporaryDirectory() as d:
+        with place() as d:
             sa, sb = Shell(a, d), Shell(b, d)
             try:
                 spent = [sa.ask("allow ip") for _ in range(BURST + 1)]
@@ -109,7 +115,7 @@ def peek_and_reset(agents, check) -> None:
 def counter_sums(racers, agents, check, start_line) -> None:
     adds = 2000
     print(f"\ncounters (KV-14): {len(racers)} processes add to one flush_every counter", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         reader = Shell(agents[-1], d)
         try:
             line = start_line()
@@ -129,7 +135,7 @@ def killed(agents, check) -> None:
     print("\ncounters (KV-14): a process killed with SIGKILL while it adds; the others keep counting", flush=True)
     for i, victim in enumerate(agents):
         heir = agents[(i + 1) % len(agents)]
-        with tempfile.TemporaryDirectory() as d:
+        with place() as d:
             keeper = Shell(heir, d)  # another process on the table throughout
             try:
                 v = victim.start("fcounter-forever", d)
@@ -157,7 +163,7 @@ def killed(agents, check) -> None:
 def bound(agents, check, start_line) -> None:
     per = 30_000
     print(f"\nrate limit (KV-12): {len(agents)} processes pass the 100,000-key bound together", flush=True)
-    with tempfile.TemporaryDirectory() as d:
+    with place() as d:
         line = start_line()
         running = [a.start("rate-spread", d, f"{a.name}-", str(per), env=line) for a in agents]
         passed = {r.agent.name: passed_of(r.finish(timeout=300)) for r in running}
