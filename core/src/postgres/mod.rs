@@ -5,10 +5,10 @@
 //! statement, or a short transaction that locks a key's row, reads the
 //! database's clock, lets the core decide ([`cells::Change`]) and applies
 //! the decision. `docs/postgres.md` describes the tables, the statements
-//! each call sends and what is not carried yet.
+//! each call sends.
 //!
 //! The driver is async (tokio-postgres); the store's calls block. A runtime
-//! of one thread drives the connections, a blocking call waits on its own
+//! of two threads drives the connections, a blocking call waits on its own
 //! thread for its statement, bounded by the deadline, and completion forms
 //! (`*_then`) get their answer on one thread of their own, in order, so
 //! that a completion may call the store again.
