@@ -191,6 +191,7 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
                 .quota("race-quota")
                 .window("daily", 10, Duration::from_secs(86_400))
                 .open()?;
+            start_line();
             let mut passed = 0;
             for _ in 0..num(2) {
                 passed += q.allow("u")?.ok as u64;
