@@ -6,11 +6,6 @@
 
 CROSS_AGENTS += rust=$(TARGET_DIR)/debug/tinystore-agent
 CONFORMANCE_LANGUAGES += rust
-# The same processes on one PostgreSQL database, as app servers share one:
-# two of every language in each race (tests/processes/README.md).
-test-cross-postgres: pg-start cross-agent-rust $$(CROSS_DEPS)
-	python3 tests/cross.py --postgres '$(TINYSTORE_TEST_PG)' $(foreach a,$(CROSS_AGENTS),--agent '$(a)')
-
 conformance-report: test-rust
 
 .PHONY: test-cross test-cross-postgres cross-agent-rust conformance-report
@@ -23,7 +18,7 @@ test-cross: cross-agent-rust $$(CROSS_DEPS)
 	python3 tests/cross.py $(foreach a,$(CROSS_AGENTS),--agent '$(a)')
 
 # The same processes on one PostgreSQL database, as app servers share one:
-# two of every language in each race (tests/processes/README.md).
+# two of every agent in each race (tests/processes/README.md).
 test-cross-postgres: pg-start cross-agent-rust $$(CROSS_DEPS)
 	python3 tests/cross.py --postgres '$(TINYSTORE_TEST_PG)' $(foreach a,$(CROSS_AGENTS),--agent '$(a)')
 
