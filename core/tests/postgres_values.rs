@@ -305,17 +305,17 @@ fn kv19_a_database_at_a_newer_schema_is_refused_untouched() {
     let store = Store::open(&location).unwrap();
     store.bucket::<i64>("b").open().unwrap().set("k", &1).unwrap();
     store.close().unwrap();
-    pg::sql("kv19_newer", "UPDATE tinystore_schema SET version = 5");
+    pg::sql("kv19_newer", "UPDATE tinystore_schema SET version = 6");
     let e = Store::open(&location).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Invalid);
     assert!(
         e.message()
-            .contains("schema version 5, newer than this build reads (4)"),
+            .contains("schema version 6, newer than this build reads (5)"),
         "{e}"
     );
     assert_eq!(
         pg::query("kv19_newer", "SELECT version FROM tinystore_schema").as_deref(),
-        Some("5")
+        Some("6")
     );
     assert_eq!(
         pg::query("kv19_newer", "SELECT count(*) FROM tinystore_cells").as_deref(),
