@@ -342,12 +342,22 @@ fn kv_copy_carries_a_limit_store_to_postgres_and_back_recounting_it() {
     assert_eq!(on_postgres.len(), 3, "{on_postgres:?}");
     assert_eq!(
         on_postgres,
-        listed(&["kv", "list", "limit-store", "--json", "--dir", dst.path().to_str().unwrap()])
+        listed(&[
+            "kv",
+            "list",
+            "limit-store",
+            "--json",
+            "--dir",
+            dst.path().to_str().unwrap()
+        ])
     );
     let (ok, out, _) = tinystore(&["kv", "buckets", "--json", "--url", &url]);
     assert!(ok);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((v[0]["name"].as_str(), v[0]["keys"].as_u64()), (Some("limit-store"), Some(3)));
+    assert_eq!(
+        (v[0]["name"].as_str(), v[0]["keys"].as_u64()),
+        (Some("limit-store"), Some(3))
+    );
 
     // Back out of PostgreSQL, the same.
     let back = tempfile::tempdir().unwrap();

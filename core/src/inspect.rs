@@ -160,9 +160,9 @@ impl Inspector {
                 storage::scan(conn, id, &after, &hi, to_millis(SystemTime::now()), limit, usize::MAX)?
             }
             // A limit store's rows are in tables of their own there.
-            Source::Postgres(pg) if kind == crate::storage::Kind::LimitStore.as_str() => pg.block(async |pool, _| {
-                crate::postgres::inspect::limit_scan(pool, id, (&after, &hi), limit).await
-            })?,
+            Source::Postgres(pg) if kind == crate::storage::Kind::LimitStore.as_str() => {
+                pg.block(async |pool, _| crate::postgres::inspect::limit_scan(pool, id, (&after, &hi), limit).await)?
+            }
             Source::Postgres(pg) => pg.block(async |pool, _| {
                 crate::postgres::cells::scan(pool, id, (&after, &hi), None, limit, usize::MAX).await
             })?,

@@ -15,14 +15,20 @@ use tinystore::{Store, to_millis};
 const HOUR_MS: i64 = 3_600_000;
 
 fn server_clock(schema: &str) -> i64 {
-    pg::query(schema, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
-        .unwrap()
-        .parse()
-        .unwrap()
+    pg::query(
+        schema,
+        "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+    )
+    .unwrap()
+    .parse()
+    .unwrap()
 }
 
 fn mark(schema: &str) -> i64 {
-    pg::query(schema, "SELECT high FROM tinystore_clock").unwrap().parse().unwrap()
+    pg::query(schema, "SELECT high FROM tinystore_clock")
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -65,7 +71,11 @@ fn kv17_a_database_clock_stepped_back_revives_no_key() {
 
     // A store opened afterwards, on the same clock behind, still holds it.
     let again = Store::open(&location).unwrap();
-    let codes = again.bucket::<i64>("codes").ttl(Duration::from_secs(60)).open().unwrap();
+    let codes = again
+        .bucket::<i64>("codes")
+        .ttl(Duration::from_secs(60))
+        .open()
+        .unwrap();
     assert!(!codes.has("c").unwrap());
     assert_eq!(codes.get("d").unwrap(), Some(2));
     assert_eq!(mark(schema), ahead);
@@ -111,7 +121,10 @@ fn kv17_the_mark_follows_the_database_clock() {
     pg::sql(schema, "UPDATE tinystore_clock SET high = high - 600000");
     let before = server_clock(schema);
     store.maintain().unwrap();
-    assert!(mark(schema) >= before, "a maintenance round raises the mark to the clock");
+    assert!(
+        mark(schema) >= before,
+        "a maintenance round raises the mark to the clock"
+    );
     store.close().unwrap();
 
     // A store with a test clock neither reads nor raises it.
@@ -146,7 +159,10 @@ fn kv17_a_database_of_an_older_schema_gains_the_clock_mark() {
     );
     let ahead = server_clock(schema) + HOUR_MS;
     pg::sql(schema, &format!("UPDATE tinystore_clock SET high = {ahead}"));
-    let now: i64 = pg::query(schema, "SELECT tinystore_now(NULL)").unwrap().parse().unwrap();
+    let now: i64 = pg::query(schema, "SELECT tinystore_now(NULL)")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(now >= ahead, "the clock reads the mark: {now} < {ahead}");
     store.close().unwrap();
     // Opening again changes nothing: every step is idempotent.

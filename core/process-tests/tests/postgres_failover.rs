@@ -77,8 +77,10 @@ impl Pair {
 
     fn promote_standby(&self) {
         ok(
-            self.servers
-                .run("pg_ctl", &["-D", &self.servers.dir("standby"), "-w", "-t", "60", "promote"]),
+            self.servers.run(
+                "pg_ctl",
+                &["-D", &self.servers.dir("standby"), "-w", "-t", "60", "promote"],
+            ),
             "promoting the standby",
         );
     }
@@ -96,7 +98,9 @@ fn kv15_acknowledged_writes_survive_a_failover_to_the_synchronous_standby() {
     drop(Store::open(&location).unwrap());
 
     let writers = Writers::start(&location, pair.servers.root().join("stop"), 3);
-    writers.said.wait_for(&[30; 3], Duration::from_secs(60), "before the failover");
+    writers
+        .said
+        .wait_for(&[30; 3], Duration::from_secs(60), "before the failover");
     pair.servers.kill("primary");
     pair.promote_standby();
     writers

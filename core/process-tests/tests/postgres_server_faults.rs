@@ -31,7 +31,9 @@ fn one_server(schema: &str) -> Option<(Servers, String)> {
 
 #[test]
 fn kv15_a_server_stopped_at_once_or_killed_under_writes_loses_no_acknowledged_write() {
-    let Some((servers, location)) = one_server("crash") else { return };
+    let Some((servers, location)) = one_server("crash") else {
+        return;
+    };
     let writers = Writers::start(&location, servers.root().join("stop"), 3);
     let said = &writers.said;
     said.wait_for_more(30, Duration::from_secs(60), "before the stop");
@@ -50,7 +52,9 @@ fn kv15_a_server_stopped_at_once_or_killed_under_writes_loses_no_acknowledged_wr
 
 #[test]
 fn kv15_a_server_paused_with_sigstop_gets_every_call_answered_within_the_deadline() {
-    let Some((servers, location)) = one_server("paused") else { return };
+    let Some((servers, location)) = one_server("paused") else {
+        return;
+    };
     let store = Store::open(&location).unwrap();
     let b = store.bucket::<i64>("b").open().unwrap();
     b.set("k", &1).unwrap();
@@ -65,7 +69,9 @@ fn kv15_a_server_paused_with_sigstop_gets_every_call_answered_within_the_deadlin
     let bound = tinystore::POSTGRES_DEADLINE + Duration::from_secs(1);
     let timed = |what: &str, call: &dyn Fn() -> tinystore::Result<()>| {
         let t = Instant::now();
-        let e = call().err().unwrap_or_else(|| panic!("{what} answered success from a paused server"));
+        let e = call()
+            .err()
+            .unwrap_or_else(|| panic!("{what} answered success from a paused server"));
         let took = t.elapsed();
         assert!(took <= bound, "{what} was answered after {took:?}, over {bound:?}");
         e
@@ -73,7 +79,11 @@ fn kv15_a_server_paused_with_sigstop_gets_every_call_answered_within_the_deadlin
     let e = timed("get", &|| b.get("k").map(drop));
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     let e = timed("set", &|| b.set("k", &2).map(drop));
-    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "a write sent may commit once it wakes: {e}");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::OutcomeUnknown,
+        "a write sent may commit once it wakes: {e}"
+    );
     let e = timed("take", &|| b.take("k").map(drop));
     assert!(matches!(e.kind(), ErrorKind::Io | ErrorKind::OutcomeUnknown), "{e}");
     let e = timed("a transaction", &|| store.tx(|tx| tx.with(&b).set("t", &3).map(drop)));

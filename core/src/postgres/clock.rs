@@ -42,7 +42,8 @@ CREATE OR REPLACE FUNCTION tinystore_now_ns(given bigint) RETURNS bigint LANGUAG
 
 /// Raises the mark to the server's clock; writes nothing when the mark is
 /// there already (the clock stepped back, or another process raised it).
-pub const MARK_RAISE: &str = "UPDATE tinystore_clock SET high = floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+pub const MARK_RAISE: &str =
+    "UPDATE tinystore_clock SET high = floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
     WHERE high < floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 use super::PgStore;

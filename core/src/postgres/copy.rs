@@ -261,7 +261,12 @@ pub(crate) fn import(
         owned = Some(c);
         if kind == Kind::LimitStore.as_str() {
             let entries = limit_columns(name, rows)?;
-            owned = Some(import_limit_store(pg, owned.take().expect("held between pages"), id, &entries)?);
+            owned = Some(import_limit_store(
+                pg,
+                owned.take().expect("held between pages"),
+                id,
+                &entries,
+            )?);
             continue;
         }
         let mut rest = rows;

@@ -83,7 +83,11 @@ impl Servers {
         }
         let tmp = tempfile::tempdir().unwrap();
         ok(
-            Command::new("chown").args(["postgres:"]).arg(tmp.path()).output().unwrap(),
+            Command::new("chown")
+                .args(["postgres:"])
+                .arg(tmp.path())
+                .output()
+                .unwrap(),
             "chown",
         );
         Some(Servers {
@@ -118,7 +122,16 @@ impl Servers {
         ok(
             self.run(
                 "initdb",
-                &["-D", &self.dir(name), "-U", "postgres", "-A", "trust", "--no-sync", "--no-locale"],
+                &[
+                    "-D",
+                    &self.dir(name),
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "--no-sync",
+                    "--no-locale",
+                ],
             ),
             "initdb",
         );
@@ -127,12 +140,18 @@ impl Servers {
              fsync = on\nmax_connections = 100\n",
             self.root().display()
         );
-        append(&self.root().join(name).join("postgresql.conf"), &format!("{base}{conf}"));
+        append(
+            &self.root().join(name).join("postgresql.conf"),
+            &format!("{base}{conf}"),
+        );
     }
 
     pub fn start(&self, name: &str) {
         let log = self.dir(&format!("{name}.log"));
-        let out = self.run("pg_ctl", &["-D", &self.dir(name), "-l", &log, "-w", "-t", "60", "start"]);
+        let out = self.run(
+            "pg_ctl",
+            &["-D", &self.dir(name), "-l", &log, "-w", "-t", "60", "start"],
+        );
         if !out.status.success() {
             let log = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(10).collect();
@@ -156,7 +175,16 @@ impl Servers {
 
     pub fn sql(&self, port: u16, sql: &str) -> Output {
         Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-d", "postgres"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+            ])
             .args(["-Atqc", sql])
             .output()
             .unwrap()
@@ -171,7 +199,11 @@ impl Servers {
         let children = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
         let children = String::from_utf8_lossy(&children.stdout).to_string();
         ok(
-            Command::new("kill").arg(format!("-{signal}")).arg(&pid).output().unwrap(),
+            Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(&pid)
+                .output()
+                .unwrap(),
             "kill",
         );
         let mut pids = vec![pid];
@@ -196,11 +228,17 @@ impl Servers {
         let dead = |pid: &String| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
             // The state follows the command's name in parentheses.
-            Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !pids.iter().all(dead) {
-            assert!(Instant::now() < deadline, "the server's processes outlived SIGKILL by 30 s");
+            assert!(
+                Instant::now() < deadline,
+                "the server's processes outlived SIGKILL by 30 s"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = std::fs::remove_file(&lock);
