@@ -1,9 +1,9 @@
 //! KV-17 on PostgreSQL: the store's clock never moves back, even when the
 //! database server's clock steps back (an NTP step, a failover to a server
 //! whose clock is behind). The database keeps a high-water mark of its
-//! clock (`tinystore_clock`); a server clock that ran an hour ahead and
-//! stepped back leaves the mark an hour ahead of the clock, which is what
-//! these tests write behind the store's back. Against the server CI starts;
+//! clock (the sequence `tinystore_clock`); a server clock that ran an hour
+//! ahead and stepped back leaves the mark an hour ahead of the clock, which
+//! is what these tests write behind the store's back. Against the server CI starts;
 //! each test works in a schema of its own.
 
 mod pg;
@@ -25,7 +25,7 @@ fn server_clock(schema: &str) -> i64 {
 }
 
 fn mark(schema: &str) -> i64 {
-    pg::query(schema, "SELECT high FROM tinystore_clock")
+    pg::query(schema, "SELECT pg_sequence_last_value('tinystore_clock')")
         .unwrap()
         .parse()
         .unwrap()
@@ -47,7 +47,7 @@ fn kv17_a_database_clock_stepped_back_revives_no_key() {
     // The server's clock was an hour ahead, expired the code, and stepped
     // back an hour: the code stays expired.
     let ahead = server_clock(schema) + HOUR_MS;
-    pg::sql(schema, &format!("UPDATE tinystore_clock SET high = {ahead}"));
+    pg::sql(schema, &format!("SELECT setval('tinystore_clock', {ahead})"));
     assert!(!codes.has("c").unwrap(), "an expired key is not revived");
     assert_eq!(codes.get("c").unwrap(), None);
     assert_eq!(codes.take("c").unwrap(), None);
@@ -94,7 +94,7 @@ fn kv17_a_rate_limit_window_does_not_go_back_with_the_database_clock() {
         .open()
         .unwrap();
     let ahead = server_clock(schema) + HOUR_MS;
-    pg::sql(schema, &format!("UPDATE tinystore_clock SET high = {ahead}"));
+    pg::sql(schema, &format!("SELECT setval('tinystore_clock', {ahead})"));
     assert!(sends.allow("u").unwrap().ok);
     let refused = sends.allow("u").unwrap();
     assert!(!refused.ok);
@@ -118,7 +118,10 @@ fn kv17_the_mark_follows_the_database_clock() {
         (opened - server_clock(schema)).abs() < 60_000,
         "the mark starts at the server's clock"
     );
-    pg::sql(schema, "UPDATE tinystore_clock SET high = high - 600000");
+    pg::sql(
+        schema,
+        "SELECT setval('tinystore_clock', pg_sequence_last_value('tinystore_clock') - 600000)",
+    );
     let before = server_clock(schema);
     store.maintain().unwrap();
     assert!(
@@ -133,9 +136,9 @@ fn kv17_the_mark_follows_the_database_clock() {
         tinystore::Options::new().test_clock(std::time::UNIX_EPOCH + Duration::from_secs(86_400)),
     )
     .unwrap();
-    pg::sql(schema, "UPDATE tinystore_clock SET high = 0");
+    pg::sql(schema, "SELECT setval('tinystore_clock', 1)");
     manual.maintain().unwrap();
-    assert_eq!(mark(schema), 0);
+    assert_eq!(mark(schema), 1);
     manual.close().unwrap();
 }
 
@@ -148,7 +151,7 @@ fn kv17_a_database_of_an_older_schema_gains_the_clock_mark() {
     // reading the server's clock alone.
     pg::sql(
         schema,
-        "DROP TABLE tinystore_clock; UPDATE tinystore_schema SET version = 4;
+        "DROP SEQUENCE tinystore_clock; UPDATE tinystore_schema SET version = 4;
          CREATE OR REPLACE FUNCTION tinystore_now(given bigint) RETURNS bigint LANGUAGE sql VOLATILE AS
          $$ SELECT coalesce(given, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) $$",
     );
@@ -158,7 +161,7 @@ fn kv17_a_database_of_an_older_schema_gains_the_clock_mark() {
         Some("5")
     );
     let ahead = server_clock(schema) + HOUR_MS;
-    pg::sql(schema, &format!("UPDATE tinystore_clock SET high = {ahead}"));
+    pg::sql(schema, &format!("SELECT setval('tinystore_clock', {ahead})"));
     let now: i64 = pg::query(schema, "SELECT tinystore_now(NULL)")
         .unwrap()
         .parse()
