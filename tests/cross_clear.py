@@ -74,6 +74,7 @@ def run(agents: list, check: Callable[[bool, str], None], start_line: Callable[[
     counts = [(int(n), int(t0)) for n, t0, _ in saw]
     half = [n for n, _ in counts if n not in (0, OLD_KEYS)]
     late = [n for n, t0 in counts if t0 > t_cleared and n != 0]
+    full = sum(1 for n, _ in counts if n == OLD_KEYS)
     check(counts and not half and not late,
-          f"{len(counts)} snapshots saw all {OLD_KEYS} old keys or none ({len(half)} saw part of them), and none "
-          f"after the clear returned ({len(late)} did)")
+          f"{len(counts)} snapshots saw all {OLD_KEYS} old keys ({full}) or none ({len(half)} saw part of them), and "
+          f"none after the clear returned ({len(late)} did)")
