@@ -263,33 +263,37 @@ fn limit_store_reads(location: &str) -> (Vec<Option<String>>, usize) {
     (read, entries)
 }
 
-#[test]
-fn kv_copy_carries_a_limit_store_to_postgres_and_back_recounting_it() {
-    let src = tempfile::tempdir().unwrap();
+/// Writes entries (key, JSON text, seconds it lives) to the limit store of
+/// the store at `location`, by a clock an hour behind.
+fn limit_entries_an_hour_ago(location: impl AsRef<Path>, entries: &[(&str, &str, u64)]) {
     let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    let store = Store::open_with(src.path(), Options::new().test_clock(hour_ago)).unwrap();
-    let limits = tinystore::LimitStore::open(&store).unwrap();
-    let at = |d: Duration| tinystore::to_millis(hour_ago + d);
-    limits
-        .update(&["a", "b", "c"], |_, _| {
-            vec![
-                // Expired by now: counted by the source until its sweep.
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "1".into(),
-                    expires_at: at(Duration::from_secs(600)),
-                }),
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "2".into(),
-                    expires_at: at(Duration::from_secs(86_400)),
-                }),
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "{\"n\":3}".into(),
-                    expires_at: at(Duration::from_secs(86_400)),
-                }),
-            ]
+    let store = Store::open_with(location, Options::new().test_clock(hour_ago)).unwrap();
+    let keys: Vec<&str> = entries.iter().map(|e| e.0).collect();
+    tinystore::LimitStore::open(&store)
+        .unwrap()
+        .update(&keys, |_, _| {
+            entries
+                .iter()
+                .map(|&(_, value, lives)| {
+                    tinystore::Change::Put(tinystore::LimitEntry {
+                        value: value.into(),
+                        expires_at: tinystore::to_millis(hour_ago + Duration::from_secs(lives)),
+                    })
+                })
+                .collect()
         })
         .unwrap();
     store.close().unwrap();
+}
+
+#[test]
+fn kv_copy_carries_a_limit_store_to_postgres_and_back_recounting_it() {
+    let src = tempfile::tempdir().unwrap();
+    limit_entries_an_hour_ago(
+        src.path(),
+        // The first is expired by now: counted by the source until its sweep.
+        &[("a", "1", 600), ("b", "2", 86_400), ("c", "{\"n\":3}", 86_400)],
+    );
     assert_eq!(limit_count(src.path()), Raw::Int(3));
     let src_entries = limit_entries(src.path());
     assert_eq!(src_entries.len(), 2, "the expired entry is not live");
@@ -373,25 +377,7 @@ fn kv_copy_out_of_postgres_leaves_an_expired_entry_and_counts_the_rest() {
     // Entries written on PostgreSQL, one expired by now on the server's
     // clock, the other live.
     let from = location("copy", "limit_store_out");
-    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    let store = Store::open_with(&from, Options::new().test_clock(hour_ago)).unwrap();
-    let limits = tinystore::LimitStore::open(&store).unwrap();
-    let at = |d: Duration| tinystore::to_millis(hour_ago + d);
-    limits
-        .update(&["old", "new"], |_, _| {
-            vec![
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "1".into(),
-                    expires_at: at(Duration::from_secs(60)),
-                }),
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "2".into(),
-                    expires_at: at(Duration::from_secs(86_400)),
-                }),
-            ]
-        })
-        .unwrap();
-    store.close().unwrap();
+    limit_entries_an_hour_ago(&from, &[("old", "1", 60), ("new", "2", 86_400)]);
     assert_eq!(limit_count(&from), Raw::Int(2), "counted until the sweep");
 
     let back = tempfile::tempdir().unwrap();
