@@ -36,6 +36,7 @@ mod backend;
 mod bucket;
 mod budget;
 mod by_kind;
+mod cancel;
 mod clock;
 mod codec;
 pub mod config;
@@ -68,6 +69,7 @@ mod values;
 
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
+pub use cancel::{Cancel, cancellable, cancelled_before_start};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};

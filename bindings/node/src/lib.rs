@@ -25,6 +25,7 @@ mod bare_get;
 mod bare_set;
 mod bucket;
 mod caller;
+mod cancel;
 mod completions;
 mod config;
 mod convert;
