@@ -19,7 +19,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 import type { ErrorWhat } from './errors'
 import { native, type NativeClaim, type NativeContext, type NativeStore, type NativeTx } from './native'
-import { withSignal } from './signals'
+import { type AbortSignalLike, withSignal } from './signals'
 import { invalidArg } from './values'
 
 /** A transaction or view, and whether it is still open. */
@@ -71,7 +71,7 @@ export function writeOnStore<R>(
 	store: object | undefined,
 	bucket: string,
 	write: () => unknown,
-	signal?: AbortSignal,
+	signal?: AbortSignalLike,
 ): Promise<R> {
 	const refused = waitsForOwnTx(store, { bucket })
 	if (refused) return Promise.reject(refused)

@@ -15,6 +15,22 @@
 import { CancelledError, InvalidError, type ErrorWhat } from './errors'
 import { native } from './native'
 
+/**
+ * An `AbortSignal` (`controller.signal`, `AbortSignal.timeout(ms)`), typed
+ * by the members the package uses, so that its types need neither the DOM
+ * library nor `@types/node`. At run time it must be an `AbortSignal`.
+ */
+export interface AbortSignalLike {
+	/** Whether it has aborted. */
+	readonly aborted: boolean
+	/** Why it aborted. */
+	readonly reason: unknown
+	/** Listens for the abort. */
+	addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void
+	/** Stops listening. */
+	removeEventListener(type: 'abort', listener: () => void): void
+}
+
 /** The option of every call that waits for the store's writer or another process. */
 export interface SignalOptions {
 	/**
@@ -22,7 +38,7 @@ export interface SignalOptions {
 	 * {@link AbortError} only when nothing of it was written; a write that
 	 * had started when the signal aborted answers as it ended.
 	 */
-	signal?: AbortSignal
+	signal?: AbortSignalLike
 }
 
 /**
@@ -44,7 +60,7 @@ export class AbortError extends Error {
 }
 
 /** A `signal` option that is not an `AbortSignal`: bad input, nothing done. */
-function checkSignal(signal: unknown, what: ErrorWhat): asserts signal is AbortSignal | undefined {
+function checkSignal(signal: unknown, what: ErrorWhat): asserts signal is AbortSignalLike | undefined {
 	if (signal !== undefined && !(signal instanceof AbortSignal)) {
 		const got = signal === null ? 'null' : typeof signal
 		throw new InvalidError(`signal must be an AbortSignal; got ${got}`, what)
@@ -58,11 +74,11 @@ function checkSignal(signal: unknown, what: ErrorWhat): asserts signal is AbortS
 export class SignalCancel {
 	/** The addon's cancel: armed for a call, or given to a commit. */
 	readonly cancel = new native.NativeCancel()
-	readonly #signal: AbortSignal
+	readonly #signal: AbortSignalLike
 	readonly #fire = (): void => this.cancel.fire()
 
 	/** @param signal - a signal not aborted */
-	constructor(signal: AbortSignal) {
+	constructor(signal: AbortSignalLike) {
 		this.#signal = signal
 		signal.addEventListener('abort', this.#fire, { once: true })
 	}
@@ -91,7 +107,7 @@ export class SignalCancel {
  * removed once the call settles. A bad `signal`, and what `call` throws,
  * are thrown, for the caller to map as its other bad input.
  */
-export function withSignal<R>(signal: AbortSignal | undefined, what: ErrorWhat, call: () => unknown): Promise<R> {
+export function withSignal<R>(signal: AbortSignalLike | undefined, what: ErrorWhat, call: () => unknown): Promise<R> {
 	checkSignal(signal, what)
 	if (signal === undefined) return Promise.resolve(call() as R | Promise<R>)
 	if (signal.aborted) return Promise.reject(abortError(signal))
@@ -121,17 +137,17 @@ export function withSignal<R>(signal: AbortSignal | undefined, what: ErrorWhat, 
 }
 
 /** The rejection of a call given up through `signal`. */
-export function abortError(signal: AbortSignal): AbortError {
+export function abortError(signal: AbortSignalLike): AbortError {
 	return new AbortError({ cause: signal.reason })
 }
 
 /** The engine's `CancelledError` of a call given up through `signal`, as an {@link AbortError}. */
-export function abortedAs(signal: AbortSignal | undefined, e: unknown): unknown {
+export function abortedAs(signal: AbortSignalLike | undefined, e: unknown): unknown {
 	return signal?.aborted && e instanceof CancelledError ? abortError(signal) : e
 }
 
 /** {@link checkSignal} for a call that checks its options before it starts. */
-export function signalOf(options: SignalOptions | undefined, what: ErrorWhat): AbortSignal | undefined {
+export function signalOf(options: SignalOptions | undefined, what: ErrorWhat): AbortSignalLike | undefined {
 	const signal = options?.signal
 	checkSignal(signal, what)
 	return signal

@@ -14,7 +14,7 @@ import { Quota, RateLimit, type RateLimitOptions } from './limits'
 import { native, type NativeMaintenance, type NativeStore, type NativeTx } from './native'
 import { Once, type OnceOptions } from './once'
 import { refuseNestedTx, runInside, type Scope, waitsForOwnTx } from './scope'
-import { abortError, abortedAs, SignalCancel, type SignalOptions, signalOf } from './signals'
+import { abortError, abortedAs, type AbortSignalLike, SignalCancel, type SignalOptions, signalOf } from './signals'
 import { Tx } from './tx'
 import { crossingOf, dateArg, invalidArg, type TypedOptions, type ValueType, type ValueTypes } from './values'
 import { View } from './view'
@@ -292,7 +292,7 @@ export class Store implements AsyncDisposable {
 	}
 
 	/** {@link Store.tx} with `watch` firing the engine's cancel when `signal` aborts. */
-	async #txWatched<R>(fn: (tx: Tx) => R | Promise<R>, signal?: AbortSignal, watch?: SignalCancel): Promise<R> {
+	async #txWatched<R>(fn: (tx: Tx) => R | Promise<R>, signal?: AbortSignalLike, watch?: SignalCancel): Promise<R> {
 		const begin = (): Promise<NativeTx> => this.#native.transaction()
 		const native = await (watch ? (watch.call(begin) as Promise<NativeTx>) : begin()).catch((e: unknown) =>
 			Promise.reject(abortedAs(signal, e)),
