@@ -229,11 +229,15 @@ export class Bucket<T> {
 	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
 		const ifVersion = options?.ifVersion
 		if (this.#codec) {
-			return writeOnStore<T | undefined>(this.#store, this.#name, () =>
-				takeDecoded(
-					(v) => this.#decode(v, key),
-					(check) => withSignal(options?.signal, { bucket: this.#name }, () => this.#native.take(key, ifVersion, check)),
-				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name }))),
+			return writeOnStore<T | undefined>(
+				this.#store,
+				this.#name,
+				() =>
+					takeDecoded(
+						(v) => this.#decode(v, key),
+						(check) => this.#native.take(key, ifVersion, check),
+					).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name }))),
+				options?.signal,
 			)
 		}
 		const taken = writeOnStore<unknown>(this.#store, this.#name, () => this.#native.take(key, ifVersion), options?.signal)

@@ -35,6 +35,12 @@ async function holdWriter(store: Store): Promise<{ release: () => Promise<void> 
 	}
 }
 
+/** A codec of JSON text, for a bucket whose `take` reads, decodes and takes. */
+const jsonText = {
+	encode: (v: unknown) => new TextEncoder().encode(JSON.stringify(v)),
+	decode: (b: Uint8Array): unknown => JSON.parse(new TextDecoder().decode(b)),
+}
+
 /** An AbortError whose cause is `reason`, as Node's own APIs reject. */
 function assertAborted(e: unknown, reason: unknown): void {
 	assert.ok(e instanceof AbortError, String(e))
@@ -54,7 +60,9 @@ test('signal: writes queued behind a busy writer write nothing when aborted, and
 	const attempts = store.counters('attempts')
 	const plan = store.quota('plan', { daily: '5/d' })
 	const sends = store.once<number>('sends')
+	const points = store.bucket('points', { codec: jsonText })
 	await codes.set('kept', 'k')
+	await points.set('p', [1, 2])
 	await sends.run('s', async () => 1)
 	const writer = await holdWriter(store)
 	const c = new AbortController()
@@ -62,6 +70,7 @@ test('signal: writes queued behind a busy writer write nothing when aborted, and
 		codes.set('a', 'x', { signal: c.signal }),
 		codes.create('b', 'x', { signal: c.signal }),
 		codes.take('kept', { signal: c.signal }),
+		points.take('p', { signal: c.signal }),
 		codes.expire('kept', '1s', { signal: c.signal }),
 		codes.clear({ signal: c.signal }),
 		attempts.add('ip', 1, { signal: c.signal }),
@@ -82,6 +91,7 @@ test('signal: writes queued behind a busy writer write nothing when aborted, and
 	assert.equal(await attempts.get('ip'), 0)
 	assert.equal((await plan.peek('user')).windows.daily.used, 0)
 	assert.equal(await sends.get('s'), 1)
+	assert.deepEqual(await points.get('p'), [1, 2])
 })
 
 test('signal: a write of the same queue without a signal, or with one not aborted, is written', async () => {
@@ -113,6 +123,9 @@ test('signal: an already aborted signal writes nothing and rejects at once, addi
 	assertAborted(await rejection(codes.set('a', 'x', { signal: s })), reason)
 	assertAborted(await rejection(codes.create('a', 'x', { signal: s })), reason)
 	assertAborted(await rejection(store.counters('c').add('k', 1, { signal: s })), reason)
+	const points = store.bucket('points', { codec: jsonText })
+	await points.set('p', [1, 2])
+	assertAborted(await rejection(points.take('p', { signal: s })), reason)
 	let ran = false
 	const run = store.once<number>('sends').run(
 		'k',
@@ -139,6 +152,7 @@ test('signal: an already aborted signal writes nothing and rejects at once, addi
 	assert.equal(await codes.get('a'), undefined)
 	assert.equal(await store.counters('c').get('k'), 0)
 	assert.equal(await store.once<number>('sends').get('k'), undefined)
+	assert.deepEqual(await points.get('p'), [1, 2])
 })
 
 test('signal: a write whose group started answers as written, whatever the signal', async () => {
