@@ -48,6 +48,7 @@ pub use bare_allow::rate_limit_allow;
 pub use bare_get::fast_reads;
 pub use bare_set::fast_writes;
 pub use bucket::NativeBucket;
+pub use cancel::{NativeCancel, disarm_cancel};
 pub use config::NativeConfig;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use logs::forward_logs;
