@@ -8,7 +8,7 @@
 //!   answered as it ended (written, or failed);
 //! - a transaction waiting for the writer's turn is a write of its own: it
 //!   is given up the same way, and once its turn came its function runs;
-//!   [`TxSession::commit_unless`](crate::TxSession::commit_unless) rolls
+//!   [`BindingTx::commit_unless`](crate::BindingTx::commit_unless) rolls
 //!   it back, writing nothing, when the caller gave up before the commit;
 //! - a run of `once` waiting for another run of its key stops waiting and
 //!   runs nothing ([`crate::waiter_gave_up`]); a claim that comes after is
