@@ -10,7 +10,7 @@
 //! is opt-in because only a caller that keeps the transaction's work on one
 //! thread may use it (Go's `Store.Tx` locks its goroutine to its OS thread).
 
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use tinystore::{CallerContext, Cancel, Error, ErrorKind, Result, Store, Ticket};
 
@@ -18,12 +18,12 @@ use tinystore::{CallerContext, Cancel, Error, ErrorKind, Result, Store, Ticket};
 /// for: a write whose group has not started never runs, and a wait (for a
 /// run of once) ends; the call returns `TS_CANCELLED`.
 // The core's `Cancel`, which says what is given up and when.
-pub struct TsCancel(Cancel);
+pub struct TsCancel(Arc<Cancel>);
 
 /// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
-    Box::into_raw(Box::new(TsCancel(Cancel::default())))
+    Box::into_raw(Box::new(TsCancel(Cancel::new())))
 }
 
 /// Gives up on the call this cancel was passed to (now or later).
@@ -58,14 +58,19 @@ pub(crate) fn wait<T: Send + 'static>(
 ) -> Result<T> {
     let (tx, rx) = mpsc::sync_channel(1);
     // This thread waits for the write: alone, it commits here.
-    let ticket = tinystore::submit_waited(|| {
-        submit(Box::new(move |r| {
-            let _ = tx.send(r);
-        }))
-    })?;
-    if let Some(c) = unsafe { cancel.as_ref() } {
-        c.on_fire(move || ticket.cancel());
-    }
+    let submitted = || {
+        tinystore::submit_waited(|| {
+            submit(Box::new(move |r| {
+                let _ = tx.send(r);
+            }))
+        })
+    };
+    // Submitted under the cancel, the write is given up by the core's rule
+    // (see `tinystore::cancellable`).
+    match unsafe { cancel.as_ref() } {
+        Some(c) => tinystore::cancellable(&c.0, submitted)?,
+        None => submitted()?,
+    };
     rx.recv().unwrap_or_else(|_| {
         Err(Error::new(
             ErrorKind::Closed,

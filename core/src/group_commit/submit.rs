@@ -130,24 +130,31 @@ impl Writer {
         C: FnOnce(S, Result<T>) + Send + 'static,
     {
         let (mut job, cancelled) = new_job(weight, isolation, state, work, done);
+        let ticket = Ticket {
+            cancelled,
+            queued: Some(Arc::downgrade(&self.shared)),
+        };
+        // The caller's cancel is told of the write before the write can
+        // start: a cancel that returns from `fire` before the group starts
+        // has marked it, so it never runs. Fired before the write is
+        // queued, it only marks it, and the write is answered below.
+        if let Some(cancel) = crate::cancel::current() {
+            let t = ticket.clone();
+            cancel.on_fire(move || t.cancel());
+        }
         let q = lock(&self.shared.queue);
         if q.closed {
             drop(q);
             let state = job.state.take().expect("the state was just put there");
             return Err((Error::closed(), state));
         }
-        if WAITS.with(|w| w.get()) && !ON_WRITER.with(|w| w.get()) {
+        if job.cancelled() {
+            drop(q);
+            job.finish(None, None);
+        } else if WAITS.with(|w| w.get()) && !ON_WRITER.with(|w| w.get()) {
             self.run_here_or_push(q, job);
         } else {
             self.push(q, job);
-        }
-        let ticket = Ticket {
-            cancelled,
-            queued: Some(Arc::downgrade(&self.shared)),
-        };
-        if let Some(cancel) = crate::cancel::current() {
-            let t = ticket.clone();
-            cancel.on_fire(move || t.cancel());
         }
         Ok(ticket)
     }
