@@ -2,14 +2,15 @@
 and a hot-key rate limit from both against the ``limits`` package.
 
 What a request handler does: it awaits one store call and goes on. Each
-round times, on one store file, a durable ``take`` and a durable ``set``
-awaited one at a time from an asyncio task and the same calls from the sync
-API (each on a store of its own, on one disk); then ``allow`` on one hot key from both APIs and the ``limits``
-package's moving window (in memory, on many keys: on one hot key at this
-rate its list of timestamps grows without bound, see peers.py). The rounds
+round times a durable ``take`` and a durable ``set`` awaited one at a time
+from an asyncio task and the same calls from the sync API (each API on a
+store of its own, on one disk), every call's own time kept for the p50;
+then ``allow`` on one hot key from both APIs and the ``limits`` package's
+moving window (in memory, on many keys: on one hot key at this rate its
+list of timestamps grows without bound, see peers.py). The rounds
 alternate the contenders; the report gives the medians and their ratios.
 
-    python aio_single.py                # 9 rounds
+    make bench-aio                      # 9 rounds, with limits installed
     python aio_single.py --rounds 15
 """
 
