@@ -20,9 +20,7 @@ import argparse
 import asyncio
 import os
 import random
-import shutil
 import statistics
-import tempfile
 import time
 from typing import Any
 
@@ -40,11 +38,8 @@ def main() -> None:
     ap.add_argument("--limit-keys", type=int, default=10_000, help="keys the limits package spreads over")
     ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
     args = ap.parse_args()
-    base = tempfile.mkdtemp(prefix="tinystore-aio-", dir=args.dir or os.path.dirname(os.path.abspath(__file__)))
-    try:
+    with benchinfo.scratch("tinystore-aio-", args.dir) as base:
         report(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def report(args: argparse.Namespace, base: str) -> None:
