@@ -26,15 +26,31 @@ use crate::completions::TicketCell;
 static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INVALID_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// `name` of the module `module` (`"Context.run"`: an attribute of an
+/// attribute), looked up once and kept in `cell`.
+fn found_once<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        let mut found = py.import(module)?.into_any();
+        for part in name.split('.') {
+            found = found.getattr(part)?;
+        }
+        Ok(found.unbind())
+    })
+    .map(|c| c.bind(py).clone())
+}
+
+/// An attribute of `asyncio`, looked up once.
 fn asyncio_class<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<PyAny>>,
     name: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("asyncio")?.getattr(name)?.unbind())
-    })
-    .map(|c| c.bind(py).clone())
+    found_once(py, cell, "asyncio", name)
 }
 
 enum Outcome {
@@ -407,7 +423,11 @@ impl Pending {
         let py = slf.py();
         let context = match context {
             Some(c) if !c.is_none(py) => Some(c),
-            _ => Some(contextvars(py, &COPY_CONTEXT, "copy_context")?.call0()?.unbind()),
+            _ => Some(
+                found_once(py, &COPY_CONTEXT, "contextvars", "copy_context")?
+                    .call0()?
+                    .unbind(),
+            ),
         };
         let done = {
             let mut st = slf.get().lock();
@@ -595,7 +615,7 @@ fn call_in(py: Python<'_>, ctx: Option<&Py<PyAny>>, cb: &Bound<'_, PyAny>, arg: 
         // caller, and the NULL ends the list. The call takes its arguments
         // from the C stack, without a tuple.
         Some(ctx) => unsafe {
-            let run = contextvars(py, &CONTEXT_RUN, "Context.run")?;
+            let run = found_once(py, &CONTEXT_RUN, "contextvars", "Context.run")?;
             ffi::PyObject_CallFunctionObjArgs(
                 run.as_ptr(),
                 ctx.as_ptr(),
@@ -615,23 +635,6 @@ fn call_in(py: Python<'_>, ctx: Option<&Py<PyAny>>, cb: &Bound<'_, PyAny>, arg: 
 
 static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CONTEXT_RUN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// `contextvars.copy_context`, or the method `contextvars.Context.run`
-/// (`name` with a dot), found once.
-fn contextvars<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        let mut found = py.import("contextvars")?.into_any();
-        for part in name.split('.') {
-            found = found.getattr(part)?;
-        }
-        Ok(found.unbind())
-    })
-    .map(|f| f.bind(py))
-}
 
 static TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
