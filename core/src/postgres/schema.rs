@@ -77,6 +77,10 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
     c.batch_execute(sql::SCHEMA_V2).await.map_err(fail)?;
     c.batch_execute(super::once::SCHEMA_V3).await.map_err(fail)?;
     c.batch_execute(super::limit_rows::SCHEMA_V4).await.map_err(fail)?;
+    c.batch_execute(super::clock::SCHEMA_V5).await.map_err(fail)?;
+    c.execute(super::clock::MARK_RAISE, &[&super::clock::MARK_LOCK])
+        .await
+        .map_err(fail)?;
     c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
         .await
         .map_err(fail)?;

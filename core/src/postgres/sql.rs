@@ -2,12 +2,13 @@
 //! `docs/postgres.md` describes the tables.
 //!
 //! Times are milliseconds since the Unix epoch. `tinystore_now($n)` is the
-//! database server's clock (`clock_timestamp()`), or the store's test clock
-//! when the store passes one: every server judges expiry on one clock. It
+//! database server's clock (`clock_timestamp()`), held at the high-water
+//! mark so that it never moves back (`super::clock`), or the store's test
+//! clock when the store passes one: every server judges expiry on one clock. It
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
 /// The schema this build writes. A database at a newer schema is refused.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;
