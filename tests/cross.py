@@ -237,7 +237,7 @@ def main() -> int:
         racers = [a for a in agents for _ in range(2)]
         parts = {"take": lambda _: take_race(racers), "once": once_across, "once-killed": once_killed,
                  "quota": lambda _: quota_race(racers), "counters": lambda _: counter_race(racers),
-                 "limits": parts["limits"], "clear": parts["clear"]}
+                 "limits": parts["limits"], "clear": lambda _: cross_clear.run(racers, check, start_line)}
     where = f"PostgreSQL ({args.postgres})" if on_postgres() else "kv.db"
     print("cross-language tests with " + ", ".join(a.name for a in agents) + f" on {where}", flush=True)
     for name, part in parts.items():

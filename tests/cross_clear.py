@@ -30,7 +30,7 @@ def _times(lines: list[str], word: str) -> list[list[str]]:
 
 
 def run(agents: list, check: Callable[[bool, str], None], start_line: Callable[[], dict[str, str]]) -> None:
-    print(f"\nclear (KV-8): a branch of {OLD_KEYS} keys cleared while {len(agents)} languages write in it",
+    print(f"\nclear (KV-8): a branch of {OLD_KEYS} keys cleared while {len(agents)} processes write in it",
           flush=True)
     rust = next((a for a in agents if a.name.startswith("rust")), None)
     if rust is None:
@@ -45,7 +45,7 @@ def run(agents: list, check: Callable[[bool, str], None], start_line: Callable[[
         probe = rust.start("clear-probe", d, str(WRITE_MS), env=line)
         clearer = rust.start("clear-branch", d, env={"CROSS_START_AT_MS": str(at + CLEAR_AFTER_MS)})
         cleared = clearer.finish()
-        wrote = {w.agent.name: w.finish() for w in writers}
+        wrote = {f"{w.agent.name} #{i}": w.finish() for i, w in enumerate(writers)}
         saw = _times(probe.finish(), "saw")
         listed = rust.run("clear-list", d)
     began, ended = (_times(cleared, w) for w in ("start", "cleared"))

@@ -329,6 +329,56 @@ fn kv19_a_database_at_a_newer_schema_is_refused_untouched() {
 }
 
 #[test]
+fn kv19_a_schema_of_another_applications_tables_is_refused_untouched() {
+    let location = pg::fresh("kv19_foreign");
+    pg::sql(
+        "kv19_foreign",
+        "CREATE SCHEMA kv19_foreign; CREATE TABLE tinystore_cells (id serial PRIMARY KEY, note text);
+         INSERT INTO tinystore_cells (note) VALUES ('theirs');",
+    );
+    let e = Store::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(
+        e.message().contains("holds tinystore_cells")
+            && e.message().contains("with no tinystore_schema version table")
+            && e.message().contains("belong to another application"),
+        "{e}"
+    );
+    let e = tinystore::Inspector::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        pg::query("kv19_foreign", "SELECT to_regclass('tinystore_schema') IS NULL").as_deref(),
+        Some("t")
+    );
+    assert_eq!(
+        pg::query("kv19_foreign", "SELECT string_agg(note, ',') FROM tinystore_cells").as_deref(),
+        Some("theirs")
+    );
+}
+
+#[test]
+fn kv19_a_version_table_of_another_shape_is_refused_untouched() {
+    let location = pg::fresh("kv19_shape");
+    pg::sql(
+        "kv19_shape",
+        "CREATE SCHEMA kv19_shape; CREATE TABLE tinystore_schema (name text); INSERT INTO tinystore_schema VALUES ('x');",
+    );
+    let e = Store::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(
+        e.message()
+            .contains("whose tinystore_schema is not a TinyStore version table"),
+        "{e}"
+    );
+    let e = tinystore::Inspector::open(&location).err().unwrap();
+    assert!(e.message().contains("belong to another application"), "{e}");
+    assert_eq!(
+        pg::query("kv19_shape", "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'kv19_shape'").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
 fn kv19_a_call_after_close_is_closed() {
     let store = manual("kv19_closed");
     let b = store.bucket::<i64>("b").open().unwrap();

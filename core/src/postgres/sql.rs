@@ -20,6 +20,18 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS tinystore_schema (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     version integer NOT NULL)";
 pub const SCHEMA_READ: &str = "SELECT version FROM tinystore_schema";
+/// Whether the store's schema has its version table, as a store makes it
+/// (the two columns, by name and type).
+pub const SCHEMA_TABLE_SHAPE: &str = "SELECT
+    to_regclass('tinystore_schema') IS NOT NULL,
+    (SELECT count(*) FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'tinystore_schema'
+        AND ((column_name = 'one' AND data_type = 'boolean')
+          OR (column_name = 'version' AND data_type = 'integer'))) = 2";
+/// The relations of the store's schema named as a store names its own.
+pub const SCHEMA_OUR_NAMES: &str = "SELECT string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema() AND c.relname LIKE 'tinystore\\_%'";
 pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1)
     ON CONFLICT (one) DO UPDATE SET version = greatest(tinystore_schema.version, excluded.version)";
 
