@@ -8,6 +8,8 @@
 #   make bench-peers        Python: Redis, limits, the get curve, bytes per session
 #   make bench-node-peers   Node and Bun: rate-limiter-flexible
 #   make bench-reads        Rust: get against a prepared rusqlite read, 10k and 1M keys
+#   make bench-aio          Python: asyncio against the sync API one call at a
+#                           time (take, set, allow), and allow against limits
 #   make bench-charts       SVGs in bench/charts/ from bench/results/*.json
 #   make bench-peers BENCH_SHORT=1   a quick run that checks it all works
 #
@@ -22,8 +24,8 @@ BENCH_PY_PEERS := "redis>=5" "limits>=4" "matplotlib>=3.8" diskcache
 BENCH_SHORT ?=
 BENCH_PEERS_ARGS ?= $(if $(BENCH_SHORT),--short)
 
-.PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-reads bench-charts
-BENCH_TARGETS += bench-reads bench-peers bench-node-peers bench-charts
+.PHONY: bench-tools bench-redis bench-peers bench-node-peers bench-reads bench-charts bench-aio
+BENCH_TARGETS += bench-reads bench-peers bench-aio bench-node-peers bench-charts
 
 $(BENCH_VENV)/.ready: mk/bench-peers.mk
 	python3 -m venv $(BENCH_VENV)
@@ -39,6 +41,9 @@ bench-tools: $(BENCH_VENV)/.ready bench-redis
 
 bench-peers: build-python bench-tools
 	cd bench/python && PYTHONPATH=$(ROOT)/python $(BENCH_PY) peers.py $(BENCH_PEERS_ARGS)
+
+bench-aio: build-python $(BENCH_VENV)/.ready
+	cd bench/python && PYTHONPATH=$(ROOT)/$(PY_DIR) $(BENCH_PY) aio_single.py
 
 bench-node-peers: node $$(BENCH_NODE_DIR)/node_modules/.package-lock.json
 	cd $(BENCH_NODE_DIR) && SHORT=$(if $(BENCH_SHORT),1,0) node peers.mjs

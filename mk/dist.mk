@@ -1,13 +1,14 @@
 # Packages as a release publishes them, all of one version, in dist/ (not in
-# make test: the wheels alone build the Python module once per CPython).
+# make test: the wheel builds the Python module again with zig).
 #
 #   make dist        everything below (about 12 minutes on 2 cores after make test)
 #   make test-dist   make dist, then tests/dist/check_dist.py installs each
 #                    package into a clean place with cargo and rustc off the
 #                    PATH and runs the handbook's chat from each on one store
+#                    (the wheel in a venv of each CPython of PY_DIST_VERSIONS)
 #
-#   dist/python/  tinystore-V-cp3XX-cp3XX-manylinux_2_28_x86_64.whl for each
-#                 CPython of PY_DIST_VERSIONS found here, and the sdist
+#   dist/python/  tinystore-V-cp310-abi3-manylinux_2_28_x86_64.whl, one wheel
+#                 for every CPython from 3.10, and the sdist
 #   dist/npm/     tinystore-V.tgz and tinystore-linux-x64-gnu-V.tgz, laid out
 #                 as napi-rs publishes them (node/scripts/stage-npm.mjs)
 #   dist/go/      a module proxy (GOPROXY=file://.../dist/go) serving
@@ -15,11 +16,9 @@
 #   dist/rust/    the crates tinystore and tinystore-cli (cargo package) and
 #                 the tinystore command, tinystore-cli-V-TRIPLE.tar.gz
 #
-# The wheels are per CPython, not abi3: the limited API has none of the
-# calls the asyncio glue of bindings/python makes on every completion
-# (PyContext_Enter/Exit/CopyCurrent, PyObject_CallOneArg, PyCFunctionObject's
-# fields) nor PyUnicode_New, so an abi3 build needs Python-level stand-ins on
-# that path: a choice for the glue, not for packaging. The tag is
+# The wheel is abi3: the module is built against CPython 3.10's limited
+# API (pyo3's abi3-py310), so one wheel loads in every CPython from 3.10.
+# test-dist installs it in each of PY_DIST_VERSIONS found here. The tag is
 # manylinux_2_28 (glibc 2.28, what RHEL 8, Debian 10 and Ubuntu 18.10 and
 # later have): zig links the module against that glibc's symbols (maturin
 # --zig, zig from the ziglang wheel on PyPI), where the system's linker on
@@ -41,22 +40,12 @@ dist: dist-versions dist-python dist-npm dist-go dist-rust
 dist-versions:
 	@python3 packaging/versions.py >/dev/null
 
-# Each CPython of PY_DIST_VERSIONS that runs here: on PATH, or one pyenv
-# keeps (pyenv's shim answers only for the version it has selected).
-PY_DIST_FIND = for v in $(PY_DIST_VERSIONS); do \
-	  for p in "$$(command -v python$$v)" $$(ls -d "$$(pyenv root 2>/dev/null)"/versions/$$v.*/bin/python$$v 2>/dev/null) /usr/bin/python$$v; do \
-	    if [ -n "$$p" ] && "$$p" -c pass 2>/dev/null; then echo "$$p"; break; fi; \
-	  done; \
-	done
-
 dist-python: dist-versions $$(PY_VENV)/.ready
 	rm -rf $(DIST)/python
 	$(abspath $(PY_VENV))/bin/python -m pip install -q --disable-pip-version-check "$(PY_ZIG)"
-	pythons="$$($(PY_DIST_FIND))"; test -n "$$pythons" || { echo "dist: no CPython of $(PY_DIST_VERSIONS) here"; exit 1; }; \
-	echo "dist: wheels for $$(echo $$pythons)"; \
 	cd $(PY_DIST) && PATH="$(abspath $(PY_VENV))/bin:$$PATH" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/zig \
 		$(abspath $(PY_VENV))/bin/maturin build --release --strip --quiet --zig \
-		--compatibility $(PY_MANYLINUX) $$(for p in $$pythons; do echo --interpreter $$p; done) --out $(DIST)/python
+		--compatibility $(PY_MANYLINUX) --interpreter $(PY) --out $(DIST)/python
 	cd $(PY_DIST) && $(abspath $(PY_VENV))/bin/maturin sdist --out $(DIST)/python
 
 # Recursive: PY_DIR comes from python.mk, which may be read after this file.
@@ -112,5 +101,5 @@ dist-rust: dist-versions
 
 # The test of what make dist wrote; .ci/run runs it after make test.
 test-dist: dist node-deps
-	python3 tests/dist/check_dist.py --dist $(DIST) --version $(DIST_VERSION) \
+	python3 tests/dist/check_dist.py --dist $(DIST) --version $(DIST_VERSION) --pythons "$(PY_DIST_VERSIONS)" \
 		--bun $(NODE_BIN)/bun --tsc $(NODE_BIN)/tsc --types $(NODE_DIR)/node_modules/@types

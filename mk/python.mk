@@ -25,8 +25,10 @@ venv-python: $(PY_VENV)/.ready
 # `maturin develop` writes the module next to the sources (python/tinystore)
 # and links the package into the venv. It shares the workspace's target dir
 # and CARGO_BUILD_TARGET, in release (unlike `cargo test`), so neither
-# rebuilds the other's pyo3.
+# rebuilds the other's pyo3. The module is abi3 (`_native.abi3.so`): a
+# per-CPython one left by an older build would be imported before it.
 build-python: $(PY_VENV)/.ready
+	rm -f $(PY_DIR)/tinystore/_native.cpython-*.so
 	cd $(PY_DIR) && VIRTUAL_ENV=$(abspath $(PY_VENV)) PATH=$(abspath $(PY_VENV))/bin:$$PATH \
 		maturin develop --release --quiet
 

@@ -17,11 +17,9 @@ import argparse
 import asyncio
 import os
 import random
-import shutil
 import sqlite3
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -99,11 +97,8 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
     args = ap.parse_args()
 
-    base = tempfile.mkdtemp(prefix="tinystore-bench-", dir=args.dir or os.path.dirname(os.path.abspath(__file__)))
-    try:
+    with benchinfo.scratch("tinystore-bench-", args.dir) as base:
         report(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def report(args: argparse.Namespace, base: str) -> None:

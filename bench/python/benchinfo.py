@@ -8,13 +8,16 @@ the machine, the command and the load average, and the JSON written to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import shutil
+import tempfile
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
@@ -40,6 +43,18 @@ def machine() -> dict[str, Any]:
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
         "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
+
+
+@contextlib.contextmanager
+def scratch(prefix: str, where: str | None) -> Iterator[str]:
+    """A new directory for a run's files, removed after it: in ``where``
+    (a bench's ``--dir``), else beside the benches, on a real disk where an
+    fsync costs what it does for users."""
+    base = tempfile.mkdtemp(prefix=prefix, dir=where or os.path.dirname(os.path.abspath(__file__)))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def header(title: str, meta: dict[str, Any]) -> None:

@@ -15,9 +15,7 @@ import argparse
 import asyncio
 import itertools
 import os
-import shutil
 import sqlite3
-import tempfile
 import time
 
 import benchinfo
@@ -47,11 +45,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
     args = ap.parse_args()
-    base = tempfile.mkdtemp(prefix="tinystore-txsets-", dir=args.dir or os.path.dirname(os.path.abspath(__file__)))
-    try:
+    with benchinfo.scratch("tinystore-txsets-", args.dir) as base:
         report(args, base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def report(args: argparse.Namespace, base: str) -> None:

@@ -296,6 +296,28 @@ async def test_kv15_a_task_resumes_from_a_write_in_its_own_context_and_as_itself
     assert await asyncio.gather(*(one(i) for i in range(64))) == [(i, True) for i in range(64)]
 
 
+async def test_kv15_a_write_runs_its_done_callbacks_each_in_its_context(store: tinystore.Store) -> None:
+    # Callbacks on a write's native answer run as asyncio's futures run
+    # them: in the context given to add_done_callback, or else in a copy of
+    # the context current when it was added; each sees the answer.
+    b = store.bucket("b", int)
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[tuple[str, str, bool]] = []
+    given = contextvars.copy_context()
+    given.run(var.set, "given")
+    var.set("when added")
+    write = b._n.delete("k", None, asyncio.get_running_loop())
+    write.add_done_callback(lambda w: seen.append(("given", var.get(), w.result())), context=given)
+    write.add_done_callback(lambda w: seen.append(("copied", var.get(), w.result())))
+    var.set("changed after")
+    assert await write is False
+    await asyncio.sleep(0)  # a callback added after the answer runs through call_soon
+    write.add_done_callback(lambda w: seen.append(("late", var.get(), w.result())))
+    await asyncio.sleep(0)
+    assert seen == [("given", "given", False), ("copied", "when added", False), ("late", "changed after", False)]
+    assert var.get() == "changed after"  # no callback's context leaked into the task's
+
+
 async def test_kv15_every_way_to_await_a_write_gets_its_answer(store: tinystore.Store) -> None:
     b = store.bucket("b", int)
     version = await asyncio.create_task(b.set("k", 1))

@@ -168,7 +168,7 @@ class BucketBase(Generic[T]):
     def _list_native(self, after: Key | None, limit: Any) -> Any:
         """One page from the core; a page size of another type is bad input (KV-18)."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-            message = f"a page size (limit) must be an int from 1 to 1000, not {type(limit).__name__} {limit!r}"
+            message = f"a page size (limit) must be an int from 1 to {_native.MAX_PAGE}, not {type(limit).__name__} {limit!r}"
             raise InvalidError(message, bucket=self.name)
         return self._n.list(after, limit)
 

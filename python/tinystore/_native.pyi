@@ -366,6 +366,14 @@ class Pending:
         Runs `fn(self)` when answered (at once, through `call_soon`, when
         it already is).
         """
+    @staticmethod
+    def answered(value: Any) -> "Any":
+        """
+        An answer given already, for a call answered inline (a rate limit's
+        `allow`, from memory): awaiting it gives `value` at once, without an
+        `asyncio.Future` or a pass through the loop. Made on the running
+        loop, as a future would be.
+        """
     def cancel(self, /, msg: Any | None = None) -> bool:
         """
         Gives up on the write: a write whose group has not started is never
@@ -388,6 +396,11 @@ class Pending:
         """
         The write's error, None when it succeeded; raises as `result` does
         when cancelled or not answered yet.
+        """
+    @staticmethod
+    def failed(error: "BaseException") -> "Any":
+        """
+        An answer given already that raises `error` when awaited.
         """
     def get_loop(self, /) -> "asyncio.AbstractEventLoop":
         """

@@ -2,8 +2,9 @@
 with no cargo and no rustc, and runs the handbook's chat from each on one
 shared store (`make test-dist`).
 
-- Python: each wheel into a new venv of its CPython; install_check.py in
-  each, and the chat (examples/python) in the venv of `python3`.
+- Python: the one abi3 wheel into a new venv of each CPython from 3.10
+  (--pythons); install_check.py in each, and the chat (examples/python) in
+  the venv of `python3`.
 - npm: both tarballs into a new project; the chat (examples/node) compiled
   against the installed package's types, run by Node, and run from its
   TypeScript by Bun.
@@ -80,6 +81,7 @@ class Checks:
         self.bun: Path = args.bun
         self.tsc: Path = args.tsc
         self.types: Path = args.types
+        self.pythons: list[str] = args.pythons.split()
         self.work = work
         self.env = clean_env(work)
         self.store = work / "store"
@@ -87,39 +89,40 @@ class Checks:
 
     def python_wheels(self) -> None:
         wheels = sorted((self.dist / "python").glob("*.whl"))
-        if not wheels:
-            raise Failed("no wheel in dist/python")
+        want = f"tinystore-{self.version}-cp310-abi3-manylinux_2_28_x86_64.whl"
+        if [w.name for w in wheels] != [want]:
+            raise Failed(f"dist/python holds {[w.name for w in wheels]}, not the one abi3 wheel {want}")
+        wheel = wheels[0]
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+        for needed in ("tinystore/py.typed", "tinystore/__init__.py", "tinystore/_native.pyi", "tinystore/_native.abi3.so"):
+            if needed not in names:
+                raise Failed(f"{wheel.name} lacks {needed}")
         default = subprocess.run(
-            [shutil.which("python3", path=self.env["PATH"]) or "python3", "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+            [shutil.which("python3", path=self.env["PATH"]) or "python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
             text=True,
             capture_output=True,
             check=True,
             env=self.env,
         ).stdout.strip()
-        chatted = False
-        for wheel in wheels:
-            m = re.fullmatch(rf"tinystore-{re.escape(self.version)}-(cp3\d+)-(cp3\d+)-manylinux_2_28_x86_64\.whl", wheel.name)
-            if not m:
-                raise Failed(f"{wheel.name}: not tinystore-{self.version}-cp3XX-cp3XX-manylinux_2_28_x86_64.whl")
-            with zipfile.ZipFile(wheel) as z:
-                names = z.namelist()
-            for needed in ("tinystore/py.typed", "tinystore/__init__.py", "tinystore/_native.pyi"):
-                if needed not in names:
-                    raise Failed(f"{wheel.name} lacks {needed}")
-            tag = m.group(1)
-            python = self.python_for(tag)
-            venv = self.work / f"venv-{tag}"
+        # The one wheel, in a venv of every CPython asked for that runs
+        # here; the oldest the tag promises must be among them.
+        found = {v: p for v in self.pythons if (p := self.python_for(v))}
+        if self.pythons[0] not in found:
+            raise Failed(f"no python{self.pythons[0]} here: the cp310-abi3 wheel is not tried on its oldest CPython")
+        print(f"   the wheel in CPython {', '.join(found)}", flush=True)
+        for version, python in found.items():
+            venv = self.work / f"venv-{version}"
             run([python, "-m", "venv", str(venv)], self.work, self.env)
             run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check", str(wheel)], self.work, self.env)
             out = run([str(venv / "bin" / "python"), str(ROOT / "python" / "tests" / "install_check.py")], self.work, self.env)
             if str(venv) not in out:
-                raise Failed(f"{wheel.name}: install_check imported tinystore from elsewhere:\n{out}")
-            if tag == default:
+                raise Failed(f"{wheel.name} in CPython {version}: install_check imported tinystore from elsewhere:\n{out}")
+            if version == default:
                 shutil.copy(EXAMPLES / "python" / "chat.py", self.work / "chat.py")
                 chat_ran(run([str(venv / "bin" / "python"), "chat.py", str(self.store)], self.work, self.env), "Python")
-                chatted = True
-        if not chatted:
-            raise Failed(f"no wheel for python3 here ({default}), so the Python chat did not run")
+        if default not in found:
+            raise Failed(f"python3 here is {default}, not one of {', '.join(self.pythons)}, so the Python chat did not run")
         sdists = list((self.dist / "python").glob(f"tinystore-{self.version}.tar.gz"))
         if len(sdists) != 1:
             raise Failed(f"no sdist tinystore-{self.version}.tar.gz in dist/python")
@@ -129,8 +132,8 @@ class Checks:
             if not any(n.endswith("/" + needed) for n in names):
                 raise Failed(f"the sdist lacks {needed}")
 
-    def python_for(self, tag: str) -> str:
-        version = f"{tag[2]}.{tag[3:]}"
+    def python_for(self, version: str) -> str | None:
+        """The CPython `version` here (on PATH, or one pyenv keeps), or None."""
         candidates = [shutil.which(f"python{version}", path=self.env["PATH"])]
         pyenv = subprocess.run(["pyenv", "root"], capture_output=True, text=True, env=self.env) if shutil.which("pyenv", path=self.env["PATH"]) else None
         if pyenv and pyenv.returncode == 0:
@@ -138,7 +141,7 @@ class Checks:
         for c in candidates:
             if c and subprocess.run([c, "-c", "pass"], capture_output=True, env=self.env).returncode == 0:
                 return c
-        raise Failed(f"no python{version} here to install the {tag} wheel with")
+        return None
 
     def npm_package(self) -> None:
         main = self.dist / "npm" / f"tinystore-{self.version}.tgz"
@@ -257,20 +260,23 @@ def main() -> int:
     ap.add_argument("--bun", type=Path, required=True, help="the bun binary")
     ap.add_argument("--tsc", type=Path, required=True, help="the TypeScript compiler that type-checks the chat")
     ap.add_argument("--types", type=Path, required=True, help="the @types folder holding @types/node")
+    ap.add_argument("--pythons", default="3.10 3.11 3.12 3.13", help="the CPythons to install the wheel in, oldest first")
+    ap.add_argument("--only", choices=("python", "npm", "go", "rust"), help="run one language's checks")
     args = ap.parse_args()
     for name in ("dist", "bun", "tsc", "types"):
         setattr(args, name, getattr(args, name).resolve())
     with tempfile.TemporaryDirectory(prefix="tinystore-dist-") as tmp:
         checks = Checks(args, Path(tmp))
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("npm pack of an unbuilt checkout refuses", checks.npm_pack_unbuilt),
-            ("the wheels install and run in clean venvs", checks.python_wheels),
-            ("the npm packages install and run under Node and Bun", checks.npm_package),
-            ("the Go module builds from GOPROXY=file://", checks.go_module),
-            ("the crates are packaged; the tinystore command reads the store", checks.rust),
+        steps: list[tuple[str, Callable[[], None], str]] = [
+            ("npm pack of an unbuilt checkout refuses", checks.npm_pack_unbuilt, "npm"),
+            ("the abi3 wheel installs and runs in a clean venv of each CPython", checks.python_wheels, "python"),
+            ("the npm packages install and run under Node and Bun", checks.npm_package, "npm"),
+            ("the Go module builds from GOPROXY=file://", checks.go_module, "go"),
+            ("the crates are packaged; the tinystore command reads the store", checks.rust, "rust"),
         ]
+        steps = [(t, step, lang) for t, step, lang in steps if args.only in (None, lang)]
         passed = failed = 0
-        for title, step in steps:
+        for title, step, _ in steps:
             print(f"== {title}", flush=True)
             try:
                 step()

@@ -164,7 +164,8 @@ fn answer_version(py: Python<'_>, v: Version) -> PyResult<Py<PyAny>> {
 
 /// A version as Python gets it: its decimal text, spelled on the stack
 /// (the answer of every set: `to_string` cost a heap string and the
-/// formatting machinery each).
+/// formatting machinery each). The limited API makes a str only from
+/// encoded bytes: the digits pass CPython's ASCII check once.
 fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
     let mut buf = [0u8; 20]; // i64::MIN spells in 20 bytes
     let mut at = buf.len();
@@ -183,20 +184,9 @@ fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
         buf[at] = b'-';
     }
     let digits = &buf[at..];
-    // An ASCII str filled in place: no UTF-8 check or decoding.
-    // SAFETY: with the GIL; PyUnicode_New(n, 127) makes a compact ASCII str
-    // of n one-byte characters, written here before anyone sees it.
-    unsafe {
-        let s = pyo3::ffi::PyUnicode_New(digits.len() as pyo3::ffi::Py_ssize_t, 127);
-        if s.is_null() {
-            drop(PyErr::fetch(py)); // out of memory: the slower way may yet work
-            return pyo3::types::PyString::new(py, std::str::from_utf8(digits).unwrap_or_default())
-                .into_any()
-                .unbind();
-        }
-        std::ptr::copy_nonoverlapping(digits.as_ptr(), pyo3::ffi::PyUnicode_1BYTE_DATA(s), digits.len());
-        Bound::from_owned_ptr(py, s).unbind()
-    }
+    pyo3::types::PyString::new(py, std::str::from_utf8(digits).unwrap_or_default())
+        .into_any()
+        .unbind()
 }
 
 pub(crate) fn created(c: Created<Raw>) -> bool {

@@ -231,7 +231,7 @@ pub struct Completions {
     /// instructions, ~300 a write).
     answered: Mutex<Vec<Answer>>,
     /// A weak reference to the loop, to schedule `flush` without keeping it alive.
-    loop_ref: Py<PyAny>,
+    pub(crate) loop_ref: Py<PyAny>,
     /// An `asyncio.Future` of the loop, done with None, made at the first
     /// `drain`: what a waiting task's wake-up gets for a write that succeeded
     /// (see `Pending::finish`).

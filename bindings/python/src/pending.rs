@@ -11,7 +11,7 @@
 //! once. Everything else keeps asyncio's rules: a callback added after the
 //! answer, and the callbacks of a cancelled write, go through `call_soon`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
@@ -26,15 +26,31 @@ use crate::completions::TicketCell;
 static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INVALID_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// `name` of the module `module` (`"Context.run"`: an attribute of an
+/// attribute), looked up once and kept in `cell`.
+fn found_once<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        let mut found = py.import(module)?.into_any();
+        for part in name.split('.') {
+            found = found.getattr(part)?;
+        }
+        Ok(found.unbind())
+    })
+    .map(|c| c.bind(py).clone())
+}
+
+/// An attribute of `asyncio`, looked up once.
 fn asyncio_class<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<PyAny>>,
     name: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("asyncio")?.getattr(name)?.unbind())
-    })
-    .map(|c| c.bind(py).clone())
+    found_once(py, cell, "asyncio", name)
 }
 
 enum Outcome {
@@ -158,6 +174,18 @@ impl Pending {
             Some(r) => r.bind(py).call0(),
             None => Ok(py.None().into_bound(py)),
         }
+    }
+
+    /// A `Pending` of the running loop that has its answer already.
+    fn given(py: Python<'_>, answer: PyResult<Py<PyAny>>) -> PyResult<Pending> {
+        let running = crate::completions::running_loop(py)?;
+        let completions = crate::completions::Completions::of_loop(&running)?;
+        let made = Pending::with(None, OnceLock::from(completions.get().loop_ref.clone_ref(py)));
+        made.lock().outcome = match answer {
+            Ok(v) => Outcome::Value(v),
+            Err(e) => Outcome::Error(e),
+        };
+        Ok(made)
     }
 
     /// Makes the write of an unstarted `set` on the running loop.
@@ -329,6 +357,23 @@ impl Pending {
 
 #[pymethods]
 impl Pending {
+    /// An answer given already, for a call answered inline (a rate limit's
+    /// `allow`, from memory): awaiting it gives `value` at once, without an
+    /// `asyncio.Future` or a pass through the loop. Made on the running
+    /// loop, as a future would be.
+    #[staticmethod]
+    #[pyo3(signature = (value) -> "Any")]
+    fn answered(py: Python<'_>, value: Py<PyAny>) -> PyResult<Pending> {
+        Pending::given(py, Ok(value))
+    }
+
+    /// An answer given already that raises `error` when awaited.
+    #[staticmethod]
+    #[pyo3(signature = (error: "BaseException") -> "Any")]
+    fn failed(py: Python<'_>, error: &Bound<'_, PyAny>) -> PyResult<Pending> {
+        Pending::given(py, Err(PyErr::from_value(error.clone())))
+    }
+
     /// Awaiting a `Pending` yields it once to the task, which waits for its
     /// answer; then gives the answer.
     fn __await__(slf: Py<Self>) -> Py<Self> {
@@ -378,8 +423,11 @@ impl Pending {
         let py = slf.py();
         let context = match context {
             Some(c) if !c.is_none(py) => Some(c),
-            // SAFETY: called with the GIL; returns a new reference or NULL with an error set.
-            _ => Some(unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_CopyCurrent())? }.unbind()),
+            _ => Some(
+                found_once(py, &COPY_CONTEXT, "contextvars", "copy_context")?
+                    .call0()?
+                    .unbind(),
+            ),
         };
         let done = {
             let mut st = slf.get().lock();
@@ -557,50 +605,75 @@ fn stop_with(py: Python<'_>, value: Py<PyAny>) {
     }
 }
 
-/// Calls `cb(arg)` inside `ctx` (a `contextvars.Context`), as
-/// `ctx.run(cb, arg)` does, without looking up and calling `run`.
+/// Calls `cb(arg)` inside `ctx` (a `contextvars.Context`): `ctx.run(cb,
+/// arg)`, through the method `Context.run` found once. The limited API has
+/// no call to enter a context; `Context.run` enters it and leaves it
+/// whether or not the call raised, as the interpreter's own handles do.
 fn call_in(py: Python<'_>, ctx: Option<&Py<PyAny>>, cb: &Bound<'_, PyAny>, arg: &Bound<'_, PyAny>) -> PyResult<()> {
-    // SAFETY: with the GIL; every pointer is a live object held by the
-    // caller; Enter and Exit pair as in the interpreter's own `Context.run`
-    // (Exit runs whether or not the call raised).
-    unsafe {
-        if let Some(ctx) = ctx
-            && ffi::PyContext_Enter(ctx.as_ptr()) != 0
-        {
-            return Err(PyErr::fetch(py));
-        }
-        let out = ffi::PyObject_CallOneArg(cb.as_ptr(), arg.as_ptr());
-        let called = Bound::from_owned_ptr_or_err(py, out).map(drop);
-        if let Some(ctx) = ctx
-            && ffi::PyContext_Exit(ctx.as_ptr()) != 0
-        {
-            return Err(PyErr::fetch(py));
-        }
-        called
-    }
+    let out = match ctx {
+        // SAFETY: with the GIL; every argument is a live object held by the
+        // caller, and the NULL ends the list. The call takes its arguments
+        // from the C stack, without a tuple.
+        Some(ctx) => unsafe {
+            let run = found_once(py, &CONTEXT_RUN, "contextvars", "Context.run")?;
+            ffi::PyObject_CallFunctionObjArgs(
+                run.as_ptr(),
+                ctx.as_ptr(),
+                cb.as_ptr(),
+                arg.as_ptr(),
+                std::ptr::null_mut::<ffi::PyObject>(),
+            )
+        },
+        // SAFETY: as above.
+        None => unsafe {
+            ffi::PyObject_CallFunctionObjArgs(cb.as_ptr(), arg.as_ptr(), std::ptr::null_mut::<ffi::PyObject>())
+        },
+    };
+    // SAFETY: with the GIL; a new reference, or NULL with an error set.
+    unsafe { Bound::from_owned_ptr_or_err(py, out) }.map(drop)
 }
+
+static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CONTEXT_RUN: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 static TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// The C function of the wake-up a C `asyncio.Task` adds to the future
+/// it waits on, once one was seen (0 until then).
+static TASK_WAKEUP: AtomicUsize = AtomicUsize::new(0);
+
 /// Whether `cb` is the wake-up a C `asyncio.Task` (or a subclass) adds to
-/// the future it waits on: the function `task_wakeup` bound to the task.
+/// the future it waits on: the built-in `task_wakeup` bound to the task.
+/// The limited API keeps a built-in's method definition out of reach, so
+/// the first wake-up is known by its `__name__` and its C function is kept;
+/// every later one is that function, bound to a task.
 fn is_task_wakeup(py: Python<'_>, cb: &Bound<'_, PyAny>) -> bool {
     let Ok(task) = asyncio_class(py, &TASK, "Task") else {
         return false;
     };
-    // SAFETY: with the GIL; a PyCFunction's method definition and name are
-    // static C data of the module that made it, alive while it is.
-    unsafe {
+    // SAFETY: with the GIL; `cb` is a live object, and a built-in's
+    // `__self__` is borrowed from it.
+    let function = unsafe {
         let f = cb.as_ptr();
         if ffi::PyCFunction_Check(f) == 0 {
             return false;
         }
-        let f = f.cast::<ffi::PyCFunctionObject>();
-        let (def, owner) = ((*f).m_ml, (*f).m_self);
-        if def.is_null() || owner.is_null() || (*def).ml_name.is_null() {
+        let function = ffi::PyCFunction_GetFunction(f).map_or(0, |f| f as usize);
+        let owner = ffi::PyCFunction_GetSelf(f);
+        if function == 0 || owner.is_null() || ffi::PyObject_TypeCheck(owner, task.as_ptr().cast()) == 0 {
             return false;
         }
-        std::ffi::CStr::from_ptr((*def).ml_name) == c"task_wakeup"
-            && ffi::PyObject_TypeCheck(owner, task.as_ptr().cast()) != 0
+        function
+    };
+    let known = TASK_WAKEUP.load(Ordering::Relaxed);
+    if known != 0 {
+        return function == known;
     }
+    let named = cb
+        .getattr(intern!(py, "__name__"))
+        .is_ok_and(|n| n.extract::<&str>().is_ok_and(|n| n == "task_wakeup"));
+    if named {
+        TASK_WAKEUP.store(function, Ordering::Relaxed);
+    }
+    named
 }
