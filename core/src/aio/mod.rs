@@ -265,13 +265,13 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
         let (bucket, key, expiry) = (self.bucket.raw().clone(), self.key, self.opts.expiry);
         WriteFuture::start(move |done| {
             bucket.create_then(&key, raw, expiry, move |r| {
-                done(r.map(|c| matches!(c, Created::Written(_))))
+                done(r.map(|c| c.written()))
             })
         })
     }
 
-    /// [`crate::KeyCall::create_entry`]: the version written, or the entry
-    /// found.
+    /// [`crate::KeyCall::create_entry`]: the version and expiry written, or
+    /// the entry found.
     pub fn create_entry(self, value: &T) -> WriteFuture<Created<T>> {
         let (raw, _) = match self.bucket.encode_holding(&self.key, value, MAX_VALUE) {
             Ok(x) => x,
@@ -283,10 +283,7 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
             let named = bucket.clone();
             let k = key.clone();
             bucket.create_then(&key, raw, expiry, move |r| {
-                done(r.and_then(|c| match c {
-                    Created::Written(v) => Ok(Created::Written(v)),
-                    Created::Found(e) => typed(&*codec, e).map(Created::Found).map_err(|e| named.named(&k, e)),
-                }))
+                done(r.and_then(|c| c.try_map(|e| typed(&*codec, e).map_err(|e| named.named(&k, e)))))
             })
         })
     }
