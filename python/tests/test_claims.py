@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import assert_type
 
 import pytest
 
@@ -27,6 +28,7 @@ async def test_kv10_create_entry_answers_the_entry_written_then_the_one_found(st
     assert await seen.entry("evt") == first.entry
 
     again = await seen.create_entry("evt", Claim("b"), ttl="1h")
+    assert_type(again, tinystore.Created[Claim])
     assert again.written is False
     assert again.entry == first.entry, "the live entry, its value read as the bucket's type"
     assert isinstance(again.entry.value, Claim)
@@ -54,6 +56,7 @@ def test_kv10_sync_create_entry_and_set_answer_what_entry_reads(sync_store: tiny
     claim: tinystore.Created[str] = seen.create_entry("evt", "handling", expires_at=START + dt.timedelta(hours=1))
     assert claim.written and claim.entry.expires_at == START + dt.timedelta(hours=1)
     found = seen.create_entry("evt", "other")
+    assert_type(found, tinystore.Created[str])
     assert (found.written, found.entry) == (False, claim.entry)
     kept = seen.set("evt", "done", if_version=claim.entry.version)
     read = seen.entry("evt")
@@ -67,6 +70,7 @@ def test_kv10_sync_create_entry_inside_a_transaction(sync_store: tinystore.sync.
     seen = sync_store.bucket("events", int)
     with sync_store.tx() as tx:
         written = tx.with_(seen).create_entry("evt", 1)
+        assert_type(written, tinystore.Created[int])
         found = tx.with_(seen).create_entry("evt", 2)
         assert written.written and not found.written
         assert found.entry == written.entry
@@ -82,6 +86,7 @@ async def test_kv10_asyncio_create_entry_inside_a_transaction(store: tinystore.S
         found: tinystore.Created[int] = await tx.with_(seen).create_entry("evt", 2)
         assert not found.written and found.entry.value == 1
         written = await tx.with_(seen).create_entry("new", 5, ttl="1h")
+        assert_type(written.entry, tinystore.Entry[int])
         assert written.written and written.entry.expires_at == START + dt.timedelta(hours=1)
     assert await seen.get("new") == 5
 
