@@ -370,7 +370,10 @@ fn kv10_create_entry_answers_the_claim_a_set_binds_to() {
     let b = store.bucket::<i64>("claims").open().unwrap();
     let claim = b.key("evt").ttl(Duration::from_secs(600)).create_entry(&1).unwrap();
     let expires = store.clock().now() + Duration::from_secs(600);
-    assert!(matches!(claim, Created::Written { expires_at: Some(t), .. } if t == expires), "{claim:?}");
+    assert!(
+        matches!(claim, Created::Written { expires_at: Some(t), .. } if t == expires),
+        "{claim:?}"
+    );
     let again = b.key("evt").create_entry(&2).unwrap();
     assert!(!again.written());
     assert_eq!((again.version(), again.expires_at()), (claim.version(), Some(expires)));

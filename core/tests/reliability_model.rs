@@ -294,7 +294,11 @@ fn run_case(ops: &[Op]) {
                             Some(e) => Some(m.at(e)),
                             None => (b == 1).then_some(m.now + TTL),
                         };
-                        assert_eq!(expires_at, expires.map(from_millis), "{what}: the expiry create answers");
+                        assert_eq!(
+                            expires_at,
+                            expires.map(from_millis),
+                            "{what}: the expiry create answers"
+                        );
                         m.rows[b].insert(
                             p_,
                             Row {

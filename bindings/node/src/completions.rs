@@ -214,7 +214,7 @@ pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_
 /// own: (its memory, the buffer, the array).
 fn typed_array(
     env: napi_env,
-    ty: sys::TypedarrayType,
+    ty: sys::napi_typedarray_type,
     cap: usize,
     size: usize,
     what: &str,

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::inspect::PyStaticExpr;
 use pyo3::IntoPyObjectExt;
+use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};

@@ -263,11 +263,7 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
             Err(e) => return WriteFuture::ready(Err(e)),
         };
         let (bucket, key, expiry) = (self.bucket.raw().clone(), self.key, self.opts.expiry);
-        WriteFuture::start(move |done| {
-            bucket.create_then(&key, raw, expiry, move |r| {
-                done(r.map(|c| c.written()))
-            })
-        })
+        WriteFuture::start(move |done| bucket.create_then(&key, raw, expiry, move |r| done(r.map(|c| c.written()))))
     }
 
     /// [`crate::KeyCall::create_entry`]: the version and expiry written, or
