@@ -228,15 +228,8 @@ impl NativeBucket {
         expires_at: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None),
-            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
-            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
-            |env, created| js::boolean(env, created.written()),
-        )
+        let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
+        self.create_in(env, &scope, args, |env, created| js::boolean(env, created.written()))
     }
 
     /// Writes a value if the key is absent, in `scope`; answers whether it
@@ -254,22 +247,15 @@ impl NativeBucket {
         expires_at: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
+        let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
+        let key = args.as_ref().map_or_else(|_| Vec::new(), |(k, _, _)| k.clone());
         let bucket = NativeBucket {
             raw: self.raw.clone(),
             ..*self
         };
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None),
-            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry).map(|c| (c, k)),
-            move |raw, (k, v, opts), done| {
-                let key = k.clone();
-                raw.create_then(&k, v, opts.expiry, move |r| done(r.map(|c| (c, key))))
-            },
-            move |env, (created, k)| bucket.answer_created(env, created, &k),
-        )
+        self.create_in(env, &scope, args, move |env, created| {
+            bucket.answer_created(env, created, &key)
+        })
     }
 
     /// Reads and deletes a key in one write, in `scope`; answers the value
@@ -401,6 +387,26 @@ impl NativeBucket {
 }
 
 impl NativeBucket {
+    /// `create` in `scope` of the key and value `args` hold, answered by
+    /// what `answer` makes of the core's [`Created`].
+    fn create_in<'e>(
+        &self,
+        env: &'e Env,
+        scope: &Option<NativeScope>,
+        args: Ts<(Vec<u8>, Raw, WriteOptions)>,
+        answer: impl FnOnce(napi_env, Created<Raw>) -> Ts<napi_value> + Send + 'static,
+    ) -> napi::Result<Unknown<'e>> {
+        write_in(
+            env,
+            scope,
+            &self.raw,
+            args,
+            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
+            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
+            answer,
+        )
+    }
+
     /// The answer of `create_entry`: `{ written, entry }`.
     fn answer_created(&self, env: napi_env, created: Created<Raw>, key: &[u8]) -> Ts<napi_value> {
         let written = created.written();

@@ -117,6 +117,28 @@ impl Bucket {
         })
     }
 
+    /// `create` of `key`, answered by what `answer_for(key)` makes of the
+    /// core's [`Created`].
+    #[allow(clippy::too_many_arguments)]
+    fn create_answering<C: reply::Answer<Created<Raw>>>(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        scope: Option<&Bound<'_, PyAny>>,
+        answer_for: impl FnOnce(&[u8]) -> C,
+    ) -> PyResult<Py<PyAny>> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
+        let answer = answer_for(&k);
+        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
+    }
+
     /// A call of this bucket (see [`Call::run`]).
     fn call(&self) -> Call<'_, RawBucket> {
         Call {
@@ -406,12 +428,7 @@ impl Bucket {
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        run!(self.call(), py, scope, answer_created, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
+        self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created)
     }
 
     /// Writes a value only if the key is absent; answers (written, row): the
@@ -426,15 +443,12 @@ impl Bucket {
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let ours = (self.codec.clone(), self.raw.clone());
-        let given = (k.clone(), value.clone().unbind());
-        let answer = move |py: Python<'_>, c| answer_created_entry(py, ours, given, c);
-        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
+        let given = value.clone().unbind();
+        self.create_answering(py, key, value, ttl, expires_at, scope, |k| {
+            let given = (k.to_vec(), given);
+            move |py: Python<'_>, c| answer_created_entry(py, ours, given, c)
+        })
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
