@@ -295,9 +295,9 @@ impl<T: Send + 'static> Bucket<T> {
 /// A call on one key with options.
 #[must_use = "a key call does nothing until a method like .set() runs"]
 pub struct KeyCall<'a, T> {
-    bucket: &'a Bucket<T>,
-    key: Vec<u8>,
-    opts: WriteOptions,
+    pub(crate) bucket: &'a Bucket<T>,
+    pub(crate) key: Vec<u8>,
+    pub(crate) opts: WriteOptions,
 }
 
 impl<T: Send + 'static> KeyCall<'_, T> {

@@ -11,7 +11,7 @@
 //! 3. a run of a key of once inside its own run ([`rerun_error`]).
 //!
 //! What "inside" means is the caller's context, which only its language
-//! knows: a Rust thread (marked by `tx` and [`crate::TxSession::hold_thread`],
+//! knows: a Rust thread (marked by `tx` and [`crate::BindingTx::hold_thread`],
 //! read here from the writer's thread marks), and for a binding whose work
 //! moves between threads, a [`CallerContext`] it keeps in its own context
 //! (a Python context variable, Node's `AsyncLocalStorage`, a Go
@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::binding_tx::BindingTx;
 use crate::error::{Error, Result};
 use crate::limits::RunMark;
-use crate::session::TxSession;
 use crate::store::Store;
 
 /// What a write made from inside a transaction, through a handle outside
@@ -92,7 +92,7 @@ impl CallerContext {
     /// is the caller). A nested transaction is refused only to the caller
     /// that opened the outer one: a task started inside a transaction may
     /// open its own once the first has ended.
-    pub fn inside_tx(&self, tx: &TxSession, by: u64) -> CallerContext {
+    pub fn inside_tx(&self, tx: &BindingTx, by: u64) -> CallerContext {
         let mut c = self.clone();
         c.txs.retain(|t| t.open.load(Ordering::Acquire));
         c.txs.push(HeldTx {

@@ -33,12 +33,14 @@
 
 pub mod aio;
 mod backend;
+mod binding_tx;
 mod bucket;
 mod budget;
 mod by_kind;
 mod clock;
 mod codec;
 pub mod config;
+mod durations;
 mod error;
 mod group_commit;
 mod guards;
@@ -58,19 +60,19 @@ mod readers;
 mod row_codec;
 mod scope;
 mod scope_kinds;
-mod session;
-mod spans;
 pub mod storage;
 mod store;
 mod tx;
 mod tx_kinds;
 mod values;
 
+pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, VIEW_LIMIT};
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
+pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use error::{Error, ErrorKind, Result};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::{CallerContext, inside_tx_error, nested_tx_error, rerun_error};
@@ -93,8 +95,6 @@ pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use scope::{CheckedTake, Scope};
-pub use session::{Snapshot, TX_LIMIT, TxSession, VIEW_LIMIT};
-pub use spans::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rusqlite::Connection;
 
+use crate::binding_tx::view_past_limit;
 use crate::readers::Readers;
-use crate::session::view_past_limit;
 use crate::storage;
 
 /// The read transaction of one view, while it holds one.

@@ -1,5 +1,5 @@
 //! Where a binding's call runs: on the store itself, inside a transaction
-//! ([`TxSession`]) or in a read snapshot ([`Snapshot`]). Each operation is
+//! ([`BindingTx`]) or in a read snapshot ([`Snapshot`]). Each operation is
 //! written here once for the three, so a binding has one function per
 //! operation that takes the scope. The durable kinds (counters, quotas,
 //! once answers) are in `scope_kinds.rs`.
@@ -12,10 +12,10 @@
 
 use rusqlite::Connection;
 
+use crate::binding_tx::{BindingTx, Snapshot};
 use crate::error::{Error, Result};
 use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
-use crate::session::{Snapshot, TxSession};
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions, pg_in_tx,
 };
@@ -26,7 +26,7 @@ pub enum Scope<'a> {
     /// On the store, each call on its own.
     Direct,
     /// Inside an open transaction.
-    Tx(&'a TxSession),
+    Tx(&'a BindingTx),
     /// In a read snapshot.
     View(&'a Snapshot),
 }
@@ -73,7 +73,7 @@ impl Scope<'_> {
 
     /// The target of a write inside a transaction, with its session.
     /// `None` for a direct call; `Invalid` in a snapshot.
-    fn tx_target(&self, bucket: &RawBucket, key: &[u8]) -> Option<Result<(&TxSession, Target)>> {
+    fn tx_target(&self, bucket: &RawBucket, key: &[u8]) -> Option<Result<(&BindingTx, Target)>> {
         match self {
             Scope::Direct => None,
             Scope::Tx(s) => Some(s.target(bucket, key).map(|t| (*s, t))),
@@ -228,7 +228,7 @@ impl Scope<'_> {
 
     /// Runs a write of another kind inside the transaction; `None` for a
     /// direct call; `Invalid` in a snapshot, naming the handle.
-    pub(crate) fn in_tx<T>(&self, name: &str, f: impl FnOnce(&TxSession) -> Result<T>) -> Option<Result<T>> {
+    pub(crate) fn in_tx<T>(&self, name: &str, f: impl FnOnce(&BindingTx) -> Result<T>) -> Option<Result<T>> {
         match self {
             Scope::Direct => None,
             Scope::Tx(s) => Some(f(s)),
@@ -239,7 +239,7 @@ impl Scope<'_> {
 
 /// A take inside a transaction, on kv.db or PostgreSQL.
 fn take_in(
-    s: &TxSession,
+    s: &BindingTx,
     t: &Target,
     if_version: Option<Version>,
     decode: impl FnOnce(Entry<Raw>) -> Result<Entry<Raw>>,

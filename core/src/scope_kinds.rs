@@ -5,14 +5,14 @@
 //! (counters with flush_every, rate limits) is refused with the texts of
 //! `tx_kinds`; a snapshot reads buckets only.
 
+use crate::binding_tx::BindingTx;
 use crate::error::{Error, Result};
 use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce};
 use crate::raw::Raw;
 use crate::scope::Scope;
-use crate::session::TxSession;
 use crate::tx_kinds::{counter_value, flush_every_refused, once_answer, rate_limit_refused, same_store};
 
-impl TxSession {
+impl BindingTx {
     /// Whether `counters` can join this transaction, for a binding's
     /// `tx.with(counters)`: `Invalid` for `flush_every` counters or those of
     /// another store.

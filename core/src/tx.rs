@@ -15,13 +15,13 @@
 
 use std::cell::RefCell;
 
+use crate::binding_tx::{BindingTx, view_expired, view_past_limit};
 use crate::bucket::{Bucket, typed};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::AsKey;
 use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
-use crate::session::{TxSession, view_expired, view_past_limit};
 use crate::store::Store;
 use crate::tx_kinds::InTx;
 use crate::values::pg_in_tx;
@@ -139,7 +139,7 @@ impl Store {
     /// Runs `f` on the transaction of `session`, on this thread: what
     /// [`crate::aio::AsyncStore::tx`] runs once the writer's turn came. The
     /// thread is marked inside a `tx` while it runs, as in [`Store::tx`].
-    pub(crate) fn tx_in_session<R>(&self, session: &TxSession, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
+    pub(crate) fn tx_in_session<R>(&self, session: &BindingTx, f: impl FnOnce(&Tx<'_, '_>) -> Result<R>) -> Result<R> {
         let mut f = Some(f);
         self.inner.writer.marked_in_tx(|| {
             let on_pg = session.pg(|ptx| match f.take() {

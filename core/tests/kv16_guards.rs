@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::mpsc;
 
-use tinystore::{Begun, CallerContext, ErrorKind, Raw, Store, TxSession};
+use tinystore::{Begun, BindingTx, CallerContext, ErrorKind, Raw, Store};
 
-fn begin(store: &Store) -> (TxSession, mpsc::Receiver<tinystore::Result<()>>) {
+fn begin(store: &Store) -> (BindingTx, mpsc::Receiver<tinystore::Result<()>>) {
     store.transaction().unwrap()
 }
 

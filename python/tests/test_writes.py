@@ -28,7 +28,7 @@ def writer_held(store: tinystore.Store) -> Iterator[None]:
     coming (core/src/group_commit/mod.rs: 200 us of quiet at most, 2 ms in all),
     so on a loaded machine a descheduled loop thread splits them into two
     groups. A transaction holds the writer while it is open: it is one write
-    of a group that stays open (core/src/session.rs), and the writes queued
+    of a group that stays open (core/src/binding_tx.rs), and the writes queued
     meanwhile join that group when it ends, all of them, whatever the
     timing. That is the promise users rely on (writes that wait for a busy
     writer commit together, one fsync). The group counts the transaction

@@ -1,6 +1,6 @@
 //! Sets inside one transaction: 6,400 sets of fresh keys (100-byte values)
 //! in one `Store::tx`, in one binding transaction driven call by call (the
-//! `TxSession` every binding uses, through `Scope::Tx`), and in one rusqlite
+//! `BindingTx` every binding uses, through `Scope::Tx`), and in one rusqlite
 //! transaction of single prepared inserts (WAL, synchronous=FULL). Each
 //! round runs each contender once, the order rotating; the figures are the
 //! median µs a set, the commit included, and TinyStore's time over the
@@ -64,7 +64,7 @@ fn main() {
                     .unwrap()
             })
         }),
-        Contender::new("tinystore TxSession (the bindings' transaction)", |_: Duration| {
+        Contender::new("tinystore BindingTx (the bindings' transaction)", |_: Duration| {
             let ks = next();
             timed(&mut || {
                 let (session, done) = store.transaction().unwrap();
@@ -108,7 +108,7 @@ fn main() {
         );
     }
     println!(
-        "  TxSession / Store::tx (time): {:.2} ({:.2})",
+        "  BindingTx / Store::tx (time): {:.2} ({:.2})",
         out.paired(0, 1),
         out.of_medians(0, 1)
     );

@@ -1,6 +1,9 @@
 //! Durable sets through the group-commit writer against raw rusqlite written
 //! by hand two ways: one transaction per write, and 64 writes batched by hand
-//! into one transaction (the best a hand-written program can do).
+//! into one transaction (the best a hand-written program can do). Ours run
+//! from threads, from one event loop of completions (as the Python and Node
+//! bindings drive the writer), and from tokio tasks awaiting `aio().set`
+//! (as a Rust service writes).
 //!
 //! `cargo run --release -p tinystore-bench --bin writer [-- --rounds 5 --secs 2 --depths 1,8,64]`
 
@@ -87,6 +90,43 @@ fn completions(raw: &tinystore::RawBucket, v: &tinystore::Raw, depth: usize, bud
     )
 }
 
+/// Keeps `tasks` writes in flight as a Rust service on tokio writes them:
+/// that many tasks on one runtime thread, each awaiting `aio().set` in a
+/// loop. No completion callback or burst of the bench's own: the futures
+/// and the writer's groups do the batching.
+fn tokio_tasks(
+    rt: &tokio::runtime::Runtime,
+    bucket: &tinystore::Bucket<Vec<u8>>,
+    tasks: usize,
+    budget: Duration,
+) -> (u64, Duration) {
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let next = std::sync::Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let value = vec![7u8; VALUE];
+    let done = rt.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..tasks {
+            let (bucket, next, value) = (bucket.clone(), next.clone(), value.clone());
+            set.spawn(async move {
+                let mut n = 0u64;
+                while start.elapsed() < budget {
+                    let k = key(run, next.fetch_add(1, Ordering::Relaxed));
+                    bucket.aio().set(k, &value).await.unwrap();
+                    n += 1;
+                }
+                n
+            });
+        }
+        let mut total = 0;
+        while let Some(n) = set.join_next().await {
+            total += n.unwrap();
+        }
+        total
+    });
+    (done, start.elapsed())
+}
+
 /// Runs a contender of ours, adding the groups it committed and the writes
 /// in them to `total`.
 fn grouped(store: &Store, total: &Cell<(u64, u64)>, run: impl FnOnce() -> (u64, Duration)) -> (u64, Duration) {
@@ -119,6 +159,7 @@ fn main() {
     let store = Store::open(dir.path().join("ours")).unwrap();
     let bucket = store.bucket::<Vec<u8>>("bench").open().unwrap();
     let value = tinystore::Raw::Bytes(vec![7u8; VALUE]);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let raw_path = dir.path().join("raw.db");
     drop(raw_conn(&raw_path));
     let mut summary = Vec::new();
@@ -128,7 +169,7 @@ fn main() {
             .map(|_| std::sync::Mutex::new(raw_conn(&raw_path)))
             .collect();
         let batch_conn = raw_conn(&raw_path);
-        let per_group = [Cell::new((0, 0)), Cell::new((0, 0))];
+        let per_group = [Cell::new((0, 0)), Cell::new((0, 0)), Cell::new((0, 0))];
         let raw = bucket.raw().clone();
         let v = value.clone();
         let mut contenders = [
@@ -143,6 +184,10 @@ fn main() {
             Contender::new(
                 format!("tinystore set_then, {threads} in flight from one event loop"),
                 |b| grouped(&store, &per_group[1], || completions(&raw, &v, threads, b)),
+            ),
+            Contender::new(
+                format!("tinystore aio().set, {threads} tokio tasks on one thread"),
+                |b| grouped(&store, &per_group[2], || tokio_tasks(&rt, &bucket, threads, b)),
             ),
             Contender::new(format!("rusqlite, one transaction per write, {threads} threads"), |b| {
                 let run = RUN.fetch_add(1, Ordering::Relaxed);
@@ -186,9 +231,10 @@ fn main() {
         );
         let mean = |c: &Cell<(u64, u64)>| c.get().1 as f64 / c.get().0.max(1) as f64;
         println!(
-            "  tinystore writes per group: {:.1} from threads, {:.1} from the event loop",
+            "  tinystore writes per group: {:.1} from threads, {:.1} from the event loop, {:.1} from tokio tasks",
             mean(&per_group[0]),
-            mean(&per_group[1])
+            mean(&per_group[1]),
+            mean(&per_group[2])
         );
         summary.push((threads, m));
     }
@@ -200,11 +246,14 @@ fn main() {
         };
         println!(
             "  {t:>2} in flight: threads {} of hand-batched, {}x one-per-write; \
-             event loop {} of hand-batched, {}x one-per-write",
-            both(0, 3, 2),
-            both(0, 2, 1),
-            both(1, 3, 2),
-            both(1, 2, 1)
+             event loop {} of hand-batched, {}x one-per-write; \
+             tokio tasks {} of hand-batched, {}x one-per-write",
+            both(0, 4, 2),
+            both(0, 3, 1),
+            both(1, 4, 2),
+            both(1, 3, 1),
+            both(2, 4, 2),
+            both(2, 3, 1)
         );
     }
 }

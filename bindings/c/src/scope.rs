@@ -13,7 +13,7 @@
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver};
 
-use tinystore::{Error, ErrorKind, Result, Scope, Snapshot, TxSession};
+use tinystore::{BindingTx, Error, ErrorKind, Result, Scope, Snapshot};
 
 use crate::store::{TsStore, store};
 use crate::waits::{TsCancel, answer_or_give_up};
@@ -32,7 +32,7 @@ enum Held {
 /// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
 /// when it is rolled back). `done` answers once the writer let go of it.
 struct Tx {
-    session: TxSession,
+    session: BindingTx,
     done: Mutex<Option<Receiver<Result<()>>>>,
 }
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{ErrorKind, TxSession};
+use tinystore::{BindingTx, ErrorKind};
 
 use crate::completions::{self, Completion, Pending, Wake, sync};
 use crate::convert::napi_err;
@@ -120,14 +120,14 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
 /// it rolls back.
 #[napi]
 pub struct NativeTx {
-    pub(crate) session: TxSession,
+    pub(crate) session: BindingTx,
     ending: Ending,
     ended: bool,
 }
 
 impl NativeTx {
     /// The engine's session this transaction drives.
-    pub(crate) fn session(&self) -> &TxSession {
+    pub(crate) fn session(&self) -> &BindingTx {
         &self.session
     }
 
@@ -136,7 +136,7 @@ impl NativeTx {
         &mut self,
         env: &'e Env,
         rolled_back: bool,
-        end: impl FnOnce(&TxSession) -> tinystore::Result<()>,
+        end: impl FnOnce(&BindingTx) -> tinystore::Result<()>,
     ) -> napi::Result<Unknown<'e>> {
         let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
         if self.ended {
@@ -180,12 +180,12 @@ impl NativeTx {
     /// commit failed). A second end is `Closed`.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn commit<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        self.end(env, false, TxSession::commit)
+        self.end(env, false, BindingTx::commit)
     }
 
     /// Rolls back, writing nothing; resolves once the writer has let go.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn rollback<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        self.end(env, true, TxSession::rollback)
+        self.end(env, true, BindingTx::rollback)
     }
 }

@@ -1,4 +1,4 @@
-//! Transactions and snapshots (KV-16) over the core's `TxSession` and
+//! Transactions and snapshots (KV-16) over the core's `BindingTx` and
 //! `Snapshot`.
 //!
 //! Starting a transaction waits for the writer's turn, which the asyncio
@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{Error, ErrorKind, Snapshot, TxSession};
+use tinystore::{BindingTx, Error, ErrorKind, Snapshot};
 
 use crate::completions::{Completions, Resolve};
 use crate::errors::{py_err, to_py};
@@ -24,7 +24,7 @@ use crate::pending::Pending;
 /// and sees its own writes.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Tx {
-    pub(crate) session: TxSession,
+    pub(crate) session: BindingTx,
     /// The commit's result, for the sync API (the async API gets it in a future).
     done: Mutex<Option<Receiver<tinystore::Result<()>>>>,
 }
@@ -92,7 +92,7 @@ impl View {
     }
 }
 
-fn tx_object(py: Python<'_>, session: TxSession, done: Option<Receiver<tinystore::Result<()>>>) -> PyResult<Py<PyAny>> {
+fn tx_object(py: Python<'_>, session: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> PyResult<Py<PyAny>> {
     Ok(Py::new(
         py,
         Tx {

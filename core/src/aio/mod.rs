@@ -37,13 +37,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::bucket::{Bucket, typed};
+use crate::bucket::{Bucket, KeyCall, typed};
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::key::AsKey;
 use crate::limits::{Allowance, Counters, Quota};
 use crate::raw::MAX_VALUE;
-use crate::values::{Created, Expiry, Target, Version, WriteOptions};
+use crate::values::{Created, Expiry, Target, Version};
 
 mod once;
 mod tx;
@@ -211,70 +211,60 @@ impl<T: Send + 'static> AsyncBucket<'_, T> {
 
     /// One key, for a call with options: [`Bucket::key`].
     pub fn key(&self, key: impl AsKey) -> AsyncKeyCall<'_, T> {
-        AsyncKeyCall {
-            bucket: self.bucket,
-            key: key.key_bytes().into_owned(),
-            opts: WriteOptions::default(),
-        }
+        AsyncKeyCall(self.bucket.key(key))
     }
 }
 
-/// A call on one key with options, answered by a future: [`crate::KeyCall`].
+/// A call on one key with options, answered by a future: [`crate::KeyCall`],
+/// whose options it takes as they are.
 #[must_use = "a key call does nothing until a method like .set() runs"]
-pub struct AsyncKeyCall<'a, T> {
-    bucket: &'a Bucket<T>,
-    key: Vec<u8>,
-    opts: WriteOptions,
-}
+pub struct AsyncKeyCall<'a, T>(KeyCall<'a, T>);
 
 impl<T: Send + 'static> AsyncKeyCall<'_, T> {
-    /// Expire this long from now, in place of the bucket's `ttl`.
-    pub fn ttl(mut self, d: Duration) -> Self {
-        self.opts.expiry = Some(Expiry::In(d));
-        self
+    /// [`crate::KeyCall::ttl`].
+    pub fn ttl(self, d: Duration) -> Self {
+        Self(self.0.ttl(d))
     }
 
-    /// Expire at this time; a time in the past makes the key absent at once.
-    pub fn expires_at(mut self, t: std::time::SystemTime) -> Self {
-        self.opts.expiry = Some(Expiry::At(t));
-        self
+    /// [`crate::KeyCall::expires_at`].
+    pub fn expires_at(self, t: std::time::SystemTime) -> Self {
+        Self(self.0.expires_at(t))
     }
 
-    /// Apply only to a live key at this version; otherwise `Conflict`.
-    pub fn if_version(mut self, v: Version) -> Self {
-        self.opts.if_version = Some(v);
-        self
+    /// [`crate::KeyCall::if_version`].
+    pub fn if_version(self, v: Version) -> Self {
+        Self(self.0.if_version(v))
     }
 
     /// [`crate::KeyCall::set`].
     pub fn set(self, value: &T) -> WriteFuture<Version> {
-        let (raw, held) = match self.bucket.encode_holding(&self.key, value, 0) {
+        let (raw, held) = match self.0.bucket.encode_holding(&self.0.key, value, 0) {
             Ok(x) => x,
             Err(e) => return WriteFuture::ready(Err(e)),
         };
-        let (bucket, key, opts) = (self.bucket.raw().clone(), self.key, self.opts);
+        let (bucket, key, opts) = (self.0.bucket.raw().clone(), self.0.key, self.0.opts);
         WriteFuture::start(move |done| bucket.set_then_held(&key, raw, opts, held, done))
     }
 
     /// [`crate::KeyCall::create`].
     pub fn create(self, value: &T) -> WriteFuture<bool> {
-        let (raw, _) = match self.bucket.encode_holding(&self.key, value, 0) {
+        let (raw, _) = match self.0.bucket.encode_holding(&self.0.key, value, 0) {
             Ok(x) => x,
             Err(e) => return WriteFuture::ready(Err(e)),
         };
-        let (bucket, key, expiry) = (self.bucket.raw().clone(), self.key, self.opts.expiry);
+        let (bucket, key, expiry) = (self.0.bucket.raw().clone(), self.0.key, self.0.opts.expiry);
         WriteFuture::start(move |done| bucket.create_then(&key, raw, expiry, move |r| done(r.map(|c| c.written()))))
     }
 
     /// [`crate::KeyCall::create_entry`]: the version and expiry written, or
     /// the entry found.
     pub fn create_entry(self, value: &T) -> WriteFuture<Created<T>> {
-        let (raw, _) = match self.bucket.encode_holding(&self.key, value, MAX_VALUE) {
+        let (raw, _) = match self.0.bucket.encode_holding(&self.0.key, value, MAX_VALUE) {
             Ok(x) => x,
             Err(e) => return WriteFuture::ready(Err(e)),
         };
-        let (bucket, key, expiry) = (self.bucket.raw().clone(), self.key, self.opts.expiry);
-        let codec = self.bucket.codec.clone();
+        let (bucket, key, expiry) = (self.0.bucket.raw().clone(), self.0.key, self.0.opts.expiry);
+        let codec = self.0.bucket.codec.clone();
         WriteFuture::start(move |done| {
             let named = bucket.clone();
             let k = key.clone();
@@ -287,8 +277,8 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
     /// [`crate::KeyCall::take`]: a value that does not decode as `T` is
     /// `Corrupt` and stays.
     pub fn take(self) -> WriteFuture<Option<T>> {
-        let raw = self.bucket.raw();
-        let t = match Target::new(&raw.core, &raw.branch, &self.key) {
+        let raw = self.0.bucket.raw();
+        let t = match Target::new(&raw.core, &raw.branch, &self.0.key) {
             Ok(t) => t,
             Err(e) => return WriteFuture::ready(Err(e)),
         };
@@ -296,7 +286,7 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
         if let Err(e) = inner.check_open() {
             return WriteFuture::ready(Err(e));
         }
-        let (if_version, codec) = (self.opts.if_version, self.bucket.codec.clone());
+        let (if_version, codec) = (self.0.opts.if_version, self.0.bucket.codec.clone());
         if let Some(pg) = raw.pg() {
             return WriteFuture::start(move |done| {
                 crate::values::pg_take_then(pg, t, if_version, move |e| codec.decode_row(&e.value), done)
@@ -313,14 +303,18 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
 
     /// [`crate::KeyCall::delete`].
     pub fn delete(self) -> WriteFuture<bool> {
-        let (bucket, key, if_version) = (self.bucket.raw().clone(), self.key, self.opts.if_version);
+        let (bucket, key, if_version) = (self.0.bucket.raw().clone(), self.0.key, self.0.opts.if_version);
         WriteFuture::start(move |done| bucket.delete_then(&key, if_version, done))
     }
 
     /// [`crate::KeyCall::expire`].
     pub fn expire(self, expiry: impl Into<Expiry>) -> WriteFuture<bool> {
-        let (bucket, key, if_version, expiry) =
-            (self.bucket.raw().clone(), self.key, self.opts.if_version, expiry.into());
+        let (bucket, key, if_version, expiry) = (
+            self.0.bucket.raw().clone(),
+            self.0.key,
+            self.0.opts.if_version,
+            expiry.into(),
+        );
         WriteFuture::start(move |done| bucket.expire_then(&key, expiry, if_version, done))
     }
 }

@@ -90,7 +90,7 @@ thread_local! {
     static WRITER_LOG_ID: StdCell<u64> = const { StdCell::new(0) };
     /// The writers whose connection this thread holds in a `tx`.
     static IN_TX: StdCell<usize> = const { StdCell::new(0) };
-    /// The binding transactions ([`crate::TxSession`]) this thread holds:
+    /// The binding transactions ([`crate::BindingTx`]) this thread holds:
     /// each writer's id, with the flag its session clears when it ends.
     static HELD: std::cell::RefCell<Vec<(usize, Arc<AtomicBool>)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Set inside [`submit_together`]: the writers this thread's burst
@@ -142,7 +142,7 @@ struct Shared {
     /// The context of `conn`'s WAL hook: declared after it, so it outlives it.
     checkpoints: Arc<checkpoints::Checkpoints>,
     clock: Clock,
-    /// Binding transactions ([`crate::TxSession`]) being served: while
+    /// Binding transactions ([`crate::BindingTx`]) being served: while
     /// none is, no caller can be inside one, and a binding need not ask.
     sessions: AtomicUsize,
     /// Writes in the last group committed: while groups hold more than

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tinystore::{
-    Allowance, Begun, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota, RateLimit, Raw,
-    RawBucket, RawOnce, Scope, Store, TxSession, Version, WriteCall, parse_duration, parse_rate,
+    Allowance, Begun, BindingTx, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota,
+    RateLimit, Raw, RawBucket, RawOnce, Scope, Store, Version, WriteCall, parse_duration, parse_rate,
 };
 use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
@@ -142,7 +142,7 @@ impl Runner {
     }
 
     /// Runs one call; `tx` routes bucket calls through a transaction.
-    fn call(&self, step: &Value, tx: Option<&TxSession>, index: usize) -> Result<Out, Error> {
+    fn call(&self, step: &Value, tx: Option<&BindingTx>, index: usize) -> Result<Out, Error> {
         let op = step["op"].as_str().unwrap();
         // A step marked outside uses the handle itself, from inside the transaction.
         let tx = tx.filter(|_| step.get("outside").and_then(Value::as_bool) != Some(true));
@@ -550,7 +550,7 @@ impl Runner {
                 // This thread makes the transaction's calls: a call of a
                 // handle outside it is refused, not a wait for itself.
                 tx.hold_thread();
-                let run = |tx: &TxSession| -> Result<(), String> {
+                let run = |tx: &BindingTx| -> Result<(), String> {
                     for inner in step["steps"].as_array().unwrap() {
                         let out = if inner["op"] == "tx" {
                             self.nested_tx()

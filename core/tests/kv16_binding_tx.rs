@@ -4,9 +4,9 @@ mod common;
 
 use std::sync::mpsc;
 
-use tinystore::{ErrorKind, ListOptions, Raw, Scope, Store, TxSession, WriteOptions};
+use tinystore::{BindingTx, ErrorKind, ListOptions, Raw, Scope, Store, WriteOptions};
 
-fn begin(store: &Store) -> (TxSession, mpsc::Receiver<tinystore::Result<()>>) {
+fn begin(store: &Store) -> (BindingTx, mpsc::Receiver<tinystore::Result<()>>) {
     store.transaction().unwrap()
 }
 

@@ -2,30 +2,30 @@
 //! the engine a closure to run: an event loop awaits between calls, and Go
 //! calls arrive on any thread. Their calls go through [`crate::Scope`].
 //!
-//! A [`TxSession`] is one write of the group-commit writer that stays open:
-//! when its turn comes, the writer thread lends the session its write
+//! A [`BindingTx`] is one write of the group-commit writer that stays open:
+//! when its turn comes, the writer thread lends the transaction its write
 //! context (the connection inside that write's savepoint) and waits until
 //! the binding commits or rolls back, as it waits for a Rust `tx`. Each call
-//! then runs on the caller's own thread under the session's lock: a call
+//! then runs on the caller's own thread under the transaction's lock: a call
 //! crosses no thread, so it costs what the same call costs in a Rust `tx`.
 //! Committing ends the write successfully, so the group commits it with one
 //! fsync like any other write; rolling back ends it with an error, so its
 //! savepoint rolls back alone. All-or-nothing comes from the same mechanism
 //! as every other write.
 //!
-//! On a PostgreSQL store a session is a transaction of its own connection
+//! On a PostgreSQL store a binding transaction is a transaction of its own connection
 //! instead ([`crate::postgres::tx`]): it begins when it is asked for, its
-//! calls run on the caller's thread under the session's lock, and nothing
+//! calls run on the caller's thread under the transaction's lock, and nothing
 //! else waits for it. Counters, quotas and once's answers join it as on
 //! kv.db.
 //!
 //! Invariants:
-//! - While a session is open the writer runs nothing else, so a session
+//! - While a binding transaction is open the writer runs nothing else, so a binding transaction
 //!   that is never finished is rolled back after [`TX_LIMIT`].
 //! - The writer thread touches the connection only before it lends the
 //!   context and after it took it back; in between, only a call holding the
-//!   session's lock does. Taking it back waits for a call under way.
-//! - A call that panics ends the session with a rollback and answers an
+//!   transaction's lock does. Taking it back waits for a call under way.
+//! - A call that panics ends the transaction with a rollback and answers an
 //!   error; the store goes on writing.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -51,17 +51,17 @@ use crate::values::{RawBucket, Target};
 /// a connection and its rows' locks.
 pub const TX_LIMIT: Duration = Duration::from_secs(10);
 
-/// The writer's context of an open session, lent to its callers.
+/// The writer's context of an open transaction, lent to its callers.
 struct LentCtx(*mut WriteCtx<'static>);
 
 // SAFETY: the context is used by one thread at a time: by a caller only
-// while it holds the session's lock and the context is lent, by the writer
+// while it holds the transaction's lock and the context is lent, by the writer
 // thread only before it lends it and after it took it back (under the same
 // lock). The connection inside is `Send`; what is not `Sync` about it (its
 // statement cache) is never touched by two threads at once.
 unsafe impl Send for LentCtx {}
 
-/// How the caller ended the session, for the writer thread.
+/// How the caller ended the transaction, for the writer thread.
 enum End {
     Commit,
     /// Ended without a commit: the error `done` answers.
@@ -72,7 +72,7 @@ struct State {
     /// Lent while the writer waits for the end; `None` before and after.
     ctx: Option<LentCtx>,
     end: Option<End>,
-    /// Why the session ended without its caller ending it (held past
+    /// Why the transaction ended without its caller ending it (held past
     /// [`TX_LIMIT`], a call that panicked, an I/O failure): what later
     /// calls answer in place of `Closed`.
     why: Option<Error>,
@@ -80,12 +80,12 @@ struct State {
 
 struct Lent {
     state: Mutex<State>,
-    /// Rung when the caller ends the session.
+    /// Rung when the caller ends the transaction.
     ended: Condvar,
 }
 
 thread_local! {
-    /// The sessions whose call this thread is running: a call of one of
+    /// The binding transactions whose call this thread is running: a call of one of
     /// them from inside it is refused rather than a wait for itself.
     static CALLING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -101,12 +101,12 @@ fn ended() -> Error {
 }
 
 /// An open transaction of a binding: see [`Store::transaction_then`].
-/// Dropping it without [`TxSession::commit`] rolls it back.
-pub struct TxSession {
+/// Dropping it without [`BindingTx::commit`] rolls it back.
+pub struct BindingTx {
     store: Store,
     lent: Arc<Lent>,
-    /// Set while the writer serves the session; threads marked with
-    /// [`TxSession::hold_thread`], and callers' contexts
+    /// Set while the writer serves the transaction; threads marked with
+    /// [`BindingTx::hold_thread`], and callers' contexts
     /// ([`crate::CallerContext::inside_tx`]), are inside it while it is.
     pub(crate) open: Arc<AtomicBool>,
     /// On a PostgreSQL store, the transaction itself.
@@ -124,7 +124,7 @@ struct PgSession {
     store: Store,
     tx: Mutex<Option<PgTx>>,
     done: Mutex<Option<Done>>,
-    /// The session's `open`, cleared when it ends.
+    /// The transaction's `open`, cleared when it ends.
     open: Arc<AtomicBool>,
     /// When it began, in ms on the store's clock.
     began: i64,
@@ -193,10 +193,10 @@ fn held_too_long() -> Error {
 impl Store {
     /// Opens a transaction for a caller that sends its calls one at a time.
     ///
-    /// When the writer reaches it, `ready` gets the session (on the writer
-    /// thread: it must not block). Calls on the session then run inside the
+    /// When the writer reaches it, `ready` gets the transaction (on the writer
+    /// thread: it must not block). Calls on the transaction then run inside the
     /// transaction, on the caller's thread, and see its own writes. After
-    /// [`TxSession::commit`], `done` gets `Ok` once everything is durable;
+    /// [`BindingTx::commit`], `done` gets `Ok` once everything is durable;
     /// after a rollback, a drop, a panic in a call, or [`TX_LIMIT`], it gets
     /// the error and nothing was written. A thread that holds a transaction
     /// of the store is refused one inside it ([`crate::nested_tx_error`]); a
@@ -204,7 +204,7 @@ impl Store {
     /// with their context first.
     pub fn transaction_then(
         &self,
-        ready: impl FnOnce(Result<TxSession>) + Send + 'static,
+        ready: impl FnOnce(Result<BindingTx>) + Send + 'static,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<Ticket> {
         self.inner.check_open()?;
@@ -228,7 +228,7 @@ impl Store {
             if let Some(store) = self.inner.postgres() {
                 store.held.add(Arc::downgrade(&bounded));
             }
-            ready(Ok(TxSession {
+            ready(Ok(BindingTx {
                 store: self.clone(),
                 lent: Arc::new(Lent {
                     state: Mutex::new(State {
@@ -261,14 +261,14 @@ impl Store {
                 let open = Arc::new(AtomicBool::new(true));
                 let writer = store.clone();
                 let log_id = store.inner.log_id;
-                let session = TxSession {
+                let session = BindingTx {
                     store,
                     pg: None,
                     lent: lent.clone(),
                     open: open.clone(),
                 };
                 writer.inner.writer.session_began();
-                /// Ends the session's marks however `serve` ends.
+                /// Ends the transaction's marks however `serve` ends.
                 struct Served(Store, Arc<AtomicBool>);
                 impl Drop for Served {
                     fn drop(&mut self) {
@@ -295,9 +295,9 @@ impl Store {
     }
 
     /// The blocking form of [`Store::transaction_then`]: waits for the
-    /// writer's turn and returns the session; `commit` then waits for the
+    /// writer's turn and returns the transaction; `commit` then waits for the
     /// commit. For callers that may block their thread (Go).
-    pub fn transaction(&self) -> Result<(TxSession, Receiver<Result<()>>)> {
+    pub fn transaction(&self) -> Result<(BindingTx, Receiver<Result<()>>)> {
         let (rtx, rrx) = mpsc::sync_channel(1);
         let (dtx, drx) = mpsc::sync_channel(1);
         self.transaction_then(
@@ -313,7 +313,7 @@ impl Store {
     }
 }
 
-/// On the writer thread: lends `w` to the session, hands the session out
+/// On the writer thread: lends `w` to the transaction, hands the transaction out
 /// (`ready`), and waits until the caller ends it or [`TX_LIMIT`] passes.
 /// Returns with the context taken back, so `w` is the writer's again.
 fn serve(w: &mut WriteCtx<'_>, lent: &Lent, log_id: u64, ready: impl FnOnce()) -> Result<()> {
@@ -341,7 +341,7 @@ fn serve(w: &mut WriteCtx<'_>, lent: &Lent, log_id: u64, ready: impl FnOnce()) -
     }
 }
 
-impl TxSession {
+impl BindingTx {
     /// Marks the calling thread as inside this transaction until it ends: a
     /// blocking write from this thread through a handle outside it is then
     /// `Invalid` at once ([`crate::inside_tx_error`]) instead of a wait for the
@@ -357,8 +357,8 @@ impl TxSession {
     }
 
     /// Runs `f` on what the transaction runs on (kv.db's write context, as
-    /// [`TxSession::run`], or the PostgreSQL transaction, as
-    /// [`TxSession::pg`]): the other kinds' calls take this.
+    /// [`BindingTx::run`], or the PostgreSQL transaction, as
+    /// [`BindingTx::pg`]): the other kinds' calls take this.
     pub(crate) fn run_kind<T>(&self, f: impl FnOnce(InTx<'_, '_>) -> Result<T>) -> Result<T> {
         if self.pg.is_some() {
             return self.pg(|p| f(InTx::Postgres(p))).unwrap_or_else(|| Err(ended()));
@@ -366,16 +366,16 @@ impl TxSession {
         self.run(|w| f(InTx::Sqlite(w)))
     }
 
-    /// Runs `f` inside the transaction, on this thread, under the session's
+    /// Runs `f` inside the transaction, on this thread, under the transaction's
     /// lock. After the end it is `Closed`, or the reason the writer ended it.
-    /// For kv.db: a bucket's call on PostgreSQL takes [`TxSession::pg`].
+    /// For kv.db: a bucket's call on PostgreSQL takes [`BindingTx::pg`].
     pub(crate) fn run<T>(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
         if self.pg.is_some() {
             return Err(crate::postgres::unsupported("this call inside a transaction"));
         }
         let id = Arc::as_ptr(&self.lent) as usize;
         if CALLING.with(|c| c.borrow().contains(&id)) {
-            // A call made from inside one of the session's own calls (a
+            // A call made from inside one of the transaction's own calls (a
             // codec's decode during a take) would wait for itself.
             return Err(Error::invalid(
                 "a call of the transaction was made from inside another of its calls (a codec's function): \
@@ -420,7 +420,7 @@ impl TxSession {
     }
 
     /// Runs `f` on the PostgreSQL transaction, on this thread, under the
-    /// session's lock; `None` on kv.db. After the end it is `Closed`.
+    /// transaction's lock; `None` on kv.db. After the end it is `Closed`.
     pub(crate) fn pg<T>(&self, f: impl FnOnce(&PgTx) -> Result<T>) -> Option<Result<T>> {
         let pg = self.pg.as_ref()?;
         let id = Arc::as_ptr(&self.lent) as usize;
@@ -465,7 +465,7 @@ impl TxSession {
 
     /// Ends the transaction and commits it; the `done` of
     /// [`Store::transaction_then`] says when it is durable. A call on the
-    /// session after this is `Closed`.
+    /// transaction after this is `Closed`.
     pub fn commit(&self) -> Result<()> {
         self.end(End::Commit)
     }
@@ -489,7 +489,7 @@ impl TxSession {
     }
 }
 
-impl Drop for TxSession {
+impl Drop for BindingTx {
     fn drop(&mut self) {
         let _ = self.end(End::Rollback(Error::new(
             ErrorKind::Cancelled,
