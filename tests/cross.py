@@ -5,7 +5,7 @@ processes again on one PostgreSQL database (`--postgres URL`).
 Every language has an agent (tests/agents/<language>) with the commands of
 tests/interchange/README.md and tests/processes/README.md. This driver runs
 them against shared stores and checks what the contract promises across
-languages and processes (KV-3, KV-5, KV-11, KV-13, KV-14, KV-19), and that
+languages and processes (KV-3, KV-5, KV-8, KV-11, KV-13, KV-14, KV-19), and that
 the handbook's declarations, as each language writes them, share their rows
 (tests/interchange/handbook.md).
 
@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+import cross_clear
 import cross_limits
 from cross_places import on_postgres, place, use_postgres
 
@@ -216,7 +217,8 @@ def main() -> int:
     ap.add_argument("--agent", action="append", default=[], help="LANGUAGE=COMMAND")
     parts = {"interchange": interchange, "handbook": handbook, "take": take_race, "once": once_across,
              "once-killed": once_killed, "quota": quota_race, "counters": counter_race,
-             "limits": lambda agents: cross_limits.run_all(agents, check, start_line)}
+             "limits": lambda agents: cross_limits.run_all(agents, check, start_line),
+             "clear": lambda agents: cross_clear.run(agents, check, start_line)}
     ap.add_argument("--only", action="append", choices=list(parts), help="run these parts only (all by default)")
     ap.add_argument("--postgres", metavar="URL",
                     help="run the process checks on this PostgreSQL database, two processes of every language "
@@ -235,7 +237,7 @@ def main() -> int:
         racers = [a for a in agents for _ in range(2)]
         parts = {"take": lambda _: take_race(racers), "once": once_across, "once-killed": once_killed,
                  "quota": lambda _: quota_race(racers), "counters": lambda _: counter_race(racers),
-                 "limits": parts["limits"]}
+                 "limits": parts["limits"], "clear": lambda _: cross_clear.run(racers, check, start_line)}
     where = f"PostgreSQL ({args.postgres})" if on_postgres() else "kv.db"
     print("cross-language tests with " + ", ".join(a.name for a in agents) + f" on {where}", flush=True)
     for name, part in parts.items():

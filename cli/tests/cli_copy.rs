@@ -233,34 +233,70 @@ fn limit_count(location: impl AsRef<Path>) -> Raw {
         .value
 }
 
-#[test]
-fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_it() {
-    let src = tempfile::tempdir().unwrap();
-    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    let store = Store::open_with(src.path(), Options::new().test_clock(hour_ago)).unwrap();
+/// The entry rows of the limit store `limit-store` (its count row left
+/// out, whose version is the only thing a copy does not keep): key, value,
+/// version and expiry.
+fn limit_entries(location: impl AsRef<Path>) -> Vec<(Vec<u8>, Raw, i64, Option<SystemTime>)> {
+    let (rows, _) = Inspector::open(location)
+        .unwrap()
+        .list("limit-store", &[], None, 100)
+        .unwrap();
+    rows.into_iter()
+        .filter(|r| r.key.as_bytes() != b"#entries")
+        .map(|r| (r.key.as_bytes().to_vec(), r.value, r.version, r.expires_at))
+        .collect()
+}
+
+/// What the limit store `limit-store` at `location` reads of `a`, `b`, `c`,
+/// and its count of entries, as a store opened there sees them.
+fn limit_store_reads(location: &str) -> (Vec<Option<String>>, usize) {
+    let store = Store::open(location).unwrap();
     let limits = tinystore::LimitStore::open(&store).unwrap();
-    let at = |d: Duration| tinystore::to_millis(hour_ago + d);
-    limits
-        .update(&["a", "b", "c"], |_, _| {
-            vec![
-                // Expired by now: counted by the source until its sweep.
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "1".into(),
-                    expires_at: at(Duration::from_secs(600)),
-                }),
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "2".into(),
-                    expires_at: at(Duration::from_secs(86_400)),
-                }),
-                tinystore::Change::Put(tinystore::LimitEntry {
-                    value: "3".into(),
-                    expires_at: at(Duration::from_secs(86_400)),
-                }),
-            ]
+    let read = limits
+        .read(&["a", "b", "c"])
+        .unwrap()
+        .into_iter()
+        .map(|e| e.map(|e| e.value))
+        .collect();
+    let entries = limits.entries().unwrap();
+    store.close().unwrap();
+    (read, entries)
+}
+
+/// Writes entries (key, JSON text, seconds it lives) to the limit store of
+/// the store at `location`, by a clock an hour behind.
+fn limit_entries_an_hour_ago(location: impl AsRef<Path>, entries: &[(&str, &str, u64)]) {
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let store = Store::open_with(location, Options::new().test_clock(hour_ago)).unwrap();
+    let keys: Vec<&str> = entries.iter().map(|e| e.0).collect();
+    tinystore::LimitStore::open(&store)
+        .unwrap()
+        .update(&keys, |_, _| {
+            entries
+                .iter()
+                .map(|&(_, value, lives)| {
+                    tinystore::Change::Put(tinystore::LimitEntry {
+                        value: value.into(),
+                        expires_at: tinystore::to_millis(hour_ago + Duration::from_secs(lives)),
+                    })
+                })
+                .collect()
         })
         .unwrap();
     store.close().unwrap();
+}
+
+#[test]
+fn kv_copy_carries_a_limit_store_to_postgres_and_back_recounting_it() {
+    let src = tempfile::tempdir().unwrap();
+    limit_entries_an_hour_ago(
+        src.path(),
+        // The first is expired by now: counted by the source until its sweep.
+        &[("a", "1", 600), ("b", "2", 86_400), ("c", "{\"n\":3}", 86_400)],
+    );
     assert_eq!(limit_count(src.path()), Raw::Int(3));
+    let src_entries = limit_entries(src.path());
+    assert_eq!(src_entries.len(), 2, "the expired entry is not live");
 
     let dst = tempfile::tempdir().unwrap();
     let (ok, out, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), dst.path().to_str().unwrap()]);
@@ -279,31 +315,86 @@ fn kv_copy_recounts_a_limit_store_and_refuses_one_where_postgres_does_not_carry_
     assert_eq!(tinystore::LimitStore::open(&store).unwrap().entries().unwrap(), 2);
     store.close().unwrap();
 
+    // Into PostgreSQL: the live entries with their values, versions and
+    // expiries, and a count of them.
     let url = location("copy", "limit_store");
-    let (ok, _, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), &url]);
-    assert!(!ok);
+    let (ok, out, err) = tinystore(&["kv", "copy", src.path().to_str().unwrap(), &url]);
+    assert!(ok, "{err}");
     assert!(
-        err.contains("cannot take the name \"limit-store\"")
-            && err.contains("not supported on PostgreSQL yet")
-            && err.contains("nothing was written"),
-        "{err}"
+        out.lines()
+            .any(|l| l.starts_with("limit-store") && l.contains("limit_store")),
+        "{out}"
     );
-    let Err(e) = Inspector::open(&url) else {
-        panic!("a store was created at {url}")
-    };
-    assert!(e.message().contains("there is no TinyStore store"), "{e}");
+    assert_eq!(limit_entries(&url), src_entries);
+    assert_eq!(limit_count(&url), Raw::Int(2));
+    let expected = (vec![None, Some("2".to_owned()), Some("{\"n\":3}".to_owned())], 2);
+    assert_eq!(limit_store_reads(&url), expected);
 
-    // Out of PostgreSQL, a limit store would come across empty: refused.
-    let from = location("copy", "limit_store_out");
-    let pg = Store::open(&from).unwrap();
-    tinystore::LimitStore::open(&pg).unwrap();
-    pg.close().unwrap();
-    let back = tempfile::tempdir().unwrap();
-    let (ok, _, err) = tinystore(&["kv", "copy", &from, back.path().to_str().unwrap()]);
-    assert!(!ok);
-    assert!(
-        err.contains("cannot give the name \"limit-store\"") && err.contains("not supported on PostgreSQL yet"),
-        "{err}"
+    // `kv list --url` shows the rows kv.db shows for it.
+    let listed = |args: &[&str]| {
+        let (ok, out, err) = tinystore(args);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| (k["key"].clone(), k["value"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let on_postgres = listed(&["kv", "list", "limit-store", "--json", "--url", &url]);
+    assert_eq!(on_postgres.len(), 3, "{on_postgres:?}");
+    assert_eq!(
+        on_postgres,
+        listed(&[
+            "kv",
+            "list",
+            "limit-store",
+            "--json",
+            "--dir",
+            dst.path().to_str().unwrap()
+        ])
     );
-    assert!(!back.path().join("kv.db").exists(), "nothing was written at the target");
+    let (ok, out, _) = tinystore(&["kv", "buckets", "--json", "--url", &url]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v[0]["name"].as_str(), v[0]["keys"].as_u64()),
+        (Some("limit-store"), Some(3))
+    );
+
+    // Back out of PostgreSQL, the same.
+    let back = tempfile::tempdir().unwrap();
+    let (ok, _, err) = tinystore(&["kv", "copy", &url, back.path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(limit_entries(back.path()), src_entries);
+    assert_eq!(limit_count(back.path()), Raw::Int(2));
+    assert_eq!(limit_store_reads(back.path().to_str().unwrap()), expected);
+}
+
+#[test]
+fn kv_copy_out_of_postgres_leaves_an_expired_entry_and_counts_the_rest() {
+    // Entries written on PostgreSQL, one expired by now on the server's
+    // clock, the other live.
+    let from = location("copy", "limit_store_out");
+    limit_entries_an_hour_ago(&from, &[("old", "1", 60), ("new", "2", 86_400)]);
+    assert_eq!(limit_count(&from), Raw::Int(2), "counted until the sweep");
+
+    let back = tempfile::tempdir().unwrap();
+    let (ok, out, err) = tinystore(&["kv", "copy", &from, back.path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("limit-store"), "{out}");
+    assert_eq!(limit_count(back.path()), Raw::Int(1));
+    assert_eq!(limit_entries(back.path()), limit_entries(&from));
+    let store = Store::open(back.path()).unwrap();
+    let limits = tinystore::LimitStore::open(&store).unwrap();
+    assert_eq!(limits.entries().unwrap(), 1);
+    let read: Vec<Option<String>> = limits
+        .read(&["old", "new"])
+        .unwrap()
+        .into_iter()
+        .map(|e| e.map(|e| e.value))
+        .collect();
+    assert_eq!(read, vec![None, Some("2".to_owned())]);
+    store.close().unwrap();
 }

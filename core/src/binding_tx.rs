@@ -470,6 +470,17 @@ impl BindingTx {
         self.end(End::Commit)
     }
 
+    /// [`BindingTx::commit`], unless `cancel` has fired: then it rolls
+    /// back, writing nothing, and `done` answers `Cancelled`. A transaction
+    /// whose function ran is never cut short; the caller who gave up meanwhile
+    /// learns that nothing of it was written.
+    pub fn commit_unless(&self, cancel: Option<&crate::Cancel>) -> Result<()> {
+        if cancel.is_some_and(crate::Cancel::fired) {
+            return self.end(End::Rollback(crate::cancel::cancelled_before_commit()));
+        }
+        self.commit()
+    }
+
     /// Ends the transaction and writes nothing of it.
     pub fn rollback(&self) -> Result<()> {
         self.end(End::Rollback(Error::new(

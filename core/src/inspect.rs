@@ -147,7 +147,7 @@ impl Inspector {
         after: Option<Vec<u8>>,
         limit: usize,
     ) -> Result<(Vec<Row>, Option<Vec<u8>>)> {
-        let (id, _) = self.find(name)?;
+        let (id, kind) = self.find(name)?;
         let mut branch = Branch::root();
         for o in owners {
             branch = branch.child(o);
@@ -158,6 +158,10 @@ impl Inspector {
         let (rows, more) = match &self.source {
             Source::File(conn) => {
                 storage::scan(conn, id, &after, &hi, to_millis(SystemTime::now()), limit, usize::MAX)?
+            }
+            // A limit store's rows are in tables of their own there.
+            Source::Postgres(pg) if kind == crate::storage::Kind::LimitStore.as_str() => {
+                pg.block(async |pool, _| crate::postgres::inspect::limit_scan(pool, id, (&after, &hi), limit).await)?
             }
             Source::Postgres(pg) => pg.block(async |pool, _| {
                 crate::postgres::cells::scan(pool, id, (&after, &hi), None, limit, usize::MAX).await

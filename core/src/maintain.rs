@@ -193,6 +193,7 @@ fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: boo
     if !sweep {
         return Ok(m);
     }
+    raise_clock_mark(store)?;
     let now = store.clock.is_manual().then(|| store.clock.now_millis());
     // Batches of a thousand rows on the `expires` index, within one call's deadline.
     let most = SWEEP_BATCH;
@@ -200,6 +201,17 @@ fn run_on_postgres(store: &StoreInner, pg: &crate::postgres::PgStore, sweep: boo
     m.expired = swept.unwrap_or(0);
     m.more = m.expired >= most;
     Ok(m)
+}
+
+/// Raises the high-water mark of a PostgreSQL store's clock to the
+/// server's clock (`crate::postgres::clock`), so that a server clock that
+/// steps back gives again at most the times since the last round. A test
+/// clock's times never raise it; a store in a directory keeps its own.
+fn raise_clock_mark(store: &StoreInner) -> Result<()> {
+    match store.postgres() {
+        Some(pg) if !store.clock.is_manual() => crate::postgres::clock::raise(pg),
+        _ => Ok(()),
+    }
 }
 
 /// Ends the views past their bound, read or not, so that an idle one does
@@ -235,6 +247,7 @@ pub(crate) fn start_background(inner: &Arc<StoreInner>) {
                 end_views_past_bound(&store);
                 let res = flush_memory(&store, false)
                     .and_then(|_| flush_renewals(&store))
+                    .and_then(|_| raise_clock_mark(&store))
                     .and_then(|_| if sweep { run(&store, true).map(Some) } else { Ok(None) });
                 match res {
                     Ok(m) => {

@@ -127,18 +127,6 @@ pub fn export(location: impl AsRef<Path>) -> Result<Export> {
         Place::Postgres(url) => {
             let pg = PgStore::open_existing(url)?;
             let out = postgres::copy::export(&pg)?;
-            for (name, kind, _) in &out.names {
-                if let Some(k) = Kind::parse(kind) {
-                    copied_with_postgres(k).map_err(|e| {
-                        Error::invalid(format!(
-                            "{} cannot give the name {name:?}: {}; nothing was written",
-                            shown(location),
-                            e.message()
-                        ))
-                        .in_bucket(name)
-                    })?;
-                }
-            }
             let names = out
                 .names
                 .into_iter()
@@ -265,28 +253,10 @@ fn import_file(dir: &Path, to: &str, export: &Export) -> Result<()> {
     }
 }
 
-/// What a copy carries to and from PostgreSQL: a limit store's entries
-/// are in tables of their own there, which the copy does not read or
-/// write yet, so one is refused rather than copied empty.
-fn copied_with_postgres(kind: Kind) -> Result<()> {
-    match kind {
-        Kind::LimitStore => Err(crate::postgres::unsupported("copying a limit store")),
-        _ => Ok(()),
-    }
-}
-
 fn import_postgres(url: &str, to: &str, export: &Export) -> Result<()> {
     for n in &export.names {
-        let kind = Kind::parse(&n.kind)
+        Kind::parse(&n.kind)
             .ok_or_else(|| Error::corrupt(format!("the name {:?} holds an unknown kind {:?}", n.name, n.kind)))?;
-        copied_with_postgres(kind).map_err(|e| {
-            Error::invalid(format!(
-                "{to} cannot take the name {:?}: {}; nothing was written",
-                n.name,
-                e.message()
-            ))
-            .in_bucket(&n.name)
-        })?;
     }
     // Looked at without creating anything first, so that a refused target
     // is not even migrated. A database without a store (or at a newer

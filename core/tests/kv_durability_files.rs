@@ -9,29 +9,11 @@ use std::time::{Duration, Instant};
 
 use tinystore::{Error, ErrorKind, Options, Raw, Store, WriteOptions};
 
-/// Holds the writer inside a transaction until told to let go, so that
-/// writes queue up behind it.
-fn hold_writer(store: &Store) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
-    let (go, wait) = mpsc::channel::<()>();
-    let (held, is_held) = mpsc::channel::<()>();
-    let s = store.clone();
-    let h = std::thread::spawn(move || {
-        s.tx(|_| {
-            held.send(()).unwrap();
-            wait.recv().unwrap();
-            Ok(())
-        })
-        .unwrap();
-    });
-    is_held.recv().unwrap();
-    (go, h)
-}
-
 #[test]
 fn kv15_concurrent_writes_commit_together() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
-    let (go, h) = hold_writer(&store);
+    let (go, h) = common::hold_writer(&store);
     let (tx, rx) = mpsc::channel();
     for i in 0..64 {
         let tx = tx.clone();
@@ -59,7 +41,7 @@ fn kv15_a_failing_write_rolls_back_alone() {
     let b = store.bucket::<i64>("b").open().unwrap();
     let v = b.set("guarded", &1).unwrap();
     b.set("guarded", &2).unwrap();
-    let (go, h) = hold_writer(&store);
+    let (go, h) = common::hold_writer(&store);
     let (tx, rx) = mpsc::channel();
     let t = tx.clone();
     b.set_then("a", &1, move |r| t.send(("a", r.map(|_| ()))).unwrap())
@@ -94,7 +76,7 @@ fn kv15_a_failing_write_rolls_back_alone() {
 fn kv15_failed_commit_answers_outcome_unknown_to_each_caller() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
-    let (go, h) = hold_writer(&store);
+    let (go, h) = common::hold_writer(&store);
     let (tx, rx) = mpsc::channel();
     for i in 0..3 {
         let tx = tx.clone();
@@ -126,7 +108,7 @@ fn kv15_failed_commit_answers_outcome_unknown_to_each_caller() {
 fn kv15_a_caller_that_gives_up_before_its_write_starts_writes_nothing() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
-    let (go, h) = hold_writer(&store);
+    let (go, h) = common::hold_writer(&store);
     let (tx, rx) = mpsc::channel();
     let ticket = b.set_then("k", &1, move |r| tx.send(r).unwrap()).unwrap();
     ticket.cancel();

@@ -97,18 +97,7 @@ fn kv16_a_panicking_completion_on_the_writer_thread_leaves_the_store_writing() {
     let (_d, store) = common::manual();
     let b = store.bucket::<i64>("b").open().unwrap();
     // Hold the writer so that the write is queued and answered on the writer thread.
-    let (go, wait) = mpsc::channel::<()>();
-    let (held, is_held) = mpsc::channel::<()>();
-    let s = store.clone();
-    let h = std::thread::spawn(move || {
-        s.tx(|_| {
-            held.send(()).unwrap();
-            wait.recv().unwrap();
-            Ok(())
-        })
-        .unwrap()
-    });
-    is_held.recv().unwrap();
+    let (go, h) = common::hold_writer(&store);
     let (ran, has_run) = mpsc::channel::<()>();
     b.set_then("k", &1, move |_| {
         ran.send(()).unwrap();

@@ -334,7 +334,7 @@ fn kv19_a_database_at_schema_1_gains_what_it_lacks_on_open() {
     let store = Store::open(&location).unwrap();
     assert_eq!(
         pg::query("kv19_migrate", "SELECT version FROM tinystore_schema").as_deref(),
-        Some("4")
+        Some("5")
     );
     assert_eq!(store.bucket::<i64>("b").open().unwrap().get("k").unwrap(), Some(1));
     assert!(

@@ -176,7 +176,7 @@ fn kv19_a_database_of_schema_version_1_gains_the_runs_of_once() {
     let store = Store::open(&location).unwrap();
     assert_eq!(
         pg::query("kv19_from_v1", "SELECT version FROM tinystore_schema").as_deref(),
-        Some("4")
+        Some("5")
     );
     assert_eq!(store.bucket::<i64>("b").open().unwrap().get("k").unwrap(), Some(1));
     let once = store.once::<i64>("jobs").open().unwrap();

@@ -305,20 +305,75 @@ fn kv19_a_database_at_a_newer_schema_is_refused_untouched() {
     let store = Store::open(&location).unwrap();
     store.bucket::<i64>("b").open().unwrap().set("k", &1).unwrap();
     store.close().unwrap();
-    pg::sql("kv19_newer", "UPDATE tinystore_schema SET version = 5");
+    pg::sql("kv19_newer", "UPDATE tinystore_schema SET version = 6");
     let e = Store::open(&location).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Invalid);
     assert!(
         e.message()
-            .contains("schema version 5, newer than this build reads (4)"),
+            .contains("schema version 6, newer than this build reads (5)"),
         "{e}"
     );
+    // Nor does `tinystore kv` (the inspector) or a copy read it.
+    let e = tinystore::Inspector::open(&location).err().unwrap();
+    assert!(e.message().contains("newer than this build reads"), "{e}");
+    let e = tinystore::moving::export(&location).err().unwrap();
+    assert!(e.message().contains("newer than this build reads"), "{e}");
     assert_eq!(
         pg::query("kv19_newer", "SELECT version FROM tinystore_schema").as_deref(),
-        Some("5")
+        Some("6")
     );
     assert_eq!(
         pg::query("kv19_newer", "SELECT count(*) FROM tinystore_cells").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn kv19_a_schema_of_another_applications_tables_is_refused_untouched() {
+    let location = pg::fresh("kv19_foreign");
+    pg::sql(
+        "kv19_foreign",
+        "CREATE SCHEMA kv19_foreign; CREATE TABLE tinystore_cells (id serial PRIMARY KEY, note text);
+         INSERT INTO tinystore_cells (note) VALUES ('theirs');",
+    );
+    let e = Store::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(
+        e.message().contains("holds tinystore_cells")
+            && e.message().contains("with no tinystore_schema version table")
+            && e.message().contains("belong to another application"),
+        "{e}"
+    );
+    let e = tinystore::Inspector::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+    assert_eq!(
+        pg::query("kv19_foreign", "SELECT to_regclass('tinystore_schema') IS NULL").as_deref(),
+        Some("t")
+    );
+    assert_eq!(
+        pg::query("kv19_foreign", "SELECT string_agg(note, ',') FROM tinystore_cells").as_deref(),
+        Some("theirs")
+    );
+}
+
+#[test]
+fn kv19_a_version_table_of_another_shape_is_refused_untouched() {
+    let location = pg::fresh("kv19_shape");
+    pg::sql(
+        "kv19_shape",
+        "CREATE SCHEMA kv19_shape; CREATE TABLE tinystore_schema (name text); INSERT INTO tinystore_schema VALUES ('x');",
+    );
+    let e = Store::open(&location).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(
+        e.message()
+            .contains("whose tinystore_schema is not a TinyStore version table"),
+        "{e}"
+    );
+    let e = tinystore::Inspector::open(&location).err().unwrap();
+    assert!(e.message().contains("belong to another application"), "{e}");
+    assert_eq!(
+        pg::query("kv19_shape", "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'kv19_shape'").as_deref(),
         Some("1")
     );
 }
@@ -388,4 +443,40 @@ fn kv07_a_renewal_a_read_asked_for_is_written_at_close() {
         s.entry("a").unwrap().unwrap().expires_at,
         Some(later + Duration::from_secs(3000))
     );
+}
+
+#[test]
+fn kv19_stores_creating_one_new_schema_at_once_all_open_it() {
+    // Several app servers open a store whose tables do not exist yet, at
+    // the same moment: each finds them either missing or made, never half
+    // made, and all of them open it.
+    for round in 0..5 {
+        let schema = format!("kv19_at_once_{round}");
+        let location = pg::fresh(&schema);
+        let start = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for i in 0..8i64 {
+                let (start, location) = (&start, &location);
+                s.spawn(move || {
+                    start.wait();
+                    let store = Store::open(location).unwrap();
+                    store
+                        .bucket::<i64>("b")
+                        .open()
+                        .unwrap()
+                        .set(i.to_string().as_str(), &i)
+                        .unwrap();
+                    store.close().unwrap();
+                });
+            }
+        });
+        assert_eq!(
+            pg::query(&schema, "SELECT count(*) FROM tinystore_cells").as_deref(),
+            Some("8")
+        );
+        assert_eq!(
+            pg::query(&schema, "SELECT version FROM tinystore_schema").as_deref(),
+            Some("5")
+        );
+    }
 }

@@ -62,6 +62,16 @@ export declare class NativeBucket {
   clear(scope?: NativeTx | NativeSnapshot): Promise<void> | void
 }
 
+/** One call's cancel: `fire` gives up on the call it was armed for. */
+export declare class NativeCancel {
+  /** A cancel not fired. */
+  constructor()
+  /** Makes this the cancel of the next write made on this thread. */
+  arm(): void
+  /** Gives up on the call, as the engine allows. */
+  fire(): void
+}
+
 /**
  * The run of one key, held by the caller until it keeps an answer or lets
  * go. Dropped (collected) without either, it lets go keeping nothing.
@@ -315,9 +325,10 @@ export declare class NativeTx {
   /**
    * Commits: resolves once everything the transaction wrote is durable,
    * or rejects with why nothing was (`OutcomeUnknown` when the group's
-   * commit failed). A second end is `Closed`.
+   * commit failed; `Cancelled` when `cancel` fired, which rolls back).
+   * A second end is `Closed`.
    */
-  commit(): Promise<void>
+  commit(cancel?: NativeCancel | undefined | null): Promise<void>
   /** Rolls back, writing nothing; resolves once the writer has let go. */
   rollback(): Promise<void>
 }
@@ -340,6 +351,9 @@ export declare function callerContext(): NativeContext
  * `decode`, `not_bytes`), so that every language words it alike.
  */
 export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
+
+/** Clears the armed cancel, if the call did not take it. */
+export declare function disarmCancel(): void
 
 /**
  * The stable codes of every error kind, in the engine's order, so the

@@ -8,6 +8,7 @@ import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
 import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
 import { waitsForOwnTx, writeOnStore } from './scope'
+import { type SignalOptions, withSignal } from './signals'
 import { type Crossing, crossingOf, dateArg, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
 /** The options of a bucket. `ttl` and `idle` together are `Invalid`. */
@@ -63,7 +64,7 @@ export interface Page<T> {
 }
 
 /** The options of `set`. */
-export interface SetOptions {
+export interface SetOptions extends SignalOptions {
 	/** Expire this long from now, in place of the bucket's `ttl` and the key's own expiry. */
 	ttl?: Duration
 	/** Expire at this time; a time in the past makes the key absent at once. */
@@ -73,7 +74,7 @@ export interface SetOptions {
 }
 
 /** The options of `create`. */
-export interface CreateOptions {
+export interface CreateOptions extends SignalOptions {
 	/** Expire this long from now, in place of the bucket's `ttl`. */
 	ttl?: Duration
 	/** Expire at this time. */
@@ -81,7 +82,7 @@ export interface CreateOptions {
 }
 
 /** The options of `take`, `delete` and `expire`. */
-export interface VersionOptions {
+export interface VersionOptions extends SignalOptions {
 	/** Apply only if the key is live at this version; otherwise `ConflictError`. */
 	ifVersion?: string
 }
@@ -222,13 +223,15 @@ export class Bucket<T> {
 		try {
 			const encoded = this.#encode(value, key)
 			if (options == null) return bareSet((this.#handle ??= setHandle(this.#native)), key, encoded)
-			return this.#native.set(
-				key,
-				encoded,
-				options.ttl,
-				dateArg(options.expiresAt, 'expiresAt', { bucket: this.#name }),
-				options.ifVersion,
-			) as Promise<string>
+			return withSignal<string>(options.signal, { bucket: this.#name }, () =>
+				this.#native.set(
+					key,
+					encoded,
+					options.ttl,
+					dateArg(options.expiresAt, 'expiresAt', { bucket: this.#name }),
+					options.ifVersion,
+				),
+			)
 		} catch (e) {
 			return Promise.reject(invalidArg(e, { bucket: this.#name }))
 		}
@@ -236,8 +239,12 @@ export class Bucket<T> {
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
-		return writeOnStore(this.#store, this.#name, () =>
-			this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })),
+		return writeOnStore(
+			this.#store,
+			this.#name,
+			() =>
+				this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })),
+			options?.signal,
 		)
 	}
 
@@ -251,14 +258,19 @@ export class Bucket<T> {
 	 * ```
 	 */
 	createEntry(key: Key, value: T, options?: CreateOptions): Promise<Created<T>> {
-		return writeOnStore(this.#store, this.#name, () => {
-			const at = dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })
-			const made = this.#native.createEntry(key, this.#encode(value, key), options?.ttl, at) as Promise<{
-				written: boolean
-				entry: NativeEntry
-			}>
-			return made.then((c) => createdOf(c, value, (e) => this.#entry(e)))
-		})
+		const made = writeOnStore<{ written: boolean; entry: NativeEntry }>(
+			this.#store,
+			this.#name,
+			() =>
+				this.#native.createEntry(
+					key,
+					this.#encode(value, key),
+					options?.ttl,
+					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }),
+				),
+			options?.signal,
+		)
+		return made.then((c) => createdOf(c, value, (e) => this.#entry(e)))
 	}
 
 	/**
@@ -268,21 +280,25 @@ export class Bucket<T> {
 	take(key: Key, options?: VersionOptions): Promise<T | undefined> {
 		const ifVersion = options?.ifVersion
 		if (this.#codec) {
-			return writeOnStore<T | undefined>(this.#store, this.#name, () =>
-				takeDecoded(
-					(v) => this.#decode(v, key),
-					(check) => this.#native.take(key, ifVersion, check),
-				).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name }))),
+			return writeOnStore<T | undefined>(
+				this.#store,
+				this.#name,
+				() =>
+					takeDecoded(
+						(v) => this.#decode(v, key),
+						(check) => this.#native.take(key, ifVersion, check),
+					).catch((e: unknown) => Promise.reject(invalidArg(e, { bucket: this.#name }))),
+				options?.signal,
 			)
 		}
-		const taken = writeOnStore<unknown>(this.#store, this.#name, () => this.#native.take(key, ifVersion))
+		const taken = writeOnStore<unknown>(this.#store, this.#name, () => this.#native.take(key, ifVersion), options?.signal)
 		if (this.#crossing === 'as-is') return taken as Promise<T | undefined>
 		return taken.then((v) => (v === undefined ? undefined : this.#decode(v, key)))
 	}
 
 	/** Deletes the key; resolves with whether a live key was there. */
 	delete(key: Key, options?: VersionOptions): Promise<boolean> {
-		return writeOnStore(this.#store, this.#name, () => this.#native.delete(key, options?.ifVersion))
+		return writeOnStore(this.#store, this.#name, () => this.#native.delete(key, options?.ifVersion), options?.signal)
 	}
 
 	/**
@@ -290,16 +306,20 @@ export class Bucket<T> {
 	 * its value and version; resolves with whether a live key was there.
 	 */
 	expire(key: Key, when: Duration | Date, options?: VersionOptions): Promise<boolean> {
-		return writeOnStore(this.#store, this.#name, () =>
-			when instanceof Date
-				? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
-				: this.#native.expire(key, when, undefined, options?.ifVersion),
+		return writeOnStore(
+			this.#store,
+			this.#name,
+			() =>
+				when instanceof Date
+					? this.#native.expire(key, undefined, when.getTime(), options?.ifVersion)
+					: this.#native.expire(key, when, undefined, options?.ifVersion),
+			options?.signal,
 		)
 	}
 
 	/** Removes this branch and every branch under it, for every reader at once. */
-	clear(): Promise<void> {
-		return writeOnStore(this.#store, this.#name, () => this.#native.clear())
+	clear(options?: SignalOptions): Promise<void> {
+		return writeOnStore(this.#store, this.#name, () => this.#native.clear(), options?.signal)
 	}
 
 	/** A page of this branch's own keys, in the byte order of their text. Renews nothing. */

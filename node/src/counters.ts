@@ -8,6 +8,7 @@ import type { Duration } from './durations'
 import { kindParts } from './handles'
 import type { NativeCounters } from './native'
 import { writeOnStore } from './scope'
+import type { SignalOptions } from './signals'
 import { invalidArg, type Key } from './values'
 
 /** What counters answer: `'int'` gives `number`s (the default), `'bigint'` gives `bigint`s of the whole int64 range. */
@@ -79,13 +80,13 @@ export class Counters<N extends number | bigint = number> {
 	}
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
-	add(key: Key, n: number | bigint = 1): Promise<N> {
-		return writeOnStore(this.#store, this.name, () => this.#native.add(key, n))
+	add(key: Key, n: number | bigint = 1, options?: SignalOptions): Promise<N> {
+		return writeOnStore(this.#store, this.name, () => this.#native.add(key, n), options?.signal)
 	}
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
-	max(key: Key, n: number | bigint): Promise<N> {
-		return writeOnStore(this.#store, this.name, () => this.#native.max(key, n))
+	max(key: Key, n: number | bigint, options?: SignalOptions): Promise<N> {
+		return writeOnStore(this.#store, this.name, () => this.#native.max(key, n), options?.signal)
 	}
 
 	/** The counter's value: 0 when missing or expired. */
@@ -98,12 +99,12 @@ export class Counters<N extends number | bigint = number> {
 	}
 
 	/** Deletes the counter; resolves with whether a live one was there. */
-	delete(key: Key): Promise<boolean> {
-		return writeOnStore(this.#store, this.name, () => this.#native.delete(key))
+	delete(key: Key, options?: SignalOptions): Promise<boolean> {
+		return writeOnStore(this.#store, this.name, () => this.#native.delete(key), options?.signal)
 	}
 
 	/** Removes this branch's counters and every branch under it. */
-	clear(): Promise<void> {
-		return writeOnStore(this.#store, this.name, () => this.#native.clear())
+	clear(options?: SignalOptions): Promise<void> {
+		return writeOnStore(this.#store, this.name, () => this.#native.clear(), options?.signal)
 	}
 }

@@ -10,6 +10,7 @@ import type { Rate } from './durations'
 import { kindParts } from './handles'
 import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
 import { writeOnStore } from './scope'
+import type { SignalOptions } from './signals'
 import { invalidArg, type Key } from './values'
 
 /** One window of a quota, as an answer reports it. */
@@ -178,8 +179,8 @@ export class Quota<W extends string = string> {
 	 * one has no room. A refusal's `retryAt` is when the windows that refused
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
-	allow(key: Key, n = 1): Promise<Allowance<W>> {
-		return writeOnStore(this.#store, this.name, () => this.#native.allow(key, n))
+	allow(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
+		return writeOnStore(this.#store, this.name, () => this.#native.allow(key, n), options?.signal)
 	}
 
 	/** The answer one use would get now, counting nothing. */
@@ -188,12 +189,12 @@ export class Quota<W extends string = string> {
 	}
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
-	refund(key: Key, n = 1): Promise<Allowance<W>> {
-		return writeOnStore(this.#store, this.name, () => this.#native.refund(key, n))
+	refund(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
+		return writeOnStore(this.#store, this.name, () => this.#native.refund(key, n), options?.signal)
 	}
 
 	/** Forgets the key: every window starts again at its next use. */
-	reset(key: Key): Promise<void> {
-		return writeOnStore(this.#store, this.name, () => this.#native.reset(key))
+	reset(key: Key, options?: SignalOptions): Promise<void> {
+		return writeOnStore(this.#store, this.name, () => this.#native.reset(key), options?.signal)
 	}
 }

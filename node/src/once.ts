@@ -10,7 +10,11 @@ import { InvalidError } from './errors'
 import { kindParts } from './handles'
 import type { NativeOnce } from './native'
 import { callerContext, runInsideRun, writeOnStore } from './scope'
+import { type SignalOptions, withSignal } from './signals'
 import { type Crossing, decodeAs, encodeAs, type Key, showKey } from './values'
+
+/** What the addon's `begin` answers: the kept answer, or the claim of the run. */
+type Begun = Awaited<ReturnType<NativeOnce['begin']>>
 
 /** The options of a once. */
 export interface OnceOptions {
@@ -63,9 +67,12 @@ export class Once<T> {
 
 	/**
 	 * The answer kept for `key`, or the answer of `fn`, run once. A `run` of
-	 * a key inside its own run is `InvalidError`, not a deadlock.
+	 * a key inside its own run is `InvalidError`, not a deadlock. `signal`
+	 * gives up waiting for the key (another run of it, or the writer): then
+	 * nothing runs and `run` rejects with `AbortError`. Once `fn` started it
+	 * runs to its end, and what it returns is kept, whatever the signal.
 	 */
-	async run(key: Key, fn: () => T | Promise<T>): Promise<T> {
+	async run(key: Key, fn: () => T | Promise<T>, options?: SignalOptions): Promise<T> {
 		if (typeof fn !== 'function') {
 			// Refused before the key is claimed, rather than a TypeError from inside the run.
 			throw new InvalidError(`a run needs a function to call, not ${typeof fn} ${String(fn)}`, {
@@ -75,7 +82,9 @@ export class Once<T> {
 		}
 		// The engine refuses a run inside a transaction of the store, or
 		// inside a run of the same key: each would wait for itself.
-		const begun = await this.#native.begin(key, callerContext())
+		const begun = await withSignal<Begun>(options?.signal, { bucket: this.name }, () =>
+			this.#native.begin(key, callerContext()),
+		)
 		if (begun.kept) return this.#decode(begun.value, key)
 		const claim = begun.claim
 		let value: T
@@ -103,7 +112,7 @@ export class Once<T> {
 	}
 
 	/** Forgets the answer kept for `key`, so the next run runs again; resolves with whether one was kept. */
-	delete(key: Key): Promise<boolean> {
-		return writeOnStore(this.#store, this.name, () => this.#native.delete(key))
+	delete(key: Key, options?: SignalOptions): Promise<boolean> {
+		return writeOnStore(this.#store, this.name, () => this.#native.delete(key), options?.signal)
 	}
 }

@@ -19,6 +19,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 import type { ErrorWhat } from './errors'
 import { native, type NativeClaim, type NativeContext, type NativeStore, type NativeTx } from './native'
+import { type AbortSignalLike, withSignal } from './signals'
 import { invalidArg } from './values'
 
 /** A transaction or view, and whether it is still open. */
@@ -64,12 +65,18 @@ export function waitsForOwnTx(store: object | undefined, what: ErrorWhat): Error
  * Runs `write`, an addon call of a handle of `store` named `bucket` on the
  * store itself, as a Promise of its answer: the engine's refusal from
  * inside one of the store's own transactions, or a bad argument, rejects.
+ * `signal` gives up on it as signals.ts says.
  */
-export function writeOnStore<R>(store: object | undefined, bucket: string, write: () => unknown): Promise<R> {
+export function writeOnStore<R>(
+	store: object | undefined,
+	bucket: string,
+	write: () => unknown,
+	signal?: AbortSignalLike,
+): Promise<R> {
 	const refused = waitsForOwnTx(store, { bucket })
 	if (refused) return Promise.reject(refused)
 	try {
-		return write() as Promise<R>
+		return signal === undefined ? (write() as Promise<R>) : withSignal<R>(signal, { bucket }, write)
 	} catch (e) {
 		return Promise.reject(invalidArg(e, { bucket }))
 	}

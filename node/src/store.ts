@@ -11,9 +11,10 @@ import { type CounterType, type CounterTypes, Counters, type CountersOptions } f
 import type { Duration, Rate } from './durations'
 import { InvalidError } from './errors'
 import { Quota, RateLimit, type RateLimitOptions } from './limits'
-import { native, type NativeMaintenance, type NativeStore } from './native'
+import { native, type NativeMaintenance, type NativeStore, type NativeTx } from './native'
 import { Once, type OnceOptions } from './once'
 import { refuseNestedTx, runInside, type Scope, waitsForOwnTx } from './scope'
+import { abortError, abortedAs, type AbortSignalLike, SignalCancel, type SignalOptions, signalOf } from './signals'
 import { Tx } from './tx'
 import { crossingOf, dateArg, invalidArg, type TypedOptions, type ValueType, type ValueTypes } from './values'
 import { View } from './view'
@@ -259,6 +260,12 @@ export class Store implements AsyncDisposable {
 	 * this store outside the transaction (a plain bucket's `set`, another
 	 * `store.tx`) would wait for the transaction, so it is `InvalidError`.
 	 *
+	 * `signal` gives up on the transaction: aborted while `tx` waits for
+	 * the writer's turn, `fn` never runs; aborted while `fn` runs, `fn` is
+	 * not cut short but nothing it wrote is committed. Either way `tx`
+	 * rejects with `AbortError` and nothing was written. Aborted once the
+	 * commit began, it changes nothing.
+	 *
 	 * @example
 	 * ```ts
 	 * const order = await store.tx(async (tx) => {
@@ -269,12 +276,32 @@ export class Store implements AsyncDisposable {
 	 * })
 	 * ```
 	 */
-	async tx<R>(fn: (tx: Tx) => R | Promise<R>): Promise<R> {
+	async tx<R>(fn: (tx: Tx) => R | Promise<R>, options?: SignalOptions): Promise<R> {
 		if (typeof fn !== 'function') {
 			throw new InvalidError('tx takes a function: store.tx(async (tx) => { ... })')
 		}
 		refuseNestedTx(this.#native)
-		const native = await this.#native.transaction()
+		const signal = signalOf(options, {})
+		if (signal?.aborted) throw abortError(signal)
+		const watch = signal && new SignalCancel(signal)
+		try {
+			return await this.#txWatched(fn, signal, watch)
+		} finally {
+			watch?.stop()
+		}
+	}
+
+	/** {@link Store.tx} with `watch` firing the engine's cancel when `signal` aborts. */
+	async #txWatched<R>(fn: (tx: Tx) => R | Promise<R>, signal?: AbortSignalLike, watch?: SignalCancel): Promise<R> {
+		const begin = (): Promise<NativeTx> => this.#native.transaction()
+		const native = await (watch ? (watch.call(begin) as Promise<NativeTx>) : begin()).catch((e: unknown) =>
+			Promise.reject(abortedAs(signal, e)),
+		)
+		if (signal?.aborted) {
+			// The turn came as the signal aborted: `fn` does not start.
+			await native.rollback()
+			throw abortError(signal)
+		}
 		const scope: Scope = { open: true }
 		let result: R
 		try {
@@ -286,7 +313,7 @@ export class Store implements AsyncDisposable {
 			throw e
 		}
 		scope.open = false
-		await native.commit()
+		await native.commit(watch?.cancel).catch((e: unknown) => Promise.reject(abortedAs(signal, e)))
 		return result
 	}
 

@@ -10,44 +10,27 @@
 //! is opt-in because only a caller that keeps the transaction's work on one
 //! thread may use it (Go's `Store.Tx` locks its goroutine to its OS thread).
 
-use std::sync::Mutex;
 use std::sync::mpsc;
 
-use tinystore::{CallerContext, Error, ErrorKind, Result, Store, Ticket};
+use tinystore::{CallerContext, Cancel, Error, ErrorKind, Result, Store, Ticket};
 
 /// A way for one thread to give up on a call another thread is waiting
 /// for: a write whose group has not started never runs, and a wait (for a
 /// run of once) ends; the call returns `TS_CANCELLED`.
-pub struct TsCancel {
-    state: Mutex<CancelState>,
-}
-
-#[derive(Default)]
-struct CancelState {
-    fired: bool,
-    on_fire: Vec<Box<dyn FnOnce() + Send>>,
-}
+// The core's `Cancel`, which says what is given up and when.
+pub struct TsCancel(Cancel);
 
 /// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn ts_cancel_new() -> *mut TsCancel {
-    Box::into_raw(Box::new(TsCancel {
-        state: Mutex::new(CancelState::default()),
-    }))
+    Box::into_raw(Box::new(TsCancel(Cancel::default())))
 }
 
 /// Gives up on the call this cancel was passed to (now or later).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_cancel_fire(cancel: *const TsCancel) {
     if let Some(c) = unsafe { cancel.as_ref() } {
-        let todo = {
-            let mut s = c.state.lock().unwrap_or_else(|p| p.into_inner());
-            s.fired = true;
-            std::mem::take(&mut s.on_fire)
-        };
-        for f in todo {
-            f();
-        }
+        c.0.fire();
     }
 }
 
@@ -60,13 +43,7 @@ pub unsafe extern "C" fn ts_cancel_free(cancel: *mut TsCancel) {
 impl TsCancel {
     /// Runs `f` when the cancel fires, or now if it has fired.
     pub(crate) fn on_fire(&self, f: impl FnOnce() + Send + 'static) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.fired {
-            drop(s);
-            f();
-        } else {
-            s.on_fire.push(Box::new(f));
-        }
+        self.0.on_fire(f);
     }
 }
 

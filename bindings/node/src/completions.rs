@@ -629,7 +629,11 @@ pub(crate) fn write_waking<'e, T: Send + 'static, R>(
             completion.send(outcome);
         }
     };
-    let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || submit(Box::new(done)).map(|_| ()));
+    let cancel = crate::cancel::take_armed();
+    let submit: Box<dyn FnOnce() -> tinystore::Result<()>> = Box::new(move || match cancel {
+        Some(c) => tinystore::cancellable(&c, || submit(Box::new(done)).map(|_| ())),
+        None => submit(Box::new(done)).map(|_| ()),
+    });
     sync(env, crate::write_groups::cork(env.raw(), pending, Work::Call(submit)))?;
     Ok(js::unknown(env.raw(), promise))
 }

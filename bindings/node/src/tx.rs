@@ -29,6 +29,7 @@ use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
 use tinystore::{BindingTx, ErrorKind};
 
+use crate::cancel::NativeCancel;
 use crate::completions::{self, Completion, Pending, Wake, sync};
 use crate::convert::napi_err;
 use crate::limits::{NativeCounters, NativeRateLimit};
@@ -177,10 +178,11 @@ impl NativeTx {
 
     /// Commits: resolves once everything the transaction wrote is durable,
     /// or rejects with why nothing was (`OutcomeUnknown` when the group's
-    /// commit failed). A second end is `Closed`.
+    /// commit failed; `Cancelled` when `cancel` fired, which rolls back).
+    /// A second end is `Closed`.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn commit<'e>(&mut self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        self.end(env, false, BindingTx::commit)
+    pub fn commit<'e>(&mut self, env: &'e Env, cancel: Option<&NativeCancel>) -> napi::Result<Unknown<'e>> {
+        self.end(env, false, |s| s.commit_unless(cancel.map(NativeCancel::cancel)))
     }
 
     /// Rolls back, writing nothing; resolves once the writer has let go.

@@ -28,6 +28,8 @@ pub(crate) enum Isolation {
 /// A write waiting for its group.
 pub(super) trait WriteOp: Send {
     fn cancelled(&self) -> bool;
+    /// Whether `cancelled` is this write's ticket.
+    fn has_ticket(&self, cancelled: &Arc<AtomicBool>) -> bool;
     fn weight(&self) -> usize;
     fn isolation(&self) -> Isolation;
     /// Runs inside its savepoint; returns whether it failed (to roll back).
@@ -59,6 +61,9 @@ where
 {
     fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Acquire))
+    }
+    fn has_ticket(&self, cancelled: &Arc<AtomicBool>) -> bool {
+        self.cancel.as_ref().is_some_and(|c| Arc::ptr_eq(c, cancelled))
     }
     fn weight(&self) -> usize {
         self.weight

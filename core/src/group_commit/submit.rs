@@ -6,7 +6,7 @@
 use std::cell::Cell as StdCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, Weak};
 
 use crate::error::{Error, Result};
 use crate::storage::file::BUSY_TIMEOUT;
@@ -15,7 +15,7 @@ use crate::storage::hot::WriteConn;
 use super::commit::{WriteCtx, commit_group};
 use super::job::{Isolation, WriteOp, new_job};
 use super::writer_thread::put_back;
-use super::{BURST, ON_WRITER, Queue, Writer, after_commit, lock};
+use super::{BURST, ON_WRITER, Queue, Shared, Writer, after_commit, lock};
 
 thread_local! {
     /// Set inside [`submit_waited`]: this thread waits for what it submits.
@@ -41,21 +41,49 @@ pub fn submit_waited<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// A handle that lets a caller give up on a write before it starts.
-#[derive(Clone, Debug)]
-pub struct Ticket(Arc<AtomicBool>);
+#[derive(Clone)]
+pub struct Ticket {
+    cancelled: Arc<AtomicBool>,
+    /// The writer whose queue the write waits in, if it was queued.
+    queued: Option<Weak<Shared>>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Ticket").field(&self.cancelled).finish()
+    }
+}
 
 impl Ticket {
     /// The ticket of a call that finished without waiting for the writer
     /// (a `flush_every` counter's change): cancelling it does nothing.
     #[allow(dead_code)] // until the counters land
     pub(crate) fn finished() -> Ticket {
-        Ticket(Arc::new(AtomicBool::new(true)))
+        Ticket {
+            cancelled: Arc::new(AtomicBool::new(true)),
+            queued: None,
+        }
     }
 
     /// Gives up on the write: if its group has not started, it never runs
-    /// and its completion gets `Cancelled`.
+    /// and its completion gets `Cancelled`. A write still in the queue is
+    /// taken out and answered now, on this thread, so that a caller who
+    /// gives up while a transaction or a long group holds the writer is
+    /// not kept waiting for it.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
+        self.cancelled.store(true, Ordering::Release);
+        let Some(shared) = self.queued.as_ref().and_then(Weak::upgrade) else {
+            return;
+        };
+        let op = {
+            let mut q = lock(&shared.queue);
+            let at = q.ops.iter().position(|op| op.has_ticket(&self.cancelled));
+            at.and_then(|i| q.ops.remove(i))
+        };
+        // Outside the queue's lock: the completion may submit again.
+        if let Some(op) = op {
+            op.finish(None, None);
+        }
     }
 }
 
@@ -101,7 +129,7 @@ impl Writer {
         F: FnOnce(&S, &mut WriteCtx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(S, Result<T>) + Send + 'static,
     {
-        let (mut job, cancel) = new_job(weight, isolation, state, work, done);
+        let (mut job, cancelled) = new_job(weight, isolation, state, work, done);
         let q = lock(&self.shared.queue);
         if q.closed {
             drop(q);
@@ -113,7 +141,15 @@ impl Writer {
         } else {
             self.push(q, job);
         }
-        Ok(Ticket(cancel))
+        let ticket = Ticket {
+            cancelled,
+            queued: Some(Arc::downgrade(&self.shared)),
+        };
+        if let Some(cancel) = crate::cancel::current() {
+            let t = ticket.clone();
+            cancel.on_fire(move || t.cancel());
+        }
+        Ok(ticket)
     }
 
     /// Commits `job` on this thread when it would be alone, else queues it.

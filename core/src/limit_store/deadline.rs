@@ -104,11 +104,13 @@ impl Timer {
             if !due.is_empty() {
                 drop(w);
                 for c in due {
-                    if let Some(t) = &c.ticket {
-                        t.cancel(); // if its group has not started, it never runs
-                    }
+                    // Answered first: a cancel answers a write still queued
+                    // at once, and the overdue answer is the one to give.
                     if let Some(call) = c.call.upgrade() {
                         call.answer_overdue();
+                    }
+                    if let Some(t) = &c.ticket {
+                        t.cancel(); // if its group has not started, it never runs
                     }
                 }
                 w = self.watched.lock().unwrap_or_else(|p| p.into_inner());

@@ -295,11 +295,22 @@ impl RawOnce {
     }
 
     fn begin_target(&self, t: Target, on_ready: impl FnOnce(Result<Begun>) + Send + 'static) {
-        attempt(Arc::new(Begin {
+        let begin = Arc::new(Begin {
             once: self.clone(),
             t,
             ready: Mutex::new(Some(Box::new(on_ready))),
-        }));
+        });
+        if let Some(cancel) = crate::cancel::current() {
+            // The caller gave up: it stops waiting, and a claim that comes
+            // later finds no one to answer and lets go (see `Begin::finish`).
+            let waiting = Arc::downgrade(&begin);
+            cancel.on_fire(move || {
+                if let Some(b) = waiting.upgrade() {
+                    b.finish(Err(b.t.name(waiter_gave_up())));
+                }
+            });
+        }
+        attempt(begin);
     }
 }
 

@@ -10,8 +10,13 @@
 //! key that had no row is inserted `ON CONFLICT DO NOTHING`: a racer that
 //! inserted it first makes the update run `apply` again, as a version that
 //! moved does.
+//!
+//! The statements are prepared on each connection the first time a limit
+//! store uses it ([`statements`]), not when it opens: a connection of the
+//! inspector or of a copy may be to a database at a schema older than the
+//! limit store's tables, where preparing them would fail.
 
-use tokio_postgres::Row;
+use tokio_postgres::{Client, Row, Statement};
 
 use super::SentFlag;
 use super::errors::{self, Sent};
@@ -75,6 +80,51 @@ up AS (
     WHERE c.store = per.store RETURNING 1)
 SELECT coalesce(sum(n), 0)::bigint FROM per";
 
+/// The prepared statements of the limit store, one set per connection.
+pub(crate) struct Statements {
+    read: Statement,
+    lock: Statement,
+    count: Statement,
+    count_lock: Statement,
+    count_make: Statement,
+    count_move: Statement,
+    insert: Statement,
+    update: Statement,
+    delete: Statement,
+    sweep_own: Statement,
+    sweep_all: Statement,
+}
+
+async fn prepare(c: &Client) -> std::result::Result<Statements, tokio_postgres::Error> {
+    let texts = [
+        READ, LOCK, COUNT, COUNT_LOCK, COUNT_MAKE, COUNT_MOVE, INSERT, UPDATE, DELETE, SWEEP_OWN, SWEEP_ALL,
+    ];
+    let st = futures_util::future::try_join_all(texts.iter().map(|t| c.prepare(t))).await?;
+    let mut st = st.into_iter();
+    let mut next = || st.next().expect("one statement per text");
+    Ok(Statements {
+        read: next(),
+        lock: next(),
+        count: next(),
+        count_lock: next(),
+        count_make: next(),
+        count_move: next(),
+        insert: next(),
+        update: next(),
+        delete: next(),
+        sweep_own: next(),
+        sweep_all: next(),
+    })
+}
+
+/// The limit store's statements on `c`, prepared at its first use there.
+async fn statements<'c>(pool: &Pool, c: &'c Conn) -> Result<&'c Statements> {
+    c.limit_st
+        .get_or_try_init(|| prepare(&c.client))
+        .await
+        .map_err(fail(pool, Sent::No))
+}
+
 /// One entry row as a statement found it.
 #[derive(Clone, Debug)]
 pub(crate) struct LimitRow {
@@ -101,8 +151,9 @@ fn fail(pool: &Pool, sent: Sent) -> impl Fn(tokio_postgres::Error) -> crate::Err
 /// Makes the count row of the limit store `store` if it has none.
 pub(crate) async fn make_count(pool: &Pool, store: i64) -> Result<()> {
     let c = pool.shared().await?;
+    let st = statements(pool, &c).await?;
     c.client
-        .execute(COUNT_MAKE, &[&store])
+        .execute(&st.count_make, &[&store])
         .await
         .map_err(fail(pool, Sent::No))?;
     Ok(())
@@ -112,9 +163,10 @@ pub(crate) async fn make_count(pool: &Pool, store: i64) -> Result<()> {
 /// `now` or the database's.
 pub(crate) async fn read(pool: &Pool, store: i64, paths: &[Vec<u8>], now: Option<i64>) -> Result<(i64, Vec<LimitRow>)> {
     let c = pool.shared().await?;
+    let st = statements(pool, &c).await?;
     let rows = c
         .client
-        .query(READ, &[&store, &paths, &now])
+        .query(&st.read, &[&store, &paths, &now])
         .await
         .map_err(fail(pool, Sent::No))?;
     let clock = rows.first().map_or(0, |r| r.get(0));
@@ -124,9 +176,10 @@ pub(crate) async fn read(pool: &Pool, store: i64, paths: &[Vec<u8>], now: Option
 /// The count of `store`'s entries (0 before its first).
 pub(crate) async fn count(pool: &Pool, store: i64) -> Result<usize> {
     let c = pool.shared().await?;
+    let st = statements(pool, &c).await?;
     let r = c
         .client
-        .query_opt(COUNT, &[&store])
+        .query_opt(&st.count, &[&store])
         .await
         .map_err(fail(pool, Sent::No))?;
     Ok(r.map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
@@ -154,14 +207,15 @@ impl<'p> UpdateTx<'p> {
     ) -> Result<(UpdateTx<'p>, i64, Vec<LimitRow>, usize)> {
         let held = pool.exclusive().await?;
         let c = held.conn();
+        let st = statements(pool, c).await?;
         use tokio_postgres::types::ToSql;
         let lock: [&(dyn ToSql + Sync); 2] = [&store, &paths];
         let (clock_args, count_args): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&now], [&store]);
         let (_, rows, clock, count) = futures_util::try_join!(
             c.client.execute(&c.st.begin, &[]),
-            c.client.query(LOCK, &lock),
+            c.client.query(&st.lock, &lock),
             c.client.query_one(&c.st.now, &clock_args),
-            c.client.query_opt(COUNT, &count_args),
+            c.client.query_opt(&st.count, &count_args),
         )
         .map_err(fail(pool, Sent::No))?;
         let rows = rows.iter().filter_map(|r| row_of(r, 0)).collect();
@@ -173,13 +227,18 @@ impl<'p> UpdateTx<'p> {
         self.held.conn()
     }
 
+    /// The statements of this transaction's connection, prepared by `begin`.
+    async fn st(&self) -> Result<&Statements> {
+        statements(self.pool, self.c()).await
+    }
+
     /// Locks the count row, for an update that adds rows: the bound is
     /// judged on the count no other update can move meanwhile.
     pub(crate) async fn lock_count(&self) -> Result<usize> {
         let r = self
             .c()
             .client
-            .query_opt(COUNT_LOCK, &[&self.store])
+            .query_opt(&self.st().await?.count_lock, &[&self.store])
             .await
             .map_err(fail(self.pool, Sent::No))?;
         Ok(r.map_or(0, |r| r.get::<_, i64>(0).max(0) as usize))
@@ -196,7 +255,7 @@ impl<'p> UpdateTx<'p> {
         let r = self
             .c()
             .client
-            .query_opt(INSERT, &[&self.store, &path, &expires, &value])
+            .query_opt(&self.st().await?.insert, &[&self.store, &path, &expires, &value])
             .await
             .map_err(fail(self.pool, Sent::No))?;
         Ok(r.is_some())
@@ -206,7 +265,7 @@ impl<'p> UpdateTx<'p> {
     pub(crate) async fn update(&self, path: &[u8], expires: i64, value: &str) -> Result<()> {
         self.c()
             .client
-            .execute(UPDATE, &[&self.store, &path, &expires, &value])
+            .execute(&self.st().await?.update, &[&self.store, &path, &expires, &value])
             .await
             .map_err(fail(self.pool, Sent::No))?;
         Ok(())
@@ -215,7 +274,7 @@ impl<'p> UpdateTx<'p> {
     pub(crate) async fn delete(&self, path: &[u8]) -> Result<()> {
         self.c()
             .client
-            .execute(DELETE, &[&self.store, &path])
+            .execute(&self.st().await?.delete, &[&self.store, &path])
             .await
             .map_err(fail(self.pool, Sent::No))?;
         Ok(())
@@ -225,7 +284,7 @@ impl<'p> UpdateTx<'p> {
     pub(crate) async fn move_count(&self, delta: i64) -> Result<()> {
         self.c()
             .client
-            .execute(COUNT_MOVE, &[&self.store, &delta])
+            .execute(&self.st().await?.count_move, &[&self.store, &delta])
             .await
             .map_err(fail(self.pool, Sent::No))?;
         Ok(())
@@ -262,9 +321,10 @@ async fn sweep_own_on(
     now: Option<i64>,
     batch: i64,
 ) -> Result<(Vec<Vec<u8>>, usize)> {
+    let st = statements(pool, c).await?;
     let r = c
         .client
-        .query_one(SWEEP_OWN, &[&store, &now, &batch])
+        .query_one(&st.sweep_own, &[&store, &now, &batch])
         .await
         .map_err(fail(pool, Sent::Commit))?;
     let gone: Vec<Vec<u8>> = r.get(0);
@@ -300,11 +360,12 @@ pub(crate) async fn sweep(
 /// The maintenance's sweep of every limit store's expired rows, under the
 /// sweep's advisory lock on `c`: batches until one is short or `most` went.
 pub(crate) async fn sweep_all(pool: &Pool, c: &Conn, now: Option<i64>, batch: i64, most: usize) -> Result<usize> {
+    let st = statements(pool, c).await?;
     let mut total = 0usize;
     while total < most {
         let r = c
             .client
-            .query_one(SWEEP_ALL, &[&now, &batch])
+            .query_one(&st.sweep_all, &[&now, &batch])
             .await
             .map_err(fail(pool, Sent::Commit))?;
         let n = r.get::<_, i64>(0) as usize;

@@ -14,6 +14,7 @@
 //! that a completion may call the store again.
 
 pub(crate) mod cells;
+pub(crate) mod clock;
 pub(crate) mod copy;
 mod errors;
 pub(crate) mod held;

@@ -48,6 +48,8 @@ pub(crate) struct Statements {
 pub(crate) struct Conn {
     pub client: Client,
     pub st: Statements,
+    /// The limit store's, prepared at their first use on this connection.
+    pub limit_st: tokio::sync::OnceCell<super::limit_rows::Statements>,
 }
 
 /// The shared connections. One connection commits its statements one after
@@ -105,7 +107,11 @@ impl Pool {
         let st = prepare(&client)
             .await
             .map_err(|e| errors::failed(&self.shown, &e, Sent::No))?;
-        Ok(Conn { client, st })
+        Ok(Conn {
+            client,
+            st,
+            limit_st: tokio::sync::OnceCell::new(),
+        })
     }
 
     /// A shared connection, opening it if it is missing or closed.

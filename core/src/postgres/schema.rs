@@ -20,6 +20,31 @@ fn newer(pool: &Pool, v: i32) -> Error {
     ))
 }
 
+/// Refuses a schema whose `tinystore_*` relations no store made: another
+/// application's tables under our names (the counterpart of a file of
+/// another application), or a version table of another shape. Such a
+/// schema is left as it was: nothing here writes.
+async fn refuse_foreign(pool: &Pool, c: &tokio_postgres::Client, schema: &str) -> Result<()> {
+    let fail = |e: tokio_postgres::Error| errors::failed(&pool.shown, &e, Sent::No);
+    let shape = c.query_one(sql::SCHEMA_TABLE_SHAPE, &[]).await.map_err(fail)?;
+    let (has_table, our_shape): (bool, bool) = (shape.get(0), shape.get(1));
+    if has_table && our_shape {
+        return Ok(());
+    }
+    let names: Option<String> = c.query_one(sql::SCHEMA_OUR_NAMES, &[]).await.map_err(fail)?.get(0);
+    let Some(names) = names else { return Ok(()) };
+    let why = if has_table {
+        "whose tinystore_schema is not a TinyStore version table"
+    } else {
+        "with no tinystore_schema version table"
+    };
+    Err(Error::invalid(format!(
+        "the schema {schema} at {} holds {names}, {why}: they belong to another application; it was left as it \
+         was (open the store in a schema of its own, with ?schema=NAME)",
+        pool.shown
+    )))
+}
+
 /// Checks, writing nothing, that the schema holds a store this build reads.
 pub(crate) async fn check(pool: &Pool, schema: &str) -> Result<()> {
     let c = &pool.connect_raw().await?;
@@ -35,6 +60,7 @@ pub(crate) async fn check(pool: &Pool, schema: &str) -> Result<()> {
             pool.shown
         )));
     }
+    refuse_foreign(pool, c, schema).await?;
     let found: Option<i32> = c
         .query_opt(sql::SCHEMA_READ, &[])
         .await
@@ -59,6 +85,10 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
     c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
         .await
         .map_err(fail)?;
+    if let Err(e) = refuse_foreign(pool, c, schema).await {
+        let _ = c.batch_execute("ROLLBACK").await;
+        return Err(e);
+    }
     c.batch_execute(sql::SCHEMA_TABLE).await.map_err(fail)?;
     let found: Option<i32> = c
         .query_opt(sql::SCHEMA_READ, &[])
@@ -77,6 +107,10 @@ pub(crate) async fn create(pool: &Pool, schema: &str) -> Result<()> {
     c.batch_execute(sql::SCHEMA_V2).await.map_err(fail)?;
     c.batch_execute(super::once::SCHEMA_V3).await.map_err(fail)?;
     c.batch_execute(super::limit_rows::SCHEMA_V4).await.map_err(fail)?;
+    c.batch_execute(super::clock::SCHEMA_V5).await.map_err(fail)?;
+    c.execute(super::clock::MARK_RAISE, &[&super::clock::MARK_LOCK])
+        .await
+        .map_err(fail)?;
     c.execute(sql::SCHEMA_WRITE, &[&sql::SCHEMA_VERSION])
         .await
         .map_err(fail)?;

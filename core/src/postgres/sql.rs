@@ -2,12 +2,13 @@
 //! `docs/postgres.md` describes the tables.
 //!
 //! Times are milliseconds since the Unix epoch. `tinystore_now($n)` is the
-//! database server's clock (`clock_timestamp()`), or the store's test clock
-//! when the store passes one: every server judges expiry on one clock. It
+//! database server's clock (`clock_timestamp()`), held at the high-water
+//! mark so that it never moves back (`super::clock`), or the store's test
+//! clock when the store passes one: every server judges expiry on one clock. It
 //! is evaluated once per statement (`(SELECT tinystore_now(..))`), not per row.
 
 /// The schema this build writes. A database at a newer schema is refused.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Serializes the creation of the tables by several processes at once.
 pub const SCHEMA_LOCK: i64 = 0x7473_6b76_0001;
@@ -19,6 +20,18 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS tinystore_schema (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     version integer NOT NULL)";
 pub const SCHEMA_READ: &str = "SELECT version FROM tinystore_schema";
+/// Whether the store's schema has its version table, as a store makes it
+/// (the two columns, by name and type).
+pub const SCHEMA_TABLE_SHAPE: &str = "SELECT
+    to_regclass('tinystore_schema') IS NOT NULL,
+    (SELECT count(*) FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'tinystore_schema'
+        AND ((column_name = 'one' AND data_type = 'boolean')
+          OR (column_name = 'version' AND data_type = 'integer'))) = 2";
+/// The relations of the store's schema named as a store names its own.
+pub const SCHEMA_OUR_NAMES: &str = "SELECT string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema() AND c.relname LIKE 'tinystore\\_%'";
 pub const SCHEMA_WRITE: &str = "INSERT INTO tinystore_schema (version) VALUES ($1)
     ON CONFLICT (one) DO UPDATE SET version = greatest(tinystore_schema.version, excluded.version)";
 

@@ -49,3 +49,21 @@ pub fn digest(path: &Path) -> String {
 pub fn mins(n: u64) -> Duration {
     Duration::from_secs(60 * n)
 }
+
+/// Holds the writer inside a transaction until told to let go (send on
+/// the sender, then join the thread), so that writes queue up behind it.
+pub fn hold_writer(store: &Store) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (held, is_held) = std::sync::mpsc::channel::<()>();
+    let s = store.clone();
+    let h = std::thread::spawn(move || {
+        s.tx(|_| {
+            held.send(()).unwrap();
+            wait.recv().unwrap();
+            Ok(())
+        })
+        .unwrap();
+    });
+    is_held.recv().unwrap();
+    (go, h)
+}

@@ -184,6 +184,23 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 			"hb-write": hbWrite, "hb-read": hbRead, "hb-take": hbTake,
 		}[cmd]
 		return run(store, arg(2), user)
+	case "clear-writes":
+		b, err := kv.OpenBucket[string](store, "race-clear")
+		if err != nil {
+			return false, err
+		}
+		under := b.Under("b")
+		startLine()
+		end := time.Now().Add(time.Duration(num(3)) * time.Millisecond)
+		for i := 0; time.Now().Before(end); i++ {
+			key := fmt.Sprintf("%s%d", arg(2), i)
+			t0 := time.Now().UnixMilli()
+			if err := under.Set(ctx, key, "new"); err != nil {
+				return false, err
+			}
+			say("wrote %s %d %d", key, t0, time.Now().UnixMilli())
+		}
+		say("done")
 	case "take-setup":
 		b, err := kv.OpenBucket[string](store, "race-take")
 		if err != nil {

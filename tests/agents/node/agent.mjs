@@ -146,6 +146,19 @@ async function run(args) {
 			ok = await handbook[cmd.slice(3)](store, arg(2), user)
 			break
 		}
+		case 'clear-writes': {
+			const b = store.bucket('race-clear', { type: 'string' }).under('b')
+			await startLine()
+			const end = Date.now() + num(3)
+			for (let i = 0; Date.now() < end; i++) {
+				const key = `${arg(2)}${i}`
+				const t0 = Date.now()
+				await b.set(key, 'new')
+				say(`wrote ${key} ${t0} ${Date.now()}`)
+			}
+			say('done')
+			break
+		}
 		case 'take-setup': {
 			const b = store.bucket('race-take', { type: 'string' })
 			await Promise.all(Array.from({ length: num(2) }, (_, r) => b.set(`r${r}`, 'prize')))

@@ -172,6 +172,19 @@ async def run(args: list[str]) -> bool:
             return await run_hb(store, arg(2), int(arg(3)))
         if cmd == "ix-raw-copy":
             return await ix_raw_copy(store, arg(2), arg(3))
+        if cmd == "clear-writes":
+            b = store.bucket("race-clear", str).under("b")
+            await start_line()
+            end = time.time() + num(3) / 1000
+            i = 0
+            while time.time() < end:
+                key = f"{arg(2)}{i}"
+                t0 = int(time.time() * 1000)
+                await b.set(key, "new")
+                say(f"wrote {key} {t0} {int(time.time() * 1000)}")
+                i += 1
+            say("done")
+            return True
         if cmd == "take-setup":
             b = store.bucket("race-take", str)
             for r in range(num(2)):

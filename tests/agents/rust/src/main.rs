@@ -10,6 +10,7 @@ use serde_json::Value;
 use tinystore::{ListOptions, Raw, RawBucket, Store};
 use tinystore_conformance::{Ty, lossy, same_value, text, to_raw};
 
+mod clear_race;
 mod handbook;
 mod limits;
 mod raw_copy;
@@ -119,7 +120,7 @@ fn run(args: &[String]) -> tinystore::Result<bool> {
     let store = Store::open(args.get(1).map(String::as_str).unwrap_or("data"))?;
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let num = |i: usize| arg(i).parse::<u64>().unwrap_or(0);
-    if let Some(ok) = limits::run(&store, cmd, &arg) {
+    if let Some(ok) = limits::run(&store, cmd, &arg).or_else(|| clear_race::run(&store, cmd, &arg)) {
         let ok = ok?;
         store.close()?;
         return Ok(ok);
