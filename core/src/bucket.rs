@@ -327,19 +327,19 @@ impl<T: Send + 'static> KeyCall<'_, T> {
 
     /// Writes the value if the key is absent; says whether it did.
     pub fn create(self, value: &T) -> Result<bool> {
-        Ok(matches!(self.create_entry(value)?, Created::Written(_)))
+        Ok(self.create_entry(value)?.written())
     }
 
-    /// Writes the value if the key is absent, or gives the entry found.
+    /// Writes the value if the key is absent, or gives the entry found:
+    /// either way the key's version and expiry, for a later write bound to
+    /// them with `if_version`.
     pub fn create_entry(self, value: &T) -> Result<Created<T>> {
         // Its own value, and the largest, for the value it may find.
         let (raw, held) = self.bucket.encode_holding(&self.key, value, MAX_VALUE)?;
-        match self.bucket.raw.create_held(&self.key, raw, self.opts.expiry, held)? {
-            Created::Written(v) => Ok(Created::Written(v)),
-            Created::Found(e) => Ok(Created::Found(
-                typed(&*self.bucket.codec, e).map_err(|e| self.bucket.raw.named(&self.key, e))?,
-            )),
-        }
+        self.bucket
+            .raw
+            .create_held(&self.key, raw, self.opts.expiry, held)?
+            .try_map(|e| typed(&*self.bucket.codec, e).map_err(|e| self.bucket.raw.named(&self.key, e)))
     }
 
     /// Reads and deletes the key in one write. A value that does not decode

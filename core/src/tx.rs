@@ -273,6 +273,12 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
 
     /// Writes a value if the key is absent; says whether it did.
     pub fn create(&self, key: impl AsKey, value: &T) -> Result<bool> {
+        Ok(self.create_entry(key, value)?.written())
+    }
+
+    /// Writes a value if the key is absent, or gives the entry found: either
+    /// way the key's version and expiry, as [`crate::KeyCall::create_entry`].
+    pub fn create_entry(&self, key: impl AsKey, value: &T) -> Result<Created<T>> {
         let t = self.target(key)?;
         let mut held = t.hold_now(2 * MAX_VALUE, "a create")?;
         let raw: Raw = self.bucket.codec.encode_row(value).map_err(|e| t.name(e))?;
@@ -281,7 +287,7 @@ impl<T: Send + 'static> TxBucket<'_, '_, '_, T> {
             Some(p) => pg_in_tx::create(p, &t, &raw, None)?,
             None => self.tx.run(|w| t.op_create(w, &raw, None))?,
         };
-        Ok(matches!(created, Created::Written(_)))
+        created.try_map(|e| typed(&*self.bucket.codec, e).map_err(|e| t.name(e)))
     }
 
     /// Reads and deletes a key.

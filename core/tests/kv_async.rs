@@ -28,7 +28,7 @@ fn kv04_async_writes_answer_as_the_blocking_ones() {
         assert!(!b.aio().create("s1", &"other".to_owned()).await.unwrap());
         match b.aio().key("s1").create_entry(&"other".to_owned()).await.unwrap() {
             Created::Found(e) => assert_eq!((e.value.as_str(), e.version), ("grace", v2)),
-            Created::Written(_) => panic!("create_entry wrote over a live key"),
+            Created::Written { .. } => panic!("create_entry wrote over a live key"),
         }
         assert!(b.aio().create("s2", &"linus".to_owned()).await.unwrap());
         assert!(b.aio().expire("s2", Duration::from_secs(60)).await.unwrap());

@@ -3,6 +3,7 @@
 mod common;
 
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use tinystore::{Created, ErrorKind, Key, ListOptions, Raw};
 
@@ -358,4 +359,35 @@ fn kv10_create_writes_only_if_absent_and_gives_the_entry_found() {
         Created::Found(e) => assert_eq!(e.value, 1),
         other => panic!("{other:?}"),
     }
+}
+
+/// The claim of a key: `create_entry` answers the version and expiry it
+/// wrote, or the live entry it found, and that version is the one a `set`
+/// bound to the claim with `if_version` takes.
+#[test]
+fn kv10_create_entry_answers_the_claim_a_set_binds_to() {
+    let (_d, store) = common::manual();
+    let b = store.bucket::<i64>("claims").open().unwrap();
+    let claim = b.key("evt").ttl(Duration::from_secs(600)).create_entry(&1).unwrap();
+    let expires = store.clock().now() + Duration::from_secs(600);
+    assert!(
+        matches!(claim, Created::Written { expires_at: Some(t), .. } if t == expires),
+        "{claim:?}"
+    );
+    let again = b.key("evt").create_entry(&2).unwrap();
+    assert!(!again.written());
+    assert_eq!((again.version(), again.expires_at()), (claim.version(), Some(expires)));
+    let kept = b.key("evt").if_version(claim.version()).set(&3).unwrap();
+    assert_eq!(b.entry("evt").unwrap().unwrap().version, kept);
+    let stale = b.key("evt").if_version(claim.version()).set(&4).unwrap_err();
+    assert_eq!(stale.kind(), ErrorKind::Conflict);
+    store
+        .tx(|tx| {
+            let found = tx.with(&b).create_entry("evt", &5)?;
+            assert!(matches!(&found, Created::Found(e) if e.value == 3 && e.version == kept));
+            let written = tx.with(&b).create_entry("evt2", &6)?;
+            assert!(written.written() && written.expires_at().is_none());
+            Ok(())
+        })
+        .unwrap();
 }

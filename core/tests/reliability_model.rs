@@ -288,12 +288,17 @@ fn run_case(ops: &[Op]) {
                     (Created::Found(found), Some(r)) => {
                         assert_eq!(seen_entry(&found), entry_of(&p_, &r), "{what}");
                     }
-                    (Created::Written(version), None) => {
+                    (Created::Written { version, expires_at }, None) => {
                         m.new_version(version, &what);
                         let expires = match e {
                             Some(e) => Some(m.at(e)),
                             None => (b == 1).then_some(m.now + TTL),
                         };
+                        assert_eq!(
+                            expires_at,
+                            expires.map(from_millis),
+                            "{what}: the expiry create answers"
+                        );
                         m.rows[b].insert(
                             p_,
                             Row {

@@ -127,17 +127,49 @@ func (b *Bucket[T]) SetVersion(ctx context.Context, key any, value T, opts ...Ca
 // Create writes a value only if the key is absent (or expired), and says
 // whether it did: of racing creators exactly one gets true.
 func (b *Bucket[T]) Create(ctx context.Context, key any, value T, opts ...CallOption) (bool, error) {
+	_, written, err := b.create(ctx, key, value, opts, false)
+	return written, err
+}
+
+// CreateEntry is Create, answering the key's entry as well: the one it
+// wrote (value, version and expiry) or the live one it found. Its Version
+// is the claim a later write binds to with IfVersion:
+//
+//	claim, first, err := seen.CreateEntry(ctx, event.ID, struct{}{}, kv.TTL(10*time.Minute))
+//	err = seen.Set(ctx, event.ID, struct{}{}, kv.IfVersion(claim.Version), kv.TTL(7*24*time.Hour))
+func (b *Bucket[T]) CreateEntry(ctx context.Context, key any, value T, opts ...CallOption) (Entry[T], bool, error) {
+	return b.create(ctx, key, value, opts, true)
+}
+
+// create is Create and CreateEntry; a found entry's value is read and
+// decoded only when the caller wants the entry.
+func (b *Bucket[T]) create(ctx context.Context, key any, value T, opts []CallOption, wantEntry bool) (Entry[T], bool, error) {
 	k, err := b.key(key)
 	if err != nil {
-		return false, err
+		return Entry[T]{}, false, err
 	}
 	wo := b.writeOptions(opts)
 	v, err := b.c.encode(value)
 	if err != nil {
-		return false, b.keyErr(k, native.CodeInvalid, err)
+		return Entry[T]{}, false, b.keyErr(k, native.CodeInvalid, err)
 	}
-	written, _, _, err := b.h.Create(ctx, b.scope, b.owners, k, v, wo, native.KindRaw)
-	return written, err
+	want := native.KindRaw
+	if wantEntry {
+		want = b.c.want
+	}
+	written, e, err := b.h.Create(ctx, b.scope, b.owners, k, v, wo, want)
+	if err != nil || !wantEntry {
+		return Entry[T]{}, written, err
+	}
+	e.Key = k
+	if written {
+		return entryOf(e, value), true, nil
+	}
+	found, err := b.c.decode(e.Value)
+	if err != nil {
+		return Entry[T]{}, false, b.keyErr(k, native.CodeCorrupt, err)
+	}
+	return entryOf(e, found), false, nil
 }
 
 // Take reads a key and deletes it in one write: of racing callers, in any

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
 	"net/http"
@@ -350,4 +351,34 @@ func ExampleQuota_Refund() {
 	// Output:
 	// ok: true used this week after the refund: 0
 	// <nil>
+}
+
+// --- a claim ---
+
+// A webhook's event handled once however often it arrives: CreateEntry
+// claims the event for ten minutes and answers the claim's entry, and the
+// Set that records it done applies only while the claim is still this
+// caller's (IfVersion).
+func ExampleBucket_CreateEntry() {
+	store, _, stop := exampleStore()
+	defer stop()
+	ctx := context.Background()
+	seen, err := kv.OpenBucket[string](store, "stripe-events")
+	if err != nil {
+		panic(err)
+	}
+	claim, first, err := seen.CreateEntry(ctx, "evt_1", "handling", kv.TTL(10*time.Minute))
+	again, second, err := seen.CreateEntry(ctx, "evt_1", "handling") // a retry of the same event
+	fmt.Println(first, second, again.Version == claim.Version, claim.ExpiresAt.Format(time.Kitchen))
+
+	done, err := seen.SetVersion(ctx, "evt_1", "done", kv.IfVersion(claim.Version), kv.TTL(7*24*time.Hour))
+	entry, _, err := seen.Entry(ctx, "evt_1")
+	fmt.Println(entry.Value, entry.Version == done)
+
+	err = seen.Set(ctx, "evt_1", "late", kv.IfVersion(claim.Version))
+	fmt.Println(errors.Is(err, tinystore.ErrConflict))
+	// Output:
+	// true false true 9:10AM
+	// done true
+	// true
 }

@@ -26,12 +26,18 @@ export declare class NativeBucket {
   /** A page of this branch's own keys in `scope`: `{ entries, next }`. */
   list(after: unknown, limit?: number | undefined | null, scope?: NativeTx | NativeSnapshot): { entries: Array<{ key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined }>, next: string | Uint8Array | undefined }
   /**
-   * Writes a value in `scope`: on the store durably, resolving with
-   * nothing; inside a transaction at once.
+   * Writes a value in `scope`: on the store durably, inside a transaction
+   * at once; answers the version written.
    */
-  set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<void> | void
+  set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<string> | string
   /** Writes a value if the key is absent, in `scope`; answers whether it did. */
   create(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<boolean> | boolean
+  /**
+   * Writes a value if the key is absent, in `scope`; answers whether it
+   * did and the key's entry either way: the one written (its `value`
+   * left `undefined`, the caller's own) or the live one found.
+   */
+  createEntry(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<{ written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }
   /**
    * Reads and deletes a key in one write, in `scope`; answers the value
    * or `undefined`. A value that does not read as the bucket's type, or
@@ -366,13 +372,14 @@ export declare function errorText(message: string, bucket?: string | undefined |
 export declare function fastReads(): { get(handle: unknown, key: unknown): unknown }
 
 /**
- * The bare write functions, made once per JS environment: `{ set, ids }`.
- * The package keeps each set's Promise under a number; once a group is
- * durable the addon writes the numbers of the fulfilled ones into `ids`
- * and calls `settled(n)` once, and calls `failed(id, error)` for each
- * rejected one: no napi Promise and no napi call a set.
+ * The bare write functions, made once per JS environment: `{ set, ids,
+ * versions }`. The package keeps each set's Promise under a number; once a
+ * group is durable the addon writes the numbers of the fulfilled ones into
+ * `ids`, the versions they wrote into `versions`, and calls `settled(n)`
+ * once, and calls `failed(id, error)` for each rejected one: no napi
+ * Promise and no napi call a set.
  */
-export declare function fastWrites(settled: (n: number) => void, failed: (id: number, error: unknown) => void): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }
+export declare function fastWrites(settled: (n: number) => void, failed: (id: number, error: unknown) => void): { set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array; versions: Float64Array }
 
 /**
  * Hands the engine's records to `sink` from now on (the last sink given

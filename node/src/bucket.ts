@@ -31,6 +31,30 @@ export interface Entry<T> {
 	expiresAt: Date | undefined
 }
 
+/**
+ * What `createEntry` did: whether it wrote, and the key's entry either way:
+ * the one written (the value given, its version and expiry) or the live one
+ * found. `entry.version` is the claim a later write binds to with `ifVersion`.
+ */
+export interface Created<T> {
+	/** Whether the key was absent (or expired) and now holds the value given. */
+	written: boolean
+	/** The entry written, or the live one found. */
+	entry: Entry<T>
+}
+
+/** The entry `createEntry` answers: the one written holds the value given, the one found is decoded. @internal */
+export function createdOf<T>(
+	answer: { written: boolean; entry: NativeEntry },
+	given: T,
+	decode: (e: NativeEntry) => Entry<T>,
+): Created<T> {
+	const { written, entry } = answer
+	if (!written) return { written, entry: decode(entry) }
+	entry.value = given
+	return { written, entry: entry as Entry<T> }
+}
+
 /** One page of `list`. */
 export interface Page<T> {
 	/** The entries, in the byte order of their keys' text. */
@@ -188,16 +212,18 @@ export class Bucket<T> {
 	}
 
 	/**
-	 * Writes the value, durably. A value over 1 MiB is `LimitError`; one JSON
-	 * cannot write, or not of the bucket's type, is `InvalidError`.
+	 * Writes the value, durably, and resolves with the version written (the
+	 * one `entry` reads and `ifVersion` takes). A value over 1 MiB is
+	 * `LimitError`; one JSON cannot write, or not of the bucket's type, is
+	 * `InvalidError`.
 	 */
-	set(key: Key, value: T, options?: SetOptions): Promise<void> {
+	set(key: Key, value: T, options?: SetOptions): Promise<string> {
 		const refused = waitsForOwnTx(this.#store, { bucket: this.#name })
 		if (refused) return Promise.reject(refused)
 		try {
 			const encoded = this.#encode(value, key)
 			if (options == null) return bareSet((this.#handle ??= setHandle(this.#native)), key, encoded)
-			return withSignal(options.signal, { bucket: this.#name }, () =>
+			return withSignal<string>(options.signal, { bucket: this.#name }, () =>
 				this.#native.set(
 					key,
 					encoded,
@@ -220,6 +246,31 @@ export class Bucket<T> {
 				this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })),
 			options?.signal,
 		)
+	}
+
+	/**
+	 * `create`, resolving with the key's entry as well: the one written or the
+	 * live one found. Its `entry.version` is the claim a later `set` binds to:
+	 *
+	 * ```ts
+	 * const { written, entry } = await seen.createEntry(event.id, 'claimed', { ttl: '10m' })
+	 * if (written) await seen.set(event.id, 'done', { ifVersion: entry.version, ttl: '7d' })
+	 * ```
+	 */
+	createEntry(key: Key, value: T, options?: CreateOptions): Promise<Created<T>> {
+		const made = writeOnStore<{ written: boolean; entry: NativeEntry }>(
+			this.#store,
+			this.#name,
+			() =>
+				this.#native.createEntry(
+					key,
+					this.#encode(value, key),
+					options?.ttl,
+					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }),
+				),
+			options?.signal,
+		)
+		return made.then((c) => createdOf(c, value, (e) => this.#entry(e)))
 	}
 
 	/**

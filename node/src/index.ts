@@ -15,7 +15,7 @@
  */
 
 export { Bucket } from './bucket'
-export type { BucketOptions, CreateOptions, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
+export type { BucketOptions, CreateOptions, Created, Entry, ListOptions, Page, SetOptions, VersionOptions } from './bucket'
 export type { Codec, RawValue } from './codec'
 export type { Duration, DurationText, DurationUnit, Rate } from './durations'
 export {

@@ -110,21 +110,25 @@ function useBareGet(loaded: NativeModule): void {
 export const native: NativeModule = load()
 
 /** The fulfil and reject functions of the Promises of bare sets in flight, by number. */
-const fulfil: (((v: undefined) => void) | undefined)[] = []
+const fulfil: (((version: string) => void) | undefined)[] = []
 const fail: (((e: unknown) => void) | undefined)[] = []
 /** Numbers free for reuse, and the next never used. */
 const freeIds: number[] = []
 let nextId = 0
 
-/** Fulfils the Promises whose numbers the addon wrote into `fast.ids`. */
+/**
+ * Fulfils the Promises whose numbers the addon wrote into `fast.ids`, each
+ * with the version at the same place of `fast.versions`, as the decimal
+ * text every version of the package is.
+ */
 function settled(n: number): void {
-	const ids = fast.ids
+	const { ids, versions } = fast
 	for (let i = 0; i < n; i++) {
 		const id = ids[i] as number
 		const f = fulfil[id]
 		fulfil[id] = fail[id] = undefined
 		freeIds.push(id)
-		f?.(undefined)
+		f?.(String(versions[i]))
 	}
 }
 
@@ -188,7 +192,7 @@ export function setHandle(bucket: Addon.NativeBucket): SetHandle {
  * through the C `set` first; what it declines goes through napi. Bad input
  * throws, as the method does.
  */
-export function bareSet(h: SetHandle, key: unknown, value: unknown): Promise<void> {
+export function bareSet(h: SetHandle, key: unknown, value: unknown): Promise<string> {
 	const id = freeIds.pop() ?? nextId++
 	if (!(cSet !== undefined && typeof key === 'string' && typeof value === 'string' && viaC(h, key, value, id))) {
 		try {
@@ -198,7 +202,7 @@ export function bareSet(h: SetHandle, key: unknown, value: unknown): Promise<voi
 			throw e
 		}
 	}
-	return new Promise<void>((resolve, reject) => {
+	return new Promise<string>((resolve, reject) => {
 		fulfil[id] = resolve
 		fail[id] = reject
 	})

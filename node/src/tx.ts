@@ -5,14 +5,14 @@
  * @module
  */
 
-import type { Bucket, CreateOptions, SetOptions, VersionOptions } from './bucket'
+import { type Bucket, type CreateOptions, type Created, createdOf, type SetOptions, type VersionOptions } from './bucket'
 import type { Counters } from './counters'
 import { kindParts } from './handles'
 import type { Quota, RateLimit } from './limits'
 import type { Once } from './once'
 import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds'
 import type { Duration } from './durations'
-import type { NativeTx } from './native'
+import type { NativeEntry, NativeTx } from './native'
 import { type Codec, takeDecoded } from './codec'
 import { partsOf, ScopedBucket, SessionReads } from './reads'
 import type { Scope } from './scope'
@@ -105,18 +105,22 @@ export class TxBucket<T> extends ScopedBucket<T> {
 		return new TxBucket<T>(this.#native, this.reads.under(owners))
 	}
 
-	/** Writes the value inside the transaction; durable when the transaction commits. */
-	async set(key: Key, value: T, options?: SetOptions): Promise<void> {
+	/**
+	 * Writes the value inside the transaction, durable when the transaction
+	 * commits; answers the version written.
+	 */
+	async set(key: Key, value: T, options?: SetOptions): Promise<string> {
 		const r = this.reads
-		r.call(() =>
-			r.bucket.set(
-				key,
-				r.encode(value, key),
-				options?.ttl,
-				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-				options?.ifVersion,
-				this.#native,
-			),
+		return r.call(
+			() =>
+				r.bucket.set(
+					key,
+					r.encode(value, key),
+					options?.ttl,
+					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
+					options?.ifVersion,
+					this.#native,
+				) as string,
 		)
 	}
 
@@ -133,6 +137,21 @@ export class TxBucket<T> extends ScopedBucket<T> {
 					this.#native,
 				) as boolean,
 		)
+	}
+
+	/** `create` inside the transaction, answering the entry written or found (as `Bucket.createEntry`). */
+	async createEntry(key: Key, value: T, options?: CreateOptions): Promise<Created<T>> {
+		const r = this.reads
+		const c = r.call(() =>
+			r.bucket.createEntry(
+				key,
+				r.encode(value, key),
+				options?.ttl,
+				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
+				this.#native,
+			),
+		) as { written: boolean; entry: NativeEntry }
+		return createdOf(c, value, (e) => r.entryOf(e))
 	}
 
 	/**

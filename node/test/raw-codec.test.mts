@@ -197,6 +197,7 @@ test('KV-5 take: through a codec, a key written after it was read and checked is
 for (const [marker, expected] of [
 	['<!-- raw example -->', ['7n', '8']],
 	['<!-- codec example -->', ['[3,-4]', 'true points bad']],
+	['<!-- claim example -->', ['true false true\ntrue\ntrue']],
 ] as const) {
 	test(`README: the ${marker.slice(5, -4)} runs as written`, () => {
 		const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8')

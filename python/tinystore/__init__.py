@@ -23,7 +23,7 @@ from ._aio_tx import Transaction, Tx, TxBucket, View, ViewBucket
 from ._base import Key
 from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
-from ._results import Allowance, Entry, Maintenance, Page, WindowUsage
+from ._results import Allowance, Created, Entry, Maintenance, Page, WindowUsage
 from ._time import Clock, Duration
 from .config import Config, FromEnv, Source, open_config
 from .errors import (
@@ -64,6 +64,7 @@ __all__ = [
     "RawValue",
     "Codec",
     "Entry",
+    "Created",
     "Page",
     "Maintenance",
     "Allowance",

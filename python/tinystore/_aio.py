@@ -22,7 +22,7 @@ from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
-from ._results import Entry, Maintenance, Page, _entry
+from ._results import Created, Entry, Maintenance, Page, _created, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, View
 from ._time import Duration, opt_millis
@@ -393,6 +393,13 @@ class Bucket(BucketBase[T]):
     ) -> bool:
         """Writes ``value`` only if the key is absent (or expired); says whether it did."""
         return await self._n.create(key, value, ttl, opt_millis(expires_at), _get_loop())
+
+    async def create_entry(
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> Created[T]:
+        """``create``, answering the entry as well: the one written or the live one found.
+        Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
+        return _created(await self._n.create_entry(key, value, ttl, opt_millis(expires_at), _get_loop()))
 
     async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in one write: of racing callers exactly one gets the value."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 from . import _native, _tx_marks
 from ._base import Key
 from ._loop import answered
-from ._results import Entry, Page
+from ._results import Created, Entry, Page
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
 from ._sync_tx import _closed
@@ -192,6 +192,12 @@ class TxBucket(_SyncTxBucket[T]):
     ) -> asyncio.Future[bool]:
         """Writes ``value`` only if the key is absent; says whether it did."""
         return answered(lambda: _SyncTxBucket.create(self, key, value, ttl=ttl, expires_at=expires_at))
+
+    def create_entry(  # type: ignore[override]
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> asyncio.Future[Created[T]]:
+        """``create`` in the transaction, answering the entry written or found (as ``Bucket.create_entry``)."""
+        return answered(lambda: _SyncTxBucket.create_entry(self, key, value, ttl=ttl, expires_at=expires_at))
 
     def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:  # type: ignore[override]
         """Reads and deletes the key in the transaction; None when absent."""

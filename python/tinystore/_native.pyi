@@ -36,6 +36,11 @@ class Bucket:
         """
         Writes a value only if the key is absent; says whether it did.
         """
+    def create_entry(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None) -> Any:
+        """
+        Writes a value only if the key is absent; answers (written, row): the
+        entry written, its value the one given, or the live one found.
+        """
     def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """
         Deletes a key; says whether a live key was there.

@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from ._time import from_millis
 
-__all__ = ["Entry", "Page", "Maintenance", "Allowance", "WindowUsage"]
+__all__ = ["Entry", "Created", "Page", "Maintenance", "Allowance", "WindowUsage"]
 
 T = TypeVar("T")
 
@@ -30,6 +30,22 @@ class Entry(Generic[T]):
 def _entry(row: tuple[Any, Any, str, int | None]) -> Entry[Any]:
     key, value, version, expires = row
     return Entry(key, value, version, None if expires is None else from_millis(expires))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Created(Generic[T]):
+    """What ``create_entry`` did: whether it wrote, and the key's entry either way."""
+
+    written: bool
+    """Whether the key was absent (or expired) and now holds the value given."""
+    entry: Entry[T]
+    """The entry written (the value given, its version and expiry), or the
+    live one found; its ``version`` is the claim to pass as ``if_version``."""
+
+
+def _created(answer: tuple[bool, tuple[Any, Any, str, int | None]]) -> Created[Any]:
+    written, row = answer
+    return Created(written, _entry(row))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar, ove
 
 from . import _native
 from ._base import Key
-from ._results import Entry, Page, _entry
+from ._results import Created, Entry, Page, _created, _entry
 from ._time import Duration, opt_millis
 from ._tx_kinds import SyncTxCounters, SyncTxOnce, SyncTxQuota, kind_in_tx
 from .errors import ClosedError
@@ -187,6 +187,12 @@ class TxBucket(Generic[T]):
     def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
         """Writes ``value`` only if the key is absent; says whether it did."""
         return self._run(lambda n: self._b.create(key, value, ttl, opt_millis(expires_at), n))
+
+    def create_entry(
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> Created[T]:
+        """``create`` in the transaction, answering the entry written or found (as ``Bucket.create_entry``)."""
+        return _created(self._run(lambda n: self._b.create_entry(key, value, ttl, opt_millis(expires_at), n)))
 
     def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in the transaction; None when absent."""

@@ -26,7 +26,7 @@ from .config import FromEnv
 from .config import SyncConfig as Config
 from .config import open_sync_config as open_config
 from ._handles import Rate
-from ._results import Entry, Maintenance, Page, _entry
+from ._results import Created, Entry, Maintenance, Page, _created, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
 from ._sync_tx import Transaction, Tx, TxBucket, View, ViewBucket
 from ._time import Duration, opt_millis
@@ -246,6 +246,13 @@ class Bucket(BucketBase[T]):
     def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
         """Writes ``value`` only if the key is absent (or expired); says whether it did."""
         return self._n.create(key, value, ttl, opt_millis(expires_at))
+
+    def create_entry(
+        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
+    ) -> Created[T]:
+        """``create``, answering the entry as well: the one written or the live one found.
+        Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
+        return _created(self._n.create_entry(key, value, ttl, opt_millis(expires_at)))
 
     def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in one write: of racing callers exactly one gets the value."""

@@ -478,8 +478,10 @@ int32_t ts_bucket_set(const struct TsBucket *b,
                       struct TsError **err);
 
 // Writes a value in `scope` only if the key is absent. `written` says
-// whether it did; then `version` holds its version, else `found` holds the
-// live entry, read as `want` (its bytes are the caller's).
+// whether it did, and `entry` holds the key's entry either way: the one
+// written (its version and expiry; its value is the caller's own, so it is
+// left `TS_KIND_NULL`), or the live one found, read as `want` (its bytes
+// are the caller's).
 int32_t ts_bucket_create(const struct TsBucket *b,
                          const struct TsScope *scope,
                          const uint8_t *owners,
@@ -494,8 +496,7 @@ int32_t ts_bucket_create(const struct TsBucket *b,
                          int32_t want,
                          const struct TsCancel *cancel,
                          bool *written,
-                         int64_t *version,
-                         struct TsEntry *found,
+                         struct TsEntry *entry,
                          struct TsError **err);
 
 // Reads and deletes a key in one write, in `scope`. The value is read as

@@ -4,6 +4,8 @@
 //! A branch travels as its owners, each a little-endian u32 length and its
 //! bytes, so that a caller's `under(...)` costs no handle of its own.
 
+use std::time::SystemTime;
+
 use tinystore::{
     Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
     WriteCall, WriteOptions, from_millis, to_millis,
@@ -11,7 +13,7 @@ use tinystore::{
 
 use crate::scope::{TsScope, scope_of};
 use crate::store::{TsStore, store};
-use crate::value::{TsValue, raw_in, value_out, value_view};
+use crate::value::{TS_KIND_NULL, TsValue, raw_in, value_out, value_view};
 use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, at_key, bytes, free, guard, put, set, span, span_if, text, under};
 
@@ -127,11 +129,16 @@ fn fill_found(out: *mut TsEntry, found: *mut bool, e: Option<Entry<Raw>>, want: 
 
 /// Fills `out` with the entry `e`, its value read as `value`.
 pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
+    fill_parts(out, value, e.version, e.expires_at);
+}
+
+/// [`fill`] from an entry's parts, for one the core answered without its value.
+fn fill_parts(out: *mut TsEntry, value: TsValue, version: Version, expires_at: Option<SystemTime>) {
     let entry = TsEntry {
         value,
-        version: e.version.get(),
-        has_expiry: e.expires_at.is_some(),
-        expires_ms: e.expires_at.map_or(0, to_millis),
+        version: version.get(),
+        has_expiry: expires_at.is_some(),
+        expires_ms: expires_at.map_or(0, to_millis),
         key: std::ptr::null(),
         key_len: 0,
     };
@@ -263,8 +270,10 @@ pub(crate) fn set_and_wait(
 }
 
 /// Writes a value in `scope` only if the key is absent. `written` says
-/// whether it did; then `version` holds its version, else `found` holds the
-/// live entry, read as `want` (its bytes are the caller's).
+/// whether it did, and `entry` holds the key's entry either way: the one
+/// written (its version and expiry; its value is the caller's own, so it is
+/// left `TS_KIND_NULL`), or the live one found, read as `want` (its bytes
+/// are the caller's).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_create(
     b: *const TsBucket,
@@ -281,8 +290,7 @@ pub unsafe extern "C" fn ts_bucket_create(
     want: i32,
     cancel: *const TsCancel,
     written: *mut bool,
-    version: *mut i64,
-    found: *mut TsEntry,
+    entry: *mut TsEntry,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || unsafe {
@@ -295,10 +303,18 @@ pub unsafe extern "C" fn ts_bucket_create(
                 })?,
                 s => s.create(rb, key, raw, expiry)?,
             };
-            set(written, matches!(created, Created::Written(_)));
+            set(written, created.written());
             match created {
-                Created::Written(v) => set(version, v.get()),
-                Created::Found(e) => fill(found, &e, value_out(&e.value, want)?),
+                Created::Written { version, expires_at } => {
+                    let none = TsValue {
+                        kind: TS_KIND_NULL,
+                        integer: 0,
+                        bytes: std::ptr::null_mut(),
+                        len: 0,
+                    };
+                    fill_parts(entry, none, version, expires_at)
+                }
+                Created::Found(e) => fill(entry, &e, value_out(&e.value, want)?),
             }
             Ok(())
         })

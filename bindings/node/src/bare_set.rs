@@ -126,23 +126,23 @@ fn address_of(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     js::number(env, h as *const Handle as usize as f64)
 }
 
-/// The bare write functions, made once per JS environment: `{ set, ids }`.
-/// The package keeps each set's Promise under a number; once a group is
-/// durable the addon writes the numbers of the fulfilled ones into `ids`
-/// and calls `settled(n)` once, and calls `failed(id, error)` for each
-/// rejected one: no napi Promise and no napi call a set.
+/// The bare write functions, made once per JS environment: `{ set, ids,
+/// versions }`. The package keeps each set's Promise under a number; once a
+/// group is durable the addon writes the numbers of the fulfilled ones into
+/// `ids`, the versions they wrote into `versions`, and calls `settled(n)`
+/// once, and calls `failed(id, error)` for each rejected one: no napi
+/// Promise and no napi call a set.
 #[napi(
     ts_args_type = "settled: (n: number) => void, failed: (id: number, error: unknown) => void",
-    ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array }"
+    ts_return_type = "{ set(handle: unknown, key: unknown, value: unknown, id: number): void; address(handle: unknown): number; ids: Uint32Array; versions: Float64Array }"
 )]
 pub fn fast_writes<'e>(env: &'e Env, settled: Unknown<'e>, failed: Unknown<'e>) -> napi::Result<Unknown<'e>> {
     let env_ = env.raw();
     let r = (|| {
+        let (ids, versions) = completions::init_js_promises(env_, js::raw(&settled), js::raw(&failed))?;
         let fields = [
-            (
-                "ids\0",
-                completions::init_js_promises(env_, js::raw(&settled), js::raw(&failed))?,
-            ),
+            ("ids\0", ids),
+            ("versions\0", versions),
             ("set\0", js::function(env_, "set", set, ptr::null_mut())?),
             ("address\0", js::function(env_, "address", address, ptr::null_mut())?),
         ];

@@ -6,7 +6,7 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
+use tinystore::{Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
 
 use crate::completions::{self, nothing, sync};
 use crate::convert::{self, Ts, ValueKind};
@@ -192,10 +192,10 @@ impl NativeBucket {
         completions::value(env, r)
     }
 
-    /// Writes a value in `scope`: on the store durably, resolving with
-    /// nothing; inside a transaction at once.
+    /// Writes a value in `scope`: on the store durably, inside a transaction
+    /// at once; answers the version written.
     #[allow(clippy::too_many_arguments)]
-    #[napi(ts_return_type = "Promise<void> | void")]
+    #[napi(ts_return_type = "Promise<string> | string")]
     pub fn set<'e>(
         &self,
         env: &'e Env,
@@ -213,7 +213,7 @@ impl NativeBucket {
             self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
             |scope, raw, (k, v, opts)| scope.set(raw, &k, v, opts),
             move |raw, (k, v, opts), done| raw.set_then(&k, v, opts, done),
-            nothing,
+            convert::version_value,
         )
     }
 
@@ -228,15 +228,34 @@ impl NativeBucket {
         expires_at: Option<f64>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None),
-            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
-            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
-            |env, created| js::boolean(env, matches!(created, tinystore::Created::Written(_))),
-        )
+        let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
+        self.create_in(env, &scope, args, |env, created| js::boolean(env, created.written()))
+    }
+
+    /// Writes a value if the key is absent, in `scope`; answers whether it
+    /// did and the key's entry either way: the one written (its `value`
+    /// left `undefined`, the caller's own) or the live one found.
+    #[napi(
+        ts_return_type = "Promise<{ written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }"
+    )]
+    pub fn create_entry<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown<'e>,
+        value: Unknown<'e>,
+        ttl: Unknown<'e>,
+        expires_at: Option<f64>,
+        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
+    ) -> napi::Result<Unknown<'e>> {
+        let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
+        let key = args.as_ref().map_or_else(|_| Vec::new(), |(k, _, _)| k.clone());
+        let bucket = NativeBucket {
+            raw: self.raw.clone(),
+            ..*self
+        };
+        self.create_in(env, &scope, args, move |env, created| {
+            bucket.answer_created(env, created, &key)
+        })
     }
 
     /// Reads and deletes a key in one write, in `scope`; answers the value
@@ -368,6 +387,44 @@ impl NativeBucket {
 }
 
 impl NativeBucket {
+    /// `create` in `scope` of the key and value `args` hold, answered by
+    /// what `answer` makes of the core's [`Created`].
+    fn create_in<'e>(
+        &self,
+        env: &'e Env,
+        scope: &Option<NativeScope>,
+        args: Ts<(Vec<u8>, Raw, WriteOptions)>,
+        answer: impl FnOnce(napi_env, Created<Raw>) -> Ts<napi_value> + Send + 'static,
+    ) -> napi::Result<Unknown<'e>> {
+        write_in(
+            env,
+            scope,
+            &self.raw,
+            args,
+            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
+            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
+            answer,
+        )
+    }
+
+    /// The answer of `create_entry`: `{ written, entry }`.
+    fn answer_created(&self, env: napi_env, created: Created<Raw>, key: &[u8]) -> Ts<napi_value> {
+        let written = created.written();
+        let entry = match created {
+            Created::Written { version, expires_at } => js::object_of(
+                env,
+                &[
+                    ("key\0", convert::key_value(env, &tinystore::Key(key.to_vec()))?),
+                    ("value\0", js::undefined(env)?),
+                    ("version\0", convert::version_value(env, version)?),
+                    ("expiresAt\0", js::opt_date(env, expires_at)?),
+                ],
+            )?,
+            Created::Found(e) => convert::entry(env, self.kind, &e).map_err(|err| self.at(err, key))?,
+        };
+        js::object_of(env, &[("written\0", js::boolean(env, written)?), ("entry\0", entry)])
+    }
+
     /// The answer of a take: the value taken, or `undefined`.
     fn answer_taken(&self, env: napi_env, taken: Option<Entry<Raw>>, key: &[u8]) -> Ts<napi_value> {
         match taken {

@@ -57,6 +57,9 @@ pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> Ts<napi_value> + Send>;
 struct Done {
     whom: Whom,
     outcome: std::result::Result<Answer, tinystore::Error>,
+    /// The version a bare set wrote, which its Promise answers without an
+    /// `Answer` of its own (0 for any other write).
+    version: i64,
 }
 
 /// Whom an answer settles: a Promise the addon made, or one the package
@@ -69,14 +72,18 @@ enum Whom {
 }
 
 /// The package's side of the Promises it keeps by number (one per env):
-/// `settled(n)` fulfils the first `n` numbers of `ids`, `failed(id, error)`
-/// rejects one.
+/// `settled(n)` fulfils the first `n` numbers of `ids`, each with the
+/// version at the same place of `versions`; `failed(id, error)` rejects one.
 struct JsPromises {
     settled: sys::napi_ref,
     failed: sys::napi_ref,
-    /// Keeps the buffer of `ids`, and so `ids`, alive.
+    /// Keep the buffers of `ids` and `versions`, and so them, alive.
     _buffer: sys::napi_ref,
+    _versions_buffer: sys::napi_ref,
     ids: *mut u32,
+    /// A version is a count of the store's writes, far below 2^53, so a
+    /// double holds it exactly.
+    versions: *mut f64,
     cap: usize,
     /// How many numbers `ids` holds, not yet settled.
     len: usize,
@@ -173,7 +180,7 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     }
     let n = batch.len();
     for done in batch.drain(..) {
-        settle(env, &shared, done.whom, done.outcome);
+        settle(env, &shared, done.whom, done.outcome, done.version);
     }
     flush_settled(env);
     SPARE_DONE.with(|s| *s.borrow_mut() = batch);
@@ -182,28 +189,46 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
 
 /// Sets up the package's Promises kept by number: `settled` and `failed`
 /// as [`JsPromises`] says. Returns `ids`, the `Uint32Array` the addon
-/// writes the numbers of fulfilled Promises into.
-pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_value) -> Ts<napi_value> {
+/// writes the numbers of fulfilled Promises into, and `versions`, the
+/// `Float64Array` of the versions they answer.
+pub(crate) fn init_js_promises(env: napi_env, settled: napi_value, failed: napi_value) -> Ts<(napi_value, napi_value)> {
     const CAP: usize = 1024;
-    let (mut data, mut buffer, mut ids) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    js::check(
-        unsafe { sys::napi_create_arraybuffer(env, CAP * 4, &mut data, &mut buffer) },
-        "making the buffer of settled numbers",
-    )?;
-    js::check(
-        unsafe { sys::napi_create_typedarray(env, sys::TypedarrayType::uint32_array, CAP, buffer, 0, &mut ids) },
-        "making the settled numbers",
-    )?;
+    let (data, buffer, ids) = typed_array(env, sys::TypedarrayType::uint32_array, CAP, 4, "the settled numbers")?;
+    let (vdata, vbuffer, versions) =
+        typed_array(env, sys::TypedarrayType::float64_array, CAP, 8, "the settled versions")?;
     let promises = JsPromises {
         settled: js::keep(env, settled)?,
         failed: js::keep(env, failed)?,
         _buffer: js::keep(env, buffer)?,
+        _versions_buffer: js::keep(env, vbuffer)?,
         ids: data.cast(),
+        versions: vdata.cast(),
         cap: CAP,
         len: 0,
     };
     JS_PROMISES.with(|p| *p.borrow_mut() = Some(promises));
-    Ok(ids)
+    Ok((ids, versions))
+}
+
+/// A typed array of `cap` elements of `size` bytes over a buffer of its
+/// own: (its memory, the buffer, the array).
+fn typed_array(
+    env: napi_env,
+    ty: sys::napi_typedarray_type,
+    cap: usize,
+    size: usize,
+    what: &str,
+) -> Ts<(*mut std::ffi::c_void, napi_value, napi_value)> {
+    let (mut data, mut buffer, mut array) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    js::check(
+        unsafe { sys::napi_create_arraybuffer(env, cap * size, &mut data, &mut buffer) },
+        &format!("making the buffer of {what}"),
+    )?;
+    js::check(
+        unsafe { sys::napi_create_typedarray(env, ty, cap, buffer, 0, &mut array) },
+        &format!("making {what}"),
+    )?;
+    Ok((data, buffer, array))
 }
 
 /// Calls the package's `settled(n)` for the numbers `ids` holds.
@@ -227,9 +252,9 @@ fn call_ref(env: napi_env, f: sys::napi_ref, args: &[napi_value]) {
     let _ = js::call_kept(env, f, args);
 }
 
-/// Fulfils (with `undefined`, a set's answer) or rejects a Promise the
+/// Fulfils (with `version`, a set's answer) or rejects a Promise the
 /// package keeps by number.
-fn answer_js(env: napi_env, id: u32, rejection: Option<napi_value>) {
+fn answer_js(env: napi_env, id: u32, rejection: Option<napi_value>, version: i64) {
     if let Some(err) = rejection {
         let failed = JS_PROMISES.with(|p| p.borrow().as_ref().map(|p| p.failed));
         if let Some(f) = failed {
@@ -242,9 +267,12 @@ fn answer_js(env: napi_env, id: u32, rejection: Option<napi_value>) {
     let full = JS_PROMISES.with(|p| {
         let mut p = p.borrow_mut();
         let Some(p) = p.as_mut() else { return false };
-        // SAFETY: `ids` is the buffer's memory, kept alive by its
-        // reference, and `len < cap` after every push.
-        unsafe { *p.ids.add(p.len) = id };
+        // SAFETY: `ids` and `versions` are their buffers' memory, kept
+        // alive by their references, and `len < cap` after every push.
+        unsafe {
+            *p.ids.add(p.len) = id;
+            *p.versions.add(p.len) = version as f64;
+        }
         p.len += 1;
         p.len == p.cap
     });
@@ -259,15 +287,21 @@ fn reject(env: napi_env, whom: Whom, err: napi_value) {
         Whom::Promise(d) => unsafe {
             sys::napi_reject_deferred(env, d, err);
         },
-        Whom::Js(id) => answer_js(env, id, Some(err)),
+        Whom::Js(id) => answer_js(env, id, Some(err), 0),
     }
 }
 
 /// Resolves or rejects one Promise on the JS thread.
-fn settle(env: napi_env, shared: &Shared, whom: Whom, outcome: std::result::Result<Answer, tinystore::Error>) {
+fn settle(
+    env: napi_env,
+    shared: &Shared,
+    whom: Whom,
+    outcome: std::result::Result<Answer, tinystore::Error>,
+    version: i64,
+) {
     let made = match (whom, outcome) {
-        // A bare set's answer is `undefined`: nothing to make.
-        (Whom::Js(id), Ok(_)) => return answer_js(env, id, None),
+        // A bare set's answer is its version, which the package makes.
+        (Whom::Js(id), Ok(_)) => return answer_js(env, id, None, version),
         (_, outcome) => outcome.and_then(|answer| answer(env)),
     };
     let err = match made.map_err(|e| shared.error_value(env, &e)) {
@@ -276,7 +310,7 @@ fn settle(env: napi_env, shared: &Shared, whom: Whom, outcome: std::result::Resu
                 unsafe { sys::napi_resolve_deferred(env, d, v) };
                 return;
             }
-            Whom::Js(id) => return answer_js(env, id, None),
+            Whom::Js(id) => return answer_js(env, id, None, version),
         },
         Err(Ok(err)) => err,
         // Making the error failed in napi itself: reject with what JS
@@ -422,14 +456,33 @@ impl Completion {
     /// Settles the Promise with `answer`, built later on the JS thread.
     pub(crate) fn send(self, outcome: std::result::Result<Answer, tinystore::Error>) {
         if let Some(whom) = self.slot.take() {
-            self.slot.shared.push(Done { whom, outcome });
+            self.slot.shared.push(Done {
+                whom,
+                outcome,
+                version: 0,
+            });
+        }
+    }
+
+    /// Settles a bare set's Promise, which the package keeps by number,
+    /// with the version written.
+    pub(crate) fn send_version(self, written: tinystore::Result<tinystore::Version>) {
+        if let Some(whom) = self.slot.take() {
+            let version = written.as_ref().map_or(0, |v| v.get());
+            // The answer captures nothing, so its box allocates nothing.
+            let outcome = written.map(|_| Box::new(js::undefined) as Answer);
+            self.slot.shared.push(Done { whom, outcome, version });
         }
     }
 
     /// Settles the Promise and wakes the JS thread at once ([`Wake::AtOnce`]).
     fn send_now(self, outcome: std::result::Result<Answer, tinystore::Error>) {
         if let Some(whom) = self.slot.take() {
-            self.slot.shared.push_now(Done { whom, outcome });
+            self.slot.shared.push_now(Done {
+                whom,
+                outcome,
+                version: 0,
+            });
         }
     }
 }
@@ -440,7 +493,11 @@ impl Drop for Completion {
             && let Some(whom) = self.slot.take()
         {
             let e = tinystore::Error::new(ErrorKind::Closed, "the store closed before this call finished");
-            self.slot.shared.push(Done { whom, outcome: Err(e) });
+            self.slot.shared.push(Done {
+                whom,
+                outcome: Err(e),
+                version: 0,
+            });
         }
     }
 }

@@ -360,6 +360,11 @@ pub(crate) fn key_value(env: napi_env, key: &tinystore::Key) -> Ts<napi_value> {
     }
 }
 
+/// A version as the package gets it: its decimal text.
+pub(crate) fn version_value(env: napi_env, v: Version) -> Ts<napi_value> {
+    js::string(env, &v.to_string())
+}
+
 /// `{ key, value, version, expiresAt }` of an entry.
 pub(crate) fn entry(env: napi_env, kind: ValueKind, e: &tinystore::Entry<Raw>) -> Ts<napi_value> {
     js::object_of(
@@ -367,7 +372,7 @@ pub(crate) fn entry(env: napi_env, kind: ValueKind, e: &tinystore::Entry<Raw>) -
         &[
             ("key\0", key_value(env, &e.key)?),
             ("value\0", kind.decode(env, &e.value)?),
-            ("version\0", js::string(env, &e.version.to_string())?),
+            ("version\0", version_value(env, e.version)?),
             ("expiresAt\0", js::opt_date(env, e.expires_at)?),
         ],
     )

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use napi::sys::{self, napi_env, napi_value};
 
-use crate::completions::{Answer, Completion, Pending};
+use crate::completions::{Completion, Pending};
 use crate::convert::Ts;
 use crate::napi_values as js;
 
@@ -220,9 +220,8 @@ impl SetArgs {
         let Some(completion) = completion else {
             return Ok(()); // never corked without one
         };
-        // The answer captures nothing, so its box allocates nothing.
         raw.set_then(key.as_slice(), value, tinystore::WriteOptions::default(), move |r| {
-            completion.send(r.map(|_| Box::new(js::undefined) as Answer))
+            completion.send_version(r)
         })
         .map(|_| ())
     }

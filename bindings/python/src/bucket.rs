@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyTuple};
@@ -92,16 +93,7 @@ impl Bucket {
     }
 
     pub(crate) fn entry_to_py(&self, py: Python<'_>, e: Entry<Raw>) -> Result<PyEntry, Error> {
-        let value = self
-            .codec
-            .to_py(py, &e.value)
-            .map_err(|err| self.raw.named(&e.key.0, err))?;
-        Ok((
-            key_to_py(py, &e.key.0).unbind(),
-            value.unbind(),
-            e.version.to_string(),
-            e.expires_at.map(tinystore::to_millis),
-        ))
+        entry_row(py, &self.codec, &self.raw, e)
     }
 
     /// Makes the write of `set(key, value)` without options on `running`'s
@@ -125,6 +117,28 @@ impl Bucket {
         })
     }
 
+    /// `create` of `key`, answered by what `answer_for(key)` makes of the
+    /// core's [`Created`].
+    #[allow(clippy::too_many_arguments)]
+    fn create_answering<C: reply::Answer<Created<Raw>>>(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        scope: Option<&Bound<'_, PyAny>>,
+        answer_for: impl FnOnce(&[u8]) -> C,
+    ) -> PyResult<Py<PyAny>> {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
+        let answer = answer_for(&k);
+        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
+    }
+
     /// A call of this bucket (see [`Call::run`]).
     fn call(&self) -> Call<'_, RawBucket> {
         Call {
@@ -132,6 +146,17 @@ impl Bucket {
             ..Call::of(&self.raw, &self.store)
         }
     }
+}
+
+/// An entry of `raw` as Python gets it, its value converted by `codec`.
+fn entry_row(py: Python<'_>, codec: &Codec, raw: &RawBucket, e: Entry<Raw>) -> Result<PyEntry, Error> {
+    let value = codec.to_py(py, &e.value).map_err(|err| raw.named(&e.key.0, err))?;
+    Ok((
+        key_to_py(py, &e.key.0).unbind(),
+        value.unbind(),
+        e.version.to_string(),
+        e.expires_at.map(tinystore::to_millis),
+    ))
 }
 
 /// The answer of a take: the value, converted by the bucket's codec, or None.
@@ -156,6 +181,28 @@ fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
 
 fn answer_created(py: Python<'_>, c: Created<Raw>) -> PyResult<Py<PyAny>> {
     Ok(py_bool(py, created(c)))
+}
+
+/// The answer of `create_entry`: (written, row), the row the entry written
+/// (its value the caller's own `given`) or the live one found, converted
+/// by the bucket's codec.
+fn answer_created_entry(
+    py: Python<'_>,
+    (codec, raw): (Arc<Codec>, RawBucket),
+    (key, given): (Vec<u8>, Py<PyAny>),
+    c: Created<Raw>,
+) -> PyResult<Py<PyAny>> {
+    let written = c.written();
+    let row: PyEntry = match c {
+        Created::Written { version, expires_at } => (
+            key_to_py(py, &key).unbind(),
+            given,
+            version.to_string(),
+            expires_at.map(tinystore::to_millis),
+        ),
+        Created::Found(e) => entry_row(py, &codec, &raw, e).map_err(|e| to_py(py, e))?,
+    };
+    (written, row).into_py_any(py)
 }
 
 fn answer_version(py: Python<'_>, v: Version) -> PyResult<Py<PyAny>> {
@@ -190,7 +237,7 @@ fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
 }
 
 pub(crate) fn created(c: Created<Raw>) -> bool {
-    matches!(c, Created::Written(_))
+    c.written()
 }
 
 /// The owners of a branch, a list of `str` and `bytes` in Python. A type of
@@ -371,12 +418,27 @@ impl Bucket {
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        run!(self.call(), py, scope, answer_created, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
+        self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created)
+    }
+
+    /// Writes a value only if the key is absent; answers (written, row): the
+    /// entry written, its value the one given, or the live one found.
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None))]
+    fn create_entry(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        expires_at: Option<i64>,
+        scope: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let ours = (self.codec.clone(), self.raw.clone());
+        let given = value.clone().unbind();
+        self.create_answering(py, key, value, ttl, expires_at, scope, |k| {
+            let given = (k.to_vec(), given);
+            move |py: Python<'_>, c| answer_created_entry(py, ours, given, c)
+        })
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that

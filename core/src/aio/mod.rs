@@ -253,15 +253,11 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
             Err(e) => return WriteFuture::ready(Err(e)),
         };
         let (bucket, key, expiry) = (self.0.bucket.raw().clone(), self.0.key, self.0.opts.expiry);
-        WriteFuture::start(move |done| {
-            bucket.create_then(&key, raw, expiry, move |r| {
-                done(r.map(|c| matches!(c, Created::Written(_))))
-            })
-        })
+        WriteFuture::start(move |done| bucket.create_then(&key, raw, expiry, move |r| done(r.map(|c| c.written()))))
     }
 
-    /// [`crate::KeyCall::create_entry`]: the version written, or the entry
-    /// found.
+    /// [`crate::KeyCall::create_entry`]: the version and expiry written, or
+    /// the entry found.
     pub fn create_entry(self, value: &T) -> WriteFuture<Created<T>> {
         let (raw, _) = match self.0.bucket.encode_holding(&self.0.key, value, MAX_VALUE) {
             Ok(x) => x,
@@ -273,10 +269,7 @@ impl<T: Send + 'static> AsyncKeyCall<'_, T> {
             let named = bucket.clone();
             let k = key.clone();
             bucket.create_then(&key, raw, expiry, move |r| {
-                done(r.and_then(|c| match c {
-                    Created::Written(v) => Ok(Created::Written(v)),
-                    Created::Found(e) => typed(&*codec, e).map(Created::Found).map_err(|e| named.named(&k, e)),
-                }))
+                done(r.and_then(|c| c.try_map(|e| typed(&*codec, e).map_err(|e| named.named(&k, e)))))
             })
         })
     }

@@ -192,11 +192,52 @@ pub struct Page<T> {
     pub next: Option<Key>,
 }
 
-/// What `create` found.
+/// What `create` did: the entry it wrote, or the live one it found. Its
+/// [`version`](Created::version) is the one an `if_version` of the key
+/// takes next, whichever it was (the claim of a key, then a `set` bound to
+/// that claim).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Created<T> {
-    /// The key was absent and now holds the value at this version.
-    Written(Version),
+    /// The key was absent and now holds the value given, at this version and
+    /// expiry (the value is the caller's own, so it is not carried back).
+    Written {
+        /// The revision that wrote the value.
+        version: Version,
+        /// When the key expires, if it does.
+        expires_at: Option<SystemTime>,
+    },
     /// The key was there: its entry, unchanged.
     Found(Entry<T>),
+}
+
+impl<T> Created<T> {
+    /// Whether `create` wrote the value.
+    pub fn written(&self) -> bool {
+        matches!(self, Created::Written { .. })
+    }
+
+    /// The version of the key's entry: the one written, or the one found.
+    pub fn version(&self) -> Version {
+        match self {
+            Created::Written { version, .. } => *version,
+            Created::Found(e) => e.version,
+        }
+    }
+
+    /// When the key's entry expires, if it does: written or found.
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        match self {
+            Created::Written { expires_at, .. } => *expires_at,
+            Created::Found(e) => e.expires_at,
+        }
+    }
+
+    /// The same answer with a found entry's value converted by `f` (a
+    /// written one carries none).
+    pub(crate) fn try_map<U>(self, f: impl FnOnce(Entry<T>) -> Result<Entry<U>>) -> Result<Created<U>> {
+        Ok(match self {
+            Created::Written { version, expires_at } => Created::Written { version, expires_at },
+            Created::Found(e) => Created::Found(f(e)?),
+        })
+    }
 }

@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::budget::Held;
+use crate::clock::from_millis;
 use crate::error::Result;
 use crate::group_commit::Ticket;
 use crate::postgres::cells::{self, Change, Found, SetExpiry, Taken};
@@ -97,15 +98,15 @@ pub(crate) fn decide_set<'a>(
 }
 
 /// What a `create` does on a key's locked row: the live entry it found, or
-/// the value written.
+/// the value written and the expiry it got.
 pub(crate) fn decide_create<'a>(
     t: &'a Target,
     value: &'a Raw,
     expiry: Option<Expiry>,
-) -> impl FnMut(i64, Option<&Found>) -> Decision<Option<Entry<Raw>>> + 'a {
+) -> impl FnMut(i64, Option<&Found>) -> Decision<CreateDecided> + 'a {
     move |now, found| {
         if let Some(f) = found.filter(|f| f.live) {
-            return Ok((Change::Keep, Some(t.entry(f.cell.clone()))));
+            return Ok((Change::Keep, CreateDecided::Found(t.entry(f.cell.clone()))));
         }
         let expires = t.core.expiry(now, expiry, None);
         Ok((
@@ -113,8 +114,29 @@ pub(crate) fn decide_create<'a>(
                 value: value.clone(),
                 expires,
             },
-            None,
+            CreateDecided::Put { expires },
         ))
+    }
+}
+
+/// What [`decide_create`] chose, before the backend wrote it.
+pub(crate) enum CreateDecided {
+    /// The live entry, unchanged.
+    Found(Entry<Raw>),
+    /// The value put, to expire then (ms), if ever.
+    Put { expires: Option<i64> },
+}
+
+impl CreateDecided {
+    /// The answer of `create`, with the version the backend's put gave.
+    fn created(self, version: Option<i64>) -> Created<Raw> {
+        match self {
+            CreateDecided::Found(e) => Created::Found(e),
+            CreateDecided::Put { expires } => Created::Written {
+                version: Version(version.expect("a put has a version")),
+                expires_at: expires.map(from_millis),
+            },
+        }
     }
 }
 
@@ -196,13 +218,10 @@ pub(crate) mod in_tx {
 
     pub(crate) fn create(p: &PgTx, t: &Target, value: &Raw, expiry: Option<Expiry>) -> Result<Created<Raw>> {
         value.check_size().map_err(|e| t.name(e))?;
-        let (found, v) = p
+        let (decided, v) = p
             .write(t.core.id, t.path(), decide_create(t, value, expiry))
             .map_err(|e| t.name(e))?;
-        Ok(match (found, v) {
-            (Some(e), _) => Created::Found(e),
-            (None, v) => Created::Written(Version(v.expect("a put has a version"))),
-        })
+        Ok(decided.created(v))
     }
 
     pub(crate) fn take<T>(
@@ -249,13 +268,10 @@ pub(crate) async fn create(
 ) -> Result<Created<Raw>> {
     value.check_size().map_err(|e| t.name(e))?;
     let now = clock_of(&t.core);
-    let (found, v) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_create(t, value, expiry))
+    let (decided, v) = cells::row_write(pg, sent, t.core.id, t.path(), now, decide_create(t, value, expiry))
         .await
         .map_err(|e| t.name(e))?;
-    Ok(match (found, v) {
-        (Some(e), _) => Created::Found(e),
-        (None, v) => Created::Written(Version(v.expect("a put has a version"))),
-    })
+    Ok(decided.created(v))
 }
 
 /// `take`: `decode` runs before the delete commits; an error from it keeps

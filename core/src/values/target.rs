@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::{BucketCore, Created, Entry, Expiry, Version, WriteOptions, entry_of, name_key};
 use crate::budget::Held;
+use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::Branch;
@@ -152,12 +153,11 @@ impl Target {
             }
             let any = storage::meta(w.conn, self.core.id, self.path(), w.now)?;
             let expires = self.core.expiry(w.now, expiry, None);
-            Ok(Created::Written(self.put_row(
-                w,
-                expires,
-                value,
-                any.and_then(|m| m.spill),
-            )?))
+            let version = self.put_row(w, expires, value, any.and_then(|m| m.spill))?;
+            Ok(Created::Written {
+                version,
+                expires_at: expires.map(from_millis),
+            })
         };
         run().map_err(|e| self.name(e))
     }

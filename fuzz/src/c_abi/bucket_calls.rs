@@ -174,7 +174,6 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
     let mut found = false;
     let mut out = entry();
     let mut written = false;
-    let mut version = 0;
     let kind = input.kind();
     let want = input.kind();
     let code = call(input, "has/delete/expire/clear/create", |err| unsafe {
@@ -199,7 +198,6 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
                 want,
                 null(),
                 &mut written,
-                &mut version,
                 &mut out,
                 err,
             ),

@@ -73,6 +73,8 @@ type Bucket interface {
 	Entry(ctx context.Context, key any) (v Value, version kv.Version, expiresAt time.Time, found bool, err error)
 	// Create writes a case's value if the key is absent.
 	Create(ctx context.Context, key, v any, opts ...kv.CallOption) (bool, error)
+	// CreateEntry is Create, answering the key's entry too.
+	CreateEntry(ctx context.Context, key, v any, opts ...kv.CallOption) (e Value, version kv.Version, expiresAt time.Time, written bool, err error)
 	// Take reads and deletes a value.
 	Take(ctx context.Context, key any, opts ...kv.CallOption) (Value, bool, error)
 	// Delete deletes a key.
@@ -114,6 +116,11 @@ func (x bucket[T]) Entry(ctx context.Context, key any) (Value, kv.Version, time.
 
 func (x bucket[T]) Create(ctx context.Context, key, v any, opts ...kv.CallOption) (bool, error) {
 	return x.b.Create(ctx, key, x.t.from(v), opts...)
+}
+
+func (x bucket[T]) CreateEntry(ctx context.Context, key, v any, opts ...kv.CallOption) (Value, kv.Version, time.Time, bool, error) {
+	e, written, err := x.b.CreateEntry(ctx, key, x.t.from(v), opts...)
+	return value[T]{e.Value, x.t}, e.Version, e.ExpiresAt, written, err
 }
 
 func (x bucket[T]) Take(ctx context.Context, key any, opts ...kv.CallOption) (Value, bool, error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"tinyshed.org/tinystore"
 	"tinyshed.org/tinystore/internal/cases"
@@ -92,15 +93,18 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 			if err != nil || !found {
 				return out{kind: outJSON}, err
 			}
-			o := out{kind: outEntry, value: v, version: version}
-			if !expiresAt.IsZero() {
-				ms := expiresAt.Sub(r.store.Now()).Milliseconds()
-				o.expires = &ms
-			}
-			return o, nil
+			return r.entryOut(v, version, expiresAt), nil
 		case "create":
 			written, err := b.Create(ctx, key, s["value"], opts...)
 			return out{kind: outJSON, json: written}, err
+		case "create_entry":
+			v, version, expiresAt, written, err := b.CreateEntry(ctx, key, s["value"], opts...)
+			if err != nil {
+				return out{}, err
+			}
+			o := r.entryOut(v, version, expiresAt)
+			o.written = &written
+			return o, nil
 		case "take":
 			v, found, err := b.Take(ctx, key, opts...)
 			return out{kind: outValue, value: v, found: found}, err
@@ -215,4 +219,14 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 		}
 	}
 	panic(unknown{"the Go runner does not know the call " + strconv.Quote(op) + " on the handle " + text(s, "on")})
+}
+
+// entryOut is an entry's answer, its expiry as ms from the store's now.
+func (r *runner) entryOut(v cases.Value, version kv.Version, expiresAt time.Time) out {
+	o := out{kind: outEntry, value: v, version: version}
+	if !expiresAt.IsZero() {
+		ms := expiresAt.Sub(r.store.Now()).Milliseconds()
+		o.expires = &ms
+	}
+	return o
 }

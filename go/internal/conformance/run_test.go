@@ -76,6 +76,7 @@ type out struct {
 	allow   kv.Allowance
 	version kv.Version // of a set or an entry
 	expires *int64     // ms until an entry expires; nil if it does not
+	written *bool      // whether create_entry wrote its entry; nil for others
 }
 
 type runner struct {
@@ -418,6 +419,8 @@ func (r *runner) check(s step, o out, err error) error {
 				fine = ok && saved == o.version
 			case "expires_in":
 				fine = sameMillis(millis(w), o.expires)
+			case "written":
+				fine = o.written != nil && *o.written == w.(bool)
 			default:
 				panic(unknown{"an entry has no field " + f})
 			}

@@ -222,25 +222,22 @@ func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key s
 }
 
 // Create writes a value in scope s only if the key is absent: written says
-// whether it did, with the new version; otherwise found is the live entry,
-// read as want.
-func (b *Bucket) Create(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, version int64, found Entry, err error) {
+// whether it did. e is the key's entry either way: the one written (its
+// version and expiry; its Value is the zero Value, v being the caller's),
+// or the live one found, read as want.
+func (b *Bucket) Create(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, e Entry, err error) {
 	vb, vl := bytes(v.Bytes)
 	co := opts.c()
 	var w C.bool
-	var ver C.int64_t
 	var out C.TsEntry
 	err = b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_create(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), a.cn, &w, &ver, &out, a.e)
+		return C.ts_bucket_create(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), a.cn, &w, &out, a.e)
 	})
 	runtime.KeepAlive(v.Bytes)
 	if err != nil {
-		return false, 0, Entry{}, err
+		return false, Entry{}, err
 	}
-	if bool(w) {
-		return true, int64(ver), Entry{}, nil
-	}
-	return false, 0, entry(&out), nil
+	return bool(w), entry(&out), nil
 }
 
 // checkFunc is what a take's check callback runs: whether the value decodes.

@@ -210,13 +210,7 @@ export class Runner {
 					const e = step.expires_in
 					options.expiresAt = new Date(e.startsWith('-') ? this.now() - millis(e.slice(1)) : this.now() + millis(e))
 				}
-				const b = bucket(step.value)
-				await b.set(key, toJs(h.ty, step.value), options)
-				if (step.save === undefined) return nothing
-				// `set` resolves with nothing, so the version it wrote is read back: no other call runs meanwhile.
-				const written = await b.entry(key)
-				if (written === undefined) throw new Error('the key just set is absent, so its version cannot be saved')
-				return json(written.version)
+				return json(await bucket(step.value).set(key, toJs(h.ty, step.value), options))
 			}
 			case 'bucket.get':
 				return value(h.ty, await bucket(step.expect).get(key))
@@ -228,6 +222,11 @@ export class Runner {
 			}
 			case 'bucket.create':
 				return json(await bucket(step.value).create(key, toJs(h.ty, step.value), step.ttl === undefined ? {} : { ttl: step.ttl }))
+			case 'bucket.create_entry': {
+				const options = step.ttl === undefined ? {} : { ttl: step.ttl }
+				const c = await bucket(step.value).createEntry(key, toJs(h.ty, step.value), options)
+				return { ...entry(h.ty, c.entry), written: c.written }
+			}
 			case 'bucket.take':
 				return value(h.ty, await bucket(step.expect).take(key, { ifVersion }))
 			case 'bucket.delete':
@@ -368,7 +367,9 @@ export class Runner {
 								? o.e.version === this.version(w)
 								: f === 'expires_in'
 									? expiresIn === (w === null ? null : millis(w))
-									: fail(`an entry has no field ${f}`)
+									: f === 'written' && o.written !== undefined
+										? o.written === w
+										: fail(`an entry has no field ${f}`)
 					if (!fine) {
 						fail(`${f}: expected ${show(w)}, got value ${show(o.e.value)}, version ${o.e.version}, expires_in ${expiresIn} ms`)
 					}

@@ -48,7 +48,7 @@ class Out:
     ``form`` says how to compare it: ``nothing`` (a call that answers
     nothing), ``plain`` (a bool, int, version or listing, compared as JSON),
     ``value`` (a value of the handle's type, or None), ``allow`` (an
-    Allowance), ``entry`` (an Entry, or None).
+    Allowance), ``entry`` (an Entry, or None), ``created`` (what create_entry did).
     """
 
     form: str
@@ -166,6 +166,8 @@ class Runner:
                 return Out("entry", await b.entry(k), ty)
             if op == "create":
                 return Out("plain", await b.create(k, value(ty, step["value"]), ttl=step.get("ttl")))
+            if op == "create_entry":
+                return Out("created", await b.create_entry(k, value(ty, step["value"]), ttl=step.get("ttl")), ty)
             if op == "take":
                 return Out("value", await b.take(k, if_version=if_version), ty)
             if op == "delete":
@@ -278,6 +280,10 @@ class Runner:
             self.check_allow(want, out.got)
         elif out.form == "entry":
             self.check_entry(want, out.got, out.ty)
+        elif out.form == "created":
+            if "written" in want and out.got.written is not want["written"]:
+                raise StepFailed(f"written: expected {want['written']}, got {out.got.written}")
+            self.check_entry({f: w for f, w in want.items() if f != "written"}, out.got.entry, out.ty)
         elif isinstance(want, dict) and isinstance(out.got, dict):
             for f, w in want.items():
                 if f not in out.got or not same_json(w, out.got[f]):
@@ -379,6 +385,8 @@ class Runner:
                     self.versions[save] = out.got
                 elif out.form == "entry" and out.got is not None:
                     self.versions[save] = out.got.version
+                elif out.form == "created":
+                    self.versions[save] = out.got.entry.version
                 else:
                     raise UnknownInCase(f"save on a call that gives no version: {op}")
             self.check(step, out)
@@ -459,4 +467,6 @@ def success(out: Out | BaseException) -> bool:
         return bool(out.got.ok)
     if out.form == "entry":
         return out.got is not None
+    if out.form == "created":
+        return True
     return out.got is not None and out.got is not False

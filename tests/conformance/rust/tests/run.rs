@@ -33,8 +33,9 @@ enum Out {
     Json(Value),
     Value(Ty, Option<Raw>),
     Allow(Allowance),
-    /// An entry: its value as kept, version, and ms until it expires.
-    Entry(Ty, Raw, i64, Option<u64>),
+    /// An entry: its value as kept, version, ms until it expires, and
+    /// (for `create_entry`) whether the call wrote it.
+    Entry(Ty, Raw, i64, Option<u64>, Option<bool>),
 }
 
 struct Case {
@@ -179,12 +180,25 @@ impl Runner {
                 let expires_in = e
                     .expires_at
                     .map(|t| t.duration_since(self.now()).unwrap().as_millis() as u64);
-                Ok(Out::Entry(ty, e.value, e.version.get(), expires_in))
+                Ok(Out::Entry(ty, e.value, e.version.get(), expires_in, None))
             }
             (Handle::Bucket(b, ty), "create") => {
                 let value = to_raw(ty, &step["value"]);
                 let c = scope.create(&b, &k(), value, ttl.map(Expiry::In))?;
-                Ok(Out::Json(json!(matches!(c, tinystore::Created::Written(_)))))
+                Ok(Out::Json(json!(c.written())))
+            }
+            (Handle::Bucket(b, ty), "create_entry") => {
+                let value = to_raw(ty, &step["value"]);
+                let c = scope.create(&b, &k(), value.clone(), ttl.map(Expiry::In))?;
+                let expires_in = c
+                    .expires_at()
+                    .map(|t| t.duration_since(self.now()).unwrap().as_millis() as u64);
+                let (written, version) = (c.written(), c.version().get());
+                let value = match c {
+                    tinystore::Created::Found(e) => e.value,
+                    tinystore::Created::Written { .. } => value,
+                };
+                Ok(Out::Entry(ty, value, version, expires_in, Some(written)))
             }
             (Handle::Bucket(b, ty), "take") => {
                 let taken = scope.take(&b, &k(), if_version, move |e| check_type(ty, &e.value))?;
@@ -421,7 +435,7 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
             (e, got) => Err(format!("expected {e}, got {got:?}")),
         },
         Out::Allow(a) => check_allow(expected, &a, runner.now()),
-        Out::Entry(ty, raw, version, expires_in) => {
+        Out::Entry(ty, raw, version, expires_in, written) => {
             if expected.is_null() {
                 return Err(format!("expected no entry, got {raw:?}"));
             }
@@ -430,6 +444,7 @@ fn check(step: &Value, out: Result<Out, Error>, runner: &Runner) -> Result<(), S
                     "value" => same_value(ty, w, &raw),
                     "version" => Some(version) == runner.versions.get(w.as_str().unwrap()).map(|v| v.get()),
                     "expires_in" => expires_in == millis_of(w),
+                    "written" => written.is_some() && w.as_bool() == written,
                     other => panic!("an entry has no field {other:?}"),
                 };
                 if !fine {
@@ -577,7 +592,7 @@ impl Runner {
                         Ok(Out::Json(v)) => {
                             self.versions.insert(name, Version::from_raw(v.as_i64().unwrap()));
                         }
-                        Ok(Out::Entry(_, _, v, _)) => {
+                        Ok(Out::Entry(_, _, v, _, _)) => {
                             self.versions.insert(name, Version::from_raw(*v));
                         }
                         _ => {}
