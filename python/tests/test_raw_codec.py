@@ -181,9 +181,11 @@ def test_kv18_a_codec_without_encode_and_decode_is_invalid(sync_store: sync.Stor
     assert e.value.bucket == "points"
 
 
-@pytest.mark.parametrize("marker", ["<!-- raw example -->", "<!-- codec example -->", "<!-- claim example -->"])
+@pytest.mark.parametrize(
+    "marker", ["<!-- raw example -->", "<!-- codec example -->", "<!-- claim example -->", "<!-- cancel example -->"]
+)
 def test_readme_examples_run(marker: str) -> None:
-    """The Raw, Codecs and claim examples of the README run as written."""
+    """The Raw, Codecs, claim and cancel examples of the README run as written."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     # Each example calls asyncio.run itself: run it in a thread with no loop.
