@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,36 +180,43 @@ func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *test
 		})
 	}()
 	<-holding
-	// The transaction holds the writer: the Set waits in the writer's queue
+	// The transaction holds the writer: each Set waits in the writer's queue
 	// when its context ends, and is answered once the writer comes to it.
-	queued, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// Several, so that they wait both ways: the first in cgo, the others
 	// on the queue of answers (a Set alone and Sets in flight together).
 	const n = 4
 	set := make(chan error, n)
+	cancels := make([]context.CancelFunc, n)
+	returned := make([]atomic.Bool, n)
 	for i := range n {
-		go func() { set <- b.Set(queued, strconv.Itoa(i), "v") }()
+		queued, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cancels[i] = cancel
+		go func() {
+			err := b.Set(queued, strconv.Itoa(i), "v")
+			returned[i].Store(true)
+			set <- err
+		}()
 	}
-	// Each Set counts itself in flight before it reaches the writer's
-	// queue; one that is cancelled before it gets there must not write
-	// either, and is counted below as having given up.
 	for deadline := time.Now().Add(10 * time.Second); native.SetsInFlight() < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 10 s, %d of %d Sets had started", native.SetsInFlight(), n)
 		}
 		runtime.Gosched()
 	}
-	fired := native.CancelsFired()
-	cancel()
 	// A context's end reaches a queued write from a goroutine of its own:
-	// the transaction lets go only once each Set was told, or gave up
-	// before it reached the queue.
-	for deadline := time.Now().Add(10 * time.Second); native.CancelsFired()-fired+int64(len(set)) < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, %d of %d Sets were told their context ended", native.CancelsFired()-fired+int64(len(set)), n)
+	// one Set at a time, so that a cancel counted is that Set's, the
+	// transaction lets go only once each Set was told, or gave up before it
+	// reached the queue (and returned).
+	for i := range n {
+		before := native.CancelsFired()
+		cancels[i]()
+		for deadline := time.Now().Add(10 * time.Second); native.CancelsFired() == before && !returned[i].Load(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s, Set %d was not told its context ended", i)
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 	close(release)
 	ok(t, <-held)
