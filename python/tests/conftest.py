@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -30,14 +31,21 @@ def sync_store(tmp_path: Path) -> Iterator[tinystore.sync.Store]:
 
 @pytest.fixture
 def refused_untouched(tmp_path: Path) -> Callable[..., None]:
-    """Checks that ``sync.open`` with ``options`` is ``InvalidError`` naming
-    ``name``, creates nothing in a fresh directory, and leaves an existing
-    store's files byte for byte as they were."""
+    """Checks that ``sync.open`` and ``await tinystore.open`` with ``options``
+    are ``InvalidError`` naming ``name``, create nothing in a fresh
+    directory, and leave an existing store's files byte for byte as they were."""
 
     def check(name: str, **options: Any) -> None:
         fresh = tmp_path / "fresh"
         with pytest.raises(tinystore.InvalidError, match=name):
             tinystore.sync.open(fresh, **options)
+        assert not fresh.exists()
+
+        async def open_async() -> None:
+            await tinystore.open(fresh, **options)
+
+        with pytest.raises(tinystore.InvalidError, match=name):
+            asyncio.run(open_async())
         assert not fresh.exists()
 
         existing = tmp_path / "existing"
