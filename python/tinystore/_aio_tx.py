@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import datetime as dt
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from . import _native, _tx_marks
-from ._base import Key
-from ._loop import answered
-from ._results import Created, Entry, Page
+from ._loop import answering
+from ._bucket_calls import AsyncBucketReads
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
 from ._sync_tx import _closed
-from ._time import Duration
 from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
 from .errors import ClosedError
 
@@ -149,7 +146,7 @@ class Tx:
         return f"<tinystore.Tx{' ended' if self._ended else ''}>"
 
 
-class TxBucket(_SyncTxBucket[T]):
+class TxBucket(AsyncBucketReads[T], _SyncTxBucket[T]):
     """A bucket's calls inside a transaction: they see the transaction's own
     writes, and others see none of them before the commit. Each runs at once
     and returns a completed future (a bad argument raises where it is awaited)."""
@@ -157,65 +154,13 @@ class TxBucket(_SyncTxBucket[T]):
     __slots__ = ()
     _shown = "tinystore"
 
-    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """The value of a live key as the transaction sees it, or None. Renews nothing."""
-        return answered(_SyncTxBucket.get, self, key)
-
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
-        """The value with its version and expiry as the transaction sees it, or None."""
-        return answered(_SyncTxBucket.entry, self, key)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Whether a live key is there, as the transaction sees it."""
-        return answered(_SyncTxBucket.has, self, key)
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
-        """One page of this branch's own keys as the transaction sees them."""
-        return answered(lambda: _SyncTxBucket.list(self, after=after, limit=limit))
-
-    def set(  # type: ignore[override]
-        self,
-        key: Key,
-        value: T,
-        *,
-        ttl: Duration | None = None,
-        expires_at: dt.datetime | None = None,
-        if_version: str | None = None,
-    ) -> asyncio.Future[str]:
-        """Writes ``value`` in the transaction; gives its version (as ``Bucket.set``)."""
-        return answered(
-            lambda: _SyncTxBucket.set(self, key, value, ttl=ttl, expires_at=expires_at, if_version=if_version)
-        )
-
-    def create(  # type: ignore[override]
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> asyncio.Future[bool]:
-        """Writes ``value`` only if the key is absent; says whether it did."""
-        return answered(lambda: _SyncTxBucket.create(self, key, value, ttl=ttl, expires_at=expires_at))
-
-    def create_entry(  # type: ignore[override]
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> asyncio.Future[Created[T]]:
-        """``create`` in the transaction, answering the entry written or found (as ``Bucket.create_entry``)."""
-        return answered(lambda: _SyncTxBucket.create_entry(self, key, value, ttl=ttl, expires_at=expires_at))
-
-    def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """Reads and deletes the key in the transaction; None when absent."""
-        return answered(lambda: _SyncTxBucket.take(self, key, if_version=if_version))
-
-    def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Deletes the key in the transaction; says whether a live key was there."""
-        return answered(lambda: _SyncTxBucket.delete(self, key, if_version=if_version))
-
-    def expire(  # type: ignore[override]
-        self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None
-    ) -> asyncio.Future[bool]:
-        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        return answered(lambda: _SyncTxBucket.expire(self, key, when, if_version=if_version))
-
-    def clear(self) -> asyncio.Future[None]:  # type: ignore[override]
-        """Removes this branch and every branch under it, in the transaction."""
-        return answered(_SyncTxBucket.clear, self)
+    set = answering(_SyncTxBucket.set)  # type: ignore[assignment]
+    create = answering(_SyncTxBucket.create)  # type: ignore[assignment]
+    create_entry = answering(_SyncTxBucket.create_entry)  # type: ignore[assignment]
+    take = answering(_SyncTxBucket.take)  # type: ignore[assignment]
+    delete = answering(_SyncTxBucket.delete)  # type: ignore[assignment]
+    expire = answering(_SyncTxBucket.expire)  # type: ignore[assignment]
+    clear = answering(_SyncTxBucket.clear)  # type: ignore[assignment]
 
 
 class View:
@@ -258,24 +203,8 @@ class View:
         return "<tinystore.View>"
 
 
-class ViewBucket(_SyncViewBucket[T]):
+class ViewBucket(AsyncBucketReads[T], _SyncViewBucket[T]):
     """A bucket's reads in a view. Each runs at once and returns a completed future."""
 
     __slots__ = ()
     _shown = "tinystore"
-
-    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """The value of a live key in the view, or None."""
-        return answered(_SyncViewBucket.get, self, key)
-
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
-        """The value with its version and expiry in the view, or None."""
-        return answered(_SyncViewBucket.entry, self, key)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Whether a live key is there in the view."""
-        return answered(_SyncViewBucket.has, self, key)
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
-        """One page of this branch's own keys in the view."""
-        return answered(lambda: _SyncViewBucket.list(self, after=after, limit=limit))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, TypeVar, Union
 
 from . import _native
+from ._bucket_calls import BucketReads
 from ._codecs import Codec, codec_for
 from ._custom import Raw, custom_codec, raw_codec
 from ._time import Clock, Duration, to_millis
@@ -147,8 +148,8 @@ class StoreBase:
         return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"
 
 
-class BucketBase(Generic[T]):
-    """The parts of a bucket that do not touch the file."""
+class BucketBase(BucketReads[T]):
+    """The parts of a store's bucket that do not wait: its owners and branches."""
 
     __slots__ = ("_n",)
 
@@ -156,21 +157,9 @@ class BucketBase(Generic[T]):
         self._n = native
 
     @property
-    def name(self) -> str:
-        """The bucket's name."""
-        return self._n.name
-
-    @property
     def owners(self) -> list[str | bytes]:
         """The owners of this branch, outermost first."""
         return self._n.owners
-
-    def _list_native(self, after: Key | None, limit: Any) -> Any:
-        """One page from the core; a page size of another type is bad input (KV-18)."""
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-            message = f"a page size (limit) must be an int from 1 to {_native.MAX_PAGE}, not {type(limit).__name__} {limit!r}"
-            raise InvalidError(message, bucket=self.name)
-        return self._n.list(after, limit)
 
     def under(self, *owners: Key) -> Any:
         """The branch of ``owners`` under this one: ``sessions.under(user_id)``.

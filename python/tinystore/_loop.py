@@ -11,15 +11,17 @@ own thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from ._native import Completions
 
-__all__ = ["completions", "answered"]
+__all__ = ["completions", "answered", "answering"]
 
 R = TypeVar("R")
+P = ParamSpec("P")
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Completions] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop | None, Completions | None] = (None, None)
@@ -49,3 +51,16 @@ def answered(call: Callable[..., R], *args: Any) -> asyncio.Future[R]:
     except Exception as e:
         fut.set_exception(e)
     return fut
+
+
+def answering(call: Callable[P, R]) -> Callable[P, asyncio.Future[R]]:
+    """``call`` for asyncio: it runs now, inline, and its answer (or its
+    exception) is given as a completed future, as ``answered`` gives it. The
+    calls of a transaction and of a view are their synchronous calls so
+    answered."""
+
+    @functools.wraps(call)
+    def run(*args: P.args, **kwargs: P.kwargs) -> asyncio.Future[R]:
+        return answered(functools.partial(call, *args, **kwargs))
+
+    return run
