@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 import tinystore
+
+T = TypeVar("T")
 
 START = dt.datetime(2026, 10, 20, 9, 0, tzinfo=dt.timezone.utc)
 
@@ -57,3 +60,21 @@ def refused_untouched(tmp_path: Path) -> Callable[..., None]:
         assert {p.name: p.read_bytes() for p in existing.iterdir()} == before
 
     return check
+
+
+def racing(n: int, call: Callable[[int], T]) -> list[T]:
+    """What ``call(i)`` answered on each of ``n`` threads, started together
+    behind one barrier, in the order they finished."""
+    barrier = threading.Barrier(n)
+    got: list[T] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        got.append(call(i))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return got

@@ -16,19 +16,19 @@ __all__ = ["RateLimit", "Quota", "Counters", "Once"]
 T = TypeVar("T")
 
 
-class RateLimit(Handle):
-    """A rate limit (GCRA), answered from memory (synchronous)."""
+class _Allowing(Handle):
+    """What a rate limit and a quota both answer with an ``Allowance`` (synchronous)."""
 
     __slots__ = ()
     _shown = "tinystore.sync"
-    _n: _native.RateLimit
 
     def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Takes ``n`` requests or none: ``ok``, ``left`` and ``retry_at``."""
+        """Takes ``n`` (requests of a rate limit, uses of every window of a
+        quota, durably) or none: ``ok``, ``left``, ``retry_at`` and each window's use."""
         return allowance(self._n.allow(key, n))
 
     def peek(self, key: Key) -> Allowance:
-        """The answer one request would get now, counting nothing."""
+        """The answer one more would get now, counting nothing."""
         return allowance(self._n.peek(key))
 
     def reset(self, key: Key) -> None:
@@ -36,28 +36,22 @@ class RateLimit(Handle):
         self._n.reset(key)
 
 
-class Quota(Handle):
+class RateLimit(_Allowing):
+    """A rate limit (GCRA), answered from memory (synchronous)."""
+
+    __slots__ = ()
+    _n: _native.RateLimit
+
+
+class Quota(_Allowing):
     """A quota of named windows (synchronous)."""
 
     __slots__ = ()
-    _shown = "tinystore.sync"
     _n: _native.Quota
-
-    def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Counts ``n`` uses in every window, or in none, durably."""
-        return allowance(self._n.allow(key, n))
-
-    def peek(self, key: Key) -> Allowance:
-        """The answer one use would get now, counting nothing."""
-        return allowance(self._n.peek(key))
 
     def refund(self, key: Key, n: int = 1) -> Allowance:
         """Gives ``n`` uses back to the windows that have not reset since."""
         return allowance(self._n.refund(key, n))
-
-    def reset(self, key: Key) -> None:
-        """Forgets the key."""
-        self._n.reset(key)
 
 
 class Counters(Handle):
