@@ -470,22 +470,32 @@ def _dump_dict(key: Any, value: Any) -> _Fn:
         raise TypeError(f"tinystore keeps dicts with str or int keys as JSON, not {_name(key)}")
     fn = _dumper(value)
 
+    def json_key(k: Any) -> str:
+        if key is int and (not isinstance(k, int) or isinstance(k, bool)):
+            raise Mismatch(f"expected int keys, got {type(k).__name__}")
+        if key is not int and not isinstance(k, str):
+            raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+        return str(k)
+
     def dump(v: Any) -> Any:
         if not isinstance(v, Mapping):
             raise Mismatch(f"expected dict, {_got(v)}")
-        out = {}
-        for k, x in v.items():
-            if key is int and (not isinstance(k, int) or isinstance(k, bool)):
-                raise Mismatch(f"expected int keys, got {type(k).__name__}")
-            if key is not int and not isinstance(k, str):
-                raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
-            try:
-                out[str(k)] = fn(x)
-            except Mismatch as e:
-                raise e.inside(f"[{k!r}]") from None
-        return out
+        return _by_key(v.items(), json_key, fn)
 
     return dump
+
+
+def _by_key(items: Iterable[tuple[Any, Any]], key_of: _Fn, fn: _Fn) -> dict[Any, Any]:
+    """Each value converted by ``fn`` under what ``key_of`` makes of its key
+    (which refuses a key of another type); a mismatch names the key."""
+    out = {}
+    for k, x in items:
+        at = key_of(k)
+        try:
+            out[at] = fn(x)
+        except Mismatch as e:
+            raise e.inside(f"[{k!r}]") from None
+    return out
 
 
 def _dump_any(v: Any) -> Any:
@@ -615,18 +625,18 @@ def _load_dict(key: Any, value: Any) -> _Fn:
     key = _unwrap(key)
     fn = _loader(value)
 
+    def typed_key(k: str) -> Any:
+        if key is not int:
+            return k
+        try:
+            return int(k)
+        except ValueError:
+            raise Mismatch(f"the key {k!r} is not an int") from None
+
     def load(v: Any) -> Any:
         if not isinstance(v, dict):
             raise Mismatch(f"expected an object, {_got(v)}")
-        out = {}
-        for k, x in v.items():
-            try:
-                out[int(k) if key is int else k] = fn(x)
-            except Mismatch as e:
-                raise e.inside(f"[{k!r}]") from None
-            except ValueError:
-                raise Mismatch(f"the key {k!r} is not an int") from None
-        return out
+        return _by_key(v.items(), typed_key, fn)
 
     return load
 
