@@ -14,7 +14,7 @@ import asyncio
 import datetime as dt
 import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -22,15 +22,17 @@ from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
-from ._bucket_calls import AsyncBucketReads, expiry
-from ._results import Created, Entry, Maintenance, _created, _entry
+from ._bucket_calls import AsyncBucketReads, BucketWrites
+from ._loop import awaited
+from ._results import Entry, Maintenance, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, View
-from ._time import Duration, opt_millis
+from ._time import Duration
 
 __all__ = ["open", "Opening", "Store", "Bucket"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 _get_loop = asyncio.get_running_loop
 
 
@@ -294,7 +296,14 @@ class Store(StoreBase):
         await self.close()
 
 
-class Bucket(AsyncBucketReads[T], BucketBase[T]):
+_set_with_options = awaited(BucketWrites.set)
+
+
+async def _then(answer: Awaitable[Any], then: Callable[[Any], R]) -> R:
+    return then(await answer)
+
+
+class Bucket(AsyncBucketReads[T], BucketBase[T], BucketWrites[T]):
     """Keys and values of one type, with expiry, in branches of owners."""
 
     __slots__ = ()
@@ -327,7 +336,16 @@ class Bucket(AsyncBucketReads[T], BucketBase[T]):
             if after is None:
                 return
 
-    def set(
+    def _writes_in(self) -> asyncio.AbstractEventLoop:
+        # The running loop: each native write answers an awaitable of it.
+        return _get_loop()
+
+    def _after(self, answer: Any, then: Callable[[Any], R]) -> Any:
+        return _then(answer, then)
+
+    # A write answers through the native module's awaitable, which gives the
+    # write up when its task is cancelled before the write's group starts.
+    def set(  # type: ignore[override]
         self,
         key: Key,
         value: T,
@@ -347,44 +365,13 @@ class Bucket(AsyncBucketReads[T], BucketBase[T]):
         # without a Python frame around it (the hot path of durable sets).
         if ttl is None and expires_at is None and if_version is None:
             return self._n.set_call(key, value)
-        return self._set(key, value, ttl, expires_at, if_version)
+        return _set_with_options(self, key, value, ttl=ttl, expires_at=expires_at, if_version=if_version)
 
     _mark_coroutine_function(set)
 
-    async def _set(
-        self, key: Key, value: T, ttl: Duration | None, expires_at: dt.datetime | None, if_version: str | None
-    ) -> str:
-        """``set`` with options."""
-        return await self._n.set(key, value, ttl, opt_millis(expires_at), if_version, _get_loop())
-
-    # A write answers through the native module's awaitable, which gives the
-    # write up when its task is cancelled before the write's group starts.
-
-    async def create(
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> bool:
-        """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        return await self._n.create(key, value, ttl, opt_millis(expires_at), _get_loop())
-
-    async def create_entry(
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> Created[T]:
-        """``create``, answering the entry as well: the one written or the live one found.
-        Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
-        return _created(await self._n.create(key, value, ttl, opt_millis(expires_at), _get_loop(), True))
-
-    async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
-        """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        return await self._n.take(key, if_version, _get_loop())
-
-    async def delete(self, key: Key, *, if_version: str | None = None) -> bool:
-        """Deletes the key; says whether a live key was there. A missing key is fine."""
-        return await self._n.delete(key, if_version, _get_loop())
-
-    async def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
-        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        return await self._n.expire(key, *expiry(when), if_version, _get_loop())
-
-    async def clear(self) -> None:
-        """Removes this branch and every branch under it, for every reader at once."""
-        await self._n.clear(_get_loop())
+    create = awaited(BucketWrites.create)  # type: ignore[assignment]
+    create_entry = awaited(BucketWrites.create_entry)  # type: ignore[assignment]
+    take = awaited(BucketWrites.take)  # type: ignore[assignment]
+    delete = awaited(BucketWrites.delete)  # type: ignore[assignment]
+    expire = awaited(BucketWrites.expire)  # type: ignore[assignment]
+    clear = awaited(BucketWrites.clear)  # type: ignore[assignment]

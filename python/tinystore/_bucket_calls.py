@@ -7,6 +7,7 @@ itself, or a native ``Tx`` or ``View``), and the core decides the rest.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _native
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["BucketReads", "BucketWrites", "AsyncBucketReads", "expiry"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def expiry(when: Duration | dt.datetime) -> tuple[Duration | None, int | None]:
@@ -69,9 +71,19 @@ class BucketReads(Generic[T]):
 
 class BucketWrites(BucketReads[T]):
     """A bucket's reads and writes, answered as values once durable (inside
-    a transaction: at once, durable with its commit)."""
+    a transaction: at once, durable with its commit). The asyncio API's
+    store bucket makes the same calls with the running loop as their scope
+    (``_writes_in``), where each answers an awaitable (see ``awaited``)."""
 
     __slots__ = ()
+
+    def _writes_in(self) -> Any:
+        """The scope of the native writes: where the reads run, unless the writes wait elsewhere."""
+        return self._in()
+
+    def _after(self, answer: Any, then: Callable[[Any], R]) -> R:
+        """``then`` of a native write's answer."""
+        return then(answer)
 
     def set(
         self,
@@ -86,34 +98,34 @@ class BucketWrites(BucketReads[T]):
         ``ttl``; a live key keeps its expiry unless ``ttl`` or ``expires_at``
         replaces it. With ``if_version`` it writes only a live key at that
         version (else ``ConflictError``)."""
-        return self._n.set(key, value, ttl, opt_millis(expires_at), if_version, self._in())
+        return self._n.set(key, value, ttl, opt_millis(expires_at), if_version, self._writes_in())
 
     def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
         """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        return self._n.create(key, value, ttl, opt_millis(expires_at), self._in())
+        return self._n.create(key, value, ttl, opt_millis(expires_at), self._writes_in())
 
     def create_entry(
         self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
     ) -> Created[T]:
         """``create``, answering the entry as well: the one written or the live one found.
         Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
-        return _created(self._n.create(key, value, ttl, opt_millis(expires_at), self._in(), True))
+        return self._after(self._n.create(key, value, ttl, opt_millis(expires_at), self._writes_in(), True), _created)
 
     def take(self, key: Key, *, if_version: str | None = None) -> T | None:
         """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        return self._n.take(key, if_version, self._in())
+        return self._n.take(key, if_version, self._writes_in())
 
     def delete(self, key: Key, *, if_version: str | None = None) -> bool:
         """Deletes the key; says whether a live key was there. A missing key is fine."""
-        return self._n.delete(key, if_version, self._in())
+        return self._n.delete(key, if_version, self._writes_in())
 
     def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        return self._n.expire(key, *expiry(when), if_version, self._in())
+        return self._n.expire(key, *expiry(when), if_version, self._writes_in())
 
     def clear(self) -> None:
         """Removes this branch and every branch under it, for every reader at once."""
-        self._n.clear(self._in())
+        return self._n.clear(self._writes_in())
 
 
 class AsyncBucketReads(BucketReads[T]):
