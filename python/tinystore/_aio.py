@@ -14,7 +14,7 @@ import asyncio
 import datetime as dt
 import inspect
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -24,6 +24,7 @@ from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
 from ._bucket_calls import AsyncBucketReads, BucketWrites
 from ._loop import awaited
+from ._scopes import OnLoop
 from ._results import Entry, Maintenance, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, View
@@ -32,7 +33,6 @@ from ._time import Duration
 __all__ = ["open", "Opening", "Store", "Bucket"]
 
 T = TypeVar("T")
-R = TypeVar("R")
 _get_loop = asyncio.get_running_loop
 
 
@@ -299,11 +299,7 @@ class Store(StoreBase):
 _set_with_options = awaited(BucketWrites.set)
 
 
-async def _then(answer: Awaitable[Any], then: Callable[[Any], R]) -> R:
-    return then(await answer)
-
-
-class Bucket(AsyncBucketReads[T], BucketBase[T], BucketWrites[T]):
+class Bucket(OnLoop, AsyncBucketReads[T], BucketBase[T], BucketWrites[T]):
     """Keys and values of one type, with expiry, in branches of owners."""
 
     __slots__ = ()
@@ -335,13 +331,6 @@ class Bucket(AsyncBucketReads[T], BucketBase[T], BucketWrites[T]):
                 yield _entry(r)
             if after is None:
                 return
-
-    def _writes_in(self) -> asyncio.AbstractEventLoop:
-        # The running loop: each native write answers an awaitable of it.
-        return _get_loop()
-
-    def _after(self, answer: Any, then: Callable[[Any], R]) -> Any:
-        return _then(answer, then)
 
     # A write answers through the native module's awaitable, which gives the
     # write up when its task is cancelled before the write's group starts.

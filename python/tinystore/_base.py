@@ -121,15 +121,11 @@ class StoreBase:
         name = _check_name(name)
         if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool) or burst < 1):
             raise _invalid(name, f"burst must be a positive int, not {burst!r}")
-        if rate is None:
-            raise _invalid(name, "a rate limit needs a rate, as rate_limit(name, rate='5/m')")
         return _native.RateLimit(self._n, name, rate, burst)
 
     def _quota_native(self, name: str, windows: dict[str, Any]) -> _native.Quota:
-        name = _check_name(name)
-        if not windows:
-            raise _invalid(name, "a quota needs one to eight windows, as quota(name, daily='100/1d')")
-        return _native.Quota(self._n, name, list(windows.items()))
+        # The core refuses a quota of no windows, or of more than eight.
+        return _native.Quota(self._n, _check_name(name), list(windows.items()))
 
     def _counters_native(self, name: str, ttl: Duration | None, flush_every: Duration | None) -> _native.Counters:
         name = _check_name(name)

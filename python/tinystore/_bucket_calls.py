@@ -1,17 +1,17 @@
 """The calls of a bucket, written once for every place a bucket is used: on
 the store, in a transaction and in a view, synchronous or asyncio. Each
-passes the native call the scope it runs in (``_in``: None for the store
-itself, or a native ``Tx`` or ``View``), and the core decides the rest.
+passes the native call the scope it runs in (see ``_scopes``), and the
+core decides the rest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _native
 from ._loop import answering
+from ._scopes import Scoped
 from ._results import Created, Entry, Page, _created, _entry
 from ._time import Duration, opt_millis
 from .errors import InvalidError
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["BucketReads", "BucketWrites", "AsyncBucketReads", "expiry"]
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
 def expiry(when: Duration | dt.datetime) -> tuple[Duration | None, int | None]:
@@ -30,15 +29,11 @@ def expiry(when: Duration | dt.datetime) -> tuple[Duration | None, int | None]:
     return (None, opt_millis(when)) if isinstance(when, dt.datetime) else (when, None)
 
 
-class BucketReads(Generic[T]):
+class BucketReads(Scoped, Generic[T]):
     """A bucket's reads, answered as values."""
 
     __slots__ = ()
     _n: _native.Bucket
-
-    def _in(self) -> Any:
-        """The scope of the native calls: None is the store itself."""
-        return None
 
     @property
     def name(self) -> str:
@@ -71,19 +66,9 @@ class BucketReads(Generic[T]):
 
 class BucketWrites(BucketReads[T]):
     """A bucket's reads and writes, answered as values once durable (inside
-    a transaction: at once, durable with its commit). The asyncio API's
-    store bucket makes the same calls with the running loop as their scope
-    (``_writes_in``), where each answers an awaitable (see ``awaited``)."""
+    a transaction: at once, durable with its commit)."""
 
     __slots__ = ()
-
-    def _writes_in(self) -> Any:
-        """The scope of the native writes: where the reads run, unless the writes wait elsewhere."""
-        return self._in()
-
-    def _after(self, answer: Any, then: Callable[[Any], R]) -> R:
-        """``then`` of a native write's answer."""
-        return then(answer)
 
     def set(
         self,
