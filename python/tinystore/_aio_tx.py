@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 from . import _native, _tx_marks
 from ._loop import answering
 from ._bucket_calls import AsyncBucketReads
+from ._sync_tx import Tx as _SyncTx
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
-from ._sync_tx import _closed
-from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
+from ._sync_tx import _closed, _ViewBase
+from ._tx_kinds import TxCounters, TxOnce, TxQuota
 from .errors import ClosedError
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class Transaction:
         await done
 
 
-class Tx:
+class Tx(_SyncTx):
     """An open transaction: ``tx.bucket(b)`` gives bucket ``b``'s calls inside it.
 
     Everything written through it commits together when the ``async with``
@@ -103,13 +104,11 @@ class Tx:
     ``InvalidError`` too.
     """
 
-    __slots__ = ("_n", "_ended")
+    __slots__ = ()
+    _shown = "tinystore"
+    _asyncio = True
 
-    def __init__(self, native: _native.Tx) -> None:
-        self._n = native
-        self._ended = False
-
-    def bucket(self, bucket: Bucket[T]) -> TxBucket[T]:
+    def bucket(self, bucket: Bucket[T]) -> TxBucket[T]:  # type: ignore[override]
         """The calls of ``bucket`` (or a branch of it) inside this transaction::
 
             async with store.tx() as tx:
@@ -118,7 +117,7 @@ class Tx:
         """
         return TxBucket(self, bucket._n)
 
-    @overload
+    @overload  # type: ignore[override]
     def with_(self, handle: Bucket[T]) -> TxBucket[T]: ...
     @overload
     def with_(self, handle: Counters) -> TxCounters: ...
@@ -131,19 +130,9 @@ class Tx:
 
     def with_(self, handle: Any) -> Any:
         """``handle`` inside this transaction, spelled as ``tx.with(handle)`` in
-        the other languages: a bucket (as :meth:`bucket`), durable counters, a
-        quota or a once's answers (``get``, ``delete``), all committed or rolled
-        back together. Counters with ``flush_every`` and rate limits keep their
-        state in memory and are ``InvalidError`` here, saying so."""
-        joined = kind_in_tx(self, handle, True)
-        return self.bucket(handle) if joined is None else joined
-
-    def _check_open(self) -> None:
-        if self._ended:
-            raise _closed("transaction")
-
-    def __repr__(self) -> str:
-        return f"<tinystore.Tx{' ended' if self._ended else ''}>"
+        the other languages: a bucket, durable counters, a quota or a once's
+        answers, each call answering a completed future (see ``tinystore.sync.Tx.with_``)."""
+        return _SyncTx.with_(self, handle)
 
 
 class TxBucket(AsyncBucketReads[T], _SyncTxBucket[T]):
@@ -163,7 +152,7 @@ class TxBucket(AsyncBucketReads[T], _SyncTxBucket[T]):
     clear = answering(_SyncTxBucket.clear)  # type: ignore[assignment]
 
 
-class View:
+class View(_ViewBase):
     """One point in time of the store: use it as ``async with store.view() as v:``.
 
     ``v.bucket(b)`` reads bucket ``b`` as the file was at the view's first
@@ -172,35 +161,23 @@ class View:
     the file keeps every page a view may still read.
     """
 
-    __slots__ = ("_store", "_n")
-
-    def __init__(self, store: _native.Store) -> None:
-        self._store = store
-        self._n: _native.View | None = None
+    __slots__ = ()
+    _shown = "tinystore"
 
     async def __aenter__(self) -> View:
-        if self._n is not None:
-            raise _closed("view")
-        self._n = self._store.view()
-        return self
+        return self._open()
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._n is not None:
-            self._n.close()
+        self._close()
 
     def bucket(self, bucket: Bucket[T]) -> ViewBucket[T]:
         """The reads of ``bucket`` (or a branch of it) in this view."""
-        if self._n is None:
-            raise _closed("view")
-        return ViewBucket(self._n, bucket._n)
+        return ViewBucket(self._opened(), bucket._n)
 
     with_ = bucket
     """The same as :meth:`bucket`, spelled as ``view.with(bucket)`` in the other languages."""
-
-    def __repr__(self) -> str:
-        return "<tinystore.View>"
 
 
 class ViewBucket(AsyncBucketReads[T], _SyncViewBucket[T]):

@@ -27,6 +27,7 @@ __all__ = ["Transaction", "Tx", "TxBucket", "View", "ViewBucket"]
 T = TypeVar("T")
 _B = TypeVar("_B", bound="TxBucket[Any]")
 _V = TypeVar("_V", bound="ViewBucket[Any]")
+_W = TypeVar("_W", bound="_ViewBase")
 
 
 def _closed(what: str) -> ClosedError:
@@ -83,6 +84,8 @@ class Tx:
     """
 
     __slots__ = ("_n", "_ended")
+    _shown = "tinystore.sync"
+    _asyncio = False  # whether its kinds answer completed futures (see kind_in_tx)
 
     def __init__(self, native: _native.Tx) -> None:
         self._n = native
@@ -114,7 +117,7 @@ class Tx:
         quota or a once's answers (``get``, ``delete``), all committed or rolled
         back together. Counters with ``flush_every`` and rate limits keep their
         state in memory and are ``InvalidError`` here, saying so."""
-        joined = kind_in_tx(self, handle, False)
+        joined = kind_in_tx(self, handle, self._asyncio)
         return self.bucket(handle) if joined is None else joined
 
     def _check_open(self) -> None:
@@ -122,7 +125,7 @@ class Tx:
             raise _closed("transaction")
 
     def __repr__(self) -> str:
-        return f"<tinystore.sync.Tx{' ended' if self._ended else ''}>"
+        return f"<{self._shown}.Tx{' ended' if self._ended else ''}>"
 
 
 class TxBucket(BucketWrites[T]):
@@ -149,7 +152,36 @@ class TxBucket(BucketWrites[T]):
         return f"<{self._shown}.TxBucket {self.name!r}>"
 
 
-class View:
+class _ViewBase:
+    """What a view of either API does: open once, close, name its scope."""
+
+    __slots__ = ("_store", "_n")
+    _shown = "tinystore.sync"
+
+    def __init__(self, store: _native.Store) -> None:
+        self._store = store
+        self._n: _native.View | None = None
+
+    def _open(self: _W) -> _W:
+        if self._n is not None:
+            raise _closed("view")  # one block per store.view()
+        self._n = self._store.view()
+        return self
+
+    def _close(self) -> None:
+        if self._n is not None:
+            self._n.close()
+
+    def _opened(self) -> _native.View:
+        if self._n is None:
+            raise _closed("view")
+        return self._n
+
+    def __repr__(self) -> str:
+        return f"<{self._shown}.View>"
+
+
+class View(_ViewBase):
     """One point in time of the store: use it as ``with store.view() as v:``.
 
     ``v.bucket(b)`` reads bucket ``b`` as the file was at the view's first
@@ -157,33 +189,20 @@ class View:
     nothing. Reads after the block are ``ClosedError``.
     """
 
-    __slots__ = ("_store", "_n")
-
-    def __init__(self, store: _native.Store) -> None:
-        self._store = store
-        self._n: _native.View | None = None
+    __slots__ = ()
 
     def __enter__(self) -> View:
-        if self._n is not None:
-            raise _closed("view")
-        self._n = self._store.view()
-        return self
+        return self._open()
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if self._n is not None:
-            self._n.close()
+        self._close()
 
     def bucket(self, bucket: Bucket[T]) -> ViewBucket[T]:
         """The reads of ``bucket`` (or a branch of it) in this view."""
-        if self._n is None:
-            raise _closed("view")
-        return ViewBucket(self._n, bucket._n)
+        return ViewBucket(self._opened(), bucket._n)
 
     with_ = bucket
     """The same as :meth:`bucket`, spelled as ``view.with(bucket)`` in the other languages."""
-
-    def __repr__(self) -> str:
-        return "<tinystore.sync.View>"
 
 
 class ViewBucket(BucketReads[T]):
