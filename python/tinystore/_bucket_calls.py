@@ -7,7 +7,7 @@ core decides the rest.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from . import _native
 from ._loop import answering
@@ -19,12 +19,12 @@ from .errors import InvalidError
 if TYPE_CHECKING:
     from ._base import Key
 
-__all__ = ["BucketReads", "BucketWrites", "AsyncBucketReads", "expiry"]
+__all__ = ["BucketReads", "BucketWrites", "AsyncBucketReads"]
 
 T = TypeVar("T")
 
 
-def expiry(when: Duration | dt.datetime) -> tuple[Duration | None, int | None]:
+def _expiry(when: Duration | dt.datetime) -> tuple[Duration | None, int | None]:
     """The native ``(ttl, expires_at_ms)`` of an ``expire``: a span from now or a datetime."""
     return (None, opt_millis(when)) if isinstance(when, dt.datetime) else (when, None)
 
@@ -106,7 +106,7 @@ class BucketWrites(BucketReads[T]):
 
     def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
         """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        return self._n.expire(key, *expiry(when), if_version, self._writes_in())
+        return self._n.expire(key, *_expiry(when), if_version, self._writes_in())
 
     def clear(self) -> None:
         """Removes this branch and every branch under it, for every reader at once."""

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
 use tinystore::{
-    Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
+    Created, Entry, Error, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
 };
 
 use crate::completions::Completions;
@@ -61,21 +61,6 @@ impl Bucket {
         let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
         self.raw
             .options_for(call, key, ttl, expires_at.map(from_millis), if_version)
-            .map_err(py_err(py))
-    }
-
-    /// The expiry and version of an `expire` of `key`, checked in the core.
-    pub(crate) fn expire_options(
-        &self,
-        py: Python<'_>,
-        key: &[u8],
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Expiry, Option<Version>)> {
-        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
-        self.raw
-            .expire_options(key, ttl, expires_at.map(from_millis), if_version)
             .map_err(py_err(py))
     }
 
@@ -474,8 +459,12 @@ impl Bucket {
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        run!(self.call(), py, scope, reply::value, (k, e, if_version) => (k, e, v),
+        let (ttl, v) = self.option_values(py, ttl, if_version)?;
+        let (e, v) = self
+            .raw
+            .expire_options(&k, ttl, expires_at.map(from_millis), v)
+            .map_err(py_err(py))?;
+        run!(self.call(), py, scope, reply::value, (k, e, v) => (k, e, v),
             |s, b| s.expire(b, &k, e, v),
             |r| b.expire_then(&k, e, v, r.done()))
     }
