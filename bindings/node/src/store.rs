@@ -19,7 +19,7 @@ use crate::view::NativeSnapshot;
 pub struct NativeStore {
     pub(crate) store: Store,
     /// Opened with a memory budget: a write's submit may wait for memory,
-    /// so its buckets' sets are never streamed into a burst (see `write_groups::set`).
+    /// so its buckets' sets are never streamed into a burst (see `write_handoff::set`).
     pub(crate) budgeted: bool,
 }
 
@@ -110,7 +110,7 @@ impl NativeStore {
         ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
     )]
     pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::write_groups::uncork_now();
+        crate::write_handoff::hand_over_held();
         let store = self.store.clone();
         completions::off_thread(
             env,
@@ -131,7 +131,7 @@ impl NativeStore {
     /// Writes what memory holds and closes the file.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::write_groups::uncork_now();
+        crate::write_handoff::hand_over_held();
         let store = self.store.clone();
         completions::off_thread(env, move || store.close(), nothing)
     }
