@@ -74,26 +74,9 @@ fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
 
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
 pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, burst: Option<f64>) -> Ts<RateLimit> {
-    let (count, per) = tinystore::parse_rate(rate).map_err(|e| e.in_bucket(name))?;
-    let mut b = store.rate_limit(name).rate(count, per);
-    if let Some(burst) = burst {
-        let burst = self::count(Some(burst))
-            .map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
-        b = b.burst(burst);
-    }
-    b.open()
-}
-
-/// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
-pub(crate) fn open_quota(store: &tinystore::Store, name: &str, names: &[String], rates: &[String]) -> Ts<Quota> {
-    let mut b = store.quota(name);
-    for (window, rate) in names.iter().zip(rates) {
-        let (limit, span) = tinystore::parse_rate(rate).map_err(|e| {
-            tinystore::Error::new(e.kind(), format!("window {window:?}: {}", e.message())).in_bucket(name)
-        })?;
-        b = b.window(window, limit, span);
-    }
-    b.open()
+    let burst = burst.map(|n| count(Some(n))).transpose();
+    let burst = burst.map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
+    store.rate_limit_at(name, rate, burst)
 }
 
 /// A rate limit, or one branch of it.

@@ -218,8 +218,10 @@ impl NativeStore {
     /// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
     #[napi]
     pub fn quota(&self, env: Env, name: String, names: Vec<String>, rates: Vec<String>) -> napi::Result<NativeQuota> {
-        let r = limits::open_quota(&self.store, &name, &names, &rates);
-        Ok(NativeQuota { quota: sync(&env, r)? })
+        let windows = names.iter().zip(&rates).map(|(n, r)| (n.as_str(), r.as_str()));
+        Ok(NativeQuota {
+            quota: sync(&env, self.store.quota_at(&name, windows))?,
+        })
     }
 
     /// Opens counters with a `ttl` and a `flush_every` period, answering
