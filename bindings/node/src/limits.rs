@@ -232,8 +232,6 @@ impl NativeQuota {
 pub struct NativeCounters {
     pub(crate) counters: Counters,
     pub(crate) big: bool,
-    /// The owners of this branch, to name a key in an error of ours.
-    pub(crate) owners: Vec<Vec<u8>>,
 }
 
 /// A counter's value as JS gets it: a `bigint`, or a `number` while it is a
@@ -261,12 +259,9 @@ impl NativeCounters {
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeCounters> {
         let owner = sync(env, key_in(env, self.counters.name(), &owner))?;
-        let mut owners = self.owners.clone();
-        owners.push(owner.clone());
         Ok(NativeCounters {
             counters: self.counters.under(owner),
             big: self.big,
-            owners,
         })
     }
 
@@ -304,7 +299,8 @@ impl NativeCounters {
     ) -> napi::Result<Unknown<'e>> {
         let r = key_in(env, self.counters.name(), &key).and_then(|k| {
             let v = scope_of(&scope).counter_get(&self.counters, &k)?;
-            value(env.raw(), self.big, v, false).map_err(|e| e.at(self.counters.name(), show_path(&self.owners, &k)))
+            value(env.raw(), self.big, v, false)
+                .map_err(|e| e.at(self.counters.name(), show_path(self.counters.owners(), &k)))
         });
         completions::value(env, r)
     }
@@ -356,7 +352,7 @@ impl NativeCounters {
         let name = self.counters.name();
         let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
         let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
-        let (big, name, path) = (self.big, name.to_owned(), show_path(&self.owners, &k));
+        let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
         write_in(
             env,
             &scope,

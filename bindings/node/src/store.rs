@@ -256,11 +256,7 @@ impl NativeStore {
             Ok((b.open().map_err(|e| e.in_bucket(&name))?, big))
         })();
         let (counters, big) = sync(env, r)?;
-        Ok(NativeCounters {
-            counters,
-            big,
-            owners: Vec::new(),
-        })
+        Ok(NativeCounters { counters, big })
     }
 
     /// Opens a once whose answers are of `value_type`, kept for `keep`.
@@ -276,11 +272,7 @@ impl NativeStore {
             let kind = ValueKind::parse(&value_type)?;
             let keep = convert::duration(env.raw(), js::raw(&keep), "keep")?;
             let once = tinystore::RawOnce::open(&self.store, &name, keep).map_err(|e| e.in_bucket(&name))?;
-            Ok(NativeOnce {
-                once,
-                kind,
-                owners: Vec::new(),
-            })
+            Ok(NativeOnce { once, kind })
         })();
         sync(env, r)
     }
