@@ -1,6 +1,6 @@
 # Two builds side by side: a git revision against the current tree, in the
 # workloads of `make bench` a change to the bindings can slow (Python, Node,
-# Bun), alternated round by round (bench/builds/compare.py). Not in `make
+# Bun, Go), alternated round by round (bench/builds/compare.py). Not in `make
 # bench`, which has no revision to compare with.
 #
 #   make bench-builds BEFORE=<git rev>                  six rounds, a few minutes

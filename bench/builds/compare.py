@@ -1,14 +1,16 @@
 """Two builds of TinyStore KV side by side: the revision BEFORE (a git rev)
 against the current tree, in the workloads of `make bench` that a change to
-the bindings can slow (see workloads.py and workloads.mjs), in Python, Node
-and Bun (run with `make bench-builds BEFORE=<rev>`; not part of `make test`).
+the bindings can slow (see workloads.py, workloads.mjs and go/), in Python,
+Node, Bun and Go (run with `make bench-builds BEFORE=<rev>`; not part of
+`make test`).
 
-BEFORE is checked out in a scratch worktree, target/bench-builds/<rev>, and
-both trees are built with the project's own make targets (build-python,
-node). The scratch tree builds into this tree's CARGO_TARGET_DIR: its
-workspace crates live at other paths, so cargo gives them units of their
-own and keeps this tree's units fresh, and the crates.io dependencies
-compile once for both.
+BEFORE is checked out in a scratch worktree, target/bench-builds/<rev>.
+Both trees are built with the project's own make targets (build-python,
+node, go-lib), and the Go worker in each. The scratch tree builds into this
+tree's CARGO_TARGET_DIR: its workspace crates live at other paths, so cargo
+gives them units of their own and keeps this tree's units fresh, and the
+crates.io dependencies compile once for both. Its generated interfaces go
+beside it (GEN_DIR), not over the ones check-generated reads.
 
 Rounds alternate the builds (BEFORE first in even rounds, AFTER first in odd
 ones) and each build runs in a process of its own per round and language.
@@ -72,13 +74,26 @@ def scratch_tree(rev: str) -> str:
 
 
 def build(tree: str, scratch: bool) -> None:
-    cmd = ["make", "--no-print-directory", "-C", tree, "build-python", "node", f"CARGO_TARGET_DIR={TARGET}"]
+    cmd = ["make", "--no-print-directory", "-C", tree, "build-python", "node", "go-lib", f"CARGO_TARGET_DIR={TARGET}"]
     if scratch:
-        cmd.append(f"PY_TOOLS={SCRATCH_PY_TOOLS}")
+        # The generated interfaces a build writes go beside the scratch tree,
+        # not over this tree's, which check-generated compares.
+        cmd += [f"PY_TOOLS={SCRATCH_PY_TOOLS}", f"GEN_DIR={tree}.generated"]
     print(f"# building: {' '.join(cmd)}", flush=True)
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    # The Go worker is built in each tree, where its go.mod's relative
+    # replace names that tree's Go package and libtinystore.a.
+    work = os.path.join(tree, "bench", "builds", "go")
+    if tree != ROOT:
+        shutil.copytree(os.path.join(HERE, "go"), work, dirs_exist_ok=True)
+    subprocess.run(["go", "build", "-o", go_worker(tree), "."], cwd=work, check=True,
+                   env=dict(os.environ, GOTOOLCHAIN="local"))
     print(f"# built in {time.monotonic() - t:.0f} s", flush=True)
+
+
+def go_worker(tree: str) -> str:
+    return os.path.join(SCRATCH, "current.go-worker" if tree == ROOT else f"{os.path.basename(tree)}.go-worker")
 
 
 def uptime() -> str:
@@ -91,6 +106,8 @@ def runner(lang: str, tree: str, short: bool) -> list[str] | None:
         py = os.path.join(ROOT, "python", ".venv", "bin", "python")
         args = [py, os.path.join(HERE, "workloads.py")]
         return args + (["--reps", "1", "--reads", "5000", "--groups", "20", "--allows", "5000"] if short else [])
+    if lang == "go":
+        return [go_worker(tree), *(["-reps", "1", "-slice", "100ms"] if short else [])]
     runtime = "node" if lang == "node" else os.path.join(ROOT, "node", "node_modules", ".bin", "bun")
     if lang == "bun" and not os.path.exists(runtime):
         return None
@@ -107,7 +124,7 @@ def run_worker(lang: str, tree: str, short: bool) -> dict[str, float]:
     got = json.loads(out.strip().splitlines()[-1])
     # A worker that imported another build than the one it was sent to would
     # compare a build with itself: the package it loaded must be the tree's.
-    if not os.path.realpath(got["package"]).startswith(os.path.realpath(tree) + os.sep):
+    if "package" in got and not os.path.realpath(got["package"]).startswith(os.path.realpath(tree) + os.sep):
         raise SystemExit(f"{lang}: the worker for {tree} loaded {got['package']}")
     return got["rates"]
 
@@ -121,7 +138,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", required=True, help="the git revision to compare the current tree with")
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--langs", default="python,node,bun")
+    ap.add_argument("--langs", default="python,node,bun,go")
     ap.add_argument("--short", action="store_true", help="two rounds of tiny workloads: checks it all works")
     ap.add_argument("--no-build", action="store_true", help="measure the builds as they are")
     args = ap.parse_args()
