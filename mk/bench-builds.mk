@@ -7,6 +7,6 @@
 #   make bench-builds BEFORE=<git rev> BENCH_SHORT=1    two tiny rounds: it works
 
 .PHONY: bench-builds
-bench-builds: $(PY_VENV)/.ready node-deps
+bench-builds: $$(PY_VENV)/.ready node-deps
 	@test -n "$(BEFORE)" || { echo "usage: make bench-builds BEFORE=<git rev>"; exit 2; }
 	$(PY) bench/builds/compare.py --before $(BEFORE) $(if $(BENCH_SHORT),--short) $(BENCH_BUILDS_ARGS)

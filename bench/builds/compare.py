@@ -6,11 +6,15 @@ Node, Bun and Go (run with `make bench-builds BEFORE=<rev>`; not part of
 
 BEFORE is checked out in a scratch worktree, target/bench-builds/<rev>.
 Both trees are built with the project's own make targets (build-python,
-node, go-lib), and the Go worker in each. The scratch tree builds into this
-tree's CARGO_TARGET_DIR: its workspace crates live at other paths, so cargo
-gives them units of their own and keeps this tree's units fresh, and the
-crates.io dependencies compile once for both. Its generated interfaces go
-beside it (GEN_DIR), not over the ones check-generated reads.
+node, go-lib), and the Go worker in each. The scratch tree has a target dir
+of its own, <rev>.target, seeded with a copy of this tree's release
+artifacts so that the crates.io dependencies do not compile again. It cannot
+share this tree's: cargo names a workspace crate's artifacts by its path
+relative to the workspace root, the same in both trees, and judges them
+fresh by mtime, so the tree built second would link the other's crates.
+For the same reason every file of the scratch tree is touched when its
+target dir is seeded: the copied artifacts are this tree's, and must not
+look newer than the scratch tree's sources.
 
 Rounds alternate the builds (BEFORE first in even rounds, AFTER first in odd
 ones) and each build runs in a process of its own per round and language.
@@ -73,12 +77,44 @@ def scratch_tree(rev: str) -> str:
     return tree
 
 
+def scratch_target(tree: str) -> str:
+    """The scratch tree's own CARGO_TARGET_DIR, seeded on first use."""
+    target = f"{tree}.target"
+    if not os.path.isdir(target):
+        seeding = f"{target}.seeding"
+        shutil.rmtree(seeding, ignore_errors=True)
+        os.makedirs(seeding)
+        for part in ("release", os.path.join(host_triple(), "release")):
+            if os.path.isdir(os.path.join(TARGET, part)):
+                os.makedirs(os.path.dirname(os.path.join(seeding, part)), exist_ok=True)
+                subprocess.run(["cp", "-a", "--reflink=auto", os.path.join(TARGET, part),
+                                os.path.join(seeding, part)], check=True)
+        files = git("ls-files", cwd=tree).splitlines()
+        now = time.time()
+        for f in files:
+            path = os.path.join(tree, f)
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.utime(path, (now - 2, now - 2))
+        # make's stamps of the venv and the npm packages stay newer than
+        # what they were made from, so neither is set up again.
+        for stamp in (os.path.join("python", ".venv", ".ready"), os.path.join("node", "node_modules", ".package-lock.json")):
+            if os.path.exists(os.path.join(tree, stamp)):
+                os.utime(os.path.join(tree, stamp), (now, now))
+        os.rename(seeding, target)
+    return target
+
+
+def host_triple() -> str:
+    out = subprocess.run(["rustc", "-vV"], check=True, capture_output=True, text=True).stdout
+    return os.environ.get("CARGO_BUILD_TARGET") or next(
+        line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
+
+
 def build(tree: str, scratch: bool) -> None:
-    cmd = ["make", "--no-print-directory", "-C", tree, "build-python", "node", "go-lib", f"CARGO_TARGET_DIR={TARGET}"]
+    target = scratch_target(tree) if scratch else TARGET
+    cmd = ["make", "--no-print-directory", "-C", tree, "build-python", "node", "go-lib", f"CARGO_TARGET_DIR={target}"]
     if scratch:
-        # The generated interfaces a build writes go beside the scratch tree,
-        # not over this tree's, which check-generated compares.
-        cmd += [f"PY_TOOLS={SCRATCH_PY_TOOLS}", f"GEN_DIR={tree}.generated"]
+        cmd.append(f"PY_TOOLS={SCRATCH_PY_TOOLS}")
     print(f"# building: {' '.join(cmd)}", flush=True)
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
