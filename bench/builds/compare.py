@@ -27,6 +27,8 @@ of rounds to that of its second half.
 from __future__ import annotations
 
 import argparse
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -132,6 +134,17 @@ def go_worker(tree: str) -> str:
     return os.path.join(SCRATCH, "current.go-worker" if tree == ROOT else f"{os.path.basename(tree)}.go-worker")
 
 
+def artifacts(tree: str) -> str:
+    """The built binaries a tree's workers load, each with the start of its
+    SHA-256: two builds of different sources show different hashes."""
+    found = []
+    for pattern in ("python/tinystore/_native*.so", "node/*.node", "go/internal/native/lib/*/libtinystore.a"):
+        for path in sorted(glob.glob(os.path.join(tree, pattern))):
+            with open(path, "rb") as f:
+                found.append(f"{os.path.basename(path)} {hashlib.sha256(f.read()).hexdigest()[:12]}")
+    return ", ".join(found) or "nothing built"
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -189,8 +202,8 @@ def main() -> None:
     langs = [lang for lang in langs if runner(lang, ROOT, args.short) is not None]
     start_load = uptime()
     print(f"== bench-builds: {rounds} alternating rounds, one process per build, round and language")
-    print(f"# before: {describe(before)}")
-    print(f"# after:  {describe(ROOT)}")
+    print(f"# before: {describe(before)}; {artifacts(before)}")
+    print(f"# after:  {describe(ROOT)}; {artifacts(ROOT)}")
     print(f"# command: {' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))}")
     print(f"# uptime at start: {start_load}", flush=True)
 
