@@ -15,12 +15,13 @@
 //!   with `ts_error_free`.
 //! - Text and bytes come in as a pointer and a length, and are only read
 //!   during the call. A null pointer with length 0 is empty.
-//! - Bytes going out in a `TsValue` or `TsEntry` of `ts_bucket_get`/`take`/
-//!   `create` belong to the caller, who frees them with `ts_bytes_free`;
-//!   those in a `TsPage` belong to the page.
+//! - Bytes going out in a `TsResult` (the entry of a get, take or create;
+//!   a once's answer) belong to the caller, who frees them with
+//!   `ts_bytes_free`; those in a `TsPage` belong to the page.
 //! - No panic crosses the boundary: it becomes `TS_IO` with its message.
-//! - Every operation of a handle takes the scope it runs in: null for the
-//!   store itself, or a transaction or view (`scope.rs`).
+//! - Each kind of handle has one call (`call.rs`), given an operation code
+//!   and the scope it runs in: null for the store itself, or a transaction
+//!   or view (`scope.rs`).
 //! - Writes on the store block until durable. A `TsCancel` passed to a
 //!   write lets another thread give up on it before its group starts.
 //!
@@ -33,6 +34,7 @@
 
 mod answers;
 mod bucket;
+mod call;
 mod config;
 mod limits;
 mod logs;
@@ -55,6 +57,7 @@ use tinystore::{Branch, Counters, Error, ErrorKind, Quota, RateLimit, RawBucket,
 
 pub use answers::*;
 pub use bucket::*;
+pub use call::*;
 pub use config::*;
 pub use limits::*;
 pub use logs::*;

@@ -3,12 +3,12 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Scope};
+use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
 
-use crate::scope::{TsScope, scope_of};
+use crate::call::*;
+use crate::scope::TsScope;
 use crate::store::{TsStore, store};
-use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text, under};
+use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text};
 
 /// Counters, opened on a store.
 pub struct TsCounters(pub(crate) Counters);
@@ -121,97 +121,50 @@ pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
     unsafe { crate::free(c) }
 }
 
-/// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
-/// (`max` true), in `scope`; the new value goes to `out`. Inside a
-/// transaction, counters with flush_every are `TS_INVALID`.
+/// Runs one call on a counter of the branch of `owners`, in `scope`:
+/// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
+/// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
+/// answering the value in `number`; `TS_OP_DELETE` says in `found` whether
+/// a live one was there; `TS_OP_CLEAR` removes the branch and every branch
+/// under it, on the store only. Inside a transaction, counters with
+/// flush_every are `TS_INVALID`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_add(
+pub unsafe extern "C" fn ts_counters_call(
     c: *const TsCounters,
     scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
     key_len: usize,
-    n: i64,
-    max: bool,
-    cancel: *const TsCancel,
-    out: *mut i64,
+    value: *const u8,
+    value_len: usize,
+    call: *const TsCall,
+    out: *mut TsResult,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let v = match unsafe { scope_of(scope) } {
-            Scope::Direct if max => wait_on_store(h.store(), h.name(), cancel, |done| h.max_then(key, n, done)),
-            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.add_then(key, n, done)),
-            s if max => s.counter_max(&h, key, n),
-            s => s.counter_add(&h, key, n),
-        };
-        set(out, v?);
-        Ok(())
-    })
+    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
+    unsafe { run(c, scope, owners, key, value, call, out, err, counters_op) }
 }
 
-/// A counter's value in `scope`: 0 when it is missing or expired.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_get(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    out: *mut i64,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        set(
-            out,
-            unsafe { scope_of(scope) }.counter_get(&h, unsafe { bytes(key, key_len) })?,
-        );
-        Ok(())
-    })
-}
-
-/// Deletes a counter in `scope`; `found` says whether a live one was there.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_delete(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    cancel: *const TsCancel,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
-            s => s.counter_delete(&h, key),
-        };
-        set(found, was?);
-        Ok(())
-    })
-}
-
-/// Removes the branch of `owners` and every branch under it, on the store.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_clear(
-    c: *const TsCounters,
-    owners: *const u8,
-    owners_len: usize,
-    cancel: *const TsCancel,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        wait_on_store(h.store(), h.name(), cancel, |done| h.clear_then(done))
-    })
+fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
+    let (h, key, n) = (&*a.h, a.key, a.call.n);
+    let (st, name) = (h.store(), h.name());
+    let mut r = TsResult::empty();
+    match a.call.op {
+        TS_OP_ADD => r.number = a.write(st, name, |done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
+        TS_OP_MAX => r.number = a.write(st, name, |done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
+        TS_OP_GET => r.number = a.scope.counter_get(h, key)?,
+        TS_OP_DELETE => r.found = a.write(st, name, |done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
+        TS_OP_CLEAR => a.write(
+            st,
+            name,
+            |done| h.clear_then(done),
+            |_| Err(on_store_only("clear", name)),
+        )?,
+        op => return Err(no_op("counters", op)),
+    }
+    set(out, r);
+    Ok(())
 }
 
 // ---- rate limits ----
@@ -247,52 +200,40 @@ pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
     unsafe { crate::free(r) }
 }
 
-/// Takes `n` requests of a key together, or none (`peek` true: counts
-/// nothing and answers for one). A refusal is an answer, not an error. A
-/// rate limit keeps its state in memory: inside a transaction (a scope not
-/// null) the core refuses it, `TS_INVALID`.
+/// Runs one call on a key of the branch of `owners`: `TS_OP_ALLOW` takes
+/// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
+/// answers for one, `TS_OP_RESET` forgets the key (its next request has the
+/// full burst; it fills no answer). A refusal is an answer, not an error.
+/// A rate limit keeps its state in memory: in a scope (not null) the core
+/// refuses it, `TS_INVALID`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_allow(
+pub unsafe extern "C" fn ts_rate_limit_call(
     r: *const TsRateLimit,
     scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
     key_len: usize,
-    n: u64,
-    peek: bool,
+    value: *const u8,
+    value_len: usize,
+    call: *const TsCall,
     out: *mut TsAllowance,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(r, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let s = unsafe { scope_of(scope) };
-        let a = if peek {
-            s.rate_limit_peek(&h, key)?
-        } else {
-            s.rate_limit_allow(&h, key, n)?
-        };
-        fill(out, &a);
-        Ok(())
-    })
+    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
+    unsafe { run(r, scope, owners, key, value, call, out, err, rate_limit_op) }
 }
 
-/// Forgets a key: its next request has the full burst.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_reset(
-    r: *const TsRateLimit,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(r, owners, owners_len) }?;
-        unsafe { scope_of(scope) }.rate_limit_reset(&h, unsafe { bytes(key, key_len) })
-    })
+fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
+    let (h, key, s) = (&*a.h, a.key, a.scope);
+    let answer = match a.call.op {
+        TS_OP_ALLOW => s.rate_limit_allow(h, key, a.call.uses)?,
+        TS_OP_PEEK => s.rate_limit_peek(h, key)?,
+        TS_OP_RESET => return s.rate_limit_reset(h, key),
+        op => return Err(no_op("rate limit", op)),
+    };
+    fill(out, &answer);
+    Ok(())
 }
 
 // ---- quotas ----
@@ -335,47 +276,48 @@ pub unsafe extern "C" fn ts_quota_free(q: *mut TsQuota) {
     unsafe { crate::free(q) }
 }
 
-/// What `ts_quota_use` does.
-pub const TS_QUOTA_ALLOW: i32 = 0;
-/// Gives uses back.
-pub const TS_QUOTA_REFUND: i32 = 1;
-/// Answers for one use, counting nothing.
-pub const TS_QUOTA_PEEK: i32 = 2;
-/// Forgets the key.
-pub const TS_QUOTA_RESET: i32 = 3;
-
-/// Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
-/// back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
-/// forgets the key (`TS_QUOTA_RESET`, which fills no answer), in `scope`.
+/// Runs one call on a key of the branch of `owners`, in `scope`:
+/// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
+/// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
+/// `TS_OP_RESET` forgets the key (and fills no answer).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_use(
+pub unsafe extern "C" fn ts_quota_call(
     q: *const TsQuota,
     scope: *const TsScope,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
     key_len: usize,
-    op: i32,
-    n: u64,
-    cancel: *const TsCancel,
+    value: *const u8,
+    value_len: usize,
+    call: *const TsCall,
     out: *mut TsAllowance,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(q, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let (st, name) = (h.store(), h.name());
-        let a = match (unsafe { scope_of(scope) }, op) {
-            (Scope::Direct, TS_QUOTA_ALLOW) => wait_on_store(st, name, cancel, |done| h.allow_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_REFUND) => wait_on_store(st, name, cancel, |done| h.refund_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_RESET) => return wait_on_store(st, name, cancel, |done| h.reset_then(key, done)),
-            (s, TS_QUOTA_ALLOW) => s.quota_allow(&h, key, n)?,
-            (s, TS_QUOTA_REFUND) => s.quota_refund(&h, key, n)?,
-            (s, TS_QUOTA_RESET) => return s.quota_reset(&h, key),
-            (s, TS_QUOTA_PEEK) => s.quota_peek(&h, key)?,
-            _ => return Err(invalid(format!("no quota operation {op}"))),
-        };
-        fill(out, &a);
-        Ok(())
-    })
+    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
+    unsafe { run(q, scope, owners, key, value, call, out, err, quota_op) }
+}
+
+fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
+    let (h, key, n) = (&*a.h, a.key, a.call.uses);
+    let (st, name) = (h.store(), h.name());
+    let answer = match a.call.op {
+        TS_OP_ALLOW => a.write(
+            st,
+            name,
+            |done| h.allow_n_then(key, n, done),
+            |s| s.quota_allow(h, key, n),
+        )?,
+        TS_OP_REFUND => a.write(
+            st,
+            name,
+            |done| h.refund_n_then(key, n, done),
+            |s| s.quota_refund(h, key, n),
+        )?,
+        TS_OP_PEEK => a.scope.quota_peek(h, key)?,
+        TS_OP_RESET => return a.write(st, name, |done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
+        op => return Err(no_op("quota", op)),
+    };
+    fill(out, &answer);
+    Ok(())
 }

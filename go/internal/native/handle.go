@@ -49,27 +49,33 @@ func opened[P, H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_
 	return h, nil
 }
 
-// at is the C arguments of a call about one key: its scope (nil: the
-// store), the encoded owners and the key, the cancel of a write on the
-// store, and where its error goes.
+// at is the C arguments of a ts_*_call but the handle, the call and the
+// answer: its scope (nil: the store), the encoded owners, the key, a
+// value's bytes, and where its error goes.
 type at struct {
 	sc *C.TsScope
 	o  *C.uint8_t
 	ol C.size_t
 	k  *C.uint8_t
 	kl C.size_t
-	cn *C.TsCancel
+	v  *C.uint8_t
+	vl C.size_t
 	e  **C.TsError
 }
 
-// onKey is call for a call about key of the branch owners: f gets the
-// arguments every such call takes.
-func (h *handle) onKey(ctx context.Context, s *Scope, writes bool, owners []byte, key string, f func(a at) C.int32_t) error {
+// onKey is call for the call c about key of the branch owners, with the
+// bytes of a value: f gets the arguments every ts_*_call takes, and c the
+// cancel of a write on the store.
+func (h *handle) onKey(ctx context.Context, s *Scope, writes bool, owners []byte, key string, value []byte, c *C.TsCall, f func(a at) C.int32_t) error {
 	o, ol := bytes(owners)
 	k, kl := text(key)
-	return h.call(ctx, s, writes, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return f(at{sc, o, ol, k, kl, cn, e})
+	v, vl := bytes(value)
+	err := h.call(ctx, s, writes, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		c.cancel = cn
+		return f(at{sc, o, ol, k, kl, v, vl, e})
 	})
+	runtime.KeepAlive(value)
+	return err
 }
 
 // call runs f for a call of h in scope s (nil: the store itself), after

@@ -2,6 +2,15 @@ package native
 
 /*
 #include "tinystore.h"
+
+// The calls keep no Go pointer past the call and call no Go function, so
+// their arguments and answer stay on the caller's stack.
+#cgo noescape ts_counters_call
+#cgo nocallback ts_counters_call
+#cgo noescape ts_rate_limit_call
+#cgo nocallback ts_rate_limit_call
+#cgo noescape ts_quota_call
+#cgo nocallback ts_quota_call
 */
 import "C"
 
@@ -58,40 +67,42 @@ func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEv
 	}, func(h handle, p *C.TsCounters) *Counters { return &Counters{h, p} }, func(c *Counters) { C.ts_counters_free(c.ptr) })
 }
 
+// run makes the call c of op about key in scope s.
+func (c *Counters) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, n int64) (out C.TsResult, err error) {
+	call := C.TsCall{op: op, n: C.int64_t(n)}
+	err = c.onKey(ctx, s, op != C.TS_OP_GET, owners, key, nil, &call, func(a at) C.int32_t {
+		return C.ts_counters_call(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
+	})
+	return out, err
+}
+
 // Add adds n to a counter, or keeps the larger of it and n (max), in
 // scope s, and returns the new value.
 func (c *Counters) Add(ctx context.Context, s *Scope, owners []byte, key string, n int64, max bool) (int64, error) {
-	var out C.int64_t
-	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_add(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int64_t(n), C.bool(max), a.cn, &out, a.e)
-	})
-	return int64(out), err
+	op := C.int32_t(C.TS_OP_ADD)
+	if max {
+		op = C.TS_OP_MAX
+	}
+	out, err := c.run(ctx, s, op, owners, key, n)
+	return int64(out.number), err
 }
 
 // Get reads a counter in scope s: 0 when missing or expired.
 func (c *Counters) Get(ctx context.Context, s *Scope, owners []byte, key string) (int64, error) {
-	var out C.int64_t
-	err := c.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_get(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, &out, a.e)
-	})
-	return int64(out), err
+	out, err := c.run(ctx, s, C.TS_OP_GET, owners, key, 0)
+	return int64(out.number), err
 }
 
 // Delete deletes a counter in scope s and says whether a live one was there.
 func (c *Counters) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	var found C.bool
-	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_delete(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.cn, &found, a.e)
-	})
-	return bool(found), err
+	out, err := c.run(ctx, s, C.TS_OP_DELETE, owners, key, 0)
+	return bool(out.found), err
 }
 
 // Clear removes the branch of owners and every branch under it, on the store.
 func (c *Counters) Clear(ctx context.Context, owners []byte) error {
-	o, ol := bytes(owners)
-	return c.call(ctx, nil, true, func(_ *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_counters_clear(c.ptr, o, ol, cn, e)
-	})
+	_, err := c.run(ctx, nil, C.TS_OP_CLEAR, owners, "", 0)
+	return err
 }
 
 // RateLimit is an open rate limit.
@@ -107,21 +118,24 @@ func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst
 	}, func(h handle, p *C.TsRateLimit) *RateLimit { return &RateLimit{h, p} }, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
 }
 
-// Allow takes n requests of a key together, or none; peek counts nothing.
-// In a transaction (s not nil) the core refuses it.
-func (r *RateLimit) Allow(ctx context.Context, s *Scope, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
+// The operations of RateLimit.Use and Quota.Use.
+const (
+	OpAllow  = int32(C.TS_OP_ALLOW)
+	OpRefund = int32(C.TS_OP_REFUND)
+	OpPeek   = int32(C.TS_OP_PEEK)
+	OpReset  = int32(C.TS_OP_RESET)
+)
+
+// Use runs op (OpAllow, OpPeek or OpReset) on a key: allow takes n
+// requests together, or none; peek counts nothing. In a transaction (s not
+// nil) the core refuses it.
+func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	var out C.TsAllowance
-	err := r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_rate_limit_allow(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.uint64_t(n), C.bool(peek), &out, a.e)
+	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
+	err := r.onKey(ctx, s, false, owners, key, nil, &call, func(a at) C.int32_t {
+		return C.ts_rate_limit_call(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
 	})
 	return allowance(&out, err)
-}
-
-// Reset forgets a key; in a transaction the core refuses it.
-func (r *RateLimit) Reset(ctx context.Context, s *Scope, owners []byte, key string) error {
-	return r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_rate_limit_reset(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.e)
-	})
 }
 
 // Quota is an open quota.
@@ -129,14 +143,6 @@ type Quota struct {
 	handle
 	ptr *C.TsQuota
 }
-
-// The operations of Quota.Use.
-const (
-	QuotaAllow  = int32(C.TS_QUOTA_ALLOW)
-	QuotaRefund = int32(C.TS_QUOTA_REFUND)
-	QuotaPeek   = int32(C.TS_QUOTA_PEEK)
-	QuotaReset  = int32(C.TS_QUOTA_RESET)
-)
 
 // QuotaWindow is a window a quota opens with.
 type QuotaWindow struct {
@@ -165,12 +171,12 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 	}, func(h handle, p *C.TsQuota) *Quota { return &Quota{h, p} }, func(q *Quota) { C.ts_quota_free(q.ptr) })
 }
 
-// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
-// in scope s.
+// Use runs op (OpAllow, OpRefund, OpPeek or OpReset) on a key, in scope s.
 func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	var out C.TsAllowance
-	err := q.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_quota_use(q.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(op), C.uint64_t(n), a.cn, &out, a.e)
+	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
+	err := q.onKey(ctx, s, true, owners, key, nil, &call, func(a at) C.int32_t {
+		return C.ts_quota_call(q.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
 	})
 	return allowance(&out, err)
 }
