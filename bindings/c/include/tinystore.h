@@ -13,11 +13,12 @@
  * - Bytes going out in a TsResult (a get's, take's, create's entry; a
  *   once's answer) are the caller's: free them with ts_bytes_free. Those of
  *   a page belong to the page.
- * - Each kind of handle has one call, ts_bucket_call, ts_counters_call...,
- *   given its operation (TS_OP_*) and arguments in a TsCall, and a
- *   `const TsScope *scope`: null runs it on the store itself, a scope from
- *   ts_tx_begin inside that transaction, one from ts_view_open in that read
- *   snapshot.
+ * - Every handle (TsHandle: a bucket, counters, a rate limit, a quota, a
+ *   once) has one call, ts_call, given its operation (TS_OP_*) and
+ *   arguments in a TsCall, and a `const TsScope *scope`: null runs it on
+ *   the store itself, a scope from ts_tx_begin inside that transaction, one
+ *   from ts_view_open in that read snapshot. Free a handle with
+ *   ts_handle_free.
  * - Writes on the store block until durable; a TsCancel fired from another
  *   thread gives up on a write whose group has not started, or on the wait
  *   of a once's TS_OP_BEGIN (TS_CANCELLED).
@@ -103,7 +104,7 @@
 // Gives `uses` of a quota back.
 #define TS_OP_REFUND 15
 
-// Begins a run of a once's key (on the store; see `ts_once_call`).
+// Begins a run of a once's key (on the store; see `once_op`).
 #define TS_OP_BEGIN 16
 
 // The most windows a quota has.
@@ -148,9 +149,6 @@
 // A queue of answers, shared by the writes submitted to it.
 typedef struct TsAnswers TsAnswers;
 
-// A bucket of values, opened on a store.
-typedef struct TsBucket TsBucket;
-
 // The runs of once a caller is inside, as it keeps them in its own context
 // (Go's `context.Context`): a `TsCall` of `TS_OP_BEGIN` hands it to the core, which
 // refuses a run of a key inside its own run.
@@ -164,27 +162,16 @@ typedef struct TsCancel TsCancel;
 // The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 typedef struct TsClaim TsClaim;
 
-// A config handle.
-typedef struct TsConfig TsConfig;
-
-// Counters, opened on a store.
-typedef struct TsCounters TsCounters;
-
 // An error: a kind, a message, and the bucket and path it is about, with
 // the text the core renders of them, which the view lends.
 typedef struct TsError TsError;
 
-// A once, opened on a store.
-typedef struct TsOnce TsOnce;
+// An open handle of a store: a bucket, counters, a rate limit, a quota, a
+// once or a config, from its `ts_*_open`. Free it with `ts_handle_free`.
+typedef struct TsHandle TsHandle;
 
 // One page of a listing; owns the bytes its entries point to.
 typedef struct TsPage TsPage;
-
-// A quota, opened on a store.
-typedef struct TsQuota TsQuota;
-
-// A rate limit, opened on a store.
-typedef struct TsRateLimit TsRateLimit;
 
 // An open transaction or read snapshot, the scope of the calls given it.
 typedef struct TsScope TsScope;
@@ -489,9 +476,9 @@ size_t ts_answers_wait(const struct TsAnswers *q, struct TsAnswer *out, size_t c
 // `answers` with `token`. A write refused before it was queued (bad
 // input, a closed store) returns its error here and queues nothing. On a
 // thread holding a transaction of the store (see `ts_tx_hold_thread`) the
-// write is answered here, as `ts_bucket_call` answers it: `found` says so,
+// write is answered here, as `ts_call` answers it: `found` says so,
 // with the version in `number`.
-int32_t ts_bucket_set_submit(const struct TsBucket *b,
+int32_t ts_bucket_set_submit(const struct TsHandle *b,
                              const uint8_t *owners,
                              size_t owners_len,
                              const uint8_t *key,
@@ -513,32 +500,7 @@ int32_t ts_bucket_open(const struct TsStore *s,
                        bool has_ttl,
                        int64_t idle_ns,
                        bool has_idle,
-                       struct TsBucket **out,
-                       struct TsError **err);
-
-// Frees a bucket handle. Null is ignored.
-void ts_bucket_free(struct TsBucket *b);
-
-// Runs one call (`TS_OP_GET`, `HAS`, `SET`, `CREATE`, `TAKE`, `DELETE`,
-// `EXPIRE`, `CLEAR`, `LIST`) on the key of the branch of `owners`, in
-// `scope`; `value` is the bytes of a set's or create's value. On the
-// store a get renews an idle bucket's key, and a write is durable when
-// this returns; a fired cancel gives up on it before its group starts.
-// A take reads the value as `want` and gives it to `check` (when not
-// null) inside the write, on the store's writer thread or, in a
-// transaction, on the caller's: a row of another kind, or a non-zero
-// check, is `TS_CORRUPT` and the value stays. A clear inside a
-// transaction removes at most 10,000 keys, else `TS_LIMIT`.
-int32_t ts_bucket_call(const struct TsBucket *b,
-                       const struct TsScope *scope,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *key,
-                       size_t key_len,
-                       const uint8_t *value,
-                       size_t value_len,
-                       const struct TsCall *call,
-                       struct TsResult *out,
+                       struct TsHandle **out,
                        struct TsError **err);
 
 // How many entries the page holds.
@@ -554,6 +516,27 @@ bool ts_page_next(const struct TsPage *p, const uint8_t **key, size_t *key_len);
 // Frees a page. Null is ignored.
 void ts_page_free(struct TsPage *p);
 
+// Frees a handle. Null is ignored.
+void ts_handle_free(struct TsHandle *h);
+
+// Runs one call on the handle `h` (on the key of the branch of
+// `owners`) in `scope`: null for the store itself, else a transaction or a
+// view. `value` is the bytes of a write's value. A bucket, counters or a
+// once answers in `out`, a rate limit or quota in `allowance`; see each
+// kind's `*_op` for its operations.
+int32_t ts_call(const struct TsHandle *h,
+                const struct TsScope *scope,
+                const uint8_t *owners,
+                size_t owners_len,
+                const uint8_t *key,
+                size_t key_len,
+                const uint8_t *value,
+                size_t value_len,
+                const struct TsCall *call,
+                struct TsResult *out,
+                struct TsAllowance *allowance,
+                struct TsError **err);
+
 // Opens config `name` with the field description `fields` and the layers
 // `layers` (both JSON). The handle goes to `out`.
 int32_t ts_config_open(const struct TsStore *s,
@@ -563,36 +546,33 @@ int32_t ts_config_open(const struct TsStore *s,
                        size_t fields_len,
                        const uint8_t *layers,
                        size_t layers_len,
-                       struct TsConfig **out,
+                       struct TsHandle **out,
                        struct TsError **err);
-
-// Frees a config handle. Null is ignored.
-void ts_config_free(struct TsConfig *c);
 
 // The whole config as JSON, from memory; the bytes are the caller's
 // (`ts_bytes_free`).
-int32_t ts_config_get(const struct TsConfig *c, uint8_t **out, size_t *out_len, struct TsError **err);
+int32_t ts_config_get(const struct TsHandle *c, uint8_t **out, size_t *out_len, struct TsError **err);
 
 // Each field's source as a JSON list; the bytes are the caller's.
-int32_t ts_config_sources(const struct TsConfig *c, uint8_t **out, size_t *out_len, struct TsError **err);
+int32_t ts_config_sources(const struct TsHandle *c, uint8_t **out, size_t *out_len, struct TsError **err);
 
 // Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
-int32_t ts_config_update(const struct TsConfig *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
+int32_t ts_config_update(const struct TsHandle *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
 
 // Gives the field, or struct of fields, at `path` back to the layers.
-int32_t ts_config_reset(const struct TsConfig *c, const uint8_t *path, size_t path_len, struct TsError **err);
+int32_t ts_config_reset(const struct TsHandle *c, const uint8_t *path, size_t path_len, struct TsError **err);
 
 // The config's generation: it grows with every change seen (0 for null).
-uint64_t ts_config_generation(const struct TsConfig *c);
+uint64_t ts_config_generation(const struct TsHandle *c);
 
 // Blocks until the generation passes `after`, or `timeout_ms`; returns the
 // generation then (0 for null).
-uint64_t ts_config_wait(const struct TsConfig *c, uint64_t after, uint64_t timeout_ms);
+uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeout_ms);
 
 // Leaves out every kept value of generation `generation`: the caller's own
 // validator refuses the config built with them, for the reason `why`
 // (UTF-8, shown by `ts_config_sources`). A later change is checked again.
-void ts_config_refuse_kept(const struct TsConfig *c, uint64_t generation, const uint8_t *why, size_t why_len);
+void ts_config_refuse_kept(const struct TsHandle *c, uint64_t generation, const uint8_t *why, size_t why_len);
 
 // Opens the counters `name`: with a `ttl` from a counter's first change,
 // and with `flush_every`, kept in memory and written every period (each
@@ -604,29 +584,7 @@ int32_t ts_counters_open(const struct TsStore *s,
                          bool has_ttl,
                          int64_t flush_every_ns,
                          bool has_flush_every,
-                         struct TsCounters **out,
-                         struct TsError **err);
-
-// Frees a counters handle. Null is ignored.
-void ts_counters_free(struct TsCounters *c);
-
-// Runs one call on a counter of the branch of `owners`, in `scope`:
-// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
-// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
-// answering the value in `number`; `TS_OP_DELETE` says in `found` whether
-// a live one was there; `TS_OP_CLEAR` removes the branch and every branch
-// under it, on the store only. Inside a transaction, counters with
-// flush_every are `TS_INVALID`.
-int32_t ts_counters_call(const struct TsCounters *c,
-                         const struct TsScope *scope,
-                         const uint8_t *owners,
-                         size_t owners_len,
-                         const uint8_t *key,
-                         size_t key_len,
-                         const uint8_t *value,
-                         size_t value_len,
-                         const struct TsCall *call,
-                         struct TsResult *out,
+                         struct TsHandle **out,
                          struct TsError **err);
 
 // Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
@@ -638,28 +596,7 @@ int32_t ts_rate_limit_open(const struct TsStore *s,
                            int64_t per_ns,
                            uint64_t burst,
                            bool has_burst,
-                           struct TsRateLimit **out,
-                           struct TsError **err);
-
-// Frees a rate limit handle. Null is ignored.
-void ts_rate_limit_free(struct TsRateLimit *r);
-
-// Runs one call on a key of the branch of `owners`: `TS_OP_ALLOW` takes
-// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
-// answers for one, `TS_OP_RESET` forgets the key (its next request has the
-// full burst; it fills no answer). A refusal is an answer, not an error.
-// A rate limit keeps its state in memory: in a scope (not null) the core
-// refuses it, `TS_INVALID`.
-int32_t ts_rate_limit_call(const struct TsRateLimit *r,
-                           const struct TsScope *scope,
-                           const uint8_t *owners,
-                           size_t owners_len,
-                           const uint8_t *key,
-                           size_t key_len,
-                           const uint8_t *value,
-                           size_t value_len,
-                           const struct TsCall *call,
-                           struct TsAllowance *out,
+                           struct TsHandle **out,
                            struct TsError **err);
 
 // Opens the quota `name` with `count` windows: their names encoded as the
@@ -672,26 +609,7 @@ int32_t ts_quota_open(const struct TsStore *s,
                       const uint64_t *limits,
                       const int64_t *spans_ns,
                       size_t count,
-                      struct TsQuota **out,
-                      struct TsError **err);
-
-// Frees a quota handle. Null is ignored.
-void ts_quota_free(struct TsQuota *q);
-
-// Runs one call on a key of the branch of `owners`, in `scope`:
-// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
-// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
-// `TS_OP_RESET` forgets the key (and fills no answer).
-int32_t ts_quota_call(const struct TsQuota *q,
-                      const struct TsScope *scope,
-                      const uint8_t *owners,
-                      size_t owners_len,
-                      const uint8_t *key,
-                      size_t key_len,
-                      const uint8_t *value,
-                      size_t value_len,
-                      const struct TsCall *call,
-                      struct TsAllowance *out,
+                      struct TsHandle **out,
                       struct TsError **err);
 
 // Starts queueing the engine's records; false when another logger of the
@@ -717,32 +635,7 @@ int32_t ts_once_open(const struct TsStore *s,
                      size_t name_len,
                      int64_t keep_ns,
                      bool has_keep,
-                     struct TsOnce **out,
-                     struct TsError **err);
-
-// Frees a once handle. Null is ignored.
-void ts_once_free(struct TsOnce *o);
-
-// Runs one call on a key of the branch of `owners`. `TS_OP_BEGIN`, on
-// the store only, begins a run of the key, waiting for any run of it to
-// end: either an answer is kept (`found`, with it in `entry.value`, read
-// as `want`, its bytes the caller's), or the key is the caller's to run:
-// `claim` holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A
-// fired cancel ends the wait with `TS_CANCELLED`. The call's `caller` is
-// the context of the call (null: inside no run); a run of a key inside its
-// own run, or from a thread that holds a transaction of the store, is
-// `TS_INVALID`. `TS_OP_GET` reads the answer kept, in `scope`, as `begin`
-// answers it; `TS_OP_DELETE` forgets it, so the next run runs again.
-int32_t ts_once_call(const struct TsOnce *o,
-                     const struct TsScope *scope,
-                     const uint8_t *owners,
-                     size_t owners_len,
-                     const uint8_t *key,
-                     size_t key_len,
-                     const uint8_t *value,
-                     size_t value_len,
-                     const struct TsCall *call,
-                     struct TsResult *out,
+                     struct TsHandle **out,
                      struct TsError **err);
 
 // Keeps `value` as the key's answer and lets go of the run, in one durable

@@ -16,10 +16,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tinystore::{Error, ErrorKind, RawBucket, Result, Version, WriteCall};
 
 use crate::bucket::{named, set_and_wait, write_options};
-use crate::call::{Args, TsCall, TsResult, run};
+use crate::call::{Args, Kind, TsCall, TsHandle, TsResult, shared};
 use crate::value::raw_in;
 use crate::waits::refused;
-use crate::{TS_OK, TsBucket, TsError, code_of, invalid, set};
+use crate::{TS_OK, TsError, code_of, guard, handle, invalid, set};
 
 /// A write's answer, as `ts_answers_wait` hands it out.
 #[repr(C)]
@@ -174,11 +174,11 @@ pub unsafe extern "C" fn ts_answers_wait(q: *const TsAnswers, out: *mut TsAnswer
 /// `answers` with `token`. A write refused before it was queued (bad
 /// input, a closed store) returns its error here and queues nothing. On a
 /// thread holding a transaction of the store (see `ts_tx_hold_thread`) the
-/// write is answered here, as `ts_bucket_call` answers it: `found` says so,
+/// write is answered here, as `ts_call` answers it: `found` says so,
 /// with the version in `number`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_set_submit(
-    b: *const TsBucket,
+    b: *const TsHandle,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
@@ -191,9 +191,19 @@ pub unsafe extern "C" fn ts_bucket_set_submit(
     out: *mut TsResult,
     err: *mut *mut TsError,
 ) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    let submit = |a: Args<'_, RawBucket>, out| submit(a, answers, token, out);
-    unsafe { run(b, std::ptr::null(), owners, key, value, call, out, err, submit) }
+    guard(err, || unsafe {
+        let Kind::Bucket(rb) = &handle(b, "bucket")?.0 else {
+            return Err(invalid("the handle is not a bucket"));
+        };
+        let shared = shared(
+            std::ptr::null(),
+            (owners, owners_len),
+            (key, key_len),
+            (value, value_len),
+            call,
+        )?;
+        submit(Args::of(rb, &shared)?, answers, token, out)
+    })
 }
 
 fn submit(a: Args<'_, RawBucket>, answers: *const TsAnswers, token: u64, out: *mut TsResult) -> Result<()> {

@@ -12,14 +12,10 @@ use tinystore::{
 };
 
 use crate::call::*;
-use crate::scope::TsScope;
 use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, at_key, free, guard, put, set, span, span_if, text};
-
-/// A bucket of values, opened on a store.
-pub struct TsBucket(pub(crate) RawBucket);
 
 /// A write's own options, as the caller got them: the core checks their
 /// shape for each call (a ttl or a time, not both; what each call takes).
@@ -130,7 +126,7 @@ pub unsafe extern "C" fn ts_bucket_open(
     has_ttl: bool,
     idle_ns: i64,
     has_idle: bool,
-    out: *mut *mut TsBucket,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -138,19 +134,12 @@ pub unsafe extern "C" fn ts_bucket_open(
         let name = unsafe { text(name, name_len, "bucket name") }?;
         let ttl = span_if(has_ttl, ttl_ns, "ttl", name)?;
         let idle = span_if(has_idle, idle_ns, "idle span", name)?;
-        put(out, TsBucket(RawBucket::open(st, name, ttl, idle)?))
+        put(out, TsHandle(Kind::Bucket(RawBucket::open(st, name, ttl, idle)?)))
     })
 }
 
-/// Frees a bucket handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
-    unsafe { free(b) }
-}
-
-/// Runs one call (`TS_OP_GET`, `HAS`, `SET`, `CREATE`, `TAKE`, `DELETE`,
-/// `EXPIRE`, `CLEAR`, `LIST`) on the key of the branch of `owners`, in
-/// `scope`; `value` is the bytes of a set's or create's value. On the
+/// A bucket's calls: `TS_OP_GET`, `HAS`, `SET`, `CREATE`, `TAKE`, `DELETE`,
+/// `EXPIRE`, `CLEAR`, `LIST` (after the key when the call `has_after`). On the
 /// store a get renews an idle bucket's key, and a write is durable when
 /// this returns; a fired cancel gives up on it before its group starts.
 /// A take reads the value as `want` and gives it to `check` (when not
@@ -158,25 +147,7 @@ pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
 /// transaction, on the caller's: a row of another kind, or a non-zero
 /// check, is `TS_CORRUPT` and the value stays. A clear inside a
 /// transaction removes at most 10,000 keys, else `TS_LIMIT`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_call(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    out: *mut TsResult,
-    err: *mut *mut TsError,
-) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    unsafe { run(b, scope, owners, key, value, call, out, err, bucket_op) }
-}
-
-fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()> {
+pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()> {
     let (rb, key, c) = (&*a.h, a.key, a.call);
     let mut r = TsResult::empty();
     match c.op {

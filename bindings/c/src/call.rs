@@ -1,27 +1,47 @@
-//! One exported call per kind of handle: `ts_bucket_call`,
-//! `ts_counters_call`, `ts_once_call`, `ts_rate_limit_call` and
-//! `ts_quota_call` each take an operation code (`TS_OP_*`) in a `TsCall`,
-//! the branch and key (and a value's bytes) as arguments, and answer in a
-//! `TsResult` or a `TsAllowance`.
+//! One exported call for every handle: `ts_call` takes a `TsHandle` (a
+//! bucket, counters, a rate limit, a quota or a once), an operation code
+//! (`TS_OP_*`) in a `TsCall`, the branch and key (and a value's bytes) as
+//! arguments, and answers in a `TsResult`, or a `TsAllowance` for a limit.
 //!
 //! The bytes travel as arguments rather than in the struct because cgo
 //! forbids passing C a Go struct that points into Go memory; the struct
 //! holds numbers and pointers the ABI made (a cancel, a caller).
 //!
-//! `run` is the one body every such call shares: it finds the handle's
-//! branch, reads the call and turns the pointer scope into the core's
-//! `Scope`; each family's `*_op` then matches on the operation code.
+//! `ts_call` finds the handle's branch, reads the call and turns the
+//! pointer scope into the core's `Scope`; each kind's `*_op` then matches
+//! on the operation code.
 
 use std::borrow::Cow;
 
-use tinystore::{Result, Scope, Store, Ticket};
+use tinystore::{Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
 
-use crate::bucket::{TsCheckFn, TsEntry, TsPage, TsWriteOptions};
-use crate::once::{TsCaller, TsClaim};
+use crate::bucket::{TsCheckFn, TsEntry, TsPage, TsWriteOptions, bucket_op};
+use crate::limits::{TsAllowance, counters_op, quota_op, rate_limit_op};
+use crate::once::{TsCaller, TsClaim, once_op};
 use crate::scope::{TsScope, scope_of};
 use crate::value::TsValue;
 use crate::waits::{Done, TsCancel, wait_on_store};
-use crate::{Handle, TsError, bytes, guard, handle, invalid, under};
+use crate::{Branchy, TsError, branch, bytes, free, guard, handle, invalid};
+
+/// An open handle of a store: a bucket, counters, a rate limit, a quota, a
+/// once or a config, from its `ts_*_open`. Free it with `ts_handle_free`.
+pub struct TsHandle(pub(crate) Kind);
+
+pub(crate) enum Kind {
+    Bucket(RawBucket),
+    Counters(Counters),
+    RateLimit(RateLimit),
+    Quota(Quota),
+    Once(RawOnce),
+    /// Config has calls of its own (`config.rs`).
+    Config(RawConfig),
+}
+
+/// Frees a handle. Null is ignored.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_handle_free(h: *mut TsHandle) {
+    unsafe { free(h) }
+}
 
 /// Reads a key (bucket: its entry; counters: the value; once: the kept answer).
 pub const TS_OP_GET: i32 = 1;
@@ -53,7 +73,7 @@ pub const TS_OP_PEEK: i32 = 13;
 pub const TS_OP_RESET: i32 = 14;
 /// Gives `uses` of a quota back.
 pub const TS_OP_REFUND: i32 = 15;
-/// Begins a run of a once's key (on the store; see `ts_once_call`).
+/// Begins a run of a once's key (on the store; see `once_op`).
 pub const TS_OP_BEGIN: i32 = 16;
 
 /// A call's operation and the arguments that are not bytes; each
@@ -139,6 +159,19 @@ pub(crate) struct Args<'a, C: Clone> {
     pub call: &'a TsCall,
 }
 
+impl<'a, C: Branchy> Args<'a, C> {
+    /// The arguments of a call of `core`, with those every kind shares.
+    pub fn of(core: &'a C, a: &Args<'a, ()>) -> Result<Self> {
+        Ok(Args {
+            h: branch(core, a.owners)?,
+            scope: a.scope,
+            owners: a.owners,
+            key: a.key,
+            value: a.value,
+            call: a.call,
+        })
+    }
+}
 impl<C: Clone> Args<'_, C> {
     /// A write: on the store, submitted by `direct` and waited for under
     /// the call's cancel; in a scope, the scope's own call.
@@ -167,30 +200,54 @@ pub(crate) fn on_store_only(what: &str, name: &str) -> tinystore::Error {
     invalid(format!("{what} runs on the store, not in a transaction or view")).in_bucket(name)
 }
 
-/// The body every `ts_*_call` shares: reads its arguments and runs `op`
-/// on them, which answers at `out` (when not null).
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn run<H: Handle, O>(
-    h: *const H,
+/// The arguments every kind's call reads, from the pointers given.
+pub(crate) unsafe fn shared<'a>(
     scope: *const TsScope,
     owners: (*const u8, usize),
     key: (*const u8, usize),
     value: (*const u8, usize),
     call: *const TsCall,
-    out: *mut O,
+) -> Result<Args<'a, ()>> {
+    Ok(Args {
+        h: Cow::Owned(()),
+        scope: unsafe { scope_of(scope) },
+        owners: unsafe { bytes(owners.0, owners.1) },
+        key: unsafe { bytes(key.0, key.1) },
+        value: unsafe { bytes(value.0, value.1) },
+        call: unsafe { handle(call, "call") }?,
+    })
+}
+
+/// Runs one call on the handle `h` (on the key of the branch of
+/// `owners`) in `scope`: null for the store itself, else a transaction or a
+/// view. `value` is the bytes of a write's value. A bucket, counters or a
+/// once answers in `out`, a rate limit or quota in `allowance`; see each
+/// kind's `*_op` for its operations.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_call(
+    h: *const TsHandle,
+    scope: *const TsScope,
+    owners: *const u8,
+    owners_len: usize,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    call: *const TsCall,
+    out: *mut TsResult,
+    allowance: *mut TsAllowance,
     err: *mut *mut TsError,
-    op: impl FnOnce(Args<'_, H::Core>, *mut O) -> Result<()>,
 ) -> i32 {
     guard(err, || unsafe {
-        let call = handle(call, "call")?;
-        let args = Args {
-            h: under(h, owners.0, owners.1)?,
-            scope: scope_of(scope),
-            owners: bytes(owners.0, owners.1),
-            key: bytes(key.0, key.1),
-            value: bytes(value.0, value.1),
-            call,
-        };
-        op(args, out)
+        let owners = (owners, owners_len);
+        let shared = shared(scope, owners, (key, key_len), (value, value_len), call)?;
+        match &handle(h, "handle")?.0 {
+            Kind::Bucket(b) => bucket_op(Args::of(b, &shared)?, out),
+            Kind::Counters(c) => counters_op(Args::of(c, &shared)?, out),
+            Kind::RateLimit(r) => rate_limit_op(Args::of(r, &shared)?, allowance),
+            Kind::Quota(q) => quota_op(Args::of(q, &shared)?, allowance),
+            Kind::Once(o) => once_op(Args::of(o, &shared)?, out),
+            Kind::Config(_) => Err(no_op("config", shared.call.op)),
+        }
     })
 }

@@ -6,7 +6,7 @@
 //! and `make check-generated` fails when the committed header is stale.
 //!
 //! Conventions, for every function:
-//! - Handles (`TsStore`, `TsBucket`, `TsScope`, `TsPage`, `TsError`,
+//! - Handles (`TsStore`, `TsHandle`, `TsScope`, `TsPage`, `TsError`,
 //!   `TsCancel`...) are opaque pointers, made by the ABI and freed by its
 //!   `*_free` function.
 //! - A fallible function returns `TS_OK` (0) or the code of an error kind
@@ -364,51 +364,17 @@ pub(crate) trait Branchy: Clone {
     fn child(&self, owner: &[u8]) -> Self;
 }
 
-/// A handle of the ABI around a core handle with branches.
-pub(crate) trait Handle {
-    /// The core's handle.
-    type Core: Branchy;
-    /// What a null one is called in its error.
-    const WHAT: &'static str;
-    fn core(&self) -> &Self::Core;
-}
-
-/// The branch of the encoded owners of the handle at `p`.
-pub(crate) unsafe fn under<'a, H: Handle + 'a>(
-    p: *const H,
-    owners: *const u8,
-    owners_len: usize,
-) -> Result<Cow<'a, H::Core>> {
-    branch(unsafe { handle(p, H::WHAT) }?.core(), unsafe {
-        bytes(owners, owners_len)
-    })
-}
-
-/// Each handle of the ABI with its core handle, named as a null one is named.
-macro_rules! handles {
-    ($($ts:ident($core:ident), $what:literal;)*) => {$(
+macro_rules! branchy {
+    ($($core:ident),*) => {$(
         impl Branchy for $core {
             fn child(&self, owner: &[u8]) -> Self {
                 self.under(owner)
             }
         }
-        impl Handle for $ts {
-            type Core = $core;
-            const WHAT: &'static str = $what;
-            fn core(&self) -> &$core {
-                &self.0
-            }
-        }
     )*};
 }
 
-handles! {
-    TsCounters(Counters), "counters";
-    TsRateLimit(RateLimit), "rate limit";
-    TsQuota(Quota), "quota";
-    TsOnce(RawOnce), "once";
-    TsBucket(RawBucket), "bucket";
-}
+branchy!(Counters, RateLimit, Quota, RawOnce, RawBucket);
 
 /// The branch of `h` that the encoded owners name; `h` itself when none.
 pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {

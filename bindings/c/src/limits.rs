@@ -6,16 +6,8 @@ use std::time::SystemTime;
 use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
 
 use crate::call::*;
-use crate::scope::TsScope;
 use crate::store::{TsStore, store};
 use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text};
-
-/// Counters, opened on a store.
-pub struct TsCounters(pub(crate) Counters);
-/// A rate limit, opened on a store.
-pub struct TsRateLimit(pub(crate) RateLimit);
-/// A quota, opened on a store.
-pub struct TsQuota(pub(crate) Quota);
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -99,7 +91,7 @@ pub unsafe extern "C" fn ts_counters_open(
     has_ttl: bool,
     flush_every_ns: i64,
     has_flush_every: bool,
-    out: *mut *mut TsCounters,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -111,42 +103,18 @@ pub unsafe extern "C" fn ts_counters_open(
         if let Some(every) = span_if(has_flush_every, flush_every_ns, "flush_every", name)? {
             b = b.flush_every(every);
         }
-        put(out, TsCounters(b.open()?))
+        put(out, TsHandle(Kind::Counters(b.open()?)))
     })
 }
 
-/// Frees a counters handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
-    unsafe { crate::free(c) }
-}
-
-/// Runs one call on a counter of the branch of `owners`, in `scope`:
+/// A counter's calls:
 /// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
 /// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
 /// answering the value in `number`; `TS_OP_DELETE` says in `found` whether
 /// a live one was there; `TS_OP_CLEAR` removes the branch and every branch
 /// under it, on the store only. Inside a transaction, counters with
 /// flush_every are `TS_INVALID`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_call(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    out: *mut TsResult,
-    err: *mut *mut TsError,
-) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    unsafe { run(c, scope, owners, key, value, call, out, err, counters_op) }
-}
-
-fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
+pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
     let (h, key, n) = (&*a.h, a.key, a.call.n);
     let (st, name) = (h.store(), h.name());
     let mut r = TsResult::empty();
@@ -180,7 +148,7 @@ pub unsafe extern "C" fn ts_rate_limit_open(
     per_ns: i64,
     burst: u64,
     has_burst: bool,
-    out: *mut *mut TsRateLimit,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -190,41 +158,17 @@ pub unsafe extern "C" fn ts_rate_limit_open(
         if has_burst {
             b = b.burst(burst);
         }
-        put(out, TsRateLimit(b.open()?))
+        put(out, TsHandle(Kind::RateLimit(b.open()?)))
     })
 }
 
-/// Frees a rate limit handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
-    unsafe { crate::free(r) }
-}
-
-/// Runs one call on a key of the branch of `owners`: `TS_OP_ALLOW` takes
+/// A rate limit's calls: `TS_OP_ALLOW` takes
 /// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
 /// answers for one, `TS_OP_RESET` forgets the key (its next request has the
 /// full burst; it fills no answer). A refusal is an answer, not an error.
 /// A rate limit keeps its state in memory: in a scope (not null) the core
 /// refuses it, `TS_INVALID`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_call(
-    r: *const TsRateLimit,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    out: *mut TsAllowance,
-    err: *mut *mut TsError,
-) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    unsafe { run(r, scope, owners, key, value, call, out, err, rate_limit_op) }
-}
-
-fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
+pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
     let (h, key, s) = (&*a.h, a.key, a.scope);
     let answer = match a.call.op {
         TS_OP_ALLOW => s.rate_limit_allow(h, key, a.call.uses)?,
@@ -250,7 +194,7 @@ pub unsafe extern "C" fn ts_quota_open(
     limits: *const u64,
     spans_ns: *const i64,
     count: usize,
-    out: *mut *mut TsQuota,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -266,39 +210,15 @@ pub unsafe extern "C" fn ts_quota_open(
             let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
             b = b.window(n, limit, per);
         }
-        put(out, TsQuota(b.open()?))
+        put(out, TsHandle(Kind::Quota(b.open()?)))
     })
 }
 
-/// Frees a quota handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_free(q: *mut TsQuota) {
-    unsafe { crate::free(q) }
-}
-
-/// Runs one call on a key of the branch of `owners`, in `scope`:
+/// A quota's calls:
 /// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
 /// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
 /// `TS_OP_RESET` forgets the key (and fills no answer).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_call(
-    q: *const TsQuota,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    out: *mut TsAllowance,
-    err: *mut *mut TsError,
-) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    unsafe { run(q, scope, owners, key, value, call, out, err, quota_op) }
-}
-
-fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
+pub(crate) fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
     let (h, key, n) = (&*a.h, a.key, a.call.uses);
     let (st, name) = (h.store(), h.name());
     let answer = match a.call.op {

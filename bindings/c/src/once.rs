@@ -1,20 +1,16 @@
 //! `once`: a key's work runs once and its answer is kept.
 //!
-//! The caller runs the work itself between `TS_OP_BEGIN` of `ts_once_call` (which waits for
-//! any run of the key in this process or another) and `ts_claim_keep` or
-//! `ts_claim_abandon`.
+//! The caller runs the work itself between a `ts_call` of `TS_OP_BEGIN`
+//! (which waits for any run of the key in this process or another) and
+//! `ts_claim_keep` or `ts_claim_abandon`.
 
 use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
 
 use crate::call::*;
-use crate::scope::TsScope;
 use crate::store::{TsStore, store};
 use crate::value::{raw_in, value_out};
 use crate::waits::answer_or_give_up;
 use crate::{TsError, at_key, guard, invalid, owners_of, put, set, span_if, text};
-
-/// A once, opened on a store.
-pub struct TsOnce(pub(crate) RawOnce);
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
@@ -56,23 +52,20 @@ pub unsafe extern "C" fn ts_once_open(
     name_len: usize,
     keep_ns: i64,
     has_keep: bool,
-    out: *mut *mut TsOnce,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "once name") }?;
         let keep = span_if(has_keep, keep_ns, "keep", name)?;
-        put(out, TsOnce(RawOnce::open(unsafe { store(s) }?, name, keep)?))
+        put(
+            out,
+            TsHandle(Kind::Once(RawOnce::open(unsafe { store(s) }?, name, keep)?)),
+        )
     })
 }
 
-/// Frees a once handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
-    unsafe { crate::free(o) }
-}
-
-/// Runs one call on a key of the branch of `owners`. `TS_OP_BEGIN`, on
+/// A once's calls. `TS_OP_BEGIN`, on
 /// the store only, begins a run of the key, waiting for any run of it to
 /// end: either an answer is kept (`found`, with it in `entry.value`, read
 /// as `want`, its bytes the caller's), or the key is the caller's to run:
@@ -82,25 +75,7 @@ pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
 /// own run, or from a thread that holds a transaction of the store, is
 /// `TS_INVALID`. `TS_OP_GET` reads the answer kept, in `scope`, as `begin`
 /// answers it; `TS_OP_DELETE` forgets it, so the next run runs again.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_call(
-    o: *const TsOnce,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    out: *mut TsResult,
-    err: *mut *mut TsError,
-) -> i32 {
-    let (owners, key, value) = ((owners, owners_len), (key, key_len), (value, value_len));
-    unsafe { run(o, scope, owners, key, value, call, out, err, once_op) }
-}
-
-fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
+pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
     let (h, key, c) = (&*a.h, a.key, a.call);
     let named = |e| named(h, a.owners, key, e);
     let mut r = TsResult::empty();

@@ -11,8 +11,8 @@ use super::input::Input;
 use super::run::Handles;
 use crate::{
     TS_OP_CLEAR, TS_OP_CREATE, TS_OP_DELETE, TS_OP_EXPIRE, TS_OP_GET, TS_OP_HAS, TS_OP_LIST, TS_OP_SET, TS_OP_TAKE,
-    TsCall, TsWriteOptions, ts_bucket_call, ts_bucket_free, ts_bucket_open, ts_cancel_fire, ts_cancel_free,
-    ts_cancel_new, ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
+    TsCall, TsWriteOptions, ts_bucket_open, ts_call, ts_cancel_fire, ts_cancel_free, ts_cancel_new, ts_handle_free,
+    ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
 };
 
 /// Opening a bucket of any name, ttl and idle.
@@ -39,7 +39,7 @@ pub(super) fn bucket_open(h: &Handles, input: &mut Input, closed: bool) {
         assert!(!(has_ttl && has_idle), "ttl and idle were both accepted");
     }
     touches(code, "bucket_open", closed);
-    unsafe { ts_bucket_free(b) };
+    unsafe { ts_handle_free(b) };
 }
 
 /// A set of any kind, value, options and cancel.
@@ -86,7 +86,7 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
     let mut out = result();
     let code = call(input, "set", |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
-        ts_bucket_call(b, null(), op_, ol, kp, kl, vp, vl, &c, &mut out, err)
+        ts_call(b, null(), op_, ol, kp, kl, vp, vl, &c, &mut out, null_mut(), err)
     });
     let version = out.number;
     unsafe { ts_cancel_free(cancel) };
@@ -119,7 +119,7 @@ pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, which: u
     };
     let code = call(input, if take { "take" } else { "get" }, |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
-        ts_bucket_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut r, err)
+        ts_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut r, null_mut(), err)
     });
     let (found, out) = (r.found, &r.entry);
     if code == TS_OK && found {
@@ -162,7 +162,7 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
     let code = call(input, "has/delete/expire/clear/create", |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
         // A create's value is its key's bytes.
-        ts_bucket_call(b, null(), op_, ol, kp, kl, kp, kl, &c, &mut out, err)
+        ts_call(b, null(), op_, ol, kp, kl, kp, kl, &c, &mut out, null_mut(), err)
     });
     if code == TS_OK && which == 4 && !out.found {
         free_value(&out.entry.value);
@@ -192,7 +192,7 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
     let mut out = result();
     let code = call(input, "list", |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), after.as_ptr(), after.len());
-        ts_bucket_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut out, err)
+        ts_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut out, null_mut(), err)
     });
     let page = out.page;
     if code == TS_OK {

@@ -5,9 +5,7 @@
 
 use std::ptr::{null, null_mut};
 
-use crate::{
-    TsAllowance, TsBucket, TsCall, TsEntry, TsError, TsResult, TsScope, TsValue, ts_bucket_call, ts_bytes_free,
-};
+use crate::{TsAllowance, TsCall, TsEntry, TsError, TsHandle, TsResult, TsScope, TsValue, ts_bytes_free, ts_call};
 
 /// A pointer to `b` and its length; sometimes null with a length, which the
 /// ABI reads as empty.
@@ -67,7 +65,7 @@ pub(super) fn op(op: i32) -> TsCall {
 
 /// A get of `key` (no owners) of `b` in `scope`, as `want`.
 pub(super) unsafe fn get(
-    b: *const TsBucket,
+    b: *const TsHandle,
     scope: *const TsScope,
     key: &[u8],
     want: i32,
@@ -78,13 +76,28 @@ pub(super) unsafe fn get(
         want,
         ..op(crate::TS_OP_GET)
     };
-    unsafe { ts_bucket_call(b, scope, null(), 0, key.as_ptr(), key.len(), null(), 0, &c, out, err) }
+    unsafe {
+        ts_call(
+            b,
+            scope,
+            null(),
+            0,
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            &c,
+            out,
+            null_mut(),
+            err,
+        )
+    }
 }
 
 /// A set of `key` (no owners) of `b` in `scope` to the value of `kind`,
 /// `integer` and `bytes`.
 pub(super) unsafe fn set(
-    b: *const TsBucket,
+    b: *const TsHandle,
     scope: *const TsScope,
     key: &[u8],
     (kind, integer, bytes): (i32, i64, &[u8]),
@@ -97,5 +110,5 @@ pub(super) unsafe fn set(
         ..op(crate::TS_OP_SET)
     };
     let (kp, kl, vp, vl) = (key.as_ptr(), key.len(), bytes.as_ptr(), bytes.len());
-    unsafe { ts_bucket_call(b, scope, null(), 0, kp, kl, vp, vl, &c, out, err) }
+    unsafe { ts_call(b, scope, null(), 0, kp, kl, vp, vl, &c, out, null_mut(), err) }
 }

@@ -10,9 +10,8 @@ use super::checks::{call, is_name, touches};
 use super::input::Input;
 use super::run::Handles;
 use crate::{
-    TS_OP_ADD, TS_OP_ALLOW, TS_OP_BEGIN, TS_OP_GET, TS_OP_MAX, TS_OP_PEEK, TsCall, ts_claim_abandon, ts_claim_keep,
-    ts_counters_call, ts_counters_free, ts_counters_open, ts_once_call, ts_once_free, ts_once_open, ts_quota_call,
-    ts_quota_free, ts_quota_open, ts_rate_limit_call, ts_rate_limit_free, ts_rate_limit_open,
+    TS_OP_ADD, TS_OP_ALLOW, TS_OP_BEGIN, TS_OP_GET, TS_OP_MAX, TS_OP_PEEK, TsCall, ts_call, ts_claim_abandon,
+    ts_claim_keep, ts_counters_open, ts_handle_free, ts_once_open, ts_quota_open, ts_rate_limit_open,
 };
 
 /// A counter: add or max any amount.
@@ -33,7 +32,8 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
     let mut got = result();
     let code = call(input, "counters_add", |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
-        ts_counters_call(
+        let c_call = TsCall { n, ..op(c_op) };
+        ts_call(
             c,
             null(),
             op_,
@@ -42,8 +42,9 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
             kl,
             null(),
             0,
-            &TsCall { n, ..op(c_op) },
+            &c_call,
             &mut got,
+            null_mut(),
             err,
         )
     });
@@ -72,9 +73,9 @@ pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
     let code = call(input, "allow/use", |err| unsafe {
         let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
         if on_limit {
-            ts_rate_limit_call(h.limit, null(), op_, ol, kp, kl, null(), 0, &c, &mut a, err)
+            ts_call(h.limit, null(), op_, ol, kp, kl, null(), 0, &c, null_mut(), &mut a, err)
         } else {
-            ts_quota_call(h.quota, null(), op_, ol, kp, kl, null(), 0, &c, &mut a, err)
+            ts_call(h.quota, null(), op_, ol, kp, kl, null(), 0, &c, null_mut(), &mut a, err)
         }
     });
     if code == TS_OK {
@@ -99,7 +100,20 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
             want,
             ..op(TS_OP_BEGIN)
         };
-        ts_once_call(h.once, null(), op_, ol, kp, kl, null(), 0, &c, &mut begun, err)
+        ts_call(
+            h.once,
+            null(),
+            op_,
+            ol,
+            kp,
+            kl,
+            null(),
+            0,
+            &c,
+            &mut begun,
+            null_mut(),
+            err,
+        )
     });
     let claim = begun.claim;
     if code == TS_OK && begun.found {
@@ -120,7 +134,20 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
     let mut got = result();
     let code2 = call(input, "once_get", |err| unsafe {
         let c = TsCall { want, ..op(TS_OP_GET) };
-        ts_once_call(h.once, null(), op_, ol, kp, kl, null(), 0, &c, &mut got, err)
+        ts_call(
+            h.once,
+            null(),
+            op_,
+            ol,
+            kp,
+            kl,
+            null(),
+            0,
+            &c,
+            &mut got,
+            null_mut(),
+            err,
+        )
     });
     if code2 == TS_OK && got.found {
         free_value(&got.entry.value);
@@ -148,7 +175,7 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_counters_free(out);
+                ts_handle_free(out);
                 code
             }
             1 => {
@@ -164,7 +191,7 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_rate_limit_free(out);
+                ts_handle_free(out);
                 code
             }
             2 => {
@@ -184,13 +211,13 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_quota_free(out);
+                ts_handle_free(out);
                 code
             }
             _ => {
                 let mut out = null_mut();
                 let code = ts_once_open(h.store, name.as_ptr(), name.len(), a, b, &mut out, err);
-                ts_once_free(out);
+                ts_handle_free(out);
                 code
             }
         }

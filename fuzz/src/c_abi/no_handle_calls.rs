@@ -9,8 +9,8 @@ use super::checks::call;
 use super::input::Input;
 use super::{TS_INVALID, TS_OK};
 use crate::{
-    TS_OP_ALLOW, TsCall, ts_bucket_free, ts_bytes_free, ts_cancel_fire, ts_claim_abandon, ts_claim_keep, ts_error_free,
-    ts_error_view, ts_key_error, ts_page_free, ts_parse_duration, ts_parse_rate, ts_rate_limit_call, ts_store_maintain,
+    TS_OP_ALLOW, TsCall, ts_bytes_free, ts_call, ts_cancel_fire, ts_claim_abandon, ts_claim_keep, ts_error_free,
+    ts_error_view, ts_handle_free, ts_key_error, ts_page_free, ts_parse_duration, ts_parse_rate, ts_store_maintain,
 };
 
 /// Durations and rates of any bytes.
@@ -77,7 +77,20 @@ pub(super) fn null_handles(input: &mut Input) {
             uses: 1,
             ..op(TS_OP_ALLOW)
         };
-        ts_rate_limit_call(null(), null(), null(), 0, b"k".as_ptr(), 1, null(), 0, &c, &mut a, err)
+        ts_call(
+            null(),
+            null(),
+            null(),
+            0,
+            b"k".as_ptr(),
+            1,
+            null(),
+            0,
+            &c,
+            null_mut(),
+            &mut a,
+            err,
+        )
     });
     assert_eq!(code, TS_INVALID);
     let code = call(input, "keep a null claim", |err| unsafe {
@@ -85,7 +98,7 @@ pub(super) fn null_handles(input: &mut Input) {
     });
     assert_eq!(code, TS_INVALID);
     unsafe {
-        ts_bucket_free(null_mut());
+        ts_handle_free(null_mut());
         ts_page_free(null_mut());
         ts_claim_abandon(null_mut());
         ts_error_free(null_mut());

@@ -7,17 +7,12 @@ extern int32_t tsGoCheck(uint64_t ctx, TsValue *value);
 // A take with a check calls tsGoCheck: it goes through this wrapper, which
 // is not marked nocallback, and its arguments live on the heap (a callback
 // may move the goroutine's stack under a pointer C holds).
-static inline int32_t ts_bucket_call_back(const TsBucket *b, const TsScope *scope, const uint8_t *owners,
-    size_t owners_len, const uint8_t *key, size_t key_len, const uint8_t *value, size_t value_len,
-    const TsCall *call, TsResult *out, TsError **err) {
-  return ts_bucket_call(b, scope, owners, owners_len, key, key_len, value, value_len, call, out, err);
+static inline int32_t ts_call_back(const TsHandle *h, const TsScope *scope, const uint8_t *owners,
+    size_t owners_len, const uint8_t *key, size_t key_len, const TsCall *call, TsResult *out, TsError **err) {
+  return ts_call(h, scope, owners, owners_len, key, key_len, NULL, 0, call, out, NULL, err);
 }
 
-// Every other call keeps no Go pointer past the call and calls no Go
-// function, so its arguments and answer stay on the caller's stack: no
-// allocation for a Get or a Set.
-#cgo noescape ts_bucket_call
-#cgo nocallback ts_bucket_call
+// A submit keeps no Go pointer past the call and calls no Go function.
 #cgo noescape ts_bucket_set_submit
 #cgo nocallback ts_bucket_set_submit
 */
@@ -87,18 +82,14 @@ func (o WriteOptions) c() C.TsWriteOptions {
 }
 
 // Bucket is an open bucket's handle. It holds the core's store, so it
-// works until the store is closed; its memory is freed by a finalizer,
-// since a bucket holds nothing else.
-type Bucket struct {
-	handle
-	ptr *C.TsBucket
-}
+// works until the store is closed.
+type Bucket struct{ *handle }
 
 // OpenBucket opens the bucket name of s.
 func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsBucket, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), out, e)
-	}, func(h handle, p *C.TsBucket) *Bucket { return &Bucket{h, p} }, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
+	}, func(h *handle) *Bucket { return &Bucket{h} })
 }
 
 // value converts a value whose bytes the caller owns, and frees them.
@@ -129,9 +120,7 @@ func entry(e *C.TsEntry) Entry {
 func (b *Bucket) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, value []byte, c *C.TsCall) (out C.TsResult, err error) {
 	c.op = op
 	writes := op != C.TS_OP_GET && op != C.TS_OP_HAS && op != C.TS_OP_LIST
-	err = b.onKey(ctx, s, writes, owners, key, value, c, func(a at) C.int32_t {
-		return C.ts_bucket_call(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, c, &out, a.e)
-	})
+	err = b.handle.run(ctx, s, writes, owners, key, value, c, &out, nil)
 	return out, err
 }
 
@@ -140,7 +129,7 @@ func (b *Bucket) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte,
 func (b *Bucket) takeChecked(ctx context.Context, s *Scope, owners []byte, key string, c *C.TsCall) (out C.TsResult, err error) {
 	c.op = C.TS_OP_TAKE
 	err = b.onKey(ctx, s, true, owners, key, nil, c, func(a at) C.int32_t {
-		return C.ts_bucket_call_back(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, c, &out, a.e)
+		return C.ts_call_back(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, c, &out, a.e)
 	})
 	return out, err
 }

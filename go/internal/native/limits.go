@@ -2,15 +2,6 @@ package native
 
 /*
 #include "tinystore.h"
-
-// The calls keep no Go pointer past the call and call no Go function, so
-// their arguments and answer stay on the caller's stack.
-#cgo noescape ts_counters_call
-#cgo nocallback ts_counters_call
-#cgo noescape ts_rate_limit_call
-#cgo nocallback ts_rate_limit_call
-#cgo noescape ts_quota_call
-#cgo nocallback ts_quota_call
 */
 import "C"
 
@@ -55,24 +46,19 @@ func allowance(a *C.TsAllowance, err error) (Allowance, error) {
 }
 
 // Counters is an open counters handle.
-type Counters struct {
-	handle
-	ptr *C.TsCounters
-}
+type Counters struct{ *handle }
 
 // OpenCounters opens the counters name of s.
 func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsCounters, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), out, e)
-	}, func(h handle, p *C.TsCounters) *Counters { return &Counters{h, p} }, func(c *Counters) { C.ts_counters_free(c.ptr) })
+	}, func(h *handle) *Counters { return &Counters{h} })
 }
 
 // run makes the call c of op about key in scope s.
 func (c *Counters) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, n int64) (out C.TsResult, err error) {
 	call := C.TsCall{op: op, n: C.int64_t(n)}
-	err = c.onKey(ctx, s, op != C.TS_OP_GET, owners, key, nil, &call, func(a at) C.int32_t {
-		return C.ts_counters_call(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
-	})
+	err = c.handle.run(ctx, s, op != C.TS_OP_GET, owners, key, nil, &call, &out, nil)
 	return out, err
 }
 
@@ -106,16 +92,13 @@ func (c *Counters) Clear(ctx context.Context, owners []byte) error {
 }
 
 // RateLimit is an open rate limit.
-type RateLimit struct {
-	handle
-	ptr *C.TsRateLimit
-}
+type RateLimit struct{ *handle }
 
 // OpenRateLimit opens the rate limit name of s.
 func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsRateLimit, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), out, e)
-	}, func(h handle, p *C.TsRateLimit) *RateLimit { return &RateLimit{h, p} }, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
+	}, func(h *handle) *RateLimit { return &RateLimit{h} })
 }
 
 // The operations of RateLimit.Use and Quota.Use.
@@ -130,19 +113,11 @@ const (
 // requests together, or none; peek counts nothing. In a transaction (s not
 // nil) the core refuses it.
 func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
-	var out C.TsAllowance
-	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
-	err := r.onKey(ctx, s, false, owners, key, nil, &call, func(a at) C.int32_t {
-		return C.ts_rate_limit_call(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
-	})
-	return allowance(&out, err)
+	return use(ctx, r.handle, s, false, owners, key, op, n)
 }
 
 // Quota is an open quota.
-type Quota struct {
-	handle
-	ptr *C.TsQuota
-}
+type Quota struct{ *handle }
 
 // QuotaWindow is a window a quota opens with.
 type QuotaWindow struct {
@@ -166,18 +141,21 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 		lp, sp = &limits[0], &spans[0]
 	}
 	wn, wl := bytes(names)
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsQuota, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
-	}, func(h handle, p *C.TsQuota) *Quota { return &Quota{h, p} }, func(q *Quota) { C.ts_quota_free(q.ptr) })
+	}, func(h *handle) *Quota { return &Quota{h} })
 }
 
 // Use runs op (OpAllow, OpRefund, OpPeek or OpReset) on a key, in scope s.
 func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+	return use(ctx, q.handle, s, true, owners, key, op, n)
+}
+
+// use runs op on key of h, a rate limit or a quota, n times.
+func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	var out C.TsAllowance
 	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
-	err := q.onKey(ctx, s, true, owners, key, nil, &call, func(a at) C.int32_t {
-		return C.ts_quota_call(q.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, &call, &out, a.e)
-	})
+	err := h.run(ctx, s, writes, owners, key, nil, &call, nil, &out)
 	return allowance(&out, err)
 }
 

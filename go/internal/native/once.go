@@ -2,10 +2,6 @@ package native
 
 /*
 #include "tinystore.h"
-
-// The calls keep no Go pointer past the call and call no Go function.
-#cgo noescape ts_once_call
-#cgo nocallback ts_once_call
 */
 import "C"
 
@@ -16,10 +12,7 @@ import (
 )
 
 // Once is an open once.
-type Once struct {
-	handle
-	ptr *C.TsOnce
-}
+type Once struct{ *handle }
 
 // Claim is the run of one key, held until Keep or Abandon. Exactly one of
 // them must be called.
@@ -48,9 +41,9 @@ func (c *Caller) InsideRun(claim *Claim) *Caller {
 
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsOnce, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), out, e)
-	}, func(h handle, p *C.TsOnce) *Once { return &Once{h, p} }, func(o *Once) { C.ts_once_free(o.ptr) })
+	}, func(h *handle) *Once { return &Once{h} })
 }
 
 // Begin waits for any run of the key to end, then answers the value kept
@@ -77,9 +70,7 @@ func (o *Once) Begin(ctx context.Context, caller *Caller, owners []byte, key str
 // its wait to end with ctx.
 func (o *Once) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, c *C.TsCall) (out C.TsResult, err error) {
 	c.op = op
-	err = o.onKey(ctx, s, op != C.TS_OP_GET, owners, key, nil, c, func(a at) C.int32_t {
-		return C.ts_once_call(o.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.v, a.vl, c, &out, a.e)
-	})
+	err = o.handle.run(ctx, s, op != C.TS_OP_GET, owners, key, nil, c, &out, nil)
 	return out, err
 }
 
