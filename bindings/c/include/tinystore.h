@@ -435,20 +435,12 @@ int32_t ts_codec_fault(const uint8_t *word,
                        size_t detail_len,
                        struct TsError **err);
 
-// Builds an error of the caller's own (a handle used after its
-// transaction ended, a closed store), about the handle `name` when it is
-// not empty, so that its text is rendered as the core renders every error.
+// Builds an error the caller found itself, so that its text is rendered
+// as the core renders every error: about the handle `name` when it is not
+// empty (a handle used after its transaction ended, a closed store), and
+// about its key under `owners` when `key` is not empty (a value its JSON
+// library cannot write or read).
 int32_t ts_error_new(const uint8_t *name,
-                     size_t name_len,
-                     int32_t code,
-                     const uint8_t *message,
-                     size_t message_len,
-                     struct TsError **err);
-
-// Builds an error about one key of the handle `name`, for a failure the
-// caller found itself (a value its JSON library cannot write or read): the
-// handle and path are named as the core names them.
-int32_t ts_key_error(const uint8_t *name,
                      size_t name_len,
                      const uint8_t *owners,
                      size_t owners_len,

@@ -100,7 +100,7 @@ pub(crate) fn code_of(kind: ErrorKind) -> i32 {
     }
 }
 
-/// The error kind of a code, for errors the caller builds (`ts_key_error`, `ts_error_new`).
+/// The error kind of a code, for errors the caller builds (`ts_error_new`).
 pub(crate) fn kind_of(code: i32) -> Option<ErrorKind> {
     ErrorKind::ALL.into_iter().find(|&k| code_of(k) == code)
 }
@@ -261,33 +261,13 @@ pub unsafe extern "C" fn ts_codec_fault(
     })
 }
 
-/// Builds an error of the caller's own (a handle used after its
-/// transaction ended, a closed store), about the handle `name` when it is
-/// not empty, so that its text is rendered as the core renders every error.
+/// Builds an error the caller found itself, so that its text is rendered
+/// as the core renders every error: about the handle `name` when it is not
+/// empty (a handle used after its transaction ended, a closed store), and
+/// about its key under `owners` when `key` is not empty (a value its JSON
+/// library cannot write or read).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_error_new(
-    name: *const u8,
-    name_len: usize,
-    code: i32,
-    message: *const u8,
-    message_len: usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "handle name") }?;
-        let e = Error::new(
-            kind_given(code)?,
-            String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
-        );
-        Err(if name.is_empty() { e } else { e.in_bucket(name) })
-    })
-}
-
-/// Builds an error about one key of the handle `name`, for a failure the
-/// caller found itself (a value its JSON library cannot write or read): the
-/// handle and path are named as the core names them.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_key_error(
     name: *const u8,
     name_len: usize,
     owners: *const u8,
@@ -301,16 +281,16 @@ pub unsafe extern "C" fn ts_key_error(
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "handle name") }?;
+        let (owners, key) = unsafe { (bytes(owners, owners_len), bytes(key, key_len)) };
         let e = Error::new(
             kind_given(code)?,
             String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
         );
-        Err(at_key(
-            name,
-            owners_of(unsafe { bytes(owners, owners_len) })?,
-            unsafe { bytes(key, key_len) },
-            e,
-        ))
+        Err(match (name.is_empty(), key.is_empty()) {
+            (true, _) => e,
+            (false, true) => e.in_bucket(name),
+            (false, false) => at_key(name, owners_of(owners)?, key, e),
+        })
     })
 }
 

@@ -10,7 +10,7 @@ use super::input::Input;
 use super::{TS_INVALID, TS_OK};
 use crate::{
     TS_OP_ALLOW, TsCall, ts_bytes_free, ts_call, ts_cancel_fire, ts_claim_abandon, ts_claim_keep, ts_error_free,
-    ts_error_view, ts_handle_free, ts_key_error, ts_page_free, ts_parse_duration, ts_parse_rate, ts_store_maintain,
+    ts_error_new, ts_error_view, ts_handle_free, ts_page_free, ts_parse_duration, ts_parse_rate, ts_store_maintain,
 };
 
 /// Durations and rates of any bytes.
@@ -41,7 +41,7 @@ pub(super) fn key_error(input: &mut Input) {
     let code_in = input.kind() - 1;
     let message = input.bytes();
     let code = call(input, "key_error", |err| unsafe {
-        ts_key_error(
+        ts_error_new(
             name.as_ptr(),
             name.len(),
             owners.as_ptr(),

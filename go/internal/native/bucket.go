@@ -354,6 +354,6 @@ func MadeAtKey(name string, owners []byte, key string, code int, message string)
 	k, kl := text(key)
 	m, ml := text(message)
 	var e *C.TsError
-	rc := C.ts_key_error(n, nl, o, ol, k, kl, C.int32_t(code), m, ml, &e)
+	rc := C.ts_error_new(n, nl, o, ol, k, kl, C.int32_t(code), m, ml, &e)
 	return failure(rc, e, nil)
 }
