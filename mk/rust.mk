@@ -4,6 +4,7 @@
 TEST_TARGETS += lint-rust test-rust
 
 lint-rust:
+	python3 core/check_layers.py
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 

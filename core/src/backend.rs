@@ -6,12 +6,11 @@
 //! side is the writer and readers the store holds as before, called
 //! directly, so its hot paths gain one predictable branch and nothing else;
 //! PostgreSQL's is [`crate::postgres`]. A handle asks
-//! [`StoreInner::postgres`] and takes the PostgreSQL path when it answers.
+//! `StoreInner::postgres` and takes the PostgreSQL path when it answers.
 
 use std::sync::Arc;
 
 use crate::postgres::PgStore;
-use crate::store::StoreInner;
 
 /// The engine behind one store.
 pub(crate) enum Backend {
@@ -19,15 +18,4 @@ pub(crate) enum Backend {
     Sqlite,
     /// A PostgreSQL database.
     Postgres(Arc<PgStore>),
-}
-
-impl StoreInner {
-    /// The PostgreSQL store behind this store, if it is one.
-    #[inline]
-    pub(crate) fn postgres(&self) -> Option<&PgStore> {
-        match &self.backend {
-            Backend::Sqlite => None,
-            Backend::Postgres(pg) => Some(pg),
-        }
-    }
 }

@@ -38,11 +38,12 @@ use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
+use crate::in_tx::InTx;
+use crate::open_views::{view_expired, view_past_limit};
 use crate::postgres::tx::PgTx;
 use crate::row_codec::panic_text;
 use crate::storage;
 use crate::store::{FILE_NAME, Store};
-use crate::tx_kinds::InTx;
 use crate::values::{RawBucket, Target};
 
 /// The longest a binding's transaction may hold the writer before it is
@@ -496,7 +497,7 @@ impl BindingTx {
     }
 
     pub(crate) fn same_store(&self, bucket: &RawBucket) -> Result<()> {
-        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())
+        crate::in_tx::same_store(&self.store, bucket.store(), bucket.name())
     }
 }
 
@@ -509,26 +510,8 @@ impl Drop for BindingTx {
     }
 }
 
-/// The longest a view holds its snapshot (KV-16): a read after it is
-/// `Limit`, and the snapshot has ended. The file keeps every page a
-/// snapshot may still read, so a forgotten one must not hold them for good.
-pub const VIEW_LIMIT: Duration = Duration::from_secs(5);
-
-/// The refusal of a read of a view held past [`VIEW_LIMIT`].
-pub(crate) fn view_expired() -> Error {
-    Error::limit(format!(
-        "the view was open longer than {VIEW_LIMIT:?}, so its snapshot has ended; read in a new view"
-    ))
-}
-
-/// Whether a view opened at `opened` (ms on the store's clock) is past
-/// [`VIEW_LIMIT`] at `now`.
-pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
-    now.saturating_sub(opened) > VIEW_LIMIT.as_millis() as i64
-}
-
 /// A read snapshot for a binding: every read sees the file as it was at the
-/// snapshot's first read, for at most [`VIEW_LIMIT`]. Its connection comes
+/// snapshot's first read, for at most [`crate::VIEW_LIMIT`]. Its connection comes
 /// from the store's spare snapshot connections and goes back there when it
 /// ends. It has no writes.
 pub struct Snapshot {
@@ -589,7 +572,7 @@ impl Snapshot {
 
     /// Runs `f` on the snapshot's connection with the snapshot's time, for
     /// a read of `bucket`, which must be of this store. A read past
-    /// [`VIEW_LIMIT`] ends the snapshot and is `Limit`.
+    /// [`crate::VIEW_LIMIT`] ends the snapshot and is `Limit`.
     pub(crate) fn read<T>(&self, bucket: &RawBucket, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
         self.check(bucket)?;
         let Some(held) = &self.held else {
@@ -602,10 +585,10 @@ impl Snapshot {
         f(conn, self.now)
     }
 
-    /// Refuses a read of another store's bucket, or past [`VIEW_LIMIT`]
+    /// Refuses a read of another store's bucket, or past [`crate::VIEW_LIMIT`]
     /// (which ends the snapshot).
     fn check(&self, bucket: &RawBucket) -> Result<()> {
-        crate::tx_kinds::same_store(&self.store, bucket.store(), bucket.name())?;
+        crate::in_tx::same_store(&self.store, bucket.store(), bucket.name())?;
         if view_past_limit(self.now, self.store.inner.clock.now_millis()) {
             self.close();
             return Err(view_expired().in_bucket(bucket.name()));

@@ -201,3 +201,29 @@ impl From<std::io::Error> for Error {
         Error::new(ErrorKind::Io, e.to_string())
     }
 }
+
+// The refusals that stand in for a wait on oneself. Written here, beside
+// the kinds, so that the writer, the guards and every binding give one text.
+
+/// What a write made from inside a transaction, through a handle outside
+/// it, would do: wait for the writer the transaction holds, which the
+/// transaction may be waiting for in turn. Every language refuses it at
+/// once with this error (KV-16).
+pub fn inside_tx_error() -> Error {
+    Error::invalid(
+        "this write, made inside a transaction through a handle outside it, would wait for the transaction: \
+         write through the transaction (tx.with), or after it",
+    )
+}
+
+/// A transaction opened inside a transaction of the same store: it would
+/// wait for the writer the outer one holds (KV-16).
+pub fn nested_tx_error() -> Error {
+    Error::invalid("a transaction inside a transaction of the same store would wait for itself: use the open one")
+}
+
+/// A run of a key of once inside its own run: it would wait for its own
+/// claim (KV-11).
+pub fn rerun_error() -> Error {
+    Error::invalid("a run of this key inside its own run would wait for itself")
+}

@@ -3,12 +3,12 @@
 //!
 //! 1. a write (or any call that waits for the writer) through a handle
 //!    outside a transaction, from inside that transaction: it would wait for
-//!    the writer the transaction holds ([`inside_tx_error`]; a run of once,
+//!    the writer the transaction holds ([`crate::inside_tx_error`]; a run of once,
 //!    whose claim and answer are writes of their own, is
 //!    [`crate::once_run_refused`]);
 //! 2. a transaction opened inside a transaction of the same store
-//!    ([`nested_tx_error`]);
-//! 3. a run of a key of once inside its own run ([`rerun_error`]).
+//!    ([`crate::nested_tx_error`]);
+//! 3. a run of a key of once inside its own run ([`crate::rerun_error`]).
 //!
 //! What "inside" means is the caller's context, which only its language
 //! knows: a Rust thread (marked by `tx` and [`crate::BindingTx::hold_thread`],
@@ -26,32 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::binding_tx::BindingTx;
-use crate::error::{Error, Result};
-use crate::limits::RunMark;
+use crate::error::{Result, inside_tx_error, nested_tx_error};
 use crate::store::Store;
 
-/// What a write made from inside a transaction, through a handle outside
-/// it, would do: wait for the writer the transaction holds, which the
-/// transaction may be waiting for in turn. Every language refuses it at
-/// once with this error (KV-16).
-pub fn inside_tx_error() -> Error {
-    Error::invalid(
-        "this write, made inside a transaction through a handle outside it, would wait for the transaction: \
-         write through the transaction (tx.with), or after it",
-    )
-}
-
-/// A transaction opened inside a transaction of the same store: it would
-/// wait for the writer the outer one holds (KV-16).
-pub fn nested_tx_error() -> Error {
-    Error::invalid("a transaction inside a transaction of the same store would wait for itself: use the open one")
-}
-
-/// A run of a key of once inside its own run: it would wait for its own
-/// claim (KV-11).
-pub fn rerun_error() -> Error {
-    Error::invalid("a run of this key inside its own run would wait for itself")
-}
+/// A run of once, as a caller's context records it: the name's id and the
+/// key's path.
+pub(crate) type RunMark = (i64, Vec<u8>);
 
 /// A transaction a caller's context is inside, while it is open.
 #[derive(Clone, Debug)]
@@ -103,13 +83,11 @@ impl CallerContext {
         c
     }
 
-    /// This context inside the run `claim` holds (one that kept or let go
-    /// adds nothing).
-    pub fn inside_run(&self, claim: &crate::limits::Claim) -> CallerContext {
+    /// This context inside the run `mark` of `store` (see
+    /// `Claim::inside_run`, which knows a claim's mark).
+    pub(crate) fn with_run(&self, store: &Store, mark: RunMark) -> CallerContext {
         let mut c = self.clone();
-        if let Some((store, mark)) = claim.mark() {
-            c.runs.push((store.dir().to_path_buf(), mark));
-        }
+        c.runs.push((store.dir().to_path_buf(), mark));
         c
     }
 
@@ -125,7 +103,7 @@ impl CallerContext {
 }
 
 impl Store {
-    /// Refuses, with [`inside_tx_error`], a call that waits for this store's
+    /// Refuses, with [`crate::inside_tx_error`], a call that waits for this store's
     /// writer from inside one of its transactions: this thread's (Rust's
     /// `tx`, a binding's marked thread), or one of `caller`'s. `caller` is
     /// asked only while a binding's transaction of the store is open, so a
@@ -137,7 +115,7 @@ impl Store {
         Ok(())
     }
 
-    /// Refuses, with [`nested_tx_error`], a transaction opened from inside
+    /// Refuses, with [`crate::nested_tx_error`], a transaction opened from inside
     /// another of this store: this thread's, or one `by` opened in `caller`
     /// (see [`CallerContext::inside_tx`]).
     pub fn refuse_tx(&self, caller: &CallerContext, by: u64) -> Result<()> {

@@ -45,13 +45,14 @@ mod durations;
 mod error;
 mod group_commit;
 mod guards;
+mod in_tx;
 mod inspect;
 mod json_fields;
 mod key;
+mod limit_count;
 mod limit_store;
 mod limits;
 mod log_forward;
-mod maintain;
 pub mod moving;
 mod open_views;
 mod postgres;
@@ -67,7 +68,7 @@ mod tx;
 mod tx_kinds;
 mod values;
 
-pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, VIEW_LIMIT};
+pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT};
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use cancel::{Cancel, cancellable, cancelled_before_start};
@@ -75,9 +76,10 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use config::{Config, RawConfig};
 pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
-pub use guards::{CallerContext, inside_tx_error, nested_tx_error, rerun_error};
+pub use guards::CallerContext;
+pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, show_key, show_path, split_path};
@@ -91,17 +93,16 @@ pub use limits::{
     waiter_gave_up,
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
-pub use maintain::Maintenance;
+pub use open_views::VIEW_LIMIT;
 pub use postgres::{DEFAULT_DEADLINE as POSTGRES_DEADLINE, ONCE_POLL_POSTGRES, hide_password, is_postgres};
 pub use raw::{MAX_VALUE, Raw, SPILL_OVER};
 pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use scope::{CheckedTake, Scope};
+pub use store::Maintenance;
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
-pub use tx_kinds::{
-    TxCounters, TxOnce, TxQuota, flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused,
-};
+pub use tx_kinds::{TxCounters, TxOnce, TxQuota};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
     WriteCall, WriteOptions,

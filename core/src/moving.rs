@@ -177,7 +177,7 @@ fn export_file(file: &Path) -> Result<(Vec<Exported>, i64)> {
 /// included until they are swept; the copy carries the live ones only.
 fn recount(rows: &mut [ScanRow]) {
     let entries = rows.len().saturating_sub(1);
-    if let Some(count) = rows.iter_mut().find(|r| r.path == crate::limit_store::count_path()) {
+    if let Some(count) = rows.iter_mut().find(|r| r.path == crate::limit_count::count_path()) {
         count.cell.value = crate::raw::Raw::Int(entries as i64);
     }
 }

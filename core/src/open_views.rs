@@ -8,12 +8,31 @@
 //! the same `Limit` as a read past the bound always does.
 
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use rusqlite::Connection;
 
-use crate::binding_tx::view_past_limit;
+use crate::error::Error;
 use crate::readers::Readers;
 use crate::storage;
+
+/// The longest a view holds its snapshot (KV-16): a read after it is
+/// `Limit`, and the snapshot has ended. The file keeps every page a
+/// snapshot may still read, so a forgotten one must not hold them for good.
+pub const VIEW_LIMIT: Duration = Duration::from_secs(5);
+
+/// The refusal of a read of a view held past [`VIEW_LIMIT`].
+pub(crate) fn view_expired() -> Error {
+    Error::limit(format!(
+        "the view was open longer than {VIEW_LIMIT:?}, so its snapshot has ended; read in a new view"
+    ))
+}
+
+/// Whether a view opened at `opened` (ms on the store's clock) is past
+/// [`VIEW_LIMIT`] at `now`.
+pub(crate) fn view_past_limit(opened: i64, now: i64) -> bool {
+    now.saturating_sub(opened) > VIEW_LIMIT.as_millis() as i64
+}
 
 /// The read transaction of one view, while it holds one.
 pub(crate) struct ViewConn {

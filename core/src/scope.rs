@@ -43,8 +43,8 @@ impl Scope<'_> {
     pub fn admit(&self, store: &crate::Store, name: &str) -> Result<()> {
         match self {
             Scope::Direct => Ok(()),
-            Scope::Tx(s) => crate::tx_kinds::same_store(s.store(), store, name),
-            Scope::View(v) => crate::tx_kinds::same_store(v.store(), store, name),
+            Scope::Tx(s) => crate::in_tx::same_store(s.store(), store, name),
+            Scope::View(v) => crate::in_tx::same_store(v.store(), store, name),
         }
     }
 

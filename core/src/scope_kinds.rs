@@ -7,10 +7,11 @@
 
 use crate::binding_tx::BindingTx;
 use crate::error::{Error, Result};
+use crate::in_tx::{flush_every_refused, rate_limit_refused, same_store};
 use crate::limits::{Allowance, Counters, How, Quota, RateLimit, RawOnce};
 use crate::raw::Raw;
 use crate::scope::Scope;
-use crate::tx_kinds::{counter_value, flush_every_refused, once_answer, rate_limit_refused, same_store};
+use crate::tx_kinds::{counter_value, once_answer};
 
 impl BindingTx {
     /// Whether `counters` can join this transaction, for a binding's

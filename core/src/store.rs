@@ -1,6 +1,8 @@
 //! The store: one directory, one kv.db, one writer, a few readers, and the
 //! background work that keeps the file small.
 
+mod maintain;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -12,9 +14,12 @@ use crate::budget::{Budget, Held};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::group_commit::{WriteCtx, Writer};
-use crate::maintain::{self, Flush, Maintenance, Renewals};
 use crate::readers::Readers;
 use crate::storage::{self, Kind};
+
+pub(crate) use maintain::Flush;
+pub use maintain::Maintenance;
+use maintain::Renewals;
 
 /// The file inside a store's directory.
 pub const FILE_NAME: &str = "kv.db";
@@ -599,4 +604,15 @@ pub(crate) fn pause(stop: &(Mutex<bool>, Condvar), d: Duration) -> bool {
             .0;
     }
     true
+}
+
+impl StoreInner {
+    /// The PostgreSQL store behind this store, if it is one.
+    #[inline]
+    pub(crate) fn postgres(&self) -> Option<&crate::postgres::PgStore> {
+        match &self.backend {
+            Backend::Sqlite => None,
+            Backend::Postgres(pg) => Some(pg),
+        }
+    }
 }

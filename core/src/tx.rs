@@ -15,15 +15,16 @@
 
 use std::cell::RefCell;
 
-use crate::binding_tx::{BindingTx, view_expired, view_past_limit};
+use crate::binding_tx::BindingTx;
 use crate::bucket::{Bucket, typed};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
+use crate::in_tx::InTx;
 use crate::key::AsKey;
+use crate::open_views::{view_expired, view_past_limit};
 use crate::postgres::tx::PgTx;
 use crate::raw::{MAX_VALUE, Raw};
 use crate::store::Store;
-use crate::tx_kinds::InTx;
 use crate::values::pg_in_tx;
 use crate::values::{
     self, Created, Entry, Expiry, ListOptions, PAGE_HOLD, Page, RawBucket, Target, Version, WriteOptions,
@@ -83,7 +84,7 @@ impl Store {
         self.inner.check_open()?;
         if self.inner.postgres().is_some() {
             if self.inner.writer.held_here() {
-                return Err(crate::guards::nested_tx_error());
+                return Err(crate::error::nested_tx_error());
             }
             let ptx = PgTx::begin(self, self.test_clock_millis(), false)?;
             let tx = Tx {
@@ -170,7 +171,7 @@ impl Store {
 }
 
 fn same_store(a: &Store, b: &RawBucket) -> Result<()> {
-    crate::tx_kinds::same_store(a, b.store(), b.name())
+    crate::in_tx::same_store(a, b.store(), b.name())
 }
 
 impl<'a, 'c> Tx<'a, 'c> {

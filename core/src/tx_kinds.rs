@@ -16,106 +16,17 @@
 //! a quota's windows) decide in the kind's own code either way; PostgreSQL's
 //! transaction only runs the statements, on the key's locked row.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::codec::decode;
-use crate::error::{Error, Result};
-use crate::group_commit::WriteCtx;
+use crate::error::Result;
+use crate::in_tx::{flush_every_refused, same_store};
 use crate::key::AsKey;
-use crate::limits::{Allowance, Counters, How, Once, Quota, RawOnce, op_change, op_change_on_postgres};
-use crate::postgres::tx::PgTx;
+use crate::limits::{Allowance, Counters, How, Once, Quota, RawOnce};
 use crate::raw::Raw;
 use crate::storage::Cell;
-use crate::store::Store;
 use crate::tx::Tx;
-use crate::values::{Target, pg_in_tx};
-
-/// What a call of a durable kind runs on inside a transaction.
-pub(crate) enum InTx<'w, 'c> {
-    /// The write context of kv.db's transaction.
-    Sqlite(&'w mut WriteCtx<'c>),
-    /// The PostgreSQL transaction, on its own connection.
-    Postgres(&'w PgTx),
-}
-
-impl InTx<'_, '_> {
-    /// The time the transaction judges keys on (ms).
-    pub(crate) fn now(&self) -> i64 {
-        match self {
-            InTx::Sqlite(w) => w.now,
-            InTx::Postgres(p) => p.now,
-        }
-    }
-
-    /// The key's live row as the transaction sees it.
-    pub(crate) fn read(&mut self, t: &Target) -> Result<Option<Cell>> {
-        match self {
-            InTx::Sqlite(w) => t.read(w.conn, w.now),
-            InTx::Postgres(p) => p.get(t.core.id, t.path()).map_err(|e| t.name(e)),
-        }
-    }
-
-    /// Deletes the key; says whether a live one was there.
-    pub(crate) fn delete(self, t: &Target) -> Result<bool> {
-        match self {
-            InTx::Sqlite(w) => t.op_delete(w, None),
-            InTx::Postgres(p) => pg_in_tx::delete(p, t, None),
-        }
-    }
-
-    /// Adds to or raises a counter; its new value.
-    pub(crate) fn change(self, t: &Target, how: How, n: i64) -> Result<i64> {
-        match self {
-            InTx::Sqlite(w) => op_change(t, w, how, n),
-            InTx::Postgres(p) => op_change_on_postgres(t, p, how, n),
-        }
-    }
-}
-
-/// The refusal of `flush_every` counters inside a transaction.
-pub fn flush_every_refused(name: &str) -> Error {
-    Error::invalid(
-        "counters with flush_every keep their counts in memory and write them every period, \
-         so they cannot join a transaction; open them without flush_every to count inside one",
-    )
-    .in_bucket(name)
-}
-
-/// The refusal of a rate limit inside a transaction.
-pub fn rate_limit_refused(name: &str) -> Error {
-    Error::invalid(
-        "a rate limit keeps its state in memory and writes it every second, so it cannot join a \
-         transaction; call it outside the transaction (a quota joins one)",
-    )
-    .in_bucket(name)
-}
-
-/// The refusal of a run of `once` inside a transaction of the same store.
-pub fn once_run_refused() -> Error {
-    Error::invalid(
-        "once.run cannot run inside a transaction: it claims its key and keeps its answer in writes \
-         of its own, which would wait for the transaction; run it outside (get and delete join one)",
-    )
-}
-
-/// The refusal of the handle `name` of another store in a transaction or
-/// a view, at `with` or at a call: one text for every language.
-pub fn other_store_refused(name: &str) -> Error {
-    Error::invalid("this handle is of another store: a transaction or a view takes the handles of its own store")
-        .in_bucket(name)
-}
-
-/// `Invalid` unless the handle `name` belongs to `scope`'s store.
-pub(crate) fn same_store(scope: &Store, handle: &Store, name: &str) -> Result<()> {
-    if Arc::ptr_eq(&scope.inner, &handle.inner) {
-        Ok(())
-    } else {
-        Err(other_store_refused(name))
-    }
-}
 
 /// Reads a counter as the transaction sees it: 0 when missing or expired.
 pub(crate) fn counter_value(cell: Option<Cell>) -> Result<i64> {
@@ -140,7 +51,7 @@ impl<'a, 'c> Tx<'a, 'c> {
     }
 
     /// The answers of a once inside this transaction: `get` and `delete`.
-    /// A run of once inside a transaction is `Invalid` (see [`once_run_refused`]).
+    /// A run of once inside a transaction is `Invalid` (see [`crate::once_run_refused`]).
     pub fn once<'t, T>(&'t self, once: &'t Once<T>) -> TxOnce<'t, 'a, 'c, T> {
         TxOnce { tx: self, once }
     }

@@ -118,18 +118,16 @@ fn kv16_a_transaction_given_up_before_its_commit_writes_nothing() {
 fn kv11_a_run_waiting_for_another_run_of_its_key_stops_waiting_and_runs_nothing() {
     let (_d, store) = common::manual();
     let once = store.once::<i64>("sends").open().unwrap();
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let once = &once;
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             once.run("k", || {
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Ok(41)
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let cancel = Cancel::new();
         let (ready, answer) = mpsc::channel();
         cancellable(&cancel, || {
@@ -143,7 +141,7 @@ fn kv11_a_run_waiting_for_another_run_of_its_key_stops_waiting_and_runs_nothing(
             Err(e) => assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}"),
             Ok(Begun::Kept(_) | Begun::Run(_)) => panic!("the waiter was answered though it gave up"),
         }
-        go.send(()).unwrap();
+        gate.release();
         assert_eq!(first.join().unwrap().unwrap(), 41);
     });
     assert_eq!(once.get("k").unwrap(), Some(41));

@@ -1,6 +1,7 @@
 //! KV-11: once, in one process and across stores on one file. Across
 //! processes: `core/process-tests/tests/limits_processes.rs`.
 
+mod common;
 mod limits_common;
 
 use std::path::Path;
@@ -134,19 +135,17 @@ fn kv11_a_second_run_waits_for_the_first_and_gets_its_answer() {
     let store = open(dir.path());
     let once = sends(&store);
     let calls = AtomicU32::new(0);
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let (once, calls) = (&once, &calls);
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             once.run("k", || {
                 calls.fetch_add(1, Ordering::SeqCst);
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Ok(Sent { id: 41 })
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let (ready, answer) = mpsc::channel();
         once.raw()
             .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
@@ -167,7 +166,7 @@ fn kv11_a_second_run_waits_for_the_first_and_gets_its_answer() {
             "another key runs at once"
         );
         assert_eq!(claims(dir.path()), 1, "the running key is claimed in the file");
-        go.send(()).unwrap();
+        gate.release();
         assert_eq!(first.join().unwrap().unwrap(), Sent { id: 41 });
         assert_eq!(
             second.join().unwrap().unwrap(),
@@ -187,18 +186,16 @@ fn kv11_a_waiter_with_a_deadline_gives_up_on_a_stuck_run() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let once = sends(&store);
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let once = &once;
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             once.run("k", || {
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Ok(Sent { id: 41 })
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let (answered, answer) = mpsc::channel();
         s.spawn(move || {
             let r = once.run_within("k", Duration::from_millis(50), || -> Result<Sent, Error> {
@@ -210,7 +207,7 @@ fn kv11_a_waiter_with_a_deadline_gives_up_on_a_stuck_run() {
         let free = once.run_within("other", Duration::from_millis(50), || Ok(Sent { id: 7 }));
         // Let the first run end before asserting: a failed assert must not
         // leave it waiting, which would hang the scope.
-        go.send(()).unwrap();
+        gate.release();
         let e = gave_up.expect("the waiter did not give up within 10 s").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
         assert_eq!(
@@ -234,23 +231,21 @@ fn kv11_after_a_failed_run_the_waiter_runs_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let once = sends(&store);
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let once = &once;
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             once.run("k", || {
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Err::<Sent, _>(Error::new(ErrorKind::Io, "failed"))
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let (ready, answer) = mpsc::channel();
         once.raw()
             .begin("k", &tinystore::CallerContext::new(), move |r| ready.send(r).unwrap())
             .unwrap();
-        go.send(()).unwrap();
+        gate.release();
         assert!(first.join().unwrap().is_err());
         match answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap() {
             Begun::Run(claim) => {
@@ -345,19 +340,17 @@ fn kv11_two_stores_on_one_file_run_fn_once() {
     let (a, b) = (Store::open(dir.path()).unwrap(), Store::open(dir.path()).unwrap());
     let (on_a, on_b) = (sends(&a), sends(&b));
     let calls = AtomicU32::new(0);
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let (on_a, on_b, calls) = (&on_a, &on_b, &calls);
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             on_a.run("k", || {
                 calls.fetch_add(1, Ordering::SeqCst);
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Ok(Sent { id: 1 })
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let second = s.spawn(|| {
             on_b.run("k", || {
                 calls.fetch_add(1, Ordering::SeqCst);
@@ -374,7 +367,7 @@ fn kv11_two_stores_on_one_file_run_fn_once() {
             );
             std::thread::yield_now();
         }
-        go.send(()).unwrap();
+        gate.release();
         assert_eq!(first.join().unwrap().unwrap(), Sent { id: 1 });
         assert_eq!(second.join().unwrap().unwrap(), Sent { id: 1 });
     });

@@ -103,19 +103,17 @@ fn kv11_on_postgres_a_waiter_on_another_server_gets_the_first_answer() {
     let on_a = a.once::<Sent>("sends").open().unwrap();
     let on_b = b.once::<Sent>("sends").open().unwrap();
     let calls = AtomicU32::new(0);
-    let (started, is_started) = mpsc::channel();
-    let (go, wait_go) = mpsc::channel::<()>();
+    let (gate, hold) = common::held_run();
     let (on_a, on_b, calls) = (&on_a, &on_b, &calls);
     std::thread::scope(|s| {
         let first = s.spawn(move || {
             on_a.run("k", || {
                 calls.fetch_add(1, Ordering::SeqCst);
-                started.send(()).unwrap();
-                wait_go.recv().unwrap();
+                hold.hold();
                 Ok(Sent { id: 1 })
             })
         });
-        is_started.recv().unwrap();
+        gate.wait_started();
         let second = s.spawn(|| {
             on_b.run("k", || {
                 calls.fetch_add(1, Ordering::SeqCst);
@@ -130,7 +128,7 @@ fn kv11_on_postgres_a_waiter_on_another_server_gets_the_first_answer() {
             );
             std::thread::yield_now();
         }
-        go.send(()).unwrap();
+        gate.release();
         assert_eq!(first.join().unwrap().unwrap(), Sent { id: 1 });
         assert_eq!(second.join().unwrap().unwrap(), Sent { id: 1 });
     });

@@ -153,7 +153,7 @@ impl Writer {
             ));
         }
         if self.held_here() {
-            return Err(name(&state, crate::guards::inside_tx_error()));
+            return Err(name(&state, crate::error::inside_tx_error()));
         }
         let answer = Arc::new(Answer {
             out: Mutex::new(None),

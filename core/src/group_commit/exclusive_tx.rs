@@ -22,7 +22,7 @@ impl Writer {
     /// everything back, and a panic then goes on to the caller.
     pub fn exclusive<T>(&self, work: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>) -> Result<T> {
         if self.held_here() {
-            return Err(crate::guards::nested_tx_error());
+            return Err(crate::error::nested_tx_error());
         }
         if ON_WRITER.with(|w| w.get()) {
             return Err(Error::invalid(

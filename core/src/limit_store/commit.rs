@@ -7,13 +7,13 @@ use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
 use crate::key::show_key;
-use crate::maintain::SWEEP_BATCH;
 use crate::raw::Raw;
+use crate::storage::SWEEP_BATCH;
 use crate::storage::{self, Cell};
 use crate::values::{Expiry, Target, WriteOptions};
 
-use super::count::{count_on, set_count, uncount_swept};
 use super::{Change, FULL_LOG_EVERY, LimitEntry, LimitEvent, MAX_LIMIT_VALUE, Shared};
+use crate::limit_count::{count_on, set_count, uncount_swept};
 
 /// After a full store refused a key, new keys are refused without another
 /// sweep for this long (ms).

@@ -14,7 +14,7 @@
 //!   so reads judge it and the store's maintenance sweeps it in the background.
 //! - Keys are stored as the SHA-256 of the key, never the key itself.
 //! - A bound on entries that never removes a live one: a count in the file
-//!   (`count.rs`) warns at 80% and refuses new keys when full after removing
+//!   (`crate::limit_count`) warns at 80% and refuses new keys when full after removing
 //!   expired rows (`commit.rs`). Whatever deletes or adds entry rows moves
 //!   it in the same transaction, the store's maintenance in any process
 //!   included, so it is exact and nothing scans the rows in the writer.
@@ -25,13 +25,11 @@
 //! database, shared by every server (`on_postgres.rs`).
 
 mod commit;
-mod count;
 mod deadline;
 mod on_postgres;
 mod steps;
 mod sweep;
 
-pub(crate) use count::{count_path, uncount_swept};
 pub use steps::{Returned, ReturnedEntry, UpdateSteps};
 
 use std::fmt;
@@ -270,10 +268,6 @@ impl LimitStoreBuilder {
 
 /// A key's live entry and its version, as a read found it.
 pub(crate) type Seen = (Option<LimitEntry>, Option<i64>);
-
-/// The key of the row that holds the count of entries: never 32 bytes, so
-/// never a key's digest.
-pub(crate) const COUNT_KEY: &[u8] = b"#entries";
 
 /// When this handle last logged, and what it knows of fullness, in ms on
 /// the store's clock (so a test clock drives them too).
@@ -523,7 +517,10 @@ impl LimitStore {
                 .map_err(|e| e.in_bucket(&sh.core.name));
         }
         let now = sh.store.inner.clock.now_millis();
-        sh.store.inner.readers.with(|c| count::count_on(c, sh.core.id, now))
+        sh.store
+            .inner
+            .readers
+            .with(|c| crate::limit_count::count_on(c, sh.core.id, now))
     }
 }
 

@@ -12,9 +12,9 @@
 //! `apply` again, as a version that moved does.
 
 use crate::error::{ErrorKind, Result};
-use crate::maintain::SWEEP_BATCH;
 use crate::postgres::limit_rows::{self, LimitRow, UpdateTx};
 use crate::postgres::{Pool, SentFlag};
+use crate::storage::SWEEP_BATCH;
 use crate::values::{Target, clock_of};
 
 use super::commit::{

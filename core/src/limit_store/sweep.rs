@@ -9,11 +9,11 @@
 
 use crate::error::Result;
 use crate::group_commit::WriteCtx;
-use crate::maintain::SWEEP_BATCH;
 use crate::storage;
+use crate::storage::SWEEP_BATCH;
 
-use super::count::uncount;
 use super::{Shared, Swept};
+use crate::limit_count::uncount;
 
 /// What a sweep weighs in the writer's group: it goes alone.
 pub(crate) const SWEEP_WEIGHT: usize = 8 << 20;

@@ -29,6 +29,7 @@ use super::memory::{Held, Memory};
 use super::{on_postgres, shared};
 use crate::error::{Error, Result};
 use crate::group_commit::{Isolation, Ticket, WriteCtx};
+use crate::in_tx::InTx;
 use crate::key::{AsKey, Branch};
 use crate::storage::{self, Kind};
 use crate::store::Store;
@@ -523,5 +524,15 @@ impl Counters {
             me.end_clear(&dropped);
             done(r)
         })
+    }
+}
+
+impl InTx<'_, '_> {
+    /// Adds to or raises a counter; its new value.
+    pub(crate) fn change(self, t: &Target, how: How, n: i64) -> Result<i64> {
+        match self {
+            InTx::Sqlite(w) => op_change(t, w, how, n),
+            InTx::Postgres(p) => on_postgres::op_change_on_postgres(t, p, how, n),
+        }
     }
 }

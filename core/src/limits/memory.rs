@@ -38,9 +38,9 @@ use super::lock;
 use super::shared::{Found, MAX_SLOT_PATH, Place, Put, Region, State};
 use crate::error::{Error, Result};
 use crate::group_commit::WriteCtx;
-use crate::maintain::Flush;
 use crate::raw::Raw;
 use crate::storage;
+use crate::store::Flush;
 use crate::store::{Store, StoreInner};
 
 /// The most keys one counters or rate limit name holds in memory.

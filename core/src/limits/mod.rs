@@ -37,11 +37,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use claims::{ONCE_HEARTBEAT, ONCE_LEASE, ONCE_POLL};
+pub(crate) use counters::How;
 pub use counters::{Counters, CountersBuilder};
-pub(crate) use counters::{How, op_change};
 pub use memory::MEMORY_BOUND;
-pub(crate) use on_postgres::op_change_on_postgres;
-pub(crate) use once::RunMark;
 pub(crate) use once::inside_run;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce, waiter_gave_up};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};

@@ -38,7 +38,7 @@ const LAGGING_RETRIES: usize = 8;
 /// instead of in it.
 pub(super) fn refuse_inside_tx(core: &BucketCore) -> Result<()> {
     if core.store.inner.writer.held_here() {
-        return Err(crate::guards::inside_tx_error().in_bucket(&core.name));
+        return Err(crate::error::inside_tx_error().in_bucket(&core.name));
     }
     Ok(())
 }

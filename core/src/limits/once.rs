@@ -29,14 +29,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::claims::{FileClaim, ONCE_POLL, RunKey, Runs, op_claim, op_keep, peek_claim};
-
-/// A run of once, as a caller's context records it: the name's id and the path.
-pub(crate) type RunMark = RunKey;
 use super::{lock, shared};
 use crate::codec::{decode, encode};
+use crate::error::rerun_error;
 use crate::error::{Error, Result};
 use crate::group_commit::{Ticket, WriteCtx};
-use crate::guards::{CallerContext, rerun_error};
+use crate::guards::CallerContext;
 use crate::key::{AsKey, Branch};
 use crate::postgres::PgStore;
 use crate::postgres::once::{self as pg_once, Claimed};
@@ -253,7 +251,7 @@ impl RawOnce {
     /// thread or the timer thread); it must not block. A bad key, a
     /// caller inside a transaction of the store (this thread, or `caller`),
     /// or a caller inside a run of the same key (`caller`) is refused at
-    /// once ([`crate::guards`]); a failure later goes to `on_ready`.
+    /// once (`guards.rs`); a failure later goes to `on_ready`.
     pub fn begin(
         &self,
         key: impl AsKey,
@@ -272,7 +270,7 @@ impl RawOnce {
     fn refuse_run(&self, t: &Target, caller: &CallerContext) -> Result<()> {
         let store = &self.core.bucket.store;
         if store.holds_writer(|| caller.clone()) {
-            return Err(t.name(crate::tx_kinds::once_run_refused()));
+            return Err(t.name(crate::in_tx::once_run_refused()));
         }
         if caller.runs(store, &run_key(t)) {
             return Err(t.name(rerun_error()));
@@ -572,10 +570,21 @@ fn keep_in_postgres(
     }
 }
 
+impl CallerContext {
+    /// This context inside the run `claim` holds (one that kept or let go
+    /// adds nothing).
+    pub fn inside_run(&self, claim: &Claim) -> CallerContext {
+        match claim.mark() {
+            Some((store, mark)) => self.with_run(store, mark),
+            None => self.clone(),
+        }
+    }
+}
+
 impl Claim {
     /// The store and key of this run while it is held: what a caller's
     /// context records to refuse a run of the key inside it.
-    pub(crate) fn mark(&self) -> Option<(&Store, RunMark)> {
+    fn mark(&self) -> Option<(&Store, RunKey)> {
         self.held
             .as_ref()
             .map(|(once, t)| (&once.core.bucket.store, run_key(t)))

@@ -25,11 +25,11 @@ use super::on_postgres;
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
 use crate::group_commit::{Ticket, WriteCtx};
+use crate::in_tx::InTx;
 use crate::key::{AsKey, Branch};
 use crate::raw::Raw;
 use crate::storage::{self, Cell, Kind};
 use crate::store::Store;
-use crate::tx_kinds::InTx;
 use crate::values::{BucketCore, Target};
 
 /// The most windows one quota has.

@@ -162,7 +162,7 @@ pub(crate) fn export(pg: &PgStore) -> Result<Exported> {
 /// and takes the top version, as a row that no caller reads by version.
 fn with_count_row(rows: &mut Vec<ScanRow>, top_version: i64) {
     let count = ScanRow {
-        path: crate::limit_store::count_path().to_vec(),
+        path: crate::limit_count::count_path().to_vec(),
         cell: Cell {
             version: top_version,
             expires: None,
@@ -181,7 +181,7 @@ type LimitColumns<'r> = (&'r [u8], i64, i64, &'r str);
 /// (the import writes the number of entries), and each entry must be JSON
 /// text with an expiry.
 fn limit_columns<'r>(name: &str, rows: &'r [ScanRow]) -> Result<Vec<LimitColumns<'r>>> {
-    let count = crate::limit_store::count_path();
+    let count = crate::limit_count::count_path();
     let bad = || {
         Error::corrupt(format!(
             "a row of the limit store {name:?} is not an entry of JSON text with an expiry; nothing was written"

@@ -76,7 +76,7 @@ pub(crate) async fn limit_scan(
             },
         })
         .collect();
-    let path = crate::limit_store::count_path();
+    let path = crate::limit_count::count_path();
     if let Some(count) = count
         && path > after
         && path < hi

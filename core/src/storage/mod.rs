@@ -401,6 +401,10 @@ pub fn mark_cleared(conn: &Connection, bucket: i64, lo: &[u8], hi: &[u8], revisi
     Ok(())
 }
 
+/// Rows deleted per transaction by a sweep: a bound on how long one sweep
+/// holds the writer.
+pub const SWEEP_BATCH: usize = 10_000;
+
 /// Deletes up to `batch` rows hidden by clear marks, and the marks that have
 /// none left. Returns how many rows went.
 pub fn sweep_cleared(conn: &Connection, batch: usize) -> Result<usize> {

@@ -60,7 +60,7 @@ impl RawBucket {
     fn pg_blocking_write(&self) -> Result<Option<&crate::postgres::PgStore>> {
         let pg = self.pg();
         if pg.is_some() && self.core.store.inner.writer.held_here() {
-            return Err(crate::guards::inside_tx_error().in_bucket(self.name()));
+            return Err(crate::error::inside_tx_error().in_bucket(self.name()));
         }
         Ok(pg)
     }

@@ -67,3 +67,51 @@ pub fn hold_writer(store: &Store) -> (std::sync::mpsc::Sender<()>, std::thread::
     is_held.recv().unwrap();
     (go, h)
 }
+
+/// The test's side of a run of once held open: it waits for the run to
+/// start, then lets it end. See [`held_run`].
+pub struct RunGate {
+    started: std::sync::mpsc::Receiver<()>,
+    go: std::sync::mpsc::Sender<()>,
+}
+
+/// The run's side: [`Hold::hold`] inside the run's function says the run
+/// started, then waits until the test lets it end.
+pub struct Hold {
+    started: std::sync::mpsc::Sender<()>,
+    go: std::sync::mpsc::Receiver<()>,
+}
+
+/// A run of once that the test holds open, so that other calls of its key
+/// meet a run in progress.
+pub fn held_run() -> (RunGate, Hold) {
+    let (started, is_started) = std::sync::mpsc::channel();
+    let (go, wait_go) = std::sync::mpsc::channel();
+    (
+        RunGate {
+            started: is_started,
+            go,
+        },
+        Hold { started, go: wait_go },
+    )
+}
+
+impl RunGate {
+    /// Waits until the run is inside its function.
+    pub fn wait_started(&self) {
+        self.started.recv().unwrap();
+    }
+
+    /// Lets the run's function return.
+    pub fn release(&self) {
+        self.go.send(()).unwrap();
+    }
+}
+
+impl Hold {
+    /// Says the run started, and waits to be let go.
+    pub fn hold(&self) {
+        self.started.send(()).unwrap();
+        self.go.recv().unwrap();
+    }
+}

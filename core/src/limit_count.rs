@@ -23,7 +23,9 @@ use crate::key::Branch;
 use crate::raw::Raw;
 use crate::storage::{self, Cell, Kind};
 
-use super::{COUNT_KEY, LIMIT_STORE_NAME};
+/// The key of the row that holds the count of entries: never 32 bytes, so
+/// never a key's digest.
+pub(crate) const COUNT_KEY: &[u8] = b"#entries";
 
 /// The count row's path: the same in every limit store, whatever its name.
 static COUNT_PATH: LazyLock<Vec<u8>> = LazyLock::new(|| {
@@ -31,7 +33,7 @@ static COUNT_PATH: LazyLock<Vec<u8>> = LazyLock::new(|| {
     // The name only names the store in an error, and a constant key at the
     // root has none.
     Branch::root()
-        .path_into(LIMIT_STORE_NAME, COUNT_KEY, &mut path)
+        .path_into("the limit store's count", COUNT_KEY, &mut path)
         .expect("the count's key is a valid key at the root");
     path
 });

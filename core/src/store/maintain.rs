@@ -13,14 +13,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::{StoreInner, pause};
 use crate::error::Result;
 use crate::group_commit::WriteCtx;
-use crate::limit_store;
-use crate::storage;
-use crate::store::{StoreInner, pause};
+use crate::storage::{self, SWEEP_BATCH};
 
-/// Rows deleted per transaction by a sweep.
-pub const SWEEP_BATCH: usize = 10_000;
 /// Transactions per sweep; more rows wait for the next one.
 const SWEEP_ROUNDS: usize = 10;
 /// Pending renewals held in memory; past this a read asks again next time.
@@ -167,7 +164,7 @@ pub(crate) fn run(store: &StoreInner, sweep: bool) -> Result<Maintenance> {
         for _ in 0..SWEEP_ROUNDS {
             let n = store.writer.call(SWEEP_BATCH, |w: &mut WriteCtx<'_>| {
                 let swept = storage::sweep_expired(w.conn, w.now, SWEEP_BATCH)?;
-                limit_store::uncount_swept(w, &swept)?;
+                crate::limit_count::uncount_swept(w, &swept)?;
                 Ok(swept.iter().map(|&(_, n)| n).sum::<usize>())
             })?;
             m.expired += n;
