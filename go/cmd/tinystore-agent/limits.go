@@ -54,16 +54,12 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 		say("passed %d", passed)
 	case "fcounter-adds":
 		c, err := raceFcounter(store)
+		if err == nil {
+			err = addOnes(c, num(2))
+		}
 		if err != nil {
 			return true, err
 		}
-		startLine()
-		for range num(2) {
-			if _, err := c.Add(ctx, "k", 1); err != nil {
-				return true, err
-			}
-		}
-		say("done")
 	case "fcounter-get":
 		c, err := raceFcounter(store)
 		if err != nil {
@@ -95,6 +91,19 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 
 func raceFcounter(store *tinystore.Store) (*kv.Counters, error) {
 	return kv.OpenCounters(store, "race-fcounter", kv.FlushEvery(time.Second))
+}
+
+// addOnes adds 1 to the counter "k" of c n times, after the start line,
+// then says done: the racing adds of a counter test.
+func addOnes(c *kv.Counters, n int) error {
+	startLine()
+	for range n {
+		if _, err := c.Add(ctx, "k", 1); err != nil {
+			return err
+		}
+	}
+	say("done")
+	return nil
 }
 
 // limitsShell answers one command a line from standard input until it ends
