@@ -541,12 +541,9 @@ int32_t ts_config_open(const struct TsStore *s,
                        struct TsHandle **out,
                        struct TsError **err);
 
-// The whole config as JSON, from memory; the bytes are the caller's
-// (`ts_bytes_free`).
-int32_t ts_config_get(const struct TsHandle *c, uint8_t **out, size_t *out_len, struct TsError **err);
-
-// Each field's source as a JSON list; the bytes are the caller's.
-int32_t ts_config_sources(const struct TsHandle *c, uint8_t **out, size_t *out_len, struct TsError **err);
+// The whole config as JSON, from memory, or (`sources`) each field's
+// source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
+int32_t ts_config_json(const struct TsHandle *c, bool sources, uint8_t **out, size_t *out_len, struct TsError **err);
 
 // Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
 int32_t ts_config_update(const struct TsHandle *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
@@ -706,12 +703,9 @@ int32_t ts_store_maintain(const struct TsStore *s, struct TsMaintenance *out, st
 int32_t ts_store_group_stats(const struct TsStore *s, struct TsGroupStats *out, struct TsError **err);
 
 // Sets a test clock to `ms` since the Unix epoch. The clock never moves
-// back: an earlier time is `TS_INVALID`, as is a store without a test clock.
-int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
-
-// Moves a test store's clock to `ms`, or leaves it where it is when `ms`
-// is earlier (the core's clock never moves back).
-int32_t ts_store_follow_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
+// back: an earlier time is `TS_INVALID`, or (`follow`) leaves the clock
+// where it is. A store without a test clock is `TS_INVALID`.
+int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, bool follow, struct TsError **err);
 
 // The number this store's log records carry (`TsLogRecord.store`); 0 for
 // a closed store.

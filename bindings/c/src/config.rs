@@ -54,27 +54,20 @@ pub unsafe extern "C" fn ts_config_open(
     })
 }
 
-/// The whole config as JSON, from memory; the bytes are the caller's
-/// (`ts_bytes_free`).
+/// The whole config as JSON, from memory, or (`sources`) each field's
+/// source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_get(
+pub unsafe extern "C" fn ts_config_json(
     c: *const TsHandle,
+    sources: bool,
     out: *mut *mut u8,
     out_len: *mut usize,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || unsafe { give_text(config(c)?.get_json()?, out, out_len) })
-}
-
-/// Each field's source as a JSON list; the bytes are the caller's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_sources(
-    c: *const TsHandle,
-    out: *mut *mut u8,
-    out_len: *mut usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe { give_text(config(c)?.sources_json()?, out, out_len) })
+    guard(err, || unsafe {
+        let c = config(c)?;
+        give_text(if sources { c.sources_json() } else { c.get_json() }?, out, out_len)
+    })
 }
 
 /// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.

@@ -89,7 +89,7 @@ pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn set_clock(h: &Handles, input: &mut Input) {
     let ms = input.i64();
     let code = call(input, "set_clock", |err| unsafe {
-        ts_store_set_clock(h.store, ms, err)
+        ts_store_set_clock(h.store, ms, false, err)
     });
     if code == TS_OK {
         assert!(ms >= START_MS, "the clock was set back to {ms}");

@@ -37,21 +37,12 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 		say("passed %d from %d to %d", passed, first, time.Now().UnixMilli())
 	case "rate-spread":
 		rl, err := kv.OpenRateLimit(store, "race-once-per-key", kv.Rate(1, time.Hour))
+		if err == nil {
+			err = sayPassed(num(3), func(i int) (kv.Allowance, error) { return rl.Allow(ctx, fmt.Sprintf("%s%d", arg(2), i)) })
+		}
 		if err != nil {
 			return true, err
 		}
-		startLine()
-		passed := 0
-		for i := range num(3) {
-			a, err := rl.Allow(ctx, fmt.Sprintf("%s%d", arg(2), i))
-			if err != nil {
-				return true, err
-			}
-			if a.OK {
-				passed++
-			}
-		}
-		say("passed %d", passed)
 	case "fcounter-adds":
 		c, err := raceFcounter(store)
 		if err == nil {
@@ -91,6 +82,24 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 
 func raceFcounter(store *tinystore.Store) (*kv.Counters, error) {
 	return kv.OpenCounters(store, "race-fcounter", kv.FlushEvery(time.Second))
+}
+
+// sayPassed makes n requests, the i-th by allow, after the start line,
+// then says how many passed: the racing requests of a limit test.
+func sayPassed(n int, allow func(i int) (kv.Allowance, error)) error {
+	startLine()
+	passed := 0
+	for i := range n {
+		a, err := allow(i)
+		if err != nil {
+			return err
+		}
+		if a.OK {
+			passed++
+		}
+	}
+	say("passed %d", passed)
+	return nil
 }
 
 // addOnes adds 1 to the counter "k" of c n times, after the start line,

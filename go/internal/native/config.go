@@ -35,12 +35,7 @@ func (c *Config) Sources() ([]byte, error) { return c.json(true) }
 func (c *Config) json(sources bool) ([]byte, error) {
 	var p *C.uint8_t
 	var n C.size_t
-	err := c.answer(func(e **C.TsError) C.int32_t {
-		if sources {
-			return C.ts_config_sources(c.ptr, &p, &n, e)
-		}
-		return C.ts_config_get(c.ptr, &p, &n, e)
-	})
+	err := c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_json(c.ptr, C.bool(sources), &p, &n, e) })
 	if err != nil {
 		return nil, err
 	}
