@@ -53,16 +53,16 @@ pub fn decode<T: DeserializeOwned + 'static>(raw: &Raw) -> Result<T> {
     if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() {
         let Raw::Bytes(bytes) = raw else {
             return Err(Error::corrupt(format!(
-                "a {} row does not read as Vec<u8>: bytes are kept as a bytes row",
-                raw.kind_name()
+                "{} does not read as Vec<u8>: bytes are kept as a bytes row",
+                raw.a_row()
             )));
         };
         return bytes_as(bytes.clone());
     }
     T::deserialize(RowDe(raw)).map_err(|e| {
         Error::corrupt(format!(
-            "a {} row does not read as {}: {}",
-            raw.kind_name(),
+            "{} does not read as {}: {}",
+            raw.a_row(),
             short_type::<T>(),
             e.0
         ))

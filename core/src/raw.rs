@@ -120,8 +120,13 @@ impl Raw {
         Raw::Bytes(encoded)
     }
 
+    /// The row named in a message: "an integer row".
+    pub fn a_row(&self) -> &'static str {
+        a_row_of(self.kind_name())
+    }
+
     fn wrong(&self, want: &str) -> Error {
-        Error::corrupt(format!("a {} row does not read as {want}", self.kind_name()))
+        Error::corrupt(format!("{} does not read as {want}", self.a_row()))
     }
 
     /// The row as bytes.
@@ -198,5 +203,17 @@ impl Raw {
     /// The row as JSON text (bytes the language's JSON library parses).
     pub fn as_json(&self) -> Result<&[u8]> {
         self.as_bytes().map_err(|_| self.wrong("JSON"))
+    }
+}
+
+/// A row of the kind named `kind` (a [`Raw::kind_name`]) as a message names
+/// it: "an integer row". A binding that names a row's kind by that word gets
+/// the same text as the core.
+pub fn a_row_of(kind: &str) -> &'static str {
+    match kind {
+        "nothing" => "an empty row",
+        "integer" => "an integer row",
+        "bytes" => "a bytes row",
+        _ => "a row of another kind",
     }
 }

@@ -123,8 +123,20 @@ impl<'a> CodecFault<'a> {
             CodecFault::Decode(why) => Error::corrupt(format!("the bucket's codec could not decode the value: {why}")),
             CodecFault::NotBytes(got) => Error::invalid(format!("the bucket's codec gave {got}, not bytes")),
             CodecFault::RowNotBytes(kind) => Error::corrupt(format!(
-                "a {kind} row does not read through the bucket's codec, which reads bytes"
+                "{} does not read through the bucket's codec, which reads bytes",
+                crate::raw::a_row_of(kind)
             )),
+        }
+    }
+}
+
+impl Raw {
+    /// The row's bytes, for a bucket's own codec, which reads bytes only: a
+    /// row of another kind is `Corrupt`, in the one text every language gives.
+    pub fn as_codec_bytes(&self) -> Result<&[u8]> {
+        match self {
+            Raw::Bytes(b) => Ok(b),
+            other => Err(CodecFault::RowNotBytes(other.kind_name()).error()),
         }
     }
 }
@@ -140,10 +152,7 @@ impl<T, C: Codec<T>> RowCodec<T> for WithCodec<C> {
         }
     }
     fn decode_row(&self, row: &Raw) -> Result<T> {
-        let bytes = match row {
-            Raw::Bytes(b) => b,
-            other => return Err(CodecFault::RowNotBytes(other.kind_name()).error()),
-        };
+        let bytes = row.as_codec_bytes()?;
         // The decode of a take runs on the writer thread: a panic there is
         // `Corrupt`, and the value stays.
         match catch_unwind(AssertUnwindSafe(|| self.0.decode(bytes))) {

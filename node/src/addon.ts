@@ -30,14 +30,13 @@ export declare class NativeBucket {
    * at once; answers the version written.
    */
   set(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, ifVersion?: string | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<string> | string
-  /** Writes a value if the key is absent, in `scope`; answers whether it did. */
-  create(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<boolean> | boolean
   /**
    * Writes a value if the key is absent, in `scope`; answers whether it
-   * did and the key's entry either way: the one written (its `value`
-   * left `undefined`, the caller's own) or the live one found.
+   * did, or with `entry` `{ written, entry }`, the key's entry either way:
+   * the one written (its `value` left `undefined`, the caller's own) or
+   * the live one found.
    */
-  createEntry(key: unknown, value: unknown, ttl: unknown, expiresAt?: number | undefined | null, scope?: NativeTx | NativeSnapshot): Promise<{ written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }
+  create(key: unknown, value: unknown, ttl: unknown, expiresAt: number | undefined | null, entry: boolean, scope?: NativeTx | NativeSnapshot): Promise<boolean | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | boolean | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }
   /**
    * Reads and deletes a key in one write, in `scope`; answers the value
    * or `undefined`. A value that does not read as the bucket's type, or

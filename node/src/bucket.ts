@@ -4,6 +4,7 @@
  * @module
  */
 
+import { branchOf } from './handles'
 import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
 import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
@@ -167,8 +168,7 @@ export class Bucket<T> {
 	 * `under(a).under(b)` is `under(a, b)`.
 	 */
 	under(...owners: Key[]): Bucket<T> {
-		let native = this.#native
-		for (const owner of owners) native = native.under(owner)
+		const native = branchOf(this.#native, owners)
 		return new Bucket<T>(native, [...this.#owners, ...owners], this.#store, this.#codec)
 	}
 
@@ -239,13 +239,7 @@ export class Bucket<T> {
 
 	/** Writes the value only if the key is absent (or expired); resolves with whether it did. */
 	create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
-		return writeOnStore(
-			this.#store,
-			this.#name,
-			() =>
-				this.#native.create(key, this.#encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })),
-			options?.signal,
-		)
+		return this.#create(key, value, options, false)
 	}
 
 	/**
@@ -258,19 +252,19 @@ export class Bucket<T> {
 	 * ```
 	 */
 	createEntry(key: Key, value: T, options?: CreateOptions): Promise<Created<T>> {
-		const made = writeOnStore<{ written: boolean; entry: NativeEntry }>(
+		const made = this.#create<{ written: boolean; entry: NativeEntry }>(key, value, options, true)
+		return made.then((c) => createdOf(c, value, (e) => this.#entry(e)))
+	}
+
+	/** `create`, answering (`entry`) `{ written, entry }` or whether it wrote. */
+	#create<R>(key: Key, value: T, options: CreateOptions | undefined, entry: boolean): Promise<R> {
+		const expiresAt = () => dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name })
+		return writeOnStore<R>(
 			this.#store,
 			this.#name,
-			() =>
-				this.#native.createEntry(
-					key,
-					this.#encode(value, key),
-					options?.ttl,
-					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.#name }),
-				),
+			() => this.#native.create(key, this.#encode(value, key), options?.ttl, expiresAt(), entry),
 			options?.signal,
 		)
-		return made.then((c) => createdOf(c, value, (e) => this.#entry(e)))
 	}
 
 	/**

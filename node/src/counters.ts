@@ -5,11 +5,12 @@
  */
 
 import type { Duration } from './durations'
-import { kindParts } from './handles'
+import { DurableHandle, type KindParts } from './handles'
 import type { NativeCounters } from './native'
-import { writeOnStore } from './scope'
 import type { SignalOptions } from './signals'
 import { invalidArg, type Key } from './values'
+
+type CountersParts = Extract<KindParts, { kind: 'counters' }>
 
 /** What counters answer: `'int'` gives `number`s (the default), `'bigint'` gives `bigint`s of the whole int64 range. */
 export type CounterType = 'int' | 'bigint'
@@ -58,41 +59,32 @@ export interface CountersOptions {
  * if ((await attempts.add(email)) > 10) return { status: 429 }
  * ```
  */
-export class Counters<N extends number | bigint = number> {
-	readonly #native: NativeCounters
-	readonly #store: object | undefined
-	/** The counters' name. */
-	readonly name: string
-
+export class Counters<N extends number | bigint = number> extends DurableHandle<CountersParts> {
 	/** @internal Made by `store.counters` and `under`; `store` is the addon's store. */
 	constructor(native: NativeCounters, name: string, store?: object) {
-		this.#native = native
-		this.name = name
-		this.#store = store
-		kindParts.set(this, { kind: 'counters', native, name, store })
+		super({ kind: 'counters', native, name, store })
 	}
 
 	/** The branch of `owners`. */
 	under(...owners: Key[]): Counters<N> {
-		let native = this.#native
-		for (const owner of owners) native = native.under(owner)
-		return new Counters<N>(native, this.name, this.#store)
+		const { native, name, store } = this.branch(owners)
+		return new Counters<N>(native, name, store)
 	}
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
 	add(key: Key, n: number | bigint = 1, options?: SignalOptions): Promise<N> {
-		return writeOnStore(this.#store, this.name, () => this.#native.add(key, n), options?.signal)
+		return this.write((c) => c.add(key, n), options?.signal)
 	}
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
 	max(key: Key, n: number | bigint, options?: SignalOptions): Promise<N> {
-		return writeOnStore(this.#store, this.name, () => this.#native.max(key, n), options?.signal)
+		return this.write((c) => c.max(key, n), options?.signal)
 	}
 
 	/** The counter's value: 0 when missing or expired. */
 	async get(key: Key): Promise<N> {
 		try {
-			return this.#native.get(key) as N
+			return this.native.get(key) as N
 		} catch (e) {
 			throw invalidArg(e, { bucket: this.name })
 		}
@@ -100,11 +92,11 @@ export class Counters<N extends number | bigint = number> {
 
 	/** Deletes the counter; resolves with whether a live one was there. */
 	delete(key: Key, options?: SignalOptions): Promise<boolean> {
-		return writeOnStore(this.#store, this.name, () => this.#native.delete(key), options?.signal)
+		return this.write((c) => c.delete(key), options?.signal)
 	}
 
 	/** Removes this branch's counters and every branch under it. */
 	clear(options?: SignalOptions): Promise<void> {
-		return writeOnStore(this.#store, this.name, () => this.#native.clear(), options?.signal)
+		return this.write((c) => c.clear(), options?.signal)
 	}
 }

@@ -77,75 +77,51 @@ function describe(message: string, what: ErrorWhat): string {
 	return engineText(message, what.bucket, what.key)
 }
 
-/** Bad input: a name, key, value, duration, rate, option or type. Nothing was written. */
-export class InvalidError extends TinystoreError {
-	/** @param message - what was wrong @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('INVALID', message, what)
+/** The constructor of an error class of one kind. */
+type KindClass = new (message: string, what?: ErrorWhat) => TinystoreError
+
+/**
+ * The class of one kind of error: a `TinystoreError` whose `code` is
+ * `code`, made with what went wrong and the bucket and key it is about.
+ */
+function kindClass(code: ErrorCode): KindClass {
+	return class extends TinystoreError {
+		/** @param message - what went wrong, naming the input @param what - the bucket and key */
+		constructor(message: string, what: ErrorWhat = {}) {
+			super(code, message, what)
+		}
 	}
 }
+
+/** Bad input: a name, key, value, duration, rate, option or type. Nothing was written. */
+export class InvalidError extends kindClass('INVALID') {}
 
 /** A bound was reached: a value over 1 MiB, a counter past int64, a full memory bound. */
-export class LimitError extends TinystoreError {
-	/** @param message - which bound @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('LIMIT', message, what)
-	}
-}
+export class LimitError extends kindClass('LIMIT') {}
 
 /** A version check failed: the key is absent, expired or at another version. */
-export class ConflictError extends TinystoreError {
-	/** @param message - what the key was at @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('CONFLICT', message, what)
-	}
-}
+export class ConflictError extends kindClass('CONFLICT') {}
 
 /** A row does not read as the bucket's type, or the file is damaged. */
-export class CorruptError extends TinystoreError {
-	/** @param message - what did not read @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('CORRUPT', message, what)
-	}
-}
+export class CorruptError extends kindClass('CORRUPT') {}
 
 /** The store is closed. */
-export class ClosedError extends TinystoreError {
-	/** @param message - what was closed @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('CLOSED', message, what)
-	}
-}
+export class ClosedError extends kindClass('CLOSED') {}
 
 /**
  * The commit of a group failed after this write ran in it: the write may or
  * may not be in the file. Read the key before writing it again.
  */
-export class OutcomeUnknownError extends TinystoreError {
-	/** @param message - why the commit failed @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('OUTCOME_UNKNOWN', message, what)
-	}
-}
+export class OutcomeUnknownError extends kindClass('OUTCOME_UNKNOWN') {}
 
 /** The file system or SQLite failed; nothing of this call was written. */
-export class IoError extends TinystoreError {
-	/** @param message - what failed @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('IO', message, what)
-	}
-}
+export class IoError extends kindClass('IO') {}
 
 /** The caller gave up before its write started; nothing was written. */
-export class CancelledError extends TinystoreError {
-	/** @param message - what was cancelled @param what - the bucket and key */
-	constructor(message: string, what: ErrorWhat = {}) {
-		super('CANCELLED', message, what)
-	}
-}
+export class CancelledError extends kindClass('CANCELLED') {}
 
 /** The class of each code. */
-export const errorClasses: Record<ErrorCode, new (message: string, what?: ErrorWhat) => TinystoreError> = {
+export const errorClasses: Record<ErrorCode, KindClass> = {
 	INVALID: InvalidError,
 	LIMIT: LimitError,
 	CONFLICT: ConflictError,

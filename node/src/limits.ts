@@ -7,11 +7,12 @@
  */
 
 import type { Rate } from './durations'
-import { kindParts } from './handles'
+import { branchOf, DurableHandle, type KindParts, kindParts } from './handles'
 import { addonFile, type NativeQuota, type NativeRateLimit, native as addon } from './native'
-import { writeOnStore } from './scope'
 import type { SignalOptions } from './signals'
 import { invalidArg, type Key } from './values'
+
+type QuotaParts = Extract<KindParts, { kind: 'quota' }>
 
 /** One window of a quota, as an answer reports it. */
 export interface WindowUsage {
@@ -41,7 +42,7 @@ export interface Allowance<W extends string = never> {
 	windows: Record<W, WindowUsage>
 }
 
-/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/bare_allow.rs says. */
+/** The addon's C `allow` of a rate limit, as `tinystore_rate_limit_allow` in bindings/node/src/fast_allow.rs says. */
 type CAllow = (limit: number, key: Uint8Array, len: number, n: number) => number
 
 /**
@@ -88,7 +89,7 @@ export interface RateLimitOptions {
  */
 export class RateLimit {
 	readonly #native: NativeRateLimit
-	/** The addon's bare `allow` of this limit (bindings/node/src/bare_allow.rs), made at the first `allow`. */
+	/** The addon's bare `allow` of this limit (bindings/node/src/fast_allow.rs), made at the first `allow`. */
 	#allow: (((key: unknown, n?: number) => number | object) & { address: number }) | undefined
 	/** The rate limit's name. */
 	readonly name: string
@@ -102,8 +103,7 @@ export class RateLimit {
 
 	/** The branch of `owners`: its keys are limited apart from the others. */
 	under(...owners: Key[]): RateLimit {
-		let native = this.#native
-		for (const owner of owners) native = native.under(owner)
+		const native = branchOf(this.#native, owners)
 		return new RateLimit(native, this.name)
 	}
 
@@ -153,25 +153,16 @@ export class RateLimit {
  * await messages.refund(userId) // the work failed: give the use back
  * ```
  */
-export class Quota<W extends string = string> {
-	readonly #native: NativeQuota
-	readonly #store: object | undefined
-	/** The quota's name. */
-	readonly name: string
-
+export class Quota<W extends string = string> extends DurableHandle<QuotaParts> {
 	/** @internal Made by `store.quota` and `under`; `store` is the addon's store. */
 	constructor(native: NativeQuota, name: string, store?: object) {
-		this.#native = native
-		this.name = name
-		this.#store = store
-		kindParts.set(this, { kind: 'quota', native, name, store })
+		super({ kind: 'quota', native, name, store })
 	}
 
 	/** The branch of `owners`: its keys count apart from the others. */
 	under(...owners: Key[]): Quota<W> {
-		let native = this.#native
-		for (const owner of owners) native = native.under(owner)
-		return new Quota<W>(native, this.name, this.#store)
+		const { native, name, store } = this.branch(owners)
+		return new Quota<W>(native, name, store)
 	}
 
 	/**
@@ -180,21 +171,21 @@ export class Quota<W extends string = string> {
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
 	allow(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
-		return writeOnStore(this.#store, this.name, () => this.#native.allow(key, n), options?.signal)
+		return this.write((q) => q.allow(key, n), options?.signal)
 	}
 
 	/** The answer one use would get now, counting nothing. */
 	async peek(key: Key): Promise<Allowance<W>> {
-		return this.#native.peek(key) as Allowance<W>
+		return this.native.peek(key) as Allowance<W>
 	}
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
 	refund(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
-		return writeOnStore(this.#store, this.name, () => this.#native.refund(key, n), options?.signal)
+		return this.write((q) => q.refund(key, n), options?.signal)
 	}
 
 	/** Forgets the key: every window starts again at its next use. */
 	reset(key: Key, options?: SignalOptions): Promise<void> {
-		return writeOnStore(this.#store, this.name, () => this.#native.reset(key), options?.signal)
+		return this.write((q) => q.reset(key), options?.signal)
 	}
 }

@@ -93,7 +93,7 @@ const readHandle = Symbol('tinystore read handle')
 /**
  * Makes every bucket's `get` on the store the addon's bare `get(handle,
  * key)`: the same read, without napi-rs' per-call bookkeeping of a method
- * (a fifth of a `get`'s time; see bindings/node/src/bare_get.rs). A `get`
+ * (a fifth of a `get`'s time; see bindings/node/src/fast_reads.rs). A `get`
  * in a transaction or snapshot is the addon's own method.
  */
 function useBareGet(loaded: NativeModule): void {
@@ -142,7 +142,7 @@ function failed(id: number, error: unknown): void {
 
 const fast = native.fastWrites(settled, failed)
 
-/** The addon's C `set`, as `tinystore_bucket_set` in bindings/node/src/bare_set.rs says: 1 when it did the set. */
+/** The addon's C `set`, as `tinystore_bucket_set` in bindings/node/src/fast_writes.rs says: 1 when it did the set. */
 type CSet = (handle: number, key: Uint8Array, keyLen: number, value: Uint8Array, valueLen: number, id: number) => number
 
 /**
@@ -188,7 +188,7 @@ export function setHandle(bucket: Addon.NativeBucket): SetHandle {
  * `set(handle, key, value, id)`: the same write without napi-rs' per-call
  * bookkeeping of a method, and with a Promise made here and kept by number,
  * which the addon settles a group at a time (see
- * bindings/node/src/bare_set.rs). Under Bun a string key and value go
+ * bindings/node/src/fast_writes.rs). Under Bun a string key and value go
  * through the C `set` first; what it declines goes through napi. Bad input
  * throws, as the method does.
  */

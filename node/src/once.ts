@@ -7,7 +7,7 @@
 
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
-import { kindParts } from './handles'
+import { branchOf, kindParts } from './handles'
 import type { NativeOnce } from './native'
 import { callerContext, runInsideRun, writeOnStore } from './scope'
 import { type SignalOptions, withSignal } from './signals'
@@ -55,8 +55,7 @@ export class Once<T> {
 
 	/** The branch of `owners`: its keys run apart from the others. */
 	under(...owners: Key[]): Once<T> {
-		let native = this.#native
-		for (const owner of owners) native = native.under(owner)
+		const native = branchOf(this.#native, owners)
 		return new Once<T>(native, this.name, this.#crossing, [...this.#owners, ...owners], this.#store)
 	}
 

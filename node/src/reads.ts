@@ -6,21 +6,54 @@
  * @module
  */
 
-import { type BucketParts, bucketParts, type Entry, type ListOptions, type Page } from './bucket'
+import { branchOf } from './handles'
+import { bucketParts, type Entry, type ListOptions, type Page } from './bucket'
 import { type Codec, decodeWith, encodeWith } from './codec'
 import { ClosedError, InvalidError } from './errors'
 import { native, type NativeBucket, type NativeEntry, type NativeScope } from './native'
 import type { Scope } from './scope'
 import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
-/** The bucket behind a `with(bucket)` argument, which the engine admits to `source` (one of its store's). */
-export function partsOf(bucket: unknown, source: NativeScope, call: string): BucketParts {
-	const parts = typeof bucket === 'object' && bucket !== null ? bucketParts.get(bucket) : undefined
-	if (parts === undefined) {
-		throw new InvalidError(`${call} takes a bucket of the store (store.bucket(name) or a branch of one)`)
+/**
+ * A transaction or a view: the addon's session, and the scope that ends
+ * when the function given it returns. @internal
+ */
+export class Session<N extends NativeScope> {
+	/** @internal The transaction's or snapshot's calls. */
+	protected readonly native: N
+	readonly #scope: Scope
+
+	/** @internal Made by `store.tx` and `store.view`. */
+	constructor(native: N, scope: Scope) {
+		this.native = native
+		this.#scope = scope
 	}
-	native.admit(source, parts.native)
-	return parts
+
+	/** Whether it is still open (its function has not returned). */
+	get open(): boolean {
+		return this.#scope.open
+	}
+
+	/**
+	 * The reads of `bucket` (a `with(bucket)` argument, which the engine
+	 * admits: one of its store's) in this `kind`, transaction or view. @internal
+	 */
+	protected readsOf<T>(bucket: unknown, kind: 'transaction' | 'view', call: string): SessionReads<T> {
+		const parts = typeof bucket === 'object' && bucket !== null ? bucketParts.get(bucket) : undefined
+		if (parts === undefined) {
+			throw new InvalidError(`${call} takes a bucket of the store (store.bucket(name) or a branch of one)`)
+		}
+		native.admit(this.native, parts.native)
+		const codec = parts.codec as Codec<T> | undefined
+		const reads = new SessionReads<T>(this.native, parts.native, parts.owners, this.#scope, kind, codec)
+		reads.check()
+		return reads
+	}
+
+	/** @internal The scope, for the handles of other kinds joined to it. */
+	protected get scope(): Scope {
+		return this.#scope
+	}
 }
 
 /**
@@ -72,9 +105,9 @@ export class SessionReads<T> {
 
 	/** The same reads on the branch of `owners`. */
 	under(owners: Key[]): SessionReads<T> {
-		let native = this.bucket
+		let native: NativeBucket
 		try {
-			for (const owner of owners) native = native.under(owner)
+			native = branchOf(this.bucket, owners)
 		} catch (e) {
 			throw invalidArg(e, { bucket: this.bucket.name })
 		}

@@ -170,7 +170,7 @@ export class Store implements AsyncDisposable {
 			throw new InvalidError('a bucket takes a type or a codec, not both', { bucket: String(name) })
 		}
 		try {
-			return new Bucket(this.#native.bucket(name, options.ttl, options.idle, 'bytes'), [], this.#native, options.codec)
+			return new Bucket(this.#native.bucket(name, options.ttl, options.idle, 'codec'), [], this.#native, options.codec)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

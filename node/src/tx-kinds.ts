@@ -10,7 +10,7 @@
  */
 
 import { InvalidError } from './errors'
-import type { KindParts } from './handles'
+import { branchOf, type KindParts } from './handles'
 import type { Allowance } from './limits'
 import { native, type NativeTx } from './native'
 import { callIn } from './reads'
@@ -55,8 +55,7 @@ type OnceParts = Extract<KindParts, { kind: 'once' }>
 export class TxCounters<N extends number | bigint = number> extends Joined<CountersParts> {
 	/** The branch of `owners`, inside the same transaction. */
 	under(...owners: Key[]): TxCounters<N> {
-		let native = this.parts.native
-		for (const owner of owners) native = native.under(owner)
+		const native = branchOf(this.parts.native, owners)
 		return new TxCounters<N>(...this.branch({ ...this.parts, native }))
 	}
 
@@ -85,8 +84,7 @@ export class TxCounters<N extends number | bigint = number> extends Joined<Count
 export class TxQuota<W extends string = string> extends Joined<QuotaParts> {
 	/** The branch of `owners`, inside the same transaction. */
 	under(...owners: Key[]): TxQuota<W> {
-		let native = this.parts.native
-		for (const owner of owners) native = native.under(owner)
+		const native = branchOf(this.parts.native, owners)
 		return new TxQuota<W>(...this.branch({ ...this.parts, native }))
 	}
 

@@ -13,9 +13,8 @@ import type { Once } from './once'
 import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds'
 import type { Duration } from './durations'
 import type { NativeEntry, NativeTx } from './native'
-import { type Codec, takeDecoded } from './codec'
-import { partsOf, ScopedBucket, SessionReads } from './reads'
-import type { Scope } from './scope'
+import { takeDecoded } from './codec'
+import { ScopedBucket, Session, type SessionReads } from './reads'
 import { dateArg, type Key } from './values'
 
 /**
@@ -32,21 +31,7 @@ import { dateArg, type Key } from './values'
  * })
  * ```
  */
-export class Tx {
-	readonly #native: NativeTx
-	readonly #scope: Scope
-
-	/** @internal Made by `store.tx`. */
-	constructor(native: NativeTx, scope: Scope) {
-		this.#native = native
-		this.#scope = scope
-	}
-
-	/** Whether the transaction is still open (its function has not returned). */
-	get open(): boolean {
-		return this.#scope.open
-	}
-
+export class Tx extends Session<NativeTx> {
 	/**
 	 * `bucket` (or a branch of it) inside this transaction: its writes commit
 	 * with the transaction's or not at all, and its reads see the
@@ -62,22 +47,12 @@ export class Tx {
 	with(limit: RateLimit): never
 	with(handle: unknown): unknown {
 		const kind = typeof handle === 'object' && handle !== null ? kindParts.get(handle) : undefined
-		if (kind !== undefined) return joinKind(this.#native, this.#scope, kind)
+		if (kind !== undefined) return joinKind(this.native, this.scope, kind)
 		return this.#bucket(handle as Bucket<unknown>)
 	}
 
 	#bucket<T>(bucket: Bucket<T>): TxBucket<T> {
-		const parts = partsOf(bucket, this.#native, 'tx.with')
-		const reads = new SessionReads<T>(
-			this.#native,
-			parts.native,
-			parts.owners,
-			this.#scope,
-			'transaction',
-			parts.codec as Codec<T> | undefined,
-		)
-		reads.check()
-		return new TxBucket<T>(this.#native, reads)
+		return new TxBucket<T>(this.native, this.readsOf<T>(bucket, 'transaction', 'tx.with'))
 	}
 }
 
@@ -111,47 +86,20 @@ export class TxBucket<T> extends ScopedBucket<T> {
 	 */
 	async set(key: Key, value: T, options?: SetOptions): Promise<string> {
 		const r = this.reads
-		return r.call(
-			() =>
-				r.bucket.set(
-					key,
-					r.encode(value, key),
-					options?.ttl,
-					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-					options?.ifVersion,
-					this.#native,
-				) as string,
-		)
+		return r.call(() => r.bucket.set(key, ...valueArgs(r, key, value, options), options?.ifVersion, this.#native) as string)
 	}
 
 	/** Writes the value only if the key is absent (or expired); answers whether it did. */
 	async create(key: Key, value: T, options?: CreateOptions): Promise<boolean> {
 		const r = this.reads
-		return r.call(
-			() =>
-				r.bucket.create(
-					key,
-					r.encode(value, key),
-					options?.ttl,
-					dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-					this.#native,
-				) as boolean,
-		)
+		return r.call(() => r.bucket.create(key, ...valueArgs(r, key, value, options), false, this.#native) as boolean)
 	}
 
 	/** `create` inside the transaction, answering the entry written or found (as `Bucket.createEntry`). */
 	async createEntry(key: Key, value: T, options?: CreateOptions): Promise<Created<T>> {
 		const r = this.reads
-		const c = r.call(() =>
-			r.bucket.createEntry(
-				key,
-				r.encode(value, key),
-				options?.ttl,
-				dateArg(options?.expiresAt, 'expiresAt', { bucket: this.name }),
-				this.#native,
-			),
-		) as { written: boolean; entry: NativeEntry }
-		return createdOf(c, value, (e) => r.entryOf(e))
+		const c = r.call(() => r.bucket.create(key, ...valueArgs(r, key, value, options), true, this.#native))
+		return createdOf(c as { written: boolean; entry: NativeEntry }, value, (e) => r.entryOf(e))
 	}
 
 	/**
@@ -196,4 +144,9 @@ export class TxBucket<T> extends ScopedBucket<T> {
 		const r = this.reads
 		r.call(() => r.bucket.clear(this.#native))
 	}
+}
+
+/** The addon's arguments of a write after its key: the value encoded, the `ttl`, and `expiresAt` in ms. */
+function valueArgs<T>(r: SessionReads<T>, key: Key, value: T, options: CreateOptions | undefined) {
+	return [r.encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: r.bucket.name })] as const
 }

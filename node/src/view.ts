@@ -7,9 +7,7 @@
 
 import type { Bucket } from './bucket'
 import type { NativeSnapshot } from './native'
-import type { Codec } from './codec'
-import { partsOf, ScopedBucket, SessionReads } from './reads'
-import type { Scope } from './scope'
+import { ScopedBucket, Session } from './reads'
 import type { Key } from './values'
 
 /**
@@ -25,34 +23,10 @@ import type { Key } from './values'
  * ])
  * ```
  */
-export class View {
-	readonly #native: NativeSnapshot
-	readonly #scope: Scope
-
-	/** @internal Made by `store.view`. */
-	constructor(native: NativeSnapshot, scope: Scope) {
-		this.#native = native
-		this.#scope = scope
-	}
-
-	/** Whether the view is still open (its function has not returned). */
-	get open(): boolean {
-		return this.#scope.open
-	}
-
+export class View extends Session<NativeSnapshot> {
 	/** `bucket` (or a branch of it) read in this view. A bucket of another store is `InvalidError`. */
 	with<T>(bucket: Bucket<T>): ViewBucket<T> {
-		const parts = partsOf(bucket, this.#native, 'view.with')
-		const reads = new SessionReads<T>(
-			this.#native,
-			parts.native,
-			parts.owners,
-			this.#scope,
-			'view',
-			parts.codec as Codec<T> | undefined,
-		)
-		reads.check()
-		return new ViewBucket<T>(reads)
+		return new ViewBucket<T>(this.readsOf<T>(bucket, 'view', 'view.with'))
 	}
 }
 

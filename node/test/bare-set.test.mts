@@ -1,6 +1,6 @@
 // A bucket's set without options, the hot write: streamed to the writer as it
 // is made (a store without a memory budget), and under Bun made through the
-// addon's C `set` when it can (bindings/node/src/bare_set.rs). What a user
+// addon's C `set` when it can (bindings/node/src/fast_writes.rs). What a user
 // relies on is that it writes what the method writes, in order, as one group,
 // and fails as the method fails.
 import assert from 'node:assert/strict'

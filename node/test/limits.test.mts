@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 
-import { InvalidError, open } from 'tinystore'
+import { InvalidError, LimitError, open } from 'tinystore'
 
 import { freshDir, rejection, signal, T0, testStore } from './helpers.mjs'
 
@@ -180,6 +180,19 @@ test('KV-14 counters: add returns the new value, a missing counter is 0, max kee
 	await c.clear()
 	assert.equal(await c.under('u').get('a'), 0)
 	assert.ok((await rejection(c.add('a', 1.5))) instanceof InvalidError)
+})
+
+test('KV-14 counters: a number counter past the safe integers is LimitError naming its owners and key, and the change is kept', async () => {
+	await using store = await testStore()
+	const views = store.counters('views').under('site', 'page')
+	await views.add('k', Number.MAX_SAFE_INTEGER)
+	const e = await rejection(views.add('k'))
+	assert.ok(e instanceof LimitError, String(e))
+	assert.deepEqual(e.what, { bucket: 'views', key: 'site/page/k' })
+	assert.match(e.message, /the change is kept/)
+	const read = await rejection(views.get('k'))
+	assert.ok(read instanceof LimitError && read.what.key === 'site/page/k', String(read))
+	assert.equal(await store.counters('views', { type: 'bigint' }).under('site', 'page').get('k'), 2n ** 53n)
 })
 
 test('KV-14 counters: flushEvery counters live in memory and reach the file by maintain and close', async () => {

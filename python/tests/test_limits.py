@@ -6,11 +6,26 @@ import asyncio
 import dataclasses
 import datetime as dt
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 import tinystore
 from conftest import START
+
+
+class HeldRun:
+    """A run's function that says it has started, waits to be released,
+    then fails with ``RuntimeError(message)``."""
+
+    def __init__(self, message: str) -> None:
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+        self.message = message
+
+    async def __call__(self) -> NoReturn:
+        self.started.set()
+        await self.release.wait()
+        raise RuntimeError(self.message)
 
 
 async def test_kv12_rate_limit_lets_the_burst_through_then_refills(store: tinystore.Store) -> None:
@@ -175,21 +190,16 @@ async def test_kv11_a_second_run_in_the_same_loop_waits_for_the_first(store: tin
 
 async def test_kv11_an_error_keeps_nothing_and_the_waiter_runs_its_own(store: tinystore.Store) -> None:
     sends = store.once("sends", Sent)
-    started, go = asyncio.Event(), asyncio.Event()
-
-    async def fails() -> Sent:
-        started.set()
-        await go.wait()
-        raise RuntimeError("the database was down")
+    fails = HeldRun("the database was down")
 
     async def works() -> Sent:
         return Sent(7)
 
     first = asyncio.ensure_future(sends.run("k", fails))
     second = asyncio.ensure_future(sends.run("k", works))
-    await started.wait()  # the first runs; the second asked after it and waits
+    await fails.started.wait()  # the first runs; the second asked after it and waits
     assert not second.done()
-    go.set()
+    fails.release.set()
     with pytest.raises(RuntimeError):
         await first
     assert await second == Sent(7)
@@ -241,18 +251,12 @@ async def test_kv11_an_answer_that_does_not_fit_keeps_nothing(store: tinystore.S
 
 async def test_kv11_a_cancelled_waiter_leaves_the_key_runnable(store: tinystore.Store) -> None:
     sends = store.once("sends", int)
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def slow() -> int:
-        started.set()
-        await release.wait()
-        raise RuntimeError("failed")
-
+    slow = HeldRun("failed")
     first = asyncio.ensure_future(sends.run("k", slow))
     waiter = asyncio.ensure_future(sends.run("k", slow))
-    await started.wait()  # the first runs; the waiter asked after it and waits
+    await slow.started.wait()  # the first runs; the waiter asked after it and waits
     waiter.cancel()
-    release.set()
+    slow.release.set()
     with pytest.raises(RuntimeError):
         await first
     with pytest.raises(asyncio.CancelledError):

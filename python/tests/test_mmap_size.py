@@ -52,9 +52,3 @@ def test_a_bad_mmap_size_is_invalid_names_the_option_and_writes_nothing(
     refused_untouched: Callable[..., None], bad: Any
 ) -> None:
     refused_untouched("mmap_size", mmap_size=bad)
-
-
-async def test_the_async_open_refuses_a_bad_mmap_size(tmp_path: Path) -> None:
-    with pytest.raises(tinystore.InvalidError, match="mmap_size"):
-        await tinystore.open(tmp_path / "s", mmap_size=-1)
-    assert not (tmp_path / "s").exists()

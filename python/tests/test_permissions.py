@@ -64,9 +64,3 @@ def test_kv19_a_bad_share_with_group_is_invalid_names_the_option_and_writes_noth
     refused_untouched: Callable[..., None], bad: Any
 ) -> None:
     refused_untouched("share_with_group", share_with_group=bad)
-
-
-async def test_kv19_the_async_open_refuses_a_bad_share_with_group(tmp_path: Path) -> None:
-    with pytest.raises(tinystore.InvalidError, match="share_with_group"):
-        await tinystore.open(tmp_path / "s", share_with_group="yes")  # type: ignore[arg-type]
-    assert not (tmp_path / "s").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tinystore
-from conftest import START
+from conftest import START, racing
 
 
 def test_kv04_sync_set_get_has_delete(sync_store: tinystore.sync.Store) -> None:
@@ -28,18 +28,7 @@ def test_kv04_sync_set_get_has_delete(sync_store: tinystore.sync.Store) -> None:
 def test_kv05_sync_take_one_of_16_racing_threads_gets_it(sync_store: tinystore.sync.Store) -> None:
     codes = sync_store.bucket("codes", int)
     codes.set("c", 99)
-    got: list[int | None] = []
-    barrier = threading.Barrier(16)
-
-    def taker() -> None:
-        barrier.wait()
-        got.append(codes.take("c"))
-
-    threads = [threading.Thread(target=taker) for _ in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    got = racing(16, lambda _: codes.take("c"))
     assert sorted(got, key=lambda x: x is None) == [99] + [None] * 15
 
 
@@ -47,18 +36,12 @@ def test_kv15_sync_writes_of_many_threads_commit_together(sync_store: tinystore.
     b = sync_store.bucket("b", int)
     b.set("warm", 0)
     g0, w0 = sync_store._n.group_stats()
-    barrier = threading.Barrier(32)
 
     def writer(i: int) -> None:
-        barrier.wait()
         for j in range(4):
             b.set(f"k{i}-{j}", j)
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    racing(32, writer)
     g, w = sync_store._n.group_stats()
     assert w - w0 == 128
     assert g - g0 < 128  # the GIL is released while a write waits, so threads share commits

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 import tinystore
 
-from conftest import START
+from conftest import START, racing
 
 
 class SoldOut(Exception):
@@ -238,19 +237,12 @@ def test_kv16_sync_all_or_nothing_and_own_writes(sync_store: tinystore.sync.Stor
 def test_kv16_sync_two_threads_taking_the_last_item_exactly_one_gets_it(sync_store: tinystore.sync.Store) -> None:
     stock = sync_store.bucket("stock", int)
     stock.set("last", 1)
-    got: list[int | None] = []
-    start = threading.Barrier(2)
 
-    def buy() -> None:
-        start.wait()
+    def buy(_: int) -> int | None:
         with sync_store.tx() as tx:
-            got.append(tx.bucket(stock).take("last"))
+            return tx.bucket(stock).take("last")
 
-    threads = [threading.Thread(target=buy) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    got = racing(2, buy)
     assert sorted(got, key=lambda x: x is None) == [1, None]
 
 

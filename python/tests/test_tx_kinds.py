@@ -14,6 +14,20 @@ class Declined(Exception):
     pass
 
 
+async def kinds_with_data(
+    store: tinystore.Store, attempts_at: int
+) -> tuple[tinystore.Bucket[str], tinystore.Counters, tinystore.Quota, tinystore.Once[str]]:
+    """One handle of each durable kind, with a code, a count and a kept answer."""
+    codes = store.bucket("codes", str)
+    attempts = store.counters("attempts")
+    await codes.set("c-1", "ada")
+    if attempts_at:
+        await attempts.add("ada", attempts_at)
+    sends = store.once("sends", str)
+    await sends.run("old", lambda: "kept")
+    return codes, attempts, store.quota("messages", daily="2/1d"), sends
+
+
 async def still_writes(store: tinystore.Store) -> None:
     await store.bucket("codes", str).set("after", "x")
     await store.counters("attempts").add("after")
@@ -22,12 +36,7 @@ async def still_writes(store: tinystore.Store) -> None:
 
 
 async def test_kv16_tx_commits_a_take_a_count_a_use_and_an_answer_together(store: tinystore.Store) -> None:
-    codes = store.bucket("codes", str)
-    attempts = store.counters("attempts")
-    plan = store.quota("messages", daily="2/1d")
-    sends = store.once("sends", str)
-    await codes.set("c-1", "ada")
-    await sends.run("old", lambda: "kept")
+    codes, attempts, plan, sends = await kinds_with_data(store, attempts_at=0)
     async with store.tx() as tx:
         assert await tx.with_(codes).take("c-1") == "ada"
         assert await tx.with_(attempts).add("ada") == 1
@@ -49,13 +58,7 @@ async def test_kv16_tx_commits_a_take_a_count_a_use_and_an_answer_together(store
 
 
 async def test_kv16_an_exception_rolls_back_every_kind(store: tinystore.Store) -> None:
-    codes = store.bucket("codes", str)
-    attempts = store.counters("attempts")
-    plan = store.quota("messages", daily="2/1d")
-    sends = store.once("sends", str)
-    await codes.set("c-1", "ada")
-    await attempts.add("ada", 5)
-    await sends.run("old", lambda: "kept")
+    codes, attempts, plan, sends = await kinds_with_data(store, attempts_at=5)
     with pytest.raises(Declined):
         async with store.tx() as tx:
             await tx.with_(codes).take("c-1")

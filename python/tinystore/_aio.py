@@ -22,10 +22,13 @@ from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
 from ._handles import Rate
-from ._results import Created, Entry, Maintenance, Page, _created, _entry
+from ._bucket_calls import AsyncBucketReads, BucketWrites
+from ._loop import awaited
+from ._scopes import OnLoop
+from ._results import Entry, Maintenance, _entry
 from ._aio_limits import Counters, Once, Quota, RateLimit
 from ._aio_tx import Transaction, View
-from ._time import Duration, opt_millis
+from ._time import Duration
 
 __all__ = ["open", "Opening", "Store", "Bucket"]
 
@@ -293,7 +296,10 @@ class Store(StoreBase):
         await self.close()
 
 
-class Bucket(BucketBase[T]):
+_set_with_options = awaited(BucketWrites.set)
+
+
+class Bucket(OnLoop, AsyncBucketReads[T], BucketBase[T], BucketWrites[T]):
     """Keys and values of one type, with expiry, in branches of owners."""
 
     __slots__ = ()
@@ -302,45 +308,16 @@ class Bucket(BucketBase[T]):
         """The branch of ``owners`` under this one: ``sessions.under(user_id)``."""
         return Bucket(self._n.under(*owners))
 
-    def get(self, key: Key) -> asyncio.Future[T | None]:
+    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
         """The value of a live key, or None. In an ``idle`` bucket the read renews the key.
 
         The read runs now, inline (a few microseconds), and the awaitable it
         returns is already complete: awaiting it never waits for the loop.
         """
+        # Its own body, without a call around it: the hot path of reads.
         fut: asyncio.Future[T | None] = _get_loop().create_future()
         try:
             fut.set_result(self._n.get(key))
-        except Exception as e:
-            fut.set_exception(e)
-        return fut
-
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:
-        """The value with its version and expiry, or None (read inline, like ``get``)."""
-        fut: asyncio.Future[Entry[T] | None] = _get_loop().create_future()
-        try:
-            row = self._n.entry(key)
-            fut.set_result(None if row is None else _entry(row))
-        except Exception as e:
-            fut.set_exception(e)
-        return fut
-
-    def has(self, key: Key) -> asyncio.Future[bool]:
-        """Whether a live key is there (read inline, like ``get``)."""
-        fut: asyncio.Future[bool] = _get_loop().create_future()
-        try:
-            fut.set_result(self._n.has(key))
-        except Exception as e:
-            fut.set_exception(e)
-        return fut
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:
-        """One page of this branch's own keys, in the byte order of their text
-        (``limit`` 1 to 1000, 100 when not given). Renews nothing. Read inline."""
-        fut: asyncio.Future[Page[T]] = _get_loop().create_future()
-        try:
-            rows, nxt = self._list_native(after, limit)
-            fut.set_result(Page([_entry(r) for r in rows], nxt))
         except Exception as e:
             fut.set_exception(e)
         return fut
@@ -355,7 +332,9 @@ class Bucket(BucketBase[T]):
             if after is None:
                 return
 
-    def set(
+    # A write answers through the native module's awaitable, which gives the
+    # write up when its task is cancelled before the write's group starts.
+    def set(  # type: ignore[override]
         self,
         key: Key,
         value: T,
@@ -375,45 +354,13 @@ class Bucket(BucketBase[T]):
         # without a Python frame around it (the hot path of durable sets).
         if ttl is None and expires_at is None and if_version is None:
             return self._n.set_call(key, value)
-        return self._set(key, value, ttl, expires_at, if_version)
+        return _set_with_options(self, key, value, ttl=ttl, expires_at=expires_at, if_version=if_version)
 
     _mark_coroutine_function(set)
 
-    async def _set(
-        self, key: Key, value: T, ttl: Duration | None, expires_at: dt.datetime | None, if_version: str | None
-    ) -> str:
-        """``set`` with options."""
-        return await self._n.set(key, value, ttl, opt_millis(expires_at), if_version, _get_loop())
-
-    # A write answers through the native module's awaitable, which gives the
-    # write up when its task is cancelled before the write's group starts.
-
-    async def create(
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> bool:
-        """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        return await self._n.create(key, value, ttl, opt_millis(expires_at), _get_loop())
-
-    async def create_entry(
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> Created[T]:
-        """``create``, answering the entry as well: the one written or the live one found.
-        Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
-        return _created(await self._n.create_entry(key, value, ttl, opt_millis(expires_at), _get_loop()))
-
-    async def take(self, key: Key, *, if_version: str | None = None) -> T | None:
-        """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        return await self._n.take(key, if_version, _get_loop())
-
-    async def delete(self, key: Key, *, if_version: str | None = None) -> bool:
-        """Deletes the key; says whether a live key was there. A missing key is fine."""
-        return await self._n.delete(key, if_version, _get_loop())
-
-    async def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
-        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        ttl, at = (None, when) if isinstance(when, dt.datetime) else (when, None)
-        return await self._n.expire(key, ttl, opt_millis(at), if_version, _get_loop())
-
-    async def clear(self) -> None:
-        """Removes this branch and every branch under it, for every reader at once."""
-        await self._n.clear(_get_loop())
+    create = awaited(BucketWrites.create)  # type: ignore[assignment]
+    create_entry = awaited(BucketWrites.create_entry)  # type: ignore[assignment]
+    take = awaited(BucketWrites.take)  # type: ignore[assignment]
+    delete = awaited(BucketWrites.delete)  # type: ignore[assignment]
+    expire = awaited(BucketWrites.expire)  # type: ignore[assignment]
+    clear = awaited(BucketWrites.clear)  # type: ignore[assignment]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar, Union
+from typing import TypeVar, Union
 
 from . import _native
 from ._base import Key
 from ._tx_marks import running
 from ._handles import Handle, RunChecks, allowance
-from ._loop import answered
+from . import _sync_limits as _sync
+from ._loop import answered, answering, awaited
+from ._scopes import OnLoop
 from ._results import Allowance
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
@@ -53,69 +55,44 @@ class RateLimit(Handle):
         return answered(self._n.reset, key)
 
 
-class Quota(Handle):
+class Quota(OnLoop, _sync.Quota):
     """A quota: named windows (``session="100/5h", weekly="300/7d"``) that reset on their own.
 
     ``allow`` counts in every window or in none, in one durable write.
     """
 
     __slots__ = ()
-    _n: _native.Quota
+    _shown = "tinystore"
 
-    async def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Counts ``n`` uses in every window, or in none; ``windows`` gives each window's use."""
-        return allowance(await self._n.allow(key, n, _get_loop()))
-
-    def peek(self, key: Key) -> asyncio.Future[Allowance]:
-        """The answer one use would get now, counting nothing (read inline)."""
-        return answered(lambda: allowance(self._n.peek(key)))
-
-    async def refund(self, key: Key, n: int = 1) -> Allowance:
-        """Gives ``n`` uses back to the windows that have not reset since (the work failed)."""
-        return allowance(await self._n.refund(key, n, _get_loop()))
-
-    async def reset(self, key: Key) -> None:
-        """Forgets the key: every window starts again at its next use."""
-        await self._n.reset(key, _get_loop())
+    allow = awaited(_sync.Quota.allow)  # type: ignore[assignment]
+    peek = answering(_sync.Quota.peek)  # type: ignore[assignment]
+    refund = awaited(_sync.Quota.refund)  # type: ignore[assignment]
+    reset = awaited(_sync.Quota.reset)  # type: ignore[assignment]
 
 
-class Counters(Handle):
+class Counters(OnLoop, _sync.Counters):
     """Integer counters: ``add`` returns the new value; a missing counter is 0."""
 
     __slots__ = ()
-    _n: _native.Counters
+    _shown = "tinystore"
 
-    async def add(self, key: Key, n: int = 1) -> int:
-        """Adds ``n`` (which may be negative); returns the new value. Past int64 is ``LimitError``."""
-        return await self._n.add(key, n, _get_loop())
-
-    async def max(self, key: Key, n: int) -> int:
-        """Keeps the larger of the counter and ``n``; returns it."""
-        return await self._n.max(key, n, _get_loop())
-
-    def get(self, key: Key) -> asyncio.Future[int]:
-        """The counter's value: 0 when missing or expired (read inline)."""
-        return answered(self._n.get, key)
-
-    async def delete(self, key: Key) -> bool:
-        """Deletes the counter; says whether a live one was there."""
-        return await self._n.delete(key, _get_loop())
-
-    async def clear(self) -> None:
-        """Deletes every counter of this branch and of the branches under it."""
-        await self._n.clear(_get_loop())
+    add = awaited(_sync.Counters.add)  # type: ignore[assignment]
+    max = awaited(_sync.Counters.max)  # type: ignore[assignment]
+    get = answering(_sync.Counters.get)  # type: ignore[assignment]
+    delete = awaited(_sync.Counters.delete)  # type: ignore[assignment]
+    clear = awaited(_sync.Counters.clear)  # type: ignore[assignment]
 
 
 Work = Callable[[], Union[Awaitable[T], T]]
 
 
-class Once(Handle, Generic[T]):
+class Once(OnLoop, _sync.Once[T]):
     """Runs a function once per key and keeps its answer for ``keep`` (a day unless set)."""
 
     __slots__ = ()
-    _n: _native.Once
+    _shown = "tinystore"
 
-    async def run(self, key: Key, fn: Work[T]) -> T:
+    async def run(self, key: Key, fn: Work[T]) -> T:  # type: ignore[override]
         """The answer kept for ``key``, or ``await fn()`` and keep what it returns.
 
         A second run of the key while the first runs, in this event loop or
@@ -136,10 +113,5 @@ class Once(Handle, Generic[T]):
         await claim.keep(value, loop)  # cancelled here, the answer is still kept
         return value
 
-    def get(self, key: Key) -> asyncio.Future[T | None]:
-        """The answer kept for ``key``, or None (read inline)."""
-        return answered(self._n.get, key)
-
-    async def delete(self, key: Key) -> bool:
-        """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""
-        return await self._n.delete(key, _get_loop())
+    get = answering(_sync.Once.get)  # type: ignore[assignment]
+    delete = awaited(_sync.Once.delete)  # type: ignore[assignment]

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import datetime as dt
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from . import _native, _tx_marks
-from ._base import Key
-from ._loop import answered
-from ._results import Created, Entry, Page
+from ._loop import answering
+from ._bucket_calls import AsyncBucketReads
+from ._sync_tx import Tx as _SyncTx
 from ._sync_tx import TxBucket as _SyncTxBucket
 from ._sync_tx import ViewBucket as _SyncViewBucket
-from ._sync_tx import _closed
-from ._time import Duration
-from ._tx_kinds import TxCounters, TxOnce, TxQuota, kind_in_tx
+from ._sync_tx import _closed, _ViewBase
+from ._tx_kinds import TxCounters, TxOnce, TxQuota
 from .errors import ClosedError
 
 if TYPE_CHECKING:
@@ -95,7 +93,7 @@ class Transaction:
         await done
 
 
-class Tx:
+class Tx(_SyncTx):
     """An open transaction: ``tx.bucket(b)`` gives bucket ``b``'s calls inside it.
 
     Everything written through it commits together when the ``async with``
@@ -106,13 +104,11 @@ class Tx:
     ``InvalidError`` too.
     """
 
-    __slots__ = ("_n", "_ended")
+    __slots__ = ()
+    _shown = "tinystore"
+    _asyncio = True
 
-    def __init__(self, native: _native.Tx) -> None:
-        self._n = native
-        self._ended = False
-
-    def bucket(self, bucket: Bucket[T]) -> TxBucket[T]:
+    def bucket(self, bucket: Bucket[T]) -> TxBucket[T]:  # type: ignore[override]
         """The calls of ``bucket`` (or a branch of it) inside this transaction::
 
             async with store.tx() as tx:
@@ -121,7 +117,7 @@ class Tx:
         """
         return TxBucket(self, bucket._n)
 
-    @overload
+    @overload  # type: ignore[override]
     def with_(self, handle: Bucket[T]) -> TxBucket[T]: ...
     @overload
     def with_(self, handle: Counters) -> TxCounters: ...
@@ -134,22 +130,12 @@ class Tx:
 
     def with_(self, handle: Any) -> Any:
         """``handle`` inside this transaction, spelled as ``tx.with(handle)`` in
-        the other languages: a bucket (as :meth:`bucket`), durable counters, a
-        quota or a once's answers (``get``, ``delete``), all committed or rolled
-        back together. Counters with ``flush_every`` and rate limits keep their
-        state in memory and are ``InvalidError`` here, saying so."""
-        joined = kind_in_tx(self, handle, True)
-        return self.bucket(handle) if joined is None else joined
-
-    def _check_open(self) -> None:
-        if self._ended:
-            raise _closed("transaction")
-
-    def __repr__(self) -> str:
-        return f"<tinystore.Tx{' ended' if self._ended else ''}>"
+        the other languages: a bucket, durable counters, a quota or a once's
+        answers, each call answering a completed future (see ``tinystore.sync.Tx.with_``)."""
+        return _SyncTx.with_(self, handle)
 
 
-class TxBucket(_SyncTxBucket[T]):
+class TxBucket(AsyncBucketReads[T], _SyncTxBucket[T]):
     """A bucket's calls inside a transaction: they see the transaction's own
     writes, and others see none of them before the commit. Each runs at once
     and returns a completed future (a bad argument raises where it is awaited)."""
@@ -157,68 +143,16 @@ class TxBucket(_SyncTxBucket[T]):
     __slots__ = ()
     _shown = "tinystore"
 
-    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """The value of a live key as the transaction sees it, or None. Renews nothing."""
-        return answered(_SyncTxBucket.get, self, key)
-
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
-        """The value with its version and expiry as the transaction sees it, or None."""
-        return answered(_SyncTxBucket.entry, self, key)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Whether a live key is there, as the transaction sees it."""
-        return answered(_SyncTxBucket.has, self, key)
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
-        """One page of this branch's own keys as the transaction sees them."""
-        return answered(lambda: _SyncTxBucket.list(self, after=after, limit=limit))
-
-    def set(  # type: ignore[override]
-        self,
-        key: Key,
-        value: T,
-        *,
-        ttl: Duration | None = None,
-        expires_at: dt.datetime | None = None,
-        if_version: str | None = None,
-    ) -> asyncio.Future[str]:
-        """Writes ``value`` in the transaction; gives its version (as ``Bucket.set``)."""
-        return answered(
-            lambda: _SyncTxBucket.set(self, key, value, ttl=ttl, expires_at=expires_at, if_version=if_version)
-        )
-
-    def create(  # type: ignore[override]
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> asyncio.Future[bool]:
-        """Writes ``value`` only if the key is absent; says whether it did."""
-        return answered(lambda: _SyncTxBucket.create(self, key, value, ttl=ttl, expires_at=expires_at))
-
-    def create_entry(  # type: ignore[override]
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> asyncio.Future[Created[T]]:
-        """``create`` in the transaction, answering the entry written or found (as ``Bucket.create_entry``)."""
-        return answered(lambda: _SyncTxBucket.create_entry(self, key, value, ttl=ttl, expires_at=expires_at))
-
-    def take(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """Reads and deletes the key in the transaction; None when absent."""
-        return answered(lambda: _SyncTxBucket.take(self, key, if_version=if_version))
-
-    def delete(self, key: Key, *, if_version: str | None = None) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Deletes the key in the transaction; says whether a live key was there."""
-        return answered(lambda: _SyncTxBucket.delete(self, key, if_version=if_version))
-
-    def expire(  # type: ignore[override]
-        self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None
-    ) -> asyncio.Future[bool]:
-        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        return answered(lambda: _SyncTxBucket.expire(self, key, when, if_version=if_version))
-
-    def clear(self) -> asyncio.Future[None]:  # type: ignore[override]
-        """Removes this branch and every branch under it, in the transaction."""
-        return answered(_SyncTxBucket.clear, self)
+    set = answering(_SyncTxBucket.set)  # type: ignore[assignment]
+    create = answering(_SyncTxBucket.create)  # type: ignore[assignment]
+    create_entry = answering(_SyncTxBucket.create_entry)  # type: ignore[assignment]
+    take = answering(_SyncTxBucket.take)  # type: ignore[assignment]
+    delete = answering(_SyncTxBucket.delete)  # type: ignore[assignment]
+    expire = answering(_SyncTxBucket.expire)  # type: ignore[assignment]
+    clear = answering(_SyncTxBucket.clear)  # type: ignore[assignment]
 
 
-class View:
+class View(_ViewBase):
     """One point in time of the store: use it as ``async with store.view() as v:``.
 
     ``v.bucket(b)`` reads bucket ``b`` as the file was at the view's first
@@ -227,55 +161,27 @@ class View:
     the file keeps every page a view may still read.
     """
 
-    __slots__ = ("_store", "_n")
-
-    def __init__(self, store: _native.Store) -> None:
-        self._store = store
-        self._n: _native.View | None = None
+    __slots__ = ()
+    _shown = "tinystore"
 
     async def __aenter__(self) -> View:
-        if self._n is not None:
-            raise _closed("view")
-        self._n = self._store.view()
-        return self
+        return self._open()
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._n is not None:
-            self._n.close()
+        self._close()
 
     def bucket(self, bucket: Bucket[T]) -> ViewBucket[T]:
         """The reads of ``bucket`` (or a branch of it) in this view."""
-        if self._n is None:
-            raise _closed("view")
-        return ViewBucket(self._n, bucket._n)
+        return ViewBucket(self._opened(), bucket._n)
 
     with_ = bucket
     """The same as :meth:`bucket`, spelled as ``view.with(bucket)`` in the other languages."""
 
-    def __repr__(self) -> str:
-        return "<tinystore.View>"
 
-
-class ViewBucket(_SyncViewBucket[T]):
+class ViewBucket(AsyncBucketReads[T], _SyncViewBucket[T]):
     """A bucket's reads in a view. Each runs at once and returns a completed future."""
 
     __slots__ = ()
     _shown = "tinystore"
-
-    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """The value of a live key in the view, or None."""
-        return answered(_SyncViewBucket.get, self, key)
-
-    def entry(self, key: Key) -> asyncio.Future[Entry[T] | None]:  # type: ignore[override]
-        """The value with its version and expiry in the view, or None."""
-        return answered(_SyncViewBucket.entry, self, key)
-
-    def has(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Whether a live key is there in the view."""
-        return answered(_SyncViewBucket.has, self, key)
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> asyncio.Future[Page[T]]:  # type: ignore[override]
-        """One page of this branch's own keys in the view."""
-        return answered(lambda: _SyncViewBucket.list(self, after=after, limit=limit))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, TypeVar, Union
 
 from . import _native
+from ._bucket_calls import BucketReads
 from ._codecs import Codec, codec_for
 from ._custom import Raw, custom_codec, raw_codec
 from ._time import Clock, Duration, to_millis
@@ -120,15 +121,11 @@ class StoreBase:
         name = _check_name(name)
         if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool) or burst < 1):
             raise _invalid(name, f"burst must be a positive int, not {burst!r}")
-        if rate is None:
-            raise _invalid(name, "a rate limit needs a rate, as rate_limit(name, rate='5/m')")
         return _native.RateLimit(self._n, name, rate, burst)
 
     def _quota_native(self, name: str, windows: dict[str, Any]) -> _native.Quota:
-        name = _check_name(name)
-        if not windows:
-            raise _invalid(name, "a quota needs one to eight windows, as quota(name, daily='100/1d')")
-        return _native.Quota(self._n, name, list(windows.items()))
+        # The core refuses a quota of no windows, or of more than eight.
+        return _native.Quota(self._n, _check_name(name), list(windows.items()))
 
     def _counters_native(self, name: str, ttl: Duration | None, flush_every: Duration | None) -> _native.Counters:
         name = _check_name(name)
@@ -147,8 +144,8 @@ class StoreBase:
         return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"
 
 
-class BucketBase(Generic[T]):
-    """The parts of a bucket that do not touch the file."""
+class BucketBase(BucketReads[T]):
+    """The parts of a store's bucket that do not wait: its owners and branches."""
 
     __slots__ = ("_n",)
 
@@ -156,21 +153,9 @@ class BucketBase(Generic[T]):
         self._n = native
 
     @property
-    def name(self) -> str:
-        """The bucket's name."""
-        return self._n.name
-
-    @property
     def owners(self) -> list[str | bytes]:
         """The owners of this branch, outermost first."""
         return self._n.owners
-
-    def _list_native(self, after: Key | None, limit: Any) -> Any:
-        """One page from the core; a page size of another type is bad input (KV-18)."""
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-            message = f"a page size (limit) must be an int from 1 to {_native.MAX_PAGE}, not {type(limit).__name__} {limit!r}"
-            raise InvalidError(message, bucket=self.name)
-        return self._n.list(after, limit)
 
     def under(self, *owners: Key) -> Any:
         """The branch of ``owners`` under this one: ``sessions.under(user_id)``.

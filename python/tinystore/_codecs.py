@@ -24,8 +24,8 @@ import json
 import types
 import typing
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from . import _native
 
@@ -163,20 +163,8 @@ def _pydantic_codec(tp: Any, name: str) -> Codec:
 
 def _dumper(tp: Any) -> _Fn:
     tp = _unwrap(tp)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
     if tp is Any or tp is object:
         return _dump_any
-    if tp is None or tp is type(None):
-        return _check_none
-    if tp is bool:
-        return _check(lambda v: type(v) is bool, "bool")
-    if tp is int:
-        return _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "int")
-    if tp is float:
-        return _dump_float
-    if tp is str:
-        return _check(lambda v: isinstance(v, str), "str")
     if tp is bytes:
         return _no_bytes
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -189,22 +177,41 @@ def _dumper(tp: Any) -> _Fn:
         return _dump_pydantic(tp)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _dump_dataclass(tp)
+    return _plain(tp) or _composed(tp, _DUMP)
+
+
+class _Side(NamedTuple):
+    """One direction's functions for the types composed of other types."""
+
+    build: Callable[[Any], _Fn]
+    typeddict: Callable[[Any], _Fn]
+    literal: Callable[[tuple[Any, ...]], _Fn]
+    sequence: Callable[[Any, Any], _Fn]
+    fixed: Callable[[tuple[Any, ...]], _Fn]
+    mapping: Callable[[Any, Any], _Fn]
+
+
+def _composed(tp: Any, side: _Side) -> _Fn:
+    """The function of a TypedDict, a union, a literal, a sequence, a tuple or
+    a mapping, made by ``side``; any other type cannot be kept."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
     if typing.is_typeddict(tp):
-        return _dump_typeddict(tp)
+        return side.typeddict(tp)
     if origin in (typing.Union, types.UnionType):
-        return _dump_union(args)
+        return _union(args, side.build)
     if origin is typing.Literal:
-        return _dump_literal(args)
+        return side.literal(args)
     if origin in (list, set, frozenset) or (origin is not None and origin in _SEQUENCES):
-        return _dump_list(args[0] if args else Any, origin)
+        return side.sequence(args[0] if args else Any, origin)
     if origin is tuple:
-        return _dump_tuple(args)
+        return side.fixed(args)
     if origin in (dict,) or (origin is not None and origin in _MAPPINGS):
-        return _dump_dict(args[0] if args else str, args[1] if args else Any)
+        return side.mapping(args[0] if args else str, args[1] if args else Any)
     if tp in (list, set, frozenset, tuple):
-        return _dump_list(Any, tp)
+        return side.sequence(Any, tp)
     if tp is dict:
-        return _dump_dict(str, Any)
+        return side.mapping(str, Any)
     raise TypeError(f"tinystore cannot keep values of type {_name(tp)}")
 
 
@@ -242,6 +249,22 @@ def _dump_float(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise Mismatch(f"expected float, {_got(v)}")
     return float(v)
+
+
+# The values JSON keeps as they are: checked alike on writing and reading.
+_PLAIN: tuple[tuple[Any, _Fn], ...] = (
+    (type(None), _check_none),
+    (bool, _check(lambda v: type(v) is bool, "bool")),
+    (int, _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "int")),
+    (float, _dump_float),
+    (str, _check(lambda v: isinstance(v, str), "str")),
+)
+
+
+def _plain(tp: Any) -> _Fn | None:
+    """The check of a type JSON keeps as it is (``None`` for ``NoneType``), or None."""
+    tp = type(None) if tp is None else tp
+    return next((fn for t, fn in _PLAIN if tp is t), None)
 
 
 def _no_bytes(v: Any) -> Any:
@@ -340,13 +363,15 @@ def _json_name(field: str) -> str:
         return name
 
 
-def _dump_typeddict(tp: Any) -> _Fn:
-    fields = _lazy_fields(tp, _dumper)
+def _typeddict(tp: Any, build: Callable[[Any], _Fn], what: str, closed: bool) -> _Fn:
+    """A TypedDict's fields converted each by ``build``'s function; ``closed``
+    refuses keys it does not declare (on writing: reading tolerates them)."""
+    fields = _lazy_fields(tp, build)
     required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
 
-    def dump(v: Any) -> Any:
+    def convert(v: Any) -> Any:
         if not isinstance(v, dict):
-            raise Mismatch(f"expected {tp.__qualname__} (a dict), {_got(v)}")
+            raise Mismatch(f"expected {tp.__qualname__} ({what}), {_got(v)}")
         out = {}
         known = fields()
         for name, fn in known:
@@ -357,18 +382,19 @@ def _dump_typeddict(tp: Any) -> _Fn:
                     raise e.inside(f".{name}") from None
             elif name in required:
                 raise Mismatch(f"the key {name!r} is missing")
-        extra = set(v) - {n for n, _ in known}
+        extra = set(v) - {n for n, _ in known} if closed else ()
         if extra:
             raise Mismatch(f"unknown keys {sorted(map(str, extra))}")
         return out
 
-    return dump
+    return convert
 
 
-def _dump_union(args: tuple[Any, ...]) -> _Fn:
-    arms = [_dumper(a) for a in args]
+def _union(args: tuple[Any, ...], build: Callable[[Any], _Fn]) -> _Fn:
+    """The first arm of a union whose function takes the value."""
+    arms = [build(a) for a in args]
 
-    def dump(v: Any) -> Any:
+    def convert(v: Any) -> Any:
         if v is None and type(None) in args:
             return None
         for arm in arms:
@@ -378,7 +404,18 @@ def _dump_union(args: tuple[Any, ...]) -> _Fn:
                 continue
         raise Mismatch(f"expected {' | '.join(_name(a) for a in args)}, {_got(v)}")
 
-    return dump
+    return convert
+
+
+def _each(pairs: Iterable[tuple[_Fn, Any]]) -> list[Any]:
+    """Each item converted by its function; a mismatch names the item's index."""
+    out = []
+    for i, (fn, x) in enumerate(pairs):
+        try:
+            out.append(fn(x))
+        except Mismatch as e:
+            raise e.inside(f"[{i}]") from None
+    return out
 
 
 def _dump_literal(args: tuple[Any, ...]) -> _Fn:
@@ -391,40 +428,40 @@ def _dump_literal(args: tuple[Any, ...]) -> _Fn:
 
 
 def _dump_list(item: Any, origin: Any) -> _Fn:
-    fn = _dumper(item)
     kinds = (set, frozenset) if origin in (set, frozenset, typing.Set, typing.FrozenSet) else (list, tuple)  # noqa: UP006
-
-    def dump(v: Any) -> Any:
-        if not isinstance(v, kinds) or isinstance(v, (str, bytes)):
-            raise Mismatch(f"expected {kinds[0].__name__}, {_got(v)}")
-        out = []
-        for i, x in enumerate(v):
-            try:
-                out.append(fn(x))
-            except Mismatch as e:
-                raise e.inside(f"[{i}]") from None
-        return out
-
-    return dump
+    return _sequence(item, _dumper, kinds, kinds[0].__name__, list)
 
 
 def _dump_tuple(args: tuple[Any, ...]) -> _Fn:
     if len(args) == 2 and args[1] is Ellipsis:
         return _dump_list(args[0], list)
-    fns = [_dumper(a) for a in args]
+    return _fixed(args, _dumper, (tuple, list), "a tuple", list)
 
-    def dump(v: Any) -> Any:
-        if not isinstance(v, (tuple, list)) or len(v) != len(fns):
-            raise Mismatch(f"expected a tuple of {len(fns)}, {_got(v)}")
-        out = []
-        for i, (fn, x) in enumerate(zip(fns, v)):
-            try:
-                out.append(fn(x))
-            except Mismatch as e:
-                raise e.inside(f"[{i}]") from None
-        return out
 
-    return dump
+def _sequence(item: Any, build: Callable[[Any], _Fn], kinds: tuple[type[Any], ...], what: str, make: Any) -> _Fn:
+    """A sequence of one type: one of ``kinds`` (never text), each item by
+    ``build``'s function, answered as ``make`` makes the list of them."""
+    fn = build(item)
+
+    def convert(v: Any) -> Any:
+        if not isinstance(v, kinds) or isinstance(v, (str, bytes)):
+            raise Mismatch(f"expected {what}, {_got(v)}")
+        out = _each((fn, x) for x in v)
+        return out if make is list else make(out)
+
+    return convert
+
+
+def _fixed(args: tuple[Any, ...], build: Callable[[Any], _Fn], kinds: tuple[type[Any], ...], what: str, make: Any) -> _Fn:
+    """A tuple of ``len(args)`` items, each of its own type."""
+    fns = [build(a) for a in args]
+
+    def convert(v: Any) -> Any:
+        if not isinstance(v, kinds) or len(v) != len(fns):
+            raise Mismatch(f"expected {what} of {len(fns)}, {_got(v)}")
+        return make(_each(zip(fns, v)))
+
+    return convert
 
 
 def _dump_dict(key: Any, value: Any) -> _Fn:
@@ -433,22 +470,32 @@ def _dump_dict(key: Any, value: Any) -> _Fn:
         raise TypeError(f"tinystore keeps dicts with str or int keys as JSON, not {_name(key)}")
     fn = _dumper(value)
 
+    def json_key(k: Any) -> str:
+        if key is int and (not isinstance(k, int) or isinstance(k, bool)):
+            raise Mismatch(f"expected int keys, got {type(k).__name__}")
+        if key is not int and not isinstance(k, str):
+            raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+        return str(k)
+
     def dump(v: Any) -> Any:
         if not isinstance(v, Mapping):
             raise Mismatch(f"expected dict, {_got(v)}")
-        out = {}
-        for k, x in v.items():
-            if key is int and (not isinstance(k, int) or isinstance(k, bool)):
-                raise Mismatch(f"expected int keys, got {type(k).__name__}")
-            if key is not int and not isinstance(k, str):
-                raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
-            try:
-                out[str(k)] = fn(x)
-            except Mismatch as e:
-                raise e.inside(f"[{k!r}]") from None
-        return out
+        return _by_key(v.items(), json_key, fn)
 
     return dump
+
+
+def _by_key(items: Iterable[tuple[Any, Any]], key_of: _Fn, fn: _Fn) -> dict[Any, Any]:
+    """Each value converted by ``fn`` under what ``key_of`` makes of its key
+    (which refuses a key of another type); a mismatch names the key."""
+    out = {}
+    for k, x in items:
+        at = key_of(k)
+        try:
+            out[at] = fn(x)
+        except Mismatch as e:
+            raise e.inside(f"[{k!r}]") from None
+    return out
 
 
 def _dump_any(v: Any) -> Any:
@@ -485,20 +532,8 @@ def _any_key(k: Any) -> str:
 
 def _loader(tp: Any) -> _Fn:
     tp = _unwrap(tp)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
     if tp is Any or tp is object:
         return lambda v: v
-    if tp is None or tp is type(None):
-        return _check_none
-    if tp is bool:
-        return _check(lambda v: type(v) is bool, "bool")
-    if tp is int:
-        return _check(lambda v: isinstance(v, int) and not isinstance(v, bool), "int")
-    if tp is float:
-        return _dump_float
-    if tp is str:
-        return _check(lambda v: isinstance(v, str), "str")
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _load_via(tp, lambda v: tp(v))
     if tp is dt.datetime:
@@ -513,25 +548,7 @@ def _loader(tp: Any) -> _Fn:
         return _load_via(tp, tp.model_validate)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _load_dataclass(tp)
-    if typing.is_typeddict(tp):
-        return _load_typeddict(tp)
-    if origin in (typing.Union, types.UnionType):
-        return _load_union(args)
-    if origin is typing.Literal:
-        return _load_literal(args)
-    if origin in (set, frozenset, typing.Set, typing.FrozenSet):  # noqa: UP006
-        return _load_list(args[0] if args else Any, origin if isinstance(origin, type) else set)
-    if origin in (list,) or (origin is not None and origin in _SEQUENCES):
-        return _load_list(args[0] if args else Any, list)
-    if origin is tuple:
-        return _load_tuple(args)
-    if origin in (dict,) or (origin is not None and origin in _MAPPINGS):
-        return _load_dict(args[0] if args else str, args[1] if args else Any)
-    if tp in (list, set, frozenset, tuple):
-        return _load_list(Any, tp)
-    if tp is dict:
-        return _load_dict(str, Any)
-    raise TypeError(f"tinystore cannot keep values of type {_name(tp)}")
+    return _plain(tp) or _composed(tp, _LOAD)
 
 
 def _load_via(tp: Any, make: _Fn) -> _Fn:
@@ -584,43 +601,6 @@ def _load_dataclass(tp: Any) -> _Fn:
     return load
 
 
-def _load_typeddict(tp: Any) -> _Fn:
-    fields = _lazy_fields(tp, _loader)
-    required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
-
-    def load(v: Any) -> Any:
-        if not isinstance(v, dict):
-            raise Mismatch(f"expected {tp.__qualname__} (an object), {_got(v)}")
-        out = {}
-        for name, fn in fields():
-            if name in v:
-                try:
-                    out[name] = fn(v[name])
-                except Mismatch as e:
-                    raise e.inside(f".{name}") from None
-            elif name in required:
-                raise Mismatch(f"the key {name!r} is missing")
-        return out
-
-    return load
-
-
-def _load_union(args: tuple[Any, ...]) -> _Fn:
-    arms = [_loader(a) for a in args]
-
-    def load(v: Any) -> Any:
-        if v is None and type(None) in args:
-            return None
-        for arm in arms:
-            try:
-                return arm(v)
-            except Mismatch:
-                continue
-        raise Mismatch(f"expected {' | '.join(_name(a) for a in args)}, {_got(v)}")
-
-    return load
-
-
 def _load_literal(args: tuple[Any, ...]) -> _Fn:
     def load(v: Any) -> Any:
         for a in args:
@@ -631,57 +611,36 @@ def _load_literal(args: tuple[Any, ...]) -> _Fn:
     return load
 
 
-def _load_list(item: Any, make: Any) -> _Fn:
-    fn = _loader(item)
-
-    def load(v: Any) -> Any:
-        if not isinstance(v, list):
-            raise Mismatch(f"expected a list, {_got(v)}")
-        out = []
-        for i, x in enumerate(v):
-            try:
-                out.append(fn(x))
-            except Mismatch as e:
-                raise e.inside(f"[{i}]") from None
-        return out if make is list else make(out)
-
-    return load
+def _load_list(item: Any, origin: Any) -> _Fn:
+    return _sequence(item, _loader, (list,), "a list", origin if origin in (set, frozenset, tuple) else list)
 
 
 def _load_tuple(args: tuple[Any, ...]) -> _Fn:
     if len(args) == 2 and args[1] is Ellipsis:
         return _load_list(args[0], tuple)
-    fns = [_loader(a) for a in args]
-
-    def load(v: Any) -> Any:
-        if not isinstance(v, list) or len(v) != len(fns):
-            raise Mismatch(f"expected a list of {len(fns)}, {_got(v)}")
-        out = []
-        for i, (fn, x) in enumerate(zip(fns, v)):
-            try:
-                out.append(fn(x))
-            except Mismatch as e:
-                raise e.inside(f"[{i}]") from None
-        return tuple(out)
-
-    return load
+    return _fixed(args, _loader, (list,), "a list", tuple)
 
 
 def _load_dict(key: Any, value: Any) -> _Fn:
     key = _unwrap(key)
     fn = _loader(value)
 
+    def typed_key(k: str) -> Any:
+        if key is not int:
+            return k
+        try:
+            return int(k)
+        except ValueError:
+            raise Mismatch(f"the key {k!r} is not an int") from None
+
     def load(v: Any) -> Any:
         if not isinstance(v, dict):
             raise Mismatch(f"expected an object, {_got(v)}")
-        out = {}
-        for k, x in v.items():
-            try:
-                out[int(k) if key is int else k] = fn(x)
-            except Mismatch as e:
-                raise e.inside(f"[{k!r}]") from None
-            except ValueError:
-                raise Mismatch(f"the key {k!r} is not an int") from None
-        return out
+        return _by_key(v.items(), typed_key, fn)
 
     return load
+
+
+# Writing checks a TypedDict's keys; reading tolerates keys it does not declare.
+_DUMP = _Side(_dumper, lambda tp: _typeddict(tp, _dumper, "a dict", True), _dump_literal, _dump_list, _dump_tuple, _dump_dict)
+_LOAD = _Side(_loader, lambda tp: _typeddict(tp, _loader, "an object", False), _load_literal, _load_list, _load_tuple, _load_dict)

@@ -74,7 +74,7 @@ def custom_codec(bucket: str, tp: Any, codec: Any) -> _Codec:
         try:
             out = enc(value)
         except Exception as e:
-            raise Mismatch(_native.codec_fault("encode", repr(e))) from None
+            raise Mismatch(_native.codec_fault("encode", _why(e))) from None
         if isinstance(out, (bytearray, memoryview)):
             out = bytes(out)
         if not isinstance(out, bytes):
@@ -85,7 +85,13 @@ def custom_codec(bucket: str, tp: Any, codec: Any) -> _Codec:
         try:
             return dec(data)
         except Exception as e:
-            raise Mismatch(_native.codec_fault("decode", repr(e))) from None
+            raise Mismatch(_native.codec_fault("decode", _why(e))) from None
 
     name = type(codec).__name__ if tp is Any else _name(tp)
-    return _Codec("json", name, encode, decode)
+    return _Codec("codec", name, encode, decode)
+
+
+def _why(e: Exception) -> str:
+    """What a codec's exception says, as every language's codec error gives
+    it: its message, or its class when it has none."""
+    return str(e) or type(e).__name__

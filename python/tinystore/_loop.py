@@ -11,15 +11,17 @@ own thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar, cast
 
 from ._native import Completions
 
-__all__ = ["completions", "answered"]
+__all__ = ["completions", "answered", "answering", "awaited"]
 
 R = TypeVar("R")
+P = ParamSpec("P")
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Completions] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop | None, Completions | None] = (None, None)
@@ -49,3 +51,30 @@ def answered(call: Callable[..., R], *args: Any) -> asyncio.Future[R]:
     except Exception as e:
         fut.set_exception(e)
     return fut
+
+
+def answering(call: Callable[P, R]) -> Callable[P, asyncio.Future[R]]:
+    """``call`` for asyncio: it runs now, inline, and its answer (or its
+    exception) is given as a completed future, as ``answered`` gives it. The
+    calls of a transaction and of a view are their synchronous calls so
+    answered."""
+
+    @functools.wraps(call)
+    def run(*args: P.args, **kwargs: P.kwargs) -> asyncio.Future[R]:
+        return answered(functools.partial(call, *args, **kwargs))
+
+    return run
+
+
+def awaited(call: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """``call`` for asyncio where it answers an awaitable of its answer (a
+    native write given the running loop as its scope): a coroutine that
+    makes the call when first awaited, as an ``async def`` does, so that a
+    coroutine never awaited writes nothing. The store's bucket's writes are
+    the synchronous ones so awaited."""
+
+    @functools.wraps(call)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await cast(Awaitable[R], call(*args, **kwargs))
+
+    return run

@@ -32,14 +32,11 @@ class Bucket:
         """
         Removes this branch and every branch under it.
         """
-    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None) -> Any:
+    def create(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None, entry: bool = False) -> Any:
         """
-        Writes a value only if the key is absent; says whether it did.
-        """
-    def create_entry(self, /, key: "_Key", value: Any, ttl: "_Span | None" = None, expires_at: SupportsIndex | None = None, scope: "_Scope" = None) -> Any:
-        """
-        Writes a value only if the key is absent; answers (written, row): the
-        entry written, its value the one given, or the live one found.
+        Writes a value only if the key is absent; says whether it did, or
+        with `entry` answers (written, row): the entry written, its value the
+        one given, or the live one found.
         """
     def delete(self, /, key: "_Key", if_version: Any | None = None, scope: "_Scope" = None) -> Any:
         """

@@ -10,6 +10,7 @@ from ._base import Key
 from ._tx_marks import running
 from ._handles import Handle, RunChecks, allowance
 from ._results import Allowance
+from ._scopes import Scoped
 
 __all__ = ["RateLimit", "Quota", "Counters", "Once"]
 
@@ -36,44 +37,46 @@ class RateLimit(Handle):
         self._n.reset(key)
 
 
-class Quota(Handle):
-    """A quota of named windows (synchronous)."""
+class Quota(Handle, Scoped):
+    """A quota of named windows (synchronous): named windows
+    (``session="100/5h", weekly="300/7d"``) that reset on their own."""
 
     __slots__ = ()
     _shown = "tinystore.sync"
     _n: _native.Quota
 
     def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Counts ``n`` uses in every window, or in none, durably."""
-        return allowance(self._n.allow(key, n))
+        """Counts ``n`` uses in every window, or in none, in one durable
+        write; ``windows`` gives each window's use."""
+        return self._after(self._n.allow(key, n, self._writes_in()), allowance)
 
     def peek(self, key: Key) -> Allowance:
         """The answer one use would get now, counting nothing."""
         return allowance(self._n.peek(key))
 
     def refund(self, key: Key, n: int = 1) -> Allowance:
-        """Gives ``n`` uses back to the windows that have not reset since."""
-        return allowance(self._n.refund(key, n))
+        """Gives ``n`` uses back to the windows that have not reset since (the work failed)."""
+        return self._after(self._n.refund(key, n, self._writes_in()), allowance)
 
     def reset(self, key: Key) -> None:
-        """Forgets the key."""
-        self._n.reset(key)
+        """Forgets the key: every window starts again at its next use."""
+        return self._n.reset(key, self._writes_in())
 
 
-class Counters(Handle):
-    """Integer counters (synchronous)."""
+class Counters(Handle, Scoped):
+    """Integer counters: ``add`` returns the new value; a missing counter is 0 (synchronous)."""
 
     __slots__ = ()
     _shown = "tinystore.sync"
     _n: _native.Counters
 
     def add(self, key: Key, n: int = 1) -> int:
-        """Adds ``n``; returns the new value."""
-        return self._n.add(key, n)
+        """Adds ``n`` (which may be negative); returns the new value. Past int64 is ``LimitError``."""
+        return self._n.add(key, n, self._writes_in())
 
     def max(self, key: Key, n: int) -> int:
         """Keeps the larger of the counter and ``n``; returns it."""
-        return self._n.max(key, n)
+        return self._n.max(key, n, self._writes_in())
 
     def get(self, key: Key) -> int:
         """The counter's value: 0 when missing or expired."""
@@ -81,14 +84,14 @@ class Counters(Handle):
 
     def delete(self, key: Key) -> bool:
         """Deletes the counter; says whether a live one was there."""
-        return self._n.delete(key)
+        return self._n.delete(key, self._writes_in())
 
     def clear(self) -> None:
         """Deletes every counter of this branch and of the branches under it."""
-        self._n.clear()
+        return self._n.clear(self._writes_in())
 
 
-class Once(Handle, Generic[T]):
+class Once(Handle, Scoped, Generic[T]):
     """Runs a function once per key and keeps its answer (synchronous)."""
 
     __slots__ = ()
@@ -113,5 +116,5 @@ class Once(Handle, Generic[T]):
         return self._n.get(key)
 
     def delete(self, key: Key) -> bool:
-        """Forgets the answer kept for ``key``; says whether one was kept."""
-        return self._n.delete(key)
+        """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""
+        return self._n.delete(key, self._writes_in())

@@ -15,14 +15,13 @@ The asyncio classes answer completed futures, as ``TxBucket`` does; the
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from . import _native
 from ._base import Key
 from ._handles import allowance
-from ._loop import answered
+from ._loop import answering
 from ._results import Allowance
 
 __all__ = ["TxCounters", "TxQuota", "TxOnce", "SyncTxCounters", "SyncTxQuota", "SyncTxOnce", "kind_in_tx"]
@@ -119,53 +118,26 @@ class TxCounters(SyncTxCounters):
     """Durable counters inside a transaction: each call runs at once and
     returns a completed future."""
 
-    def add(self, key: Key, n: int = 1) -> asyncio.Future[int]:  # type: ignore[override]
-        """Adds ``n``; the new value, as the transaction sees it."""
-        return answered(lambda: SyncTxCounters.add(self, key, n))
-
-    def max(self, key: Key, n: int) -> asyncio.Future[int]:  # type: ignore[override]
-        """Keeps the larger of the counter and ``n``; returns it."""
-        return answered(lambda: SyncTxCounters.max(self, key, n))
-
-    def get(self, key: Key) -> asyncio.Future[int]:  # type: ignore[override]
-        """The counter as the transaction sees it: 0 when missing or expired."""
-        return answered(lambda: SyncTxCounters.get(self, key))
-
-    def delete(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Deletes the counter; says whether a live one was there."""
-        return answered(lambda: SyncTxCounters.delete(self, key))
+    add = answering(SyncTxCounters.add)  # type: ignore[assignment]
+    max = answering(SyncTxCounters.max)  # type: ignore[assignment]
+    get = answering(SyncTxCounters.get)  # type: ignore[assignment]
+    delete = answering(SyncTxCounters.delete)  # type: ignore[assignment]
 
 
 class TxQuota(SyncTxQuota):
     """A quota inside a transaction: each call returns a completed future."""
 
-    def allow(self, key: Key, n: int = 1) -> asyncio.Future[Allowance]:  # type: ignore[override]
-        """Counts ``n`` uses in every window or in none; commits with the transaction."""
-        return answered(lambda: SyncTxQuota.allow(self, key, n))
-
-    def refund(self, key: Key, n: int = 1) -> asyncio.Future[Allowance]:  # type: ignore[override]
-        """Gives ``n`` uses back to the windows that have not reset."""
-        return answered(lambda: SyncTxQuota.refund(self, key, n))
-
-    def peek(self, key: Key) -> asyncio.Future[Allowance]:  # type: ignore[override]
-        """The answer one use would get, as the transaction sees it."""
-        return answered(lambda: SyncTxQuota.peek(self, key))
-
-    def reset(self, key: Key) -> asyncio.Future[None]:  # type: ignore[override]
-        """Forgets the key."""
-        return answered(lambda: SyncTxQuota.reset(self, key))
+    allow = answering(SyncTxQuota.allow)  # type: ignore[assignment]
+    refund = answering(SyncTxQuota.refund)  # type: ignore[assignment]
+    peek = answering(SyncTxQuota.peek)  # type: ignore[assignment]
+    reset = answering(SyncTxQuota.reset)  # type: ignore[assignment]
 
 
 class TxOnce(SyncTxOnce[T]):
     """A once's answers inside a transaction: each call returns a completed future."""
 
-    def get(self, key: Key) -> asyncio.Future[T | None]:  # type: ignore[override]
-        """The answer kept for ``key`` as the transaction sees it, or None."""
-        return answered(lambda: SyncTxOnce.get(self, key))
-
-    def delete(self, key: Key) -> asyncio.Future[bool]:  # type: ignore[override]
-        """Forgets the answer kept for ``key``; says whether one was kept."""
-        return answered(lambda: SyncTxOnce.delete(self, key))
+    get = answering(SyncTxOnce.get)  # type: ignore[assignment]
+    delete = answering(SyncTxOnce.delete)  # type: ignore[assignment]
 
 
 def kind_in_tx(tx: Any, handle: Any, asyncio_api: bool) -> Any:

@@ -32,19 +32,21 @@ import asyncio
 import copy
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from . import _native
 from ._base import StoreBase
 from .errors import InvalidError
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 __all__ = ["Config", "Source", "SyncConfig", "Watch", "open_config", "open_sync_config"]
 
@@ -384,23 +386,6 @@ def _open_native(
     return _native.Config(store._n, name, json.dumps(fields), json.dumps(spec), check), shape
 
 
-def open_sync_config(
-    store: StoreBase,
-    name: str,
-    tp: type[T],
-    *,
-    defaults: T | None = None,
-    layers: Iterable[Mapping[str, Any] | FromEnv] = (),
-    env_prefix: str | None = None,
-    env_files: Iterable[str | os.PathLike[str]] = (),
-    environ: Mapping[str, str] | None = None,
-    validate: Callable[[T], object] | None = None,
-) -> SyncConfig[T]:
-    """:func:`open_config` for synchronous code (``tinystore.sync.open_config``)."""
-    native, shape = _open_native(store, name, tp, defaults, layers, env_prefix, env_files, environ, validate)
-    return SyncConfig(native, tp, shape)
-
-
 def open_config(
     store: StoreBase,
     name: str,
@@ -439,3 +424,18 @@ def open_config(
     """
     native, shape = _open_native(store, name, tp, defaults, layers, env_prefix, env_files, environ, validate)
     return Config(native, tp, shape)
+
+
+def _for_sync_code(opener: Callable[P, Config[T]]) -> Callable[P, SyncConfig[T]]:
+    """``opener`` answering the same settings as a :class:`SyncConfig`."""
+
+    @functools.wraps(opener)
+    def open(*args: P.args, **kwargs: P.kwargs) -> SyncConfig[T]:
+        opened = opener(*args, **kwargs)
+        return SyncConfig(opened._n, opened._tp, opened._shape)
+
+    return open
+
+
+open_sync_config = _for_sync_code(open_config)
+""":func:`open_config` for synchronous code (``tinystore.sync.open_config``)."""

@@ -26,10 +26,11 @@ from .config import FromEnv
 from .config import SyncConfig as Config
 from .config import open_sync_config as open_config
 from ._handles import Rate
-from ._results import Created, Entry, Maintenance, Page, _created, _entry
+from ._bucket_calls import BucketWrites
+from ._results import Entry, Maintenance, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
 from ._sync_tx import Transaction, Tx, TxBucket, View, ViewBucket
-from ._time import Duration, opt_millis
+from ._time import Duration
 
 __all__ = [
     "open",
@@ -194,8 +195,9 @@ class Store(StoreBase):
         self.close()
 
 
-class Bucket(BucketBase[T]):
-    """Keys and values of one type, with expiry, in branches of owners (synchronous)."""
+class Bucket(BucketBase[T], BucketWrites[T]):
+    """Keys and values of one type, with expiry, in branches of owners (synchronous).
+    A write blocks its thread until it is durable."""
 
     __slots__ = ()
 
@@ -205,21 +207,8 @@ class Bucket(BucketBase[T]):
 
     def get(self, key: Key) -> T | None:
         """The value of a live key, or None. In an ``idle`` bucket the read renews the key."""
+        # Its own body, without a scope to find: the hot path of sync reads.
         return self._n.get(key)
-
-    def entry(self, key: Key) -> Entry[T] | None:
-        """The value with its version and expiry, or None."""
-        row = self._n.entry(key)
-        return None if row is None else _entry(row)
-
-    def has(self, key: Key) -> bool:
-        """Whether a live key is there."""
-        return self._n.has(key)
-
-    def list(self, *, after: Key | None = None, limit: int | None = None) -> Page[T]:
-        """One page of this branch's own keys, in the byte order of their text. Renews nothing."""
-        rows, nxt = self._list_native(after, limit)
-        return Page([_entry(r) for r in rows], nxt)
 
     def all(self) -> Iterator[Entry[T]]:
         """Every key of this branch, a page at a time, holding no snapshot between pages."""
@@ -230,44 +219,3 @@ class Bucket(BucketBase[T]):
                 yield _entry(r)
             if after is None:
                 return
-
-    def set(
-        self,
-        key: Key,
-        value: T,
-        *,
-        ttl: Duration | None = None,
-        expires_at: dt.datetime | None = None,
-        if_version: str | None = None,
-    ) -> str:
-        """Writes ``value`` and returns once it is durable, with its version."""
-        return self._n.set(key, value, ttl, opt_millis(expires_at), if_version)
-
-    def create(self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None) -> bool:
-        """Writes ``value`` only if the key is absent (or expired); says whether it did."""
-        return self._n.create(key, value, ttl, opt_millis(expires_at))
-
-    def create_entry(
-        self, key: Key, value: T, *, ttl: Duration | None = None, expires_at: dt.datetime | None = None
-    ) -> Created[T]:
-        """``create``, answering the entry as well: the one written or the live one found.
-        Its ``entry.version`` is the claim a later write binds to with ``if_version``."""
-        return _created(self._n.create_entry(key, value, ttl, opt_millis(expires_at)))
-
-    def take(self, key: Key, *, if_version: str | None = None) -> T | None:
-        """Reads and deletes the key in one write: of racing callers exactly one gets the value."""
-        return self._n.take(key, if_version)
-
-    def delete(self, key: Key, *, if_version: str | None = None) -> bool:
-        """Deletes the key; says whether a live key was there."""
-        return self._n.delete(key, if_version)
-
-    def expire(self, key: Key, when: Duration | dt.datetime, *, if_version: str | None = None) -> bool:
-        """Gives a live key a new expiry, ``"1h"`` from now or at a datetime; says whether it was there."""
-        if isinstance(when, dt.datetime):
-            return self._n.expire(key, None, opt_millis(when), if_version)
-        return self._n.expire(key, when, None, if_version)
-
-    def clear(self) -> None:
-        """Removes this branch and every branch under it, for every reader at once."""
-        self._n.clear()

@@ -19,7 +19,7 @@ pub struct NativeBucket {
     pub(crate) raw: RawBucket,
     pub(crate) kind: ValueKind,
     /// Whether its sets without options may go to the writer as they are
-    /// made, in a burst (the store has no memory budget: see `write_groups::set`).
+    /// made, in a burst (the store has no memory budget: see `write_handoff::set`).
     pub(crate) streams: bool,
 }
 
@@ -109,7 +109,7 @@ impl NativeBucket {
     /// `fastReads()`, the read without napi-rs' per-call bookkeeping.
     #[napi]
     pub fn read_handle<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        completions::value(env, crate::bare_get::handle(env.raw(), self))
+        completions::value(env, crate::fast_reads::handle(env.raw(), self))
     }
 
     /// The value of a live key, or `undefined` (JSON as its text), in
@@ -217,8 +217,14 @@ impl NativeBucket {
         )
     }
 
-    /// Writes a value if the key is absent, in `scope`; answers whether it did.
-    #[napi(ts_return_type = "Promise<boolean> | boolean")]
+    /// Writes a value if the key is absent, in `scope`; answers whether it
+    /// did, or with `entry` `{ written, entry }`, the key's entry either way:
+    /// the one written (its `value` left `undefined`, the caller's own) or
+    /// the live one found.
+    #[allow(clippy::too_many_arguments)]
+    #[napi(
+        ts_return_type = "Promise<boolean | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | boolean | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }"
+    )]
     pub fn create<'e>(
         &self,
         env: &'e Env,
@@ -226,36 +232,33 @@ impl NativeBucket {
         value: Unknown<'e>,
         ttl: Unknown<'e>,
         expires_at: Option<f64>,
+        entry: bool,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
-        self.create_in(env, &scope, args, |env, created| js::boolean(env, created.written()))
-    }
-
-    /// Writes a value if the key is absent, in `scope`; answers whether it
-    /// did and the key's entry either way: the one written (its `value`
-    /// left `undefined`, the caller's own) or the live one found.
-    #[napi(
-        ts_return_type = "Promise<{ written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }> | { written: boolean, entry: { key: string | Uint8Array, value: unknown, version: string, expiresAt: Date | undefined } }"
-    )]
-    pub fn create_entry<'e>(
-        &self,
-        env: &'e Env,
-        key: Unknown<'e>,
-        value: Unknown<'e>,
-        ttl: Unknown<'e>,
-        expires_at: Option<f64>,
-        #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
-    ) -> napi::Result<Unknown<'e>> {
-        let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
-        let key = args.as_ref().map_or_else(|_| Vec::new(), |(k, _, _)| k.clone());
-        let bucket = NativeBucket {
-            raw: self.raw.clone(),
-            ..*self
+        // Only an answer with the entry needs the bucket and key again.
+        let found = match (&args, entry) {
+            (Ok((k, _, _)), true) => Some((
+                NativeBucket {
+                    raw: self.raw.clone(),
+                    ..*self
+                },
+                k.clone(),
+            )),
+            _ => None,
         };
-        self.create_in(env, &scope, args, move |env, created| {
-            bucket.answer_created(env, created, &key)
-        })
+        write_in(
+            env,
+            &scope,
+            &self.raw,
+            args,
+            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
+            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
+            move |env, created| match found {
+                Some((bucket, key)) => bucket.answer_created(env, created, &key),
+                None => js::boolean(env, created.written()),
+            },
+        )
     }
 
     /// Reads and deletes a key in one write, in `scope`; answers the value
@@ -387,27 +390,7 @@ impl NativeBucket {
 }
 
 impl NativeBucket {
-    /// `create` in `scope` of the key and value `args` hold, answered by
-    /// what `answer` makes of the core's [`Created`].
-    fn create_in<'e>(
-        &self,
-        env: &'e Env,
-        scope: &Option<NativeScope>,
-        args: Ts<(Vec<u8>, Raw, WriteOptions)>,
-        answer: impl FnOnce(napi_env, Created<Raw>) -> Ts<napi_value> + Send + 'static,
-    ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            scope,
-            &self.raw,
-            args,
-            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
-            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
-            answer,
-        )
-    }
-
-    /// The answer of `create_entry`: `{ written, entry }`.
+    /// The answer of `create` with its entry: `{ written, entry }`.
     fn answer_created(&self, env: napi_env, created: Created<Raw>, key: &[u8]) -> Ts<napi_value> {
         let written = created.written();
         let entry = match created {

@@ -11,14 +11,14 @@
 //! go, so a group of 64 writes costs one cross-thread wake-up, not 64.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
-//! `Promise.all`) reach the writer as one group: [`crate::write_groups`] hands
-//! them over (corked until the turn's microtask, or streamed into a burst).
+//! `Promise.all`) reach the writer as one group: [`crate::write_handoff`] hands
+//! them over (held until the turn's microtask, or streamed into a burst).
 //!
 //! A bucket's set without options, the hot write, settles no napi Promise:
 //! the package makes its Promise and keeps it under a number, and the
 //! addon hands each group's numbers back in one call (`settled(n)`, the
 //! numbers in a shared `Uint32Array`) and each rejection in another
-//! (`failed(id, error)`); see [`crate::bare_set`].
+//! (`failed(id, error)`); see [`crate::fast_writes`].
 //!
 //! A transaction's turn is the exception: the writer hands JS the session
 //! and then waits for JS's calls, so that answer wakes the JS thread at
@@ -48,7 +48,7 @@ use tinystore::ErrorKind;
 
 use crate::convert::{Ts, to_napi};
 use crate::napi_values as js;
-use crate::write_groups::Work;
+use crate::write_handoff::Work;
 
 /// Builds the settled value on the JS thread; an error rejects instead.
 pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> Ts<napi_value> + Send>;
@@ -63,7 +63,7 @@ struct Done {
 }
 
 /// Whom an answer settles: a Promise the addon made, or one the package
-/// made for a bare set and keeps under a number ([`crate::bare_set`]),
+/// made for a bare set and keeps under a number ([`crate::fast_writes`]),
 /// which the addon settles a group at a time with one call into JS.
 #[derive(Clone, Copy)]
 enum Whom {
@@ -99,7 +99,7 @@ pub(crate) struct Shared {
     tsfn: sys::napi_threadsafe_function,
     inflight: AtomicUsize,
     make_error: sys::napi_ref,
-    /// The env itself, for a set made through the C call ([`crate::write_groups::set_from_c`]),
+    /// The env itself, for a set made through the C call ([`crate::write_handoff::set_from_c`]),
     /// which gets none.
     env: napi_env,
 }
@@ -147,7 +147,7 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Ts<()> {
         "creating the threadsafe function",
     )?;
     js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
-    crate::write_groups::init(env)?;
+    crate::write_handoff::init(env)?;
     let shared = Arc::new(Shared {
         queue: Mutex::new(Vec::new()),
         tsfn,
@@ -634,7 +634,7 @@ pub(crate) fn write_waking<'e, T: Send + 'static, R>(
         Some(c) => tinystore::cancellable(&c, || submit(Box::new(done)).map(|_| ())),
         None => submit(Box::new(done)).map(|_| ()),
     });
-    sync(env, crate::write_groups::cork(env.raw(), pending, Work::Call(submit)))?;
+    sync(env, crate::write_handoff::hold(env.raw(), pending, Work::Call(submit)))?;
     Ok(js::unknown(env.raw(), promise))
 }
 

@@ -47,6 +47,10 @@ pub(crate) enum ValueKind {
     String,
     /// A `Uint8Array`.
     Bytes,
+    /// The bytes of a bucket's own codec (the package's `codec` option),
+    /// as a `Uint8Array`: a row of another kind reads as the core's
+    /// codec fault.
+    Codec,
     /// A safe integer `number`, kept as an integer row.
     Int,
     /// A `bigint` of int64 or uint64 range.
@@ -64,7 +68,7 @@ pub(crate) enum ValueKind {
 
 impl ValueKind {
     /// Every kind with its option's name.
-    const NAMES: [(ValueKind, &'static str); 10] = [
+    const NAMES: [(ValueKind, &'static str); 11] = [
         (ValueKind::Auto, "auto"),
         (ValueKind::Json, "json"),
         (ValueKind::String, "string"),
@@ -75,6 +79,7 @@ impl ValueKind {
         (ValueKind::Bool, "bool"),
         (ValueKind::Set, "set"),
         (ValueKind::Raw, "raw"),
+        (ValueKind::Codec, "codec"),
     ];
 
     /// The kind named by a bucket's `type` option.
@@ -92,7 +97,7 @@ impl ValueKind {
             ValueKind::Auto => "null, a boolean, a number, a bigint, a string, a Uint8Array, an object or an array",
             ValueKind::Json => "JSON text",
             ValueKind::String => "a string",
-            ValueKind::Bytes => "a Uint8Array",
+            ValueKind::Bytes | ValueKind::Codec => "a Uint8Array",
             ValueKind::Int => "an integer number",
             ValueKind::BigInt => "a bigint",
             ValueKind::Float => "a number",
@@ -144,10 +149,12 @@ impl ValueKind {
                 // The bytes came from a JS string, so they are UTF-8.
                 Ok(Raw::text(std::str::from_utf8(&bytes).map_err(|_| wrong())?))
             }
-            (ValueKind::Bytes | ValueKind::Auto | ValueKind::Raw, "object") => match js::read_bytes(env, v)? {
-                Some(b) => Ok(Raw::Bytes(b)),
-                None => Err(wrong()),
-            },
+            (ValueKind::Bytes | ValueKind::Codec | ValueKind::Auto | ValueKind::Raw, "object") => {
+                match js::read_bytes(env, v)? {
+                    Some(b) => Ok(Raw::Bytes(b)),
+                    None => Err(wrong()),
+                }
+            }
             (ValueKind::Int, "number") => {
                 let n = js::read_f64(env, v)?;
                 let what = "a value of type 'int' (type 'bigint' holds int64)";
@@ -188,6 +195,7 @@ impl ValueKind {
             }
             ValueKind::String => raw.as_text().map(|_| ()),
             ValueKind::Bytes => raw.as_bytes().map(|_| ()),
+            ValueKind::Codec => raw.as_codec_bytes().map(|_| ()),
             ValueKind::Int => {
                 let i = raw.as_int()?;
                 if !(-MAX_SAFE..=MAX_SAFE).contains(&i) {
@@ -224,6 +232,7 @@ impl ValueKind {
             },
             ValueKind::Json | ValueKind::String => js::string(env, raw.as_text()?),
             ValueKind::Bytes => js::uint8array(env, raw.as_bytes()?),
+            ValueKind::Codec => js::uint8array(env, raw.as_codec_bytes()?),
             ValueKind::Int => js::number(env, raw.as_int()? as f64),
             ValueKind::BigInt => match raw {
                 Raw::Int(i) => js::bigint_i64(env, *i),

@@ -5,10 +5,10 @@
 //! types ([`convert`], [`napi_values`]), maps engine errors to the
 //! package's error classes, and settles write Promises from the writer
 //! thread ([`completions`]), handing a turn's writes over as one group
-//! ([`write_groups`]). Each operation is one function over its scope
+//! ([`write_handoff`]). Each operation is one function over its scope
 //! ([`scope`]): the store, a transaction ([`tx`]) or a snapshot ([`view`]).
 //! The hot calls also have bare napi callbacks that skip napi-rs'
-//! bookkeeping ([`bare_get`], [`bare_set`], [`bare_allow`]). Every rule
+//! bookkeeping ([`fast_reads`], [`fast_writes`], [`fast_allow`]). Every rule
 //! (keys, expiry, limits, the file) stays in `tinystore`; the package's
 //! TypeScript gives the API's names and types.
 
@@ -20,15 +20,15 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod bare_allow;
-mod bare_get;
-mod bare_set;
 mod bucket;
 mod caller;
 mod cancel;
 mod completions;
 mod config;
 mod convert;
+mod fast_allow;
+mod fast_reads;
+mod fast_writes;
 mod limit_store;
 mod limits;
 mod logs;
@@ -38,18 +38,18 @@ mod scope;
 mod store;
 mod tx;
 mod view;
-mod write_groups;
+mod write_handoff;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 
-pub use bare_allow::rate_limit_allow;
-pub use bare_get::fast_reads;
-pub use bare_set::fast_writes;
 pub use bucket::NativeBucket;
 pub use cancel::{NativeCancel, disarm_cancel};
 pub use config::NativeConfig;
+pub use fast_allow::rate_limit_allow;
+pub use fast_reads::fast_reads;
+pub use fast_writes::fast_writes;
 pub use limits::{NativeCounters, NativeQuota, NativeRateLimit};
 pub use logs::forward_logs;
 pub use once::{NativeClaim, NativeOnce};

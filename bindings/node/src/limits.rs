@@ -74,26 +74,9 @@ fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
 
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
 pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, burst: Option<f64>) -> Ts<RateLimit> {
-    let (count, per) = tinystore::parse_rate(rate).map_err(|e| e.in_bucket(name))?;
-    let mut b = store.rate_limit(name).rate(count, per);
-    if let Some(burst) = burst {
-        let burst = self::count(Some(burst))
-            .map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
-        b = b.burst(burst);
-    }
-    b.open()
-}
-
-/// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
-pub(crate) fn open_quota(store: &tinystore::Store, name: &str, names: &[String], rates: &[String]) -> Ts<Quota> {
-    let mut b = store.quota(name);
-    for (window, rate) in names.iter().zip(rates) {
-        let (limit, span) = tinystore::parse_rate(rate).map_err(|e| {
-            tinystore::Error::new(e.kind(), format!("window {window:?}: {}", e.message())).in_bucket(name)
-        })?;
-        b = b.window(window, limit, span);
-    }
-    b.open()
+    let burst = burst.map(|n| count(Some(n))).transpose();
+    let burst = burst.map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
+    store.rate_limit_at(name, rate, burst)
 }
 
 /// A rate limit, or one branch of it.
@@ -249,8 +232,6 @@ impl NativeQuota {
 pub struct NativeCounters {
     pub(crate) counters: Counters,
     pub(crate) big: bool,
-    /// The owners of this branch, to name a key in an error of ours.
-    pub(crate) owners: Vec<Vec<u8>>,
 }
 
 /// A counter's value as JS gets it: a `bigint`, or a `number` while it is a
@@ -278,12 +259,9 @@ impl NativeCounters {
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeCounters> {
         let owner = sync(env, key_in(env, self.counters.name(), &owner))?;
-        let mut owners = self.owners.clone();
-        owners.push(owner.clone());
         Ok(NativeCounters {
             counters: self.counters.under(owner),
             big: self.big,
-            owners,
         })
     }
 
@@ -321,7 +299,8 @@ impl NativeCounters {
     ) -> napi::Result<Unknown<'e>> {
         let r = key_in(env, self.counters.name(), &key).and_then(|k| {
             let v = scope_of(&scope).counter_get(&self.counters, &k)?;
-            value(env.raw(), self.big, v, false).map_err(|e| e.at(self.counters.name(), show_path(&self.owners, &k)))
+            value(env.raw(), self.big, v, false)
+                .map_err(|e| e.at(self.counters.name(), show_path(self.counters.owners(), &k)))
         });
         completions::value(env, r)
     }
@@ -373,7 +352,7 @@ impl NativeCounters {
         let name = self.counters.name();
         let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
         let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
-        let (big, name, path) = (self.big, name.to_owned(), show_path(&self.owners, &k));
+        let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
         write_in(
             env,
             &scope,

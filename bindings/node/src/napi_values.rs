@@ -48,6 +48,52 @@ pub(crate) fn function(
     Ok(f)
 }
 
+/// What a napi finalizer frees: a `T` boxed by [`owning`].
+unsafe extern "C" fn drop_boxed<T>(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
+    drop(unsafe { Box::from_raw(data.cast::<T>()) });
+}
+
+/// An External that owns `value` until it is collected, and the address
+/// of `value`, which lives as long.
+pub(crate) fn external<T>(env: napi_env, value: T, what: &str) -> Ts<(napi_value, *const T)> {
+    let data = Box::into_raw(Box::new(value));
+    let mut out = ptr::null_mut();
+    let status =
+        unsafe { sys::napi_create_external(env, data.cast(), Some(drop_boxed::<T>), ptr::null_mut(), &mut out) };
+    if status != sys::Status::napi_ok {
+        drop(unsafe { Box::from_raw(data) });
+        check(status, what)?;
+    }
+    Ok((out, data))
+}
+
+/// A bare JS function named `name` that runs `cb` with its data `value`,
+/// which it owns until it is collected; and the address of `value`.
+pub(crate) fn function_owning<T>(
+    env: napi_env,
+    name: &str,
+    cb: unsafe extern "C" fn(napi_env, sys::napi_callback_info) -> napi_value,
+    value: T,
+) -> Ts<(napi_value, *const T)> {
+    let data = Box::into_raw(Box::new(value));
+    let made = function(env, name, cb, data.cast()).and_then(|f| {
+        let status = unsafe {
+            sys::napi_add_finalizer(
+                env,
+                f,
+                data.cast(),
+                Some(drop_boxed::<T>),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        };
+        check(status, &format!("making {name}")).map(|()| f)
+    });
+    // Until the finalizer is added the value is still ours to drop.
+    made.map(|f| (f, data.cast_const()))
+        .inspect_err(|_| drop(unsafe { Box::from_raw(data) }))
+}
+
 /// The first `N` arguments of a bare callback (`undefined` past those
 /// given); `what` names the call in the error.
 pub(crate) fn args<const N: usize>(env: napi_env, info: sys::napi_callback_info, what: &str) -> Ts<[napi_value; N]> {

@@ -20,7 +20,6 @@ use crate::scope::{NativeScope, scope_of, write_in};
 pub struct NativeOnce {
     pub(crate) once: RawOnce,
     pub(crate) kind: ValueKind,
-    pub(crate) owners: Vec<Vec<u8>>,
 }
 
 /// The run of one key, held by the caller until it keeps an answer or lets
@@ -45,12 +44,9 @@ impl NativeOnce {
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeOnce> {
         let owner = sync(env, self.key(env, &owner))?;
-        let mut owners = self.owners.clone();
-        owners.push(owner.clone());
         Ok(NativeOnce {
             once: self.once.under(owner),
             kind: self.kind,
-            owners,
         })
     }
 
@@ -69,7 +65,7 @@ impl NativeOnce {
     ) -> napi::Result<Unknown<'e>> {
         let k = sync(env, self.key(env, &key))?;
         let kind = self.kind;
-        let (name, path) = (self.once.name().to_owned(), show_path(&self.owners, &k));
+        let (name, path) = (self.once.name().to_owned(), show_path(self.once.owners(), &k));
         let once = self.once.clone();
         let caller = caller.map(|c| c.0.clone()).unwrap_or_default();
         completions::write(
@@ -102,13 +98,13 @@ impl NativeOnce {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let r =
-            self.key(env, &key)
-                .and_then(|k| match scope_of(&scope).once_get(&self.once, &k)? {
-                    Some(raw) => (self.kind.decode(env.raw(), &raw))
-                        .map_err(|e| e.at(self.once.name(), show_path(&self.owners, &k))),
-                    None => js::undefined(env.raw()),
-                });
+        let r = self
+            .key(env, &key)
+            .and_then(|k| match scope_of(&scope).once_get(&self.once, &k)? {
+                Some(raw) => (self.kind.decode(env.raw(), &raw))
+                    .map_err(|e| e.at(self.once.name(), show_path(self.once.owners(), &k))),
+                None => js::undefined(env.raw()),
+            });
         completions::value(env, r)
     }
 

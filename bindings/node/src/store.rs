@@ -19,7 +19,7 @@ use crate::view::NativeSnapshot;
 pub struct NativeStore {
     pub(crate) store: Store,
     /// Opened with a memory budget: a write's submit may wait for memory,
-    /// so its buckets' sets are never streamed into a burst (see `write_groups::set`).
+    /// so its buckets' sets are never streamed into a burst (see `write_handoff::set`).
     pub(crate) budgeted: bool,
 }
 
@@ -110,7 +110,7 @@ impl NativeStore {
         ts_return_type = "Promise<{ flushed: number, renewed: number, cleared: number, expired: number, more: boolean }>"
     )]
     pub fn maintain<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::write_groups::uncork_now();
+        crate::write_handoff::hand_over_held();
         let store = self.store.clone();
         completions::off_thread(
             env,
@@ -131,7 +131,7 @@ impl NativeStore {
     /// Writes what memory holds and closes the file.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        crate::write_groups::uncork_now();
+        crate::write_handoff::hand_over_held();
         let store = self.store.clone();
         completions::off_thread(env, move || store.close(), nothing)
     }
@@ -218,8 +218,10 @@ impl NativeStore {
     /// Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`).
     #[napi]
     pub fn quota(&self, env: Env, name: String, names: Vec<String>, rates: Vec<String>) -> napi::Result<NativeQuota> {
-        let r = limits::open_quota(&self.store, &name, &names, &rates);
-        Ok(NativeQuota { quota: sync(&env, r)? })
+        let windows = names.iter().zip(&rates).map(|(n, r)| (n.as_str(), r.as_str()));
+        Ok(NativeQuota {
+            quota: sync(&env, self.store.quota_at(&name, windows))?,
+        })
     }
 
     /// Opens counters with a `ttl` and a `flush_every` period, answering
@@ -254,11 +256,7 @@ impl NativeStore {
             Ok((b.open().map_err(|e| e.in_bucket(&name))?, big))
         })();
         let (counters, big) = sync(env, r)?;
-        Ok(NativeCounters {
-            counters,
-            big,
-            owners: Vec::new(),
-        })
+        Ok(NativeCounters { counters, big })
     }
 
     /// Opens a once whose answers are of `value_type`, kept for `keep`.
@@ -274,11 +272,7 @@ impl NativeStore {
             let kind = ValueKind::parse(&value_type)?;
             let keep = convert::duration(env.raw(), js::raw(&keep), "keep")?;
             let once = tinystore::RawOnce::open(&self.store, &name, keep).map_err(|e| e.in_bucket(&name))?;
-            Ok(NativeOnce {
-                once,
-                kind,
-                owners: Vec::new(),
-            })
+            Ok(NativeOnce { once, kind })
         })();
         sync(env, r)
     }

@@ -9,10 +9,10 @@ use std::time::Duration;
 use pyo3::IntoPyObjectExt;
 use pyo3::inspect::PyStaticExpr;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
 use tinystore::{
-    Created, Entry, Error, Expiry, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
+    Created, Entry, Error, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
 };
 
 use crate::completions::Completions;
@@ -61,21 +61,6 @@ impl Bucket {
         let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
         self.raw
             .options_for(call, key, ttl, expires_at.map(from_millis), if_version)
-            .map_err(py_err(py))
-    }
-
-    /// The expiry and version of an `expire` of `key`, checked in the core.
-    pub(crate) fn expire_options(
-        &self,
-        py: Python<'_>,
-        key: &[u8],
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Expiry, Option<Version>)> {
-        let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
-        self.raw
-            .expire_options(key, ttl, expires_at.map(from_millis), if_version)
             .map_err(py_err(py))
     }
 
@@ -175,15 +160,11 @@ fn resolve_with<T: Send + 'static>(
     Box::new(move |py| out.map(|v| convert(py, v)).map_err(|e| to_py(py, e)))
 }
 
-fn py_bool(py: Python<'_>, b: bool) -> Py<PyAny> {
-    PyBool::new(py, b).to_owned().into_any().unbind()
-}
-
 fn answer_created(py: Python<'_>, c: Created<Raw>) -> PyResult<Py<PyAny>> {
-    Ok(py_bool(py, created(c)))
+    reply::value(py, c.written())
 }
 
-/// The answer of `create_entry`: (written, row), the row the entry written
+/// The answer of `create(..., entry=True)`: (written, row), the row the entry written
 /// (its value the caller's own `given`) or the live one found, converted
 /// by the bucket's codec.
 fn answer_created_entry(
@@ -234,10 +215,6 @@ fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
     pyo3::types::PyString::new(py, std::str::from_utf8(digits).unwrap_or_default())
         .into_any()
         .unbind()
-}
-
-pub(crate) fn created(c: Created<Raw>) -> bool {
-    c.written()
 }
 
 /// The owners of a branch, a list of `str` and `bytes` in Python. A type of
@@ -407,8 +384,11 @@ impl Bucket {
         Pending::unstarted(slf, key, value)
     }
 
-    /// Writes a value only if the key is absent; says whether it did.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None))]
+    /// Writes a value only if the key is absent; says whether it did, or
+    /// with `entry` answers (written, row): the entry written, its value the
+    /// one given, or the live one found.
+    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None, entry = false))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         &self,
         py: Python<'_>,
@@ -417,22 +397,11 @@ impl Bucket {
         ttl: Option<&Bound<'_, PyAny>>,
         expires_at: Option<i64>,
         scope: Option<&Bound<'_, PyAny>>,
+        entry: bool,
     ) -> PyResult<Py<PyAny>> {
-        self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created)
-    }
-
-    /// Writes a value only if the key is absent; answers (written, row): the
-    /// entry written, its value the one given, or the live one found.
-    #[pyo3(signature = (key: "_Key", value, ttl: "_Span | None" = None, expires_at = None, scope: "_Scope" = None))]
-    fn create_entry(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+        if !entry {
+            return self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created);
+        }
         let ours = (self.codec.clone(), self.raw.clone());
         let given = value.clone().unbind();
         self.create_answering(py, key, value, ttl, expires_at, scope, |k| {
@@ -490,8 +459,12 @@ impl Bucket {
         scope: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let k = self.key(py, key)?;
-        let (e, if_version) = self.expire_options(py, &k, ttl, expires_at, if_version)?;
-        run!(self.call(), py, scope, reply::value, (k, e, if_version) => (k, e, v),
+        let (ttl, v) = self.option_values(py, ttl, if_version)?;
+        let (e, v) = self
+            .raw
+            .expire_options(&k, ttl, expires_at.map(from_millis), v)
+            .map_err(py_err(py))?;
+        run!(self.call(), py, scope, reply::value, (k, e, v) => (k, e, v),
             |s, b| s.expire(b, &k, e, v),
             |r| b.expire_then(&k, e, v, r.done()))
     }

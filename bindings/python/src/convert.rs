@@ -136,9 +136,10 @@ pub enum ValueKind {
     Bool,
     /// A set: members have no value.
     Set,
-    /// Anything else: JSON written and read by the Python codec (or the
-    /// bytes of a bucket's own codec).
+    /// Anything else: JSON written and read by the Python codec.
     Json,
+    /// The bytes of a bucket's own codec.
+    Custom,
     /// The row as it is: `None`, an `int` or `bytes` (`tinystore.Raw`).
     Raw,
 }
@@ -153,6 +154,7 @@ impl ValueKind {
             "bool" => ValueKind::Bool,
             "none" => ValueKind::Set,
             "json" => ValueKind::Json,
+            "codec" => ValueKind::Custom,
             "raw" => ValueKind::Raw,
             other => return Err(invalid(format!("unknown value kind {other:?}"))),
         })
@@ -190,7 +192,7 @@ impl Codec {
         decode: Option<Py<PyAny>>,
     ) -> Result<Arc<Codec>, Error> {
         let kind = ValueKind::parse(kind).map_err(|e| e.in_bucket(name))?;
-        if kind == ValueKind::Json && (encode.is_none() || decode.is_none()) {
+        if matches!(kind, ValueKind::Json | ValueKind::Custom) && (encode.is_none() || decode.is_none()) {
             return Err(invalid(format!("a JSON {what} needs an encoder and a decoder")).in_bucket(name));
         }
         Ok(Arc::new(Codec {
@@ -244,7 +246,7 @@ impl Codec {
             }
             ValueKind::Bool if is_bool => Ok(Raw::bool(value.is_truthy().unwrap_or(false))),
             ValueKind::Set if value.is_none() => Ok(Raw::Null),
-            ValueKind::Json => {
+            ValueKind::Json | ValueKind::Custom => {
                 let encode = self.encode.as_ref().expect("a JSON codec has an encoder");
                 let out = encode
                     .bind(py)
@@ -272,8 +274,13 @@ impl Codec {
                 raw.as_set_member()?;
                 py.None().into_bound(py)
             }
-            ValueKind::Json => {
-                let bytes = PyBytes::new(py, raw.as_json()?);
+            ValueKind::Json | ValueKind::Custom => {
+                let row = if self.kind == ValueKind::Custom {
+                    raw.as_codec_bytes()?
+                } else {
+                    raw.as_json()?
+                };
+                let bytes = PyBytes::new(py, row);
                 let decode = self.decode.as_ref().expect("a JSON codec has a decoder");
                 decode
                     .bind(py)
@@ -298,7 +305,7 @@ impl Codec {
             ValueKind::Float => raw.as_float().map(drop),
             ValueKind::Bool => raw.as_bool().map(drop),
             ValueKind::Set => raw.as_set_member(),
-            ValueKind::Json => Python::attach(|py| self.to_py(py, raw).map(drop)),
+            ValueKind::Json | ValueKind::Custom => Python::attach(|py| self.to_py(py, raw).map(drop)),
             ValueKind::Raw => Ok(()),
         }
         .map_err(|e| {

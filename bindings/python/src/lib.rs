@@ -44,29 +44,21 @@ mod tx;
 #[pymodule]
 mod _native {
     #[pymodule_export]
-    use super::bucket::Bucket;
-    #[pymodule_export]
-    use super::caller::CallerContext;
-    #[pymodule_export]
-    use super::completions::Completions;
-    #[pymodule_export]
-    use super::config::Config;
-    #[pymodule_export]
-    use super::limit_store::{LimitStore, LimitUpdate};
-    #[pymodule_export]
-    use super::limits::{Counters, Quota, RateLimit};
-    #[pymodule_export]
-    use super::logs::{forward_logs, next_logs, stop_logs};
-    #[pymodule_export]
-    use super::once::{Claim, Once};
-    #[pymodule_export]
-    use super::pending::Pending;
-    #[pymodule_export]
-    use super::store::Store;
-    #[pymodule_export]
-    use super::tx::{Tx, View};
-    #[pymodule_export]
-    use super::{codec_fault, error_text, json_field_name};
+    use super::{
+        bucket::Bucket,
+        caller::CallerContext,
+        codec_fault,
+        completions::Completions,
+        config::Config,
+        error_text, json_field_name,
+        limit_store::{LimitStore, LimitUpdate},
+        limits::{Counters, Quota, RateLimit},
+        logs::{forward_logs, next_logs, stop_logs},
+        once::{Claim, Once},
+        pending::Pending,
+        store::Store,
+        tx::{Tx, View},
+    };
 
     /// The most entries a page of `list` holds.
     #[pymodule_export]

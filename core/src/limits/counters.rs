@@ -256,6 +256,12 @@ impl Counters {
         &self.core.name
     }
 
+    /// The owners of this branch, outermost first, for a binding to name a
+    /// key in an error of its own.
+    pub fn owners(&self) -> &[Vec<u8>] {
+        self.branch.owners()
+    }
+
     /// The store this handle belongs to (a binding checks a call against a
     /// transaction its thread holds on the same store).
     pub fn store(&self) -> &Store {

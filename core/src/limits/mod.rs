@@ -27,6 +27,7 @@ mod on_postgres;
 mod once;
 mod quota;
 mod rate_limit;
+mod rates_as_text;
 mod refusals;
 mod shared;
 mod timer;

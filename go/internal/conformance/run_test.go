@@ -135,6 +135,12 @@ func (r *runner) openHandle(s step) error {
 		} else if ok {
 			opts = append(opts, kv.Idle(d))
 		}
+		if c, ok := s["codec"]; ok {
+			if c != "refusing" {
+				return fmt.Errorf("the Go cases do not know the codec %v", c)
+			}
+			opts = append(opts, kv.WithCodec(refusing{}))
+		}
 		h.bucket, err = cases.OpenBucket(r.store, text(s, "type"), name, opts...)
 	case "counters":
 		var opts []kv.CountersOption
@@ -672,4 +678,23 @@ func TestConformanceCasesKV01ToKV19(t *testing.T) {
 			t.Errorf("no case for KV-%d", id)
 		}
 	}
+}
+
+// refusing is the cases' "codec": "refusing" (tests/conformance/README.md).
+type refusing struct{}
+
+func (refusing) Encode(value any) ([]byte, error) {
+	s := value.(string)
+	if s == "refuse" {
+		return nil, errors.New("the test codec refuses this value")
+	}
+	return []byte(s), nil
+}
+
+func (refusing) Decode(data []byte, into any) error {
+	if string(data) == "bad" {
+		return errors.New("the test codec cannot read this")
+	}
+	*into.(*string) = string(data)
+	return nil
 }

@@ -15,6 +15,18 @@ import { isBig, keyArg, lossy, millis, packageType, parseJson, sameJson, sameVal
 /** 2026-10-20T09:00:00Z, the start of every case's clock. */
 export const START = new Date('2026-10-20T09:00:00Z')
 
+/** The cases' `"codec": "refusing"` (tests/conformance/README.md). */
+const refusing = {
+	encode(value) {
+		if (value === 'refuse') throw new Error('the test codec refuses this value')
+		return new TextEncoder().encode(value)
+	},
+	decode(bytes) {
+		if (Buffer.from(bytes).toString() === 'bad') throw new Error('the test codec cannot read this')
+		return new TextDecoder().decode(bytes)
+	},
+}
+
 const here = dirname(fileURLToPath(import.meta.url))
 
 /** Every case of every file, in file order, with its file's name: `{ file, case }`. */
@@ -131,6 +143,11 @@ export class Runner {
 		switch (step.kind) {
 			case 'bucket': {
 				const options = { ttl: opt('ttl'), idle: opt('idle') }
+				if (step.codec !== undefined) {
+					if (step.codec !== 'refusing') throw new Error(`unknown codec ${step.codec}`)
+					h = { kind: 'bucket', ty: step.type, main: this.store.bucket(name, { ...options, codec: refusing }), big: null }
+					break
+				}
 				const open = (big) => this.store.bucket(name, { ...options, type: packageType(step.type, big) })
 				// An int bucket also gets a `bigint` twin on the same name, for values past 2^53.
 				h = { kind: 'bucket', ty: step.type, main: open(false), big: step.type === 'int' ? () => open(true) : null }

@@ -24,6 +24,20 @@ START = dt.datetime(2026, 10, 20, 9, 0, tzinfo=dt.timezone.utc)
 _MS = dt.timedelta(milliseconds=1)
 
 
+class Refusing:
+    """The cases' ``"codec": "refusing"`` (tests/conformance/README.md)."""
+
+    def encode(self, value: str) -> bytes:
+        if value == "refuse":
+            raise ValueError("the test codec refuses this value")
+        return value.encode()
+
+    def decode(self, data: bytes) -> str:
+        if data == b"bad":
+            raise ValueError("the test codec cannot read this")
+        return data.decode()
+
+
 class StepFailed(AssertionError):
     """A step's answer is not what the case expects."""
 
@@ -95,7 +109,9 @@ class Runner:
             return step.get(field)
 
         if kind == "bucket":
-            h = Handle(kind, self.s.bucket(name, bucket_type(step["type"]), ttl=opt("ttl"), idle=opt("idle")), step["type"])
+            codec = {"refusing": Refusing(), None: None}[opt("codec")]
+            b = self.s.bucket(name, bucket_type(step["type"]), ttl=opt("ttl"), idle=opt("idle"), codec=codec)
+            h = Handle(kind, b, step["type"])
         elif kind == "counters":
             h = Handle(kind, self.s.counters(name, ttl=opt("ttl"), flush_every=opt("flush_every")))
         elif kind == "rate_limit":

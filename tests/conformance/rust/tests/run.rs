@@ -10,17 +10,39 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tinystore::{
-    Allowance, Begun, BindingTx, CallerContext, Counters, Error, ErrorKind, Expiry, ListOptions, Options, Quota,
-    RateLimit, Raw, RawBucket, RawOnce, Scope, Store, Version, WriteCall, parse_duration, parse_rate,
+    Allowance, Begun, BindingTx, Bucket, CallerContext, Codec, CodecError, Counters, Error, ErrorKind, Expiry,
+    ListOptions, Options, Quota, RateLimit, Raw, RawBucket, RawOnce, Scope, Store, Version, WriteCall, parse_duration,
+    parse_rate,
 };
 use tinystore_conformance::{Ty, check_type, lossy, same_value, span, text, to_raw};
 
 /// 2026-10-20T09:00:00Z, the start of every case's clock.
 const START_SECS: u64 = 1_792_486_800;
 
+/// The cases' `"codec": "refusing"` (tests/conformance/README.md).
+#[derive(Clone, Copy)]
+struct Refusing;
+
+impl Codec<String> for Refusing {
+    fn encode(&self, value: &String) -> Result<Vec<u8>, CodecError> {
+        if value == "refuse" {
+            return Err("the test codec refuses this value".into());
+        }
+        Ok(value.as_bytes().to_vec())
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<String, CodecError> {
+        if bytes == b"bad" {
+            return Err("the test codec cannot read this".into());
+        }
+        String::from_utf8(bytes.to_vec()).map_err(|e| e.into())
+    }
+}
+
 #[derive(Clone)]
 enum Handle {
     Bucket(RawBucket, Ty),
+    /// A bucket of strings through its own codec, as a user opens one.
+    Coded(Bucket<String>),
     Counters(Counters),
     RateLimit(RateLimit),
     Quota(Quota),
@@ -68,6 +90,14 @@ impl Runner {
         let opt = |k: &str| step.get(k).filter(|v| !v.is_null());
         let dur = |k: &str| opt(k).map(span).transpose();
         let handle = match step["kind"].as_str().unwrap() {
+            "bucket" if step.get("codec").is_some() => {
+                assert_eq!(step["codec"], "refusing", "the one codec of the cases");
+                let mut b = self.store.bucket::<String>(name).codec(Refusing);
+                if let Some(d) = dur("ttl")? {
+                    b = b.ttl(d);
+                }
+                Handle::Coded(b.open()?)
+            }
             "bucket" => Handle::Bucket(
                 RawBucket::open(&self.store, name, dur("ttl")?, dur("idle")?)?,
                 Ty::parse(step["type"].as_str().unwrap()),
@@ -122,6 +152,7 @@ impl Runner {
             let o = text(o);
             h = match h {
                 Handle::Bucket(b, t) => Handle::Bucket(b.under(o.as_str()), t),
+                Handle::Coded(b) => Handle::Coded(b.under(o.as_str())),
                 Handle::Counters(c) => Handle::Counters(c.under(o.as_str())),
                 Handle::RateLimit(r) => Handle::RateLimit(r.under(o.as_str())),
                 Handle::Quota(q) => Handle::Quota(q.under(o.as_str())),
@@ -153,6 +184,9 @@ impl Runner {
         let if_version = step.get("if_version").map(|v| self.versions[v.as_str().unwrap()]);
         let ttl = step.get("ttl").map(span).transpose()?;
         match (self.handle(step), op) {
+            (Handle::Coded(b), "set") => Ok(Out::Json(json!(b.set(k(), &string(&step["value"]))?.get()))),
+            (Handle::Coded(b), "get") => Ok(Out::Value(Ty::String, b.get(k())?.map(|s| Raw::text(&s)))),
+            (Handle::Coded(b), "take") => Ok(Out::Value(Ty::String, b.take(k())?.map(|s| Raw::text(&s)))),
             (Handle::Bucket(b, ty), "set") => {
                 let at = match step.get("expires_in").and_then(Value::as_str) {
                     Some(e) => Some(match e.strip_prefix('-') {
@@ -302,6 +336,11 @@ impl Runner {
             }
         }
     }
+}
+
+/// A string value of a case.
+fn string(v: &Value) -> String {
+    v.as_str().expect("a string value").to_owned()
 }
 
 fn read(b: &RawBucket, key: &str, ty: Ty, raw: Option<Raw>) -> Result<Out, Error> {

@@ -9,7 +9,6 @@
 //! owns a clone of the bucket). Errors are thrown as the package's error
 //! classes, as everywhere else in the addon.
 
-use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
@@ -33,24 +32,14 @@ pub(crate) struct Handle {
     pub(crate) streams: bool,
 }
 
-unsafe extern "C" fn drop_handle(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
-    drop(unsafe { Box::from_raw(data.cast::<Handle>()) });
-}
-
 /// The read handle of a bucket, for `get(handle, key)`.
 pub(crate) fn handle(env: napi_env, bucket: &NativeBucket) -> Ts<napi_value> {
-    let data = Box::into_raw(Box::new(Handle {
+    let handle = Handle {
         raw: Arc::new(bucket.raw.clone()),
         kind: bucket.kind,
         streams: bucket.streams,
-    }));
-    let mut out = ptr::null_mut();
-    let status = unsafe { sys::napi_create_external(env, data.cast(), Some(drop_handle), ptr::null_mut(), &mut out) };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { Box::from_raw(data) });
-        js::check(status, "making a read handle")?;
-    }
-    Ok(out)
+    };
+    Ok(js::external(env, handle, "making a read handle")?.0)
 }
 
 /// `get(handle, key)`: the value of a live key, or `undefined` (JSON as its

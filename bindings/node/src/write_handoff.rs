@@ -1,9 +1,9 @@
-//! Handing a turn's writes to the writer: corked until the turn's
+//! Handing a turn's writes to the writer: held until the turn's
 //! microtask, or, for a bucket's set without options, streamed into a burst.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
 //! `Promise.all`) must reach the writer as one group. Any write is checked
-//! and converted at once, but corked: handed to the writer in a microtask
+//! and converted at once, but held: handed to the writer in a microtask
 //! at the end of the turn, together, so the writer finds them all queued.
 //!
 //! A bucket's set without options on a store without a memory budget (whose
@@ -12,11 +12,11 @@
 //! turn's microtask. The writer inserts each set while JS makes the next,
 //! and commits the turn's writes as one group when the burst ends: the JS
 //! thread's work and the writer's overlap instead of taking turns (the sets
-//! at 64 in flight of `bench/node/bench.mjs` measure it). Once anything of a turn is corked, the rest of the turn
-//! is corked too, so writes keep the order they were made in.
+//! at 64 in flight of `bench/node/bench.mjs` measure it). Once anything of a turn is held, the rest of the turn
+//! is held too, so writes keep the order they were made in.
 //!
-//! Invariants: the microtask is queued at most once a turn ([`UNCORK_DUE`]);
-//! it, or a `close`/`maintain` before it, hands over every corked write and
+//! Invariants: the microtask is queued at most once a turn ([`HAND_OVER_DUE`]);
+//! it, or a `close`/`maintain` before it, hands over every held write and
 //! then ends the burst, so no burst outlives its turn.
 
 use std::cell::{Cell, RefCell};
@@ -31,20 +31,20 @@ use crate::napi_values as js;
 
 thread_local! {
     /// Writes of this turn, waiting for the microtask that hands them over.
-    static CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
+    static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
     /// The other vector of this turn's writes, kept for its room.
-    static SPARE_CORK: RefCell<Vec<Corked>> = const { RefCell::new(Vec::new()) };
-    /// `queueMicrotask` and the native function that uncorks, for this env.
-    static UNCORK: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
+    static SPARE_HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    /// `queueMicrotask` and the native function that hands them over, for this env.
+    static HAND_OVER: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
     /// Whether the microtask that ends this turn's writes is queued.
-    static UNCORK_DUE: Cell<bool> = const { Cell::new(false) };
+    static HAND_OVER_DUE: Cell<bool> = const { Cell::new(false) };
     /// The burst this turn's bare sets stream into (see [`set`]), open from
     /// the first of them to the microtask that ends the turn.
     static BURST: RefCell<OpenBurst> = const { RefCell::new(OpenBurst(None)) };
 }
 
 /// Sets up this env's microtask: keeps `queueMicrotask` and the native
-/// function that uncorks.
+/// function that hands them over.
 pub(crate) fn init(env: napi_env) -> Ts<()> {
     let (mut global, mut queue) = (ptr::null_mut(), ptr::null_mut());
     js::check(
@@ -53,9 +53,9 @@ pub(crate) fn init(env: napi_env) -> Ts<()> {
     )?;
     let status = unsafe { sys::napi_get_named_property(env, global, c"queueMicrotask".as_ptr(), &mut queue) };
     js::check(status, "finding queueMicrotask")?;
-    let uncork_fn = js::function(env, "uncork", uncork, ptr::null_mut())?;
-    let kept = (js::keep(env, queue)?, js::keep(env, uncork_fn)?);
-    UNCORK.with(|u| *u.borrow_mut() = Some(kept));
+    let hand_over_fn = js::function(env, "handOverWrites", hand_over, ptr::null_mut())?;
+    let kept = (js::keep(env, queue)?, js::keep(env, hand_over_fn)?);
+    HAND_OVER.with(|u| *u.borrow_mut() = Some(kept));
     Ok(())
 }
 
@@ -74,12 +74,12 @@ impl Drop for OpenBurst {
 }
 
 /// A write checked and converted, waiting to be handed to the engine.
-struct Corked {
+struct Held {
     pending: Pending,
     work: Work,
 }
 
-/// What a corked write does when handed over.
+/// What a held write does when handed over.
 pub(crate) enum Work {
     /// Any write: gives its completion to one of the core's `*_then` calls.
     Call(Box<dyn FnOnce() -> tinystore::Result<()>>),
@@ -136,21 +136,21 @@ impl KeyBytes {
 /// number `id`.
 ///
 /// When `streams` (the store has no memory budget, so `set_then` never
-/// waits) and nothing of this turn is corked before it, the set goes to
+/// waits) and nothing of this turn is held before it, the set goes to
 /// the writer now, into a burst open until the turn's microtask: the
 /// writer inserts each set while JS makes the next, and commits the turn's
 /// writes as one group when the burst ends, instead of taking them all in
-/// turn after JS has made them. Otherwise it is corked as any write, so
+/// turn after JS has made them. Otherwise it is held as any write, so
 /// writes keep their order. A set the engine refuses at once (the store
 /// closed) is that error, thrown: its Promise is not made yet.
 pub(crate) fn set(env: napi_env, mut args: SetArgs, id: u32, streams: bool) -> Ts<()> {
     let (pending, completion) = Pending::kept(env, id)?;
     args.completion = Some(completion);
-    if !streams || CORK.with(|c| !c.borrow().is_empty()) {
-        return cork(env, pending, Work::Set(args));
+    if !streams || HELD.with(|c| !c.borrow().is_empty()) {
+        return hold(env, pending, Work::Set(args));
     }
-    if !UNCORK_DUE.get() {
-        schedule_uncork(env)?;
+    if !HAND_OVER_DUE.get() {
+        schedule_hand_over(env)?;
     }
     stream(pending, args)
 }
@@ -171,24 +171,24 @@ fn stream(pending: Pending, args: SetArgs) -> Ts<()> {
     }
 }
 
-/// [`set`] for a caller without an env (`tinystore_bucket_set` of `bare_set`, which
+/// [`set`] for a caller without an env (`tinystore_bucket_set` of `fast_writes`, which
 /// Bun's FFI makes): does it only when no napi call is needed, that is when
 /// this turn's microtask is already queued and other Promises are in flight
 /// (so the threadsafe function is already ref'd), and the engine takes the
 /// set. Says whether it did; `false` leaves nothing done, for the napi call
 /// to do the set or throw its error.
 pub(crate) fn set_from_c(mut args: SetArgs, id: u32, streams: bool) -> bool {
-    if !UNCORK_DUE.get() {
+    if !HAND_OVER_DUE.get() {
         return false;
     }
     let Some((pending, completion)) = Pending::kept_in_flight(id) else {
         return false;
     };
     args.completion = Some(completion);
-    if !streams || CORK.with(|c| !c.borrow().is_empty()) {
-        // The microtask is queued: corking needs no napi call.
-        CORK.with(|c| {
-            c.borrow_mut().push(Corked {
+    if !streams || HELD.with(|c| !c.borrow().is_empty()) {
+        // The microtask is queued: holding needs no napi call.
+        HELD.with(|c| {
+            c.borrow_mut().push(Held {
                 pending,
                 work: Work::Set(args),
             })
@@ -218,7 +218,7 @@ impl SetArgs {
             completion,
         } = self;
         let Some(completion) = completion else {
-            return Ok(()); // never corked without one
+            return Ok(()); // never held without one
         };
         raw.set_then(key.as_slice(), value, tinystore::WriteOptions::default(), move |r| {
             completion.send_version(r)
@@ -228,51 +228,51 @@ impl SetArgs {
 }
 
 /// Queues a checked write for the end of this turn.
-pub(crate) fn cork(env: napi_env, pending: Pending, work: Work) -> Ts<()> {
-    CORK.with(|c| c.borrow_mut().push(Corked { pending, work }));
-    if !UNCORK_DUE.get() {
-        schedule_uncork(env)?;
+pub(crate) fn hold(env: napi_env, pending: Pending, work: Work) -> Ts<()> {
+    HELD.with(|c| c.borrow_mut().push(Held { pending, work }));
+    if !HAND_OVER_DUE.get() {
+        schedule_hand_over(env)?;
     }
     Ok(())
 }
 
 /// Queues the microtask that hands this turn's writes to the engine.
-fn schedule_uncork(env: napi_env) -> Ts<()> {
-    let Some((queue, uncork_ref)) = UNCORK.with(|u| *u.borrow()) else {
+fn schedule_hand_over(env: napi_env) -> Ts<()> {
+    let Some((queue, hand_over_ref)) = HAND_OVER.with(|u| *u.borrow()) else {
         return Err(crate::completions::invalid("tinystore: the addon was not initialised"));
     };
     let mut f = ptr::null_mut();
     js::check(
-        unsafe { sys::napi_get_reference_value(env, uncork_ref, &mut f) },
-        "finding uncork",
+        unsafe { sys::napi_get_reference_value(env, hand_over_ref, &mut f) },
+        "finding handOverWrites",
     )?;
     js::call_kept(env, queue, &[f])?;
-    UNCORK_DUE.set(true);
+    HAND_OVER_DUE.set(true);
     Ok(())
 }
 
-/// The microtask: hands every corked write to the engine, in order. A
+/// The microtask: hands every held write to the engine, in order. A
 /// write the engine refuses (the store closed meanwhile) rejects at once.
-unsafe extern "C" fn uncork(_env: napi_env, _info: sys::napi_callback_info) -> napi_value {
-    uncork_now();
+unsafe extern "C" fn hand_over(_env: napi_env, _info: sys::napi_callback_info) -> napi_value {
+    hand_over_held();
     ptr::null_mut()
 }
 
 /// Hands this turn's writes to the engine now: before a `close` or
 /// `maintain`, so that writes issued before it are queued before it.
-pub(crate) fn uncork_now() {
-    UNCORK_DUE.set(false);
-    // The burst of the sets streamed this turn ends last: corked writes join its group.
+pub(crate) fn hand_over_held() {
+    HAND_OVER_DUE.set(false);
+    // The burst of the sets streamed this turn ends last: held writes join its group.
     let _end = BurstEnd;
     // This turn's writes and a spare trade places, keeping their room (as completions.rs's call_js does).
-    let mut corked = SPARE_CORK.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    CORK.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut corked));
-    if corked.is_empty() {
-        SPARE_CORK.with(|s| *s.borrow_mut() = corked);
+    let mut held = SPARE_HELD.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    HELD.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut held));
+    if held.is_empty() {
+        SPARE_HELD.with(|s| *s.borrow_mut() = held);
         return;
     }
     tinystore::submit_together(|| {
-        for c in corked.drain(..) {
+        for c in held.drain(..) {
             let queued = match c.work {
                 Work::Call(submit) => submit(),
                 Work::Set(args) => args.submit(),
@@ -280,10 +280,10 @@ pub(crate) fn uncork_now() {
             let _ = c.pending.queued(queued);
         }
     });
-    SPARE_CORK.with(|s| *s.borrow_mut() = corked);
+    SPARE_HELD.with(|s| *s.borrow_mut() = held);
 }
 
-/// Ends this thread's burst when dropped, even if a corked write panics.
+/// Ends this thread's burst when dropped, even if a held write panics.
 struct BurstEnd;
 
 impl Drop for BurstEnd {

@@ -7,9 +7,9 @@
 //! conversion of three optional arguments), against about 26,000 for the
 //! whole of a set on the JS thread. A set without options needs none of
 //! it: the package calls `set(handle, key, value)`, a plain
-//! `napi_callback`, with the bucket's read handle (see [`crate::bare_get`]).
+//! `napi_callback`, with the bucket's read handle (see [`crate::fast_reads`]).
 //! A set with options keeps the method. The errors and the hand-over to
-//! the writer are the method's own (the write groups of [`crate::write_groups`]).
+//! the writer are the method's own (the write groups of [`crate::write_handoff`]).
 //!
 //! Its Promise is not a napi one either: napi's create and resolve cost
 //! about 1,900 instructions a set in Node, and in both runtimes a global
@@ -19,7 +19,7 @@
 //! once for the group, or `failed(id, error)` for a write that failed.
 //!
 //! Under Bun a napi call costs far more than under Node (see
-//! [`crate::bare_allow`]), so there the package first tries the same set
+//! [`crate::fast_allow`]), so there the package first tries the same set
 //! as the C function [`tinystore_bucket_set`] through Bun's FFI, with the
 //! key's and the value's UTF-8 in buffers it reuses. That call does only
 //! what needs no napi call (a string or JSON bucket, while this turn's
@@ -32,13 +32,13 @@ use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 
-use crate::bare_get::{Handle, with_handle};
 use crate::bucket::show_path;
 use crate::completions;
 use crate::convert::ValueKind;
 use crate::convert::{self, Ts};
+use crate::fast_reads::{Handle, with_handle};
 use crate::napi_values as js;
-use crate::write_groups::{self, SetArgs};
+use crate::write_handoff::{self, SetArgs};
 
 /// `set(handle, key, value, id)`: writes the value durably, as the
 /// bucket's `set(key, value)` does, and settles the Promise the package
@@ -61,7 +61,7 @@ fn write(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
             unsafe { sys::napi_get_value_uint32(env, argv[3], &mut id) },
             "reading the number of a set's Promise",
         )?;
-        write_groups::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)
+        write_handoff::set(env, SetArgs::new(h.raw.clone(), key, value), id, h.streams)
     })?;
     // A callback's null is `undefined` to JS, without a napi call to make one.
     Ok(ptr::null_mut())
@@ -108,7 +108,7 @@ pub unsafe extern "C" fn tinystore_bucket_set(
         },
         _ => return 0,
     };
-    i32::from(write_groups::set_from_c(
+    i32::from(write_handoff::set_from_c(
         SetArgs::new(h.raw.clone(), key, value),
         id,
         h.streams,

@@ -16,7 +16,7 @@
 //! The call is a function made once per rate limit (or branch), whose napi
 //! data is a clone of the limit, so it needs no `this` to unwrap and no
 //! handle argument; `n` is left out when it is 1; a string key is read into
-//! the stack, as the bare `get` does (bare_get.rs). Each napi call saved is
+//! the stack, as the bare `get` does (fast_reads.rs). Each napi call saved is
 //! worth it: in Bun the five of the first version were a tenth of an `allow`.
 //!
 //! Bun's napi calls cost more than the whole engine's `allow` (about 270 ns
@@ -25,7 +25,6 @@
 //! [`tinystore_rate_limit_allow`] of this library, with the key's UTF-8 in a
 //! buffer it reuses; whatever that call cannot answer goes through napi.
 
-use std::ffi::c_void;
 use std::ptr;
 
 use napi::Env;
@@ -39,10 +38,6 @@ use crate::convert::{self, Ts};
 use crate::limits::NativeRateLimit;
 use crate::napi_values as js;
 
-unsafe extern "C" fn drop_limit(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
-    drop(unsafe { Box::from_raw(data.cast::<RateLimit>()) });
-}
-
 /// The bare `allow(key, n?)` of a rate limit (or a branch of it).
 #[napi(ts_return_type = "((key: unknown, n?: number) => number | object) & { address: number }")]
 pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Result<Unknown<'e>> {
@@ -51,21 +46,7 @@ pub fn rate_limit_allow<'e>(env: &'e Env, limit: &NativeRateLimit) -> napi::Resu
 
 /// The function `rate_limit_allow` answers.
 fn allow_function(env: napi_env, limit: &NativeRateLimit) -> Ts<napi_value> {
-    let data = Box::into_raw(Box::new(limit.limit.clone()));
-    let f = match js::function(env, "allow", allow, data.cast()) {
-        Ok(f) => f,
-        Err(e) => {
-            drop(unsafe { Box::from_raw(data) });
-            return Err(e);
-        }
-    };
-    // From here the function owns the limit: dropped when it is collected.
-    let status =
-        unsafe { sys::napi_add_finalizer(env, f, data.cast(), Some(drop_limit), ptr::null_mut(), ptr::null_mut()) };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { Box::from_raw(data) });
-        js::check(status, "making allow")?;
-    }
+    let (f, data) = js::function_owning(env, "allow", allow, limit.limit.clone())?;
     // The limit's address, for the FFI call: a user-space pointer fits a JS number exactly.
     js::set(env, f, "address\0", js::number(env, data as usize as f64)?)?;
     Ok(f)
