@@ -560,7 +560,7 @@ uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeo
 
 // Leaves out every kept value of generation `generation`: the caller's own
 // validator refuses the config built with them, for the reason `why`
-// (UTF-8, shown by `ts_config_sources`). A later change is checked again.
+// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
 void ts_config_refuse_kept(const struct TsHandle *c, uint64_t generation, const uint8_t *why, size_t why_len);
 
 // Opens the counters `name`: with a `ttl` from a counter's first change,

@@ -113,7 +113,7 @@ pub unsafe extern "C" fn ts_config_wait(c: *const TsHandle, after: u64, timeout_
 
 /// Leaves out every kept value of generation `generation`: the caller's own
 /// validator refuses the config built with them, for the reason `why`
-/// (UTF-8, shown by `ts_config_sources`). A later change is checked again.
+/// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_config_refuse_kept(c: *const TsHandle, generation: u64, why: *const u8, why_len: usize) {
     if let Ok(c) = unsafe { config(c) } {
