@@ -142,8 +142,7 @@ impl Quota {
     fn new(py: Python<'_>, store: &Store, name: &str, windows: Vec<(String, Bound<'_, PyAny>)>) -> PyResult<Self> {
         let mut b = store.store.quota(name);
         for (w, r) in &windows {
-            let (n, per) =
-                rate(r).map_err(|e| to_py(py, invalid(format!("window {w}: {}", e.message())).in_bucket(name)))?;
+            let (n, per) = rate(r).map_err(|e| to_py(py, tinystore::window_rate_error(e, name, w)))?;
             b = b.window(w, n, per);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;

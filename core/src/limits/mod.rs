@@ -45,6 +45,7 @@ pub(crate) use once::inside_run;
 pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce, waiter_gave_up};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
 pub use rate_limit::{RateLimit, RateLimitBuilder};
+pub use rates_as_text::window_rate_error;
 pub use shared::TABLE_FILE;
 
 use crate::clock::Clock;

@@ -26,10 +26,15 @@ impl Store {
     pub fn quota_at<'a>(&self, name: &str, windows: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Quota> {
         let mut builder = self.quota(name);
         for (window, rate) in windows {
-            let (limit, span) = parse_rate(rate)
-                .map_err(|e| Error::new(e.kind(), format!("window {window:?}: {}", e.message())).in_bucket(name))?;
+            let (limit, span) = parse_rate(rate).map_err(|e| window_rate_error(e, name, window))?;
             builder = builder.window(window, limit, span);
         }
         builder.open()
     }
+}
+
+/// The refusal `e` of the rate of the quota `name`'s `window`, naming the
+/// window: one text for every binding, whatever form its rates take.
+pub fn window_rate_error(e: Error, name: &str, window: &str) -> Error {
+    Error::new(e.kind(), format!("window {window:?}: {}", e.message())).in_bucket(name)
 }
