@@ -18,9 +18,7 @@ import asyncio
 import os
 import random
 import sqlite3
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,39 +64,12 @@ class Sqlite:
         self.db.execute("COMMIT")
 
 
-def rate(n: int, seconds: float) -> float:
-    return n / seconds
-
-
-def timed(fn: Callable[[], int]) -> float:
-    t = time.perf_counter()
-    n = fn()
-    return rate(n, time.perf_counter() - t)
-
-
-def run_rounds(rounds: int, measures: dict[str, Callable[[], float]]) -> dict[str, float]:
-    """Alternates the measures round by round; the median ops/s of each."""
-    seen: dict[str, list[float]] = {name: [] for name in measures}
-    for r in range(rounds):
-        order = list(measures)
-        if r % 2:
-            order.reverse()
-        for name in order:
-            seen[name].append(measures[name]())
-    return {name: statistics.median(v) for name, v in seen.items()}
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap = benchinfo.parser(__doc__, rounds=7)
     ap.add_argument("--reads", type=int, default=20_000, help="point reads per round")
     ap.add_argument("--sets", type=int, default=200, help="sets with 1 in flight per round")
     ap.add_argument("--groups", type=int, default=300, help="groups of 64 sets per round")
-    ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
-    args = ap.parse_args()
-
-    with benchinfo.scratch("tinystore-bench-", args.dir) as base:
-        report(args, base)
+    benchinfo.run(ap, "tinystore-bench-", report)
 
 
 def report(args: argparse.Namespace, base: str) -> None:
@@ -129,11 +100,11 @@ def report(args: argparse.Namespace, base: str) -> None:
 
     def sqlite_get() -> float:
         g = lite.get
-        return timed(lambda: sum(1 for k in reads if g(k) is not None))
+        return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
 
     def sync_get() -> float:
         g = sb.get
-        return timed(lambda: sum(1 for k in reads if g(k) is not None))
+        return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
 
     def async_get_1() -> float:
         async def go() -> int:
@@ -143,7 +114,7 @@ def report(args: argparse.Namespace, base: str) -> None:
                     n += 1
             return n
 
-        return timed(lambda: loop.run_until_complete(go()))
+        return benchinfo.timed(lambda: loop.run_until_complete(go()))
 
     def async_get_64() -> float:
         async def go() -> int:
@@ -153,7 +124,7 @@ def report(args: argparse.Namespace, base: str) -> None:
                 n += len(got)
             return n
 
-        return timed(lambda: loop.run_until_complete(go()))
+        return benchinfo.timed(lambda: loop.run_until_complete(go()))
 
     measures: dict[str, Callable[[], float]] = {
         "sqlite3 point read": sqlite_get,
@@ -163,8 +134,8 @@ def report(args: argparse.Namespace, base: str) -> None:
     }
     if dc is not None:
         dget = dc.get
-        measures["diskcache get"] = lambda: timed(lambda: sum(1 for k in reads if dget(k) is not None))
-    gets = run_rounds(args.rounds, measures)
+        measures["diskcache get"] = lambda: benchinfo.timed(lambda: sum(1 for k in reads if dget(k) is not None))
+    gets = benchinfo.run_rounds(args.rounds, measures)
 
     counter = [0]
 
@@ -174,7 +145,7 @@ def report(args: argparse.Namespace, base: str) -> None:
 
     def sqlite_set_1() -> float:
         ws = fresh(args.sets)
-        return timed(lambda: [lite.set_one(k, VALUE) for k in ws] and len(ws))
+        return benchinfo.timed(lambda: [lite.set_one(k, VALUE) for k in ws] and len(ws))
 
     def async_set_1() -> float:
         ws = fresh(args.sets)
@@ -184,7 +155,7 @@ def report(args: argparse.Namespace, base: str) -> None:
                 await ab.set(k, VALUE)
             return len(ws)
 
-        return timed(lambda: loop.run_until_complete(go()))
+        return benchinfo.timed(lambda: loop.run_until_complete(go()))
 
     def sqlite_set_64() -> float:
         ws = fresh(64 * args.groups)
@@ -194,7 +165,7 @@ def report(args: argparse.Namespace, base: str) -> None:
                 lite.set_batch([(k, VALUE) for k in ws[i : i + 64]])
             return len(ws)
 
-        return timed(go)
+        return benchinfo.timed(go)
 
     def async_set_64() -> float:
         ws = fresh(64 * args.groups)
@@ -208,7 +179,7 @@ def report(args: argparse.Namespace, base: str) -> None:
             await asyncio.gather(*(writer(ws[w::64]) for w in range(64)))
             return len(ws)
 
-        return timed(lambda: loop.run_until_complete(go()))
+        return benchinfo.timed(lambda: loop.run_until_complete(go()))
 
     set_measures: dict[str, Callable[[], float]] = {
         "sqlite3 set, own transaction (1 in flight)": sqlite_set_1,
@@ -220,10 +191,10 @@ def report(args: argparse.Namespace, base: str) -> None:
 
         def dc_set_1() -> float:
             ws = fresh(args.sets)
-            return timed(lambda: [dc.set(k, VALUE) for k in ws] and len(ws))
+            return benchinfo.timed(lambda: [dc.set(k, VALUE) for k in ws] and len(ws))
 
         set_measures["diskcache set (1 in flight)"] = dc_set_1
-    sets = run_rounds(args.rounds, set_measures)
+    sets = benchinfo.run_rounds(args.rounds, set_measures)
     g1, w1 = astore._n.group_stats()
     print(f"# tinystore writer, whole run (seeding, 1 and 64 in flight): {w1} writes in {g1} commits")
     print(f"# Python {sys.version.split()[0]}, tinystore {tinystore.__version__}, sqlite3 {sqlite3.sqlite_version}, "

@@ -8,6 +8,7 @@ the machine, the command and the load average, and the JSON written to
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -43,6 +44,24 @@ def machine() -> dict[str, Any]:
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
         "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
+
+
+def parser(doc: str | None, rounds: int) -> argparse.ArgumentParser:
+    """A bench's command line: its docstring as the help, ``--rounds``
+    (alternating rounds, ``rounds`` unless given) and ``--dir``; the bench
+    adds its own options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
+    return ap
+
+
+def run(ap: argparse.ArgumentParser, prefix: str, report: Callable[[argparse.Namespace, str], None]) -> None:
+    """Parses the command line of ``ap`` (made by ``parser``) and runs
+    ``report(args, base)`` with a scratch directory as ``base``."""
+    args = ap.parse_args()
+    with scratch(prefix, args.dir) as base:
+        report(args, base)
 
 
 @contextlib.contextmanager

@@ -41,12 +41,7 @@ def per_set(fn: object) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--dir", default=None, help="where the files go (a real disk: fsync must cost)")
-    args = ap.parse_args()
-    with benchinfo.scratch("tinystore-txsets-", args.dir) as base:
-        report(args, base)
+    benchinfo.run(benchinfo.parser(__doc__, rounds=9), "tinystore-txsets-", report)
 
 
 def report(args: argparse.Namespace, base: str) -> None:

@@ -112,35 +112,38 @@ func (r *RateLimit) Allow(ctx context.Context, key any) (Allowance, error) {
 // AllowN takes n requests of key together, or none. More than the burst is
 // tinystore.ErrInvalid: it could never pass.
 func (r *RateLimit) AllowN(ctx context.Context, key any, n int) (Allowance, error) {
-	k, err := r.key(key)
-	if err != nil {
-		return Allowance{}, err
-	}
-	m, err := count(r.branch, k, n, "AllowN")
-	if err != nil {
-		return Allowance{}, err
-	}
-	a, err := r.h.Allow(ctx, r.scope, r.owners, k, m, false)
-	return allowanceOf(a), err
+	return use(ctx, r.branch, r.h, r.scope, key, native.OpAllow, n, "AllowN")
 }
 
 // Peek gives the answer one request would get now, counting nothing.
 func (r *RateLimit) Peek(ctx context.Context, key any) (Allowance, error) {
-	k, err := r.key(key)
-	if err != nil {
-		return Allowance{}, err
-	}
-	a, err := r.h.Allow(ctx, r.scope, r.owners, k, 1, true)
-	return allowanceOf(a), err
+	return use(ctx, r.branch, r.h, r.scope, key, native.OpPeek, 1, "Peek")
 }
 
 // Reset forgets key: its next request has the full burst.
 func (r *RateLimit) Reset(ctx context.Context, key any) error {
-	k, err := r.key(key)
+	_, err := use(ctx, r.branch, r.h, r.scope, key, native.OpReset, 1, "Reset")
+	return err
+}
+
+// user is a native handle that counts uses of a key: a rate limit or a quota.
+type user interface {
+	Use(ctx context.Context, s *native.Scope, owners []byte, key string, op int32, n uint64) (native.Allowance, error)
+}
+
+// use runs op on key of the branch b of h in scope s, n times; what names
+// the call in the refusal of a negative n.
+func use(ctx context.Context, b branch, h user, s *native.Scope, key any, op int32, n int, what string) (Allowance, error) {
+	k, err := b.key(key)
 	if err != nil {
-		return err
+		return Allowance{}, err
 	}
-	return r.h.Reset(ctx, r.scope, r.owners, k)
+	m, err := count(b, k, n, what)
+	if err != nil {
+		return Allowance{}, err
+	}
+	a, err := h.Use(ctx, s, b.owners, k, op, m)
+	return allowanceOf(a), err
 }
 
 // Quota counts uses by key against one to eight windows, each of which
@@ -180,54 +183,41 @@ func (q *Quota) Under(owners ...any) *Quota {
 	return &Quota{branch: q.branch.under(owners), h: q.h, scope: q.scope}
 }
 
-func (q *Quota) use(ctx context.Context, key any, op int32, n int, what string) (Allowance, error) {
-	k, err := q.key(key)
-	if err != nil {
-		return Allowance{}, err
-	}
-	m, err := count(q.branch, k, n, what)
-	if err != nil {
-		return Allowance{}, err
-	}
-	a, err := q.h.Use(ctx, q.scope, q.owners, k, op, m)
-	return allowanceOf(a), err
-}
-
 // Allow counts one use of key in every window, or in none when one has no
 // room: a use refused by the weekly window does not use up the others.
 //
 //	used, err := messages.Allow(ctx, strconv.FormatInt(userID, 10))
 //	if err == nil && !used.OK { /* 429 until used.RetryAt; used.Windows["weekly"].Left */ }
 func (q *Quota) Allow(ctx context.Context, key any) (Allowance, error) {
-	return q.use(ctx, key, native.QuotaAllow, 1, "Allow")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, 1, "Allow")
 }
 
 // AllowN counts n uses together, in every window or in none; n over the
 // smallest window's limit is tinystore.ErrInvalid.
 func (q *Quota) AllowN(ctx context.Context, key any, n int) (Allowance, error) {
-	return q.use(ctx, key, native.QuotaAllow, n, "AllowN")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, n, "AllowN")
 }
 
 // Peek gives the answer one use would get now, counting nothing.
 func (q *Quota) Peek(ctx context.Context, key any) (Allowance, error) {
-	return q.use(ctx, key, native.QuotaPeek, 1, "Peek")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpPeek, 1, "Peek")
 }
 
 // Refund gives one use back to every window that has not reset since it
 // was counted, never below zero: for work that failed after its Allow.
 func (q *Quota) Refund(ctx context.Context, key any) error {
-	_, err := q.use(ctx, key, native.QuotaRefund, 1, "Refund")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, 1, "Refund")
 	return err
 }
 
 // RefundN gives n uses back, as Refund does one.
 func (q *Quota) RefundN(ctx context.Context, key any, n int) error {
-	_, err := q.use(ctx, key, native.QuotaRefund, n, "RefundN")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, n, "RefundN")
 	return err
 }
 
 // Reset forgets key: every window starts again at its next use.
 func (q *Quota) Reset(ctx context.Context, key any) error {
-	_, err := q.use(ctx, key, native.QuotaReset, 1, "Reset")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpReset, 1, "Reset")
 	return err
 }

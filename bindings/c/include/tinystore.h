@@ -10,15 +10,18 @@
  *   ts_error_free.
  * - Text and bytes come in as a pointer and a length, read during the call
  *   only; null with length 0 is empty. Text is UTF-8.
- * - Bytes going out in a TsValue or TsEntry of ts_bucket_get, _take and
- *   _create are the caller's: free them with ts_bytes_free. Those of a page
- *   belong to the page.
- * - Every operation of a handle takes a `const TsScope *scope`: null runs
- *   it on the store itself, a scope from ts_tx_begin inside that
- *   transaction, one from ts_view_open in that read snapshot.
+ * - Bytes going out in a TsResult (a get's, take's, create's entry; a
+ *   once's answer) are the caller's: free them with ts_bytes_free. Those of
+ *   a page belong to the page.
+ * - Every handle (TsHandle: a bucket, counters, a rate limit, a quota, a
+ *   once) has one call, ts_call, given its operation (TS_OP_*) and
+ *   arguments in a TsCall, and a `const TsScope *scope`: null runs it on
+ *   the store itself, a scope from ts_tx_begin inside that transaction, one
+ *   from ts_view_open in that read snapshot. Free a handle with
+ *   ts_handle_free.
  * - Writes on the store block until durable; a TsCancel fired from another
  *   thread gives up on a write whose group has not started, or on the wait
- *   of ts_once_begin (TS_CANCELLED).
+ *   of a once's TS_OP_BEGIN (TS_CANCELLED).
  * - Link with: libtinystore.a -lm -ldl -lpthread
  */
 
@@ -56,20 +59,56 @@
 // The caller gave up before its write started; nothing was written.
 #define TS_CANCELLED 8
 
+// Reads a key (bucket: its entry; counters: the value; once: the kept answer).
+#define TS_OP_GET 1
+
+// Whether a bucket's live key is there.
+#define TS_OP_HAS 2
+
+// Writes a bucket's value.
+#define TS_OP_SET 3
+
+// Writes a bucket's value only if the key is absent.
+#define TS_OP_CREATE 4
+
+// Reads and deletes a bucket's key in one write.
+#define TS_OP_TAKE 5
+
+// Deletes a key (a bucket's, a counter, a once's answer).
+#define TS_OP_DELETE 6
+
+// Gives a bucket's live key the options' expiry.
+#define TS_OP_EXPIRE 7
+
+// Removes the branch and every branch under it (bucket, counters).
+#define TS_OP_CLEAR 8
+
+// Lists a page of a bucket's branch, after the key when `has_after`.
+#define TS_OP_LIST 9
+
+// Adds `n` to a counter.
+#define TS_OP_ADD 10
+
+// Keeps the larger of a counter and `n`.
+#define TS_OP_MAX 11
+
+// Takes `uses` of a rate limit or quota together, or none.
+#define TS_OP_ALLOW 12
+
+// Answers for one use of a rate limit or quota, counting nothing.
+#define TS_OP_PEEK 13
+
+// Forgets a key of a rate limit or quota (fills no answer).
+#define TS_OP_RESET 14
+
+// Gives `uses` of a quota back.
+#define TS_OP_REFUND 15
+
+// Begins a run of a once's key (on the store; see `once_op`).
+#define TS_OP_BEGIN 16
+
 // The most windows a quota has.
 #define TS_MAX_WINDOWS 8
-
-// What `ts_quota_use` does.
-#define TS_QUOTA_ALLOW 0
-
-// Gives uses back.
-#define TS_QUOTA_REFUND 1
-
-// Answers for one use, counting nothing.
-#define TS_QUOTA_PEEK 2
-
-// Forgets the key.
-#define TS_QUOTA_RESET 3
 
 // `mmap_size` for no mapped reads: every page a reader's cache lacks is
 // read with `pread` (a network filesystem, or where a file cut short under
@@ -110,11 +149,8 @@
 // A queue of answers, shared by the writes submitted to it.
 typedef struct TsAnswers TsAnswers;
 
-// A bucket of values, opened on a store.
-typedef struct TsBucket TsBucket;
-
 // The runs of once a caller is inside, as it keeps them in its own context
-// (Go's `context.Context`): `ts_once_begin` hands it to the core, which
+// (Go's `context.Context`): a `TsCall` of `TS_OP_BEGIN` hands it to the core, which
 // refuses a run of a key inside its own run.
 typedef struct TsCaller TsCaller;
 
@@ -126,27 +162,16 @@ typedef struct TsCancel TsCancel;
 // The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 typedef struct TsClaim TsClaim;
 
-// A config handle.
-typedef struct TsConfig TsConfig;
-
-// Counters, opened on a store.
-typedef struct TsCounters TsCounters;
-
 // An error: a kind, a message, and the bucket and path it is about, with
 // the text the core renders of them, which the view lends.
 typedef struct TsError TsError;
 
-// A once, opened on a store.
-typedef struct TsOnce TsOnce;
+// An open handle of a store: a bucket, counters, a rate limit, a quota, a
+// once or a config, from its `ts_*_open`. Free it with `ts_handle_free`.
+typedef struct TsHandle TsHandle;
 
 // One page of a listing; owns the bytes its entries point to.
 typedef struct TsPage TsPage;
-
-// A quota, opened on a store.
-typedef struct TsQuota TsQuota;
-
-// A rate limit, opened on a store.
-typedef struct TsRateLimit TsRateLimit;
 
 // An open transaction or read snapshot, the scope of the calls given it.
 typedef struct TsScope TsScope;
@@ -219,6 +244,46 @@ typedef struct TsValue {
   size_t len;
 } TsValue;
 
+// Checks a value inside a `take`'s write, before the key is deleted: a
+// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
+// on the store's writer thread (on the caller's, inside a transaction),
+// with a value borrowed for the call. Null checks nothing.
+typedef int32_t (*TsCheckFn)(uint64_t ctx, const struct TsValue *value);
+
+// A call's operation and the arguments that are not bytes; each
+// operation reads the fields it names and ignores the rest.
+typedef struct TsCall {
+  // A `TS_OP_*` the handle has.
+  int32_t op;
+  // The value's kind (a `TS_KIND_*`); its bytes are the call's `value`
+  // argument. Set, create.
+  int32_t kind;
+  // The value's integer, bool or bits.
+  int64_t integer;
+  // A write's options (none when every `has_` is false). Set, create,
+  // take, delete, expire.
+  struct TsWriteOptions options;
+  // The kind to read a value as. Get, create, take, list, begin.
+  int32_t want;
+  // A counter's amount (add, max).
+  int64_t n;
+  // Uses of a rate limit or quota (allow, refund).
+  uint64_t uses;
+  // A take's check of the value (see `TsCheckFn`); null checks nothing.
+  TsCheckFn check;
+  // What the check is given with the value.
+  uint64_t check_ctx;
+  // A list: whether the key argument is the cursor to list after.
+  bool has_after;
+  // A list: at most how many keys (0 for the default).
+  uint32_t limit;
+  // The runs of once the caller is inside (begin; null: none).
+  const struct TsCaller *caller;
+  // On the store, lets another thread give up on a write before its
+  // group starts, or on begin's wait (`TS_CANCELLED`). Null: none.
+  const struct TsCancel *cancel;
+} TsCall;
+
 // A key with its value, version and expiry.
 typedef struct TsEntry {
   // The value, read as the kind asked for.
@@ -235,11 +300,22 @@ typedef struct TsEntry {
   size_t key_len;
 } TsEntry;
 
-// Checks a value inside a `take`'s write, before the key is deleted: a
-// non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
-// on the store's writer thread (on the caller's, inside a transaction),
-// with a value borrowed for the call. Null checks nothing.
-typedef int32_t (*TsCheckFn)(uint64_t ctx, const struct TsValue *value);
+// What a call of a bucket, counters or once answers.
+typedef struct TsResult {
+  // Get, has, take, delete, expire: a live key (or kept answer) was
+  // there. Create: the value was written. Begin: an answer is kept.
+  bool found;
+  // Set: the version written. Counters' add, max, get: the value.
+  int64_t number;
+  // Get, take, create: the entry (its bytes are the caller's; a written
+  // create's value is `TS_KIND_NULL`, the caller's own). Once's get and
+  // begin: the answer, in `entry.value`.
+  struct TsEntry entry;
+  // List: the page, freed with `ts_page_free`.
+  struct TsPage *page;
+  // Begin, when no answer is kept: the run, the caller's to keep or abandon.
+  struct TsClaim *claim;
+} TsResult;
 
 // One window of a quota in an answer.
 typedef struct TsWindow {
@@ -359,20 +435,12 @@ int32_t ts_codec_fault(const uint8_t *word,
                        size_t detail_len,
                        struct TsError **err);
 
-// Builds an error of the caller's own (a handle used after its
-// transaction ended, a closed store), about the handle `name` when it is
-// not empty, so that its text is rendered as the core renders every error.
+// Builds an error the caller found itself, so that its text is rendered
+// as the core renders every error: about the handle `name` when it is not
+// empty (a handle used after its transaction ended, a closed store), and
+// about its key under `owners` when `key` is not empty (a value its JSON
+// library cannot write or read).
 int32_t ts_error_new(const uint8_t *name,
-                     size_t name_len,
-                     int32_t code,
-                     const uint8_t *message,
-                     size_t message_len,
-                     struct TsError **err);
-
-// Builds an error about one key of the handle `name`, for a failure the
-// caller found itself (a value its JSON library cannot write or read): the
-// handle and path are named as the core names them.
-int32_t ts_key_error(const uint8_t *name,
                      size_t name_len,
                      const uint8_t *owners,
                      size_t owners_len,
@@ -395,27 +463,24 @@ void ts_answers_free(struct TsAnswers *q);
 // caller's. Returns 0 at once for a null queue or `cap` 0.
 size_t ts_answers_wait(const struct TsAnswers *q, struct TsAnswer *out, size_t cap);
 
-// Submits a write of a value and returns at once: its answer (its version,
-// or an error) goes to `answers` with `token`. A write refused before it
-// was queued (bad input, a closed store) returns its error here and
-// queues nothing. On a thread holding a transaction of the store (see
-// `ts_tx_hold_thread`) the write is answered here, as `ts_bucket_set`
-// answers it, and `answered` is set, with the version in `version`.
-int32_t ts_bucket_set_submit(const struct TsBucket *b,
+// Submits a write of a value (the call's op is ignored: a set) and
+// returns at once: its answer (its version, or an error) goes to
+// `answers` with `token`. A write refused before it was queued (bad
+// input, a closed store) returns its error here and queues nothing. On a
+// thread holding a transaction of the store (see `ts_tx_hold_thread`) the
+// write is answered here, as `ts_call` answers it: `found` says so,
+// with the version in `number`.
+int32_t ts_bucket_set_submit(const struct TsHandle *b,
                              const uint8_t *owners,
                              size_t owners_len,
                              const uint8_t *key,
                              size_t key_len,
-                             int32_t kind,
-                             int64_t integer,
                              const uint8_t *value,
                              size_t value_len,
-                             const struct TsWriteOptions *options,
-                             const struct TsCancel *cancel,
+                             const struct TsCall *call,
                              const struct TsAnswers *answers,
                              uint64_t token,
-                             bool *answered,
-                             int64_t *version,
+                             struct TsResult *out,
                              struct TsError **err);
 
 // Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
@@ -427,145 +492,7 @@ int32_t ts_bucket_open(const struct TsStore *s,
                        bool has_ttl,
                        int64_t idle_ns,
                        bool has_idle,
-                       struct TsBucket **out,
-                       struct TsError **err);
-
-// Frees a bucket handle. Null is ignored.
-void ts_bucket_free(struct TsBucket *b);
-
-// Reads a live key in `scope` as the kind `want`; `found` says whether it
-// was there. On the store (a null scope) this renews the key of an idle
-// bucket; in a transaction or a view it renews nothing. The value's bytes
-// are the caller's.
-int32_t ts_bucket_get(const struct TsBucket *b,
-                      const struct TsScope *scope,
-                      const uint8_t *owners,
-                      size_t owners_len,
-                      const uint8_t *key,
-                      size_t key_len,
-                      int32_t want,
-                      struct TsEntry *out,
-                      bool *found,
-                      struct TsError **err);
-
-// Whether a live key is there in `scope` (renewing it in an idle bucket,
-// on the store).
-int32_t ts_bucket_has(const struct TsBucket *b,
-                      const struct TsScope *scope,
-                      const uint8_t *owners,
-                      size_t owners_len,
-                      const uint8_t *key,
-                      size_t key_len,
-                      bool *found,
-                      struct TsError **err);
-
-// Writes a value in `scope`; its version goes to `version`. On the store
-// the write is durable when this returns, and a fired `cancel` gives up on
-// it before its group starts; inside a transaction `cancel` is unused.
-int32_t ts_bucket_set(const struct TsBucket *b,
-                      const struct TsScope *scope,
-                      const uint8_t *owners,
-                      size_t owners_len,
-                      const uint8_t *key,
-                      size_t key_len,
-                      int32_t kind,
-                      int64_t integer,
-                      const uint8_t *value,
-                      size_t value_len,
-                      const struct TsWriteOptions *options,
-                      const struct TsCancel *cancel,
-                      int64_t *version,
-                      struct TsError **err);
-
-// Writes a value in `scope` only if the key is absent. `written` says
-// whether it did, and `entry` holds the key's entry either way: the one
-// written (its version and expiry; its value is the caller's own, so it is
-// left `TS_KIND_NULL`), or the live one found, read as `want` (its bytes
-// are the caller's).
-int32_t ts_bucket_create(const struct TsBucket *b,
-                         const struct TsScope *scope,
-                         const uint8_t *owners,
-                         size_t owners_len,
-                         const uint8_t *key,
-                         size_t key_len,
-                         int32_t kind,
-                         int64_t integer,
-                         const uint8_t *value,
-                         size_t value_len,
-                         const struct TsWriteOptions *options,
-                         int32_t want,
-                         const struct TsCancel *cancel,
-                         bool *written,
-                         struct TsEntry *entry,
-                         struct TsError **err);
-
-// Reads and deletes a key in one write, in `scope`. The value is read as
-// `want` and given to `check` (when not null) inside the write, on the
-// store's writer thread or, in a transaction, on the caller's: a row of
-// another kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
-int32_t ts_bucket_take(const struct TsBucket *b,
-                       const struct TsScope *scope,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *key,
-                       size_t key_len,
-                       const struct TsWriteOptions *options,
-                       int32_t want,
-                       TsCheckFn check,
-                       uint64_t check_ctx,
-                       const struct TsCancel *cancel,
-                       struct TsEntry *out,
-                       bool *found,
-                       struct TsError **err);
-
-// Deletes a key in `scope`; `found` says whether a live key was there.
-int32_t ts_bucket_delete(const struct TsBucket *b,
-                         const struct TsScope *scope,
-                         const uint8_t *owners,
-                         size_t owners_len,
-                         const uint8_t *key,
-                         size_t key_len,
-                         const struct TsWriteOptions *options,
-                         const struct TsCancel *cancel,
-                         bool *found,
-                         struct TsError **err);
-
-// Gives a live key the options' expiry in `scope`, keeping value and
-// version; `found` says whether a live key was there.
-int32_t ts_bucket_expire(const struct TsBucket *b,
-                         const struct TsScope *scope,
-                         const uint8_t *owners,
-                         size_t owners_len,
-                         const uint8_t *key,
-                         size_t key_len,
-                         const struct TsWriteOptions *options,
-                         const struct TsCancel *cancel,
-                         bool *found,
-                         struct TsError **err);
-
-// Removes the branch of `owners` (the whole bucket when empty) and every
-// branch under it, in `scope` (inside a transaction at most 10,000 keys,
-// else `TS_LIMIT`).
-int32_t ts_bucket_clear(const struct TsBucket *b,
-                        const struct TsScope *scope,
-                        const uint8_t *owners,
-                        size_t owners_len,
-                        const struct TsCancel *cancel,
-                        struct TsError **err);
-
-// Lists a page of the branch's own keys in `scope`, after the key `after`
-// when `has_after`, at most `limit` keys (0 for the default), every value
-// read as `want`. The page goes to `out`; free it with `ts_page_free`.
-int32_t ts_bucket_list(const struct TsBucket *b,
-                       const struct TsScope *scope,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *after,
-                       size_t after_len,
-                       bool has_after,
-                       uint32_t limit,
-                       int32_t want,
-                       struct TsPage **out,
+                       struct TsHandle **out,
                        struct TsError **err);
 
 // How many entries the page holds.
@@ -581,6 +508,27 @@ bool ts_page_next(const struct TsPage *p, const uint8_t **key, size_t *key_len);
 // Frees a page. Null is ignored.
 void ts_page_free(struct TsPage *p);
 
+// Frees a handle. Null is ignored.
+void ts_handle_free(struct TsHandle *h);
+
+// Runs one call on the handle `h` (on the key of the branch of
+// `owners`) in `scope`: null for the store itself, else a transaction or a
+// view. `value` is the bytes of a write's value. A bucket, counters or a
+// once answers in `out`, a rate limit or quota in `allowance`; see each
+// kind's `*_op` for its operations.
+int32_t ts_call(const struct TsHandle *h,
+                const struct TsScope *scope,
+                const uint8_t *owners,
+                size_t owners_len,
+                const uint8_t *key,
+                size_t key_len,
+                const uint8_t *value,
+                size_t value_len,
+                const struct TsCall *call,
+                struct TsResult *out,
+                struct TsAllowance *allowance,
+                struct TsError **err);
+
 // Opens config `name` with the field description `fields` and the layers
 // `layers` (both JSON). The handle goes to `out`.
 int32_t ts_config_open(const struct TsStore *s,
@@ -590,36 +538,30 @@ int32_t ts_config_open(const struct TsStore *s,
                        size_t fields_len,
                        const uint8_t *layers,
                        size_t layers_len,
-                       struct TsConfig **out,
+                       struct TsHandle **out,
                        struct TsError **err);
 
-// Frees a config handle. Null is ignored.
-void ts_config_free(struct TsConfig *c);
-
-// The whole config as JSON, from memory; the bytes are the caller's
-// (`ts_bytes_free`).
-int32_t ts_config_get(const struct TsConfig *c, uint8_t **out, size_t *out_len, struct TsError **err);
-
-// Each field's source as a JSON list; the bytes are the caller's.
-int32_t ts_config_sources(const struct TsConfig *c, uint8_t **out, size_t *out_len, struct TsError **err);
+// The whole config as JSON, from memory, or (`sources`) each field's
+// source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
+int32_t ts_config_json(const struct TsHandle *c, bool sources, uint8_t **out, size_t *out_len, struct TsError **err);
 
 // Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
-int32_t ts_config_update(const struct TsConfig *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
+int32_t ts_config_update(const struct TsHandle *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
 
 // Gives the field, or struct of fields, at `path` back to the layers.
-int32_t ts_config_reset(const struct TsConfig *c, const uint8_t *path, size_t path_len, struct TsError **err);
+int32_t ts_config_reset(const struct TsHandle *c, const uint8_t *path, size_t path_len, struct TsError **err);
 
 // The config's generation: it grows with every change seen (0 for null).
-uint64_t ts_config_generation(const struct TsConfig *c);
+uint64_t ts_config_generation(const struct TsHandle *c);
 
 // Blocks until the generation passes `after`, or `timeout_ms`; returns the
 // generation then (0 for null).
-uint64_t ts_config_wait(const struct TsConfig *c, uint64_t after, uint64_t timeout_ms);
+uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeout_ms);
 
 // Leaves out every kept value of generation `generation`: the caller's own
 // validator refuses the config built with them, for the reason `why`
-// (UTF-8, shown by `ts_config_sources`). A later change is checked again.
-void ts_config_refuse_kept(const struct TsConfig *c, uint64_t generation, const uint8_t *why, size_t why_len);
+// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
+void ts_config_refuse_kept(const struct TsHandle *c, uint64_t generation, const uint8_t *why, size_t why_len);
 
 // Opens the counters `name`: with a `ttl` from a counter's first change,
 // and with `flush_every`, kept in memory and written every period (each
@@ -631,54 +573,8 @@ int32_t ts_counters_open(const struct TsStore *s,
                          bool has_ttl,
                          int64_t flush_every_ns,
                          bool has_flush_every,
-                         struct TsCounters **out,
+                         struct TsHandle **out,
                          struct TsError **err);
-
-// Frees a counters handle. Null is ignored.
-void ts_counters_free(struct TsCounters *c);
-
-// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
-// (`max` true), in `scope`; the new value goes to `out`. Inside a
-// transaction, counters with flush_every are `TS_INVALID`.
-int32_t ts_counters_add(const struct TsCounters *c,
-                        const struct TsScope *scope,
-                        const uint8_t *owners,
-                        size_t owners_len,
-                        const uint8_t *key,
-                        size_t key_len,
-                        int64_t n,
-                        bool max,
-                        const struct TsCancel *cancel,
-                        int64_t *out,
-                        struct TsError **err);
-
-// A counter's value in `scope`: 0 when it is missing or expired.
-int32_t ts_counters_get(const struct TsCounters *c,
-                        const struct TsScope *scope,
-                        const uint8_t *owners,
-                        size_t owners_len,
-                        const uint8_t *key,
-                        size_t key_len,
-                        int64_t *out,
-                        struct TsError **err);
-
-// Deletes a counter in `scope`; `found` says whether a live one was there.
-int32_t ts_counters_delete(const struct TsCounters *c,
-                           const struct TsScope *scope,
-                           const uint8_t *owners,
-                           size_t owners_len,
-                           const uint8_t *key,
-                           size_t key_len,
-                           const struct TsCancel *cancel,
-                           bool *found,
-                           struct TsError **err);
-
-// Removes the branch of `owners` and every branch under it, on the store.
-int32_t ts_counters_clear(const struct TsCounters *c,
-                          const uint8_t *owners,
-                          size_t owners_len,
-                          const struct TsCancel *cancel,
-                          struct TsError **err);
 
 // Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
 // once (the count when `has_burst` is false).
@@ -689,35 +585,8 @@ int32_t ts_rate_limit_open(const struct TsStore *s,
                            int64_t per_ns,
                            uint64_t burst,
                            bool has_burst,
-                           struct TsRateLimit **out,
+                           struct TsHandle **out,
                            struct TsError **err);
-
-// Frees a rate limit handle. Null is ignored.
-void ts_rate_limit_free(struct TsRateLimit *r);
-
-// Takes `n` requests of a key together, or none (`peek` true: counts
-// nothing and answers for one). A refusal is an answer, not an error. A
-// rate limit keeps its state in memory: inside a transaction (a scope not
-// null) the core refuses it, `TS_INVALID`.
-int32_t ts_rate_limit_allow(const struct TsRateLimit *r,
-                            const struct TsScope *scope,
-                            const uint8_t *owners,
-                            size_t owners_len,
-                            const uint8_t *key,
-                            size_t key_len,
-                            uint64_t n,
-                            bool peek,
-                            struct TsAllowance *out,
-                            struct TsError **err);
-
-// Forgets a key: its next request has the full burst.
-int32_t ts_rate_limit_reset(const struct TsRateLimit *r,
-                            const struct TsScope *scope,
-                            const uint8_t *owners,
-                            size_t owners_len,
-                            const uint8_t *key,
-                            size_t key_len,
-                            struct TsError **err);
 
 // Opens the quota `name` with `count` windows: their names encoded as the
 // owners are (u32 length and bytes each), their limits and spans in ns.
@@ -729,26 +598,8 @@ int32_t ts_quota_open(const struct TsStore *s,
                       const uint64_t *limits,
                       const int64_t *spans_ns,
                       size_t count,
-                      struct TsQuota **out,
+                      struct TsHandle **out,
                       struct TsError **err);
-
-// Frees a quota handle. Null is ignored.
-void ts_quota_free(struct TsQuota *q);
-
-// Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
-// back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
-// forgets the key (`TS_QUOTA_RESET`, which fills no answer), in `scope`.
-int32_t ts_quota_use(const struct TsQuota *q,
-                     const struct TsScope *scope,
-                     const uint8_t *owners,
-                     size_t owners_len,
-                     const uint8_t *key,
-                     size_t key_len,
-                     int32_t op,
-                     uint64_t n,
-                     const struct TsCancel *cancel,
-                     struct TsAllowance *out,
-                     struct TsError **err);
 
 // Starts queueing the engine's records; false when another logger of the
 // process took them first.
@@ -773,31 +624,8 @@ int32_t ts_once_open(const struct TsStore *s,
                      size_t name_len,
                      int64_t keep_ns,
                      bool has_keep,
-                     struct TsOnce **out,
+                     struct TsHandle **out,
                      struct TsError **err);
-
-// Frees a once handle. Null is ignored.
-void ts_once_free(struct TsOnce *o);
-
-// Begins a run of a key, waiting for any run of it to end. Either an
-// answer is kept: `kept` is true and `value` holds it, read as `want` (its
-// bytes are the caller's); or the key is the caller's to run: `claim`
-// holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A fired
-// `cancel` ends the wait with `TS_CANCELLED`. `caller` is the context of
-// the call (null: inside no run); a run of a key inside its own run, or
-// from a thread that holds a transaction of the store, is `TS_INVALID`.
-int32_t ts_once_begin(const struct TsOnce *o,
-                      const uint8_t *owners,
-                      size_t owners_len,
-                      const uint8_t *key,
-                      size_t key_len,
-                      int32_t want,
-                      const struct TsCaller *caller,
-                      const struct TsCancel *cancel,
-                      bool *kept,
-                      struct TsValue *value,
-                      struct TsClaim **claim,
-                      struct TsError **err);
 
 // Keeps `value` as the key's answer and lets go of the run, in one durable
 // write; waiters get the answer. The claim is consumed, whatever the result.
@@ -811,31 +639,6 @@ int32_t ts_claim_keep(struct TsClaim *claim,
 // Lets go of the run keeping nothing (the work failed): a waiter, or the
 // next run, runs the key again. The claim is consumed. Null is ignored.
 void ts_claim_abandon(struct TsClaim *claim);
-
-// The answer kept for a key in `scope`, read as `want` (its bytes are the
-// caller's); `found` says whether one is kept.
-int32_t ts_once_get(const struct TsOnce *o,
-                    const struct TsScope *scope,
-                    const uint8_t *owners,
-                    size_t owners_len,
-                    const uint8_t *key,
-                    size_t key_len,
-                    int32_t want,
-                    struct TsValue *value,
-                    bool *found,
-                    struct TsError **err);
-
-// Forgets the answer kept for a key in `scope`, so the next run runs
-// again; `found` says whether one was kept.
-int32_t ts_once_delete(const struct TsOnce *o,
-                       const struct TsScope *scope,
-                       const uint8_t *owners,
-                       size_t owners_len,
-                       const uint8_t *key,
-                       size_t key_len,
-                       const struct TsCancel *cancel,
-                       bool *found,
-                       struct TsError **err);
 
 // Begins a transaction, waiting for the writer's turn; a fired `cancel`
 // gives up on it before it starts (`TS_CANCELLED`). Its scope goes to
@@ -900,12 +703,9 @@ int32_t ts_store_maintain(const struct TsStore *s, struct TsMaintenance *out, st
 int32_t ts_store_group_stats(const struct TsStore *s, struct TsGroupStats *out, struct TsError **err);
 
 // Sets a test clock to `ms` since the Unix epoch. The clock never moves
-// back: an earlier time is `TS_INVALID`, as is a store without a test clock.
-int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
-
-// Moves a test store's clock to `ms`, or leaves it where it is when `ms`
-// is earlier (the core's clock never moves back).
-int32_t ts_store_follow_clock(const struct TsStore *s, int64_t ms, struct TsError **err);
+// back: an earlier time is `TS_INVALID`, or (`follow`) leaves the clock
+// where it is. A store without a test clock is `TS_INVALID`.
+int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, bool follow, struct TsError **err);
 
 // The number this store's log records carry (`TsLogRecord.store`); 0 for
 // a closed store.

@@ -13,12 +13,13 @@
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tinystore::{Error, ErrorKind, Result, Version, WriteCall};
+use tinystore::{Error, ErrorKind, RawBucket, Result, Version, WriteCall};
 
-use crate::bucket::{TsWriteOptions, named, write_options};
+use crate::bucket::{named, set_and_wait, write_options};
+use crate::call::{Args, Kind, TsCall, TsHandle, TsResult, shared};
 use crate::value::raw_in;
-use crate::waits::{TsCancel, refused};
-use crate::{TS_OK, TsBucket, TsError, bytes, code_of, guard, under};
+use crate::waits::refused;
+use crate::{TS_OK, TsError, code_of, guard, handle, invalid, set};
 
 /// A write's answer, as `ts_answers_wait` hands it out.
 #[repr(C)]
@@ -168,62 +169,73 @@ pub unsafe extern "C" fn ts_answers_wait(q: *const TsAnswers, out: *mut TsAnswer
     n
 }
 
-/// Submits a write of a value and returns at once: its answer (its version,
-/// or an error) goes to `answers` with `token`. A write refused before it
-/// was queued (bad input, a closed store) returns its error here and
-/// queues nothing. On a thread holding a transaction of the store (see
-/// `ts_tx_hold_thread`) the write is answered here, as `ts_bucket_set`
-/// answers it, and `answered` is set, with the version in `version`.
+/// Submits a write of a value (the call's op is ignored: a set) and
+/// returns at once: its answer (its version, or an error) goes to
+/// `answers` with `token`. A write refused before it was queued (bad
+/// input, a closed store) returns its error here and queues nothing. On a
+/// thread holding a transaction of the store (see `ts_tx_hold_thread`) the
+/// write is answered here, as `ts_call` answers it: `found` says so,
+/// with the version in `number`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bucket_set_submit(
-    b: *const TsBucket,
+    b: *const TsHandle,
     owners: *const u8,
     owners_len: usize,
     key: *const u8,
     key_len: usize,
-    kind: i32,
-    integer: i64,
     value: *const u8,
     value_len: usize,
-    options: *const TsWriteOptions,
-    cancel: *const TsCancel,
+    call: *const TsCall,
     answers: *const TsAnswers,
     token: u64,
-    answered: *mut bool,
-    version: *mut i64,
+    out: *mut TsResult,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || {
-        crate::set(answered, false);
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let raw = unsafe { raw_in(kind, integer, value, value_len) }.map_err(|e| named(&rb, key, e))?;
-        let opts = write_options(options, WriteCall::Set).map_err(|e| named(&rb, key, e))?;
-        if refused(rb.store()).is_some() {
-            crate::bucket::set_and_wait(&rb, key, raw, opts, cancel, version)?;
-            crate::set(answered, true);
-            return Ok(());
-        }
-        if answers.is_null() {
-            return Err(crate::invalid("a null answers queue"));
-        }
-        // SAFETY: the caller holds the queue for this call; the reply holds
-        // its own reference from here on.
-        let queue = unsafe {
-            Arc::increment_strong_count(answers);
-            Arc::from_raw(answers)
+    guard(err, || unsafe {
+        let Kind::Bucket(rb) = &handle(b, "bucket")?.0 else {
+            return Err(invalid("the handle is not a bucket"));
         };
-        let reply = Reply {
-            queue: Some(queue),
-            token,
-        };
-        SUBMITTING.with(|s| s.set(true));
-        let submitted = rb.set_then(key, raw, opts, move |r| reply.answer(r));
-        SUBMITTING.with(|s| s.set(false));
-        let ticket = submitted?;
-        if let Some(c) = unsafe { cancel.as_ref() } {
-            c.on_fire(move || ticket.cancel());
-        }
-        Ok(())
+        let shared = shared(
+            std::ptr::null(),
+            (owners, owners_len),
+            (key, key_len),
+            (value, value_len),
+            call,
+        )?;
+        submit(Args::of(rb, &shared)?, answers, token, out)
     })
+}
+
+fn submit(a: Args<'_, RawBucket>, answers: *const TsAnswers, token: u64, out: *mut TsResult) -> Result<()> {
+    let (rb, key, c) = (&*a.h, a.key, a.call);
+    let raw = unsafe { raw_in(c.kind, c.integer, a.value.as_ptr(), a.value.len()) }.map_err(|e| named(rb, key, e))?;
+    let opts = write_options(&c.options, WriteCall::Set).map_err(|e| named(rb, key, e))?;
+    if refused(rb.store()).is_some() {
+        let mut r = TsResult::empty();
+        r.number = set_and_wait(rb, key, raw, opts, c.cancel)?.get();
+        r.found = true;
+        set(out, r);
+        return Ok(());
+    }
+    if answers.is_null() {
+        return Err(invalid("a null answers queue"));
+    }
+    // SAFETY: the caller holds the queue for this call; the reply holds
+    // its own reference from here on.
+    let queue = unsafe {
+        Arc::increment_strong_count(answers);
+        Arc::from_raw(answers)
+    };
+    let reply = Reply {
+        queue: Some(queue),
+        token,
+    };
+    SUBMITTING.with(|s| s.set(true));
+    let submitted = rb.set_then(key, raw, opts, move |r| reply.answer(r));
+    SUBMITTING.with(|s| s.set(false));
+    let ticket = submitted?;
+    if let Some(c) = unsafe { c.cancel.as_ref() } {
+        c.on_fire(move || ticket.cancel());
+    }
+    Ok(())
 }

@@ -11,14 +11,11 @@ use tinystore::{
     WriteCall, WriteOptions, from_millis, to_millis,
 };
 
-use crate::scope::{TsScope, scope_of};
+use crate::call::*;
 use crate::store::{TsStore, store};
-use crate::value::{TS_KIND_NULL, TsValue, raw_in, value_out, value_view};
+use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, at_key, bytes, free, guard, put, set, span, span_if, text, under};
-
-/// A bucket of values, opened on a store.
-pub struct TsBucket(pub(crate) RawBucket);
+use crate::{TsError, at_key, free, guard, put, set, span, span_if, text};
 
 /// A write's own options, as the caller got them: the core checks their
 /// shape for each call (a ttl or a time, not both; what each call takes).
@@ -75,41 +72,21 @@ pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
     at_key(b.name(), b.owners().iter().map(Vec::as_slice), key, e)
 }
 
-/// Runs `f` on the branch of `b` the owners name and on the key, naming
-/// the key in any error of `f` that names none.
-unsafe fn on_key<T>(
-    b: *const TsBucket,
-    owners: (*const u8, usize),
-    key: (*const u8, usize),
-    f: impl FnOnce(&RawBucket, &[u8]) -> Result<T>,
-) -> Result<T> {
-    let rb = unsafe { under(b, owners.0, owners.1) }?;
-    let key = unsafe { bytes(key.0, key.1) };
-    f(&rb, key).map_err(|e| named(&rb, key, e))
-}
-
 /// The options of a write of the kind `call`, checked in the core.
-pub(crate) fn write_options(o: *const TsWriteOptions, call: WriteCall) -> Result<WriteOptions> {
+pub(crate) fn write_options(o: &TsWriteOptions, call: WriteCall) -> Result<WriteOptions> {
     let (ttl, at, if_version) = option_parts(o)?;
     WriteOptions::of_call(call, ttl, at, if_version)
 }
 
 /// The expiry and version of an `expire`, checked in the core.
-pub(crate) fn expire_options(o: *const TsWriteOptions) -> Result<(Expiry, Option<Version>)> {
+fn expire_options(o: &TsWriteOptions) -> Result<(Expiry, Option<Version>)> {
     let (ttl, at, if_version) = option_parts(o)?;
     WriteOptions::of_expire(ttl, at, if_version)
 }
 
-type OptionParts = (
-    Option<std::time::Duration>,
-    Option<std::time::SystemTime>,
-    Option<Version>,
-);
+type OptionParts = (Option<std::time::Duration>, Option<SystemTime>, Option<Version>);
 
-fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
-    let Some(o) = (unsafe { o.as_ref() }) else {
-        return Ok((None, None, None));
-    };
+fn option_parts(o: &TsWriteOptions) -> Result<OptionParts> {
     Ok((
         o.has_ttl.then(|| span(o.ttl_ns, "ttl")).transpose()?,
         o.has_at.then(|| from_millis(o.at_ms)),
@@ -117,32 +94,25 @@ fn option_parts(o: *const TsWriteOptions) -> Result<OptionParts> {
     ))
 }
 
-/// Fills `out` with a live entry read as `want` (its bytes the caller's)
-/// and sets `found` when there is one.
-fn fill_found(out: *mut TsEntry, found: *mut bool, e: Option<Entry<Raw>>, want: i32) -> Result<()> {
-    if let Some(e) = e {
-        fill(out, &e, value_out(&e.value, want)?);
-        set(found, true);
-    }
-    Ok(())
+/// Whether there is a live entry, and it with its value read as `want`
+/// (its bytes the caller's).
+fn found(e: Option<Entry<Raw>>, want: i32) -> Result<(bool, TsEntry)> {
+    Ok(match e {
+        Some(e) => (true, entry_of(value_out(&e.value, want)?, e.version, e.expires_at)),
+        None => (false, entry_of(TsValue::null(), Version::from_raw(0), None)),
+    })
 }
 
-/// Fills `out` with the entry `e`, its value read as `value`.
-pub(crate) fn fill(out: *mut TsEntry, e: &Entry<Raw>, value: TsValue) {
-    fill_parts(out, value, e.version, e.expires_at);
-}
-
-/// [`fill`] from an entry's parts, for one the core answered without its value.
-fn fill_parts(out: *mut TsEntry, value: TsValue, version: Version, expires_at: Option<SystemTime>) {
-    let entry = TsEntry {
+/// An entry of `value`, without its key.
+fn entry_of(value: TsValue, version: Version, expires_at: Option<SystemTime>) -> TsEntry {
+    TsEntry {
         value,
         version: version.get(),
         has_expiry: expires_at.is_some(),
         expires_ms: expires_at.map_or(0, to_millis),
         key: std::ptr::null(),
         key_len: 0,
-    };
-    set(out, entry);
+    }
 }
 
 /// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
@@ -156,7 +126,7 @@ pub unsafe extern "C" fn ts_bucket_open(
     has_ttl: bool,
     idle_ns: i64,
     has_idle: bool,
-    out: *mut *mut TsBucket,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -164,161 +134,118 @@ pub unsafe extern "C" fn ts_bucket_open(
         let name = unsafe { text(name, name_len, "bucket name") }?;
         let ttl = span_if(has_ttl, ttl_ns, "ttl", name)?;
         let idle = span_if(has_idle, idle_ns, "idle span", name)?;
-        put(out, TsBucket(RawBucket::open(st, name, ttl, idle)?))
+        put(out, TsHandle(Kind::Bucket(RawBucket::open(st, name, ttl, idle)?)))
     })
 }
 
-/// Frees a bucket handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_free(b: *mut TsBucket) {
-    unsafe { free(b) }
+/// A bucket's calls: `TS_OP_GET`, `HAS`, `SET`, `CREATE`, `TAKE`, `DELETE`,
+/// `EXPIRE`, `CLEAR`, `LIST` (after the key when the call `has_after`). On the
+/// store a get renews an idle bucket's key, and a write is durable when
+/// this returns; a fired cancel gives up on it before its group starts.
+/// A take reads the value as `want` and gives it to `check` (when not
+/// null) inside the write, on the store's writer thread or, in a
+/// transaction, on the caller's: a row of another kind, or a non-zero
+/// check, is `TS_CORRUPT` and the value stays. A clear inside a
+/// transaction removes at most 10,000 keys, else `TS_LIMIT`.
+pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()> {
+    let (rb, key, c) = (&*a.h, a.key, a.call);
+    let mut r = TsResult::empty();
+    match c.op {
+        TS_OP_CLEAR => a.write(rb.store(), rb.name(), |done| rb.clear_then(done), |s| s.clear(rb))?,
+        TS_OP_LIST => r.page = list(rb, a.scope, c, key)?,
+        _ => key_op(&a, &mut r).map_err(|e| named(rb, key, e))?,
+    }
+    set(out, r);
+    Ok(())
 }
 
-/// Reads a live key in `scope` as the kind `want`; `found` says whether it
-/// was there. On the store (a null scope) this renews the key of an idle
-/// bucket; in a transaction or a view it renews nothing. The value's bytes
-/// are the caller's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_get(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    want: i32,
-    out: *mut TsEntry,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            set(found, false);
-            fill_found(out, found, scope_of(scope).entry(rb, key)?, want)
-        })
-    })
-}
-
-/// Whether a live key is there in `scope` (renewing it in an idle bucket,
-/// on the store).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_has(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            set(found, scope_of(scope).has(rb, key)?);
-            Ok(())
-        })
-    })
-}
-
-/// Writes a value in `scope`; its version goes to `version`. On the store
-/// the write is durable when this returns, and a fired `cancel` gives up on
-/// it before its group starts; inside a transaction `cancel` is unused.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_set(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    kind: i32,
-    integer: i64,
-    value: *const u8,
-    value_len: usize,
-    options: *const TsWriteOptions,
-    cancel: *const TsCancel,
-    version: *mut i64,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            let raw = raw_in(kind, integer, value, value_len)?;
-            let opts = write_options(options, WriteCall::Set)?;
-            let v = match scope_of(scope) {
-                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done)),
+/// The calls of a bucket about one key, whose errors name it.
+fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
+    let (rb, key, c) = (&*a.h, a.key, a.call);
+    let (st, name) = (rb.store(), rb.name());
+    let raw = || unsafe { raw_in(c.kind, c.integer, a.value.as_ptr(), a.value.len()) };
+    let opts = |call| write_options(&c.options, call);
+    match c.op {
+        TS_OP_GET => (r.found, r.entry) = found(a.scope.entry(rb, key)?, c.want)?,
+        TS_OP_HAS => r.found = a.scope.has(rb, key)?,
+        TS_OP_SET => {
+            let (raw, opts) = (raw()?, opts(WriteCall::Set)?);
+            let v = match a.scope {
+                Scope::Direct => wait_on_store(st, name, c.cancel, |done| rb.set_then(key, raw, opts, done)),
                 s => s.set(rb, key, raw, opts),
+            }?;
+            r.number = v.get();
+        }
+        TS_OP_CREATE => {
+            let (raw, expiry) = (raw()?, opts(WriteCall::Create)?.expiry);
+            let created = match a.scope {
+                Scope::Direct => wait_on_store(st, name, c.cancel, |done| rb.create_then(key, raw, expiry, done)),
+                s => s.create(rb, key, raw, expiry),
+            }?;
+            r.found = created.written();
+            r.entry = match created {
+                Created::Written { version, expires_at } => entry_of(TsValue::null(), version, expires_at),
+                Created::Found(e) => entry_of(value_out(&e.value, c.want)?, e.version, e.expires_at),
             };
-            set(version, v?.get());
-            Ok(())
-        })
-    })
+        }
+        TS_OP_TAKE => {
+            let at = opts(WriteCall::Take)?.if_version;
+            let decodes = decodes_as(c.want, c.check, c.check_ctx);
+            let taken = a.write(
+                st,
+                name,
+                |done| rb.take_then(key, at, decodes, done),
+                |s| s.take(rb, key, at, decodes),
+            )?;
+            (r.found, r.entry) = found(taken, c.want)?;
+        }
+        TS_OP_DELETE => {
+            let at = opts(WriteCall::Delete)?.if_version;
+            r.found = a.write(
+                st,
+                name,
+                |done| rb.delete_then(key, at, done),
+                |s| s.delete(rb, key, at),
+            )?;
+        }
+        TS_OP_EXPIRE => {
+            let (expiry, at) = expire_options(&c.options)?;
+            r.found = a.write(
+                st,
+                name,
+                |done| rb.expire_then(key, expiry, at, done),
+                |s| s.expire(rb, key, expiry, at),
+            )?;
+        }
+        op => return Err(no_op("bucket", op)),
+    }
+    Ok(())
 }
 
-/// Writes a value on the store and waits for it in this thread (see
-/// `waits.rs`); its version goes to `version` when that is not null.
+/// Lists a page of the branch's own keys after `after` (when the call has
+/// one), every value read as the call's `want`.
+fn list(rb: &RawBucket, scope: Scope, c: &TsCall, after: &[u8]) -> Result<*mut TsPage> {
+    let opts = ListOptions {
+        after: c.has_after.then(|| Key(after.to_vec())),
+        limit: (c.limit > 0).then_some(c.limit as usize),
+    };
+    let page = scope.list(rb, &opts)?;
+    for e in &page.entries {
+        value_view(&e.value, c.want).map_err(|x| named(rb, &e.key.0, x))?;
+    }
+    Ok(Box::into_raw(Box::new(TsPage { page, want: c.want })))
+}
+
+/// Submits a write of a value on the store and waits for it in this
+/// thread (see `waits.rs`), for a submit the core answers at once.
 pub(crate) fn set_and_wait(
     rb: &RawBucket,
     key: &[u8],
     raw: Raw,
     opts: WriteOptions,
     cancel: *const TsCancel,
-    version: *mut i64,
-) -> tinystore::Result<()> {
-    let v = wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))?;
-    set(version, v.get());
-    Ok(())
-}
-
-/// Writes a value in `scope` only if the key is absent. `written` says
-/// whether it did, and `entry` holds the key's entry either way: the one
-/// written (its version and expiry; its value is the caller's own, so it is
-/// left `TS_KIND_NULL`), or the live one found, read as `want` (its bytes
-/// are the caller's).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_create(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    kind: i32,
-    integer: i64,
-    value: *const u8,
-    value_len: usize,
-    options: *const TsWriteOptions,
-    want: i32,
-    cancel: *const TsCancel,
-    written: *mut bool,
-    entry: *mut TsEntry,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            let raw = raw_in(kind, integer, value, value_len)?;
-            let expiry = write_options(options, WriteCall::Create)?.expiry;
-            let created = match scope_of(scope) {
-                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                    rb.create_then(key, raw, expiry, done)
-                })?,
-                s => s.create(rb, key, raw, expiry)?,
-            };
-            set(written, created.written());
-            match created {
-                Created::Written { version, expires_at } => {
-                    let none = TsValue {
-                        kind: TS_KIND_NULL,
-                        integer: 0,
-                        bytes: std::ptr::null_mut(),
-                        len: 0,
-                    };
-                    fill_parts(entry, none, version, expires_at)
-                }
-                Created::Found(e) => fill(entry, &e, value_out(&e.value, want)?),
-            }
-            Ok(())
-        })
-    })
+) -> Result<Version> {
+    wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))
 }
 
 /// The check of a take: the value read as `want`, then given to the
@@ -342,152 +269,6 @@ pub(crate) fn decodes_as(
     }
 }
 
-/// Reads and deletes a key in one write, in `scope`. The value is read as
-/// `want` and given to `check` (when not null) inside the write, on the
-/// store's writer thread or, in a transaction, on the caller's: a row of
-/// another kind, or a non-zero check, is `TS_CORRUPT` and the value stays.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_take(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    options: *const TsWriteOptions,
-    want: i32,
-    check: TsCheckFn,
-    check_ctx: u64,
-    cancel: *const TsCancel,
-    out: *mut TsEntry,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            set(found, false);
-            let at = write_options(options, WriteCall::Take)?.if_version;
-            let decodes = decodes_as(want, check, check_ctx);
-            let taken = match scope_of(scope) {
-                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                    rb.take_then(key, at, decodes, done)
-                })?,
-                s => s.take(rb, key, at, decodes)?,
-            };
-            fill_found(out, found, taken, want)
-        })
-    })
-}
-
-/// Deletes a key in `scope`; `found` says whether a live key was there.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_delete(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    options: *const TsWriteOptions,
-    cancel: *const TsCancel,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            let at = write_options(options, WriteCall::Delete)?.if_version;
-            let was = match scope_of(scope) {
-                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.delete_then(key, at, done)),
-                s => s.delete(rb, key, at),
-            };
-            set(found, was?);
-            Ok(())
-        })
-    })
-}
-
-/// Gives a live key the options' expiry in `scope`, keeping value and
-/// version; `found` says whether a live key was there.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_expire(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    options: *const TsWriteOptions,
-    cancel: *const TsCancel,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        on_key(b, (owners, owners_len), (key, key_len), |rb, key| {
-            let (expiry, at) = expire_options(options)?;
-            let was = match scope_of(scope) {
-                Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| {
-                    rb.expire_then(key, expiry, at, done)
-                }),
-                s => s.expire(rb, key, expiry, at),
-            };
-            set(found, was?);
-            Ok(())
-        })
-    })
-}
-
-/// Removes the branch of `owners` (the whole bucket when empty) and every
-/// branch under it, in `scope` (inside a transaction at most 10,000 keys,
-/// else `TS_LIMIT`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_clear(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    cancel: *const TsCancel,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(rb.store(), rb.name(), cancel, |done| rb.clear_then(done)),
-            s => s.clear(&rb),
-        }
-    })
-}
-
-/// Lists a page of the branch's own keys in `scope`, after the key `after`
-/// when `has_after`, at most `limit` keys (0 for the default), every value
-/// read as `want`. The page goes to `out`; free it with `ts_page_free`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_list(
-    b: *const TsBucket,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    after: *const u8,
-    after_len: usize,
-    has_after: bool,
-    limit: u32,
-    want: i32,
-    out: *mut *mut TsPage,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let rb = unsafe { under(b, owners, owners_len) }?;
-        let opts = ListOptions {
-            after: has_after.then(|| Key(unsafe { bytes(after, after_len) }.to_vec())),
-            limit: (limit > 0).then_some(limit as usize),
-        };
-        let page = unsafe { scope_of(scope) }.list(&rb, &opts)?;
-        for e in &page.entries {
-            value_view(&e.value, want).map_err(|x| named(&rb, &e.key.0, x))?;
-        }
-        put(out, TsPage { page, want })
-    })
-}
-
 /// How many entries the page holds.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_page_len(p: *const TsPage) -> usize {
@@ -504,11 +285,12 @@ pub unsafe extern "C" fn ts_page_entry(p: *const TsPage, i: usize, out: *mut TsE
     let Ok(v) = value_view(&e.value, p.want) else {
         return false;
     };
-    fill(out, e, v);
-    if let Some(out) = unsafe { out.as_mut() } {
-        out.key = e.key.0.as_ptr();
-        out.key_len = e.key.0.len();
-    }
+    let entry = TsEntry {
+        key: e.key.0.as_ptr(),
+        key_len: e.key.0.len(),
+        ..entry_of(v, e.version, e.expires_at)
+    };
+    set(out, entry);
     true
 }
 

@@ -5,14 +5,15 @@
 use tinystore::RawConfig;
 use tinystore::config::{Layers, Schema};
 
+use crate::call::{Kind, TsHandle};
 use crate::store::{TsStore, store};
 use crate::{TsError, bytes, give_bytes, guard, handle, invalid, put, text};
 
-/// A config handle.
-pub struct TsConfig(RawConfig);
-
-unsafe fn config<'a>(c: *const TsConfig) -> tinystore::Result<&'a RawConfig> {
-    Ok(&unsafe { handle(c, "config") }?.0)
+unsafe fn config<'a>(c: *const TsHandle) -> tinystore::Result<&'a RawConfig> {
+    match &unsafe { handle(c, "config") }?.0 {
+        Kind::Config(c) => Ok(c),
+        _ => Err(invalid("the handle is not a config")),
+    }
 }
 
 unsafe fn give_text(s: String, out: *mut *mut u8, out_len: *mut usize) -> tinystore::Result<()> {
@@ -38,7 +39,7 @@ pub unsafe extern "C" fn ts_config_open(
     fields_len: usize,
     layers: *const u8,
     layers_len: usize,
-    out: *mut *mut TsConfig,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -46,43 +47,33 @@ pub unsafe extern "C" fn ts_config_open(
         let name = unsafe { text(name, name_len, "config name") }?;
         let schema = Schema::from_json(unsafe { text(fields, fields_len, "config fields") }?)?;
         let layers = Layers::from_json(unsafe { text(layers, layers_len, "config layers") }?)?;
-        put(out, TsConfig(RawConfig::open(st, name, schema, layers, None)?))
+        put(
+            out,
+            TsHandle(Kind::Config(RawConfig::open(st, name, schema, layers, None)?)),
+        )
     })
 }
 
-/// Frees a config handle. Null is ignored.
+/// The whole config as JSON, from memory, or (`sources`) each field's
+/// source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_free(c: *mut TsConfig) {
-    unsafe { crate::free(c) }
-}
-
-/// The whole config as JSON, from memory; the bytes are the caller's
-/// (`ts_bytes_free`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_get(
-    c: *const TsConfig,
+pub unsafe extern "C" fn ts_config_json(
+    c: *const TsHandle,
+    sources: bool,
     out: *mut *mut u8,
     out_len: *mut usize,
     err: *mut *mut TsError,
 ) -> i32 {
-    guard(err, || unsafe { give_text(config(c)?.get_json()?, out, out_len) })
-}
-
-/// Each field's source as a JSON list; the bytes are the caller's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_sources(
-    c: *const TsConfig,
-    out: *mut *mut u8,
-    out_len: *mut usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe { give_text(config(c)?.sources_json()?, out, out_len) })
+    guard(err, || unsafe {
+        let c = config(c)?;
+        give_text(if sources { c.sources_json() } else { c.get_json() }?, out, out_len)
+    })
 }
 
 /// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_config_update(
-    c: *const TsConfig,
+    c: *const TsHandle,
     patch: *const u8,
     patch_len: usize,
     err: *mut *mut TsError,
@@ -96,7 +87,7 @@ pub unsafe extern "C" fn ts_config_update(
 /// Gives the field, or struct of fields, at `path` back to the layers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_config_reset(
-    c: *const TsConfig,
+    c: *const TsHandle,
     path: *const u8,
     path_len: usize,
     err: *mut *mut TsError,
@@ -109,22 +100,22 @@ pub unsafe extern "C" fn ts_config_reset(
 
 /// The config's generation: it grows with every change seen (0 for null).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_generation(c: *const TsConfig) -> u64 {
+pub unsafe extern "C" fn ts_config_generation(c: *const TsHandle) -> u64 {
     unsafe { config(c) }.map_or(0, RawConfig::generation)
 }
 
 /// Blocks until the generation passes `after`, or `timeout_ms`; returns the
 /// generation then (0 for null).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_wait(c: *const TsConfig, after: u64, timeout_ms: u64) -> u64 {
+pub unsafe extern "C" fn ts_config_wait(c: *const TsHandle, after: u64, timeout_ms: u64) -> u64 {
     unsafe { config(c) }.map_or(0, |c| c.wait(after, std::time::Duration::from_millis(timeout_ms)))
 }
 
 /// Leaves out every kept value of generation `generation`: the caller's own
 /// validator refuses the config built with them, for the reason `why`
-/// (UTF-8, shown by `ts_config_sources`). A later change is checked again.
+/// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_refuse_kept(c: *const TsConfig, generation: u64, why: *const u8, why_len: usize) {
+pub unsafe extern "C" fn ts_config_refuse_kept(c: *const TsHandle, generation: u64, why: *const u8, why_len: usize) {
     if let Ok(c) = unsafe { config(c) } {
         c.refuse_kept(generation, &String::from_utf8_lossy(unsafe { bytes(why, why_len) }));
     }

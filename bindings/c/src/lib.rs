@@ -6,7 +6,7 @@
 //! and `make check-generated` fails when the committed header is stale.
 //!
 //! Conventions, for every function:
-//! - Handles (`TsStore`, `TsBucket`, `TsScope`, `TsPage`, `TsError`,
+//! - Handles (`TsStore`, `TsHandle`, `TsScope`, `TsPage`, `TsError`,
 //!   `TsCancel`...) are opaque pointers, made by the ABI and freed by its
 //!   `*_free` function.
 //! - A fallible function returns `TS_OK` (0) or the code of an error kind
@@ -15,12 +15,13 @@
 //!   with `ts_error_free`.
 //! - Text and bytes come in as a pointer and a length, and are only read
 //!   during the call. A null pointer with length 0 is empty.
-//! - Bytes going out in a `TsValue` or `TsEntry` of `ts_bucket_get`/`take`/
-//!   `create` belong to the caller, who frees them with `ts_bytes_free`;
-//!   those in a `TsPage` belong to the page.
+//! - Bytes going out in a `TsResult` (the entry of a get, take or create;
+//!   a once's answer) belong to the caller, who frees them with
+//!   `ts_bytes_free`; those in a `TsPage` belong to the page.
 //! - No panic crosses the boundary: it becomes `TS_IO` with its message.
-//! - Every operation of a handle takes the scope it runs in: null for the
-//!   store itself, or a transaction or view (`scope.rs`).
+//! - Each kind of handle has one call (`call.rs`), given an operation code
+//!   and the scope it runs in: null for the store itself, or a transaction
+//!   or view (`scope.rs`).
 //! - Writes on the store block until durable. A `TsCancel` passed to a
 //!   write lets another thread give up on it before its group starts.
 //!
@@ -33,6 +34,7 @@
 
 mod answers;
 mod bucket;
+mod call;
 mod config;
 mod limits;
 mod logs;
@@ -55,6 +57,7 @@ use tinystore::{Branch, Counters, Error, ErrorKind, Quota, RateLimit, RawBucket,
 
 pub use answers::*;
 pub use bucket::*;
+pub use call::*;
 pub use config::*;
 pub use limits::*;
 pub use logs::*;
@@ -97,7 +100,7 @@ pub(crate) fn code_of(kind: ErrorKind) -> i32 {
     }
 }
 
-/// The error kind of a code, for errors the caller builds (`ts_key_error`, `ts_error_new`).
+/// The error kind of a code, for errors the caller builds (`ts_error_new`).
 pub(crate) fn kind_of(code: i32) -> Option<ErrorKind> {
     ErrorKind::ALL.into_iter().find(|&k| code_of(k) == code)
 }
@@ -258,33 +261,13 @@ pub unsafe extern "C" fn ts_codec_fault(
     })
 }
 
-/// Builds an error of the caller's own (a handle used after its
-/// transaction ended, a closed store), about the handle `name` when it is
-/// not empty, so that its text is rendered as the core renders every error.
+/// Builds an error the caller found itself, so that its text is rendered
+/// as the core renders every error: about the handle `name` when it is not
+/// empty (a handle used after its transaction ended, a closed store), and
+/// about its key under `owners` when `key` is not empty (a value its JSON
+/// library cannot write or read).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_error_new(
-    name: *const u8,
-    name_len: usize,
-    code: i32,
-    message: *const u8,
-    message_len: usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "handle name") }?;
-        let e = Error::new(
-            kind_given(code)?,
-            String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
-        );
-        Err(if name.is_empty() { e } else { e.in_bucket(name) })
-    })
-}
-
-/// Builds an error about one key of the handle `name`, for a failure the
-/// caller found itself (a value its JSON library cannot write or read): the
-/// handle and path are named as the core names them.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_key_error(
     name: *const u8,
     name_len: usize,
     owners: *const u8,
@@ -298,16 +281,16 @@ pub unsafe extern "C" fn ts_key_error(
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "handle name") }?;
+        let (owners, key) = unsafe { (bytes(owners, owners_len), bytes(key, key_len)) };
         let e = Error::new(
             kind_given(code)?,
             String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
         );
-        Err(at_key(
-            name,
-            owners_of(unsafe { bytes(owners, owners_len) })?,
-            unsafe { bytes(key, key_len) },
-            e,
-        ))
+        Err(match (name.is_empty(), key.is_empty()) {
+            (true, _) => e,
+            (false, true) => e.in_bucket(name),
+            (false, false) => at_key(name, owners_of(owners)?, key, e),
+        })
     })
 }
 
@@ -361,51 +344,17 @@ pub(crate) trait Branchy: Clone {
     fn child(&self, owner: &[u8]) -> Self;
 }
 
-/// A handle of the ABI around a core handle with branches.
-pub(crate) trait Handle {
-    /// The core's handle.
-    type Core: Branchy;
-    /// What a null one is called in its error.
-    const WHAT: &'static str;
-    fn core(&self) -> &Self::Core;
-}
-
-/// The branch of the encoded owners of the handle at `p`.
-pub(crate) unsafe fn under<'a, H: Handle + 'a>(
-    p: *const H,
-    owners: *const u8,
-    owners_len: usize,
-) -> Result<Cow<'a, H::Core>> {
-    branch(unsafe { handle(p, H::WHAT) }?.core(), unsafe {
-        bytes(owners, owners_len)
-    })
-}
-
-/// Each handle of the ABI with its core handle, named as a null one is named.
-macro_rules! handles {
-    ($($ts:ident($core:ident), $what:literal;)*) => {$(
+macro_rules! branchy {
+    ($($core:ident),*) => {$(
         impl Branchy for $core {
             fn child(&self, owner: &[u8]) -> Self {
                 self.under(owner)
             }
         }
-        impl Handle for $ts {
-            type Core = $core;
-            const WHAT: &'static str = $what;
-            fn core(&self) -> &$core {
-                &self.0
-            }
-        }
     )*};
 }
 
-handles! {
-    TsCounters(Counters), "counters";
-    TsRateLimit(RateLimit), "rate limit";
-    TsQuota(Quota), "quota";
-    TsOnce(RawOnce), "once";
-    TsBucket(RawBucket), "bucket";
-}
+branchy!(Counters, RateLimit, Quota, RawOnce, RawBucket);
 
 /// The branch of `h` that the encoded owners name; `h` itself when none.
 pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {

@@ -3,19 +3,11 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Scope};
+use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
 
-use crate::scope::{TsScope, scope_of};
+use crate::call::*;
 use crate::store::{TsStore, store};
-use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text, under};
-
-/// Counters, opened on a store.
-pub struct TsCounters(pub(crate) Counters);
-/// A rate limit, opened on a store.
-pub struct TsRateLimit(pub(crate) RateLimit);
-/// A quota, opened on a store.
-pub struct TsQuota(pub(crate) Quota);
+use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text};
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -99,7 +91,7 @@ pub unsafe extern "C" fn ts_counters_open(
     has_ttl: bool,
     flush_every_ns: i64,
     has_flush_every: bool,
-    out: *mut *mut TsCounters,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -111,107 +103,36 @@ pub unsafe extern "C" fn ts_counters_open(
         if let Some(every) = span_if(has_flush_every, flush_every_ns, "flush_every", name)? {
             b = b.flush_every(every);
         }
-        put(out, TsCounters(b.open()?))
+        put(out, TsHandle(Kind::Counters(b.open()?)))
     })
 }
 
-/// Frees a counters handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_free(c: *mut TsCounters) {
-    unsafe { crate::free(c) }
-}
-
-/// Adds `n` to a counter (`max` false) or keeps the larger of it and `n`
-/// (`max` true), in `scope`; the new value goes to `out`. Inside a
-/// transaction, counters with flush_every are `TS_INVALID`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_add(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    n: i64,
-    max: bool,
-    cancel: *const TsCancel,
-    out: *mut i64,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let v = match unsafe { scope_of(scope) } {
-            Scope::Direct if max => wait_on_store(h.store(), h.name(), cancel, |done| h.max_then(key, n, done)),
-            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.add_then(key, n, done)),
-            s if max => s.counter_max(&h, key, n),
-            s => s.counter_add(&h, key, n),
-        };
-        set(out, v?);
-        Ok(())
-    })
-}
-
-/// A counter's value in `scope`: 0 when it is missing or expired.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_get(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    out: *mut i64,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        set(
-            out,
-            unsafe { scope_of(scope) }.counter_get(&h, unsafe { bytes(key, key_len) })?,
-        );
-        Ok(())
-    })
-}
-
-/// Deletes a counter in `scope`; `found` says whether a live one was there.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_delete(
-    c: *const TsCounters,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    cancel: *const TsCancel,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
-            s => s.counter_delete(&h, key),
-        };
-        set(found, was?);
-        Ok(())
-    })
-}
-
-/// Removes the branch of `owners` and every branch under it, on the store.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_clear(
-    c: *const TsCounters,
-    owners: *const u8,
-    owners_len: usize,
-    cancel: *const TsCancel,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(c, owners, owners_len) }?;
-        wait_on_store(h.store(), h.name(), cancel, |done| h.clear_then(done))
-    })
+/// A counter's calls:
+/// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
+/// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
+/// answering the value in `number`; `TS_OP_DELETE` says in `found` whether
+/// a live one was there; `TS_OP_CLEAR` removes the branch and every branch
+/// under it, on the store only. Inside a transaction, counters with
+/// flush_every are `TS_INVALID`.
+pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
+    let (h, key, n) = (&*a.h, a.key, a.call.n);
+    let (st, name) = (h.store(), h.name());
+    let mut r = TsResult::empty();
+    match a.call.op {
+        TS_OP_ADD => r.number = a.write(st, name, |done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
+        TS_OP_MAX => r.number = a.write(st, name, |done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
+        TS_OP_GET => r.number = a.scope.counter_get(h, key)?,
+        TS_OP_DELETE => r.found = a.write(st, name, |done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
+        TS_OP_CLEAR => a.write(
+            st,
+            name,
+            |done| h.clear_then(done),
+            |_| Err(on_store_only("clear", name)),
+        )?,
+        op => return Err(no_op("counters", op)),
+    }
+    set(out, r);
+    Ok(())
 }
 
 // ---- rate limits ----
@@ -227,7 +148,7 @@ pub unsafe extern "C" fn ts_rate_limit_open(
     per_ns: i64,
     burst: u64,
     has_burst: bool,
-    out: *mut *mut TsRateLimit,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -237,62 +158,26 @@ pub unsafe extern "C" fn ts_rate_limit_open(
         if has_burst {
             b = b.burst(burst);
         }
-        put(out, TsRateLimit(b.open()?))
+        put(out, TsHandle(Kind::RateLimit(b.open()?)))
     })
 }
 
-/// Frees a rate limit handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_free(r: *mut TsRateLimit) {
-    unsafe { crate::free(r) }
-}
-
-/// Takes `n` requests of a key together, or none (`peek` true: counts
-/// nothing and answers for one). A refusal is an answer, not an error. A
-/// rate limit keeps its state in memory: inside a transaction (a scope not
-/// null) the core refuses it, `TS_INVALID`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_allow(
-    r: *const TsRateLimit,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    n: u64,
-    peek: bool,
-    out: *mut TsAllowance,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(r, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let s = unsafe { scope_of(scope) };
-        let a = if peek {
-            s.rate_limit_peek(&h, key)?
-        } else {
-            s.rate_limit_allow(&h, key, n)?
-        };
-        fill(out, &a);
-        Ok(())
-    })
-}
-
-/// Forgets a key: its next request has the full burst.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_reset(
-    r: *const TsRateLimit,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(r, owners, owners_len) }?;
-        unsafe { scope_of(scope) }.rate_limit_reset(&h, unsafe { bytes(key, key_len) })
-    })
+/// A rate limit's calls: `TS_OP_ALLOW` takes
+/// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
+/// answers for one, `TS_OP_RESET` forgets the key (its next request has the
+/// full burst; it fills no answer). A refusal is an answer, not an error.
+/// A rate limit keeps its state in memory: in a scope (not null) the core
+/// refuses it, `TS_INVALID`.
+pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
+    let (h, key, s) = (&*a.h, a.key, a.scope);
+    let answer = match a.call.op {
+        TS_OP_ALLOW => s.rate_limit_allow(h, key, a.call.uses)?,
+        TS_OP_PEEK => s.rate_limit_peek(h, key)?,
+        TS_OP_RESET => return s.rate_limit_reset(h, key),
+        op => return Err(no_op("rate limit", op)),
+    };
+    fill(out, &answer);
+    Ok(())
 }
 
 // ---- quotas ----
@@ -309,7 +194,7 @@ pub unsafe extern "C" fn ts_quota_open(
     limits: *const u64,
     spans_ns: *const i64,
     count: usize,
-    out: *mut *mut TsQuota,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
@@ -325,57 +210,34 @@ pub unsafe extern "C" fn ts_quota_open(
             let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
             b = b.window(n, limit, per);
         }
-        put(out, TsQuota(b.open()?))
+        put(out, TsHandle(Kind::Quota(b.open()?)))
     })
 }
 
-/// Frees a quota handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_free(q: *mut TsQuota) {
-    unsafe { crate::free(q) }
-}
-
-/// What `ts_quota_use` does.
-pub const TS_QUOTA_ALLOW: i32 = 0;
-/// Gives uses back.
-pub const TS_QUOTA_REFUND: i32 = 1;
-/// Answers for one use, counting nothing.
-pub const TS_QUOTA_PEEK: i32 = 2;
-/// Forgets the key.
-pub const TS_QUOTA_RESET: i32 = 3;
-
-/// Counts `n` uses in every window or none (`TS_QUOTA_ALLOW`), gives `n`
-/// back (`TS_QUOTA_REFUND`), answers without counting (`TS_QUOTA_PEEK`) or
-/// forgets the key (`TS_QUOTA_RESET`, which fills no answer), in `scope`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_use(
-    q: *const TsQuota,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    op: i32,
-    n: u64,
-    cancel: *const TsCancel,
-    out: *mut TsAllowance,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(q, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let (st, name) = (h.store(), h.name());
-        let a = match (unsafe { scope_of(scope) }, op) {
-            (Scope::Direct, TS_QUOTA_ALLOW) => wait_on_store(st, name, cancel, |done| h.allow_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_REFUND) => wait_on_store(st, name, cancel, |done| h.refund_n_then(key, n, done))?,
-            (Scope::Direct, TS_QUOTA_RESET) => return wait_on_store(st, name, cancel, |done| h.reset_then(key, done)),
-            (s, TS_QUOTA_ALLOW) => s.quota_allow(&h, key, n)?,
-            (s, TS_QUOTA_REFUND) => s.quota_refund(&h, key, n)?,
-            (s, TS_QUOTA_RESET) => return s.quota_reset(&h, key),
-            (s, TS_QUOTA_PEEK) => s.quota_peek(&h, key)?,
-            _ => return Err(invalid(format!("no quota operation {op}"))),
-        };
-        fill(out, &a);
-        Ok(())
-    })
+/// A quota's calls:
+/// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
+/// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
+/// `TS_OP_RESET` forgets the key (and fills no answer).
+pub(crate) fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
+    let (h, key, n) = (&*a.h, a.key, a.call.uses);
+    let (st, name) = (h.store(), h.name());
+    let answer = match a.call.op {
+        TS_OP_ALLOW => a.write(
+            st,
+            name,
+            |done| h.allow_n_then(key, n, done),
+            |s| s.quota_allow(h, key, n),
+        )?,
+        TS_OP_REFUND => a.write(
+            st,
+            name,
+            |done| h.refund_n_then(key, n, done),
+            |s| s.quota_refund(h, key, n),
+        )?,
+        TS_OP_PEEK => a.scope.quota_peek(h, key)?,
+        TS_OP_RESET => return a.write(st, name, |done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
+        op => return Err(no_op("quota", op)),
+    };
+    fill(out, &answer);
+    Ok(())
 }

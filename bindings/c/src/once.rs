@@ -1,25 +1,22 @@
 //! `once`: a key's work runs once and its answer is kept.
 //!
-//! The caller runs the work itself between `ts_once_begin` (which waits for
-//! any run of the key in this process or another) and `ts_claim_keep` or
-//! `ts_claim_abandon`.
+//! The caller runs the work itself between a `ts_call` of `TS_OP_BEGIN`
+//! (which waits for any run of the key in this process or another) and
+//! `ts_claim_keep` or `ts_claim_abandon`.
 
-use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Scope};
+use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
 
-use crate::scope::{TsScope, scope_of};
+use crate::call::*;
 use crate::store::{TsStore, store};
-use crate::value::{TsValue, raw_in, value_out};
-use crate::waits::{TsCancel, answer_or_give_up, wait_on_store};
-use crate::{TsError, bytes, guard, put, set, span_if, text, under};
-
-/// A once, opened on a store.
-pub struct TsOnce(pub(crate) RawOnce);
+use crate::value::{raw_in, value_out};
+use crate::waits::answer_or_give_up;
+use crate::{TsError, at_key, guard, invalid, owners_of, put, set, span_if, text};
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
 
 /// The runs of once a caller is inside, as it keeps them in its own context
-/// (Go's `context.Context`): `ts_once_begin` hands it to the core, which
+/// (Go's `context.Context`): a `TsCall` of `TS_OP_BEGIN` hands it to the core, which
 /// refuses a run of a key inside its own run.
 pub struct TsCaller(CallerContext);
 
@@ -43,7 +40,7 @@ pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
 }
 
 fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
-    crate::at_key(o.name(), crate::owners_of(owners).unwrap_or_default(), key, e)
+    at_key(o.name(), owners_of(owners).unwrap_or_default(), key, e)
 }
 
 /// Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
@@ -55,68 +52,73 @@ pub unsafe extern "C" fn ts_once_open(
     name_len: usize,
     keep_ns: i64,
     has_keep: bool,
-    out: *mut *mut TsOnce,
+    out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
         let name = unsafe { text(name, name_len, "once name") }?;
         let keep = span_if(has_keep, keep_ns, "keep", name)?;
-        put(out, TsOnce(RawOnce::open(unsafe { store(s) }?, name, keep)?))
+        put(
+            out,
+            TsHandle(Kind::Once(RawOnce::open(unsafe { store(s) }?, name, keep)?)),
+        )
     })
 }
 
-/// Frees a once handle. Null is ignored.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_free(o: *mut TsOnce) {
-    unsafe { crate::free(o) }
-}
-
-/// Begins a run of a key, waiting for any run of it to end. Either an
-/// answer is kept: `kept` is true and `value` holds it, read as `want` (its
-/// bytes are the caller's); or the key is the caller's to run: `claim`
-/// holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A fired
-/// `cancel` ends the wait with `TS_CANCELLED`. `caller` is the context of
-/// the call (null: inside no run); a run of a key inside its own run, or
-/// from a thread that holds a transaction of the store, is `TS_INVALID`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_begin(
-    o: *const TsOnce,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    want: i32,
-    caller: *const TsCaller,
-    cancel: *const TsCancel,
-    kept: *mut bool,
-    value: *mut TsValue,
-    claim: *mut *mut TsClaim,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let enc = unsafe { bytes(owners, owners_len) };
-        let h = unsafe { under(o, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        if claim.is_null() {
-            return Err(crate::invalid("a null claim pointer"));
-        }
-        let empty = CallerContext::new();
-        let caller = unsafe { caller.as_ref() }.map_or(&empty, |c| &c.0);
-        // A fired cancel ends the wait; a claim the caller gets after it
-        // lets go at once.
-        let gave_up = named(&h, enc, key, tinystore::waiter_gave_up());
-        match answer_or_give_up(cancel, |done| h.begin(key, caller, done), |()| gave_up)? {
-            Begun::Kept(raw) => {
-                set(value, value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?);
-                set(kept, true);
-                Ok(())
+/// A once's calls. `TS_OP_BEGIN`, on
+/// the store only, begins a run of the key, waiting for any run of it to
+/// end: either an answer is kept (`found`, with it in `entry.value`, read
+/// as `want`, its bytes the caller's), or the key is the caller's to run:
+/// `claim` holds the run, for `ts_claim_keep` or `ts_claim_abandon`. A
+/// fired cancel ends the wait with `TS_CANCELLED`. The call's `caller` is
+/// the context of the call (null: inside no run); a run of a key inside its
+/// own run, or from a thread that holds a transaction of the store, is
+/// `TS_INVALID`. `TS_OP_GET` reads the answer kept, in `scope`, as `begin`
+/// answers it; `TS_OP_DELETE` forgets it, so the next run runs again.
+pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
+    let (h, key, c) = (&*a.h, a.key, a.call);
+    let named = |e| named(h, a.owners, key, e);
+    let mut r = TsResult::empty();
+    let kept = match c.op {
+        TS_OP_BEGIN => {
+            if !matches!(a.scope, Scope::Direct) {
+                return Err(on_store_only("begin", h.name()));
             }
-            Begun::Run(c) => {
-                set(kept, false);
-                put(claim, TsClaim(c))
+            if out.is_null() {
+                // The claim would be lost, and the key held.
+                return Err(invalid("a null out pointer"));
+            }
+            let empty = CallerContext::new();
+            let caller = unsafe { c.caller.as_ref() }.map_or(&empty, |c| &c.0);
+            // A fired cancel ends the wait; a claim the caller gets after
+            // it lets go at once.
+            let gave_up = named(tinystore::waiter_gave_up());
+            match answer_or_give_up(c.cancel, |done| h.begin(key, caller, done), |()| gave_up)? {
+                Begun::Kept(raw) => Some(raw),
+                Begun::Run(claim) => {
+                    r.claim = Box::into_raw(Box::new(TsClaim(claim)));
+                    None
+                }
             }
         }
-    })
+        TS_OP_GET => a.scope.once_get(h, key)?,
+        TS_OP_DELETE => {
+            r.found = a.write(
+                h.store(),
+                h.name(),
+                |done| h.delete_then(key, done),
+                |s| s.once_delete(h, key),
+            )?;
+            None
+        }
+        op => return Err(no_op("once", op)),
+    };
+    if let Some(raw) = kept {
+        r.found = true;
+        r.entry.value = value_out(&raw, c.want).map_err(named)?;
+    }
+    set(out, r);
+    Ok(())
 }
 
 /// Keeps `value` as the key's answer and lets go of the run, in one durable
@@ -156,58 +158,4 @@ pub unsafe extern "C" fn ts_claim_abandon(claim: *mut TsClaim) {
     if !claim.is_null() {
         unsafe { Box::from_raw(claim) }.0.abandon();
     }
-}
-
-/// The answer kept for a key in `scope`, read as `want` (its bytes are the
-/// caller's); `found` says whether one is kept.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_get(
-    o: *const TsOnce,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    want: i32,
-    value: *mut TsValue,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let enc = unsafe { bytes(owners, owners_len) };
-        let h = unsafe { under(o, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let got = unsafe { scope_of(scope) }.once_get(&h, key)?;
-        set(found, got.is_some());
-        if let Some(raw) = got {
-            set(value, value_out(&raw, want).map_err(|e| named(&h, enc, key, e))?);
-        }
-        Ok(())
-    })
-}
-
-/// Forgets the answer kept for a key in `scope`, so the next run runs
-/// again; `found` says whether one was kept.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_delete(
-    o: *const TsOnce,
-    scope: *const TsScope,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    cancel: *const TsCancel,
-    found: *mut bool,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let h = unsafe { under(o, owners, owners_len) }?;
-        let key = unsafe { bytes(key, key_len) };
-        let was = match unsafe { scope_of(scope) } {
-            Scope::Direct => wait_on_store(h.store(), h.name(), cancel, |done| h.delete_then(key, done)),
-            s => s.once_delete(&h, key),
-        };
-        set(found, was?);
-        Ok(())
-    })
 }

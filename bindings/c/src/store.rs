@@ -162,17 +162,18 @@ pub unsafe extern "C" fn ts_store_group_stats(
 }
 
 /// Sets a test clock to `ms` since the Unix epoch. The clock never moves
-/// back: an earlier time is `TS_INVALID`, as is a store without a test clock.
+/// back: an earlier time is `TS_INVALID`, or (`follow`) leaves the clock
+/// where it is. A store without a test clock is `TS_INVALID`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_store_set_clock(s: *const TsStore, ms: i64, err: *mut *mut TsError) -> i32 {
-    guard(err, || unsafe { store(s) }?.clock().set(from_millis(ms)))
-}
-
-/// Moves a test store's clock to `ms`, or leaves it where it is when `ms`
-/// is earlier (the core's clock never moves back).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_store_follow_clock(s: *const TsStore, ms: i64, err: *mut *mut TsError) -> i32 {
-    guard(err, || unsafe { store(s) }?.clock().follow(from_millis(ms)))
+pub unsafe extern "C" fn ts_store_set_clock(s: *const TsStore, ms: i64, follow: bool, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let clock = unsafe { store(s) }?.clock();
+        if follow {
+            clock.follow(from_millis(ms))
+        } else {
+            clock.set(from_millis(ms))
+        }
+    })
 }
 
 /// The number this store's log records carry (`TsLogRecord.store`); 0 for

@@ -45,6 +45,18 @@ pub struct TsValue {
     pub len: usize,
 }
 
+impl TsValue {
+    /// No value: `TS_KIND_NULL`.
+    pub(crate) fn null() -> TsValue {
+        TsValue {
+            kind: TS_KIND_NULL,
+            integer: 0,
+            bytes: std::ptr::null_mut(),
+            len: 0,
+        }
+    }
+}
+
 /// A value coming in, as the core's mapping keeps it.
 pub(crate) unsafe fn raw_in(kind: i32, int: i64, ptr: *const u8, len: usize) -> Result<Raw> {
     let b = || unsafe { bytes(ptr, len) };

@@ -92,7 +92,7 @@ impl NativeBucket {
     /// The type of its values (`'json'`, `'int'`, ...).
     #[napi(getter)]
     pub fn value_type(&self) -> &'static str {
-        self.kind.name()
+        self.kind.value_type()
     }
 
     /// The branch of `owner` under this one.

@@ -47,10 +47,6 @@ pub(crate) enum ValueKind {
     String,
     /// A `Uint8Array`.
     Bytes,
-    /// The bytes of a bucket's own codec (the package's `codec` option),
-    /// as a `Uint8Array`: a row of another kind reads as the core's
-    /// codec fault.
-    Codec,
     /// A safe integer `number`, kept as an integer row.
     Int,
     /// A `bigint` of int64 or uint64 range.
@@ -64,10 +60,15 @@ pub(crate) enum ValueKind {
     /// The row as it is: `null` (nothing), a `bigint` (an integer) or a
     /// `Uint8Array` (bytes), whatever type wrote it.
     Raw,
+    /// The bytes of a bucket's own codec (the package's `codec` option),
+    /// as a `Uint8Array`: a row of another kind reads as the core's
+    /// codec fault.
+    Codec,
 }
 
 impl ValueKind {
-    /// Every kind with its option's name.
+    /// Every kind with its option's name, in the enum's order (`name`
+    /// indexes it by the kind).
     const NAMES: [(ValueKind, &'static str); 11] = [
         (ValueKind::Auto, "auto"),
         (ValueKind::Json, "json"),
@@ -252,6 +253,14 @@ impl ValueKind {
     /// The option's name of this kind.
     pub(crate) fn name(self) -> &'static str {
         Self::NAMES[self as usize].1
+    }
+
+    /// The type a bucket of this kind reports: a codec's rows are bytes.
+    pub(crate) fn value_type(self) -> &'static str {
+        match self {
+            ValueKind::Codec => ValueKind::Bytes.name(),
+            other => other.name(),
+        }
     }
 }
 

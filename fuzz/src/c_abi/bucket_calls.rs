@@ -5,14 +5,14 @@
 use std::ptr::{null, null_mut};
 
 use super::TS_OK;
-use super::call_args::{entry, free_value, ptr};
+use super::call_args::{entry, free_value, get, op, ptr, result};
 use super::checks::{call, call_get, is_name, touches};
 use super::input::Input;
 use super::run::Handles;
 use crate::{
-    TsPage, TsWriteOptions, ts_bucket_clear, ts_bucket_create, ts_bucket_delete, ts_bucket_expire, ts_bucket_free,
-    ts_bucket_get, ts_bucket_has, ts_bucket_list, ts_bucket_open, ts_bucket_set, ts_bucket_take, ts_cancel_fire,
-    ts_cancel_free, ts_cancel_new, ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
+    TS_OP_CLEAR, TS_OP_CREATE, TS_OP_DELETE, TS_OP_EXPIRE, TS_OP_GET, TS_OP_HAS, TS_OP_LIST, TS_OP_SET, TS_OP_TAKE,
+    TsCall, TsWriteOptions, ts_bucket_open, ts_call, ts_cancel_fire, ts_cancel_free, ts_cancel_new, ts_handle_free,
+    ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
 };
 
 /// Opening a bucket of any name, ttl and idle.
@@ -39,7 +39,7 @@ pub(super) fn bucket_open(h: &Handles, input: &mut Input, closed: bool) {
         assert!(!(has_ttl && has_idle), "ttl and idle were both accepted");
     }
     touches(code, "bucket_open", closed);
-    unsafe { ts_bucket_free(b) };
+    unsafe { ts_handle_free(b) };
 }
 
 /// A set of any kind, value, options and cancel.
@@ -58,7 +58,16 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
         has_if_version: input.bool(),
         if_version: input.i64(),
     };
-    let o = if input.bool() { &opts as *const _ } else { null() };
+    let opts = if input.bool() {
+        opts
+    } else {
+        TsWriteOptions {
+            has_ttl: false,
+            has_at: false,
+            has_if_version: false,
+            ..opts
+        }
+    };
     let cancel = if input.u8().is_multiple_of(8) {
         ts_cancel_new()
     } else {
@@ -67,25 +76,19 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
     if !cancel.is_null() && input.bool() {
         unsafe { ts_cancel_fire(cancel) };
     }
-    let mut version = 0i64;
+    let c = TsCall {
+        kind,
+        integer,
+        options: opts,
+        cancel,
+        ..op(TS_OP_SET)
+    };
+    let mut out = result();
     let code = call(input, "set", |err| unsafe {
-        ts_bucket_set(
-            b,
-            null(),
-            owners.as_ptr(),
-            owners.len(),
-            key.as_ptr(),
-            key.len(),
-            kind,
-            integer,
-            vp,
-            vl,
-            o,
-            cancel,
-            &mut version,
-            err,
-        )
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        ts_call(b, null(), op_, ol, kp, kl, vp, vl, &c, &mut out, null_mut(), err)
     });
+    let version = out.number;
     unsafe { ts_cancel_free(cancel) };
     if code == TS_OK {
         assert!(
@@ -103,47 +106,22 @@ pub(super) fn set(h: &Handles, input: &mut Input, closed: bool) {
 }
 
 /// get, or take, as any kind.
-pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, op: u8) {
+pub(super) fn get_or_take(h: &Handles, input: &mut Input, closed: bool, which: u8) {
     let b = h.bucket(input);
     let owners = input.owners();
     let key = input.key();
     let want = input.kind();
-    let mut out = entry();
-    let mut found = false;
-    let take = op == 3;
+    let mut r = result();
+    let take = which == 3;
+    let c = TsCall {
+        want,
+        ..op(if take { TS_OP_TAKE } else { TS_OP_GET })
+    };
     let code = call(input, if take { "take" } else { "get" }, |err| unsafe {
-        if take {
-            ts_bucket_take(
-                b,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                null(),
-                want,
-                None,
-                0,
-                null(),
-                &mut out,
-                &mut found,
-                err,
-            )
-        } else {
-            ts_bucket_get(
-                b,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                want,
-                &mut out,
-                &mut found,
-                err,
-            )
-        }
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        ts_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut r, null_mut(), err)
     });
+    let (found, out) = (r.found, &r.entry);
     if code == TS_OK && found {
         assert!((0..=9).contains(&want), "read as the kind {want}");
         assert!(
@@ -171,40 +149,23 @@ pub(super) fn has_delete_expire_clear_create(h: &Handles, input: &mut Input, clo
         has_if_version: input.bool(),
         if_version: input.i64(),
     };
-    let mut found = false;
-    let mut out = entry();
-    let mut written = false;
     let kind = input.kind();
     let want = input.kind();
+    let c = TsCall {
+        kind,
+        integer: 7,
+        options: opts,
+        want,
+        ..op([TS_OP_HAS, TS_OP_DELETE, TS_OP_EXPIRE, TS_OP_CLEAR, TS_OP_CREATE][which as usize])
+    };
+    let mut out = result();
     let code = call(input, "has/delete/expire/clear/create", |err| unsafe {
-        let (op, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
-        match which {
-            0 => ts_bucket_has(b, null(), op, ol, kp, kl, &mut found, err),
-            1 => ts_bucket_delete(b, null(), op, ol, kp, kl, &opts, null(), &mut found, err),
-            2 => ts_bucket_expire(b, null(), op, ol, kp, kl, &opts, null(), &mut found, err),
-            3 => ts_bucket_clear(b, null(), op, ol, null(), err),
-            _ => ts_bucket_create(
-                b,
-                null(),
-                op,
-                ol,
-                kp,
-                kl,
-                kind,
-                7,
-                kp,
-                kl,
-                &opts,
-                want,
-                null(),
-                &mut written,
-                &mut out,
-                err,
-            ),
-        }
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        // A create's value is its key's bytes.
+        ts_call(b, null(), op_, ol, kp, kl, kp, kl, &c, &mut out, null_mut(), err)
     });
-    if code == TS_OK && which == 4 && !written {
-        free_value(&out.value);
+    if code == TS_OK && which == 4 && !out.found {
+        free_value(&out.entry.value);
     }
     touches(code, "has/delete/expire/clear/create", closed);
 }
@@ -222,22 +183,18 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
         _ => u32::from(input.u8()),
     };
     let want = input.kind();
-    let mut page: *mut TsPage = null_mut();
+    let c = TsCall {
+        has_after,
+        limit,
+        want,
+        ..op(TS_OP_LIST)
+    };
+    let mut out = result();
     let code = call(input, "list", |err| unsafe {
-        ts_bucket_list(
-            b,
-            null(),
-            owners.as_ptr(),
-            owners.len(),
-            after.as_ptr(),
-            after.len(),
-            has_after,
-            limit,
-            want,
-            &mut page,
-            err,
-        )
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), after.as_ptr(), after.len());
+        ts_call(b, null(), op_, ol, kp, kl, null(), 0, &c, &mut out, null_mut(), err)
     });
+    let page = out.page;
     if code == TS_OK {
         assert!(
             (1..=1000).contains(&limit) || limit == 0,
@@ -261,19 +218,8 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn get_as_each_kind(h: &Handles, input: &mut Input, closed: bool) {
     let key = input.key();
     for want in 0..=9 {
-        let code = call_get(input, "get as each kind", |out, found, err| unsafe {
-            ts_bucket_get(
-                h.bucket,
-                null(),
-                null(),
-                0,
-                key.as_ptr(),
-                key.len(),
-                want,
-                out,
-                found,
-                err,
-            )
+        let code = call_get(input, "get as each kind", |out, err| unsafe {
+            get(h.bucket, null(), &key, want, out, err)
         });
         touches(code, "get as each kind", closed);
     }

@@ -6,10 +6,10 @@
 
 use std::ptr::{null, null_mut};
 
-use super::call_args::{entry, free_value};
+use super::call_args::{free_value, result};
 use super::input::Input;
 use super::{CODES, TS_OK};
-use crate::{TsEntry, TsError, TsErrorView, ts_error_free, ts_error_view};
+use crate::{TsError, TsErrorView, TsResult, ts_error_free, ts_error_view};
 
 /// Checks the code of a call and the error it left, and frees the error.
 pub(super) fn checked(what: &str, code: i32, err: *mut TsError, asked: bool) -> i32 {
@@ -63,17 +63,12 @@ pub(super) fn call(input: &mut Input, what: &str, f: impl FnOnce(*mut *mut TsErr
 }
 
 /// [`call`] for a read that hands out a value when it finds the key: `f`
-/// gets the out entry and found flag to write, and the value is freed after.
-pub(super) fn call_get(
-    input: &mut Input,
-    what: &str,
-    f: impl FnOnce(*mut TsEntry, *mut bool, *mut *mut TsError) -> i32,
-) -> i32 {
-    let mut out = entry();
-    let mut found = false;
-    let code = call(input, what, |err| f(&mut out, &mut found, err));
-    if code == TS_OK && found {
-        free_value(&out.value);
+/// gets the result to write, and the value is freed after.
+pub(super) fn call_get(input: &mut Input, what: &str, f: impl FnOnce(*mut TsResult, *mut *mut TsError) -> i32) -> i32 {
+    let mut out = result();
+    let code = call(input, what, |err| f(&mut out, err));
+    if code == TS_OK && out.found {
+        free_value(&out.entry.value);
     }
     code
 }

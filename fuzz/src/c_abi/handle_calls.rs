@@ -5,14 +5,13 @@
 use std::ptr::{null, null_mut};
 
 use super::TS_OK;
-use super::call_args::{allowance, free_value, value};
+use super::call_args::{allowance, free_value, op, result};
 use super::checks::{call, is_name, touches};
 use super::input::Input;
 use super::run::Handles;
 use crate::{
-    ts_claim_abandon, ts_claim_keep, ts_counters_add, ts_counters_free, ts_counters_get, ts_counters_open,
-    ts_once_begin, ts_once_free, ts_once_get, ts_once_open, ts_quota_free, ts_quota_open, ts_quota_use,
-    ts_rate_limit_allow, ts_rate_limit_free, ts_rate_limit_open,
+    TS_OP_ADD, TS_OP_ALLOW, TS_OP_BEGIN, TS_OP_GET, TS_OP_MAX, TS_OP_PEEK, TsCall, ts_call, ts_claim_abandon,
+    ts_claim_keep, ts_counters_open, ts_handle_free, ts_once_open, ts_quota_open, ts_rate_limit_open,
 };
 
 /// A counter: add or max any amount.
@@ -25,34 +24,29 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
     let owners = input.owners();
     let key = input.key();
     let (n, max) = (input.i64(), input.bool());
-    let mut got = 0i64;
+    let c_op = match (input_is_get(n), max) {
+        (true, _) => TS_OP_GET,
+        (false, true) => TS_OP_MAX,
+        (false, false) => TS_OP_ADD,
+    };
+    let mut got = result();
     let code = call(input, "counters_add", |err| unsafe {
-        if input_is_get(n) {
-            ts_counters_get(
-                c,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                &mut got,
-                err,
-            )
-        } else {
-            ts_counters_add(
-                c,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                n,
-                max,
-                null(),
-                &mut got,
-                err,
-            )
-        }
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        let c_call = TsCall { n, ..op(c_op) };
+        ts_call(
+            c,
+            null(),
+            op_,
+            ol,
+            kp,
+            kl,
+            null(),
+            0,
+            &c_call,
+            &mut got,
+            null_mut(),
+            err,
+        )
     });
     touches(code, "counters", closed);
 }
@@ -66,40 +60,28 @@ pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
     let quota_op = input.kind() - 1;
     let peek = input.bool();
     let on_limit = input.bool();
-    let code = call(input, "allow/use", |err| unsafe {
-        if on_limit {
-            ts_rate_limit_allow(
-                h.limit,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                n,
-                peek,
-                &mut a,
-                err,
-            )
+    // The quota's op is any of a range around its four, to be refused.
+    let quota_op = quota_op + 12;
+    let c = TsCall {
+        uses: n,
+        ..op(if on_limit {
+            if peek { TS_OP_PEEK } else { TS_OP_ALLOW }
         } else {
-            ts_quota_use(
-                h.quota,
-                null(),
-                owners.as_ptr(),
-                owners.len(),
-                key.as_ptr(),
-                key.len(),
-                quota_op,
-                n,
-                null(),
-                &mut a,
-                err,
-            )
+            quota_op
+        })
+    };
+    let code = call(input, "allow/use", |err| unsafe {
+        let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
+        if on_limit {
+            ts_call(h.limit, null(), op_, ol, kp, kl, null(), 0, &c, null_mut(), &mut a, err)
+        } else {
+            ts_call(h.quota, null(), op_, ol, kp, kl, null(), 0, &c, null_mut(), &mut a, err)
         }
     });
     if code == TS_OK {
         assert!(a.window_count <= 8);
         assert!(
-            on_limit || (0..=3).contains(&quota_op),
+            on_limit || (12..=15).contains(&quota_op),
             "quota_use accepted the op {quota_op}"
         );
     }
@@ -111,27 +93,31 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
     let owners = input.owners();
     let key = input.key();
     let want = input.kind();
-    let mut kept = false;
-    let mut v = value();
-    let mut claim = null_mut();
+    let mut begun = result();
+    let (op_, ol, kp, kl) = (owners.as_ptr(), owners.len(), key.as_ptr(), key.len());
     let code = call(input, "once_begin", |err| unsafe {
-        ts_once_begin(
-            h.once,
-            owners.as_ptr(),
-            owners.len(),
-            key.as_ptr(),
-            key.len(),
+        let c = TsCall {
             want,
+            ..op(TS_OP_BEGIN)
+        };
+        ts_call(
+            h.once,
             null(),
+            op_,
+            ol,
+            kp,
+            kl,
             null(),
-            &mut kept,
-            &mut v,
-            &mut claim,
+            0,
+            &c,
+            &mut begun,
+            null_mut(),
             err,
         )
     });
-    if code == TS_OK && kept {
-        free_value(&v);
+    let claim = begun.claim;
+    if code == TS_OK && begun.found {
+        free_value(&begun.entry.value);
         assert!(claim.is_null(), "a kept answer with a claim");
     } else if code == TS_OK {
         assert!(!claim.is_null(), "no answer and no claim");
@@ -145,24 +131,26 @@ pub(super) fn once(h: &Handles, input: &mut Input, closed: bool) {
             unsafe { ts_claim_abandon(claim) };
         }
     }
-    let mut found = false;
-    let mut got = value();
+    let mut got = result();
     let code2 = call(input, "once_get", |err| unsafe {
-        ts_once_get(
+        let c = TsCall { want, ..op(TS_OP_GET) };
+        ts_call(
             h.once,
             null(),
-            owners.as_ptr(),
-            owners.len(),
-            key.as_ptr(),
-            key.len(),
-            want,
+            op_,
+            ol,
+            kp,
+            kl,
+            null(),
+            0,
+            &c,
             &mut got,
-            &mut found,
+            null_mut(),
             err,
         )
     });
-    if code2 == TS_OK && found {
-        free_value(&got);
+    if code2 == TS_OK && got.found {
+        free_value(&got.entry.value);
     }
     touches(code, "once_begin", closed);
 }
@@ -187,7 +175,7 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_counters_free(out);
+                ts_handle_free(out);
                 code
             }
             1 => {
@@ -203,7 +191,7 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_rate_limit_free(out);
+                ts_handle_free(out);
                 code
             }
             2 => {
@@ -223,13 +211,13 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
                     &mut out,
                     err,
                 );
-                ts_quota_free(out);
+                ts_handle_free(out);
                 code
             }
             _ => {
                 let mut out = null_mut();
                 let code = ts_once_open(h.store, name.as_ptr(), name.len(), a, b, &mut out, err);
-                ts_once_free(out);
+                ts_handle_free(out);
                 code
             }
         }

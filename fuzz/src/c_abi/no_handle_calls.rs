@@ -4,14 +4,13 @@
 
 use std::ptr::{null, null_mut};
 
-use super::call_args::{allowance, entry, ptr};
+use super::call_args::{allowance, get, op, ptr, result};
 use super::checks::call;
 use super::input::Input;
 use super::{TS_INVALID, TS_OK};
 use crate::{
-    ts_bucket_free, ts_bucket_get, ts_bytes_free, ts_cancel_fire, ts_claim_abandon, ts_claim_keep, ts_error_free,
-    ts_error_view, ts_key_error, ts_page_free, ts_parse_duration, ts_parse_rate, ts_rate_limit_allow,
-    ts_store_maintain,
+    TS_OP_ALLOW, TsCall, ts_bytes_free, ts_call, ts_cancel_fire, ts_claim_abandon, ts_claim_keep, ts_error_free,
+    ts_error_new, ts_error_view, ts_handle_free, ts_page_free, ts_parse_duration, ts_parse_rate, ts_store_maintain,
 };
 
 /// Durations and rates of any bytes.
@@ -42,7 +41,7 @@ pub(super) fn key_error(input: &mut Input) {
     let code_in = input.kind() - 1;
     let message = input.bytes();
     let code = call(input, "key_error", |err| unsafe {
-        ts_key_error(
+        ts_error_new(
             name.as_ptr(),
             name.len(),
             owners.as_ptr(),
@@ -63,21 +62,9 @@ pub(super) fn key_error(input: &mut Input) {
 
 /// Null handles everywhere: each call is Invalid (or Closed), never a crash.
 pub(super) fn null_handles(input: &mut Input) {
-    let mut found = false;
-    let mut out = entry();
+    let mut out = result();
     let code = call(input, "get on a null bucket", |err| unsafe {
-        ts_bucket_get(
-            null(),
-            null(),
-            null(),
-            0,
-            b"k".as_ptr(),
-            1,
-            3,
-            &mut out,
-            &mut found,
-            err,
-        )
+        get(null(), null(), b"k", 3, &mut out, err)
     });
     assert_eq!(code, TS_INVALID);
     let code = call(input, "maintain a null store", |err| unsafe {
@@ -86,7 +73,24 @@ pub(super) fn null_handles(input: &mut Input) {
     assert_eq!(code, TS_INVALID);
     let mut a = allowance();
     let code = call(input, "allow on a null limit", |err| unsafe {
-        ts_rate_limit_allow(null(), null(), null(), 0, b"k".as_ptr(), 1, 1, false, &mut a, err)
+        let c = TsCall {
+            uses: 1,
+            ..op(TS_OP_ALLOW)
+        };
+        ts_call(
+            null(),
+            null(),
+            null(),
+            0,
+            b"k".as_ptr(),
+            1,
+            null(),
+            0,
+            &c,
+            null_mut(),
+            &mut a,
+            err,
+        )
     });
     assert_eq!(code, TS_INVALID);
     let code = call(input, "keep a null claim", |err| unsafe {
@@ -94,7 +98,7 @@ pub(super) fn null_handles(input: &mut Input) {
     });
     assert_eq!(code, TS_INVALID);
     unsafe {
-        ts_bucket_free(null_mut());
+        ts_handle_free(null_mut());
         ts_page_free(null_mut());
         ts_claim_abandon(null_mut());
         ts_error_free(null_mut());

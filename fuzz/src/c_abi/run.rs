@@ -7,30 +7,29 @@ use std::path::PathBuf;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::call_args::{entry, free_value};
+use super::call_args::{free_value, get, result, set};
 use super::checks::checked;
 use super::input::Input;
 use super::{MAX_CALLS, START_MS, TS_OK, step};
 use crate::{
-    TsBucket, TsCounters, TsOnce, TsQuota, TsRateLimit, TsStore, TsStoreOptions, ts_bucket_free, ts_bucket_get,
-    ts_bucket_open, ts_bucket_set, ts_counters_free, ts_counters_open, ts_once_free, ts_once_open, ts_quota_free,
-    ts_quota_open, ts_rate_limit_free, ts_rate_limit_open, ts_store_close, ts_store_free, ts_store_open,
+    TsHandle, TsStore, TsStoreOptions, ts_bucket_open, ts_counters_open, ts_handle_free, ts_once_open, ts_quota_open,
+    ts_rate_limit_open, ts_store_close, ts_store_free, ts_store_open,
 };
 
 /// The handles of one run.
 pub(super) struct Handles {
     pub(super) store: *mut TsStore,
-    pub(super) bucket: *mut TsBucket,
-    pub(super) counters: *mut TsCounters,
-    pub(super) limit: *mut TsRateLimit,
-    pub(super) quota: *mut TsQuota,
-    pub(super) once: *mut TsOnce,
+    pub(super) bucket: *mut TsHandle,
+    pub(super) counters: *mut TsHandle,
+    pub(super) limit: *mut TsHandle,
+    pub(super) quota: *mut TsHandle,
+    pub(super) once: *mut TsHandle,
     pub(super) closed: bool,
 }
 
 impl Handles {
     /// The bucket the input picks: the open one, or null.
-    pub(super) fn bucket(&self, input: &mut Input) -> *const TsBucket {
+    pub(super) fn bucket(&self, input: &mut Input) -> *const TsHandle {
         if input.u8().is_multiple_of(8) {
             null()
         } else {
@@ -70,7 +69,7 @@ fn open_store(dir: &str) -> *mut TsStore {
     store
 }
 
-fn open_bucket(store: *const TsStore, name: &str) -> *mut TsBucket {
+fn open_bucket(store: *const TsStore, name: &str) -> *mut TsHandle {
     let mut b = null_mut();
     let code = unsafe { ts_bucket_open(store, name.as_ptr(), name.len(), 0, false, 0, false, &mut b, null_mut()) };
     assert_eq!(code, TS_OK, "bucket {name} did not open");
@@ -82,29 +81,16 @@ const CANARY: &[u8] = b"kept";
 
 fn read_canary(store: *const TsStore) {
     let b = open_bucket(store, "canary");
-    let mut out = entry();
-    let mut found = false;
+    let mut out = result();
     let mut err = null_mut();
-    let code = unsafe {
-        ts_bucket_get(
-            b,
-            null(),
-            null(),
-            0,
-            b"k".as_ptr(),
-            1,
-            3,
-            &mut out,
-            &mut found,
-            &mut err,
-        )
-    };
+    let code = unsafe { get(b, null(), b"k", 3, &mut out, &mut err) };
     checked("canary get", code, err, true);
-    assert!(code == TS_OK && found, "the canary is gone");
-    let got = unsafe { std::slice::from_raw_parts(out.value.bytes, out.value.len) }.to_vec();
-    free_value(&out.value);
+    assert!(code == TS_OK && out.found, "the canary is gone");
+    let v = &out.entry.value;
+    let got = unsafe { std::slice::from_raw_parts(v.bytes, v.len) }.to_vec();
+    free_value(v);
     assert_eq!(got, CANARY, "the canary changed");
-    unsafe { ts_bucket_free(b) };
+    unsafe { ts_handle_free(b) };
 }
 
 /// Runs one input against a fresh store. Panics on any broken promise.
@@ -113,26 +99,9 @@ pub fn c_abi(data: &[u8]) {
     let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_string();
     let store = open_store(&dir_text);
     let canary = open_bucket(store, "canary");
-    let code = unsafe {
-        ts_bucket_set(
-            canary,
-            null(),
-            null(),
-            0,
-            b"k".as_ptr(),
-            1,
-            3,
-            0,
-            CANARY.as_ptr(),
-            CANARY.len(),
-            null(),
-            null(),
-            null_mut(),
-            null_mut(),
-        )
-    };
+    let code = unsafe { set(canary, null(), b"k", (3, 0, CANARY), null_mut(), null_mut()) };
     assert_eq!(code, TS_OK);
-    unsafe { ts_bucket_free(canary) };
+    unsafe { ts_handle_free(canary) };
     let mut h = Handles {
         store,
         bucket: open_bucket(store, "b"),
@@ -192,11 +161,11 @@ pub fn c_abi(data: &[u8]) {
     }
 
     unsafe {
-        ts_bucket_free(h.bucket);
-        ts_counters_free(h.counters);
-        ts_rate_limit_free(h.limit);
-        ts_quota_free(h.quota);
-        ts_once_free(h.once);
+        ts_handle_free(h.bucket);
+        ts_handle_free(h.counters);
+        ts_handle_free(h.limit);
+        ts_handle_free(h.quota);
+        ts_handle_free(h.once);
         let mut err = null_mut();
         let code = ts_store_close(h.store, &mut err);
         checked("close", code, err, true);

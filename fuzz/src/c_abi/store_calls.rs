@@ -5,13 +5,14 @@
 
 use std::ptr::{null, null_mut};
 
+use super::call_args::{get, set};
 use super::checks::{call, call_get, touches};
 use super::input::Input;
 use super::run::Handles;
 use super::{START_MS, TS_CLOSED, TS_INVALID, TS_OK};
 use crate::{
-    TsMaintenance, ts_bucket_get, ts_bucket_set, ts_scope_free, ts_store_close, ts_store_maintain, ts_store_set_clock,
-    ts_tx_begin, ts_tx_commit, ts_tx_hold_thread, ts_tx_rollback, ts_view_close, ts_view_open,
+    TsMaintenance, ts_scope_free, ts_store_close, ts_store_maintain, ts_store_set_clock, ts_tx_begin, ts_tx_commit,
+    ts_tx_hold_thread, ts_tx_rollback, ts_view_close, ts_view_open,
 };
 
 /// A transaction: a set and a get, commit or roll back, then a call after its end.
@@ -31,22 +32,7 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
         // the writer this transaction holds, until its limit.
         unsafe { ts_tx_hold_thread(tx) };
         let code = call(input, "set outside a held transaction", |err| unsafe {
-            ts_bucket_set(
-                b,
-                null(),
-                null(),
-                0,
-                b"k".as_ptr(),
-                1,
-                3,
-                0,
-                b"v".as_ptr(),
-                1,
-                null(),
-                null(),
-                null_mut(),
-                err,
-            )
+            set(b, null(), b"k", (3, 0, b"v"), null_mut(), err)
         });
         assert_eq!(code, TS_INVALID, "a write outside a held transaction was not refused");
         let mut inner = null_mut();
@@ -57,36 +43,18 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
     }
     let key = input.key();
     let (kind, integer) = (input.kind(), input.i64());
-    let mut version = 0;
     call(input, "tx_set", |err| unsafe {
-        ts_bucket_set(
-            b,
-            tx,
-            null(),
-            0,
-            key.as_ptr(),
-            key.len(),
-            kind,
-            integer,
-            key.as_ptr(),
-            key.len(),
-            null(),
-            null(),
-            &mut version,
-            err,
-        )
+        set(b, tx, &key, (kind, integer, &key), null_mut(), err)
     });
     let want = input.kind();
-    call_get(input, "tx_get", |out, found, err| unsafe {
-        ts_bucket_get(b, tx, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
-    });
+    call_get(input, "tx_get", |out, err| unsafe { get(b, tx, &key, want, out, err) });
     if input.bool() {
         call(input, "tx_commit", |err| unsafe { ts_tx_commit(tx, err) });
     } else {
         unsafe { ts_tx_rollback(tx) };
     }
-    let code = call_get(input, "tx_get after the end", |out, found, err| unsafe {
-        ts_bucket_get(b, tx, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
+    let code = call_get(input, "tx_get after the end", |out, err| unsafe {
+        get(b, tx, b"k", 3, out, err)
     });
     assert_ne!(code, TS_OK, "a call on an ended transaction succeeded");
     unsafe { ts_tx_rollback(tx) };
@@ -106,12 +74,12 @@ pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
     let b = h.bucket(input);
     let key = input.key();
     let want = input.kind();
-    call_get(input, "snapshot_get", |out, found, err| unsafe {
-        ts_bucket_get(b, snap, null(), 0, key.as_ptr(), key.len(), want, out, found, err)
+    call_get(input, "snapshot_get", |out, err| unsafe {
+        get(b, snap, &key, want, out, err)
     });
     unsafe { ts_view_close(snap) };
-    let code = call_get(input, "snapshot_get after close", |out, found, err| unsafe {
-        ts_bucket_get(h.bucket, snap, null(), 0, b"k".as_ptr(), 1, 3, out, found, err)
+    let code = call_get(input, "snapshot_get after close", |out, err| unsafe {
+        get(h.bucket, snap, b"k", 3, out, err)
     });
     assert_ne!(code, TS_OK, "a read on a closed snapshot succeeded");
     unsafe { ts_scope_free(snap) };
@@ -121,7 +89,7 @@ pub(super) fn snapshot(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn set_clock(h: &Handles, input: &mut Input) {
     let ms = input.i64();
     let code = call(input, "set_clock", |err| unsafe {
-        ts_store_set_clock(h.store, ms, err)
+        ts_store_set_clock(h.store, ms, false, err)
     });
     if code == TS_OK {
         assert!(ms >= START_MS, "the clock was set back to {ms}");

@@ -37,33 +37,20 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 		say("passed %d from %d to %d", passed, first, time.Now().UnixMilli())
 	case "rate-spread":
 		rl, err := kv.OpenRateLimit(store, "race-once-per-key", kv.Rate(1, time.Hour))
+		if err == nil {
+			err = sayPassed(num(3), func(i int) (kv.Allowance, error) { return rl.Allow(ctx, fmt.Sprintf("%s%d", arg(2), i)) })
+		}
 		if err != nil {
 			return true, err
 		}
-		startLine()
-		passed := 0
-		for i := range num(3) {
-			a, err := rl.Allow(ctx, fmt.Sprintf("%s%d", arg(2), i))
-			if err != nil {
-				return true, err
-			}
-			if a.OK {
-				passed++
-			}
-		}
-		say("passed %d", passed)
 	case "fcounter-adds":
 		c, err := raceFcounter(store)
+		if err == nil {
+			err = addOnes(c, num(2))
+		}
 		if err != nil {
 			return true, err
 		}
-		startLine()
-		for range num(2) {
-			if _, err := c.Add(ctx, "k", 1); err != nil {
-				return true, err
-			}
-		}
-		say("done")
 	case "fcounter-get":
 		c, err := raceFcounter(store)
 		if err != nil {
@@ -95,6 +82,37 @@ func limitsCommand(store *tinystore.Store, cmd string, arg func(int) string, num
 
 func raceFcounter(store *tinystore.Store) (*kv.Counters, error) {
 	return kv.OpenCounters(store, "race-fcounter", kv.FlushEvery(time.Second))
+}
+
+// sayPassed makes n requests, the i-th by allow, after the start line,
+// then says how many passed: the racing requests of a limit test.
+func sayPassed(n int, allow func(i int) (kv.Allowance, error)) error {
+	startLine()
+	passed := 0
+	for i := range n {
+		a, err := allow(i)
+		if err != nil {
+			return err
+		}
+		if a.OK {
+			passed++
+		}
+	}
+	say("passed %d", passed)
+	return nil
+}
+
+// addOnes adds 1 to the counter "k" of c n times, after the start line,
+// then says done: the racing adds of a counter test.
+func addOnes(c *kv.Counters, n int) error {
+	startLine()
+	for range n {
+		if _, err := c.Add(ctx, "k", 1); err != nil {
+			return err
+		}
+	}
+	say("done")
+	return nil
 }
 
 // limitsShell answers one command a line from standard input until it ends

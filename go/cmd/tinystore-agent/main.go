@@ -250,33 +250,20 @@ func command(store *tinystore.Store, cmd string, arg func(int) string, num func(
 		say("answer %s", got)
 	case "quota-allows":
 		q, err := kv.OpenQuota(store, "race-quota", kv.Window("daily", 10, 24*time.Hour))
+		if err == nil {
+			err = sayPassed(num(2), func(int) (kv.Allowance, error) { return q.Allow(ctx, "u") })
+		}
 		if err != nil {
 			return false, err
 		}
-		startLine()
-		passed := 0
-		for range num(2) {
-			a, err := q.Allow(ctx, "u")
-			if err != nil {
-				return false, err
-			}
-			if a.OK {
-				passed++
-			}
-		}
-		say("passed %d", passed)
 	case "counter-adds":
 		c, err := kv.OpenCounters(store, "race-counter")
+		if err == nil {
+			err = addOnes(c, num(2))
+		}
 		if err != nil {
 			return false, err
 		}
-		startLine()
-		for range num(2) {
-			if _, err := c.Add(ctx, "k", 1); err != nil {
-				return false, err
-			}
-		}
-		say("done")
 	case "counter-get":
 		c, err := kv.OpenCounters(store, "race-counter")
 		if err != nil {

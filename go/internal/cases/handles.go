@@ -158,7 +158,7 @@ func (x bucket[T]) All(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-func openBucket[T any](store *tinystore.Store, name string, t *typ[T], opts []kv.BucketOption) (Bucket, error) {
+func (t *typ[T]) openBucket(store *tinystore.Store, name string, opts []kv.BucketOption) (Bucket, error) {
 	b, err := kv.OpenBucket[T](store, name, opts...)
 	if err != nil {
 		return nil, err
@@ -166,29 +166,35 @@ func openBucket[T any](store *tinystore.Store, name string, t *typ[T], opts []kv
 	return bucket[T]{b, t}, nil
 }
 
+// caseType is a case's value type, which opens the handles of its Go type.
+type caseType interface {
+	openBucket(store *tinystore.Store, name string, opts []kv.BucketOption) (Bucket, error)
+	openOnce(store *tinystore.Store, name string, opts []kv.OnceOption) (Once, error)
+}
+
+// caseTypes are the value types of the cases, by name.
+var caseTypes = map[string]caseType{
+	"string": &stringType, "bytes": &bytesType, "int": &intType, "uint64": &uint64Type,
+	"float": &floatType, "bool": &boolType, "set": &setType, "json": &jsonType,
+}
+
+// typeNamed is the case type typeName, or an error naming it.
+func typeNamed(typeName string) (caseType, error) {
+	if t, ok := caseTypes[typeName]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("the Go cases do not know the value type %q", typeName)
+}
+
 // OpenBucket opens the bucket name of a case's type: string, bytes, int
 // (int64), uint64, float (float64), bool, set (struct{}) or json
 // (json.RawMessage). An unknown type is an error.
 func OpenBucket(store *tinystore.Store, typeName, name string, opts ...kv.BucketOption) (Bucket, error) {
-	switch typeName {
-	case "string":
-		return openBucket(store, name, &stringType, opts)
-	case "bytes":
-		return openBucket(store, name, &bytesType, opts)
-	case "int":
-		return openBucket(store, name, &intType, opts)
-	case "uint64":
-		return openBucket(store, name, &uint64Type, opts)
-	case "float":
-		return openBucket(store, name, &floatType, opts)
-	case "bool":
-		return openBucket(store, name, &boolType, opts)
-	case "set":
-		return openBucket(store, name, &setType, opts)
-	case "json":
-		return openBucket(store, name, &jsonType, opts)
+	t, err := typeNamed(typeName)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("the Go cases do not know the value type %q", typeName)
+	return t.openBucket(store, name, opts)
 }
 
 // Once is a kv.Once of a case's value type.
@@ -232,7 +238,7 @@ func (x once[T]) Get(ctx context.Context, key any) (Value, bool, error) {
 
 func (x once[T]) Delete(ctx context.Context, key any) (bool, error) { return x.o.Delete(ctx, key) }
 
-func openOnce[T any](store *tinystore.Store, name string, t *typ[T], opts []kv.OnceOption) (Once, error) {
+func (t *typ[T]) openOnce(store *tinystore.Store, name string, opts []kv.OnceOption) (Once, error) {
 	o, err := kv.OpenOnce[T](store, name, opts...)
 	if err != nil {
 		return nil, err
@@ -242,23 +248,9 @@ func openOnce[T any](store *tinystore.Store, name string, t *typ[T], opts []kv.O
 
 // OpenOnce opens the once name of a case's type, as OpenBucket does.
 func OpenOnce(store *tinystore.Store, typeName, name string, opts ...kv.OnceOption) (Once, error) {
-	switch typeName {
-	case "string":
-		return openOnce(store, name, &stringType, opts)
-	case "bytes":
-		return openOnce(store, name, &bytesType, opts)
-	case "int":
-		return openOnce(store, name, &intType, opts)
-	case "uint64":
-		return openOnce(store, name, &uint64Type, opts)
-	case "float":
-		return openOnce(store, name, &floatType, opts)
-	case "bool":
-		return openOnce(store, name, &boolType, opts)
-	case "set":
-		return openOnce(store, name, &setType, opts)
-	case "json":
-		return openOnce(store, name, &jsonType, opts)
+	t, err := typeNamed(typeName)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("the Go cases do not know the value type %q", typeName)
+	return t.openOnce(store, name, opts)
 }

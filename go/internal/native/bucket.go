@@ -4,12 +4,15 @@ package native
 #include "tinystore.h"
 extern int32_t tsGoCheck(uint64_t ctx, TsValue *value);
 
-// Get and Set keep no Go pointer past the call and call no Go function,
-// so their answers can stay on the caller's stack: no allocation for them.
-#cgo noescape ts_bucket_get
-#cgo nocallback ts_bucket_get
-#cgo noescape ts_bucket_set
-#cgo nocallback ts_bucket_set
+// A take with a check calls tsGoCheck: it goes through this wrapper, which
+// is not marked nocallback, and its arguments live on the heap (a callback
+// may move the goroutine's stack under a pointer C holds).
+static inline int32_t ts_call_back(const TsHandle *h, const TsScope *scope, const uint8_t *owners,
+    size_t owners_len, const uint8_t *key, size_t key_len, const TsCall *call, TsResult *out, TsError **err) {
+  return ts_call(h, scope, owners, owners_len, key, key_len, NULL, 0, call, out, NULL, err);
+}
+
+// A submit keeps no Go pointer past the call and calls no Go function.
 #cgo noescape ts_bucket_set_submit
 #cgo nocallback ts_bucket_set_submit
 */
@@ -79,18 +82,14 @@ func (o WriteOptions) c() C.TsWriteOptions {
 }
 
 // Bucket is an open bucket's handle. It holds the core's store, so it
-// works until the store is closed; its memory is freed by a finalizer,
-// since a bucket holds nothing else.
-type Bucket struct {
-	handle
-	ptr *C.TsBucket
-}
+// works until the store is closed.
+type Bucket struct{ *handle }
 
 // OpenBucket opens the bucket name of s.
 func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsBucket, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), out, e)
-	}, func(h handle, p *C.TsBucket) *Bucket { return &Bucket{h, p} }, func(b *Bucket) { C.ts_bucket_free(b.ptr) })
+	}, func(h *handle) *Bucket { return &Bucket{h} })
 }
 
 // value converts a value whose bytes the caller owns, and frees them.
@@ -115,32 +114,44 @@ func entry(e *C.TsEntry) Entry {
 	}
 }
 
+// run makes the call c of op about key in scope s, with the bytes of a
+// value; writes says whether it writes (on the store, a write gets a cancel
+// that ctx fires).
+func (b *Bucket) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, value []byte, c *C.TsCall) (out C.TsResult, err error) {
+	c.op = op
+	writes := op != C.TS_OP_GET && op != C.TS_OP_HAS && op != C.TS_OP_LIST
+	err = b.handle.run(ctx, s, writes, owners, key, value, c, &out, nil)
+	return out, err
+}
+
+// takeChecked is run for a take whose check calls back into Go: through
+// the wrapper not marked nocallback, with c and the answer on the heap.
+func (b *Bucket) takeChecked(ctx context.Context, s *Scope, owners []byte, key string, c *C.TsCall) (out C.TsResult, err error) {
+	c.op = C.TS_OP_TAKE
+	err = b.onKey(ctx, s, true, owners, key, nil, c, func(a at) C.int32_t {
+		return C.ts_call_back(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, c, &out, a.e)
+	})
+	return out, err
+}
+
 // Get reads a live key as want in scope s (nil: the store itself, where
 // an idle bucket's key is renewed).
 func (b *Bucket) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Entry, bool, error) {
-	var out C.TsEntry
-	var found C.bool
-	err := b.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_get(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(want), &out, &found, a.e)
-	})
-	return foundEntry(found, &out, err)
+	return foundEntry(b.run(ctx, s, C.TS_OP_GET, owners, key, nil, &C.TsCall{want: C.int32_t(want)}))
 }
 
 // foundEntry is the entry of a read that found one, converted and freed.
-func foundEntry(found C.bool, out *C.TsEntry, err error) (Entry, bool, error) {
-	if err != nil || !bool(found) {
+func foundEntry(out C.TsResult, err error) (Entry, bool, error) {
+	if err != nil || !bool(out.found) {
 		return Entry{}, false, err
 	}
-	return entry(out), true, nil
+	return entry(&out.entry), true, nil
 }
 
 // Has says whether a live key is there in scope s.
 func (b *Bucket) Has(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	var found C.bool
-	err := b.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_has(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &found, a.e)
-	})
-	return bool(found), err
+	out, err := b.run(ctx, s, C.TS_OP_HAS, owners, key, nil, &C.TsCall{})
+	return bool(out.found), err
 }
 
 // setsInFlight counts the Sets of the process between their start and
@@ -151,6 +162,11 @@ var setsInFlight atomic.Int64
 // For tests that must know their Sets are waiting on the writer.
 func SetsInFlight() int64 { return setsInFlight.Load() }
 
+// valueCall is the call of a write of v with opts.
+func valueCall(v Value, opts WriteOptions) C.TsCall {
+	return C.TsCall{kind: C.int32_t(v.Kind), integer: C.int64_t(v.Int), options: opts.c()}
+}
+
 // Set writes a value in scope s and returns its version. On the store
 // alone, it waits for its answer in cgo, woken by the writer itself. With
 // other Sets in flight, it submits the write and waits on a channel (see
@@ -158,38 +174,35 @@ func SetsInFlight() int64 { return setsInFlight.Load() }
 // thread for the group. (Alone, the channel would cost a second wake-up:
 // the writer wakes the drainer, which wakes this goroutine.)
 func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
+	c := valueCall(v, opts)
 	if s != nil {
-		return b.setBlocking(ctx, s, owners, key, v, opts)
+		return b.setBlocking(ctx, s, owners, key, v, &c)
 	}
 	if err := b.begin(ctx); err != nil {
 		return 0, err
 	}
 	defer setsInFlight.Add(-1)
 	if setsInFlight.Add(1) == 1 {
-		return b.setBlocking(ctx, nil, owners, key, v, opts)
+		return b.setBlocking(ctx, nil, owners, key, v, &c)
 	}
 	o, ol := bytes(owners)
 	k, kl := text(key)
 	vb, vl := bytes(v.Bytes)
-	co := opts.c()
 	q := answerQueue()
 	sl := takeSlot()
 	defer putSlot(sl)
 	done := ctx.Done()
-	var c *C.TsCancel
 	if done != nil {
-		c = C.ts_cancel_new()
-		defer C.ts_cancel_free(c) // after the answer: the write may fire it till then
+		c.cancel = C.ts_cancel_new()
+		defer C.ts_cancel_free(c.cancel) // after the answer: the write may fire it till then
 	}
-	var answered C.bool
-	var version C.int64_t
+	var out C.TsResult
 	var e *C.TsError
-	rc := C.ts_bucket_set_submit(b.ptr, o, ol, k, kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, c,
-		q, C.uint64_t(sl.token), &answered, &version, &e)
+	rc := C.ts_bucket_set_submit(b.ptr, o, ol, k, kl, vb, vl, &c, q, C.uint64_t(sl.token), &out, &e)
 	runtime.KeepAlive(v.Bytes) // copied by the submit
-	if rc != C.TS_OK || bool(answered) {
+	if rc != C.TS_OK || bool(out.found) {
 		runtime.KeepAlive(b)
-		return int64(version), failure(rc, e, ctx)
+		return int64(out.number), failure(rc, e, ctx)
 	}
 	var r reply
 	if done == nil {
@@ -200,7 +213,7 @@ func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v
 		case <-done:
 			// Gives up on the write if its group has not started; either
 			// way it is answered, Cancelled or with what it did.
-			C.ts_cancel_fire(c)
+			C.ts_cancel_fire(c.cancel)
 			cancelsFired.Add(1)
 			r = <-sl.ch
 		}
@@ -210,15 +223,9 @@ func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v
 }
 
 // setBlocking is Set waiting for its answer in cgo.
-func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions) (int64, error) {
-	vb, vl := bytes(v.Bytes)
-	co := opts.c()
-	var version C.int64_t
-	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_set(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, a.cn, &version, a.e)
-	})
-	runtime.KeepAlive(v.Bytes)
-	return int64(version), err
+func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key string, v Value, c *C.TsCall) (int64, error) {
+	out, err := b.run(ctx, s, C.TS_OP_SET, owners, key, v.Bytes, c)
+	return int64(out.number), err
 }
 
 // Create writes a value in scope s only if the key is absent: written says
@@ -226,18 +233,13 @@ func (b *Bucket) setBlocking(ctx context.Context, s *Scope, owners []byte, key s
 // version and expiry; its Value is the zero Value, v being the caller's),
 // or the live one found, read as want.
 func (b *Bucket) Create(ctx context.Context, s *Scope, owners []byte, key string, v Value, opts WriteOptions, want Kind) (written bool, e Entry, err error) {
-	vb, vl := bytes(v.Bytes)
-	co := opts.c()
-	var w C.bool
-	var out C.TsEntry
-	err = b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_create(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(v.Kind), C.int64_t(v.Int), vb, vl, &co, C.int32_t(want), a.cn, &w, &out, a.e)
-	})
-	runtime.KeepAlive(v.Bytes)
+	c := valueCall(v, opts)
+	c.want = C.int32_t(want)
+	out, err := b.run(ctx, s, C.TS_OP_CREATE, owners, key, v.Bytes, &c)
 	if err != nil {
 		return false, Entry{}, err
 	}
-	return bool(w), entry(&out), nil
+	return bool(out.found), entry(&out.entry), nil
 }
 
 // checkFunc is what a take's check callback runs: whether the value decodes.
@@ -268,53 +270,33 @@ func tsGoCheck(ctx C.uint64_t, v *C.TsValue) (bad C.int32_t) {
 // nil, runs inside the write on the value read as want: false keeps the
 // value and makes the take Corrupt.
 func (b *Bucket) Take(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions, want Kind, check func(Value) bool) (Entry, bool, error) {
-	co := opts.c()
-	var fn C.TsCheckFn
-	var h cgo.Handle
-	if check != nil {
-		h = cgo.NewHandle(checkFunc(check))
-		defer h.Delete()
-		fn = C.TsCheckFn(C.tsGoCheck)
+	c := C.TsCall{options: opts.c(), want: C.int32_t(want)}
+	if check == nil {
+		return foundEntry(b.run(ctx, s, C.TS_OP_TAKE, owners, key, nil, &c))
 	}
-	var out C.TsEntry
-	var found C.bool
-	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_bucket_take(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, C.int32_t(want), fn, C.uint64_t(h), a.cn, &out, &found, a.e)
-	})
-	return foundEntry(found, &out, err)
+	h := cgo.NewHandle(checkFunc(check))
+	defer h.Delete()
+	c.check, c.check_ctx = C.TsCheckFn(C.tsGoCheck), C.uint64_t(h)
+	return foundEntry(b.takeChecked(ctx, s, owners, key, &c))
 }
 
 // Delete deletes a key in scope s and says whether a live key was there.
 func (b *Bucket) Delete(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
-	return b.change(ctx, s, owners, key, opts, false)
+	out, err := b.run(ctx, s, C.TS_OP_DELETE, owners, key, nil, &C.TsCall{options: opts.c()})
+	return bool(out.found), err
 }
 
 // Expire gives a live key the options' expiry in scope s and says whether
 // it was there.
 func (b *Bucket) Expire(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions) (bool, error) {
-	return b.change(ctx, s, owners, key, opts, true)
-}
-
-// change is Delete, or Expire when expire is set: the two calls take the
-// same arguments and answer whether a live key was there.
-func (b *Bucket) change(ctx context.Context, s *Scope, owners []byte, key string, opts WriteOptions, expire bool) (bool, error) {
-	co := opts.c()
-	var found C.bool
-	err := b.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		if expire {
-			return C.ts_bucket_expire(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, a.cn, &found, a.e)
-		}
-		return C.ts_bucket_delete(b.ptr, a.sc, a.o, a.ol, a.k, a.kl, &co, a.cn, &found, a.e)
-	})
-	return bool(found), err
+	out, err := b.run(ctx, s, C.TS_OP_EXPIRE, owners, key, nil, &C.TsCall{options: opts.c()})
+	return bool(out.found), err
 }
 
 // Clear removes the branch of owners and every branch under it, in scope s.
 func (b *Bucket) Clear(ctx context.Context, s *Scope, owners []byte) error {
-	o, ol := bytes(owners)
-	return b.call(ctx, s, true, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_clear(b.ptr, sc, o, ol, cn, e)
-	})
+	_, err := b.run(ctx, s, C.TS_OP_CLEAR, owners, "", nil, &C.TsCall{})
+	return err
 }
 
 // List reads a page of the branch's own keys in scope s, after `after`
@@ -324,16 +306,12 @@ func (b *Bucket) List(ctx context.Context, s *Scope, owners []byte, after string
 	if limit < 0 || limit > 1<<31 {
 		limit = 1 << 31 // the core refuses it, naming the limit
 	}
-	o, ol := bytes(owners)
-	a, al := text(after)
-	var page *C.TsPage
-	err = b.call(ctx, s, false, func(sc *C.TsScope, _ *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_bucket_list(b.ptr, sc, o, ol, a, al, C.bool(hasAfter), C.uint32_t(limit), C.int32_t(want), &page, e)
-	})
+	c := C.TsCall{has_after: C.bool(hasAfter), limit: C.uint32_t(limit), want: C.int32_t(want)}
+	out, err := b.run(ctx, s, C.TS_OP_LIST, owners, after, nil, &c)
 	if err != nil {
 		return nil, "", false, err
 	}
-	entries, next, more = readPage(page)
+	entries, next, more = readPage(out.page)
 	return entries, next, more, nil
 }
 
@@ -376,6 +354,6 @@ func MadeAtKey(name string, owners []byte, key string, code int, message string)
 	k, kl := text(key)
 	m, ml := text(message)
 	var e *C.TsError
-	rc := C.ts_key_error(n, nl, o, ol, k, kl, C.int32_t(code), m, ml, &e)
+	rc := C.ts_error_new(n, nl, o, ol, k, kl, C.int32_t(code), m, ml, &e)
 	return failure(rc, e, nil)
 }

@@ -12,19 +12,16 @@ import (
 
 // Config is an open config (KV-20): values, sources and patches cross as
 // JSON text in the core's form.
-type Config struct {
-	handle
-	ptr *C.TsConfig
-}
+type Config struct{ *handle }
 
 // OpenConfig opens config name of s with the core's field description and
 // layers, both JSON.
 func OpenConfig(s *Store, name, fields, layers string) (*Config, error) {
 	f, fl := text(fields)
 	l, ll := text(layers)
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, nl C.size_t, out **C.TsConfig, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, nl C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_config_open(p, n, nl, f, fl, l, ll, out, e)
-	}, func(h handle, p *C.TsConfig) *Config { return &Config{h, p} }, func(c *Config) { C.ts_config_free(c.ptr) })
+	}, func(h *handle) *Config { return &Config{h} })
 }
 
 // Get is the whole config as JSON, from memory.
@@ -38,12 +35,7 @@ func (c *Config) Sources() ([]byte, error) { return c.json(true) }
 func (c *Config) json(sources bool) ([]byte, error) {
 	var p *C.uint8_t
 	var n C.size_t
-	err := c.answer(func(e **C.TsError) C.int32_t {
-		if sources {
-			return C.ts_config_sources(c.ptr, &p, &n, e)
-		}
-		return C.ts_config_get(c.ptr, &p, &n, e)
-	})
+	err := c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_json(c.ptr, C.bool(sources), &p, &n, e) })
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,13 @@ package native
 
 /*
 #include "tinystore.h"
+
+// ts_call keeps no Go pointer past the call and calls no Go function (a
+// take with a check goes through ts_call_back, bucket.go), so its
+// arguments and answer stay on the caller's stack: no allocation for a Get
+// or a Set.
+#cgo noescape ts_call
+#cgo nocallback ts_call
 */
 import "C"
 
@@ -10,10 +17,13 @@ import (
 	"runtime"
 )
 
-// handle is what every handle of a store shares: its store and name.
+// handle is an open handle of a store (a bucket, counters, a rate limit,
+// a quota or a once): its store, its name and its C handle, freed by a
+// finalizer once it is unreachable, since it holds nothing else.
 type handle struct {
 	store *Store
 	Name  string // the handle's name
+	ptr   *C.TsHandle
 }
 
 // begin checks ctx and moves a manual store's clock before a call.
@@ -31,11 +41,10 @@ func (h *handle) begin(ctx context.Context) error {
 func (h *handle) Store() *Store { return h.store }
 
 // opened is the handle name of s that open (a ts_*_open call, given the
-// store, the name and the out pointers) makes, wrapped by wrap; free frees
-// its C handle once the Go one is unreachable.
-func opened[P, H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_t, l C.size_t, out *P, e **C.TsError) C.int32_t,
-	wrap func(handle, P) *H, free func(*H)) (*H, error) {
-	var ptr P
+// store, the name and the out pointers) makes, wrapped by wrap.
+func opened[H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t,
+	wrap func(*handle) *H) (*H, error) {
+	var ptr *C.TsHandle
 	err := s.with(func(p *C.TsStore) error {
 		n, l := text(name)
 		var e *C.TsError
@@ -44,32 +53,48 @@ func opened[P, H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_
 	if err != nil {
 		return nil, err
 	}
-	h := wrap(handle{store: s, Name: name}, ptr)
-	runtime.SetFinalizer(h, free)
-	return h, nil
+	h := &handle{store: s, Name: name, ptr: ptr}
+	runtime.SetFinalizer(h, func(h *handle) { C.ts_handle_free(h.ptr) })
+	return wrap(h), nil
 }
 
-// at is the C arguments of a call about one key: its scope (nil: the
-// store), the encoded owners and the key, the cancel of a write on the
-// store, and where its error goes.
+// run makes the call c about key of the branch owners in scope s, with the
+// bytes of a value; a bucket, counters or a once answers in out, a rate
+// limit or quota in a. writes says whether it writes (on the store, a
+// write gets a cancel that ctx fires).
+func (h *handle) run(ctx context.Context, s *Scope, writes bool, owners []byte, key string, value []byte, c *C.TsCall, out *C.TsResult, a *C.TsAllowance) error {
+	return h.onKey(ctx, s, writes, owners, key, value, c, func(x at) C.int32_t {
+		return C.ts_call(h.ptr, x.sc, x.o, x.ol, x.k, x.kl, x.v, x.vl, c, out, a, x.e)
+	})
+}
+
+// at is the C arguments of a ts_call but the handle, the call and the
+// answers: its scope (nil: the store), the encoded owners, the key, a
+// value's bytes, and where its error goes.
 type at struct {
 	sc *C.TsScope
 	o  *C.uint8_t
 	ol C.size_t
 	k  *C.uint8_t
 	kl C.size_t
-	cn *C.TsCancel
+	v  *C.uint8_t
+	vl C.size_t
 	e  **C.TsError
 }
 
-// onKey is call for a call about key of the branch owners: f gets the
-// arguments every such call takes.
-func (h *handle) onKey(ctx context.Context, s *Scope, writes bool, owners []byte, key string, f func(a at) C.int32_t) error {
+// onKey is call for the call c about key of the branch owners, with the
+// bytes of a value: f gets the arguments every ts_call takes, and c the
+// cancel of a write on the store.
+func (h *handle) onKey(ctx context.Context, s *Scope, writes bool, owners []byte, key string, value []byte, c *C.TsCall, f func(a at) C.int32_t) error {
 	o, ol := bytes(owners)
 	k, kl := text(key)
-	return h.call(ctx, s, writes, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return f(at{sc, o, ol, k, kl, cn, e})
+	v, vl := bytes(value)
+	err := h.call(ctx, s, writes, func(sc *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
+		c.cancel = cn
+		return f(at{sc, o, ol, k, kl, v, vl, e})
 	})
+	runtime.KeepAlive(value)
+	return err
 }
 
 // call runs f for a call of h in scope s (nil: the store itself), after

@@ -46,97 +46,78 @@ func allowance(a *C.TsAllowance, err error) (Allowance, error) {
 }
 
 // Counters is an open counters handle.
-type Counters struct {
-	handle
-	ptr *C.TsCounters
-}
+type Counters struct{ *handle }
 
 // OpenCounters opens the counters name of s.
 func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsCounters, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), out, e)
-	}, func(h handle, p *C.TsCounters) *Counters { return &Counters{h, p} }, func(c *Counters) { C.ts_counters_free(c.ptr) })
+	}, func(h *handle) *Counters { return &Counters{h} })
+}
+
+// run makes the call c of op about key in scope s.
+func (c *Counters) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, n int64) (out C.TsResult, err error) {
+	call := C.TsCall{op: op, n: C.int64_t(n)}
+	err = c.handle.run(ctx, s, op != C.TS_OP_GET, owners, key, nil, &call, &out, nil)
+	return out, err
 }
 
 // Add adds n to a counter, or keeps the larger of it and n (max), in
 // scope s, and returns the new value.
 func (c *Counters) Add(ctx context.Context, s *Scope, owners []byte, key string, n int64, max bool) (int64, error) {
-	var out C.int64_t
-	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_add(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int64_t(n), C.bool(max), a.cn, &out, a.e)
-	})
-	return int64(out), err
+	op := C.int32_t(C.TS_OP_ADD)
+	if max {
+		op = C.TS_OP_MAX
+	}
+	out, err := c.run(ctx, s, op, owners, key, n)
+	return int64(out.number), err
 }
 
 // Get reads a counter in scope s: 0 when missing or expired.
 func (c *Counters) Get(ctx context.Context, s *Scope, owners []byte, key string) (int64, error) {
-	var out C.int64_t
-	err := c.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_get(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, &out, a.e)
-	})
-	return int64(out), err
+	out, err := c.run(ctx, s, C.TS_OP_GET, owners, key, 0)
+	return int64(out.number), err
 }
 
 // Delete deletes a counter in scope s and says whether a live one was there.
 func (c *Counters) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	var found C.bool
-	err := c.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_counters_delete(c.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.cn, &found, a.e)
-	})
-	return bool(found), err
+	out, err := c.run(ctx, s, C.TS_OP_DELETE, owners, key, 0)
+	return bool(out.found), err
 }
 
 // Clear removes the branch of owners and every branch under it, on the store.
 func (c *Counters) Clear(ctx context.Context, owners []byte) error {
-	o, ol := bytes(owners)
-	return c.call(ctx, nil, true, func(_ *C.TsScope, cn *C.TsCancel, e **C.TsError) C.int32_t {
-		return C.ts_counters_clear(c.ptr, o, ol, cn, e)
-	})
+	_, err := c.run(ctx, nil, C.TS_OP_CLEAR, owners, "", 0)
+	return err
 }
 
 // RateLimit is an open rate limit.
-type RateLimit struct {
-	handle
-	ptr *C.TsRateLimit
-}
+type RateLimit struct{ *handle }
 
 // OpenRateLimit opens the rate limit name of s.
 func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsRateLimit, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), out, e)
-	}, func(h handle, p *C.TsRateLimit) *RateLimit { return &RateLimit{h, p} }, func(r *RateLimit) { C.ts_rate_limit_free(r.ptr) })
+	}, func(h *handle) *RateLimit { return &RateLimit{h} })
 }
 
-// Allow takes n requests of a key together, or none; peek counts nothing.
-// In a transaction (s not nil) the core refuses it.
-func (r *RateLimit) Allow(ctx context.Context, s *Scope, owners []byte, key string, n uint64, peek bool) (Allowance, error) {
-	var out C.TsAllowance
-	err := r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_rate_limit_allow(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.uint64_t(n), C.bool(peek), &out, a.e)
-	})
-	return allowance(&out, err)
-}
+// The operations of RateLimit.Use and Quota.Use.
+const (
+	OpAllow  = int32(C.TS_OP_ALLOW)
+	OpRefund = int32(C.TS_OP_REFUND)
+	OpPeek   = int32(C.TS_OP_PEEK)
+	OpReset  = int32(C.TS_OP_RESET)
+)
 
-// Reset forgets a key; in a transaction the core refuses it.
-func (r *RateLimit) Reset(ctx context.Context, s *Scope, owners []byte, key string) error {
-	return r.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_rate_limit_reset(r.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.e)
-	})
+// Use runs op (OpAllow, OpPeek or OpReset) on a key: allow takes n
+// requests together, or none; peek counts nothing. In a transaction (s not
+// nil) the core refuses it.
+func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+	return use(ctx, r.handle, s, false, owners, key, op, n)
 }
 
 // Quota is an open quota.
-type Quota struct {
-	handle
-	ptr *C.TsQuota
-}
-
-// The operations of Quota.Use.
-const (
-	QuotaAllow  = int32(C.TS_QUOTA_ALLOW)
-	QuotaRefund = int32(C.TS_QUOTA_REFUND)
-	QuotaPeek   = int32(C.TS_QUOTA_PEEK)
-	QuotaReset  = int32(C.TS_QUOTA_RESET)
-)
+type Quota struct{ *handle }
 
 // QuotaWindow is a window a quota opens with.
 type QuotaWindow struct {
@@ -160,18 +141,21 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 		lp, sp = &limits[0], &spans[0]
 	}
 	wn, wl := bytes(names)
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsQuota, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
-	}, func(h handle, p *C.TsQuota) *Quota { return &Quota{h, p} }, func(q *Quota) { C.ts_quota_free(q.ptr) })
+	}, func(h *handle) *Quota { return &Quota{h} })
 }
 
-// Use runs op (QuotaAllow, QuotaRefund, QuotaPeek or QuotaReset) on a key,
-// in scope s.
+// Use runs op (OpAllow, OpRefund, OpPeek or OpReset) on a key, in scope s.
 func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+	return use(ctx, q.handle, s, true, owners, key, op, n)
+}
+
+// use runs op on key of h, a rate limit or a quota, n times.
+func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n uint64) (Allowance, error) {
 	var out C.TsAllowance
-	err := q.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_quota_use(q.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(op), C.uint64_t(n), a.cn, &out, a.e)
-	})
+	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
+	err := h.run(ctx, s, writes, owners, key, nil, &call, nil, &out)
 	return allowance(&out, err)
 }
 

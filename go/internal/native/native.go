@@ -68,7 +68,7 @@ func made(code int, message, bucket string, ctx context.Context) error {
 	n, nl := text(bucket)
 	m, ml := text(message)
 	var e *C.TsError
-	rc := C.ts_error_new(n, nl, C.int32_t(code), m, ml, &e)
+	rc := C.ts_error_new(n, nl, nil, 0, nil, 0, C.int32_t(code), m, ml, &e)
 	return failure(rc, e, ctx)
 }
 

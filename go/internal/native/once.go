@@ -12,10 +12,7 @@ import (
 )
 
 // Once is an open once.
-type Once struct {
-	handle
-	ptr *C.TsOnce
-}
+type Once struct{ *handle }
 
 // Claim is the run of one key, held until Keep or Abandon. Exactly one of
 // them must be called.
@@ -44,9 +41,9 @@ func (c *Caller) InsideRun(claim *Claim) *Caller {
 
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsOnce, e **C.TsError) C.int32_t {
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
 		return C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), out, e)
-	}, func(h handle, p *C.TsOnce) *Once { return &Once{h, p} }, func(o *Once) { C.ts_once_free(o.ptr) })
+	}, func(h *handle) *Once { return &Once{h} })
 }
 
 // Begin waits for any run of the key to end, then answers the value kept
@@ -54,31 +51,27 @@ func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, e
 // is the runs the call is inside (nil: none), for the engine's refusal of a
 // run inside its own run.
 func (o *Once) Begin(ctx context.Context, caller *Caller, owners []byte, key string, want Kind) (kept bool, v Value, claim *Claim, err error) {
-	if err := o.begin(ctx); err != nil {
-		return false, Value{}, nil, err
-	}
-	ow, ol := bytes(owners)
-	k, kl := text(key)
-	var ck C.bool
-	var cv C.TsValue
-	var cc *C.TsClaim
-	var e *C.TsError
-	var cp *C.TsCaller
+	c := C.TsCall{want: C.int32_t(want)}
 	if caller != nil {
-		cp = caller.ptr
+		c.caller = caller.ptr
 	}
-	rc := withCancel(ctx, func(cn *C.TsCancel) C.int32_t {
-		return C.ts_once_begin(o.ptr, ow, ol, k, kl, C.int32_t(want), cp, cn, &ck, &cv, &cc, &e)
-	})
-	runtime.KeepAlive(o)
+	out, err := o.run(ctx, nil, C.TS_OP_BEGIN, owners, key, &c)
 	runtime.KeepAlive(caller)
-	if err := failure(rc, e, ctx); err != nil {
+	if err != nil {
 		return false, Value{}, nil, err
 	}
-	if bool(ck) {
-		return true, value(&cv), nil, nil
+	if bool(out.found) {
+		return true, value(&out.entry.value), nil, nil
 	}
-	return false, Value{}, &Claim{ptr: cc, once: o}, nil
+	return false, Value{}, &Claim{ptr: out.claim, once: o}, nil
+}
+
+// run makes the call c of op about key in scope s; begin is a write, for
+// its wait to end with ctx.
+func (o *Once) run(ctx context.Context, s *Scope, op C.int32_t, owners []byte, key string, c *C.TsCall) (out C.TsResult, err error) {
+	c.op = op
+	err = o.handle.run(ctx, s, op != C.TS_OP_GET, owners, key, nil, c, &out, nil)
+	return out, err
 }
 
 // Keep keeps v as the key's answer and lets go of the run, durably. The
@@ -104,22 +97,15 @@ func (c *Claim) Abandon() {
 
 // Get reads the answer kept for a key, in scope s.
 func (o *Once) Get(ctx context.Context, s *Scope, owners []byte, key string, want Kind) (Value, bool, error) {
-	var cv C.TsValue
-	var found C.bool
-	err := o.onKey(ctx, s, false, owners, key, func(a at) C.int32_t {
-		return C.ts_once_get(o.ptr, a.sc, a.o, a.ol, a.k, a.kl, C.int32_t(want), &cv, &found, a.e)
-	})
-	if err != nil || !bool(found) {
+	out, err := o.run(ctx, s, C.TS_OP_GET, owners, key, &C.TsCall{want: C.int32_t(want)})
+	if err != nil || !bool(out.found) {
 		return Value{}, false, err
 	}
-	return value(&cv), true, nil
+	return value(&out.entry.value), true, nil
 }
 
 // Delete forgets the answer kept for a key, in scope s.
 func (o *Once) Delete(ctx context.Context, s *Scope, owners []byte, key string) (bool, error) {
-	var found C.bool
-	err := o.onKey(ctx, s, true, owners, key, func(a at) C.int32_t {
-		return C.ts_once_delete(o.ptr, a.sc, a.o, a.ol, a.k, a.kl, a.cn, &found, a.e)
-	})
-	return bool(found), err
+	out, err := o.run(ctx, s, C.TS_OP_DELETE, owners, key, &C.TsCall{})
+	return bool(out.found), err
 }

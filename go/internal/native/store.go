@@ -155,19 +155,16 @@ func (s *Store) SyncClock() error {
 
 // SetClock moves a manual store's clock to t; the core refuses a t before
 // its time now, since the clock never moves back.
-func (s *Store) SetClock(t time.Time) error {
-	return s.with(func(p *C.TsStore) error {
-		var e *C.TsError
-		return failure(C.ts_store_set_clock(p, C.int64_t(t.UnixMilli()), &e), e, nil)
-	})
-}
+func (s *Store) SetClock(t time.Time) error { return s.setClock(t, false) }
 
 // FollowClock moves a manual store's clock to t, or leaves it where it is
 // when t is earlier (a racing call moved it further): the core's rule.
-func (s *Store) FollowClock(t time.Time) error {
+func (s *Store) FollowClock(t time.Time) error { return s.setClock(t, true) }
+
+func (s *Store) setClock(t time.Time, follow bool) error {
 	return s.with(func(p *C.TsStore) error {
 		var e *C.TsError
-		return failure(C.ts_store_follow_clock(p, C.int64_t(t.UnixMilli()), &e), e, nil)
+		return failure(C.ts_store_set_clock(p, C.int64_t(t.UnixMilli()), C.bool(follow), &e), e, nil)
 	})
 }
 
