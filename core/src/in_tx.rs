@@ -87,3 +87,9 @@ pub(crate) fn same_store(scope: &Store, handle: &Store, name: &str) -> Result<()
         Err(other_store_refused(name))
     }
 }
+
+/// The refusal of the call `call` of the handle `name` in a transaction or
+/// a view, for a call that runs on the store only (a counters' `clear`).
+pub fn store_only_refused(call: &str, name: &str) -> Error {
+    Error::invalid(format!("{call} runs on the store, not in a transaction or view")).in_bucket(name)
+}

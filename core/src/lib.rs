@@ -79,7 +79,7 @@ pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, p
 pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;
-pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused};
+pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused, store_only_refused};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, show_key, show_path, split_path};

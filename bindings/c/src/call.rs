@@ -194,12 +194,6 @@ pub(crate) fn no_op(what: &str, op: i32) -> tinystore::Error {
     invalid(format!("a {what} has no operation {op}"))
 }
 
-/// The refusal of the call `what` of the handle `name` in a scope: it runs
-/// on the store only.
-pub(crate) fn on_store_only(what: &str, name: &str) -> tinystore::Error {
-    invalid(format!("{what} runs on the store, not in a transaction or view")).in_bucket(name)
-}
-
 /// The arguments every kind's call reads, from the pointers given.
 pub(crate) unsafe fn shared<'a>(
     scope: *const TsScope,

@@ -127,7 +127,7 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
             st,
             name,
             |done| h.clear_then(done),
-            |_| Err(on_store_only("clear", name)),
+            |_| Err(tinystore::store_only_refused("clear", name)),
         )?,
         op => return Err(no_op("counters", op)),
     }

@@ -82,7 +82,7 @@ pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
     let kept = match c.op {
         TS_OP_BEGIN => {
             if !matches!(a.scope, Scope::Direct) {
-                return Err(on_store_only("begin", h.name()));
+                return Err(tinystore::once_run_refused().in_bucket(h.name()));
             }
             if out.is_null() {
                 // The claim would be lost, and the key held.
