@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
+import { KEYS, keyOf, nextKey, nextSetKey, nextValue, SET_KEYS, setKeyOf, VALUE } from '../node/keys.mjs'
+
 const pkgDir = process.env.TINYSTORE_NODE_DIR
 if (!pkgDir) throw new Error('TINYSTORE_NODE_DIR: the node/ directory of the build to measure is not set')
 const entry = join(pkgDir, 'dist', 'esm', 'index.mjs')
@@ -21,17 +23,6 @@ const { open } = await import(pathToFileURL(entry).href)
 const REPS = Number(process.env.REPS ?? 3)
 const SLICE_MS = Number(process.env.SLICE_MS ?? 400)
 const ALLOWS = Number(process.env.ALLOWS ?? 20_000)
-const KEYS = 100_000
-const SET_KEYS = 10_000
-const VALUE = 'v'.repeat(64)
-let seq = 0
-const nextValue = () => `${++seq}`.padEnd(64, 'v')
-const keyOf = (i) => `key-${i}`
-let cursor = 0
-const nextKey = () => keyOf((cursor = (cursor * 7919 + 1) % KEYS))
-const setKeyOf = (i) => `set-${i}`
-let setCursor = 0
-const nextSetKey = () => setKeyOf((setCursor = (setCursor * 7919 + 1) % SET_KEYS))
 const times = (k, f) => Array.from({ length: k }, f)
 
 async function measure(op, per) {

@@ -24,7 +24,7 @@ import tinystore
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import benchinfo  # noqa: E402
-from bench import KEYS, VALUE, keys  # noqa: E402
+from bench import KEYS, awaited_gets, awaited_sets_64, keys, open_seeded, sync_gets  # noqa: E402
 
 
 def main() -> None:
@@ -43,47 +43,19 @@ def run(args: argparse.Namespace, base: str) -> dict[str, object]:
     ks = keys(KEYS)
     rnd = random.Random(7)
     reads = [rnd.choice(ks) for _ in range(args.reads)]
-    sync_store = tinystore.sync.open(os.path.join(base, "ts"))
-    sb = sync_store.bucket("bench", bytes)
-    loop = asyncio.new_event_loop()
-    astore = loop.run_until_complete(tinystore.open(os.path.join(base, "ts")))
-    ab = astore.bucket("bench", bytes)
-
-    async def seed() -> None:
-        for i in range(0, KEYS, 256):
-            await asyncio.gather(*(ab.set(k, VALUE) for k in ks[i : i + 256]))
-
-    loop.run_until_complete(seed())
+    sync_store, sb, loop, astore, ab = open_seeded(base, ks)
     rl = sync_store.rate_limit("api-sync", rate="1000000000/s")
     counter = [0]
 
     def sync_get() -> float:
-        g = sb.get
-        return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
+        return sync_gets(sb, reads)
 
     def await_get() -> float:
-        async def go() -> int:
-            n = 0
-            for k in reads:
-                if await ab.get(k) is not None:
-                    n += 1
-            return n
-
-        return benchinfo.timed(lambda: loop.run_until_complete(go()))
+        return awaited_gets(loop, ab, reads)
 
     def await_set_64() -> float:
         counter[0] += 1
-        ws = [f"w{counter[0]}:{i}" for i in range(64 * args.groups)]
-
-        async def go() -> int:
-            async def writer(mine: list[str]) -> None:
-                for k in mine:
-                    await ab.set(k, VALUE)
-
-            await asyncio.gather(*(writer(ws[w::64]) for w in range(64)))
-            return len(ws)
-
-        return benchinfo.timed(lambda: loop.run_until_complete(go()))
+        return awaited_sets_64(loop, ab, [f"w{counter[0]}:{i}" for i in range(64 * args.groups)])
 
     def sync_allow() -> float:
         allow = rl.allow

@@ -24,30 +24,14 @@ import { fileURLToPath } from 'node:url'
 
 import { open } from 'tinystore'
 
+import { KEYS, keyOf, nextKey, nextSetKey, nextValue, SET_KEYS, setKeyOf, VALUE } from './keys.mjs'
+
 const require = createRequire(import.meta.url)
 const runtime = typeof globalThis.Bun !== 'undefined' ? `bun ${globalThis.Bun.version}` : `node ${process.version}`
 const ROUNDS = Number(process.env.ROUNDS ?? 9)
 // A slice of 1 s holds about 700 groups of 64 sets: slices of 400 ms left
 // Bun's paired set ratio swinging from 0.73 to 0.89 between runs.
 const SLICE_MS = Number(process.env.SLICE_MS ?? 1000)
-// Gets are timed over 100,000 keys, as in every language's bench. Sets overwrite 10,000 keys of their own (`set-…`), one range
-// of the tree as they were before the gets' store grew: spread over all
-// 100,000, every set of a group lands on a leaf page of its own that the
-// page cache no longer holds, and the plain peer's rate fell to a quarter
-// too (see docs/measurements.md): that is a workload of its own.
-const KEYS = 100_000
-const SET_KEYS = 10_000
-const VALUE = 'v'.repeat(64)
-// Every write writes a value the key did not hold: SQLite skips a row
-// rewritten with the bytes it already has, and would commit nothing.
-let seq = 0
-const nextValue = () => `${++seq}`.padEnd(64, 'v')
-const keyOf = (i) => `key-${i}`
-let cursor = 0
-const nextKey = () => keyOf((cursor = (cursor * 7919 + 1) % KEYS))
-const setKeyOf = (i) => `set-${i}`
-let setCursor = 0
-const nextSetKey = () => setKeyOf((setCursor = (setCursor * 7919 + 1) % SET_KEYS))
 
 const load = () => loadavg().map((x) => x.toFixed(2))
 const meta = {

@@ -40,6 +40,56 @@ def keys(n: int) -> list[str]:
     return [f"user:{i:06}" for i in range(n)]
 
 
+def open_seeded(base: str, ks: list[str]) -> tuple[Any, Any, asyncio.AbstractEventLoop, Any, Any]:
+    """The sync and the asyncio store on one directory, with ``ks`` written:
+    (sync store, its bucket, the loop, the asyncio store, its bucket)."""
+    sync_store = tinystore.sync.open(os.path.join(base, "ts"))
+    loop = asyncio.new_event_loop()
+    astore = loop.run_until_complete(tinystore.open(os.path.join(base, "ts")))
+    ab = astore.bucket("bench", bytes)
+
+    async def seed() -> None:
+        for i in range(0, KEYS, 256):
+            await asyncio.gather(*(ab.set(k, VALUE) for k in ks[i : i + 256]))
+
+    loop.run_until_complete(seed())
+    return sync_store, sync_store.bucket("bench", bytes), loop, astore, ab
+
+
+def sync_gets(sb: Any, reads: list[str]) -> float:
+    """Seconds for the sync point gets of ``reads``."""
+    g = sb.get
+    return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
+
+
+def awaited_gets(loop: asyncio.AbstractEventLoop, ab: Any, reads: list[str]) -> float:
+    """Seconds for the point gets of ``reads``, each awaited alone."""
+
+    async def go() -> int:
+        n = 0
+        for k in reads:
+            if await ab.get(k) is not None:
+                n += 1
+        return n
+
+    return benchinfo.timed(lambda: loop.run_until_complete(go()))
+
+
+def awaited_sets_64(loop: asyncio.AbstractEventLoop, ab: Any, ws: list[str]) -> float:
+    """Seconds for durable sets of ``ws`` by 64 coroutines, each writing its
+    share in turn: 64 writes in flight."""
+
+    async def go() -> int:
+        async def writer(mine: list[str]) -> None:
+            for k in mine:
+                await ab.set(k, VALUE)
+
+        await asyncio.gather(*(writer(ws[w::64]) for w in range(64)))
+        return len(ws)
+
+    return benchinfo.timed(lambda: loop.run_until_complete(go()))
+
+
 class Sqlite:
     """The hand-written baseline: one table, WAL, synchronous=FULL, prepared point reads."""
 
@@ -84,17 +134,7 @@ def report(args: argparse.Namespace, base: str) -> None:
         for k in ks:
             dc.set(k, VALUE)
 
-    sync_store = tinystore.sync.open(os.path.join(base, "ts"))
-    sb = sync_store.bucket("bench", bytes)
-    loop = asyncio.new_event_loop()
-    astore = loop.run_until_complete(tinystore.open(os.path.join(base, "ts")))
-    ab = astore.bucket("bench", bytes)
-
-    async def seed() -> None:
-        for i in range(0, KEYS, 256):
-            await asyncio.gather(*(ab.set(k, VALUE) for k in ks[i : i + 256]))
-
-    loop.run_until_complete(seed())
+    sync_store, sb, loop, astore, ab = open_seeded(base, ks)
 
     reads = [rnd.choice(ks) for _ in range(args.reads)]
 
@@ -103,18 +143,10 @@ def report(args: argparse.Namespace, base: str) -> None:
         return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
 
     def sync_get() -> float:
-        g = sb.get
-        return benchinfo.timed(lambda: sum(1 for k in reads if g(k) is not None))
+        return sync_gets(sb, reads)
 
     def async_get_1() -> float:
-        async def go() -> int:
-            n = 0
-            for k in reads:
-                if await ab.get(k) is not None:
-                    n += 1
-            return n
-
-        return benchinfo.timed(lambda: loop.run_until_complete(go()))
+        return awaited_gets(loop, ab, reads)
 
     def async_get_64() -> float:
         async def go() -> int:
@@ -168,18 +200,7 @@ def report(args: argparse.Namespace, base: str) -> None:
         return benchinfo.timed(go)
 
     def async_set_64() -> float:
-        ws = fresh(64 * args.groups)
-
-        async def go() -> int:
-            # 64 coroutines, each writing its share in turn: 64 writes in flight.
-            async def writer(mine: list[str]) -> None:
-                for k in mine:
-                    await ab.set(k, VALUE)
-
-            await asyncio.gather(*(writer(ws[w::64]) for w in range(64)))
-            return len(ws)
-
-        return benchinfo.timed(lambda: loop.run_until_complete(go()))
+        return awaited_sets_64(loop, ab, fresh(64 * args.groups))
 
     set_measures: dict[str, Callable[[], float]] = {
         "sqlite3 set, own transaction (1 in flight)": sqlite_set_1,
