@@ -8,13 +8,15 @@ use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
 use tinystore::{Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
 
-use crate::completions::{self, nothing, sync};
+use crate::completions::{self, sync};
 use crate::convert::{self, Ts, ValueKind};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, scope_of, write_in};
+use crate::scope::{NativeScope, run, scope_of};
+use crate::writes::{BucketWrite, Written};
 
 /// A bucket, or one branch of it, with the type of its values.
 #[napi]
+#[derive(Clone)]
 pub struct NativeBucket {
     pub(crate) raw: RawBucket,
     pub(crate) kind: ValueKind,
@@ -206,15 +208,9 @@ impl NativeBucket {
         if_version: Option<String>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version),
-            |scope, raw, (k, v, opts)| scope.set(raw, &k, v, opts),
-            move |raw, (k, v, opts), done| raw.set_then(&k, v, opts, done),
-            convert::version_value,
-        )
+        let args = self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version);
+        let set = args.map(|(k, v, opts)| BucketWrite::Set(k, v, opts));
+        run(env, &scope, &self.raw, set, Written::to_js)
     }
 
     /// Writes a value if the key is absent, in `scope`; answers whether it
@@ -238,27 +234,16 @@ impl NativeBucket {
         let args = self.prepare_set(env, WriteCall::Create, &key, &value, &ttl, expires_at, None);
         // Only an answer with the entry needs the bucket and key again.
         let found = match (&args, entry) {
-            (Ok((k, _, _)), true) => Some((
-                NativeBucket {
-                    raw: self.raw.clone(),
-                    ..*self
-                },
-                k.clone(),
-            )),
+            (Ok((k, _, _)), true) => Some((self.clone(), k.clone())),
             _ => None,
         };
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            args,
-            |scope, raw, (k, v, opts)| scope.create(raw, &k, v, opts.expiry),
-            move |raw, (k, v, opts), done| raw.create_then(&k, v, opts.expiry, done),
-            move |env, created| match found {
-                Some((bucket, key)) => bucket.answer_created(env, created, &key),
-                None => js::boolean(env, created.written()),
-            },
-        )
+        let create = args.map(|(k, v, opts)| BucketWrite::Create(k, v, opts.expiry));
+        run(env, &scope, &self.raw, create, move |env, written| {
+            match (found, written) {
+                (Some((bucket, key)), Written::Created(created)) => bucket.answer_created(env, created, &key),
+                (_, written) => Written::to_js(env, written),
+            }
+        })
     }
 
     /// Reads and deletes a key in one write, in `scope`; answers the value
@@ -303,14 +288,7 @@ impl NativeBucket {
                 None => return completions::value(env, js::undefined(env.raw())),
             }
         };
-        let (raw, bucket, key) = (
-            self.raw.clone(),
-            NativeBucket {
-                raw: self.raw.clone(),
-                ..*self
-            },
-            k.clone(),
-        );
+        let (raw, bucket, key) = (self.raw.clone(), self.clone(), k.clone());
         completions::write(
             env,
             move |done| raw.take_then(&k, if_version, write_check, done),
@@ -327,15 +305,10 @@ impl NativeBucket {
         if_version: Option<String>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            self.named((|| Ok((self.key(env, &key)?, convert::version(if_version)?)))()),
-            |scope, raw, (k, v)| scope.delete(raw, &k, v),
-            move |raw, (k, v), done| raw.delete_then(&k, v, done),
-            js::boolean,
-        )
+        let delete = self.named((|| {
+            Ok(BucketWrite::Delete(self.key(env, &key)?, convert::version(if_version)?))
+        })());
+        run(env, &scope, &self.raw, delete, Written::to_js)
     }
 
     /// Gives a live key a new expiry in `scope`: `ttl` (a duration) or
@@ -355,17 +328,9 @@ impl NativeBucket {
             let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
             let at = at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
             let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
-            Ok((k, expiry, if_version))
+            Ok(BucketWrite::Expire(k, expiry, if_version))
         })());
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            args,
-            |scope, raw, (k, expiry, v)| scope.expire(raw, &k, expiry, v),
-            move |raw, (k, expiry, v), done| raw.expire_then(&k, expiry, v, done),
-            js::boolean,
-        )
+        run(env, &scope, &self.raw, args, Written::to_js)
     }
 
     /// Removes this branch and every branch under it, in `scope` (inside a
@@ -377,15 +342,7 @@ impl NativeBucket {
         env: &'e Env,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.raw,
-            Ok(()),
-            |scope, raw, ()| scope.clear(raw),
-            move |raw, (), done| raw.clear_then(done),
-            nothing,
-        )
+        run(env, &scope, &self.raw, Ok(BucketWrite::Clear), Written::to_js)
     }
 }
 

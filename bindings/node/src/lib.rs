@@ -39,6 +39,7 @@ mod store;
 mod tx;
 mod view;
 mod write_handoff;
+mod writes;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;

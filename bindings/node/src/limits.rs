@@ -16,7 +16,8 @@ use crate::bucket::show_path;
 use crate::completions::{self, nothing, sync};
 use crate::convert::{MAX_SAFE, Ts};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, scope_of, write_in};
+use crate::scope::{NativeScope, run, scope_of};
+use crate::writes::{CounterWrite, QuotaWrite, Written};
 
 /// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
 pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
@@ -149,7 +150,8 @@ impl NativeQuota {
         n: Option<f64>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, false)
+        let allow = self.uses(env, &key, n).map(|(k, n)| QuotaWrite::Allow(k, n));
+        run(env, &scope, &self.quota, allow, Written::to_js)
     }
 
     /// Gives `n` uses back to the windows that have not reset since, in `scope`: the answer.
@@ -161,7 +163,8 @@ impl NativeQuota {
         n: Option<f64>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, true)
+        let refund = self.uses(env, &key, n).map(|(k, n)| QuotaWrite::Refund(k, n));
+        run(env, &scope, &self.quota, refund, Written::to_js)
     }
 
     /// The answer one use would get now in `scope`, counting nothing.
@@ -186,44 +189,16 @@ impl NativeQuota {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.quota,
-            key_in(env, self.quota.name(), &key),
-            |scope, quota, k| scope.quota_reset(quota, &k),
-            move |quota, k, done| quota.reset_then(k, done),
-            nothing,
-        )
+        let reset = key_in(env, self.quota.name(), &key).map(QuotaWrite::Reset);
+        run(env, &scope, &self.quota, reset, Written::to_js)
     }
 }
 
 impl NativeQuota {
-    /// `allow` or (`refund`) `refund` of `n` uses in `scope`.
-    fn change<'e>(
-        &self,
-        env: &'e Env,
-        key: Unknown<'e>,
-        n: Option<f64>,
-        scope: Option<NativeScope>,
-        refund: bool,
-    ) -> napi::Result<Unknown<'e>> {
+    /// The key and the count of uses of an `allow` or a `refund`.
+    fn uses(&self, env: &Env, key: &Unknown<'_>, n: Option<f64>) -> Ts<(Vec<u8>, u64)> {
         let name = self.quota.name();
-        write_in(
-            env,
-            &scope,
-            &self.quota,
-            (|| Ok((key_in(env, name, &key)?, count(n).map_err(|e| e.in_bucket(name))?)))(),
-            |scope, quota, (k, n)| match refund {
-                false => scope.quota_allow(quota, &k, n),
-                true => scope.quota_refund(quota, &k, n),
-            },
-            move |quota, (k, n), done| match refund {
-                false => quota.allow_n_then(k, n, done),
-                true => quota.refund_n_then(k, n, done),
-            },
-            |env, a| allowance(env, &a),
-        )
+        Ok((key_in(env, name, key)?, count(n).map_err(|e| e.in_bucket(name))?))
     }
 }
 
@@ -274,7 +249,7 @@ impl NativeCounters {
         #[napi(ts_arg_type = "number | bigint | undefined")] n: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, How::Add)
+        self.change(env, key, n, scope, CounterWrite::Add)
     }
 
     /// Keeps the larger of the counter and `n` in `scope`; answers it.
@@ -286,7 +261,7 @@ impl NativeCounters {
         #[napi(ts_arg_type = "number | bigint")] n: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, How::Max)
+        self.change(env, key, n, scope, CounterWrite::Max)
     }
 
     /// The counter's value in `scope`: 0 when missing or expired.
@@ -313,15 +288,8 @@ impl NativeCounters {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
-            env,
-            &scope,
-            &self.counters,
-            key_in(env, self.counters.name(), &key),
-            |scope, counters, k| scope.counter_delete(counters, &k),
-            move |counters, k, done| counters.delete_then(k, done),
-            js::boolean,
-        )
+        let delete = key_in(env, self.counters.name(), &key).map(CounterWrite::Delete);
+        run(env, &scope, &self.counters, delete, Written::to_js)
     }
 
     /// Removes this branch's counters and every branch under it.
@@ -332,41 +300,30 @@ impl NativeCounters {
     }
 }
 
-/// Which change of a counter: `add` or `max`.
-#[derive(Clone, Copy)]
-enum How {
-    Add,
-    Max,
-}
-
 impl NativeCounters {
-    /// `add` or `max` of `n` in `scope`.
+    /// `add` or `max` (`write`) of `n` in `scope`; answers the new value,
+    /// as a `bigint` or a safe `number`.
     fn change<'e>(
         &self,
         env: &'e Env,
         key: Unknown<'e>,
         n: Unknown<'e>,
         scope: Option<NativeScope>,
-        how: How,
+        write: fn(Vec<u8>, i64) -> CounterWrite,
     ) -> napi::Result<Unknown<'e>> {
         let name = self.counters.name();
         let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
         let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
         let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
-        write_in(
+        run(
             env,
             &scope,
             &self.counters,
-            Ok((k, n)),
-            |scope, counters, (k, n)| match how {
-                How::Add => scope.counter_add(counters, &k, n),
-                How::Max => scope.counter_max(counters, &k, n),
+            Ok(write(k, n)),
+            move |env, written| match written {
+                Written::Count(v) => value(env, big, v, true).map_err(|e| e.at(&name, path)),
+                written => Written::to_js(env, written),
             },
-            move |counters, (k, n), done| match how {
-                How::Add => counters.add_then(k, n, done),
-                How::Max => counters.max_then(k, n, done),
-            },
-            move |env, v| value(env, big, v, true).map_err(|e| e.at(&name, path)),
         )
     }
 }

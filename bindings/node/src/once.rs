@@ -13,7 +13,8 @@ use crate::caller::NativeContext;
 use crate::completions::{self, nothing, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, scope_of, write_in};
+use crate::scope::{NativeScope, run, scope_of};
+use crate::writes::{OnceDelete, Written};
 
 /// A once, or one branch of it, with the type of its answers.
 #[napi]
@@ -116,14 +117,12 @@ impl NativeOnce {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        write_in(
+        run(
             env,
             &scope,
             &self.once,
-            self.key(env, &key),
-            |scope, once, k| scope.once_delete(once, &k),
-            move |once, k, done| once.delete_then(k, done),
-            js::boolean,
+            self.key(env, &key).map(OnceDelete),
+            Written::to_js,
         )
     }
 }

@@ -7,7 +7,7 @@
 //! A read in any scope, and a write in a transaction, run on the JS thread
 //! and answer before they return: a transaction's calls cross no thread
 //! (the writer lends the transaction its connection). A write on the store
-//! goes to the writer and answers a Promise ([`write_in`]); the core
+//! goes to the writer and answers a Promise ([`run`]); the core
 //! refuses any write in a snapshot. A handle given to `tx.with` or
 //! `view.with` is the core's to admit ([`admit`]): one of another store is
 //! refused there, as at every call.
@@ -21,12 +21,13 @@ use napi_derive::napi;
 use tinystore::Scope;
 
 use crate::bucket::NativeBucket;
-use crate::completions::{self, Then, sync};
+use crate::completions::{self, sync};
 use crate::convert::Ts;
 use crate::limits::{NativeCounters, NativeQuota};
 use crate::once::NativeOnce;
 use crate::tx::NativeTx;
 use crate::view::NativeSnapshot;
+use crate::writes::{Write, Written};
 
 /// A call's `scope` argument.
 pub(crate) type NativeScope = Either<&'static NativeTx, &'static NativeSnapshot>;
@@ -59,32 +60,22 @@ pub fn admit(
     sync(&env, scope_of(&Some(scope)).admit(store, name))
 }
 
-/// Runs a write of `handle`, its arguments `args`, in `scope`: inside a
-/// transaction (or refused in a snapshot) by `scoped` at once, answering
-/// its JS value; on the store by `direct`, which hands the core's
-/// completion form the writer's `done`, answering a Promise of it.
-/// `answer` makes the JS value either way.
-pub(crate) fn write_in<'e, H, D, T, R>(
+/// Runs `write` of the handle `on` in `scope`: inside a transaction (or
+/// refused in a snapshot) at once, answering its JS value; on the store
+/// through the writer, answering a Promise of it. `answer` makes the JS
+/// value either way.
+pub(crate) fn run<'e, W: Write>(
     env: &'e Env,
     scope: &Option<NativeScope>,
-    handle: &H,
-    args: Ts<D>,
-    scoped: impl FnOnce(Scope<'_>, &H, D) -> Ts<T>,
-    direct: impl FnOnce(H, D, Then<T>) -> Ts<R> + 'static,
-    answer: impl FnOnce(napi_env, T) -> Ts<napi_value> + Send + 'static,
-) -> napi::Result<Unknown<'e>>
-where
-    H: Clone + 'static,
-    D: 'static,
-    T: Send + 'static,
-{
-    let args = sync(env, args)?;
+    on: &W::On,
+    write: Ts<W>,
+    answer: impl FnOnce(napi_env, Written) -> Ts<napi_value> + Send + 'static,
+) -> napi::Result<Unknown<'e>> {
+    let write = sync(env, write)?;
     if scope.is_none() {
-        let handle = handle.clone();
-        return completions::write(env, move |done| direct(handle, args, done), answer);
+        let on = on.clone();
+        return completions::write(env, move |done| write.to_writer(&on, done), answer);
     }
-    completions::value(
-        env,
-        scoped(scope_of(scope), handle, args).and_then(|v| answer(env.raw(), v)),
-    )
+    let r = write.in_scope(scope_of(scope), on);
+    completions::value(env, r.and_then(|v| answer(env.raw(), v)))
 }
