@@ -97,7 +97,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn ended() -> Error {
+/// What a call of a transaction answers once it has ended, in every
+/// binding's words.
+pub fn ended() -> Error {
     Error::new(ErrorKind::Closed, "the transaction has ended")
 }
 

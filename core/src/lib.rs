@@ -68,7 +68,7 @@ mod tx;
 mod tx_kinds;
 mod values;
 
-pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT};
+pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, ended as tx_ended};
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use cancel::{Cancel, cancellable, cancelled_before_start};
@@ -90,7 +90,7 @@ pub use limit_store::{
 pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,
     ONCE_POLL, Once, OnceBuilder, Quota, QuotaBuilder, RateLimit, RateLimitBuilder, RawOnce, TABLE_FILE, WindowUsage,
-    waiter_gave_up, window_rate_error,
+    claim_ended, waiter_gave_up, window_rate_error,
 };
 pub use log_forward::{LOG_QUEUE, LogRecord, forward_logs, next_logs, stop_logs};
 pub use open_views::VIEW_LIMIT;

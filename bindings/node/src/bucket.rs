@@ -9,7 +9,7 @@ use napi_derive::napi;
 use tinystore::{Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
 
 use crate::completions::{self, sync};
-use crate::convert::{self, Ts, ValueKind};
+use crate::convert::{self, MAX_SAFE, Ts, ValueKind};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, run, scope_of};
 use crate::writes::{BucketWrite, Written};
@@ -175,9 +175,8 @@ impl NativeBucket {
                 false => Some(Key(self.key(env, &after)?)),
             };
             // A number that is not a whole count is bad input, not a page
-            // size to round (KV-18).
-            let limit =
-                limit.map(|l| tinystore::whole_number(l, "a page size (limit)", 1..=tinystore::MAX_PAGE as i64));
+            // size to round (KV-18); the core says which sizes a page takes.
+            let limit = limit.map(|l| tinystore::whole_number(l, "a page size (limit)", 0..=MAX_SAFE));
             let limit = self.named(limit.transpose())?.map(|l| l as usize);
             let page = scope_of(&scope).list(&self.raw, &ListOptions { after, limit })?;
             let items = page

@@ -145,10 +145,7 @@ impl NativeClaim {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn keep<'e>(&mut self, env: &'e Env, value: Unknown<'e>) -> napi::Result<Unknown<'e>> {
         let Some(claim) = self.claim.take() else {
-            return completions::throw(
-                env.raw(),
-                completions::invalid("this run already kept an answer or let go"),
-            );
+            return completions::throw(env.raw(), tinystore::claim_ended());
         };
         let raw = match self.kind.encode(env.raw(), js::raw(&value)) {
             Ok(raw) => raw,

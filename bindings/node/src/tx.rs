@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{BindingTx, ErrorKind};
+use tinystore::BindingTx;
 
 use crate::cancel::NativeCancel;
 use crate::completions::{self, Completion, Pending, Wake, sync};
@@ -141,7 +141,7 @@ impl NativeTx {
     ) -> napi::Result<Unknown<'e>> {
         let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
         if self.ended {
-            sync(env, pending.reject_now(ended()))?;
+            sync(env, pending.reject_now(tinystore::tx_ended()))?;
             return Ok(js::unknown(env.raw(), promise));
         }
         self.ended = true;
@@ -155,10 +155,6 @@ impl NativeTx {
         let _ = end(&self.session);
         Ok(js::unknown(env.raw(), promise))
     }
-}
-
-fn ended() -> tinystore::Error {
-    tinystore::Error::new(ErrorKind::Closed, "the transaction has ended")
 }
 
 #[napi]

@@ -42,7 +42,7 @@ pub(crate) use counters::How;
 pub use counters::{Counters, CountersBuilder};
 pub use memory::MEMORY_BOUND;
 pub(crate) use once::inside_run;
-pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce, waiter_gave_up};
+pub use once::{Begun, Claim, Once, OnceBuilder, RawOnce, claim_ended, waiter_gave_up};
 pub use quota::{MAX_WINDOWS, Quota, QuotaBuilder};
 pub use rate_limit::{RateLimit, RateLimitBuilder};
 pub use rates_as_text::window_rate_error;

@@ -318,6 +318,15 @@ impl RawOnce {
     }
 }
 
+/// A second end of one run (a keep or an abandon after either): the run
+/// ends once, so a binding whose claim outlives its end refuses it.
+pub fn claim_ended() -> Error {
+    Error::new(
+        crate::error::ErrorKind::Invalid,
+        "this run already kept an answer or let go",
+    )
+}
+
 /// A waiter for a run of a key that stopped waiting before the run ended:
 /// nothing of it ran, and the run it waited for goes on.
 pub fn waiter_gave_up() -> Error {
