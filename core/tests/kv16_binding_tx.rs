@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::mpsc;
 
-use tinystore::{BindingTx, ErrorKind, ListOptions, Raw, Scope, Store, WriteOptions};
+use tinystore::{BindingTx, ErrorKind, Joining, ListOptions, Raw, Scope, Store, WriteOptions};
 
 fn begin(store: &Store) -> (BindingTx, mpsc::Receiver<tinystore::Result<()>>) {
     store.transaction().unwrap()
@@ -509,4 +509,54 @@ fn kv16_a_handle_of_another_store_is_refused_in_a_transaction_and_a_view() {
         Scope::Direct.admit(theirs.raw().store(), "b").is_ok(),
         "on a store, any handle"
     );
+}
+
+#[test]
+fn kv16_with_refuses_what_cannot_join_a_scope_in_the_cores_texts() {
+    let (_d, store) = common::manual();
+    let (_d2, other) = common::manual();
+    let minute = std::time::Duration::from_secs(60);
+    let logins = store.rate_limit("logins").rate(2, minute).open().unwrap();
+    let hits = store.counters("hits").open().unwrap();
+    let buffered = store.counters("views").flush_every(minute).open().unwrap();
+    let theirs = other.counters("hits").open().unwrap();
+    let (tx, done) = begin(&store);
+    let view = store.snapshot().unwrap();
+    let refused = |scope: Scope<'_>, handle| scope.join(handle).unwrap_err();
+    let cases = [
+        (
+            refused(Scope::Tx(&tx), Joining::RateLimit(&logins)),
+            tinystore::rate_limit_refused("logins"),
+        ),
+        (
+            refused(Scope::Tx(&tx), Joining::Counters(&buffered)),
+            tinystore::flush_every_refused("views"),
+        ),
+        (
+            refused(Scope::Tx(&tx), Joining::Counters(&theirs)),
+            tinystore::other_store_refused("hits"),
+        ),
+        (
+            refused(Scope::View(&view), Joining::Counters(&theirs)),
+            tinystore::other_store_refused("hits"),
+        ),
+    ];
+    for (e, want) in cases {
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert_eq!(e.message(), want.message());
+        assert_eq!(e.bucket(), want.bucket());
+    }
+    let e = refused(Scope::View(&view), Joining::RateLimit(&logins));
+    assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("logins")));
+    assert!(
+        Scope::Tx(&tx).join(Joining::Counters(&hits)).is_ok(),
+        "durable counters of its store"
+    );
+    assert!(Scope::View(&view).join(Joining::Counters(&hits)).is_ok());
+    assert!(
+        Scope::Direct.join(Joining::RateLimit(&logins)).is_ok(),
+        "on a store, any handle"
+    );
+    tx.commit().unwrap();
+    done.recv().unwrap().unwrap();
 }

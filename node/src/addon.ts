@@ -315,13 +315,6 @@ export declare class NativeStore {
  */
 export declare class NativeTx {
   /**
-   * Refuses at once what cannot join the transaction (`tx.with`): a rate
-   * limit, `flush_every` counters, counters of another store.
-   */
-  checkCounters(counters: NativeCounters): void
-  /** The engine's refusal of a rate limit given to `tx.with`. */
-  refuseRateLimit(limit: NativeRateLimit): void
-  /**
    * Commits: resolves once everything the transaction wrote is durable,
    * or rejects with why nothing was (`OutcomeUnknown` when the group's
    * commit failed; `Cancelled` when `cancel` fired, which rolls back).
@@ -333,10 +326,11 @@ export declare class NativeTx {
 }
 
 /**
- * Refuses, at `tx.with(handle)` or `view.with(handle)`, a handle of
- * another store than the scope's: the core's one refusal.
+ * Refuses, at `tx.with(handle)` or `view.with(handle)`, what cannot join
+ * the scope (a handle of another store, a rate limit, `flushEvery`
+ * counters in a transaction): the core's one decision.
  */
-export declare function admit(scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce): void
+export declare function admit(scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce | NativeRateLimit): void
 
 /**
  * A caller's context inside nothing, for the engine's guards against

@@ -129,11 +129,9 @@ export class TxOnce<T> extends Joined<OnceParts> {
  * @internal
  */
 export function joinKind(tx: NativeTx, scope: Scope, parts: KindParts): unknown {
-	if (parts.kind === 'rateLimit') tx.refuseRateLimit(parts.native)
-	else native.admit(tx, parts.native)
+	native.admit(tx, parts.native)
 	switch (parts.kind) {
 		case 'counters':
-			tx.checkCounters(parts.native)
 			return new TxCounters(tx, scope, parts)
 		case 'quota':
 			return new TxQuota(tx, scope, parts)

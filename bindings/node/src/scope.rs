@@ -14,16 +14,16 @@
 
 use napi::Either;
 use napi::Env;
-use napi::bindgen_prelude::Either4;
+use napi::bindgen_prelude::Either5;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::Scope;
+use tinystore::{Joining, Scope};
 
 use crate::bucket::NativeBucket;
 use crate::completions::{self, sync};
 use crate::convert::Ts;
-use crate::limits::{NativeCounters, NativeQuota};
+use crate::limits::{NativeCounters, NativeQuota, NativeRateLimit};
 use crate::once::NativeOnce;
 use crate::tx::NativeTx;
 use crate::view::NativeSnapshot;
@@ -41,23 +41,25 @@ pub(crate) fn scope_of<'a>(scope: &'a Option<NativeScope>) -> Scope<'a> {
     }
 }
 
-/// Refuses, at `tx.with(handle)` or `view.with(handle)`, a handle of
-/// another store than the scope's: the core's one refusal.
+/// Refuses, at `tx.with(handle)` or `view.with(handle)`, what cannot join
+/// the scope (a handle of another store, a rate limit, `flushEvery`
+/// counters in a transaction): the core's one decision.
 #[napi(
-    ts_args_type = "scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce"
+    ts_args_type = "scope: NativeTx | NativeSnapshot, handle: NativeBucket | NativeCounters | NativeQuota | NativeOnce | NativeRateLimit"
 )]
 pub fn admit(
     env: Env,
     scope: NativeScope,
-    handle: Either4<&NativeBucket, &NativeCounters, &NativeQuota, &NativeOnce>,
+    handle: Either5<&NativeBucket, &NativeCounters, &NativeQuota, &NativeOnce, &NativeRateLimit>,
 ) -> napi::Result<()> {
-    let (store, name) = match handle {
-        Either4::A(b) => (b.raw.store(), b.raw.name()),
-        Either4::B(c) => (c.counters.store(), c.counters.name()),
-        Either4::C(q) => (q.quota.store(), q.quota.name()),
-        Either4::D(o) => (o.once.store(), o.once.name()),
+    let joining = match handle {
+        Either5::A(b) => Joining::Bucket(&b.raw),
+        Either5::B(c) => Joining::Counters(&c.counters),
+        Either5::C(q) => Joining::Quota(&q.quota),
+        Either5::D(o) => Joining::Once(&o.once),
+        Either5::E(r) => Joining::RateLimit(&r.limit),
     };
-    sync(&env, scope_of(&Some(scope)).admit(store, name))
+    sync(&env, scope_of(&Some(scope)).join(joining))
 }
 
 /// Runs `write` of the handle `on` in `scope`: inside a transaction (or

@@ -32,7 +32,6 @@ use tinystore::BindingTx;
 use crate::cancel::NativeCancel;
 use crate::completions::{self, Completion, Pending, Wake, sync};
 use crate::convert::napi_err;
-use crate::limits::{NativeCounters, NativeRateLimit};
 use crate::napi_values as js;
 
 /// What became of a transaction's write: the core's `done` answer, or the
@@ -159,19 +158,6 @@ impl NativeTx {
 
 #[napi]
 impl NativeTx {
-    /// Refuses at once what cannot join the transaction (`tx.with`): a rate
-    /// limit, `flush_every` counters, counters of another store.
-    #[napi]
-    pub fn check_counters(&self, env: Env, counters: &NativeCounters) -> napi::Result<()> {
-        sync(&env, self.session.check_counters(&counters.counters))
-    }
-
-    /// The engine's refusal of a rate limit given to `tx.with`.
-    #[napi]
-    pub fn refuse_rate_limit(&self, env: Env, limit: &NativeRateLimit) -> napi::Result<()> {
-        sync(&env, Err(self.session.refuse_rate_limit(&limit.limit)))
-    }
-
     /// Commits: resolves once everything the transaction wrote is durable,
     /// or rejects with why nothing was (`OutcomeUnknown` when the group's
     /// commit failed; `Cancelled` when `cancel` fired, which rolls back).
