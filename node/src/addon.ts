@@ -127,10 +127,12 @@ export declare class NativeContext {
 export declare class NativeCounters {
   /** The branch of `owner`. */
   under(owner: unknown): NativeCounters
-  /** Adds `n` (1 when not given) in `scope`; answers the new value. */
-  add(key: unknown, n: number | bigint | undefined, scope?: NativeTx): Promise<number | bigint> | number | bigint
-  /** Keeps the larger of the counter and `n` in `scope`; answers it. */
-  max(key: unknown, n: number | bigint, scope?: NativeTx): Promise<number | bigint> | number | bigint
+  /**
+   * Adds `n` (1 when not given), or keeps the larger of the counter and
+   * `n` (`max`), in `scope`; answers the new value, as a `bigint` or a
+   * safe `number`.
+   */
+  change(key: unknown, n: number | bigint | undefined, max: boolean, scope?: NativeTx): Promise<number | bigint> | number | bigint
   /** The counter's value in `scope`: 0 when missing or expired. */
   get(key: unknown, scope?: NativeTx): number | bigint
   /** Deletes the counter in `scope`; answers whether a live one was there. */
@@ -199,12 +201,11 @@ export declare class NativeQuota {
   /** The branch of `owner`. */
   under(owner: unknown): NativeQuota
   /**
-   * Counts `n` uses in every window or in none, in `scope`: the answer
-   * (on the store a durable write, resolving with it).
+   * Counts `n` uses in every window or in none (an allow), or gives them
+   * back to the windows that have not reset since (`refund`), in
+   * `scope`: the answer (on the store a durable write, resolving with it).
    */
-  allow(key: unknown, n?: number | undefined | null, scope?: NativeTx): Promise<unknown> | unknown
-  /** Gives `n` uses back to the windows that have not reset since, in `scope`: the answer. */
-  refund(key: unknown, n?: number | undefined | null, scope?: NativeTx): Promise<unknown> | unknown
+  change(key: unknown, n: number | undefined | null, refund: boolean, scope?: NativeTx): Promise<unknown> | unknown
   /** The answer one use would get now in `scope`, counting nothing. */
   peek(key: unknown, scope?: NativeTx): unknown
   /** Forgets the key in `scope`: every window starts again at its next use. */

@@ -73,12 +73,12 @@ export class Counters<N extends number | bigint = number> extends DurableHandle<
 
 	/** Adds `n` (one when not given; negative allowed) and resolves with the new value. */
 	add(key: Key, n: number | bigint = 1, options?: SignalOptions): Promise<N> {
-		return this.write((c) => c.add(key, n), options?.signal)
+		return this.write((c) => c.change(key, n, false), options?.signal)
 	}
 
 	/** Keeps the larger of the counter and `n`, and resolves with it. */
 	max(key: Key, n: number | bigint, options?: SignalOptions): Promise<N> {
-		return this.write((c) => c.max(key, n), options?.signal)
+		return this.write((c) => c.change(key, n, true), options?.signal)
 	}
 
 	/** The counter's value: 0 when missing or expired. */

@@ -171,7 +171,7 @@ export class Quota<W extends string = string> extends DurableHandle<QuotaParts> 
 	 * reset. `n` over the smallest limit is `InvalidError`.
 	 */
 	allow(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
-		return this.write((q) => q.allow(key, n), options?.signal)
+		return this.write((q) => q.change(key, n, false), options?.signal)
 	}
 
 	/** The answer one use would get now, counting nothing. */
@@ -181,7 +181,7 @@ export class Quota<W extends string = string> extends DurableHandle<QuotaParts> 
 
 	/** Gives `n` uses back to the windows that have not reset since, never below zero. */
 	refund(key: Key, n = 1, options?: SignalOptions): Promise<Allowance<W>> {
-		return this.write((q) => q.refund(key, n), options?.signal)
+		return this.write((q) => q.change(key, n, true), options?.signal)
 	}
 
 	/** Forgets the key: every window starts again at its next use. */

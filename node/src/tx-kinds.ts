@@ -61,12 +61,12 @@ export class TxCounters<N extends number | bigint = number> extends Joined<Count
 
 	/** Adds `n` (one when not given); the new value as the transaction sees it. */
 	async add(key: Key, n: number | bigint = 1): Promise<N> {
-		return this.run((tx) => this.parts.native.add(key, n, tx)) as N
+		return this.run((tx) => this.parts.native.change(key, n, false, tx)) as N
 	}
 
 	/** Keeps the larger of the counter and `n`; resolves with it. */
 	async max(key: Key, n: number | bigint): Promise<N> {
-		return this.run((tx) => this.parts.native.max(key, n, tx)) as N
+		return this.run((tx) => this.parts.native.change(key, n, true, tx)) as N
 	}
 
 	/** The counter as the transaction sees it: 0 when missing or expired. */
@@ -90,12 +90,12 @@ export class TxQuota<W extends string = string> extends Joined<QuotaParts> {
 
 	/** Counts `n` uses (one when not given) in every window or in none; commits with the transaction. */
 	async allow(key: Key, n?: number): Promise<Allowance<W>> {
-		return this.run((tx) => this.parts.native.allow(key, n, tx)) as Allowance<W>
+		return this.run((tx) => this.parts.native.change(key, n, false, tx)) as Allowance<W>
 	}
 
 	/** Gives `n` uses back to the windows that have not reset. */
 	async refund(key: Key, n?: number): Promise<Allowance<W>> {
-		return this.run((tx) => this.parts.native.refund(key, n, tx)) as Allowance<W>
+		return this.run((tx) => this.parts.native.change(key, n, true, tx)) as Allowance<W>
 	}
 
 	/** The answer one use would get, as the transaction sees it. */

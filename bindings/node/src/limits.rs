@@ -140,31 +140,28 @@ impl NativeQuota {
         })
     }
 
-    /// Counts `n` uses in every window or in none, in `scope`: the answer
-    /// (on the store a durable write, resolving with it).
+    /// Counts `n` uses in every window or in none (an allow), or gives them
+    /// back to the windows that have not reset since (`refund`), in
+    /// `scope`: the answer (on the store a durable write, resolving with it).
     #[napi(ts_return_type = "Promise<unknown> | unknown")]
-    pub fn allow<'e>(
+    pub fn change<'e>(
         &self,
         env: &'e Env,
         key: Unknown<'e>,
         n: Option<f64>,
+        refund: bool,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let allow = self.uses(env, &key, n).map(|(k, n)| QuotaWrite::Allow(k, n));
-        run(env, &scope, &self.quota, allow, Written::to_js)
-    }
-
-    /// Gives `n` uses back to the windows that have not reset since, in `scope`: the answer.
-    #[napi(ts_return_type = "Promise<unknown> | unknown")]
-    pub fn refund<'e>(
-        &self,
-        env: &'e Env,
-        key: Unknown<'e>,
-        n: Option<f64>,
-        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
-    ) -> napi::Result<Unknown<'e>> {
-        let refund = self.uses(env, &key, n).map(|(k, n)| QuotaWrite::Refund(k, n));
-        run(env, &scope, &self.quota, refund, Written::to_js)
+        let name = self.quota.name();
+        let uses = (|| Ok((key_in(env, name, &key)?, count(n).map_err(|e| e.in_bucket(name))?)))();
+        let write = uses.map(|(k, n)| {
+            if refund {
+                QuotaWrite::Refund(k, n)
+            } else {
+                QuotaWrite::Allow(k, n)
+            }
+        });
+        run(env, &scope, &self.quota, write, Written::to_js)
     }
 
     /// The answer one use would get now in `scope`, counting nothing.
@@ -191,14 +188,6 @@ impl NativeQuota {
     ) -> napi::Result<Unknown<'e>> {
         let reset = key_in(env, self.quota.name(), &key).map(QuotaWrite::Reset);
         run(env, &scope, &self.quota, reset, Written::to_js)
-    }
-}
-
-impl NativeQuota {
-    /// The key and the count of uses of an `allow` or a `refund`.
-    fn uses(&self, env: &Env, key: &Unknown<'_>, n: Option<f64>) -> Ts<(Vec<u8>, u64)> {
-        let name = self.quota.name();
-        Ok((key_in(env, name, key)?, count(n).map_err(|e| e.in_bucket(name))?))
     }
 }
 
@@ -240,28 +229,37 @@ impl NativeCounters {
         })
     }
 
-    /// Adds `n` (1 when not given) in `scope`; answers the new value.
+    /// Adds `n` (1 when not given), or keeps the larger of the counter and
+    /// `n` (`max`), in `scope`; answers the new value, as a `bigint` or a
+    /// safe `number`.
     #[napi(ts_return_type = "Promise<number | bigint> | number | bigint")]
-    pub fn add<'e>(
+    pub fn change<'e>(
         &self,
         env: &'e Env,
         key: Unknown<'e>,
         #[napi(ts_arg_type = "number | bigint | undefined")] n: Unknown<'e>,
+        max: bool,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, CounterWrite::Add)
-    }
-
-    /// Keeps the larger of the counter and `n` in `scope`; answers it.
-    #[napi(ts_return_type = "Promise<number | bigint> | number | bigint")]
-    pub fn max<'e>(
-        &self,
-        env: &'e Env,
-        key: Unknown<'e>,
-        #[napi(ts_arg_type = "number | bigint")] n: Unknown<'e>,
-        #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.change(env, key, n, scope, CounterWrite::Max)
+        let name = self.counters.name();
+        let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
+        let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
+        let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
+        let write = if max {
+            CounterWrite::Max(k, n)
+        } else {
+            CounterWrite::Add(k, n)
+        };
+        run(
+            env,
+            &scope,
+            &self.counters,
+            Ok(write),
+            move |env, written| match written {
+                Written::Count(v) => value(env, big, v, true).map_err(|e| e.at(&name, path)),
+                written => Written::to_js(env, written),
+            },
+        )
     }
 
     /// The counter's value in `scope`: 0 when missing or expired.
@@ -297,33 +295,5 @@ impl NativeCounters {
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
         let counters = self.counters.clone();
         completions::write(env, move |done| counters.clear_then(done), nothing)
-    }
-}
-
-impl NativeCounters {
-    /// `add` or `max` (`write`) of `n` in `scope`; answers the new value,
-    /// as a `bigint` or a safe `number`.
-    fn change<'e>(
-        &self,
-        env: &'e Env,
-        key: Unknown<'e>,
-        n: Unknown<'e>,
-        scope: Option<NativeScope>,
-        write: fn(Vec<u8>, i64) -> CounterWrite,
-    ) -> napi::Result<Unknown<'e>> {
-        let name = self.counters.name();
-        let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
-        let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
-        let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
-        run(
-            env,
-            &scope,
-            &self.counters,
-            Ok(write(k, n)),
-            move |env, written| match written {
-                Written::Count(v) => value(env, big, v, true).map_err(|e| e.at(&name, path)),
-                written => Written::to_js(env, written),
-            },
-        )
     }
 }
