@@ -132,6 +132,17 @@ test('KV-12 rate limit: the state survives a reopen; a bad rate is InvalidError 
 			() => store.rateLimit('other', { rate: '5/min' as never }),
 			(e: unknown) => e instanceof InvalidError && e.message.includes('5/min'),
 		)
+		// A burst that is no whole number is named as the burst; which whole
+		// numbers a rate takes is the engine's to say.
+		for (const [burst, text] of [
+			[1.5, 'burst must be a whole number from 0 to 2^53-1, not 1.5'],
+			[0, 'a burst of 0 lets nothing through'],
+		] as const) {
+			assert.throws(
+				() => store.rateLimit('bursty', { rate: '5/m', burst }),
+				(e: unknown) => e instanceof InvalidError && e.message === `${text} (bucket bursty)` && e.what.bucket === 'bursty',
+			)
+		}
 	}
 })
 

@@ -75,9 +75,11 @@ fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
 
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
 pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, burst: Option<f64>) -> Ts<RateLimit> {
-    let burst = burst.map(|n| count(Some(n))).transpose();
-    let burst = burst.map_err(|e| tinystore::Error::new(e.kind(), format!("burst {}", e.message())).in_bucket(name))?;
-    store.rate_limit_at(name, rate, burst)
+    // The number is converted here; the core says which bursts a rate takes.
+    let burst = burst
+        .map(|n| tinystore::whole_number(n, "burst", 0..=MAX_SAFE))
+        .transpose();
+    store.rate_limit_at(name, rate, burst.map_err(|e| e.in_bucket(name))?.map(|b| b as u64))
 }
 
 /// A rate limit, or one branch of it.
