@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,13 +79,7 @@ type RateLimit struct {
 //	guesses, err := kv.OpenRateLimit(store, "sign-in-guesses", kv.Rate(5, time.Minute), kv.Burst(5))
 func OpenRateLimit(store *tinystore.Store, name string, opts ...RateLimitOption) (*RateLimit, error) {
 	cfg := applied(opts, RateLimitOption.applyRateLimit)
-	if !cfg.hasRate {
-		return nil, invalid(name, "a rate limit needs a Rate, as kv.Rate(5, time.Minute)")
-	}
-	if cfg.count < 0 || cfg.burst < 0 {
-		return nil, invalid(name, fmt.Sprintf("a rate of %d and a burst of %d: neither can be negative", cfg.count, cfg.burst))
-	}
-	h, err := native.OpenRateLimit((*native.Store)(store), name, uint64(cfg.count), cfg.per, uint64(cfg.burst), cfg.hasBurst)
+	h, err := native.OpenRateLimit((*native.Store)(store), name, int64(cfg.count), cfg.per, cfg.hasRate, int64(cfg.burst), cfg.hasBurst)
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +154,8 @@ type Quota struct {
 //		kv.Window("session", 100, 5*time.Hour), kv.Window("weekly", 300, 7*24*time.Hour))
 func OpenQuota(store *tinystore.Store, name string, opts ...QuotaOption) (*Quota, error) {
 	var windows []native.QuotaWindow
-	var errs []error
 	for _, o := range opts {
-		o.applyQuota(&windows, &errs)
-	}
-	if len(errs) > 0 {
-		return nil, invalid(name, errors.Join(errs...).Error())
+		o.applyQuota(&windows)
 	}
 	h, err := native.OpenQuota((*native.Store)(store), name, windows)
 	if err != nil {

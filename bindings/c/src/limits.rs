@@ -6,8 +6,7 @@ use std::time::SystemTime;
 use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
 
 use crate::call::*;
-use crate::store::{TsStore, store};
-use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text};
+use crate::set;
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -79,34 +78,6 @@ pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
 
 // ---- counters ----
 
-/// Opens the counters `name`: with a `ttl` from a counter's first change,
-/// and with `flush_every`, kept in memory and written every period (each
-/// only when its `has_` flag is set).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    ttl_ns: i64,
-    has_ttl: bool,
-    flush_every_ns: i64,
-    has_flush_every: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "counters name") }?;
-        let mut b = unsafe { store(s) }?.counters(name);
-        if let Some(ttl) = span_if(has_ttl, ttl_ns, "ttl", name)? {
-            b = b.ttl(ttl);
-        }
-        if let Some(every) = span_if(has_flush_every, flush_every_ns, "flush_every", name)? {
-            b = b.flush_every(every);
-        }
-        put(out, TsHandle(Kind::Counters(b.open()?)))
-    })
-}
-
 /// A counter's calls:
 /// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
 /// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
@@ -137,31 +108,6 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
 
 // ---- rate limits ----
 
-/// Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
-/// once (the count when `has_burst` is false).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    count: u64,
-    per_ns: i64,
-    burst: u64,
-    has_burst: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "rate limit name") }?;
-        let per = span(per_ns, "rate's span").map_err(|e| e.in_bucket(name))?;
-        let mut b = unsafe { store(s) }?.rate_limit(name).rate(count, per);
-        if has_burst {
-            b = b.burst(burst);
-        }
-        put(out, TsHandle(Kind::RateLimit(b.open()?)))
-    })
-}
-
 /// A rate limit's calls: `TS_OP_ALLOW` takes
 /// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
 /// answers for one, `TS_OP_RESET` forgets the key (its next request has the
@@ -181,38 +127,6 @@ pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Re
 }
 
 // ---- quotas ----
-
-/// Opens the quota `name` with `count` windows: their names encoded as the
-/// owners are (u32 length and bytes each), their limits and spans in ns.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    names: *const u8,
-    names_len: usize,
-    limits: *const u64,
-    spans_ns: *const i64,
-    count: usize,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "quota name") }?;
-        let mut b = unsafe { store(s) }?.quota(name);
-        let names = owners_of(unsafe { bytes(names, names_len) })?;
-        if names.len() != count || (count > 0 && (limits.is_null() || spans_ns.is_null())) {
-            return Err(invalid("the windows' names, limits and spans differ in number"));
-        }
-        for (i, n) in names.into_iter().enumerate() {
-            let n = std::str::from_utf8(n).map_err(|_| invalid("a window name is not UTF-8"))?;
-            let (limit, ns) = unsafe { (*limits.add(i), *spans_ns.add(i)) };
-            let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
-            b = b.window(n, limit, per);
-        }
-        put(out, TsHandle(Kind::Quota(b.open()?)))
-    })
-}
 
 /// A quota's calls:
 /// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
