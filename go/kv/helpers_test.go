@@ -85,3 +85,23 @@ func get[T any](t *testing.T, b *kv.Bucket[T], key any) (T, bool) {
 	ok(t, err)
 	return v, found
 }
+
+// holdWriter begins a transaction of store that holds its writer until
+// release is closed, then runs then (when not nil) and commits. It returns
+// once the transaction holds the writer; done answers its result.
+func holdWriter(store *tinystore.Store, then func(tx *kv.Tx) error) (release chan struct{}, done chan error) {
+	holding := make(chan struct{})
+	release, done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- store.Tx(ctx, func(tx *kv.Tx) error {
+			close(holding)
+			<-release
+			if then == nil {
+				return nil
+			}
+			return then(tx)
+		})
+	}()
+	<-holding
+	return release, done
+}

@@ -225,16 +225,7 @@ func TestKV15AFailedGroupCommitIsOutcomeUnknown(t *testing.T) {
 func TestKV16TxWaitingForTheWriterGivesUpWhenItsContextEnds(t *testing.T) {
 	store, _ := openManual(t)
 	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "b"))
-	holding, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- store.Tx(ctx, func(tx *kv.Tx) error {
-			close(holding)
-			<-release
-			return b.WithTx(tx).Set(ctx, "first", "v")
-		})
-	}()
-	<-holding
+	release, first := holdWriter(store, func(tx *kv.Tx) error { return b.WithTx(tx).Set(ctx, "first", "v") })
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	ran := false

@@ -42,25 +42,13 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 	} else if ok {
 		opts = append(opts, kv.TTL(d))
 	}
-	h := r.handle(s)
 	if outside, _ := s["outside"].(bool); outside || op == "run" {
 		// A step marked outside uses the handle itself, from inside the
 		// transaction; a run of once too (inside one it is refused).
 		tx = nil
 	}
-	if tx != nil {
-		// Every kind joins the transaction; what cannot answers its refusal.
-		switch {
-		case h.counters != nil:
-			h.counters = h.counters.WithTx(tx)
-		case h.rate != nil:
-			h.rate = h.rate.WithTx(tx)
-		case h.quota != nil:
-			h.quota = h.quota.WithTx(tx)
-		case h.once != nil:
-			h.once = h.once.WithTx(tx)
-		}
-	}
+	// Every kind joins the transaction; what cannot answers its refusal.
+	h := r.handle(s, tx)
 	switch {
 	case h.bucket != nil:
 		b := h.bucket

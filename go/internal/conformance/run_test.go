@@ -198,29 +198,40 @@ func (r *runner) openHandle(s step) error {
 	return nil
 }
 
-// handle is the handle a call is on, under its owners.
-func (r *runner) handle(s step) handle {
+// handle is the handle a call is on, under its owners, and joined to tx
+// when it is not nil (a bucket joins it at its call).
+func (r *runner) handle(s step, tx *kv.Tx) handle {
 	h, ok := r.handles[text(s, "on")]
 	if !ok {
 		panic(unknown{"no handle " + text(s, "on") + " was opened"})
 	}
+	var owners []any
 	under, _ := s["under"].([]any)
 	for _, o := range under {
-		k := cases.Key(o)
-		switch {
-		case h.bucket != nil:
-			h.bucket = h.bucket.Under(k)
-		case h.counters != nil:
-			h.counters = h.counters.Under(k)
-		case h.rate != nil:
-			h.rate = h.rate.Under(k)
-		case h.quota != nil:
-			h.quota = h.quota.Under(k)
-		case h.once != nil:
-			h.once = h.once.Under(k)
-		}
+		owners = append(owners, cases.Key(o))
+	}
+	switch {
+	case owners == nil && tx == nil:
+	case h.bucket != nil:
+		h.bucket = h.bucket.Under(owners...)
+	case h.counters != nil:
+		h.counters = joined(h.counters.Under(owners...), tx, (*kv.Counters).WithTx)
+	case h.rate != nil:
+		h.rate = joined(h.rate.Under(owners...), tx, (*kv.RateLimit).WithTx)
+	case h.quota != nil:
+		h.quota = joined(h.quota.Under(owners...), tx, (*kv.Quota).WithTx)
+	case h.once != nil:
+		h.once = joined(h.once.Under(owners...), tx, cases.Once.WithTx)
 	}
 	return h
+}
+
+// joined is h joined to tx by its withTx, or h itself when tx is nil.
+func joined[H any](h H, tx *kv.Tx, withTx func(H, *kv.Tx) H) H {
+	if tx == nil {
+		return h
+	}
+	return withTx(h, tx)
 }
 
 func (r *runner) reopen() error {
