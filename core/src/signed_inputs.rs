@@ -65,9 +65,15 @@ mod tests {
             (0, -5, 0, "memory is -5"),
             (0, 0, -2, "mmap_size is -2"),
         ] {
-            let e = sized_options(Options::new(), readers, memory, mmap).err().expect("refused");
+            let Err(e) = sized_options(Options::new(), readers, memory, mmap) else {
+                panic!("{named}: accepted");
+            };
             assert_eq!(e.kind(), crate::ErrorKind::Invalid);
-            assert!(e.message().starts_with(&format!("the store option {named}: ")), "{}", e.message());
+            assert!(
+                e.message().starts_with(&format!("the store option {named}: ")),
+                "{}",
+                e.message()
+            );
         }
         assert!(sized_options(Options::new(), 2, 1 << 20, MMAP_NONE).is_ok());
     }

@@ -41,6 +41,16 @@ func openManual(t *testing.T) (*tinystore.Store, *testClock) {
 	return store, clock
 }
 
+// openWithInt opens a Manual store (see openManual) and its bucket "b" of
+// int64, in which key holds v.
+func openWithInt(t *testing.T, key string, v int64) (*tinystore.Store, *testClock, *kv.Bucket[int64]) {
+	t.Helper()
+	store, clock := openManual(t)
+	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
+	ok(t, b.Set(ctx, key, v))
+	return store, clock, b
+}
+
 func must[T any](t *testing.T) func(T, error) T {
 	return func(v T, err error) T {
 		t.Helper()

@@ -152,9 +152,7 @@ func TestKV16HandleUsedAfterItsTransactionIsClosed(t *testing.T) {
 }
 
 func TestKV16ViewReadsOneSnapshotAndRefusesWrites(t *testing.T) {
-	store, _ := openManual(t)
-	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
-	ok(t, b.Set(ctx, "a", 1))
+	store, _, b := openWithInt(t, "a", 1)
 	err := store.View(ctx, func(v *kv.View) error {
 		if x, _ := get(t, b.WithView(v), "a"); x != 1 {
 			t.Fatalf("the view reads %d", x)

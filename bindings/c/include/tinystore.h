@@ -303,8 +303,9 @@ typedef struct TsCall {
   int32_t want;
   // A counter's amount (add, max).
   int64_t n;
-  // Uses of a rate limit or quota (allow, refund).
-  uint64_t uses;
+  // Uses of a rate limit or quota (allow, refund); the core refuses a
+  // negative number.
+  int64_t uses;
   // A take's check of the value (see `TsCheckFn`); null checks nothing.
   TsCheckFn check;
   // What the check is given with the value.

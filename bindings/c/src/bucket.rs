@@ -129,7 +129,7 @@ pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()
     let (rb, key, c) = (&*a.h, a.key, a.call);
     let mut r = TsResult::empty();
     match c.op {
-        TS_OP_CLEAR => a.write(rb.store(), rb.name(), |done| rb.clear_then(done), |s| s.clear(rb))?,
+        TS_OP_CLEAR => a.write(|done| rb.clear_then(done), |s| s.clear(rb))?,
         TS_OP_LIST => r.page = list(rb, a.scope, c, key)?,
         _ => key_op(&a, &mut r).map_err(|e| named(rb, key, e))?,
     }
@@ -178,8 +178,6 @@ fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
             let at = opts(WriteCall::Take)?.if_version;
             let decodes = decodes_as(c.want, c.check, c.check_ctx);
             let taken = a.write(
-                st,
-                name,
                 |done| rb.take_then(key, at, decodes, done),
                 |s| s.take(rb, key, at, decodes),
             )?;
@@ -187,18 +185,11 @@ fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
         }
         TS_OP_DELETE => {
             let at = opts(WriteCall::Delete)?.if_version;
-            r.found = a.write(
-                st,
-                name,
-                |done| rb.delete_then(key, at, done),
-                |s| s.delete(rb, key, at),
-            )?;
+            r.found = a.write(|done| rb.delete_then(key, at, done), |s| s.delete(rb, key, at))?;
         }
         TS_OP_EXPIRE => {
             let (expiry, at) = expire_options(&c.options)?;
             r.found = a.write(
-                st,
-                name,
                 |done| rb.expire_then(key, expiry, at, done),
                 |s| s.expire(rb, key, expiry, at),
             )?;

@@ -97,8 +97,9 @@ pub struct TsCall {
     pub want: i32,
     /// A counter's amount (add, max).
     pub n: i64,
-    /// Uses of a rate limit or quota (allow, refund).
-    pub uses: u64,
+    /// Uses of a rate limit or quota (allow, refund); the core refuses a
+    /// negative number.
+    pub uses: i64,
     /// A take's check of the value (see `TsCheckFn`); null checks nothing.
     pub check: TsCheckFn,
     /// What the check is given with the value.
@@ -168,22 +169,41 @@ impl<'a, C: Branchy> Args<'a, C> {
         })
     }
 }
-impl<C: Clone> Args<'_, C> {
+impl<C: Clone + Written> Args<'_, C> {
     /// A write: on the store, submitted by `direct` and waited for under
     /// the call's cancel; in a scope, the scope's own call.
     pub fn write<T: Send + 'static>(
         &self,
-        store: &Store,
-        name: &str,
         direct: impl FnOnce(Done<T>) -> Result<Ticket>,
         scoped: impl FnOnce(Scope) -> Result<T>,
     ) -> Result<T> {
         match self.scope {
-            Scope::Direct => wait_on_store(store, name, self.call.cancel, direct),
+            Scope::Direct => wait_on_store(self.h.store(), self.h.name(), self.call.cancel, direct),
             s => scoped(s),
         }
     }
 }
+
+/// A handle whose writes go through its store's writer, under its name.
+pub(crate) trait Written {
+    fn store(&self) -> &Store;
+    fn name(&self) -> &str;
+}
+
+macro_rules! written {
+    ($($core:ident),*) => {$(
+        impl Written for $core {
+            fn store(&self) -> &Store {
+                $core::store(self)
+            }
+            fn name(&self) -> &str {
+                $core::name(self)
+            }
+        }
+    )*};
+}
+
+written!(Counters, Quota, RawOnce, RawBucket);
 
 /// No operation `op` on the handle `what`.
 pub(crate) fn no_op(what: &str, op: i32) -> tinystore::Error {

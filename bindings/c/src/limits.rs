@@ -3,10 +3,10 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
+use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result, not_negative};
 
 use crate::call::*;
-use crate::set;
+use crate::{at_key, owners_of, set};
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -87,16 +87,14 @@ pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
 /// flush_every are `TS_INVALID`.
 pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
     let (h, key, n) = (&*a.h, a.key, a.call.n);
-    let (st, name) = (h.store(), h.name());
+    let name = h.name();
     let mut r = TsResult::empty();
     match a.call.op {
-        TS_OP_ADD => r.number = a.write(st, name, |done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
-        TS_OP_MAX => r.number = a.write(st, name, |done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
+        TS_OP_ADD => r.number = a.write(|done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
+        TS_OP_MAX => r.number = a.write(|done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
         TS_OP_GET => r.number = a.scope.counter_get(h, key)?,
-        TS_OP_DELETE => r.found = a.write(st, name, |done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
+        TS_OP_DELETE => r.found = a.write(|done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
         TS_OP_CLEAR => a.write(
-            st,
-            name,
             |done| h.clear_then(done),
             |_| Err(tinystore::store_only_refused("clear", name)),
         )?,
@@ -104,6 +102,13 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
     }
     set(out, r);
     Ok(())
+}
+
+/// The call's count of uses; the core refuses a negative one, which names
+/// the key of the handle `name`.
+fn uses<H: Clone>(a: &Args<'_, H>, name: &str) -> Result<u64> {
+    not_negative(a.call.uses, "a count of uses")
+        .map_err(|e| at_key(name, owners_of(a.owners).unwrap_or_default(), a.key, e))
 }
 
 // ---- rate limits ----
@@ -117,7 +122,7 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
 pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
     let (h, key, s) = (&*a.h, a.key, a.scope);
     let answer = match a.call.op {
-        TS_OP_ALLOW => s.rate_limit_allow(h, key, a.call.uses)?,
+        TS_OP_ALLOW => s.rate_limit_allow(h, key, uses(&a, h.name())?)?,
         TS_OP_PEEK => s.rate_limit_peek(h, key)?,
         TS_OP_RESET => return s.rate_limit_reset(h, key),
         op => return Err(no_op("rate limit", op)),
@@ -133,23 +138,17 @@ pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Re
 /// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
 /// `TS_OP_RESET` forgets the key (and fills no answer).
 pub(crate) fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
-    let (h, key, n) = (&*a.h, a.key, a.call.uses);
-    let (st, name) = (h.store(), h.name());
+    let (h, key) = (&*a.h, a.key);
+    let name = h.name();
+    let n = match a.call.op {
+        TS_OP_ALLOW | TS_OP_REFUND => uses(&a, name)?,
+        _ => 0,
+    };
     let answer = match a.call.op {
-        TS_OP_ALLOW => a.write(
-            st,
-            name,
-            |done| h.allow_n_then(key, n, done),
-            |s| s.quota_allow(h, key, n),
-        )?,
-        TS_OP_REFUND => a.write(
-            st,
-            name,
-            |done| h.refund_n_then(key, n, done),
-            |s| s.quota_refund(h, key, n),
-        )?,
+        TS_OP_ALLOW => a.write(|done| h.allow_n_then(key, n, done), |s| s.quota_allow(h, key, n))?,
+        TS_OP_REFUND => a.write(|done| h.refund_n_then(key, n, done), |s| s.quota_refund(h, key, n))?,
         TS_OP_PEEK => a.scope.quota_peek(h, key)?,
-        TS_OP_RESET => return a.write(st, name, |done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
+        TS_OP_RESET => return a.write(|done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
         op => return Err(no_op("quota", op)),
     };
     fill(out, &answer);

@@ -80,12 +80,7 @@ pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
         }
         TS_OP_GET => a.scope.once_get(h, key)?,
         TS_OP_DELETE => {
-            r.found = a.write(
-                h.store(),
-                h.name(),
-                |done| h.delete_then(key, done),
-                |s| s.once_delete(h, key),
-            )?;
+            r.found = a.write(|done| h.delete_then(key, done), |s| s.once_delete(h, key))?;
             None
         }
         op => return Err(no_op("once", op)),

@@ -56,7 +56,7 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
     let owners = input.owners();
     let key = input.key();
-    let n = input.i64() as u64;
+    let n = input.i64();
     let mut a = allowance();
     let quota_op = input.kind() - 1;
     let peek = input.bool();

@@ -142,33 +142,29 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 			_, err := c.Delete(ctx, key)
 			return out{}, err
 		}
-	case h.rate != nil:
-		switch op {
-		case "allow":
-			a, err := h.rate.AllowN(ctx, key, int(n))
-			return out{kind: outAllow, allow: a}, err
-		case "peek":
-			a, err := h.rate.Peek(ctx, key)
-			return out{kind: outAllow, allow: a}, err
-		case "reset":
-			return out{}, h.rate.Reset(ctx, key)
+	case h.rate != nil || h.quota != nil:
+		var l limiter = h.rate
+		if h.quota != nil {
+			l = h.quota
 		}
-	case h.quota != nil:
 		switch op {
 		case "allow":
-			a, err := h.quota.AllowN(ctx, key, int(n))
+			a, err := l.AllowN(ctx, key, int(n))
 			return out{kind: outAllow, allow: a}, err
 		case "peek":
-			a, err := h.quota.Peek(ctx, key)
+			a, err := l.Peek(ctx, key)
 			return out{kind: outAllow, allow: a}, err
 		case "refund":
+			if h.quota == nil {
+				break
+			}
 			if err := h.quota.RefundN(ctx, key, int(n)); err != nil {
 				return out{}, err
 			}
 			a, err := h.quota.Peek(ctx, key)
 			return out{kind: outAllow, allow: a}, err
 		case "reset":
-			return out{}, h.quota.Reset(ctx, key)
+			return out{}, l.Reset(ctx, key)
 		}
 	case h.once != nil:
 		switch op {
@@ -217,4 +213,11 @@ func (r *runner) entryOut(v cases.Value, version kv.Version, expiresAt time.Time
 		o.expires = &ms
 	}
 	return o
+}
+
+// limiter is what a rate limit and a quota both answer.
+type limiter interface {
+	AllowN(ctx context.Context, key any, n int) (kv.Allowance, error)
+	Peek(ctx context.Context, key any) (kv.Allowance, error)
+	Reset(ctx context.Context, key any) error
 }

@@ -114,7 +114,7 @@ const (
 // Use runs op (OpAllow, OpPeek or OpReset) on a key: allow takes n
 // requests together, or none; peek counts nothing. In a transaction (s not
 // nil) the core refuses it.
-func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	return use(ctx, r.handle, s, false, owners, key, op, n)
 }
 
@@ -134,14 +134,14 @@ func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
 }
 
 // Use runs op (OpAllow, OpRefund, OpPeek or OpReset) on a key, in scope s.
-func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	return use(ctx, q.handle, s, true, owners, key, op, n)
 }
 
 // use runs op on key of h, a rate limit or a quota, n times.
-func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	var out C.TsAllowance
-	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
+	call := C.TsCall{op: C.int32_t(op), uses: C.int64_t(n)}
 	err := h.run(ctx, s, writes, owners, key, nil, &call, nil, &out)
 	return allowance(&out, err)
 }
