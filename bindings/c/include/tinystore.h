@@ -567,11 +567,14 @@ int32_t ts_config_open(const struct TsStore *s,
 // source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
 int32_t ts_config_json(const struct TsHandle *c, bool sources, uint8_t **out, size_t *out_len, struct TsError **err);
 
-// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
-int32_t ts_config_update(const struct TsHandle *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
-
-// Gives the field, or struct of fields, at `path` back to the layers.
-int32_t ts_config_reset(const struct TsHandle *c, const uint8_t *path, size_t path_len, struct TsError **err);
+// Checks and keeps the fields of the JSON patch `text` that change,
+// blocking until durable; or (`reset`) gives the field, or struct of
+// fields, at the path `text` back to the layers.
+int32_t ts_config_change(const struct TsHandle *c,
+                         bool reset,
+                         const uint8_t *text_ptr,
+                         size_t text_len,
+                         struct TsError **err);
 
 // The config's generation: it grows with every change seen (0 for null).
 uint64_t ts_config_generation(const struct TsHandle *c);

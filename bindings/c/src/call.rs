@@ -21,7 +21,7 @@ use crate::limits::{TsAllowance, counters_op, quota_op, rate_limit_op};
 use crate::once::{TsCaller, TsClaim, once_op};
 use crate::scope::{TsScope, scope_of};
 use crate::waits::{Done, TsCancel, wait_on_store};
-use crate::{Branchy, TsError, branch, bytes, free, guard, handle, invalid};
+use crate::{Branchy, TsError, at_key, branch, bytes, free, guard, handle, invalid, owners_of};
 
 /// An open handle of a store: a bucket, counters, a rate limit, a quota, a
 /// once or a config, from `ts_open` or `ts_config_open`. Free it with `ts_handle_free`.
@@ -169,6 +169,14 @@ impl<'a, C: Branchy> Args<'a, C> {
         })
     }
 }
+impl<C: Clone> Args<'_, C> {
+    /// `e` naming the call's key of the branch of the handle `name`, unless
+    /// it names a key already.
+    pub fn named(&self, name: &str, e: tinystore::Error) -> tinystore::Error {
+        at_key(name, owners_of(self.owners).unwrap_or_default(), self.key, e)
+    }
+}
+
 impl<C: Clone + Written> Args<'_, C> {
     /// A write: on the store, submitted by `direct` and waited for under
     /// the call's cancel; in a scope, the scope's own call.

@@ -184,11 +184,6 @@ pub(crate) fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Invalid, message)
 }
 
-/// The error kind of a code the caller gave, or `Invalid` naming it.
-fn kind_given(code: i32) -> Result<ErrorKind> {
-    kind_of(code).ok_or_else(|| invalid(format!("no error code {code}")))
-}
-
 /// Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bytes_free(ptr: *mut u8, len: usize) {
@@ -285,7 +280,7 @@ pub unsafe extern "C" fn ts_error_new(
         let name = unsafe { text(name, name_len, "handle name") }?;
         let (owners, key) = unsafe { (bytes(owners, owners_len), bytes(key, key_len)) };
         let e = Error::new(
-            kind_given(code)?,
+            kind_of(code).ok_or_else(|| invalid(format!("no error code {code}")))?,
             String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
         );
         Err(match (name.is_empty(), key.is_empty()) {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result, not_negative};
 
 use crate::call::*;
-use crate::{at_key, owners_of, set};
+use crate::set;
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -107,8 +107,7 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
 /// The call's count of uses; the core refuses a negative one, which names
 /// the key of the handle `name`.
 fn uses<H: Clone>(a: &Args<'_, H>, name: &str) -> Result<u64> {
-    not_negative(a.call.uses, "a count of uses")
-        .map_err(|e| at_key(name, owners_of(a.owners).unwrap_or_default(), a.key, e))
+    not_negative(a.call.uses, "a count of uses").map_err(|e| a.named(name, e))
 }
 
 // ---- rate limits ----

@@ -9,7 +9,7 @@ use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, 
 use crate::call::*;
 use crate::value::{raw_in, value_out};
 use crate::waits::answer_or_give_up;
-use crate::{TsError, at_key, guard, invalid, owners_of, set};
+use crate::{TsError, guard, invalid, set};
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
@@ -38,10 +38,6 @@ pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
     unsafe { crate::free(c) }
 }
 
-fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
-    at_key(o.name(), owners_of(owners).unwrap_or_default(), key, e)
-}
-
 /// A once's calls. `TS_OP_BEGIN`, on
 /// the store only, begins a run of the key, waiting for any run of it to
 /// end: either an answer is kept (`found`, with it in `entry.value`, read
@@ -54,7 +50,7 @@ fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
 /// answers it; `TS_OP_DELETE` forgets it, so the next run runs again.
 pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
     let (h, key, c) = (&*a.h, a.key, a.call);
-    let named = |e| named(h, a.owners, key, e);
+    let named = |e| a.named(h.name(), e);
     let mut r = TsResult::empty();
     let kept = match c.op {
         TS_OP_BEGIN => {
