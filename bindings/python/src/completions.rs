@@ -59,17 +59,12 @@ pub struct Queue {
 impl Queue {
     /// Queues the answer of `future`; called on any thread, never takes the GIL.
     pub fn push(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
-        let was_empty = {
-            let mut q = lock(&self.answers);
-            let was_empty = q.is_empty();
-            q.push(Answer {
-                future,
-                resolve,
-                store: store.clone(),
-            });
-            was_empty
+        let answer = Answer {
+            future,
+            resolve,
+            store: store.clone(),
         };
-        if was_empty {
+        if push_first(&self.answers, answer) {
             // On the writer thread, once the whole group is answered.
             let wake = self.clone();
             tinystore::after_answers(move || wake.wake());
@@ -95,8 +90,18 @@ impl Queue {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// The guard of `m`, a poisoned one too: a panic elsewhere leaves each
+/// guarded value whole, so the next call may go on with it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Pushes `item` onto the list `m` guards; says whether it is the first
+/// there, since whoever adds the first wakes the side that empties it.
+fn push_first<T>(m: &Mutex<Vec<T>>, item: T) -> bool {
+    let mut list = lock(m);
+    list.push(item);
+    list.len() == 1
 }
 
 thread_local! {
@@ -339,19 +344,14 @@ impl Completions {
             }
             return Ok(());
         }
-        let was_empty = {
-            let mut p = lock(&this.pending);
-            let was_empty = p.is_empty();
-            p.push(Deferred {
-                submit,
-                future,
-                spare,
-                ticket,
-                store: store.clone(),
-            });
-            was_empty
+        let deferred = Deferred {
+            submit,
+            future,
+            spare,
+            ticket,
+            store: store.clone(),
         };
-        if was_empty {
+        if push_first(&this.pending, deferred) {
             Completions::schedule_flush(slf)?;
         }
         Ok(())

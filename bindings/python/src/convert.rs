@@ -13,6 +13,13 @@ use tinystore::{Error, ErrorKind, Raw, Version};
 
 use crate::errors::{corrupt, from_codec, invalid, to_py};
 
+/// A Python object as a call is given it.
+pub type Arg<'py> = Bound<'py, PyAny>;
+
+/// What a call answers: a Python object, its value or the `Pending` that
+/// gives the value on the loop.
+pub type Answered = PyResult<Py<PyAny>>;
+
 /// The bytes of a key or owner: text as UTF-8, bytes as they are, an
 /// integer as its decimal spelling (KV-1). Anything else is `Invalid`.
 pub fn key_bytes<'a>(obj: &'a Bound<'_, PyAny>) -> Result<Cow<'a, [u8]>, Error> {

@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
 
-use crate::convert::{Codec, branch, key_in, opt_span};
+use crate::completions::lock;
+use crate::convert::{Answered, Arg, Codec, branch, key_in, opt_span};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply::{self, Answer};
 use crate::scope::{Call, in_scope, on_store, run};
@@ -34,7 +35,7 @@ pub struct Claim {
 }
 
 impl Once {
-    pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    pub(crate) fn key(&self, py: Python<'_>, key: &Arg<'_>) -> PyResult<Vec<u8>> {
         key_in(py, self.raw.name(), key)
     }
 
@@ -75,13 +76,7 @@ impl Once {
     /// `keep` (a day when None).
     #[new]
     #[pyo3(signature = (store, name, codec: "_Codec", keep: "_Span | None" = None))]
-    fn new(
-        py: Python<'_>,
-        store: &Store,
-        name: &str,
-        codec: &Bound<'_, PyAny>,
-        keep: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Once> {
+    fn new(py: Python<'_>, store: &Store, name: &str, codec: &Arg<'_>, keep: Option<&Arg<'_>>) -> PyResult<Once> {
         let codec = Codec::of(py, name, "once", codec)?;
         let keep = opt_span(keep, "keep").map_err(|e| to_py(py, e.in_bucket(name)))?;
         let raw = py
@@ -117,7 +112,7 @@ impl Once {
 
     /// The answer kept for the key, or None.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn get(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         match in_scope(py, scope, |s| s.once_get(&self.raw, &k))? {
             Some(raw) => self
@@ -131,7 +126,7 @@ impl Once {
 
     /// Forgets the answer kept for the key; says whether one was kept.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn delete(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         run!(Call::of(&self.raw, self.raw.store()), py, scope, reply::value, k => k,
             |s, o| s.once_delete(o, &k),
@@ -143,10 +138,10 @@ impl Once {
     /// caller's to run. With `running`, the asyncio loop that awaits it,
     /// this answers a `Pending`; without, it blocks with the GIL released.
     #[pyo3(signature = (key: "_Key", running: "asyncio.AbstractEventLoop | None" = None))]
-    fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn begin(&self, py: Python<'_>, key: &Arg<'_>, running: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let (caller, answer) = (crate::caller::caller(py), self.begun(&k));
-        let Some(running) = on_store(py, running)? else {
+        let Some(running) = on_store(py, running, tinystore::once_run_refused)? else {
             let begun = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done)).map_err(py_err(py))?;
             return answer(py, begun);
         };
@@ -161,32 +156,23 @@ impl Once {
 impl Claim {
     /// `outer` inside this run, while it is held.
     pub(crate) fn inside(&self, outer: &tinystore::CallerContext) -> tinystore::CallerContext {
-        match &*self.held.lock().unwrap_or_else(|p| p.into_inner()) {
+        match &*lock(&self.held) {
             Some(c) => outer.inside_run(c),
             None => outer.clone(),
         }
     }
 
     fn take(&self, py: Python<'_>) -> PyResult<tinystore::Claim> {
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                to_py(
-                    py,
-                    invalid("this run already kept an answer or let go").at(&self.name, self.path.clone()),
-                )
-            })
+        lock(&self.held).take().ok_or_else(|| {
+            to_py(
+                py,
+                invalid("this run already kept an answer or let go").at(&self.name, self.path.clone()),
+            )
+        })
     }
 
     /// The answer as a row; a value that does not fit lets the run go.
-    fn encode(
-        &self,
-        py: Python<'_>,
-        claim: tinystore::Claim,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<(tinystore::Claim, Raw)> {
+    fn encode(&self, py: Python<'_>, claim: tinystore::Claim, value: &Arg<'_>) -> PyResult<(tinystore::Claim, Raw)> {
         match self.codec.to_raw(py, value) {
             Ok(raw) => Ok((claim, raw)),
             Err(e) => {
@@ -203,13 +189,8 @@ impl Claim {
     /// get it. With `running`, the asyncio loop that awaits it, this
     /// answers a `Pending`, and the answer is kept even if nobody awaits it.
     #[pyo3(signature = (value, running: "asyncio.AbstractEventLoop | None" = None))]
-    fn keep(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-        running: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let running = on_store(py, running)?;
+    fn keep(&self, py: Python<'_>, value: &Arg<'_>, running: Option<&Arg<'_>>) -> Answered {
+        let running = on_store(py, running, tinystore::once_run_refused)?;
         let claim = self.take(py)?;
         let (claim, raw) = self.encode(py, claim, value)?;
         let Some(running) = running else {
@@ -226,7 +207,7 @@ impl Claim {
 
     /// Lets go keeping nothing (the work failed): the next run runs again.
     fn abandon(&self) {
-        if let Some(c) = self.held.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(c) = lock(&self.held).take() {
             c.abandon();
         }
     }
