@@ -183,10 +183,7 @@ pub fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
             return Ok(lp);
         }
     }
-    let get = GET_RUNNING_LOOP.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
-    })?;
-    let lp = get.bind(py).call0()?;
+    let lp = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
     let old = lock(&LAST).replace((me, lp.clone().unbind()));
     drop(old); // with the GIL, outside the lock
     Ok(lp)
@@ -258,10 +255,8 @@ impl Completions {
         {
             return Ok(c.bind(py).clone());
         }
-        let registry = REGISTRY.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("tinystore._loop")?.getattr("completions")?.unbind())
-        })?;
-        let found = registry.bind(py).call1((lp,))?.cast_into::<Completions>()?;
+        let registry = REGISTRY.import(py, "tinystore._loop", "completions")?;
+        let found = registry.call1((lp,))?.cast_into::<Completions>()?;
         let old = lock(&LAST).replace((lp.clone().unbind(), found.clone().unbind()));
         drop(old); // with the GIL, outside the lock
         Ok(found)
@@ -318,10 +313,7 @@ impl Completions {
     ) -> PyResult<()> {
         let py = slf.py();
         if store.is_closed() {
-            return Err(to_py(
-                py,
-                tinystore::Error::new(tinystore::ErrorKind::Closed, "the store is closed"),
-            ));
+            return Err(to_py(py, tinystore::Error::closed()));
         }
         store
             .refuse_write(|| crate::caller::caller(py))

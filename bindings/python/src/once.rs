@@ -21,7 +21,6 @@ use crate::store::Store;
 pub struct Once {
     pub(crate) raw: RawOnce,
     pub(crate) codec: Arc<Codec>,
-    owners: Vec<Vec<u8>>,
 }
 
 /// The run of one key, held until `keep` or `abandon` (dropping it abandons).
@@ -40,7 +39,7 @@ impl Once {
     }
 
     fn path(&self, key: &[u8]) -> String {
-        tinystore::show_path(&self.owners, Some(key))
+        tinystore::show_path(self.raw.owners(), Some(key))
     }
 
     /// The answer of a begin: (True, answer) or (False, Claim).
@@ -82,11 +81,7 @@ impl Once {
         let raw = py
             .detach(|| RawOnce::open(&store.store, name, keep))
             .map_err(py_err(py))?;
-        Ok(Once {
-            raw,
-            codec,
-            owners: Vec::new(),
-        })
+        Ok(Once { raw, codec })
     }
 
     /// The name.
@@ -98,15 +93,10 @@ impl Once {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Once> {
-        let mut list = self.owners.clone();
-        let raw = branch(py, self.raw.name(), &self.raw, owners, |o, k| {
-            list.push(k.clone());
-            o.under(k)
-        })?;
+        let raw = branch(py, self.raw.name(), &self.raw, owners, |o, k| o.under(k))?;
         Ok(Once {
             raw,
             codec: self.codec.clone(),
-            owners: list,
         })
     }
 

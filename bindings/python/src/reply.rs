@@ -137,9 +137,6 @@ fn channel<T: Send + 'static>() -> (Done<T>, impl FnOnce() -> tinystore::Result<
     let done: Done<T> = Box::new(move |r| {
         let _ = tx.send(r);
     });
-    let answer = move || {
-        rx.recv()
-            .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
-    };
+    let answer = move || rx.recv().unwrap_or_else(|_| Err(tinystore::Error::closed()));
     (done, answer)
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{BindingTx, Error, ErrorKind, Snapshot};
+use tinystore::{BindingTx, Snapshot, tx_ended};
 
 use crate::completions::{Completions, Resolve, lock};
 use crate::convert::{Answered, Arg};
@@ -54,15 +54,14 @@ impl Tx {
     /// Ends the transaction, commits it and waits until it is durable (sync API).
     fn commit_wait(&self, py: Python<'_>) -> PyResult<()> {
         let done = lock(&self.done).take();
-        let ended = || Error::new(ErrorKind::Closed, "the transaction has ended");
         py.detach(|| {
-            let done = done.ok_or_else(ended)?;
+            let done = done.ok_or_else(tx_ended)?;
             // A commit refused because the writer already ended the
             // transaction (it was open too long) answers with the reason.
             let sent = self.session.commit();
             match done.recv() {
                 Ok(r) => r,
-                Err(_) => sent.and(Err(ended())),
+                Err(_) => sent.and(Err(tx_ended())),
             }
         })
         .map_err(py_err(py))
