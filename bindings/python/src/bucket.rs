@@ -30,7 +30,7 @@ pub struct Bucket {
     pub(crate) codec: Arc<Codec>,
     pub(crate) store: tinystore::Store,
     /// Its async writes go to the core as they are made (see
-    /// `Completions::defer_pending`): false for a store with a memory budget.
+    /// `Completions::defer_into`): false for a store with a memory budget.
     pub(crate) streams: bool,
 }
 
@@ -93,13 +93,15 @@ impl Bucket {
     ) -> PyResult<()> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_into(completions, &self.store, self.streams, pending, move |future| {
-            bucket.set_then(&k, raw, WriteOptions::default(), move |out| {
-                q.push(&store, future, resolve_with(out, py_version))
-            })
-        })
+        let (completions, bucket) = (&Completions::of_loop(running)?, self.raw.clone());
+        reply::answer_into(
+            completions,
+            &self.store,
+            self.streams,
+            pending,
+            answer_version,
+            move |r| bucket.set_then(&k, raw, WriteOptions::default(), r.done()),
+        )
     }
 
     /// `create` of `key`, answered by what `answer_for(key)` makes of the
@@ -152,13 +154,6 @@ fn value_found(py: Python<'_>, codec: &Codec, raw: &RawBucket, out: Option<Entry
         .to_py(py, &e.value)
         .map(Bound::unbind)
         .map_err(|err| to_py(py, raw.named(&e.key.0, err)))
-}
-
-fn resolve_with<T: Send + 'static>(
-    out: tinystore::Result<T>,
-    convert: impl FnOnce(Python<'_>, T) -> Py<PyAny> + Send + 'static,
-) -> crate::completions::Resolve {
-    Box::new(move |py| out.map(|v| convert(py, v)).map_err(|e| to_py(py, e)))
 }
 
 fn answer_created(py: Python<'_>, c: Created<Raw>) -> Answered {

@@ -262,31 +262,17 @@ impl Completions {
         Ok(found)
     }
 
-    /// Queues a write for the end of this iteration of the loop, answered
-    /// through a [`Pending`] (made here, and returned for the caller to
-    /// await); `submit` hands it to the core with the `Pending` its
-    /// completion resolves.
-    /// `stream`: hand it to the core at once, into this iteration's burst
-    /// (only where `submit` never waits: a store without a memory budget).
-    pub fn defer_pending<'py>(
-        slf: &Bound<'py, Completions>,
-        store: &Store,
-        stream: bool,
-        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let pending = Completions::new_pending(slf)?;
-        Completions::defer_into(slf, store, stream, &pending, submit)?;
-        Ok(pending)
-    }
-
     /// A `Pending` of this loop, for a call made now.
     pub fn new_pending<'py>(slf: &Bound<'py, Completions>) -> PyResult<Bound<'py, Pending>> {
         let py = slf.py();
         Bound::new(py, Pending::new(py, &slf.get().loop_ref))
     }
 
-    /// `defer_pending` answering a `Pending` the caller made (the coroutine
-    /// of a `set`, at its first step).
+    /// Queues a write for the end of this iteration of the loop, answered
+    /// through `pending`; `submit` hands it to the core with the future its
+    /// completion resolves.
+    /// `stream`: hand it to the core at once, into this iteration's burst
+    /// (only where `submit` never waits: a store without a memory budget).
     pub fn defer_into(
         slf: &Bound<'_, Completions>,
         store: &Store,

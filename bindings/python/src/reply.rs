@@ -59,8 +59,8 @@ impl<T: Send + 'static, A: Answer<T>> Reply<T, A> {
     }
 }
 
-/// A call answered through a [`Pending`] of the loop `running` (see
-/// [`Completions::defer_pending`]): `stream` hands it to the core at once.
+/// A call answered through a new [`Pending`] of the loop `running` (see
+/// [`Completions::defer_into`]): `stream` hands it to the core at once.
 pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     running: &Bound<'py, PyAny>,
     store: &Store,
@@ -69,8 +69,23 @@ pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     submit: impl FnOnce(Reply<T, A>) -> tinystore::Result<CoreTicket> + Send + 'static,
 ) -> PyResult<Bound<'py, Pending>> {
     let completions = &Completions::of_loop(running)?;
+    let pending = Completions::new_pending(completions)?;
+    answer_into(completions, store, stream, &pending, answer, submit)?;
+    Ok(pending)
+}
+
+/// [`pending`] answering `into`, a `Pending` made before the call (the
+/// coroutine of a `set`, at its first step).
+pub(crate) fn answer_into<T: Send + 'static, A: Answer<T>>(
+    completions: &Bound<'_, Completions>,
+    store: &Store,
+    stream: bool,
+    into: &Bound<'_, Pending>,
+    answer: A,
+    submit: impl FnOnce(Reply<T, A>) -> tinystore::Result<CoreTicket> + Send + 'static,
+) -> PyResult<()> {
     let (queue, st) = (completions.get().queue.clone(), store.clone());
-    Completions::defer_pending(completions, store, stream, move |future| {
+    Completions::defer_into(completions, store, stream, into, move |future| {
         submit(Reply {
             queue,
             store: st,

@@ -86,7 +86,7 @@ pub(crate) fn in_scope<T: Send>(
 
 /// The handle a call is of: the core's handle, its store, and whether its
 /// asyncio calls go to the core as they are made (see
-/// `Completions::defer_pending`).
+/// `Completions::defer_into`).
 pub(crate) struct Call<'a, H> {
     pub(crate) handle: &'a H,
     pub(crate) store: &'a Store,
