@@ -281,7 +281,7 @@ impl Bucket {
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
         Ok(Bucket {
-            raw: branch(py, self.raw.name(), &self.raw, owners, |b, o| b.under(o))?,
+            raw: branch(py, &self.raw, owners)?,
             codec: self.codec.clone(),
             store: self.store.clone(),
             streams: self.streams,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTuple};
-use tinystore::{Error, ErrorKind, Raw, Version};
+use tinystore::{Branches, Error, ErrorKind, Raw, Version};
 
 use crate::errors::{corrupt, from_codec, invalid, to_py};
 
@@ -51,18 +51,12 @@ pub fn key_in(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Ve
         .map_err(|e| to_py(py, e.in_bucket(name)))
 }
 
-/// The branch of `owners` under `handle`, a handle named `name`: `under`
-/// takes one step down.
-pub fn branch<H: Clone>(
-    py: Python<'_>,
-    name: &str,
-    handle: &H,
-    owners: &Bound<'_, PyTuple>,
-    mut under: impl FnMut(&H, Vec<u8>) -> H,
-) -> PyResult<H> {
+/// The branch of `owners` under `handle`, each owner a key whose error
+/// names the handle.
+pub fn branch<H: Branches>(py: Python<'_>, handle: &H, owners: &Bound<'_, PyTuple>) -> PyResult<H> {
     let mut h = handle.clone();
     for o in owners.iter() {
-        h = under(&h, key_in(py, name, &o)?);
+        h = h.under(&key_in(py, handle.name(), &o)?);
     }
     Ok(h)
 }

@@ -96,8 +96,7 @@ impl RateLimit {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(RateLimit { inner })
+        branch(py, &self.inner, owners).map(|inner| RateLimit { inner })
     }
 
     /// Takes `n` requests, or none.
@@ -158,8 +157,7 @@ impl Quota {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(Quota { inner })
+        branch(py, &self.inner, owners).map(|inner| Quota { inner })
     }
 
     /// Counts `n` uses in every window or in none, durably.
@@ -251,8 +249,7 @@ impl Counters {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(Counters { inner })
+        branch(py, &self.inner, owners).map(|inner| Counters { inner })
     }
 
     /// Adds `n`; returns the new value.

@@ -93,7 +93,7 @@ impl Once {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Once> {
-        let raw = branch(py, self.raw.name(), &self.raw, owners, |o, k| o.under(k))?;
+        let raw = branch(py, &self.raw, owners)?;
         Ok(Once {
             raw,
             codec: self.codec.clone(),
