@@ -131,15 +131,10 @@ impl Once {
     fn begin(&self, py: Python<'_>, key: &Arg<'_>, running: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let (caller, answer) = (crate::caller::caller(py), self.begun(&k));
-        let Some(running) = on_store(py, running, tinystore::once_run_refused)? else {
-            let begun = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done)).map_err(py_err(py))?;
-            return answer(py, begun);
-        };
-        let (pending, r) = reply::now(running, self.raw.store(), answer)?;
-        self.raw
-            .begin(&k, &caller, move |out| r.send(out))
-            .map_err(py_err(py))?;
-        Ok(pending.into_any().unbind())
+        let running = on_store(py, running, tinystore::once_run_refused)?;
+        reply::at_once(py, running, self.raw.store(), answer, |done| {
+            self.raw.begin(&k, &caller, done)
+        })
     }
 }
 
@@ -183,16 +178,10 @@ impl Claim {
         let running = on_store(py, running, tinystore::once_run_refused)?;
         let claim = self.take(py)?;
         let (claim, raw) = self.encode(py, claim, value)?;
-        let Some(running) = running else {
-            reply::wait(py, |done| {
-                claim.keep(raw, done);
-                Ok(())
-            })?;
-            return Ok(py.None());
-        };
-        let (pending, r) = reply::now(running, &self.store, reply::none)?;
-        claim.keep(raw, move |out| r.send(out));
-        Ok(pending.into_any().unbind())
+        reply::at_once(py, running, &self.store, reply::none, |done| {
+            claim.keep(raw, done);
+            Ok(())
+        })
     }
 
     /// Lets go keeping nothing (the work failed): the next run runs again.
