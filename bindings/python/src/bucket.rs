@@ -104,28 +104,6 @@ impl Bucket {
         )
     }
 
-    /// `create` of `key`, answered by what `answer_for(key)` makes of the
-    /// core's [`Created`].
-    #[allow(clippy::too_many_arguments)]
-    fn create_answering<C: reply::Answer<Created<Raw>>>(
-        &self,
-        py: Python<'_>,
-        key: &Arg<'_>,
-        value: &Arg<'_>,
-        ttl: Option<&Arg<'_>>,
-        expires_at: Option<i64>,
-        scope: Option<&Arg<'_>>,
-        answer_for: impl FnOnce(&[u8]) -> C,
-    ) -> Answered {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let answer = answer_for(&k);
-        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
-    }
-
     /// A call of this bucket (see [`Call::run`]).
     fn call(&self) -> Call<'_, RawBucket> {
         Call {
@@ -156,20 +134,18 @@ fn value_found(py: Python<'_>, codec: &Codec, raw: &RawBucket, out: Option<Entry
         .map_err(|err| to_py(py, raw.named(&e.key.0, err)))
 }
 
-fn answer_created(py: Python<'_>, c: Created<Raw>) -> Answered {
-    reply::value(py, c.written())
-}
+/// What `create(..., entry=True)` answers the entry written with: the
+/// bucket's codec and handle, the key, and the value given.
+type Given = (Arc<Codec>, RawBucket, Vec<u8>, Py<PyAny>);
 
-/// The answer of `create(..., entry=True)`: (written, row), the row the entry written
-/// (its value the caller's own `given`) or the live one found, converted
-/// by the bucket's codec.
-fn answer_created_entry(
-    py: Python<'_>,
-    (codec, raw): (Arc<Codec>, RawBucket),
-    (key, given): (Vec<u8>, Py<PyAny>),
-    c: Created<Raw>,
-) -> Answered {
+/// The answer of `create`: whether it wrote; with `entry`, (written, row),
+/// the row the entry written (its value the caller's own) or the live one
+/// found, converted by the bucket's codec.
+fn answer_created(py: Python<'_>, entry: Option<Given>, c: Created<Raw>) -> Answered {
     let written = c.written();
+    let Some((codec, raw, key, given)) = entry else {
+        return reply::value(py, written);
+    };
     let row: PyEntry = match c {
         Created::Written { version, expires_at } => (
             key_to_py(py, &key).unbind(),
@@ -383,15 +359,14 @@ impl Bucket {
         scope: Option<&Arg<'_>>,
         entry: bool,
     ) -> Answered {
-        if !entry {
-            return self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created);
-        }
-        let ours = (self.codec.clone(), self.raw.clone());
-        let given = value.clone().unbind();
-        self.create_answering(py, key, value, ttl, expires_at, scope, |k| {
-            let given = (k.to_vec(), given);
-            move |py: Python<'_>, c| answer_created_entry(py, ours, given, c)
-        })
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
+        let given = entry.then(|| (self.codec.clone(), self.raw.clone(), k.clone(), value.clone().unbind()));
+        let answer = move |py: Python<'_>, c| answer_created(py, given, c);
+        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
