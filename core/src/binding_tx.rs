@@ -97,7 +97,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn ended() -> Error {
+/// A call on a transaction that has ended: one text for every language.
+pub fn ended() -> Error {
     Error::new(ErrorKind::Closed, "the transaction has ended")
 }
 

@@ -34,6 +34,7 @@
 pub mod aio;
 mod backend;
 mod binding_tx;
+mod branches;
 mod bucket;
 mod budget;
 mod by_kind;
@@ -69,7 +70,8 @@ mod tx;
 mod tx_kinds;
 mod values;
 
-pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT};
+pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, ended as tx_ended};
+pub use branches::Branches;
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
 pub use by_kind::{ByKind, MAX_SAFE_INTEGER, whole_number};
 pub use cancel::{Cancel, cancellable, cancelled_before_start};
