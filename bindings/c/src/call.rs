@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use tinystore::{Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
+use tinystore::{Branches, Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
 
 use crate::answers::TsAnswers;
 use crate::bucket::{TsCheckFn, TsEntry, TsPage, TsWriteOptions, bucket_op};
@@ -21,7 +21,7 @@ use crate::limits::{TsAllowance, counters_op, quota_op, rate_limit_op};
 use crate::once::{TsCaller, TsClaim, once_op};
 use crate::scope::{TsScope, scope_of};
 use crate::waits::{Done, TsCancel, wait_on_store};
-use crate::{Branchy, TsError, at_key, branch, bytes, free, guard, handle, invalid, owners_of};
+use crate::{TsError, at_key, branch, bytes, free, guard, handle, invalid, owners_of};
 
 /// An open handle of a store: a bucket, counters, a rate limit, a quota, a
 /// once or a config, from `ts_open` or `ts_config_open`. Free it with `ts_handle_free`.
@@ -156,7 +156,7 @@ pub(crate) struct Args<'a, C: Clone> {
     pub call: &'a TsCall,
 }
 
-impl<'a, C: Branchy> Args<'a, C> {
+impl<'a, C: Branches> Args<'a, C> {
     /// The arguments of a call of `core`, with those every kind shares.
     pub fn of(core: &'a C, a: &Args<'a, ()>) -> Result<Self> {
         Ok(Args {
@@ -192,10 +192,9 @@ impl<C: Clone + Written> Args<'_, C> {
     }
 }
 
-/// A handle whose writes go through its store's writer, under its name.
-pub(crate) trait Written {
+/// A handle whose writes go through its store's writer.
+pub(crate) trait Written: Branches {
     fn store(&self) -> &Store;
-    fn name(&self) -> &str;
 }
 
 macro_rules! written {
@@ -203,9 +202,6 @@ macro_rules! written {
         impl Written for $core {
             fn store(&self) -> &Store {
                 $core::store(self)
-            }
-            fn name(&self) -> &str {
-                $core::name(self)
             }
         }
     )*};

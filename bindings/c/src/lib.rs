@@ -54,7 +54,7 @@ use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use tinystore::{Branch, Counters, Error, ErrorKind, Quota, RateLimit, RawBucket, RawOnce, Result};
+use tinystore::{Branch, Branches, Error, ErrorKind, Result};
 
 pub use answers::*;
 pub use bucket::*;
@@ -335,31 +335,13 @@ pub(crate) fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
     Ok(out)
 }
 
-/// A handle with branches: a bucket, counters, a limit, a quota, a once.
-pub(crate) trait Branchy: Clone {
-    /// The branch of `owner` under this one.
-    fn child(&self, owner: &[u8]) -> Self;
-}
-
-macro_rules! branchy {
-    ($($core:ident),*) => {$(
-        impl Branchy for $core {
-            fn child(&self, owner: &[u8]) -> Self {
-                self.under(owner)
-            }
-        }
-    )*};
-}
-
-branchy!(Counters, RateLimit, Quota, RawOnce, RawBucket);
-
 /// The branch of `h` that the encoded owners name; `h` itself when none.
-pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
+pub(crate) fn branch<'a, H: Branches>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
     if owners.is_empty() {
         return Ok(Cow::Borrowed(h));
     }
     Ok(Cow::Owned(
-        owners_of(owners)?.into_iter().fold(h.clone(), |b, o| b.child(o)),
+        owners_of(owners)?.into_iter().fold(h.clone(), |b, o| b.under(o)),
     ))
 }
 
