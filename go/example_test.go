@@ -39,15 +39,9 @@ func ExampleOpen() {
 // nothing in the background, and deletes expired rows when Maintain says.
 func ExampleOptions_manual() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "tinystore-example")
-	defer os.RemoveAll(dir)
-
 	now := time.Now()
-	store, err := tinystore.Open(ctx, dir, tinystore.Options{Manual: true, Clock: func() time.Time { return now }})
-	if err != nil {
-		panic(err)
-	}
-	defer store.Close()
+	store, done := openExample(tinystore.Options{Manual: true, Clock: func() time.Time { return now }})
+	defer done()
 	codes, err := kv.OpenBucket[int64](store, "login-codes", kv.TTL(15*time.Minute))
 
 	err = codes.Set(ctx, "code", 42)
@@ -65,18 +59,13 @@ func ExampleOptions_manual() {
 // written together, or neither is.
 func ExampleStore_Tx() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "tinystore-example")
-	defer os.RemoveAll(dir)
-	store, err := tinystore.Open(ctx, dir, tinystore.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer store.Close()
+	store, done := openExample(tinystore.Options{})
+	defer done()
 	codes, _ := kv.OpenBucket[int64](store, "sign-in-codes", kv.TTL(15*time.Minute))
 	sessions, _ := kv.OpenBucket[string](store, "sessions", kv.Idle(30*24*time.Hour))
 	_ = codes.Set(ctx, "5f2b", 42)
 
-	err = store.Tx(ctx, func(tx *kv.Tx) error {
+	err := store.Tx(ctx, func(tx *kv.Tx) error {
 		userID, found, err := codes.WithTx(tx).Take(ctx, "5f2b")
 		if err != nil || !found {
 			return err
@@ -93,4 +82,20 @@ func ExampleStore_Tx() {
 	// Output:
 	// <nil>
 	// false web
+}
+
+// openExample opens a store with opts in a new directory, for an example;
+// done closes the store and removes the directory.
+func openExample(opts tinystore.Options) (store *tinystore.Store, done func()) {
+	dir, err := os.MkdirTemp("", "tinystore-example")
+	if err != nil {
+		panic(err)
+	}
+	if store, err = tinystore.Open(context.Background(), dir, opts); err != nil {
+		panic(err)
+	}
+	return store, func() {
+		_ = store.Close()
+		_ = os.RemoveAll(dir)
+	}
 }

@@ -11,6 +11,16 @@ import (
 	"tinyshed.org/tinystore/kv"
 )
 
+// openTemp opens a store with opts in a new directory; the caller closes it.
+func openTemp(t *testing.T, opts tinystore.Options) *tinystore.Store {
+	t.Helper()
+	store, err := tinystore.Open(context.Background(), t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // recordsTo is a slog handler that sends each record to a channel.
 type recordsTo chan slog.Record
 
@@ -40,10 +50,7 @@ func TestAnEngineWarningReachesTheDefaultSlogLogger(t *testing.T) {
 	slog.SetDefault(slog.New(records))
 	defer slog.SetDefault(before)
 
-	store, err := tinystore.Open(context.Background(), t.TempDir(), tinystore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openTemp(t, tinystore.Options{})
 	defer store.Close()
 	leaveOutRPS(t, store)
 	deadline := time.After(10 * time.Second)
@@ -113,11 +120,7 @@ func TestAStoresRecordsReachItsOptionsLogger(t *testing.T) {
 	defer slog.SetDefault(before)
 
 	own := make(recordsTo, 64)
-	ctx := context.Background()
-	logged, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{Logger: slog.New(own)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	logged := openTemp(t, tinystore.Options{Logger: slog.New(own)})
 	defer logged.Close()
 	leaveOutRPS(t, logged)
 	if !leftOutIn(own, 10*time.Second) {
@@ -125,10 +128,7 @@ func TestAStoresRecordsReachItsOptionsLogger(t *testing.T) {
 	}
 	// The other store's warning, which comes after, went to the default
 	// logger: when it is there, this store's would have been too.
-	plain, err := tinystore.Open(ctx, t.TempDir(), tinystore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := openTemp(t, tinystore.Options{})
 	defer plain.Close()
 	leaveOutRPS(t, plain)
 	if !leftOutIn(fallback, 10*time.Second) {

@@ -2,7 +2,6 @@ package tinystore
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -94,15 +93,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	if opts.Clock != nil && !opts.Manual {
 		return nil, &Error{Kind: ErrInvalid, Message: "Options.Clock is the clock of a Manual store: set Manual too"}
-	}
-	if opts.Readers < 0 {
-		return nil, &Error{Kind: ErrInvalid, Message: "Options.Readers is negative"}
-	}
-	if opts.Memory < 0 {
-		return nil, &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Options.Memory is negative (%d): a budget in bytes, at least 1 MiB, or 0 for none", opts.Memory)}
-	}
-	if opts.MmapSize < 0 && opts.MmapSize != NoMmap {
-		return nil, &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Options.MmapSize is negative (%d): bytes of kv.db each reader maps, 0 for the default, or NoMmap for none", opts.MmapSize)}
 	}
 	start := time.Now()
 	if opts.Clock != nil {

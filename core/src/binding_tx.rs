@@ -97,8 +97,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// What a call of a transaction answers once it has ended, in every
-/// binding's words.
+/// A call on a transaction that has ended: one text for every language.
 pub fn ended() -> Error {
     Error::new(ErrorKind::Closed, "the transaction has ended")
 }

@@ -109,7 +109,9 @@ impl Error {
         Error::new(ErrorKind::Conflict, message)
     }
 
-    pub(crate) fn closed() -> Error {
+    /// A call on a store that is closed (or closed while it waited): one
+    /// text for every language.
+    pub fn closed() -> Error {
         Error::new(ErrorKind::Closed, "the store is closed")
     }
 

@@ -211,23 +211,23 @@ func TestKV18BadLimitsWindowsAndCountsAreInvalidNamingThem(t *testing.T) {
 	_ = must[int64](t)(attempts.Add(ctx, "low", math.MinInt64))
 	minute := time.Minute
 	c := newCatalogue(t, s)
-	c.refused("no rate", errOf(kv.OpenRateLimit(s, "r0")), tinystore.ErrInvalid, "r0")
+	c.refused("no rate", errOf(kv.OpenRateLimit(s, "r0")), tinystore.ErrInvalid, "needs a rate", "r0")
 	c.refused("rate 0", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(0, minute))), tinystore.ErrInvalid, "r0")
-	c.refused("a negative rate", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(-5, minute))), tinystore.ErrInvalid, "r0")
+	c.refused("a negative rate", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(-5, minute))), tinystore.ErrInvalid, "count is -5", "negative", "r0")
 	c.refused("a zero span", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, 0))), tinystore.ErrInvalid, "r0")
 	c.refused("a negative span", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, -minute))), tinystore.ErrInvalid, "span", "negative", "r0")
 	c.refused("burst 0", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, minute), kv.Burst(0))), tinystore.ErrInvalid, "r0")
-	c.refused("a negative burst", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, minute), kv.Burst(-1))), tinystore.ErrInvalid, "r0")
-	c.refused("AllowN -1", errOf(guesses.AllowN(ctx, "k", -1)), tinystore.ErrInvalid, "guesses")
+	c.refused("a negative burst", errOf(kv.OpenRateLimit(s, "r0", kv.Rate(5, minute), kv.Burst(-1))), tinystore.ErrInvalid, "burst is -1", "negative", "r0")
+	c.refused("AllowN -1", errOf(guesses.AllowN(ctx, "k", -1)), tinystore.ErrInvalid, "uses is -1", "negative", "guesses", "key k")
 	c.refused("a quota without windows", errOf(kv.OpenQuota(s, "q0")), tinystore.ErrInvalid, "q0")
 	c.refused("window empty", errOf(kv.OpenQuota(s, "q0", kv.Window("", 1, minute))), tinystore.ErrInvalid, `""`)
 	c.refused("a window twice", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, minute), kv.Window("day", 2, minute))), tinystore.ErrInvalid, `"day"`)
 	c.refused("a window limit of 0", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 0, minute))), tinystore.ErrInvalid, `"day"`)
-	c.refused("a negative window limit", errOf(kv.OpenQuota(s, "q0", kv.Window("day", -1, minute))), tinystore.ErrInvalid, `"day"`)
+	c.refused("a negative window limit", errOf(kv.OpenQuota(s, "q0", kv.Window("day", -1, minute))), tinystore.ErrInvalid, `"day" is -1`, "negative", "q0")
 	c.refused("a negative window span", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, -minute))), tinystore.ErrInvalid, "span", "negative", "q0")
 	c.refused("a window under 1ms", errOf(kv.OpenQuota(s, "q0", kv.Window("day", 1, 10*time.Microsecond))), tinystore.ErrInvalid, `"day"`)
-	c.refused("quota AllowN -1", errOf(messages.AllowN(ctx, "k", -1)), tinystore.ErrInvalid, "messages")
-	c.refused("quota RefundN -1", messages.RefundN(ctx, "k", -1), tinystore.ErrInvalid, "messages")
+	c.refused("quota AllowN -1", errOf(messages.AllowN(ctx, "k", -1)), tinystore.ErrInvalid, "uses is -1", "messages", "key k")
+	c.refused("quota RefundN -1", messages.RefundN(ctx, "k", -1), tinystore.ErrInvalid, "uses is -1", "messages", "key k")
 	c.refused("a counter past int64", errOf(attempts.Add(ctx, "top", 2)), tinystore.ErrLimit, "attempts", "top")
 	c.refused("a counter below int64", errOf(attempts.Add(ctx, "low", -1)), tinystore.ErrLimit, "attempts", "low")
 	c.done()
@@ -295,7 +295,7 @@ func TestKV18BadStorePathsAndOptionsAreRefusedNamingThem(t *testing.T) {
 		{"a path that is a file", notes, tinystore.Options{}, "notes.txt"},
 		{"a path inside a file", filepath.Join(notes, "store"), tinystore.Options{}, "notes.txt"},
 		{"a clock without Manual", filepath.Join(dir, "s1"), tinystore.Options{Clock: time.Now}, "Manual"},
-		{"negative readers", filepath.Join(dir, "s2"), tinystore.Options{Readers: -1}, "Readers"},
+		{"negative readers", filepath.Join(dir, "s2"), tinystore.Options{Readers: -1}, "readers is -1"},
 	} {
 		s, err := tinystore.Open(ctx, tc.path, tc.opts)
 		if err == nil {

@@ -96,29 +96,36 @@ func TestKV05OneOf64RacingTakersGetsTheValue(t *testing.T) {
 	codes := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "sign-in-codes", kv.TTL(15*time.Minute)))
 	for round := range 3 {
 		ok(t, codes.Set(ctx, "code", int64(round)))
-		var winners atomic.Int32
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, found, err := codes.Take(ctx, "code")
-				if err != nil {
-					t.Error(err)
-				}
-				if found {
-					winners.Add(1)
-					if v != int64(round) {
-						t.Errorf("took %d, want %d", v, round)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if n := winners.Load(); n != 1 {
+		if n := racingTakes(t, codes, "code", 64, int64(round)); n != 1 {
 			t.Fatalf("%d takers got the value, want exactly 1", n)
 		}
 	}
+}
+
+// racingTakes has n goroutines take key of codes at once, and says how
+// many took it; each that did must have taken want.
+func racingTakes(t *testing.T, codes *kv.Bucket[int64], key string, n int, want int64) int32 {
+	t.Helper()
+	var winners atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, found, err := codes.Take(ctx, key)
+			if err != nil {
+				t.Error(err)
+			}
+			if found {
+				winners.Add(1)
+				if v != want {
+					t.Errorf("took %d, want %d", v, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return winners.Load()
 }
 
 type session struct {

@@ -222,15 +222,7 @@ func TestKV20KeptValueThatNoLongerFits(t *testing.T) {
 	if got := ch.Get(); got != (changed{Port: "p", Host: 1}) {
 		t.Fatalf("kept values that no longer fit are left out: %+v", got)
 	}
-	sources, err := ch.Sources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sources {
-		if s.Path == "host" && !strings.Contains(s.LeftOut, "no longer fits") {
-			t.Fatalf("sources say why: %+v", s)
-		}
-	}
+	saysLeftOut(t, must[[]kv.Source](t)(ch.Sources()), "host", "no longer fits")
 	if got := openSettings(t, store).Get().Port; got != 7000 {
 		t.Fatalf("the program changed back: %d", got)
 	}
@@ -320,15 +312,7 @@ func TestKV20KeptValuesValidateRefusesAreLeftOut(t *testing.T) {
 	if got := strict.Get(); got.Port != 8080 || got.Host != "localhost" {
 		t.Fatalf("kept values Validate refuses together are all left out: %+v", got)
 	}
-	sources, err := strict.Sources()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sources {
-		if s.Path == "host" && !strings.Contains(s.LeftOut, "port 7000 is under 8000") {
-			t.Fatalf("sources say why: %+v", s)
-		}
-	}
+	saysLeftOut(t, must[[]kv.Source](t)(strict.Sources()), "host", "port 7000 is under 8000")
 }
 
 func TestKV20FromEnvStandsWhereItIsGiven(t *testing.T) {
@@ -442,5 +426,16 @@ func TestKV20DotEnvAsPeopleWriteIt(t *testing.T) {
 	_, err = kv.OpenConfig[cfgSettings](store, "app", kv.FromEnv("APP", file), kv.EnvVars(map[string]string{}))
 	if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), "must not start with a digit") {
 		t.Fatalf("a name that starts with a digit: %v", err)
+	}
+}
+
+// saysLeftOut fails unless the source of path, when listed, says why its
+// kept value was left out.
+func saysLeftOut(t *testing.T, sources []kv.Source, path, why string) {
+	t.Helper()
+	for _, s := range sources {
+		if s.Path == path && !strings.Contains(s.LeftOut, why) {
+			t.Fatalf("sources say why: %+v", s)
+		}
 	}
 }

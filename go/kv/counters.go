@@ -26,10 +26,7 @@ type Counters struct {
 func OpenCounters(store *tinystore.Store, name string, opts ...CountersOption) (*Counters, error) {
 	cfg := applied(opts, CountersOption.applyCounters)
 	h, err := native.OpenCounters((*native.Store)(store), name, cfg.ttl, cfg.hasTTL, cfg.flushEvery, cfg.hasFlushEvery)
-	if err != nil {
-		return nil, err
-	}
-	return &Counters{branch: branch{name: name}, h: h}, nil
+	return opened(name, h, err, func(b branch, h *native.Counters) *Counters { return &Counters{branch: b, h: h} })
 }
 
 // Name is the counters' name.

@@ -1,8 +1,9 @@
 package kv_test
 
 // The example chat's steps (sign-in codes, sessions, limits per plan,
-// requests sent twice) and a quota's refund, as runnable examples that
-// `go doc` shows, around a fake user table, mailer and chat database.
+// requests sent twice), a quota's refund, rows as they are kept, a codec
+// and a config, as runnable examples that `go doc` shows, around a fake
+// user table, mailer and chat database.
 
 import (
 	"context"
@@ -81,6 +82,16 @@ var errTooMany = fmt.Errorf("429")
 
 func tooMany(retryAt time.Time, left int64) error {
 	return fmt.Errorf("%w: retry at %s, %d left this week", errTooMany, retryAt.UTC().Format(time.Kitchen), left)
+}
+
+// exampleApp is an exampleStore with the handles of "Open everything"
+// open, and the context of the example's calls.
+func exampleApp() (ctx context.Context, store *tinystore.Store, now *time.Time, stop func()) {
+	store, now, stop = exampleStore()
+	if err := openEverything(store); err != nil {
+		panic(err)
+	}
+	return context.Background(), store, now, stop
 }
 
 // exampleStore opens a Manual store on 2026-10-20 09:00 UTC in a new
@@ -168,12 +179,8 @@ func checkCode(ctx context.Context, ip, code string) (Response, error) {
 // Sign in with a code: a code works once, and guesses are
 // limited to 5 a minute per IP address.
 func Example_signInWithACode() {
-	store, now, stop := exampleStore()
+	ctx, _, now, stop := exampleApp()
 	defer stop()
-	if err := openEverything(store); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
 
 	_ = sendCode(ctx, "ada@example.com")
 	code := strings.TrimPrefix(mailer.last, "Your code is ")
@@ -214,12 +221,8 @@ func currentUser(ctx context.Context, cookie string) (int64, bool, error) {
 // Sessions: a month while active, signed out here or
 // everywhere.
 func Example_sessions() {
-	store, now, stop := exampleStore()
+	ctx, store, now, stop := exampleApp()
 	defer stop()
-	if err := openEverything(store); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
 
 	web, _ := startSession(ctx, 7)
 	for range 3 { // active every 20 days: never signed out
@@ -270,12 +273,8 @@ func sendMessage(ctx context.Context, userID int64) error {
 
 // Limits per plan: 100 messages per 5 hours, 300 a week.
 func Example_limitsPerPlan() {
-	store, now, stop := exampleStore()
+	ctx, _, now, stop := exampleApp()
 	defer stop()
-	if err := openEverything(store); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
 
 	sent := 0
 	for range 101 {
@@ -297,12 +296,8 @@ func Example_limitsPerPlan() {
 // Requests sent twice: the retry gets the first answer,
 // and the message is saved once.
 func Example_requestsSentTwice() {
-	store, _, stop := exampleStore()
+	ctx, _, _, stop := exampleApp()
 	defer stop()
-	if err := openEverything(store); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
 	chatID, text := int64(3), "hello"
 
 	send := func(r *http.Request) (Sent, error) {
@@ -381,4 +376,94 @@ func ExampleBucket_CreateEntry() {
 	// true false true 9:10AM
 	// done true
 	// true
+}
+
+// --- Rows as they are kept, a codec of a bucket's own, config ---
+
+// A bucket of kv.Raw reads any bucket as its rows keep it, whatever type
+// (or language) wrote it, and writes rows the typed bucket reads back.
+func ExampleRaw() {
+	store, _, stop := exampleStore()
+	defer stop()
+	ctx := context.Background()
+
+	codes, _ := kv.OpenBucket[int64](store, "sign-in-codes")
+	_ = codes.Set(ctx, "digest", 7)
+	names, _ := kv.OpenBucket[string](store, "names")
+	_ = names.Set(ctx, "nobody", "")
+
+	rawCodes, _ := kv.OpenBucket[kv.Raw](store, "sign-in-codes")
+	r, _, _ := rawCodes.Get(ctx, "digest")
+	fmt.Println(r.Kind == kv.RawInt, r.Int)
+	rawNames, _ := kv.OpenBucket[kv.Raw](store, "names")
+	r, _, _ = rawNames.Get(ctx, "nobody")
+	fmt.Println(r.Kind == kv.RawBytes, len(r.Bytes)) // an empty string is empty bytes
+
+	_ = rawCodes.Set(ctx, "other", kv.Raw{Kind: kv.RawInt, Int: 8})
+	id, _, _ := codes.Get(ctx, "other")
+	fmt.Println(id)
+	// Output:
+	// true 7
+	// true 0
+	// 8
+}
+
+// upperText keeps a string upper-cased: a codec of two methods.
+type upperText struct{}
+
+func (upperText) Encode(v any) ([]byte, error) { return []byte(strings.ToUpper(v.(string))), nil }
+
+func (upperText) Decode(data []byte, into any) error {
+	*into.(*string) = strings.ToLower(string(data))
+	return nil
+}
+
+// WithCodec gives a bucket its own encoding in place of the choice by type.
+func ExampleWithCodec() {
+	store, _, stop := exampleStore()
+	defer stop()
+	ctx := context.Background()
+
+	shouts, _ := kv.OpenBucket[string](store, "shouts", kv.WithCodec(upperText{}))
+	_ = shouts.Set(ctx, "a", "hello")
+	v, _, _ := shouts.Get(ctx, "a")
+	raw, _ := kv.OpenBucket[kv.Raw](store, "shouts")
+	r, _, _ := raw.Get(ctx, "a")
+	fmt.Println(v, string(r.Bytes))
+	// Output: hello HELLO
+}
+
+// Settings from defaults, the environment and updates kept in kv.db.
+func ExampleOpenConfig() {
+	store, _, stop := exampleStore()
+	defer stop()
+	ctx := context.Background()
+
+	type Settings struct {
+		Port   int `json:"port"`
+		Limits struct {
+			RPS int `json:"rps"`
+		} `json:"limits"`
+		Token string `json:"token" secret:"true"`
+	}
+	settings, err := kv.OpenConfig[Settings](store, "app",
+		kv.Defaults(map[string]any{"port": 8080, "limits": map[string]any{"rps": 100}}),
+		kv.FromEnv("APP", ".env"), kv.EnvVars(map[string]string{"APP_LIMITS_RPS": "150", "APP_TOKEN": "s3cret"}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(settings.Get().Port, settings.Get().Limits.RPS)
+	if err := settings.Update(ctx, func(s *Settings) { s.Limits.RPS = 200 }); err != nil {
+		panic(err)
+	}
+	fmt.Println(settings.Get().Limits.RPS)
+	sources, _ := settings.Sources()
+	for _, s := range sources {
+		fmt.Println(s.Path, s.From)
+	}
+	// Output:
+	// 8080 150
+	// 200
+	// port defaults
+	// limits.rps kept
 }

@@ -41,6 +41,16 @@ func openManual(t *testing.T) (*tinystore.Store, *testClock) {
 	return store, clock
 }
 
+// openWithInt opens a Manual store (see openManual) and its bucket "b" of
+// int64, in which key holds v.
+func openWithInt(t *testing.T, key string, v int64) (*tinystore.Store, *testClock, *kv.Bucket[int64]) {
+	t.Helper()
+	store, clock := openManual(t)
+	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
+	ok(t, b.Set(ctx, key, v))
+	return store, clock, b
+}
+
 func must[T any](t *testing.T) func(T, error) T {
 	return func(v T, err error) T {
 		t.Helper()
@@ -84,4 +94,24 @@ func get[T any](t *testing.T, b *kv.Bucket[T], key any) (T, bool) {
 	v, found, err := b.Get(context.Background(), key)
 	ok(t, err)
 	return v, found
+}
+
+// holdWriter begins a transaction of store that holds its writer until
+// release is closed, then runs then (when not nil) and commits. It returns
+// once the transaction holds the writer; done answers its result.
+func holdWriter(store *tinystore.Store, then func(tx *kv.Tx) error) (release chan struct{}, done chan error) {
+	holding := make(chan struct{})
+	release, done = make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- store.Tx(ctx, func(tx *kv.Tx) error {
+			close(holding)
+			<-release
+			if then == nil {
+				return nil
+			}
+			return then(tx)
+		})
+	}()
+	<-holding
+	return release, done
 }

@@ -84,3 +84,12 @@ func (b branch) key(k any) (string, error) {
 func (b branch) keyErr(k string, code int, err error) error {
 	return native.MadeAtKey(b.name, b.owners, k, code, err.Error())
 }
+
+// opened is the handle that wrap makes of h, the native handle of name,
+// or the error of opening it.
+func opened[N, H any](name string, h N, err error, wrap func(branch, N) *H) (*H, error) {
+	if err != nil {
+		return nil, err
+	}
+	return wrap(branch{name: name}, h), nil
+}

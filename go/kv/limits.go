@@ -2,8 +2,6 @@ package kv
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"tinyshed.org/tinystore"
@@ -56,15 +54,6 @@ func allowanceOf(a native.Allowance) Allowance {
 	return out
 }
 
-// count converts a number of requests or uses given as an int; the core
-// says which counts a call takes (1 up to a burst or a window's limit).
-func count(b branch, k string, n int, what string) (uint64, error) {
-	if n < 0 {
-		return 0, b.keyErr(k, native.CodeInvalid, fmt.Errorf("%s takes a count of 0 or more, not %d", what, n))
-	}
-	return uint64(n), nil
-}
-
 // RateLimit limits requests by key with the generic cell rate algorithm:
 // Rate(n, per) lets n requests through every per, Burst(b) b at once. Its
 // state lives in memory, written every second and on Close. Safe for
@@ -80,17 +69,8 @@ type RateLimit struct {
 //	guesses, err := kv.OpenRateLimit(store, "sign-in-guesses", kv.Rate(5, time.Minute), kv.Burst(5))
 func OpenRateLimit(store *tinystore.Store, name string, opts ...RateLimitOption) (*RateLimit, error) {
 	cfg := applied(opts, RateLimitOption.applyRateLimit)
-	if !cfg.hasRate {
-		return nil, invalid(name, "a rate limit needs a Rate, as kv.Rate(5, time.Minute)")
-	}
-	if cfg.count < 0 || cfg.burst < 0 {
-		return nil, invalid(name, fmt.Sprintf("a rate of %d and a burst of %d: neither can be negative", cfg.count, cfg.burst))
-	}
-	h, err := native.OpenRateLimit((*native.Store)(store), name, uint64(cfg.count), cfg.per, uint64(cfg.burst), cfg.hasBurst)
-	if err != nil {
-		return nil, err
-	}
-	return &RateLimit{branch: branch{name: name}, h: h}, nil
+	h, err := native.OpenRateLimit((*native.Store)(store), name, int64(cfg.count), cfg.per, cfg.hasRate, int64(cfg.burst), cfg.hasBurst)
+	return opened(name, h, err, func(b branch, h *native.RateLimit) *RateLimit { return &RateLimit{branch: b, h: h} })
 }
 
 // Name is the rate limit's name.
@@ -112,37 +92,33 @@ func (r *RateLimit) Allow(ctx context.Context, key any) (Allowance, error) {
 // AllowN takes n requests of key together, or none. More than the burst is
 // tinystore.ErrInvalid: it could never pass.
 func (r *RateLimit) AllowN(ctx context.Context, key any, n int) (Allowance, error) {
-	return use(ctx, r.branch, r.h, r.scope, key, native.OpAllow, n, "AllowN")
+	return use(ctx, r.branch, r.h, r.scope, key, native.OpAllow, n)
 }
 
 // Peek gives the answer one request would get now, counting nothing.
 func (r *RateLimit) Peek(ctx context.Context, key any) (Allowance, error) {
-	return use(ctx, r.branch, r.h, r.scope, key, native.OpPeek, 1, "Peek")
+	return use(ctx, r.branch, r.h, r.scope, key, native.OpPeek, 1)
 }
 
 // Reset forgets key: its next request has the full burst.
 func (r *RateLimit) Reset(ctx context.Context, key any) error {
-	_, err := use(ctx, r.branch, r.h, r.scope, key, native.OpReset, 1, "Reset")
+	_, err := use(ctx, r.branch, r.h, r.scope, key, native.OpReset, 1)
 	return err
 }
 
 // user is a native handle that counts uses of a key: a rate limit or a quota.
 type user interface {
-	Use(ctx context.Context, s *native.Scope, owners []byte, key string, op int32, n uint64) (native.Allowance, error)
+	Use(ctx context.Context, s *native.Scope, owners []byte, key string, op int32, n int64) (native.Allowance, error)
 }
 
-// use runs op on key of the branch b of h in scope s, n times; what names
-// the call in the refusal of a negative n.
-func use(ctx context.Context, b branch, h user, s *native.Scope, key any, op int32, n int, what string) (Allowance, error) {
+// use runs op on key of the branch b of h in scope s, n times; the core
+// refuses a negative n.
+func use(ctx context.Context, b branch, h user, s *native.Scope, key any, op int32, n int) (Allowance, error) {
 	k, err := b.key(key)
 	if err != nil {
 		return Allowance{}, err
 	}
-	m, err := count(b, k, n, what)
-	if err != nil {
-		return Allowance{}, err
-	}
-	a, err := h.Use(ctx, s, b.owners, k, op, m)
+	a, err := h.Use(ctx, s, b.owners, k, op, int64(n))
 	return allowanceOf(a), err
 }
 
@@ -161,18 +137,11 @@ type Quota struct {
 //		kv.Window("session", 100, 5*time.Hour), kv.Window("weekly", 300, 7*24*time.Hour))
 func OpenQuota(store *tinystore.Store, name string, opts ...QuotaOption) (*Quota, error) {
 	var windows []native.QuotaWindow
-	var errs []error
 	for _, o := range opts {
-		o.applyQuota(&windows, &errs)
-	}
-	if len(errs) > 0 {
-		return nil, invalid(name, errors.Join(errs...).Error())
+		o.applyQuota(&windows)
 	}
 	h, err := native.OpenQuota((*native.Store)(store), name, windows)
-	if err != nil {
-		return nil, err
-	}
-	return &Quota{branch: branch{name: name}, h: h}, nil
+	return opened(name, h, err, func(b branch, h *native.Quota) *Quota { return &Quota{branch: b, h: h} })
 }
 
 // Name is the quota's name.
@@ -189,35 +158,35 @@ func (q *Quota) Under(owners ...any) *Quota {
 //	used, err := messages.Allow(ctx, strconv.FormatInt(userID, 10))
 //	if err == nil && !used.OK { /* 429 until used.RetryAt; used.Windows["weekly"].Left */ }
 func (q *Quota) Allow(ctx context.Context, key any) (Allowance, error) {
-	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, 1, "Allow")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, 1)
 }
 
 // AllowN counts n uses together, in every window or in none; n over the
 // smallest window's limit is tinystore.ErrInvalid.
 func (q *Quota) AllowN(ctx context.Context, key any, n int) (Allowance, error) {
-	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, n, "AllowN")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpAllow, n)
 }
 
 // Peek gives the answer one use would get now, counting nothing.
 func (q *Quota) Peek(ctx context.Context, key any) (Allowance, error) {
-	return use(ctx, q.branch, q.h, q.scope, key, native.OpPeek, 1, "Peek")
+	return use(ctx, q.branch, q.h, q.scope, key, native.OpPeek, 1)
 }
 
 // Refund gives one use back to every window that has not reset since it
 // was counted, never below zero: for work that failed after its Allow.
 func (q *Quota) Refund(ctx context.Context, key any) error {
-	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, 1, "Refund")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, 1)
 	return err
 }
 
 // RefundN gives n uses back, as Refund does one.
 func (q *Quota) RefundN(ctx context.Context, key any, n int) error {
-	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, n, "RefundN")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpRefund, n)
 	return err
 }
 
 // Reset forgets key: every window starts again at its next use.
 func (q *Quota) Reset(ctx context.Context, key any) error {
-	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpReset, 1, "Reset")
+	_, err := use(ctx, q.branch, q.h, q.scope, key, native.OpReset, 1)
 	return err
 }

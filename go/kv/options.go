@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"fmt"
 	"time"
 
 	"tinyshed.org/tinystore/internal/native"
@@ -128,7 +127,7 @@ func (o BurstOption) applyRateLimit(c *rateConfig) { c.burst, c.hasBurst = o.b, 
 
 // QuotaOption configures OpenQuota: one to eight Windows.
 type QuotaOption interface {
-	applyQuota(*[]native.QuotaWindow, *[]error)
+	applyQuota(*[]native.QuotaWindow)
 }
 
 // WindowOption is a window of a quota: see Window.
@@ -145,11 +144,8 @@ func Window(name string, limit int, span time.Duration) WindowOption {
 	return WindowOption{name, limit, span}
 }
 
-func (o WindowOption) applyQuota(ws *[]native.QuotaWindow, errs *[]error) {
-	if o.limit < 0 {
-		*errs = append(*errs, fmt.Errorf("the window %q has a negative limit, %d", o.name, o.limit))
-	}
-	*ws = append(*ws, native.QuotaWindow{Name: o.name, Limit: uint64(max(o.limit, 0)), Span: o.span})
+func (o WindowOption) applyQuota(ws *[]native.QuotaWindow) {
+	*ws = append(*ws, native.QuotaWindow{Name: o.name, Limit: int64(o.limit), Span: o.span})
 }
 
 // OnceOption configures OpenOnce: Keep.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,30 +38,7 @@ func TestKV5PostgresTakeRacedByGoroutinesHasOneWinner(t *testing.T) {
 	codes := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "codes", kv.TTL(15*time.Minute)))
 	ok(t, codes.Clear(ctx))
 	ok(t, codes.Set(ctx, "c", 7))
-	var wins sync.WaitGroup
-	var mu sync.Mutex
-	won := 0
-	for range 16 {
-		wins.Add(1)
-		go func() {
-			defer wins.Done()
-			v, found, err := codes.Take(ctx, "c")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if found {
-				mu.Lock()
-				won++
-				mu.Unlock()
-				if v != 7 {
-					t.Errorf("took %d, not 7", v)
-				}
-			}
-		}()
-	}
-	wins.Wait()
-	if won != 1 {
+	if won := racingTakes(t, codes, "c", 16, 7); won != 1 {
 		t.Fatalf("%d goroutines took the key, not one", won)
 	}
 	hits, err := kv.OpenCounters(store, "hits")

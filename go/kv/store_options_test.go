@@ -82,8 +82,8 @@ func TestMmapSizeNegativeIsInvalidNamesTheOptionAndOpensNothing(t *testing.T) {
 				_ = s.Close()
 				t.Fatalf("MmapSize %d opened %s", size, at)
 			}
-			if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), "MmapSize") {
-				t.Fatalf("MmapSize %d: %v, want ErrInvalid naming Options.MmapSize", size, err)
+			if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("mmap_size is %d", size)) {
+				t.Fatalf("MmapSize %d: %v, want ErrInvalid naming the option mmap_size", size, err)
 			}
 		}
 	}

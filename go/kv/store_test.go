@@ -170,16 +170,7 @@ func TestKV19TwoStoresOnOneFileSeeEachOthersCommits(t *testing.T) {
 func TestKV15ASetQueuedBehindATransactionWritesNothingOnceItsContextEnds(t *testing.T) {
 	store, _ := openManual(t)
 	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "queued"))
-	holding, release := make(chan struct{}), make(chan struct{})
-	held := make(chan error, 1)
-	go func() {
-		held <- store.Tx(ctx, func(tx *kv.Tx) error {
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release, held := holdWriter(store, nil)
 	// The transaction holds the writer: each Set waits in the writer's queue
 	// when its context ends, and is answered once the writer comes to it.
 	// Several, so that they wait both ways: the first in cgo, the others

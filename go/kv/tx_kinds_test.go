@@ -170,9 +170,7 @@ func refused(t *testing.T, err error, why, name string) {
 }
 
 func TestKV16AViewHoldsItsSnapshotAtMostFiveSeconds(t *testing.T) {
-	store, clock := openManual(t)
-	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
-	ok(t, b.Set(ctx, "k", 1))
+	store, clock, b := openWithInt(t, "k", 1)
 	err := store.View(ctx, func(v *kv.View) error {
 		if got, _ := get(t, b.WithView(v), "k"); got != 1 {
 			t.Fatalf("the view read %d", got)

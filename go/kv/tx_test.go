@@ -152,9 +152,7 @@ func TestKV16HandleUsedAfterItsTransactionIsClosed(t *testing.T) {
 }
 
 func TestKV16ViewReadsOneSnapshotAndRefusesWrites(t *testing.T) {
-	store, _ := openManual(t)
-	b := must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "b"))
-	ok(t, b.Set(ctx, "a", 1))
+	store, _, b := openWithInt(t, "a", 1)
 	err := store.View(ctx, func(v *kv.View) error {
 		if x, _ := get(t, b.WithView(v), "a"); x != 1 {
 			t.Fatalf("the view reads %d", x)
@@ -225,16 +223,7 @@ func TestKV15AFailedGroupCommitIsOutcomeUnknown(t *testing.T) {
 func TestKV16TxWaitingForTheWriterGivesUpWhenItsContextEnds(t *testing.T) {
 	store, _ := openManual(t)
 	b := must[*kv.Bucket[string]](t)(kv.OpenBucket[string](store, "b"))
-	holding, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- store.Tx(ctx, func(tx *kv.Tx) error {
-			close(holding)
-			<-release
-			return b.WithTx(tx).Set(ctx, "first", "v")
-		})
-	}()
-	<-holding
+	release, first := holdWriter(store, func(tx *kv.Tx) error { return b.WithTx(tx).Set(ctx, "first", "v") })
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	ran := false

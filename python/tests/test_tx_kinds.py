@@ -126,3 +126,17 @@ def test_kv16_sync_tx_joins_every_durable_kind_and_refuses_the_rest(sync_store: 
     assert (codes.get("c-1"), attempts.get("ada"), plan.peek("ada").left) == ("ada", 1, 1)
     attempts.add("ada")
     assert attempts.get("ada") == 2
+
+
+def test_kv16_a_call_of_the_store_only_given_a_tx_is_refused_in_the_cores_text(
+    sync_store: tinystore.sync.Store,
+) -> None:
+    hits = sync_store.counters("hits")
+    hits.add("k", 2)
+    with sync_store.tx() as tx:
+        # The package has no counters' clear inside a transaction; the native
+        # call given one refuses it as every language's binding does.
+        with pytest.raises(tinystore.InvalidError, match="clear runs on the store, not in a transaction or view") as e:
+            hits._n.clear(tx._n)  # type: ignore[arg-type]
+        assert e.value.bucket == "hits"
+    assert hits.get("k") == 2

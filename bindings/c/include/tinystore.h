@@ -14,13 +14,14 @@
  *   once's answer) are the caller's: free them with ts_bytes_free. Those of
  *   a page belong to the page.
  * - Every handle (TsHandle: a bucket, counters, a rate limit, a quota, a
- *   once) has one call, ts_call, given its operation (TS_OP_*) and
- *   arguments in a TsCall, and a `const TsScope *scope`: null runs it on
- *   the store itself, a scope from ts_tx_begin inside that transaction, one
- *   from ts_view_open in that read snapshot. Free a handle with
- *   ts_handle_free.
- * - Writes on the store block until durable; a TsCancel fired from another
- *   thread gives up on a write whose group has not started, or on the wait
+ *   once) opens with ts_open and has one call, ts_call, given its
+ *   operation (TS_OP_*) and arguments in a TsCall, and a
+ *   `const TsScope *scope`: null runs it on the store itself, a scope from
+ *   ts_tx_begin inside that transaction, one from ts_view_open in that
+ *   read snapshot. Free a handle with ts_handle_free.
+ * - Writes on the store block until durable (a TS_OP_SUBMIT instead
+ *   returns at once, its answer queued in a TsAnswers); a TsCancel fired
+ *   from another thread gives up on a write whose group has not started, or on the wait
  *   of a once's TS_OP_BEGIN (TS_CANCELLED).
  * - Link with: libtinystore.a -lm -ldl -lpthread
  */
@@ -107,8 +108,27 @@
 // Begins a run of a once's key (on the store; see `once_op`).
 #define TS_OP_BEGIN 16
 
+// Sets a bucket's value on the store and returns at once, its answer
+// queued (see `answers.rs` and `bucket_op`).
+#define TS_OP_SUBMIT 17
+
 // The most windows a quota has.
 #define TS_MAX_WINDOWS 8
+
+// A bucket of values: `ttl` or `idle`.
+#define TS_OPEN_BUCKET 1
+
+// Counters: `ttl` from a counter's first change, `flush_every`.
+#define TS_OPEN_COUNTERS 2
+
+// A rate limit: `rate`, `burst`.
+#define TS_OPEN_RATE_LIMIT 3
+
+// A quota: its windows, given as `ts_open`'s arguments.
+#define TS_OPEN_QUOTA 4
+
+// A once: `keep`.
+#define TS_OPEN_ONCE 5
 
 // `mmap_size` for no mapped reads: every page a reader's cache lacks is
 // read with `pread` (a network filesystem, or where a file cut short under
@@ -167,7 +187,7 @@ typedef struct TsClaim TsClaim;
 typedef struct TsError TsError;
 
 // An open handle of a store: a bucket, counters, a rate limit, a quota, a
-// once or a config, from its `ts_*_open`. Free it with `ts_handle_free`.
+// once or a config, from `ts_open` or `ts_config_open`. Free it with `ts_handle_free`.
 typedef struct TsHandle TsHandle;
 
 // One page of a listing; owns the bytes its entries point to.
@@ -214,6 +234,34 @@ typedef struct TsAnswer {
   struct TsError *err;
 } TsAnswer;
 
+// A value: `kind` says which of `integer` and `bytes` holds it.
+typedef struct TsValue {
+  // A `TS_KIND_*`.
+  int32_t kind;
+  // The integer, bool or bits.
+  int64_t integer;
+  // The bytes, text or JSON; null when empty.
+  uint8_t *bytes;
+  // The length of `bytes`.
+  size_t len;
+} TsValue;
+
+// A key with its value, version and expiry.
+typedef struct TsEntry {
+  // The value, read as the kind asked for.
+  struct TsValue value;
+  // The revision that wrote the value.
+  int64_t version;
+  // Whether the key expires.
+  bool has_expiry;
+  // When it expires, in ms since the Unix epoch.
+  int64_t expires_ms;
+  // The key, without owners (in a page only; null otherwise).
+  const uint8_t *key;
+  // The key's length.
+  size_t key_len;
+} TsEntry;
+
 // A write's own options, as the caller got them: the core checks their
 // shape for each call (a ttl or a time, not both; what each call takes).
 // Neither a ttl nor a time keeps the bucket's `ttl`, or a live key's expiry.
@@ -231,18 +279,6 @@ typedef struct TsWriteOptions {
   // The version the write expects.
   int64_t if_version;
 } TsWriteOptions;
-
-// A value: `kind` says which of `integer` and `bytes` holds it.
-typedef struct TsValue {
-  // A `TS_KIND_*`.
-  int32_t kind;
-  // The integer, bool or bits.
-  int64_t integer;
-  // The bytes, text or JSON; null when empty.
-  uint8_t *bytes;
-  // The length of `bytes`.
-  size_t len;
-} TsValue;
 
 // Checks a value inside a `take`'s write, before the key is deleted: a
 // non-zero answer keeps the value and makes the take `TS_CORRUPT`. Called
@@ -267,8 +303,9 @@ typedef struct TsCall {
   int32_t want;
   // A counter's amount (add, max).
   int64_t n;
-  // Uses of a rate limit or quota (allow, refund).
-  uint64_t uses;
+  // Uses of a rate limit or quota (allow, refund); the core refuses a
+  // negative number.
+  int64_t uses;
   // A take's check of the value (see `TsCheckFn`); null checks nothing.
   TsCheckFn check;
   // What the check is given with the value.
@@ -282,23 +319,11 @@ typedef struct TsCall {
   // On the store, lets another thread give up on a write before its
   // group starts, or on begin's wait (`TS_CANCELLED`). Null: none.
   const struct TsCancel *cancel;
+  // A submit: the queue its answer goes to, with `token`.
+  const struct TsAnswers *answers;
+  // What a submit's answer carries, for the caller to find its write.
+  uint64_t token;
 } TsCall;
-
-// A key with its value, version and expiry.
-typedef struct TsEntry {
-  // The value, read as the kind asked for.
-  struct TsValue value;
-  // The revision that wrote the value.
-  int64_t version;
-  // Whether the key expires.
-  bool has_expiry;
-  // When it expires, in ms since the Unix epoch.
-  int64_t expires_ms;
-  // The key, without owners (in a page only; null otherwise).
-  const uint8_t *key;
-  // The key's length.
-  size_t key_len;
-} TsEntry;
 
 // What a call of a bucket, counters or once answers.
 typedef struct TsResult {
@@ -364,6 +389,34 @@ typedef struct TsLogRecord {
   uint64_t store;
 } TsLogRecord;
 
+// What a handle opens with: its kind, and the settings that kind reads,
+// each only when its `has_` flag is set. Spans are in nanoseconds.
+typedef struct TsOpen {
+  // A `TS_OPEN_*`.
+  int32_t kind;
+  // A bucket's or counters' ttl.
+  bool has_ttl;
+  int64_t ttl_ns;
+  // A bucket's idle span: a read renews a key's expiry (not with a ttl).
+  bool has_idle;
+  int64_t idle_ns;
+  // Counters kept in memory and written every period.
+  bool has_flush_every;
+  int64_t flush_every_ns;
+  // A rate limit's `count` requests every `per_ns`; the core refuses a
+  // rate limit without a rate.
+  bool has_rate;
+  int64_t count;
+  int64_t per_ns;
+  // A rate limit's burst: how many requests pass at once (the count
+  // when not given).
+  bool has_burst;
+  int64_t burst;
+  // How long a once keeps an answer (a day when not given).
+  bool has_keep;
+  int64_t keep_ns;
+} TsOpen;
+
 // How a store opens.
 typedef struct TsStoreOptions {
   // A test clock starting at `clock_ms`: nothing runs in the background,
@@ -372,13 +425,14 @@ typedef struct TsStoreOptions {
   // The test clock's start, in ms since the Unix epoch (when `manual`).
   int64_t clock_ms;
   // Reader connections to keep; 0 for the default.
-  uint32_t readers;
+  int64_t readers;
   // A memory budget in bytes (`Options::memory`, at least 1 MiB); 0 for
   // none.
-  uint64_t memory;
+  int64_t memory;
   // Bytes of kv.db each reader maps (`Options::mmap_size`); 0 for the
   // default (1 GiB, none with a memory budget), `TS_MMAP_NONE` to map
-  // nothing. Any other negative value is `TS_INVALID`.
+  // nothing. The core refuses any other negative number, here and in
+  // `readers` and `memory`, as `TS_INVALID` naming it.
   int64_t mmap_size;
   // Readers give back their read-mark lock at every read, as plain
   // SQLite does, instead of keeping it between reads of a quiet file
@@ -463,38 +517,6 @@ void ts_answers_free(struct TsAnswers *q);
 // caller's. Returns 0 at once for a null queue or `cap` 0.
 size_t ts_answers_wait(const struct TsAnswers *q, struct TsAnswer *out, size_t cap);
 
-// Submits a write of a value (the call's op is ignored: a set) and
-// returns at once: its answer (its version, or an error) goes to
-// `answers` with `token`. A write refused before it was queued (bad
-// input, a closed store) returns its error here and queues nothing. On a
-// thread holding a transaction of the store (see `ts_tx_hold_thread`) the
-// write is answered here, as `ts_call` answers it: `found` says so,
-// with the version in `number`.
-int32_t ts_bucket_set_submit(const struct TsHandle *b,
-                             const uint8_t *owners,
-                             size_t owners_len,
-                             const uint8_t *key,
-                             size_t key_len,
-                             const uint8_t *value,
-                             size_t value_len,
-                             const struct TsCall *call,
-                             const struct TsAnswers *answers,
-                             uint64_t token,
-                             struct TsResult *out,
-                             struct TsError **err);
-
-// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
-// (each only when its `has_` flag is set; not both). The handle goes to `out`.
-int32_t ts_bucket_open(const struct TsStore *s,
-                       const uint8_t *name,
-                       size_t name_len,
-                       int64_t ttl_ns,
-                       bool has_ttl,
-                       int64_t idle_ns,
-                       bool has_idle,
-                       struct TsHandle **out,
-                       struct TsError **err);
-
 // How many entries the page holds.
 size_t ts_page_len(const struct TsPage *p);
 
@@ -545,11 +567,14 @@ int32_t ts_config_open(const struct TsStore *s,
 // source as a JSON list; the bytes are the caller's (`ts_bytes_free`).
 int32_t ts_config_json(const struct TsHandle *c, bool sources, uint8_t **out, size_t *out_len, struct TsError **err);
 
-// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
-int32_t ts_config_update(const struct TsHandle *c, const uint8_t *patch, size_t patch_len, struct TsError **err);
-
-// Gives the field, or struct of fields, at `path` back to the layers.
-int32_t ts_config_reset(const struct TsHandle *c, const uint8_t *path, size_t path_len, struct TsError **err);
+// Checks and keeps the fields of the JSON patch `text` that change,
+// blocking until durable; or (`reset`) gives the field, or struct of
+// fields, at the path `text` back to the layers.
+int32_t ts_config_change(const struct TsHandle *c,
+                         bool reset,
+                         const uint8_t *text_ptr,
+                         size_t text_len,
+                         struct TsError **err);
 
 // The config's generation: it grows with every change seen (0 for null).
 uint64_t ts_config_generation(const struct TsHandle *c);
@@ -562,44 +587,6 @@ uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeo
 // validator refuses the config built with them, for the reason `why`
 // (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
 void ts_config_refuse_kept(const struct TsHandle *c, uint64_t generation, const uint8_t *why, size_t why_len);
-
-// Opens the counters `name`: with a `ttl` from a counter's first change,
-// and with `flush_every`, kept in memory and written every period (each
-// only when its `has_` flag is set).
-int32_t ts_counters_open(const struct TsStore *s,
-                         const uint8_t *name,
-                         size_t name_len,
-                         int64_t ttl_ns,
-                         bool has_ttl,
-                         int64_t flush_every_ns,
-                         bool has_flush_every,
-                         struct TsHandle **out,
-                         struct TsError **err);
-
-// Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
-// once (the count when `has_burst` is false).
-int32_t ts_rate_limit_open(const struct TsStore *s,
-                           const uint8_t *name,
-                           size_t name_len,
-                           uint64_t count,
-                           int64_t per_ns,
-                           uint64_t burst,
-                           bool has_burst,
-                           struct TsHandle **out,
-                           struct TsError **err);
-
-// Opens the quota `name` with `count` windows: their names encoded as the
-// owners are (u32 length and bytes each), their limits and spans in ns.
-int32_t ts_quota_open(const struct TsStore *s,
-                      const uint8_t *name,
-                      size_t name_len,
-                      const uint8_t *names,
-                      size_t names_len,
-                      const uint64_t *limits,
-                      const int64_t *spans_ns,
-                      size_t count,
-                      struct TsHandle **out,
-                      struct TsError **err);
 
 // Starts queueing the engine's records; false when another logger of the
 // process took them first.
@@ -617,16 +604,6 @@ struct TsCaller *ts_caller_inside_run(const struct TsCaller *outer, const struct
 // Frees a caller's context. Null is ignored.
 void ts_caller_free(struct TsCaller *c);
 
-// Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
-// is false).
-int32_t ts_once_open(const struct TsStore *s,
-                     const uint8_t *name,
-                     size_t name_len,
-                     int64_t keep_ns,
-                     bool has_keep,
-                     struct TsHandle **out,
-                     struct TsError **err);
-
 // Keeps `value` as the key's answer and lets go of the run, in one durable
 // write; waiters get the answer. The claim is consumed, whatever the result.
 int32_t ts_claim_keep(struct TsClaim *claim,
@@ -639,6 +616,22 @@ int32_t ts_claim_keep(struct TsClaim *claim,
 // Lets go of the run keeping nothing (the work failed): a waiter, or the
 // next run, runs the key again. The claim is consumed. Null is ignored.
 void ts_claim_abandon(struct TsClaim *claim);
+
+// Opens the handle `name` of the kind `how` says. A quota has `windows`
+// windows: their names encoded as the owners are (u32 length and bytes
+// each), their limits and spans in ns; other kinds take none. The handle
+// goes to `out`.
+int32_t ts_open(const struct TsStore *s,
+                const uint8_t *name,
+                size_t name_len,
+                const struct TsOpen *how,
+                const uint8_t *names,
+                size_t names_len,
+                const int64_t *limits,
+                const int64_t *spans_ns,
+                size_t windows,
+                struct TsHandle **out,
+                struct TsError **err);
 
 // Begins a transaction, waiting for the writer's turn; a fired `cancel`
 // gives up on it before it starts (`TS_CANCELLED`). Its scope goes to

@@ -3,7 +3,7 @@
 //! A blocking write parks its caller's thread until the writer answers it;
 //! from Go, 64 goroutines writing at once park 64 OS threads, and the
 //! writer wakes each with a system call. A write submitted with
-//! `ts_bucket_set_submit` returns at once instead; its answer goes to a
+//! `TS_OP_SUBMIT` returns at once instead; its answer goes to a
 //! `TsAnswers` queue, which one thread drains (`ts_answers_wait`) and hands
 //! on to its callers. The writer wakes that thread once per group.
 //!
@@ -13,13 +13,10 @@
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tinystore::{Error, ErrorKind, RawBucket, Result, Version, WriteCall};
+use tinystore::{Error, ErrorKind, Raw, RawBucket, Result, Version, WriteOptions};
 
-use crate::bucket::{named, set_and_wait, write_options};
-use crate::call::{Args, Kind, TsCall, TsHandle, TsResult, shared};
-use crate::value::raw_in;
-use crate::waits::refused;
-use crate::{TS_OK, TsError, code_of, guard, handle, invalid, set};
+use crate::call::TsCall;
+use crate::{TS_OK, TsError, code_of, invalid};
 
 /// A write's answer, as `ts_answers_wait` hands it out.
 #[repr(C)]
@@ -169,66 +166,21 @@ pub unsafe extern "C" fn ts_answers_wait(q: *const TsAnswers, out: *mut TsAnswer
     n
 }
 
-/// Submits a write of a value (the call's op is ignored: a set) and
-/// returns at once: its answer (its version, or an error) goes to
-/// `answers` with `token`. A write refused before it was queued (bad
-/// input, a closed store) returns its error here and queues nothing. On a
-/// thread holding a transaction of the store (see `ts_tx_hold_thread`) the
-/// write is answered here, as `ts_call` answers it: `found` says so,
-/// with the version in `number`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_set_submit(
-    b: *const TsHandle,
-    owners: *const u8,
-    owners_len: usize,
-    key: *const u8,
-    key_len: usize,
-    value: *const u8,
-    value_len: usize,
-    call: *const TsCall,
-    answers: *const TsAnswers,
-    token: u64,
-    out: *mut TsResult,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || unsafe {
-        let Kind::Bucket(rb) = &handle(b, "bucket")?.0 else {
-            return Err(invalid("the handle is not a bucket"));
-        };
-        let shared = shared(
-            std::ptr::null(),
-            (owners, owners_len),
-            (key, key_len),
-            (value, value_len),
-            call,
-        )?;
-        submit(Args::of(rb, &shared)?, answers, token, out)
-    })
-}
-
-fn submit(a: Args<'_, RawBucket>, answers: *const TsAnswers, token: u64, out: *mut TsResult) -> Result<()> {
-    let (rb, key, c) = (&*a.h, a.key, a.call);
-    let raw = unsafe { raw_in(c.kind, c.integer, a.value.as_ptr(), a.value.len()) }.map_err(|e| named(rb, key, e))?;
-    let opts = write_options(&c.options, WriteCall::Set).map_err(|e| named(rb, key, e))?;
-    if refused(rb.store()).is_some() {
-        let mut r = TsResult::empty();
-        r.number = set_and_wait(rb, key, raw, opts, c.cancel)?.get();
-        r.found = true;
-        set(out, r);
-        return Ok(());
-    }
-    if answers.is_null() {
+/// Submits a set of `key` of `rb` on the store (`TS_OP_SUBMIT`, see
+/// `bucket_op`): its answer goes to the call's `answers` with its `token`.
+pub(crate) fn submit(rb: &RawBucket, key: &[u8], raw: Raw, opts: WriteOptions, c: &TsCall) -> Result<()> {
+    if c.answers.is_null() {
         return Err(invalid("a null answers queue"));
     }
     // SAFETY: the caller holds the queue for this call; the reply holds
     // its own reference from here on.
     let queue = unsafe {
-        Arc::increment_strong_count(answers);
-        Arc::from_raw(answers)
+        Arc::increment_strong_count(c.answers);
+        Arc::from_raw(c.answers)
     };
     let reply = Reply {
         queue: Some(queue),
-        token,
+        token: c.token,
     };
     SUBMITTING.with(|s| s.set(true));
     let submitted = rb.set_then(key, raw, opts, move |r| reply.answer(r));

@@ -11,11 +11,11 @@ use tinystore::{
     WriteCall, WriteOptions, from_millis, to_millis,
 };
 
+use crate::answers::submit;
 use crate::call::*;
-use crate::store::{TsStore, store};
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::waits::{TsCancel, wait_on_store};
-use crate::{TsError, at_key, free, guard, put, set, span, span_if, text};
+use crate::waits::{refused, wait_on_store};
+use crate::{at_key, free, set, span};
 
 /// A write's own options, as the caller got them: the core checks their
 /// shape for each call (a ttl or a time, not both; what each call takes).
@@ -115,31 +115,9 @@ fn entry_of(value: TsValue, version: Version, expires_at: Option<SystemTime>) ->
     }
 }
 
-/// Opens the bucket `name` with a `ttl` or an `idle` span in nanoseconds
-/// (each only when its `has_` flag is set; not both). The handle goes to `out`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_bucket_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    ttl_ns: i64,
-    has_ttl: bool,
-    idle_ns: i64,
-    has_idle: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let st = unsafe { store(s) }?;
-        let name = unsafe { text(name, name_len, "bucket name") }?;
-        let ttl = span_if(has_ttl, ttl_ns, "ttl", name)?;
-        let idle = span_if(has_idle, idle_ns, "idle span", name)?;
-        put(out, TsHandle(Kind::Bucket(RawBucket::open(st, name, ttl, idle)?)))
-    })
-}
-
-/// A bucket's calls: `TS_OP_GET`, `HAS`, `SET`, `CREATE`, `TAKE`, `DELETE`,
-/// `EXPIRE`, `CLEAR`, `LIST` (after the key when the call `has_after`). On the
+/// A bucket's calls: `TS_OP_GET`, `HAS`, `SET`, `SUBMIT`, `CREATE`, `TAKE`,
+/// `DELETE`, `EXPIRE`, `CLEAR`, `LIST` (after the key when the call
+/// `has_after`). On the
 /// store a get renews an idle bucket's key, and a write is durable when
 /// this returns; a fired cancel gives up on it before its group starts.
 /// A take reads the value as `want` and gives it to `check` (when not
@@ -151,7 +129,7 @@ pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()
     let (rb, key, c) = (&*a.h, a.key, a.call);
     let mut r = TsResult::empty();
     match c.op {
-        TS_OP_CLEAR => a.write(rb.store(), rb.name(), |done| rb.clear_then(done), |s| s.clear(rb))?,
+        TS_OP_CLEAR => a.write(|done| rb.clear_then(done), |s| s.clear(rb))?,
         TS_OP_LIST => r.page = list(rb, a.scope, c, key)?,
         _ => key_op(&a, &mut r).map_err(|e| named(rb, key, e))?,
     }
@@ -168,8 +146,16 @@ fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
     match c.op {
         TS_OP_GET => (r.found, r.entry) = found(a.scope.entry(rb, key)?, c.want)?,
         TS_OP_HAS => r.found = a.scope.has(rb, key)?,
-        TS_OP_SET => {
+        TS_OP_SET | TS_OP_SUBMIT => {
             let (raw, opts) = (raw()?, opts(WriteCall::Set)?);
+            // A submit on the store returns at once, its answer queued; in a
+            // scope, or on a thread whose transaction holds the writer, it
+            // is answered here, as a set is, and says so in `found`.
+            r.found = c.op == TS_OP_SUBMIT;
+            if r.found && matches!(a.scope, Scope::Direct) && refused(st).is_none() {
+                r.found = false;
+                return submit(rb, key, raw, opts, c);
+            }
             let v = match a.scope {
                 Scope::Direct => wait_on_store(st, name, c.cancel, |done| rb.set_then(key, raw, opts, done)),
                 s => s.set(rb, key, raw, opts),
@@ -192,8 +178,6 @@ fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
             let at = opts(WriteCall::Take)?.if_version;
             let decodes = decodes_as(c.want, c.check, c.check_ctx);
             let taken = a.write(
-                st,
-                name,
                 |done| rb.take_then(key, at, decodes, done),
                 |s| s.take(rb, key, at, decodes),
             )?;
@@ -201,18 +185,11 @@ fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
         }
         TS_OP_DELETE => {
             let at = opts(WriteCall::Delete)?.if_version;
-            r.found = a.write(
-                st,
-                name,
-                |done| rb.delete_then(key, at, done),
-                |s| s.delete(rb, key, at),
-            )?;
+            r.found = a.write(|done| rb.delete_then(key, at, done), |s| s.delete(rb, key, at))?;
         }
         TS_OP_EXPIRE => {
             let (expiry, at) = expire_options(&c.options)?;
             r.found = a.write(
-                st,
-                name,
                 |done| rb.expire_then(key, expiry, at, done),
                 |s| s.expire(rb, key, expiry, at),
             )?;
@@ -234,18 +211,6 @@ fn list(rb: &RawBucket, scope: Scope, c: &TsCall, after: &[u8]) -> Result<*mut T
         value_view(&e.value, c.want).map_err(|x| named(rb, &e.key.0, x))?;
     }
     Ok(Box::into_raw(Box::new(TsPage { page, want: c.want })))
-}
-
-/// Submits a write of a value on the store and waits for it in this
-/// thread (see `waits.rs`), for a submit the core answers at once.
-pub(crate) fn set_and_wait(
-    rb: &RawBucket,
-    key: &[u8],
-    raw: Raw,
-    opts: WriteOptions,
-    cancel: *const TsCancel,
-) -> Result<Version> {
-    wait_on_store(rb.store(), rb.name(), cancel, |done| rb.set_then(key, raw, opts, done))
 }
 
 /// The check of a take: the value read as `want`, then given to the

@@ -13,18 +13,18 @@
 
 use std::borrow::Cow;
 
-use tinystore::{Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
+use tinystore::{Branches, Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
 
+use crate::answers::TsAnswers;
 use crate::bucket::{TsCheckFn, TsEntry, TsPage, TsWriteOptions, bucket_op};
 use crate::limits::{TsAllowance, counters_op, quota_op, rate_limit_op};
 use crate::once::{TsCaller, TsClaim, once_op};
 use crate::scope::{TsScope, scope_of};
-use crate::value::TsValue;
 use crate::waits::{Done, TsCancel, wait_on_store};
-use crate::{Branchy, TsError, branch, bytes, free, guard, handle, invalid};
+use crate::{TsError, at_key, branch, bytes, free, guard, handle, invalid, owners_of};
 
 /// An open handle of a store: a bucket, counters, a rate limit, a quota, a
-/// once or a config, from its `ts_*_open`. Free it with `ts_handle_free`.
+/// once or a config, from `ts_open` or `ts_config_open`. Free it with `ts_handle_free`.
 pub struct TsHandle(pub(crate) Kind);
 
 pub(crate) enum Kind {
@@ -75,6 +75,9 @@ pub const TS_OP_RESET: i32 = 14;
 pub const TS_OP_REFUND: i32 = 15;
 /// Begins a run of a once's key (on the store; see `once_op`).
 pub const TS_OP_BEGIN: i32 = 16;
+/// Sets a bucket's value on the store and returns at once, its answer
+/// queued (see `answers.rs` and `bucket_op`).
+pub const TS_OP_SUBMIT: i32 = 17;
 
 /// A call's operation and the arguments that are not bytes; each
 /// operation reads the fields it names and ignores the rest.
@@ -94,8 +97,9 @@ pub struct TsCall {
     pub want: i32,
     /// A counter's amount (add, max).
     pub n: i64,
-    /// Uses of a rate limit or quota (allow, refund).
-    pub uses: u64,
+    /// Uses of a rate limit or quota (allow, refund); the core refuses a
+    /// negative number.
+    pub uses: i64,
     /// A take's check of the value (see `TsCheckFn`); null checks nothing.
     pub check: TsCheckFn,
     /// What the check is given with the value.
@@ -109,6 +113,10 @@ pub struct TsCall {
     /// On the store, lets another thread give up on a write before its
     /// group starts, or on begin's wait (`TS_CANCELLED`). Null: none.
     pub cancel: *const TsCancel,
+    /// A submit: the queue its answer goes to, with `token`.
+    pub answers: *const TsAnswers,
+    /// What a submit's answer carries, for the caller to find its write.
+    pub token: u64,
 }
 
 /// What a call of a bucket, counters or once answers.
@@ -131,20 +139,9 @@ pub struct TsResult {
 
 impl TsResult {
     pub(crate) fn empty() -> TsResult {
-        TsResult {
-            found: false,
-            number: 0,
-            entry: TsEntry {
-                value: TsValue::null(),
-                version: 0,
-                has_expiry: false,
-                expires_ms: 0,
-                key: std::ptr::null(),
-                key_len: 0,
-            },
-            page: std::ptr::null_mut(),
-            claim: std::ptr::null_mut(),
-        }
+        // SAFETY: every field is an integer, a bool or a pointer, whose zero
+        // is the empty answer: nothing found, `TS_KIND_NULL`, null.
+        unsafe { std::mem::zeroed() }
     }
 }
 
@@ -159,7 +156,7 @@ pub(crate) struct Args<'a, C: Clone> {
     pub call: &'a TsCall,
 }
 
-impl<'a, C: Branchy> Args<'a, C> {
+impl<'a, C: Branches> Args<'a, C> {
     /// The arguments of a call of `core`, with those every kind shares.
     pub fn of(core: &'a C, a: &Args<'a, ()>) -> Result<Self> {
         Ok(Args {
@@ -173,21 +170,44 @@ impl<'a, C: Branchy> Args<'a, C> {
     }
 }
 impl<C: Clone> Args<'_, C> {
+    /// `e` naming the call's key of the branch of the handle `name`, unless
+    /// it names a key already.
+    pub fn named(&self, name: &str, e: tinystore::Error) -> tinystore::Error {
+        at_key(name, owners_of(self.owners).unwrap_or_default(), self.key, e)
+    }
+}
+
+impl<C: Clone + Written> Args<'_, C> {
     /// A write: on the store, submitted by `direct` and waited for under
     /// the call's cancel; in a scope, the scope's own call.
     pub fn write<T: Send + 'static>(
         &self,
-        store: &Store,
-        name: &str,
         direct: impl FnOnce(Done<T>) -> Result<Ticket>,
         scoped: impl FnOnce(Scope) -> Result<T>,
     ) -> Result<T> {
         match self.scope {
-            Scope::Direct => wait_on_store(store, name, self.call.cancel, direct),
+            Scope::Direct => wait_on_store(self.h.store(), self.h.name(), self.call.cancel, direct),
             s => scoped(s),
         }
     }
 }
+
+/// A handle whose writes go through its store's writer.
+pub(crate) trait Written: Branches {
+    fn store(&self) -> &Store;
+}
+
+macro_rules! written {
+    ($($core:ident),*) => {$(
+        impl Written for $core {
+            fn store(&self) -> &Store {
+                $core::store(self)
+            }
+        }
+    )*};
+}
+
+written!(Counters, Quota, RawOnce, RawBucket);
 
 /// No operation `op` on the handle `what`.
 pub(crate) fn no_op(what: &str, op: i32) -> tinystore::Error {
@@ -197,17 +217,17 @@ pub(crate) fn no_op(what: &str, op: i32) -> tinystore::Error {
 /// The arguments every kind's call reads, from the pointers given.
 pub(crate) unsafe fn shared<'a>(
     scope: *const TsScope,
-    owners: (*const u8, usize),
-    key: (*const u8, usize),
-    value: (*const u8, usize),
+    (owners, owners_len): (*const u8, usize),
+    (key, key_len): (*const u8, usize),
+    (value, value_len): (*const u8, usize),
     call: *const TsCall,
 ) -> Result<Args<'a, ()>> {
     Ok(Args {
         h: Cow::Owned(()),
         scope: unsafe { scope_of(scope) },
-        owners: unsafe { bytes(owners.0, owners.1) },
-        key: unsafe { bytes(key.0, key.1) },
-        value: unsafe { bytes(value.0, value.1) },
+        owners: unsafe { bytes(owners, owners_len) },
+        key: unsafe { bytes(key, key_len) },
+        value: unsafe { bytes(value, value_len) },
         call: unsafe { handle(call, "call") }?,
     })
 }
@@ -233,8 +253,7 @@ pub unsafe extern "C" fn ts_call(
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || unsafe {
-        let owners = (owners, owners_len);
-        let shared = shared(scope, owners, (key, key_len), (value, value_len), call)?;
+        let shared = shared(scope, (owners, owners_len), (key, key_len), (value, value_len), call)?;
         match &handle(h, "handle")?.0 {
             Kind::Bucket(b) => bucket_op(Args::of(b, &shared)?, out),
             Kind::Counters(c) => counters_op(Args::of(c, &shared)?, out),

@@ -70,31 +70,24 @@ pub unsafe extern "C" fn ts_config_json(
     })
 }
 
-/// Checks and keeps the fields of `patch` (JSON) that change; blocks until durable.
+/// Checks and keeps the fields of the JSON patch `text` that change,
+/// blocking until durable; or (`reset`) gives the field, or struct of
+/// fields, at the path `text` back to the layers.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_update(
+pub unsafe extern "C" fn ts_config_change(
     c: *const TsHandle,
-    patch: *const u8,
-    patch_len: usize,
+    reset: bool,
+    text_ptr: *const u8,
+    text_len: usize,
     err: *mut *mut TsError,
 ) -> i32 {
     guard(err, || {
-        let patch = unsafe { text(patch, patch_len, "config update") }?;
-        unsafe { config(c) }?.update_json(patch)
-    })
-}
-
-/// Gives the field, or struct of fields, at `path` back to the layers.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_reset(
-    c: *const TsHandle,
-    path: *const u8,
-    path_len: usize,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let path = unsafe { text(path, path_len, "config path") }?;
-        unsafe { config(c) }?.reset(path)
+        let (c, what) = (
+            unsafe { config(c) }?,
+            if reset { "config path" } else { "config update" },
+        );
+        let t = unsafe { text(text_ptr, text_len, what) }?;
+        if reset { c.reset(t) } else { c.update_json(t) }
     })
 }
 

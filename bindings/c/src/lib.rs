@@ -39,6 +39,7 @@ mod config;
 mod limits;
 mod logs;
 mod once;
+mod open;
 mod scope;
 mod store;
 mod value;
@@ -53,7 +54,7 @@ use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use tinystore::{Branch, Counters, Error, ErrorKind, Quota, RateLimit, RawBucket, RawOnce, Result};
+use tinystore::{Branch, Branches, Error, ErrorKind, Result};
 
 pub use answers::*;
 pub use bucket::*;
@@ -62,6 +63,7 @@ pub use config::*;
 pub use limits::*;
 pub use logs::*;
 pub use once::*;
+pub use open::*;
 pub use scope::*;
 pub use store::*;
 pub use value::*;
@@ -182,11 +184,6 @@ pub(crate) fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Invalid, message)
 }
 
-/// The error kind of a code the caller gave, or `Invalid` naming it.
-fn kind_given(code: i32) -> Result<ErrorKind> {
-    kind_of(code).ok_or_else(|| invalid(format!("no error code {code}")))
-}
-
 /// Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_bytes_free(ptr: *mut u8, len: usize) {
@@ -283,7 +280,7 @@ pub unsafe extern "C" fn ts_error_new(
         let name = unsafe { text(name, name_len, "handle name") }?;
         let (owners, key) = unsafe { (bytes(owners, owners_len), bytes(key, key_len)) };
         let e = Error::new(
-            kind_given(code)?,
+            kind_of(code).ok_or_else(|| invalid(format!("no error code {code}")))?,
             String::from_utf8_lossy(unsafe { bytes(message, message_len) }),
         );
         Err(match (name.is_empty(), key.is_empty()) {
@@ -338,31 +335,13 @@ pub(crate) fn owners_of(mut enc: &[u8]) -> Result<Vec<&[u8]>> {
     Ok(out)
 }
 
-/// A handle with branches: a bucket, counters, a limit, a quota, a once.
-pub(crate) trait Branchy: Clone {
-    /// The branch of `owner` under this one.
-    fn child(&self, owner: &[u8]) -> Self;
-}
-
-macro_rules! branchy {
-    ($($core:ident),*) => {$(
-        impl Branchy for $core {
-            fn child(&self, owner: &[u8]) -> Self {
-                self.under(owner)
-            }
-        }
-    )*};
-}
-
-branchy!(Counters, RateLimit, Quota, RawOnce, RawBucket);
-
 /// The branch of `h` that the encoded owners name; `h` itself when none.
-pub(crate) fn branch<'a, H: Branchy>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
+pub(crate) fn branch<'a, H: Branches>(h: &'a H, owners: &[u8]) -> Result<Cow<'a, H>> {
     if owners.is_empty() {
         return Ok(Cow::Borrowed(h));
     }
     Ok(Cow::Owned(
-        owners_of(owners)?.into_iter().fold(h.clone(), |b, o| b.child(o)),
+        owners_of(owners)?.into_iter().fold(h.clone(), |b, o| b.under(o)),
     ))
 }
 

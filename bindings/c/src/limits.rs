@@ -3,11 +3,10 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result};
+use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result, not_negative};
 
 use crate::call::*;
-use crate::store::{TsStore, store};
-use crate::{TsError, bytes, guard, invalid, owners_of, put, set, span, span_if, text};
+use crate::set;
 
 /// The most windows a quota has.
 pub const TS_MAX_WINDOWS: usize = 8;
@@ -79,34 +78,6 @@ pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
 
 // ---- counters ----
 
-/// Opens the counters `name`: with a `ttl` from a counter's first change,
-/// and with `flush_every`, kept in memory and written every period (each
-/// only when its `has_` flag is set).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_counters_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    ttl_ns: i64,
-    has_ttl: bool,
-    flush_every_ns: i64,
-    has_flush_every: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "counters name") }?;
-        let mut b = unsafe { store(s) }?.counters(name);
-        if let Some(ttl) = span_if(has_ttl, ttl_ns, "ttl", name)? {
-            b = b.ttl(ttl);
-        }
-        if let Some(every) = span_if(has_flush_every, flush_every_ns, "flush_every", name)? {
-            b = b.flush_every(every);
-        }
-        put(out, TsHandle(Kind::Counters(b.open()?)))
-    })
-}
-
 /// A counter's calls:
 /// `TS_OP_ADD` adds the call's `n`, `TS_OP_MAX` keeps the larger of the
 /// counter and `n`, `TS_OP_GET` reads it (0 when missing or expired), each
@@ -116,16 +87,14 @@ pub unsafe extern "C" fn ts_counters_open(
 /// flush_every are `TS_INVALID`.
 pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
     let (h, key, n) = (&*a.h, a.key, a.call.n);
-    let (st, name) = (h.store(), h.name());
+    let name = h.name();
     let mut r = TsResult::empty();
     match a.call.op {
-        TS_OP_ADD => r.number = a.write(st, name, |done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
-        TS_OP_MAX => r.number = a.write(st, name, |done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
+        TS_OP_ADD => r.number = a.write(|done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
+        TS_OP_MAX => r.number = a.write(|done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
         TS_OP_GET => r.number = a.scope.counter_get(h, key)?,
-        TS_OP_DELETE => r.found = a.write(st, name, |done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
+        TS_OP_DELETE => r.found = a.write(|done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
         TS_OP_CLEAR => a.write(
-            st,
-            name,
             |done| h.clear_then(done),
             |_| Err(tinystore::store_only_refused("clear", name)),
         )?,
@@ -135,32 +104,13 @@ pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<(
     Ok(())
 }
 
-// ---- rate limits ----
-
-/// Opens the rate limit `name`: `count` requests every `per_ns`, `burst` at
-/// once (the count when `has_burst` is false).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_rate_limit_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    count: u64,
-    per_ns: i64,
-    burst: u64,
-    has_burst: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "rate limit name") }?;
-        let per = span(per_ns, "rate's span").map_err(|e| e.in_bucket(name))?;
-        let mut b = unsafe { store(s) }?.rate_limit(name).rate(count, per);
-        if has_burst {
-            b = b.burst(burst);
-        }
-        put(out, TsHandle(Kind::RateLimit(b.open()?)))
-    })
+/// The call's count of uses; the core refuses a negative one, which names
+/// the key of the handle `name`.
+fn uses<H: Clone>(a: &Args<'_, H>, name: &str) -> Result<u64> {
+    not_negative(a.call.uses, "a count of uses").map_err(|e| a.named(name, e))
 }
+
+// ---- rate limits ----
 
 /// A rate limit's calls: `TS_OP_ALLOW` takes
 /// the call's `uses` together or none, `TS_OP_PEEK` counts nothing and
@@ -171,7 +121,7 @@ pub unsafe extern "C" fn ts_rate_limit_open(
 pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Result<()> {
     let (h, key, s) = (&*a.h, a.key, a.scope);
     let answer = match a.call.op {
-        TS_OP_ALLOW => s.rate_limit_allow(h, key, a.call.uses)?,
+        TS_OP_ALLOW => s.rate_limit_allow(h, key, uses(&a, h.name())?)?,
         TS_OP_PEEK => s.rate_limit_peek(h, key)?,
         TS_OP_RESET => return s.rate_limit_reset(h, key),
         op => return Err(no_op("rate limit", op)),
@@ -182,60 +132,22 @@ pub(crate) fn rate_limit_op(a: Args<'_, RateLimit>, out: *mut TsAllowance) -> Re
 
 // ---- quotas ----
 
-/// Opens the quota `name` with `count` windows: their names encoded as the
-/// owners are (u32 length and bytes each), their limits and spans in ns.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_quota_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    names: *const u8,
-    names_len: usize,
-    limits: *const u64,
-    spans_ns: *const i64,
-    count: usize,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "quota name") }?;
-        let mut b = unsafe { store(s) }?.quota(name);
-        let names = owners_of(unsafe { bytes(names, names_len) })?;
-        if names.len() != count || (count > 0 && (limits.is_null() || spans_ns.is_null())) {
-            return Err(invalid("the windows' names, limits and spans differ in number"));
-        }
-        for (i, n) in names.into_iter().enumerate() {
-            let n = std::str::from_utf8(n).map_err(|_| invalid("a window name is not UTF-8"))?;
-            let (limit, ns) = unsafe { (*limits.add(i), *spans_ns.add(i)) };
-            let per = span(ns, "window's span").map_err(|e| e.in_bucket(name))?;
-            b = b.window(n, limit, per);
-        }
-        put(out, TsHandle(Kind::Quota(b.open()?)))
-    })
-}
-
 /// A quota's calls:
 /// `TS_OP_ALLOW` counts the call's `uses` in every window or none,
 /// `TS_OP_REFUND` gives them back, `TS_OP_PEEK` answers without counting,
 /// `TS_OP_RESET` forgets the key (and fills no answer).
 pub(crate) fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> {
-    let (h, key, n) = (&*a.h, a.key, a.call.uses);
-    let (st, name) = (h.store(), h.name());
+    let (h, key) = (&*a.h, a.key);
+    let name = h.name();
+    let n = match a.call.op {
+        TS_OP_ALLOW | TS_OP_REFUND => uses(&a, name)?,
+        _ => 0,
+    };
     let answer = match a.call.op {
-        TS_OP_ALLOW => a.write(
-            st,
-            name,
-            |done| h.allow_n_then(key, n, done),
-            |s| s.quota_allow(h, key, n),
-        )?,
-        TS_OP_REFUND => a.write(
-            st,
-            name,
-            |done| h.refund_n_then(key, n, done),
-            |s| s.quota_refund(h, key, n),
-        )?,
+        TS_OP_ALLOW => a.write(|done| h.allow_n_then(key, n, done), |s| s.quota_allow(h, key, n))?,
+        TS_OP_REFUND => a.write(|done| h.refund_n_then(key, n, done), |s| s.quota_refund(h, key, n))?,
         TS_OP_PEEK => a.scope.quota_peek(h, key)?,
-        TS_OP_RESET => return a.write(st, name, |done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
+        TS_OP_RESET => return a.write(|done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
         op => return Err(no_op("quota", op)),
     };
     fill(out, &answer);

@@ -7,10 +7,9 @@
 use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
 
 use crate::call::*;
-use crate::store::{TsStore, store};
 use crate::value::{raw_in, value_out};
 use crate::waits::answer_or_give_up;
-use crate::{TsError, at_key, guard, invalid, owners_of, put, set, span_if, text};
+use crate::{TsError, guard, invalid, set};
 
 /// The run of one key, held until `ts_claim_keep` or `ts_claim_abandon`.
 pub struct TsClaim(Claim);
@@ -39,32 +38,6 @@ pub unsafe extern "C" fn ts_caller_free(c: *mut TsCaller) {
     unsafe { crate::free(c) }
 }
 
-fn named(o: &RawOnce, owners: &[u8], key: &[u8], e: Error) -> Error {
-    at_key(o.name(), owners_of(owners).unwrap_or_default(), key, e)
-}
-
-/// Opens the once `name`, keeping answers `keep_ns` (a day when `has_keep`
-/// is false).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_once_open(
-    s: *const TsStore,
-    name: *const u8,
-    name_len: usize,
-    keep_ns: i64,
-    has_keep: bool,
-    out: *mut *mut TsHandle,
-    err: *mut *mut TsError,
-) -> i32 {
-    guard(err, || {
-        let name = unsafe { text(name, name_len, "once name") }?;
-        let keep = span_if(has_keep, keep_ns, "keep", name)?;
-        put(
-            out,
-            TsHandle(Kind::Once(RawOnce::open(unsafe { store(s) }?, name, keep)?)),
-        )
-    })
-}
-
 /// A once's calls. `TS_OP_BEGIN`, on
 /// the store only, begins a run of the key, waiting for any run of it to
 /// end: either an answer is kept (`found`, with it in `entry.value`, read
@@ -77,7 +50,7 @@ pub unsafe extern "C" fn ts_once_open(
 /// answers it; `TS_OP_DELETE` forgets it, so the next run runs again.
 pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
     let (h, key, c) = (&*a.h, a.key, a.call);
-    let named = |e| named(h, a.owners, key, e);
+    let named = |e| a.named(h.name(), e);
     let mut r = TsResult::empty();
     let kept = match c.op {
         TS_OP_BEGIN => {
@@ -103,12 +76,7 @@ pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
         }
         TS_OP_GET => a.scope.once_get(h, key)?,
         TS_OP_DELETE => {
-            r.found = a.write(
-                h.store(),
-                h.name(),
-                |done| h.delete_then(key, done),
-                |s| s.once_delete(h, key),
-            )?;
+            r.found = a.write(|done| h.delete_then(key, done), |s| s.once_delete(h, key))?;
             None
         }
         op => return Err(no_op("once", op)),

@@ -61,10 +61,6 @@ pub(crate) unsafe fn scope_of<'a>(s: *const TsScope) -> Scope<'a> {
     }
 }
 
-fn ended() -> Error {
-    Error::new(ErrorKind::Closed, "the transaction has ended")
-}
-
 unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a Tx> {
     match unsafe { s.as_ref() } {
         Some(TsScope(Held::Tx(t))) => Ok(t),
@@ -121,11 +117,11 @@ pub unsafe extern "C" fn ts_tx_begin(
 pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError) -> i32 {
     guard(err, || {
         let t = unsafe { tx(t) }?;
-        let done = t.take_done().ok_or_else(ended)?;
+        let done = t.take_done().ok_or_else(tinystore::tx_ended)?;
         // A commit that cannot reach the writer (the transaction timed out)
         // still has its answer on `done`, which says why.
         let sent = t.session.commit();
-        done.recv().map_err(|_| ended())??;
+        done.recv().map_err(|_| tinystore::tx_ended())??;
         sent
     })
 }

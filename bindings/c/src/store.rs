@@ -18,13 +18,14 @@ pub struct TsStoreOptions {
     /// The test clock's start, in ms since the Unix epoch (when `manual`).
     pub clock_ms: i64,
     /// Reader connections to keep; 0 for the default.
-    pub readers: u32,
+    pub readers: i64,
     /// A memory budget in bytes (`Options::memory`, at least 1 MiB); 0 for
     /// none.
-    pub memory: u64,
+    pub memory: i64,
     /// Bytes of kv.db each reader maps (`Options::mmap_size`); 0 for the
     /// default (1 GiB, none with a memory budget), `TS_MMAP_NONE` to map
-    /// nothing. Any other negative value is `TS_INVALID`.
+    /// nothing. The core refuses any other negative number, here and in
+    /// `readers` and `memory`, as `TS_INVALID` naming it.
     pub mmap_size: i64,
     /// Readers give back their read-mark lock at every read, as plain
     /// SQLite does, instead of keeping it between reads of a quiet file
@@ -41,6 +42,7 @@ pub struct TsStoreOptions {
 /// read with `pread` (a network filesystem, or where a file cut short under
 /// a read must be an error, never SIGBUS).
 pub const TS_MMAP_NONE: i64 = -1;
+const _: () = assert!(TS_MMAP_NONE == tinystore::MMAP_NONE);
 
 /// The writer's groups since the store opened.
 #[repr(C)]
@@ -87,26 +89,7 @@ pub unsafe extern "C" fn ts_store_open(
             if opts.manual {
                 o = o.test_clock(from_millis(opts.clock_ms));
             }
-            if opts.readers > 0 {
-                o = o.readers(opts.readers as usize);
-            }
-            if opts.memory > 0 {
-                o = o.memory(usize::try_from(opts.memory).unwrap_or(usize::MAX));
-            }
-            match opts.mmap_size {
-                0 => {}
-                TS_MMAP_NONE => o = o.mmap_size(0),
-                n if n > 0 => o = o.mmap_size(n as u64),
-                n => {
-                    return Err(Error::new(
-                        ErrorKind::Invalid,
-                        format!(
-                            "the store option mmap_size is {n}: bytes of kv.db each reader maps, \
-                             0 for the default or TS_MMAP_NONE (-1) for none; nothing was opened"
-                        ),
-                    ));
-                }
-            }
+            o = tinystore::sized_options(o, opts.readers, opts.memory, opts.mmap_size)?;
             if opts.release_read_locks {
                 o = o.keep_read_locks(false);
             }
@@ -250,60 +233,4 @@ pub unsafe extern "C" fn ts_store_fail_next_commit_for_tests(s: *const TsStore, 
         unsafe { store(s) }?.fail_next_commit_for_tests();
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::ptr::null_mut;
-
-    use super::*;
-    use crate::{TS_INVALID, TS_OK, TsErrorView, ts_error_free, ts_error_view};
-
-    fn open(dir: &str, mmap_size: i64) -> (i32, *mut TsStore, String) {
-        let options = TsStoreOptions {
-            manual: true,
-            clock_ms: 1_792_486_800_000,
-            readers: 1,
-            memory: 0,
-            mmap_size,
-            release_read_locks: false,
-            share_with_group: false,
-        };
-        let (mut s, mut err) = (null_mut(), null_mut());
-        let code = unsafe { ts_store_open(dir.as_ptr(), dir.len(), &options, &mut s, &mut err) };
-        let mut message = String::new();
-        if !err.is_null() {
-            // SAFETY: a view is integers and null pointers when zeroed.
-            let mut v: TsErrorView = unsafe { std::mem::zeroed() };
-            unsafe { ts_error_view(err, &mut v) };
-            message = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(v.message, v.message_len) }).into();
-            unsafe { ts_error_free(err) };
-        }
-        (code, s, message)
-    }
-
-    #[test]
-    fn mmap_size_none_opens_and_a_negative_size_is_invalid_naming_it_and_creates_nothing() {
-        let base = std::env::temp_dir().join(format!("ts-c-mmap-{}", std::process::id()));
-        let dir = base.join("none");
-        let (code, s, message) = open(dir.to_str().unwrap(), TS_MMAP_NONE);
-        assert_eq!((code, message.as_str()), (TS_OK, ""));
-        let mut stats = TsGroupStats { groups: 9, writes: 9 };
-        let mut err = null_mut();
-        assert_eq!(unsafe { ts_store_group_stats(s, &mut stats, &mut err) }, TS_OK);
-        assert_eq!(
-            (stats.groups, stats.writes),
-            (0, 0),
-            "a new store has committed no group"
-        );
-        unsafe { ts_store_free(s) };
-
-        let never = base.join("never");
-        let (code, s, message) = open(never.to_str().unwrap(), -2);
-        assert_eq!(code, TS_INVALID);
-        assert!(s.is_null());
-        assert!(message.contains("mmap_size is -2"), "{message}");
-        assert!(!never.exists(), "a refused open created its directory");
-        let _ = std::fs::remove_dir_all(base);
-    }
 }

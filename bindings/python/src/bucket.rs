@@ -16,7 +16,7 @@ use tinystore::{
 };
 
 use crate::completions::Completions;
-use crate::convert::{Codec, branch, key_in, key_to_py, opt_span, version};
+use crate::convert::{Answered, Arg, Codec, branch, key_in, key_to_py, opt_span, version};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
@@ -30,7 +30,7 @@ pub struct Bucket {
     pub(crate) codec: Arc<Codec>,
     pub(crate) store: tinystore::Store,
     /// Its async writes go to the core as they are made (see
-    /// `Completions::defer_pending`): false for a store with a memory budget.
+    /// `Completions::defer_into`): false for a store with a memory budget.
     pub(crate) streams: bool,
 }
 
@@ -38,11 +38,11 @@ pub struct Bucket {
 pub(crate) type PyEntry = (Py<PyAny>, Py<PyAny>, String, Option<i64>);
 
 impl Bucket {
-    pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    pub(crate) fn key(&self, py: Python<'_>, key: &Arg<'_>) -> PyResult<Vec<u8>> {
         key_in(py, self.raw.name(), key)
     }
 
-    pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Bound<'_, PyAny>) -> PyResult<Raw> {
+    pub(crate) fn value(&self, py: Python<'_>, key: &[u8], value: &Arg<'_>) -> PyResult<Raw> {
         self.codec
             .to_raw(py, value)
             .map_err(|e| to_py(py, self.raw.named(key, e)))
@@ -54,9 +54,9 @@ impl Bucket {
         py: Python<'_>,
         call: WriteCall,
         key: &[u8],
-        ttl: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Arg<'_>>,
         expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
+        if_version: Option<&Arg<'_>>,
     ) -> PyResult<WriteOptions> {
         let (ttl, if_version) = self.option_values(py, ttl, if_version)?;
         self.raw
@@ -67,8 +67,8 @@ impl Bucket {
     fn option_values(
         &self,
         py: Python<'_>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        if_version: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Arg<'_>>,
+        if_version: Option<&Arg<'_>>,
     ) -> PyResult<(Option<Duration>, Option<Version>)> {
         let named = |e: Error| to_py(py, e.in_bucket(self.raw.name()));
         Ok((
@@ -86,42 +86,22 @@ impl Bucket {
     pub(crate) fn set_start(
         &self,
         py: Python<'_>,
-        running: &Bound<'_, PyAny>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
+        running: &Arg<'_>,
+        key: &Arg<'_>,
+        value: &Arg<'_>,
         pending: &Bound<'_, Pending>,
     ) -> PyResult<()> {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
-        let completions = &Completions::of_loop(running)?;
-        let (q, store, bucket) = (completions.get().queue.clone(), self.store.clone(), self.raw.clone());
-        Completions::defer_into(completions, &self.store, self.streams, pending, move |future| {
-            bucket.set_then(&k, raw, WriteOptions::default(), move |out| {
-                q.push(&store, future, resolve_with(out, py_version))
-            })
-        })
-    }
-
-    /// `create` of `key`, answered by what `answer_for(key)` makes of the
-    /// core's [`Created`].
-    #[allow(clippy::too_many_arguments)]
-    fn create_answering<C: reply::Answer<Created<Raw>>>(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        expires_at: Option<i64>,
-        scope: Option<&Bound<'_, PyAny>>,
-        answer_for: impl FnOnce(&[u8]) -> C,
-    ) -> PyResult<Py<PyAny>> {
-        let k = self.key(py, key)?;
-        let raw = self.value(py, &k, value)?;
-        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
-        let answer = answer_for(&k);
-        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
+        let (completions, bucket) = (&Completions::of_loop(running)?, self.raw.clone());
+        reply::answer_into(
+            completions,
+            &self.store,
+            self.streams,
+            pending,
+            answer_version,
+            move |r| bucket.set_then(&k, raw, WriteOptions::default(), r.done()),
+        )
     }
 
     /// A call of this bucket (see [`Call::run`]).
@@ -144,8 +124,9 @@ fn entry_row(py: Python<'_>, codec: &Codec, raw: &RawBucket, e: Entry<Raw>) -> R
     ))
 }
 
-/// The answer of a take: the value, converted by the bucket's codec, or None.
-fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Option<Entry<Raw>>) -> PyResult<Py<PyAny>> {
+/// The answer of a get or a take: the value found, converted by the codec
+/// of the bucket `raw`, or None.
+fn value_found(py: Python<'_>, codec: &Codec, raw: &RawBucket, out: Option<Entry<Raw>>) -> Answered {
     let Some(e) = out else { return Ok(py.None()) };
     codec
         .to_py(py, &e.value)
@@ -153,27 +134,18 @@ fn answer_taken(py: Python<'_>, (codec, raw): (Arc<Codec>, RawBucket), out: Opti
         .map_err(|err| to_py(py, raw.named(&e.key.0, err)))
 }
 
-fn resolve_with<T: Send + 'static>(
-    out: tinystore::Result<T>,
-    convert: impl FnOnce(Python<'_>, T) -> Py<PyAny> + Send + 'static,
-) -> crate::completions::Resolve {
-    Box::new(move |py| out.map(|v| convert(py, v)).map_err(|e| to_py(py, e)))
-}
+/// What `create(..., entry=True)` answers the entry written with: the
+/// bucket's codec and handle, the key, and the value given.
+type Given = (Arc<Codec>, RawBucket, Vec<u8>, Py<PyAny>);
 
-fn answer_created(py: Python<'_>, c: Created<Raw>) -> PyResult<Py<PyAny>> {
-    reply::value(py, c.written())
-}
-
-/// The answer of `create(..., entry=True)`: (written, row), the row the entry written
-/// (its value the caller's own `given`) or the live one found, converted
-/// by the bucket's codec.
-fn answer_created_entry(
-    py: Python<'_>,
-    (codec, raw): (Arc<Codec>, RawBucket),
-    (key, given): (Vec<u8>, Py<PyAny>),
-    c: Created<Raw>,
-) -> PyResult<Py<PyAny>> {
+/// The answer of `create`: whether it wrote; with `entry`, (written, row),
+/// the row the entry written (its value the caller's own) or the live one
+/// found, converted by the bucket's codec.
+fn answer_created(py: Python<'_>, entry: Option<Given>, c: Created<Raw>) -> Answered {
     let written = c.written();
+    let Some((codec, raw, key, given)) = entry else {
+        return reply::value(py, written);
+    };
     let row: PyEntry = match c {
         Created::Written { version, expires_at } => (
             key_to_py(py, &key).unbind(),
@@ -186,7 +158,7 @@ fn answer_created_entry(
     (written, row).into_py_any(py)
 }
 
-fn answer_version(py: Python<'_>, v: Version) -> PyResult<Py<PyAny>> {
+fn answer_version(py: Python<'_>, v: Version) -> Answered {
     Ok(py_version(py, v))
 }
 
@@ -249,9 +221,9 @@ impl Bucket {
         py: Python<'_>,
         store: &Store,
         name: &str,
-        codec: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
-        idle: Option<&Bound<'_, PyAny>>,
+        codec: &Arg<'_>,
+        ttl: Option<&Arg<'_>>,
+        idle: Option<&Arg<'_>>,
     ) -> PyResult<Bucket> {
         let named = |e: Error| to_py(py, e.in_bucket(name));
         let codec = Codec::of(py, name, "bucket", codec)?;
@@ -285,7 +257,7 @@ impl Bucket {
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Bucket> {
         Ok(Bucket {
-            raw: branch(py, self.raw.name(), &self.raw, owners, |b, o| b.under(o))?,
+            raw: branch(py, &self.raw, owners)?,
             codec: self.codec.clone(),
             store: self.store.clone(),
             streams: self.streams,
@@ -295,27 +267,15 @@ impl Bucket {
     /// The value of a live key, or None. In an idle bucket, a read on the
     /// store renews the key; one in a transaction or a view renews nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn get(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let found = in_scope(py, scope, |s| s.entry(&self.raw, &k))?;
-        match found {
-            Some(e) => self
-                .codec
-                .to_py(py, &e.value)
-                .map(Bound::unbind)
-                .map_err(|err| to_py(py, self.raw.named(&k, err))),
-            None => Ok(py.None()),
-        }
+        value_found(py, &self.codec, &self.raw, found)
     }
 
     /// (key, value, version, expires_at_ms) of a live key, or None.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None) -> "_Row | None")]
-    fn entry(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<PyEntry>> {
+    fn entry(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> PyResult<Option<PyEntry>> {
         let k = self.key(py, key)?;
         let found = in_scope(py, scope, |s| s.entry(&self.raw, &k))?;
         found
@@ -326,7 +286,7 @@ impl Bucket {
 
     /// Whether a live key is there.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn has(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    fn has(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> PyResult<bool> {
         let k = self.key(py, key)?;
         in_scope(py, scope, |s| s.has(&self.raw, &k))
     }
@@ -336,9 +296,9 @@ impl Bucket {
     fn list(
         &self,
         py: Python<'_>,
-        after: Option<&Bound<'_, PyAny>>,
+        after: Option<&Arg<'_>>,
         limit: Option<usize>,
-        scope: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Arg<'_>>,
     ) -> PyResult<(Vec<PyEntry>, Option<Py<PyAny>>)> {
         let scope = scope_of(py, scope)?;
         let after = match after.filter(|a| !a.is_none()) {
@@ -362,13 +322,13 @@ impl Bucket {
     fn set(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
+        key: &Arg<'_>,
+        value: &Arg<'_>,
+        ttl: Option<&Arg<'_>>,
         expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+        if_version: Option<&Arg<'_>>,
+        scope: Option<&Arg<'_>>,
+    ) -> Answered {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
@@ -392,39 +352,32 @@ impl Bucket {
     fn create(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
+        key: &Arg<'_>,
+        value: &Arg<'_>,
+        ttl: Option<&Arg<'_>>,
         expires_at: Option<i64>,
-        scope: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Arg<'_>>,
         entry: bool,
-    ) -> PyResult<Py<PyAny>> {
-        if !entry {
-            return self.create_answering(py, key, value, ttl, expires_at, scope, |_| answer_created);
-        }
-        let ours = (self.codec.clone(), self.raw.clone());
-        let given = value.clone().unbind();
-        self.create_answering(py, key, value, ttl, expires_at, scope, |k| {
-            let given = (k.to_vec(), given);
-            move |py: Python<'_>, c| answer_created_entry(py, ours, given, c)
-        })
+    ) -> Answered {
+        let k = self.key(py, key)?;
+        let raw = self.value(py, &k, value)?;
+        let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
+        let given = entry.then(|| (self.codec.clone(), self.raw.clone(), k.clone(), value.clone().unbind()));
+        let answer = move |py: Python<'_>, c| answer_created(py, given, c);
+        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
+            |s, b| s.create(b, &k, raw, e),
+            |r| b.create_then(&k, raw, e, r.done()))
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
     /// does not read as the bucket's type raises and stays (inside a
     /// transaction, which then rolls back).
     #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
-    fn take(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn take(&self, py: Python<'_>, key: &Arg<'_>, if_version: Option<&Arg<'_>>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
-        let checks = (self.codec.clone(), self.raw.clone());
-        let answer = move |py: Python<'_>, out| answer_taken(py, checks, out);
+        let (codec, raw) = (self.codec.clone(), self.raw.clone());
+        let answer = move |py: Python<'_>, out| value_found(py, &codec, &raw, out);
         let check = |codec: Arc<Codec>| move |e: &Entry<Raw>| codec.check(&e.value);
         run!(self.call(), py, scope, answer, (k, opts.if_version, self.codec.clone()) => (k, v, codec),
             |s, b| s.take(b, &k, v, check(codec)),
@@ -433,13 +386,7 @@ impl Bucket {
 
     /// Deletes a key; says whether a live key was there.
     #[pyo3(signature = (key: "_Key", if_version = None, scope: "_Scope" = None))]
-    fn delete(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        if_version: Option<&Bound<'_, PyAny>>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn delete(&self, py: Python<'_>, key: &Arg<'_>, if_version: Option<&Arg<'_>>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
         run!(self.call(), py, scope, reply::value, (k, opts.if_version) => (k, v),
@@ -452,12 +399,12 @@ impl Bucket {
     fn expire(
         &self,
         py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        ttl: Option<&Bound<'_, PyAny>>,
+        key: &Arg<'_>,
+        ttl: Option<&Arg<'_>>,
         expires_at: Option<i64>,
-        if_version: Option<&Bound<'_, PyAny>>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+        if_version: Option<&Arg<'_>>,
+        scope: Option<&Arg<'_>>,
+    ) -> Answered {
         let k = self.key(py, key)?;
         let (ttl, v) = self.option_values(py, ttl, if_version)?;
         let (e, v) = self
@@ -471,7 +418,7 @@ impl Bucket {
 
     /// Removes this branch and every branch under it.
     #[pyo3(signature = (scope: "_Scope" = None))]
-    fn clear(&self, py: Python<'_>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn clear(&self, py: Python<'_>, scope: Option<&Arg<'_>>) -> Answered {
         run!(self.call().long(), py, scope, reply::none, () => (),
             |s, b| s.clear(b),
             |r| b.clear_then(r.done()))

@@ -39,13 +39,10 @@ impl CallerContext {
 /// or a context inside nothing.
 pub(crate) fn caller(py: Python<'_>) -> tinystore::CallerContext {
     static VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let Ok(var) = VAR.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("tinystore._tx_marks")?.getattr("caller")?.unbind())
-    }) else {
+    let Ok(var) = VAR.import(py, "tinystore._tx_marks", "caller") else {
         return tinystore::CallerContext::new();
     };
-    var.bind(py)
-        .call_method0(pyo3::intern!(py, "get"))
+    var.call_method0(pyo3::intern!(py, "get"))
         .ok()
         .and_then(|c| c.cast::<CallerContext>().ok().map(|c| c.get().0.clone()))
         .unwrap_or_default()

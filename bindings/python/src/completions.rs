@@ -59,17 +59,12 @@ pub struct Queue {
 impl Queue {
     /// Queues the answer of `future`; called on any thread, never takes the GIL.
     pub fn push(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
-        let was_empty = {
-            let mut q = lock(&self.answers);
-            let was_empty = q.is_empty();
-            q.push(Answer {
-                future,
-                resolve,
-                store: store.clone(),
-            });
-            was_empty
+        let answer = Answer {
+            future,
+            resolve,
+            store: store.clone(),
         };
-        if was_empty {
+        if push_first(&self.answers, answer) {
             // On the writer thread, once the whole group is answered.
             let wake = self.clone();
             tinystore::after_answers(move || wake.wake());
@@ -95,8 +90,18 @@ impl Queue {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// The guard of `m`, a poisoned one too: a panic elsewhere leaves each
+/// guarded value whole, so the next call may go on with it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Pushes `item` onto the list `m` guards; says whether it is the first
+/// there, since whoever adds the first wakes the side that empties it.
+fn push_first<T>(m: &Mutex<Vec<T>>, item: T) -> bool {
+    let mut list = lock(m);
+    list.push(item);
+    list.len() == 1
 }
 
 thread_local! {
@@ -178,10 +183,7 @@ pub fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
             return Ok(lp);
         }
     }
-    let get = GET_RUNNING_LOOP.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
-    })?;
-    let lp = get.bind(py).call0()?;
+    let lp = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
     let old = lock(&LAST).replace((me, lp.clone().unbind()));
     drop(old); // with the GIL, outside the lock
     Ok(lp)
@@ -253,30 +255,11 @@ impl Completions {
         {
             return Ok(c.bind(py).clone());
         }
-        let registry = REGISTRY.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("tinystore._loop")?.getattr("completions")?.unbind())
-        })?;
-        let found = registry.bind(py).call1((lp,))?.cast_into::<Completions>()?;
+        let registry = REGISTRY.import(py, "tinystore._loop", "completions")?;
+        let found = registry.call1((lp,))?.cast_into::<Completions>()?;
         let old = lock(&LAST).replace((lp.clone().unbind(), found.clone().unbind()));
         drop(old); // with the GIL, outside the lock
         Ok(found)
-    }
-
-    /// Queues a write for the end of this iteration of the loop, answered
-    /// through a [`Pending`] (made here, and returned for the caller to
-    /// await); `submit` hands it to the core with the `Pending` its
-    /// completion resolves.
-    /// `stream`: hand it to the core at once, into this iteration's burst
-    /// (only where `submit` never waits: a store without a memory budget).
-    pub fn defer_pending<'py>(
-        slf: &Bound<'py, Completions>,
-        store: &Store,
-        stream: bool,
-        submit: impl FnOnce(Py<PyAny>) -> tinystore::Result<tinystore::Ticket> + Send + 'static,
-    ) -> PyResult<Bound<'py, Pending>> {
-        let pending = Completions::new_pending(slf)?;
-        Completions::defer_into(slf, store, stream, &pending, submit)?;
-        Ok(pending)
     }
 
     /// A `Pending` of this loop, for a call made now.
@@ -285,8 +268,11 @@ impl Completions {
         Bound::new(py, Pending::new(py, &slf.get().loop_ref))
     }
 
-    /// `defer_pending` answering a `Pending` the caller made (the coroutine
-    /// of a `set`, at its first step).
+    /// Queues a write for the end of this iteration of the loop, answered
+    /// through `pending`; `submit` hands it to the core with the future its
+    /// completion resolves.
+    /// `stream`: hand it to the core at once, into this iteration's burst
+    /// (only where `submit` never waits: a store without a memory budget).
     pub fn defer_into(
         slf: &Bound<'_, Completions>,
         store: &Store,
@@ -313,10 +299,7 @@ impl Completions {
     ) -> PyResult<()> {
         let py = slf.py();
         if store.is_closed() {
-            return Err(to_py(
-                py,
-                tinystore::Error::new(tinystore::ErrorKind::Closed, "the store is closed"),
-            ));
+            return Err(to_py(py, tinystore::Error::closed()));
         }
         store
             .refuse_write(|| crate::caller::caller(py))
@@ -339,19 +322,14 @@ impl Completions {
             }
             return Ok(());
         }
-        let was_empty = {
-            let mut p = lock(&this.pending);
-            let was_empty = p.is_empty();
-            p.push(Deferred {
-                submit,
-                future,
-                spare,
-                ticket,
-                store: store.clone(),
-            });
-            was_empty
+        let deferred = Deferred {
+            submit,
+            future,
+            spare,
+            ticket,
+            store: store.clone(),
         };
-        if was_empty {
+        if push_first(&this.pending, deferred) {
             Completions::schedule_flush(slf)?;
         }
         Ok(())

@@ -9,9 +9,16 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTuple};
-use tinystore::{Error, ErrorKind, Raw, Version};
+use tinystore::{Branches, Error, ErrorKind, Raw, Version};
 
 use crate::errors::{corrupt, from_codec, invalid, to_py};
+
+/// A Python object as a call is given it.
+pub type Arg<'py> = Bound<'py, PyAny>;
+
+/// What a call answers: a Python object, its value or the `Pending` that
+/// gives the value on the loop.
+pub type Answered = PyResult<Py<PyAny>>;
 
 /// The bytes of a key or owner: text as UTF-8, bytes as they are, an
 /// integer as its decimal spelling (KV-1). Anything else is `Invalid`.
@@ -44,18 +51,12 @@ pub fn key_in(py: Python<'_>, name: &str, key: &Bound<'_, PyAny>) -> PyResult<Ve
         .map_err(|e| to_py(py, e.in_bucket(name)))
 }
 
-/// The branch of `owners` under `handle`, a handle named `name`: `under`
-/// takes one step down.
-pub fn branch<H: Clone>(
-    py: Python<'_>,
-    name: &str,
-    handle: &H,
-    owners: &Bound<'_, PyTuple>,
-    mut under: impl FnMut(&H, Vec<u8>) -> H,
-) -> PyResult<H> {
+/// The branch of `owners` under `handle`, each owner a key whose error
+/// names the handle.
+pub fn branch<H: Branches>(py: Python<'_>, handle: &H, owners: &Bound<'_, PyTuple>) -> PyResult<H> {
     let mut h = handle.clone();
     for o in owners.iter() {
-        h = under(&h, key_in(py, name, &o)?);
+        h = h.under(&key_in(py, handle.name(), &o)?);
     }
     Ok(h)
 }

@@ -14,11 +14,8 @@ static FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// The Python exception for a core error: the subclass of its kind, with
 /// `.code`, `.bucket` and `.path` set.
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let factory = FACTORY.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("tinystore.errors")?.getattr("_from_native")?.unbind())
-    });
-    let factory = match factory {
-        Ok(f) => f.bind(py),
+    let factory = match FACTORY.import(py, "tinystore.errors", "_from_native") {
+        Ok(f) => f,
         Err(err) => return err,
     };
     match factory.call1((e.kind().code(), e.to_string(), e.message(), e.bucket(), e.path())) {

@@ -11,6 +11,7 @@
 use pyo3::prelude::*;
 use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateSteps};
 
+use crate::convert::{Answered, Arg};
 use crate::errors::py_err;
 use crate::reply;
 use crate::scope::{Call, on_store, run};
@@ -77,14 +78,15 @@ impl LimitStore {
         Ok(LimitUpdate {
             steps,
             store: self.store.clone(),
+            name: self.ls.name().to_owned(),
         })
     }
 
     /// Removes expired entries; returns how many went (`running`: None to
     /// block, or the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
-    fn sweep(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        run!(Call::of(&self.ls, &self.store), py, on_store(py, running)?, reply::value, () => (),
+    fn sweep(&self, py: Python<'_>, running: Option<&Arg<'_>>) -> Answered {
+        run!(Call::of(&self.ls, &self.store), py, on_store(py, running, || tinystore::store_only_refused("sweep", self.ls.name()))?, reply::value, () => (),
             |_, ls| ls.sweep(),
             |r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))))
     }
@@ -100,6 +102,8 @@ impl LimitStore {
 pub struct LimitUpdate {
     steps: UpdateSteps,
     store: CoreStore,
+    /// The limit store's name, for the errors of its calls.
+    name: String,
 }
 
 fn returned(raw: Vec<PyReturned>) -> Vec<(String, tinystore::Returned)> {
@@ -145,13 +149,8 @@ impl LimitUpdate {
     /// must run again on `entries()` (`running`: None to block with the GIL
     /// released, or the asyncio loop that awaits it).
     #[pyo3(signature = (changes, running: "asyncio.AbstractEventLoop | None" = None))]
-    fn commit(
-        &self,
-        py: Python<'_>,
-        changes: Vec<PyReturned>,
-        running: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let running = on_store(py, running)?;
+    fn commit(&self, py: Python<'_>, changes: Vec<PyReturned>, running: Option<&Arg<'_>>) -> Answered {
+        let running = on_store(py, running, || tinystore::store_only_refused("commit", &self.name))?;
         run!(Call::of(&self.steps, &self.store), py, running, reply::value, returned(changes) => changes,
             |_, steps| reply::blocking(|done| steps.commit_then(changes, done)),
             |r| steps.commit_then(changes, r.done()))

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use tinystore::{Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit};
 
-use crate::convert::{branch, key_in, opt_span, span, type_name};
+use crate::convert::{Answered, Arg, branch, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
 use crate::scope::{Call, in_scope, on_store, run};
@@ -28,12 +28,12 @@ pub(crate) fn allowance(a: Allowance) -> PyAllowance {
     (a.ok, a.left, a.retry_at.map(tinystore::to_millis), windows)
 }
 
-fn py_allowance(py: Python<'_>, a: Allowance) -> PyResult<Py<PyAny>> {
+fn py_allowance(py: Python<'_>, a: Allowance) -> Answered {
     reply::value(py, allowance(a))
 }
 
 /// A rate like `"5/m"`, or a (count, duration) pair.
-fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
+fn rate(obj: &Arg<'_>) -> Result<(u64, Duration), Error> {
     if let Ok(s) = obj.cast::<PyString>() {
         let text = s.to_str().map_err(|_| invalid("a rate is not valid text"))?;
         return tinystore::parse_rate(text);
@@ -57,7 +57,7 @@ fn rate(obj: &Bound<'_, PyAny>) -> Result<(u64, Duration), Error> {
     )))
 }
 
-pub(crate) fn count(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+pub(crate) fn count(py: Python<'_>, name: &str, n: &Arg<'_>, what: &str) -> PyResult<u64> {
     n.extract::<u64>().map_err(|_| {
         to_py(
             py,
@@ -77,7 +77,7 @@ impl RateLimit {
     /// Opens the rate limit `name`: `rate` ("5/m") and `burst` (the rate's count when None).
     #[new]
     #[pyo3(signature = (store, name, rate_: "_Rate", burst = None))]
-    fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Bound<'_, PyAny>, burst: Option<u64>) -> PyResult<Self> {
+    fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Arg<'_>, burst: Option<u64>) -> PyResult<Self> {
         let (n, per) = rate(rate_).map_err(|e| to_py(py, e.in_bucket(name)))?;
         let mut b = store.store.rate_limit(name).rate(n, per);
         if let Some(burst) = burst {
@@ -96,13 +96,12 @@ impl RateLimit {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<RateLimit> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(RateLimit { inner })
+        branch(py, &self.inner, owners).map(|inner| RateLimit { inner })
     }
 
     /// Takes `n` requests, or none.
     #[pyo3(signature = (key: "_Key", n: "int | None" = None))]
-    fn allow(&self, py: Python<'_>, key: &Bound<'_, PyAny>, n: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
+    fn allow(&self, py: Python<'_>, key: &Arg<'_>, n: Option<&Arg<'_>>) -> PyResult<PyAllowance> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = match n {
             Some(n) => count(py, self.inner.name(), n, "n")?,
@@ -115,14 +114,14 @@ impl RateLimit {
 
     /// The answer one request would get now.
     #[pyo3(signature = (key: "_Key"))]
-    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyAllowance> {
+    fn peek(&self, py: Python<'_>, key: &Arg<'_>) -> PyResult<PyAllowance> {
         let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.peek(&k)).map(allowance).map_err(py_err(py))
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key"))]
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn reset(&self, py: Python<'_>, key: &Arg<'_>) -> PyResult<()> {
         let k = key_in(py, self.inner.name(), key)?;
         py.detach(|| self.inner.reset(&k)).map_err(py_err(py))
     }
@@ -158,19 +157,12 @@ impl Quota {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Quota> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(Quota { inner })
+        branch(py, &self.inner, owners).map(|inner| Quota { inner })
     }
 
     /// Counts `n` uses in every window or in none, durably.
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
-    fn allow(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn allow(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
@@ -180,20 +172,14 @@ impl Quota {
 
     /// The answer one use would get now, counting nothing.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn peek(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<PyAllowance> {
+    fn peek(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> PyResult<PyAllowance> {
         let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.quota_peek(&self.inner, &k)).map(allowance)
     }
 
     /// Gives `n` uses back to windows that have not reset since.
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
-    fn refund(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn refund(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, self.inner.name(), n, "n")?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
@@ -203,7 +189,7 @@ impl Quota {
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
-    fn reset(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn reset(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::none, k => k,
             |s, q| s.quota_reset(q, &k),
@@ -217,7 +203,7 @@ pub struct Counters {
     pub(crate) inner: CoreCounters,
 }
 
-pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Bound<'_, PyAny>) -> PyResult<i64> {
+pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Arg<'_>) -> PyResult<i64> {
     if n.is_instance_of::<pyo3::types::PyBool>() {
         return Err(to_py(py, invalid("n must be an int, not bool").in_bucket(name)));
     }
@@ -239,8 +225,8 @@ impl Counters {
         py: Python<'_>,
         store: &Store,
         name: &str,
-        ttl: Option<&Bound<'_, PyAny>>,
-        flush_every: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Arg<'_>>,
+        flush_every: Option<&Arg<'_>>,
     ) -> PyResult<Self> {
         let named = |e: Error| to_py(py, e.in_bucket(name));
         let mut b = store.store.counters(name);
@@ -263,19 +249,12 @@ impl Counters {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Counters> {
-        let inner = branch(py, self.inner.name(), &self.inner, owners, |h, k| h.under(k))?;
-        Ok(Counters { inner })
+        branch(py, &self.inner, owners).map(|inner| Counters { inner })
     }
 
     /// Adds `n`; returns the new value.
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
-    fn add(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn add(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
@@ -285,13 +264,7 @@ impl Counters {
 
     /// Keeps the larger of the counter and `n`; returns it.
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
-    fn max(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        n: &Bound<'_, PyAny>,
-        scope: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn max(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
@@ -301,14 +274,14 @@ impl Counters {
 
     /// The counter's value (0 when missing or expired).
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+    fn get(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> PyResult<i64> {
         let k = key_in(py, self.inner.name(), key)?;
         in_scope(py, scope, |s| s.counter_get(&self.inner, &k))
     }
 
     /// Deletes the counter; says whether a live one was there.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn delete(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, k => k,
             |s, c| s.counter_delete(c, &k),
@@ -318,8 +291,8 @@ impl Counters {
     /// Deletes every counter of this branch and the branches under it, on
     /// the store (`running`: the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
-    fn clear(&self, py: Python<'_>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        run!(Call::of(&self.inner, self.inner.store()).long(), py, on_store(py, running)?, reply::none, () => (),
+    fn clear(&self, py: Python<'_>, running: Option<&Arg<'_>>) -> Answered {
+        run!(Call::of(&self.inner, self.inner.store()).long(), py, on_store(py, running, || tinystore::store_only_refused("clear", self.inner.name()))?, reply::none, () => (),
             |_, c| c.clear(),
             |r| c.clear_then(r.done()))
     }

@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
 
-use crate::convert::{Codec, branch, key_in, opt_span};
+use crate::completions::lock;
+use crate::convert::{Answered, Arg, Codec, branch, key_in, opt_span};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply::{self, Answer};
 use crate::scope::{Call, in_scope, on_store, run};
@@ -20,7 +21,6 @@ use crate::store::Store;
 pub struct Once {
     pub(crate) raw: RawOnce,
     pub(crate) codec: Arc<Codec>,
-    owners: Vec<Vec<u8>>,
 }
 
 /// The run of one key, held until `keep` or `abandon` (dropping it abandons).
@@ -34,12 +34,12 @@ pub struct Claim {
 }
 
 impl Once {
-    pub(crate) fn key(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    pub(crate) fn key(&self, py: Python<'_>, key: &Arg<'_>) -> PyResult<Vec<u8>> {
         key_in(py, self.raw.name(), key)
     }
 
     fn path(&self, key: &[u8]) -> String {
-        tinystore::show_path(&self.owners, Some(key))
+        tinystore::show_path(self.raw.owners(), Some(key))
     }
 
     /// The answer of a begin: (True, answer) or (False, Claim).
@@ -75,23 +75,13 @@ impl Once {
     /// `keep` (a day when None).
     #[new]
     #[pyo3(signature = (store, name, codec: "_Codec", keep: "_Span | None" = None))]
-    fn new(
-        py: Python<'_>,
-        store: &Store,
-        name: &str,
-        codec: &Bound<'_, PyAny>,
-        keep: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Once> {
+    fn new(py: Python<'_>, store: &Store, name: &str, codec: &Arg<'_>, keep: Option<&Arg<'_>>) -> PyResult<Once> {
         let codec = Codec::of(py, name, "once", codec)?;
         let keep = opt_span(keep, "keep").map_err(|e| to_py(py, e.in_bucket(name)))?;
         let raw = py
             .detach(|| RawOnce::open(&store.store, name, keep))
             .map_err(py_err(py))?;
-        Ok(Once {
-            raw,
-            codec,
-            owners: Vec::new(),
-        })
+        Ok(Once { raw, codec })
     }
 
     /// The name.
@@ -103,21 +93,16 @@ impl Once {
     /// The branch of `owners`.
     #[pyo3(signature = (*owners: "_Key"))]
     fn under(&self, py: Python<'_>, owners: &Bound<'_, PyTuple>) -> PyResult<Once> {
-        let mut list = self.owners.clone();
-        let raw = branch(py, self.raw.name(), &self.raw, owners, |o, k| {
-            list.push(k.clone());
-            o.under(k)
-        })?;
+        let raw = branch(py, &self.raw, owners)?;
         Ok(Once {
             raw,
             codec: self.codec.clone(),
-            owners: list,
         })
     }
 
     /// The answer kept for the key, or None.
     #[pyo3(signature = (key: "_Key", scope: "Tx | View | None" = None))]
-    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn get(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         match in_scope(py, scope, |s| s.once_get(&self.raw, &k))? {
             Some(raw) => self
@@ -131,7 +116,7 @@ impl Once {
 
     /// Forgets the answer kept for the key; says whether one was kept.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, scope: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn delete(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         run!(Call::of(&self.raw, self.raw.store()), py, scope, reply::value, k => k,
             |s, o| s.once_delete(o, &k),
@@ -143,50 +128,36 @@ impl Once {
     /// caller's to run. With `running`, the asyncio loop that awaits it,
     /// this answers a `Pending`; without, it blocks with the GIL released.
     #[pyo3(signature = (key: "_Key", running: "asyncio.AbstractEventLoop | None" = None))]
-    fn begin(&self, py: Python<'_>, key: &Bound<'_, PyAny>, running: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn begin(&self, py: Python<'_>, key: &Arg<'_>, running: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let (caller, answer) = (crate::caller::caller(py), self.begun(&k));
-        let Some(running) = on_store(py, running)? else {
-            let begun = reply::wait_core(py, |done| self.raw.begin(&k, &caller, done)).map_err(py_err(py))?;
-            return answer(py, begun);
-        };
-        let (pending, r) = reply::now(running, self.raw.store(), answer)?;
-        self.raw
-            .begin(&k, &caller, move |out| r.send(out))
-            .map_err(py_err(py))?;
-        Ok(pending.into_any().unbind())
+        let running = on_store(py, running, tinystore::once_run_refused)?;
+        reply::at_once(py, running, self.raw.store(), answer, |done| {
+            self.raw.begin(&k, &caller, done)
+        })
     }
 }
 
 impl Claim {
     /// `outer` inside this run, while it is held.
     pub(crate) fn inside(&self, outer: &tinystore::CallerContext) -> tinystore::CallerContext {
-        match &*self.held.lock().unwrap_or_else(|p| p.into_inner()) {
+        match &*lock(&self.held) {
             Some(c) => outer.inside_run(c),
             None => outer.clone(),
         }
     }
 
     fn take(&self, py: Python<'_>) -> PyResult<tinystore::Claim> {
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                to_py(
-                    py,
-                    invalid("this run already kept an answer or let go").at(&self.name, self.path.clone()),
-                )
-            })
+        lock(&self.held).take().ok_or_else(|| {
+            to_py(
+                py,
+                invalid("this run already kept an answer or let go").at(&self.name, self.path.clone()),
+            )
+        })
     }
 
     /// The answer as a row; a value that does not fit lets the run go.
-    fn encode(
-        &self,
-        py: Python<'_>,
-        claim: tinystore::Claim,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<(tinystore::Claim, Raw)> {
+    fn encode(&self, py: Python<'_>, claim: tinystore::Claim, value: &Arg<'_>) -> PyResult<(tinystore::Claim, Raw)> {
         match self.codec.to_raw(py, value) {
             Ok(raw) => Ok((claim, raw)),
             Err(e) => {
@@ -203,30 +174,19 @@ impl Claim {
     /// get it. With `running`, the asyncio loop that awaits it, this
     /// answers a `Pending`, and the answer is kept even if nobody awaits it.
     #[pyo3(signature = (value, running: "asyncio.AbstractEventLoop | None" = None))]
-    fn keep(
-        &self,
-        py: Python<'_>,
-        value: &Bound<'_, PyAny>,
-        running: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let running = on_store(py, running)?;
+    fn keep(&self, py: Python<'_>, value: &Arg<'_>, running: Option<&Arg<'_>>) -> Answered {
+        let running = on_store(py, running, tinystore::once_run_refused)?;
         let claim = self.take(py)?;
         let (claim, raw) = self.encode(py, claim, value)?;
-        let Some(running) = running else {
-            reply::wait(py, |done| {
-                claim.keep(raw, done);
-                Ok(())
-            })?;
-            return Ok(py.None());
-        };
-        let (pending, r) = reply::now(running, &self.store, reply::none)?;
-        claim.keep(raw, move |out| r.send(out));
-        Ok(pending.into_any().unbind())
+        reply::at_once(py, running, &self.store, reply::none, |done| {
+            claim.keep(raw, done);
+            Ok(())
+        })
     }
 
     /// Lets go keeping nothing (the work failed): the next run runs again.
     fn abandon(&self) {
-        if let Some(c) = self.held.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(c) = lock(&self.held).take() {
             c.abandon();
         }
     }

@@ -26,33 +26,6 @@ use crate::completions::TicketCell;
 static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INVALID_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// `name` of the module `module` (`"Context.run"`: an attribute of an
-/// attribute), looked up once and kept in `cell`.
-fn found_once<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        let mut found = py.import(module)?.into_any();
-        for part in name.split('.') {
-            found = found.getattr(part)?;
-        }
-        Ok(found.unbind())
-    })
-    .map(|c| c.bind(py).clone())
-}
-
-/// An attribute of `asyncio`, looked up once.
-fn asyncio_class<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    found_once(py, cell, "asyncio", name)
-}
-
 enum Outcome {
     Waiting,
     Value(Py<PyAny>),
@@ -338,7 +311,7 @@ impl Pending {
     }
 
     fn cancelled_error(py: Python<'_>, msg: &Py<PyAny>) -> PyErr {
-        match asyncio_class(py, &CANCELLED, "CancelledError") {
+        match CANCELLED.import(py, "asyncio", "CancelledError") {
             Ok(cls) => {
                 let args = if msg.is_none(py) {
                     PyTuple::empty(py)
@@ -424,7 +397,8 @@ impl Pending {
         let context = match context {
             Some(c) if !c.is_none(py) => Some(c),
             _ => Some(
-                found_once(py, &COPY_CONTEXT, "contextvars", "copy_context")?
+                COPY_CONTEXT
+                    .import(py, "contextvars", "copy_context")?
                     .call0()?
                     .unbind(),
             ),
@@ -461,7 +435,9 @@ impl Pending {
     fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         match &self.lock().outcome {
             Outcome::Waiting => Err(PyErr::from_value(
-                asyncio_class(py, &INVALID_STATE, "InvalidStateError")?.call1(("Result is not set.",))?,
+                INVALID_STATE
+                    .import(py, "asyncio", "InvalidStateError")?
+                    .call1(("Result is not set.",))?,
             )),
             Outcome::Value(v) => Ok(v.clone_ref(py)),
             Outcome::Error(e) => Err(e.clone_ref(py)),
@@ -541,7 +517,7 @@ impl Pending {
             st.consumed = st.coroutine;
             st.start.take()
         };
-        if unstarted.is_none() && err.is_instance(py, &asyncio_class(py, &CANCELLED, "CancelledError")?) {
+        if unstarted.is_none() && err.is_instance(py, CANCELLED.import(py, "asyncio", "CancelledError")?) {
             Pending::cancel(slf, None)?;
         }
         drop(unstarted);
@@ -615,7 +591,9 @@ fn call_in(py: Python<'_>, ctx: Option<&Py<PyAny>>, cb: &Bound<'_, PyAny>, arg: 
         // caller, and the NULL ends the list. The call takes its arguments
         // from the C stack, without a tuple.
         Some(ctx) => unsafe {
-            let run = found_once(py, &CONTEXT_RUN, "contextvars", "Context.run")?;
+            let run = CONTEXT_RUN.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+                Ok(py.import("contextvars")?.getattr("Context")?.getattr("run")?.unbind())
+            })?;
             ffi::PyObject_CallFunctionObjArgs(
                 run.as_ptr(),
                 ctx.as_ptr(),
@@ -648,7 +626,7 @@ static TASK_WAKEUP: AtomicUsize = AtomicUsize::new(0);
 /// the first wake-up is known by its `__name__` and its C function is kept;
 /// every later one is that function, bound to a task.
 fn is_task_wakeup(py: Python<'_>, cb: &Bound<'_, PyAny>) -> bool {
-    let Ok(task) = asyncio_class(py, &TASK, "Task") else {
+    let Ok(task) = TASK.import(py, "asyncio", "Task") else {
         return false;
     };
     // SAFETY: with the GIL; `cb` is a live object, and a built-in's

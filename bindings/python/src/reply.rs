@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use tinystore::{Store, Ticket as CoreTicket};
 
 use crate::completions::{Completions, Queue};
+use crate::convert::Answered;
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 
@@ -59,8 +60,8 @@ impl<T: Send + 'static, A: Answer<T>> Reply<T, A> {
     }
 }
 
-/// A call answered through a [`Pending`] of the loop `running` (see
-/// [`Completions::defer_pending`]): `stream` hands it to the core at once.
+/// A call answered through a new [`Pending`] of the loop `running` (see
+/// [`Completions::defer_into`]): `stream` hands it to the core at once.
 pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     running: &Bound<'py, PyAny>,
     store: &Store,
@@ -69,8 +70,23 @@ pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     submit: impl FnOnce(Reply<T, A>) -> tinystore::Result<CoreTicket> + Send + 'static,
 ) -> PyResult<Bound<'py, Pending>> {
     let completions = &Completions::of_loop(running)?;
+    let pending = Completions::new_pending(completions)?;
+    answer_into(completions, store, stream, &pending, answer, submit)?;
+    Ok(pending)
+}
+
+/// [`pending`] answering `into`, a `Pending` made before the call (the
+/// coroutine of a `set`, at its first step).
+pub(crate) fn answer_into<T: Send + 'static, A: Answer<T>>(
+    completions: &Bound<'_, Completions>,
+    store: &Store,
+    stream: bool,
+    into: &Bound<'_, Pending>,
+    answer: A,
+    submit: impl FnOnce(Reply<T, A>) -> tinystore::Result<CoreTicket> + Send + 'static,
+) -> PyResult<()> {
     let (queue, st) = (completions.get().queue.clone(), store.clone());
-    Completions::defer_pending(completions, store, stream, move |future| {
+    Completions::defer_into(completions, store, stream, into, move |future| {
         submit(Reply {
             queue,
             store: st,
@@ -81,14 +97,24 @@ pub(crate) fn pending<'py, T: Send + 'static, A: Answer<T>>(
     })
 }
 
-/// A `Pending` of the loop `running` with the reply that resolves it, for
-/// a call handed to the core at once, not at the end of the loop's
+/// A call handed to the core at once, not at the end of the loop's
 /// iteration: one that is no write of its own (a run's begin and keep).
-pub(crate) fn now<'py, T: Send + 'static, A: Answer<T>>(
-    running: &Bound<'py, PyAny>,
+/// `submit` makes it with the completion given; without `running` this
+/// waits for the answer with the GIL released, else it answers a `Pending`
+/// of that loop. One body for both, so the two forms cannot drift.
+pub(crate) fn at_once<T: Send + 'static, A: Answer<T>, R>(
+    py: Python<'_>,
+    running: Option<&Bound<'_, PyAny>>,
     store: &Store,
     answer: A,
-) -> PyResult<(Bound<'py, Pending>, Reply<T, A>)> {
+    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
+) -> Answered {
+    let Some(running) = running else {
+        let (done, answered) = channel();
+        submit(done).map_err(py_err(py))?;
+        let v = py.detach(answered).map_err(py_err(py))?;
+        return answer(py, v);
+    };
     let completions = Completions::of_loop(running)?;
     let pending = Completions::new_pending(&completions)?;
     let reply = Reply {
@@ -98,29 +124,12 @@ pub(crate) fn now<'py, T: Send + 'static, A: Answer<T>>(
         answer,
         value: PhantomData,
     };
-    Ok((pending, reply))
+    submit(Box::new(move |out| reply.send(out))).map_err(py_err(py))?;
+    Ok(pending.into_any().unbind())
 }
 
-/// The blocking form of a core `*_then` call: `submit` makes it with the
-/// completion given, and this waits for the answer with the GIL released.
-pub(crate) fn wait<T: Send + 'static, R>(
-    py: Python<'_>,
-    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
-) -> PyResult<T> {
-    wait_core(py, submit).map_err(py_err(py))
-}
-
-/// [`wait`] answering the core's result, for a caller that converts it.
-pub(crate) fn wait_core<T: Send + 'static, R>(
-    py: Python<'_>,
-    submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
-) -> tinystore::Result<T> {
-    let (done, answer) = channel();
-    submit(done)?;
-    py.detach(answer)
-}
-
-/// [`wait_core`] on a thread that does not hold the GIL.
+/// The blocking form of a core `*_then` call, on a thread that does not
+/// hold the GIL: `submit` makes it with the completion given.
 pub(crate) fn blocking<T: Send + 'static, R>(
     submit: impl FnOnce(Done<T>) -> tinystore::Result<R>,
 ) -> tinystore::Result<T> {
@@ -137,9 +146,6 @@ fn channel<T: Send + 'static>() -> (Done<T>, impl FnOnce() -> tinystore::Result<
     let done: Done<T> = Box::new(move |r| {
         let _ = tx.send(r);
     });
-    let answer = move || {
-        rx.recv()
-            .unwrap_or_else(|_| Err(tinystore::Error::new(tinystore::ErrorKind::Closed, "the store closed")))
-    };
+    let answer = move || rx.recv().unwrap_or_else(|_| Err(tinystore::Error::closed()));
     (done, answer)
 }

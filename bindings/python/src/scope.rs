@@ -16,6 +16,7 @@
 use pyo3::prelude::*;
 use tinystore::{Scope, Store, Ticket};
 
+use crate::convert::{Answered, Arg};
 use crate::errors::{invalid, py_err, to_py};
 use crate::pending::Pending;
 use crate::reply::{self, Answer, Reply};
@@ -76,7 +77,7 @@ pub(crate) fn run_in<T: Send>(
 /// Runs `f`, a short read, in the scope of a call's `scope` argument.
 pub(crate) fn in_scope<T: Send>(
     py: Python<'_>,
-    scope: Option<&Bound<'_, PyAny>>,
+    scope: Option<&Arg<'_>>,
     f: impl FnOnce(Scope<'_>) -> tinystore::Result<T> + Send,
 ) -> PyResult<T> {
     let scope = scope_of(py, scope)?;
@@ -85,7 +86,7 @@ pub(crate) fn in_scope<T: Send>(
 
 /// The handle a call is of: the core's handle, its store, and whether its
 /// asyncio calls go to the core as they are made (see
-/// `Completions::defer_pending`).
+/// `Completions::defer_into`).
 pub(crate) struct Call<'a, H> {
     pub(crate) handle: &'a H,
     pub(crate) store: &'a Store,
@@ -120,12 +121,12 @@ impl<'a, H: Clone + Send + Sync + 'static> Call<'a, H> {
     pub(crate) fn run<A: Send + 'static, T: Send + 'static, C: Answer<T>>(
         self,
         py: Python<'_>,
-        scope: Option<&Bound<'_, PyAny>>,
+        scope: Option<&Arg<'_>>,
         args: A,
         answer: C,
         here: impl FnOnce(Scope<'_>, &H, A) -> tinystore::Result<T> + Send,
         then: impl FnOnce(&H, A, Reply<T, C>) -> tinystore::Result<Ticket> + Send + 'static,
-    ) -> PyResult<Py<PyAny>> {
+    ) -> Answered {
         match where_of(scope) {
             Where::Here(s) => {
                 let v = run_in(py, s, self.takes, || here(s, self.handle, args))?;
@@ -142,14 +143,16 @@ impl<'a, H: Clone + Send + Sync + 'static> Call<'a, H> {
 }
 
 /// The `scope` of a call that runs on the store only, `running` (None to
-/// block, or the asyncio loop that awaits it): a `Tx` or a `View` is refused.
+/// block, or the asyncio loop that awaits it): a `Tx` or a `View` is
+/// refused with the core's `refused` text for that call.
 pub(crate) fn on_store<'a, 'py>(
     py: Python<'_>,
     running: Option<&'a Bound<'py, PyAny>>,
+    refused: impl FnOnce() -> tinystore::Error,
 ) -> PyResult<Option<&'a Bound<'py, PyAny>>> {
     match where_of(running) {
         Where::Here(Scope::Direct) | Where::Loop(_) => Ok(running),
-        Where::Here(_) => Err(to_py(py, invalid("this call runs on the store, not in a Tx or a View"))),
+        Where::Here(_) => Err(to_py(py, refused())),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use tinystore::{Options, Store as CoreStore, from_millis, to_millis};
 
-use crate::convert::span;
+use crate::convert::{Answered, Arg, span};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 
@@ -114,7 +114,7 @@ impl Store {
 
     /// Starts a transaction, blocking this thread (not the GIL) until the writer's turn.
     #[pyo3(signature = () -> "Tx")]
-    fn tx(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn tx(&self, py: Python<'_>) -> Answered {
         crate::tx::start(py, &self.store)
     }
 
@@ -135,7 +135,7 @@ impl Store {
 
     /// Moves the test clock forward by a duration; returns the new time in ms.
     #[pyo3(signature = (by: "_Span"))]
-    fn clock_advance(&self, py: Python<'_>, by: &Bound<'_, PyAny>) -> PyResult<i64> {
+    fn clock_advance(&self, py: Python<'_>, by: &Arg<'_>) -> PyResult<i64> {
         let d = span(by, "the clock's step").map_err(py_err(py))?;
         let t = self.store.clock().advance(d).map_err(py_err(py))?;
         Ok(to_millis(t))

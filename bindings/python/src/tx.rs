@@ -13,9 +13,10 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{BindingTx, Error, ErrorKind, Snapshot};
+use tinystore::{BindingTx, Snapshot, tx_ended};
 
-use crate::completions::{Completions, Resolve};
+use crate::completions::{Completions, Resolve, lock};
+use crate::convert::{Answered, Arg};
 use crate::errors::{py_err, to_py};
 use crate::limits::{Counters, RateLimit};
 use crate::pending::Pending;
@@ -29,16 +30,12 @@ pub struct Tx {
     done: Mutex<Option<Receiver<tinystore::Result<()>>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 #[pymethods]
 impl Tx {
     /// Refuses at once what cannot join the transaction (`tx.with`): a
     /// rate limit, `flush_every` counters, a handle of another store.
     #[pyo3(signature = (handle: "RateLimit | Counters"))]
-    fn check_joins(&self, py: Python<'_>, handle: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn check_joins(&self, py: Python<'_>, handle: &Arg<'_>) -> PyResult<()> {
         if let Ok(r) = handle.cast::<RateLimit>() {
             return Err(to_py(py, self.session.refuse_rate_limit(&r.get().inner)));
         }
@@ -57,15 +54,14 @@ impl Tx {
     /// Ends the transaction, commits it and waits until it is durable (sync API).
     fn commit_wait(&self, py: Python<'_>) -> PyResult<()> {
         let done = lock(&self.done).take();
-        let ended = || Error::new(ErrorKind::Closed, "the transaction has ended");
         py.detach(|| {
-            let done = done.ok_or_else(ended)?;
+            let done = done.ok_or_else(tx_ended)?;
             // A commit refused because the writer already ended the
             // transaction (it was open too long) answers with the reason.
             let sent = self.session.commit();
             match done.recv() {
                 Ok(r) => r,
-                Err(_) => sent.and(Err(ended())),
+                Err(_) => sent.and(Err(tx_ended())),
             }
         })
         .map_err(py_err(py))
@@ -92,7 +88,7 @@ impl View {
     }
 }
 
-fn tx_object(py: Python<'_>, session: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> PyResult<Py<PyAny>> {
+fn tx_object(py: Python<'_>, session: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> Answered {
     Ok(Py::new(
         py,
         Tx {
@@ -139,7 +135,7 @@ pub fn start_then<'py>(
 
 /// `Store.tx`: starts a transaction, blocking this thread (not the GIL)
 /// until the writer's turn comes.
-pub fn start(py: Python<'_>, store: &tinystore::Store) -> PyResult<Py<PyAny>> {
+pub fn start(py: Python<'_>, store: &tinystore::Store) -> Answered {
     // A transaction of this thread's own store, or of the running task's.
     store.refuse_tx(&crate::caller::caller(py), 0).map_err(py_err(py))?;
     let (session, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;

@@ -73,9 +73,7 @@ impl RateLimitBuilder {
     pub fn open(self) -> Result<RateLimit> {
         crate::store::check_name(&self.name)?;
         let Some((count, per)) = self.rate else {
-            return Err(
-                Error::invalid("a rate limit needs a rate, as .rate(5, Duration::from_secs(60))").in_bucket(&self.name),
-            );
+            return Err(Error::invalid("a rate limit needs a rate: how many requests per span").in_bucket(&self.name));
         };
         let gcra = Gcra::new(count, per, self.burst.unwrap_or(count))
             .map_err(|why| Error::invalid(why).in_bucket(&self.name))?;

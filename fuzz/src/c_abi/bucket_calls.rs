@@ -11,8 +11,8 @@ use super::input::Input;
 use super::run::Handles;
 use crate::{
     TS_OP_CLEAR, TS_OP_CREATE, TS_OP_DELETE, TS_OP_EXPIRE, TS_OP_GET, TS_OP_HAS, TS_OP_LIST, TS_OP_SET, TS_OP_TAKE,
-    TsCall, TsWriteOptions, ts_bucket_open, ts_call, ts_cancel_fire, ts_cancel_free, ts_cancel_new, ts_handle_free,
-    ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
+    TS_OPEN_BUCKET, TsCall, TsOpen, TsWriteOptions, ts_call, ts_cancel_fire, ts_cancel_free, ts_cancel_new,
+    ts_handle_free, ts_open, ts_page_entry, ts_page_free, ts_page_len, ts_page_next,
 };
 
 /// Opening a bucket of any name, ttl and idle.
@@ -27,7 +27,15 @@ pub(super) fn bucket_open(h: &Handles, input: &mut Input, closed: bool) {
         &mut b as *mut _
     };
     let code = call(input, "bucket_open", |err| unsafe {
-        ts_bucket_open(h.store, np, nl, ttl, has_ttl, idle, has_idle, out, err)
+        let how = TsOpen {
+            kind: TS_OPEN_BUCKET,
+            has_ttl,
+            ttl_ns: ttl,
+            has_idle,
+            idle_ns: idle,
+            ..TsOpen::default()
+        };
+        ts_open(h.store, np, nl, &how, null(), 0, null(), null(), 0, out, err)
     });
     if code == TS_OK {
         let name = if np.is_null() { &[][..] } else { name };

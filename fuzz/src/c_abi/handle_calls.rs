@@ -10,8 +10,9 @@ use super::checks::{call, is_name, touches};
 use super::input::Input;
 use super::run::Handles;
 use crate::{
-    TS_OP_ADD, TS_OP_ALLOW, TS_OP_BEGIN, TS_OP_GET, TS_OP_MAX, TS_OP_PEEK, TsCall, ts_call, ts_claim_abandon,
-    ts_claim_keep, ts_counters_open, ts_handle_free, ts_once_open, ts_quota_open, ts_rate_limit_open,
+    TS_OP_ADD, TS_OP_ALLOW, TS_OP_BEGIN, TS_OP_GET, TS_OP_MAX, TS_OP_PEEK, TS_OPEN_COUNTERS, TS_OPEN_ONCE,
+    TS_OPEN_QUOTA, TS_OPEN_RATE_LIMIT, TsCall, TsOpen, ts_call, ts_claim_abandon, ts_claim_keep, ts_handle_free,
+    ts_open,
 };
 
 /// A counter: add or max any amount.
@@ -55,7 +56,7 @@ pub(super) fn counters(h: &Handles, input: &mut Input, closed: bool) {
 pub(super) fn allow_or_use(h: &Handles, input: &mut Input, closed: bool) {
     let owners = input.owners();
     let key = input.key();
-    let n = input.i64() as u64;
+    let n = input.i64();
     let mut a = allowance();
     let quota_op = input.kind() - 1;
     let peek = input.bool();
@@ -160,67 +161,61 @@ pub(super) fn open_other_handle(h: &Handles, input: &mut Input, closed: bool) {
     let name = input.bytes();
     let (a, b, c) = (input.i64(), input.bool(), input.i64());
     let which = input.u8() % 4;
+    let how = match which {
+        0 => TsOpen {
+            kind: TS_OPEN_COUNTERS,
+            ttl_ns: a,
+            has_ttl: b,
+            flush_every_ns: c,
+            has_flush_every: input_is_get(c),
+            ..TsOpen::default()
+        },
+        1 => TsOpen {
+            kind: TS_OPEN_RATE_LIMIT,
+            has_rate: true,
+            count: a,
+            per_ns: c,
+            burst: a >> 1,
+            has_burst: b,
+            ..TsOpen::default()
+        },
+        2 => TsOpen {
+            kind: TS_OPEN_QUOTA,
+            ..TsOpen::default()
+        },
+        _ => TsOpen {
+            kind: TS_OPEN_ONCE,
+            keep_ns: a,
+            has_keep: b,
+            ..TsOpen::default()
+        },
+    };
+    // A quota's windows: the name's bytes as their names, up to two limits and spans.
+    let (limits, spans) = ([a, c], [c, a]);
+    let (window_names, count) = if which == 2 {
+        (name, (a as usize) % 3)
+    } else {
+        (&[][..], 0)
+    };
+    let quota_name: &[u8] = if which == 2 { b"q2" } else { name };
     let code = call(input, "open a handle", |err| unsafe {
-        match which {
-            0 => {
-                let mut out = null_mut();
-                let code = ts_counters_open(
-                    h.store,
-                    name.as_ptr(),
-                    name.len(),
-                    a,
-                    b,
-                    c,
-                    input_is_get(c),
-                    &mut out,
-                    err,
-                );
-                ts_handle_free(out);
-                code
-            }
-            1 => {
-                let mut out = null_mut();
-                let code = ts_rate_limit_open(
-                    h.store,
-                    name.as_ptr(),
-                    name.len(),
-                    a as u64,
-                    c,
-                    a as u64 >> 1,
-                    b,
-                    &mut out,
-                    err,
-                );
-                ts_handle_free(out);
-                code
-            }
-            2 => {
-                let mut out = null_mut();
-                let limits = [a as u64, c as u64];
-                let spans = [c, a];
-                let count = (a as usize) % 3;
-                let code = ts_quota_open(
-                    h.store,
-                    b"q2".as_ptr(),
-                    2,
-                    name.as_ptr(),
-                    name.len(),
-                    limits.as_ptr(),
-                    spans.as_ptr(),
-                    count,
-                    &mut out,
-                    err,
-                );
-                ts_handle_free(out);
-                code
-            }
-            _ => {
-                let mut out = null_mut();
-                let code = ts_once_open(h.store, name.as_ptr(), name.len(), a, b, &mut out, err);
-                ts_handle_free(out);
-                code
-            }
-        }
+        let mut out = null_mut();
+        let (wn, l, s) = (window_names.as_ptr(), limits.as_ptr(), spans.as_ptr());
+        let code = ts_open(
+            h.store,
+            quota_name.as_ptr(),
+            quota_name.len(),
+            &how,
+            wn,
+            window_names.len(),
+            l,
+            s,
+            count,
+            &mut out,
+            err,
+        );
+        ts_handle_free(out);
+        code
     });
     if code == TS_OK && which != 2 {
         assert!(is_name(name), "a handle opened with the name {name:?}");

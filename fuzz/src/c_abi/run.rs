@@ -12,8 +12,8 @@ use super::checks::checked;
 use super::input::Input;
 use super::{MAX_CALLS, START_MS, TS_OK, step};
 use crate::{
-    TsHandle, TsStore, TsStoreOptions, ts_bucket_open, ts_counters_open, ts_handle_free, ts_once_open, ts_quota_open,
-    ts_rate_limit_open, ts_store_close, ts_store_free, ts_store_open,
+    TS_OPEN_BUCKET, TS_OPEN_COUNTERS, TS_OPEN_ONCE, TS_OPEN_QUOTA, TS_OPEN_RATE_LIMIT, TsHandle, TsOpen, TsStore,
+    TsStoreOptions, ts_handle_free, ts_open, ts_store_close, ts_store_free, ts_store_open,
 };
 
 /// The handles of one run.
@@ -69,11 +69,50 @@ fn open_store(dir: &str) -> *mut TsStore {
     store
 }
 
+/// The handle `name` that `how` opens; a quota's windows are `names`
+/// (encoded as owners), `limits` and `spans`.
+fn open(
+    store: *const TsStore,
+    name: &str,
+    how: TsOpen,
+    (names, limits, spans): (&[u8], &[i64], &[i64]),
+) -> *mut TsHandle {
+    let mut h = null_mut();
+    let (n, l, s) = (names.as_ptr(), limits.as_ptr(), spans.as_ptr());
+    let code = unsafe {
+        ts_open(
+            store,
+            name.as_ptr(),
+            name.len(),
+            &how,
+            n,
+            names.len(),
+            l,
+            s,
+            limits.len(),
+            &mut h,
+            null_mut(),
+        )
+    };
+    assert_eq!(code, TS_OK, "{name} did not open");
+    h
+}
+
+/// A handle of `kind` opened with no settings.
+fn open_plain(store: *const TsStore, name: &str, kind: i32) -> *mut TsHandle {
+    open(
+        store,
+        name,
+        TsOpen {
+            kind,
+            ..TsOpen::default()
+        },
+        (&[], &[], &[]),
+    )
+}
+
 fn open_bucket(store: *const TsStore, name: &str) -> *mut TsHandle {
-    let mut b = null_mut();
-    let code = unsafe { ts_bucket_open(store, name.as_ptr(), name.len(), 0, false, 0, false, &mut b, null_mut()) };
-    assert_eq!(code, TS_OK, "bucket {name} did not open");
-    b
+    open_plain(store, name, TS_OPEN_BUCKET)
 }
 
 /// The canary: a key set before the run, in a bucket no call of the run names.
@@ -105,52 +144,31 @@ pub fn c_abi(data: &[u8]) {
     let mut h = Handles {
         store,
         bucket: open_bucket(store, "b"),
-        counters: null_mut(),
-        limit: null_mut(),
-        quota: null_mut(),
-        once: null_mut(),
+        counters: open_plain(store, "c", TS_OPEN_COUNTERS),
+        limit: open(
+            store,
+            "r",
+            TsOpen {
+                kind: TS_OPEN_RATE_LIMIT,
+                has_rate: true,
+                count: 5,
+                per_ns: 60_000_000_000,
+                ..TsOpen::default()
+            },
+            (&[], &[], &[]),
+        ),
+        quota: open(
+            store,
+            "q",
+            TsOpen {
+                kind: TS_OPEN_QUOTA,
+                ..TsOpen::default()
+            },
+            (&[1, 0, 0, 0, b'd'], &[3], &[60_000_000_000]),
+        ),
+        once: open_plain(store, "o", TS_OPEN_ONCE),
         closed: false,
     };
-    unsafe {
-        assert_eq!(
-            ts_counters_open(store, b"c".as_ptr(), 1, 0, false, 0, false, &mut h.counters, null_mut()),
-            0
-        );
-        assert_eq!(
-            ts_rate_limit_open(
-                store,
-                b"r".as_ptr(),
-                1,
-                5,
-                60_000_000_000,
-                0,
-                false,
-                &mut h.limit,
-                null_mut()
-            ),
-            0
-        );
-        let names = [1u8, 0, 0, 0, b'd'];
-        assert_eq!(
-            ts_quota_open(
-                store,
-                b"q".as_ptr(),
-                1,
-                names.as_ptr(),
-                names.len(),
-                &3,
-                &60_000_000_000,
-                1,
-                &mut h.quota,
-                null_mut()
-            ),
-            0
-        );
-        assert_eq!(
-            ts_once_open(store, b"o".as_ptr(), 1, 0, false, &mut h.once, null_mut()),
-            0
-        );
-    }
 
     let mut input = Input { data };
     for _ in 0..MAX_CALLS {

@@ -42,25 +42,13 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 	} else if ok {
 		opts = append(opts, kv.TTL(d))
 	}
-	h := r.handle(s)
 	if outside, _ := s["outside"].(bool); outside || op == "run" {
 		// A step marked outside uses the handle itself, from inside the
 		// transaction; a run of once too (inside one it is refused).
 		tx = nil
 	}
-	if tx != nil {
-		// Every kind joins the transaction; what cannot answers its refusal.
-		switch {
-		case h.counters != nil:
-			h.counters = h.counters.WithTx(tx)
-		case h.rate != nil:
-			h.rate = h.rate.WithTx(tx)
-		case h.quota != nil:
-			h.quota = h.quota.WithTx(tx)
-		case h.once != nil:
-			h.once = h.once.WithTx(tx)
-		}
-	}
+	// Every kind joins the transaction; what cannot answers its refusal.
+	h := r.handle(s, tx)
 	switch {
 	case h.bucket != nil:
 		b := h.bucket
@@ -154,33 +142,29 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 			_, err := c.Delete(ctx, key)
 			return out{}, err
 		}
-	case h.rate != nil:
-		switch op {
-		case "allow":
-			a, err := h.rate.AllowN(ctx, key, int(n))
-			return out{kind: outAllow, allow: a}, err
-		case "peek":
-			a, err := h.rate.Peek(ctx, key)
-			return out{kind: outAllow, allow: a}, err
-		case "reset":
-			return out{}, h.rate.Reset(ctx, key)
+	case h.rate != nil || h.quota != nil:
+		var l limiter = h.rate
+		if h.quota != nil {
+			l = h.quota
 		}
-	case h.quota != nil:
 		switch op {
 		case "allow":
-			a, err := h.quota.AllowN(ctx, key, int(n))
+			a, err := l.AllowN(ctx, key, int(n))
 			return out{kind: outAllow, allow: a}, err
 		case "peek":
-			a, err := h.quota.Peek(ctx, key)
+			a, err := l.Peek(ctx, key)
 			return out{kind: outAllow, allow: a}, err
 		case "refund":
+			if h.quota == nil {
+				break
+			}
 			if err := h.quota.RefundN(ctx, key, int(n)); err != nil {
 				return out{}, err
 			}
 			a, err := h.quota.Peek(ctx, key)
 			return out{kind: outAllow, allow: a}, err
 		case "reset":
-			return out{}, h.quota.Reset(ctx, key)
+			return out{}, l.Reset(ctx, key)
 		}
 	case h.once != nil:
 		switch op {
@@ -229,4 +213,11 @@ func (r *runner) entryOut(v cases.Value, version kv.Version, expiresAt time.Time
 		o.expires = &ms
 	}
 	return o
+}
+
+// limiter is what a rate limit and a quota both answer.
+type limiter interface {
+	AllowN(ctx context.Context, key any, n int) (kv.Allowance, error)
+	Peek(ctx context.Context, key any) (kv.Allowance, error)
+	Reset(ctx context.Context, key any) error
 }

@@ -118,6 +118,29 @@ func duration(s step, k string) (time.Duration, bool, error) {
 	return d, true, err
 }
 
+// spanOptions is the option of type O that each duration s gives makes
+// (ttl, idle, flush_every, keep), sorted by field; a field whose option
+// is not an O (an idle for counters) is not read, as the other runners do.
+func spanOptions[O any](s step) ([]O, error) {
+	makers := map[string]func(time.Duration) any{
+		"flush_every": func(d time.Duration) any { return kv.FlushEvery(d) },
+		"idle":        func(d time.Duration) any { return kv.Idle(d) },
+		"keep":        func(d time.Duration) any { return kv.Keep(d) },
+		"ttl":         func(d time.Duration) any { return kv.TTL(d) },
+	}
+	var opts []O
+	for _, k := range slices.Sorted(maps.Keys(makers)) {
+		d, given, err := duration(s, k)
+		if err != nil {
+			return nil, err
+		}
+		if o, fits := makers[k](d).(O); given && fits {
+			opts = append(opts, o)
+		}
+	}
+	return opts, nil
+}
+
 func (r *runner) openHandle(s step) error {
 	name := text(s, "name")
 	var h handle
@@ -125,15 +148,8 @@ func (r *runner) openHandle(s step) error {
 	switch kind := text(s, "kind"); kind {
 	case "bucket":
 		var opts []kv.BucketOption
-		if d, ok, err := duration(s, "ttl"); err != nil {
+		if opts, err = spanOptions[kv.BucketOption](s); err != nil {
 			return err
-		} else if ok {
-			opts = append(opts, kv.TTL(d))
-		}
-		if d, ok, err := duration(s, "idle"); err != nil {
-			return err
-		} else if ok {
-			opts = append(opts, kv.Idle(d))
 		}
 		if c, ok := s["codec"]; ok {
 			if c != "refusing" {
@@ -144,15 +160,8 @@ func (r *runner) openHandle(s step) error {
 		h.bucket, err = cases.OpenBucket(r.store, text(s, "type"), name, opts...)
 	case "counters":
 		var opts []kv.CountersOption
-		if d, ok, err := duration(s, "ttl"); err != nil {
+		if opts, err = spanOptions[kv.CountersOption](s); err != nil {
 			return err
-		} else if ok {
-			opts = append(opts, kv.TTL(d))
-		}
-		if d, ok, err := duration(s, "flush_every"); err != nil {
-			return err
-		} else if ok {
-			opts = append(opts, kv.FlushEvery(d))
 		}
 		h.counters, err = kv.OpenCounters(r.store, name, opts...)
 	case "rate_limit":
@@ -182,10 +191,8 @@ func (r *runner) openHandle(s step) error {
 		h.quota, err = kv.OpenQuota(r.store, name, opts...)
 	case "once":
 		var opts []kv.OnceOption
-		if d, ok, err := duration(s, "keep"); err != nil {
+		if opts, err = spanOptions[kv.OnceOption](s); err != nil {
 			return err
-		} else if ok {
-			opts = append(opts, kv.Keep(d))
 		}
 		h.once, err = cases.OpenOnce(r.store, text(s, "type"), name, opts...)
 	default:
@@ -198,29 +205,40 @@ func (r *runner) openHandle(s step) error {
 	return nil
 }
 
-// handle is the handle a call is on, under its owners.
-func (r *runner) handle(s step) handle {
+// handle is the handle a call is on, under its owners, and joined to tx
+// when it is not nil (a bucket joins it at its call).
+func (r *runner) handle(s step, tx *kv.Tx) handle {
 	h, ok := r.handles[text(s, "on")]
 	if !ok {
 		panic(unknown{"no handle " + text(s, "on") + " was opened"})
 	}
+	var owners []any
 	under, _ := s["under"].([]any)
 	for _, o := range under {
-		k := cases.Key(o)
-		switch {
-		case h.bucket != nil:
-			h.bucket = h.bucket.Under(k)
-		case h.counters != nil:
-			h.counters = h.counters.Under(k)
-		case h.rate != nil:
-			h.rate = h.rate.Under(k)
-		case h.quota != nil:
-			h.quota = h.quota.Under(k)
-		case h.once != nil:
-			h.once = h.once.Under(k)
-		}
+		owners = append(owners, cases.Key(o))
+	}
+	switch {
+	case owners == nil && tx == nil:
+	case h.bucket != nil:
+		h.bucket = h.bucket.Under(owners...)
+	case h.counters != nil:
+		h.counters = joined(h.counters.Under(owners...), tx, (*kv.Counters).WithTx)
+	case h.rate != nil:
+		h.rate = joined(h.rate.Under(owners...), tx, (*kv.RateLimit).WithTx)
+	case h.quota != nil:
+		h.quota = joined(h.quota.Under(owners...), tx, (*kv.Quota).WithTx)
+	case h.once != nil:
+		h.once = joined(h.once.Under(owners...), tx, cases.Once.WithTx)
 	}
 	return h
+}
+
+// joined is h joined to tx by its withTx, or h itself when tx is nil.
+func joined[H any](h H, tx *kv.Tx, withTx func(H, *kv.Tx) H) H {
+	if tx == nil {
+		return h
+	}
+	return withTx(h, tx)
 }
 
 func (r *runner) reopen() error {

@@ -12,9 +12,6 @@ static inline int32_t ts_call_back(const TsHandle *h, const TsScope *scope, cons
   return ts_call(h, scope, owners, owners_len, key, key_len, NULL, 0, call, out, NULL, err);
 }
 
-// A submit keeps no Go pointer past the call and calls no Go function.
-#cgo noescape ts_bucket_set_submit
-#cgo nocallback ts_bucket_set_submit
 */
 import "C"
 
@@ -87,9 +84,8 @@ type Bucket struct{ *handle }
 
 // OpenBucket opens the bucket name of s.
 func OpenBucket(s *Store, name string, ttl time.Duration, hasTTL bool, idle time.Duration, hasIdle bool) (*Bucket, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_bucket_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(idle), C.bool(hasIdle), out, e)
-	}, func(h *handle) *Bucket { return &Bucket{h} })
+	how := C.TsOpen{kind: C.TS_OPEN_BUCKET, has_ttl: C.bool(hasTTL), ttl_ns: C.int64_t(ttl), has_idle: C.bool(hasIdle), idle_ns: C.int64_t(idle)}
+	return openedAs(s, name, how, nil, func(h *handle) *Bucket { return &Bucket{h} })
 }
 
 // value converts a value whose bytes the caller owns, and frees them.
@@ -198,7 +194,8 @@ func (b *Bucket) Set(ctx context.Context, s *Scope, owners []byte, key string, v
 	}
 	var out C.TsResult
 	var e *C.TsError
-	rc := C.ts_bucket_set_submit(b.ptr, o, ol, k, kl, vb, vl, &c, q, C.uint64_t(sl.token), &out, &e)
+	c.op, c.answers, c.token = C.TS_OP_SUBMIT, q, C.uint64_t(sl.token)
+	rc := C.ts_call(b.ptr, nil, o, ol, k, kl, vb, vl, &c, &out, nil, &e)
 	runtime.KeepAlive(v.Bytes) // copied by the submit
 	if rc != C.TS_OK || bool(out.found) {
 		runtime.KeepAlive(b)

@@ -46,13 +46,13 @@ func (c *Config) json(sources bool) ([]byte, error) {
 // Update checks and keeps the fields of patch (JSON) that change.
 func (c *Config) Update(patch []byte) error {
 	p, n := bytes(patch)
-	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_update(c.ptr, p, n, e) })
+	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_change(c.ptr, false, p, n, e) })
 }
 
 // Reset gives the field, or struct of fields, at path back to the layers.
 func (c *Config) Reset(path string) error {
 	p, n := text(path)
-	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_reset(c.ptr, p, n, e) })
+	return c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_change(c.ptr, true, p, n, e) })
 }
 
 // answer runs a call of the config and converts its error; the config

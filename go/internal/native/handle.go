@@ -58,6 +58,26 @@ func opened[H any](s *Store, name string, open func(p *C.TsStore, n *C.uint8_t, 
 	return wrap(h), nil
 }
 
+// openedAs is the handle name of s that ts_open makes as how says (a
+// quota's with its windows), wrapped by wrap.
+func openedAs[H any](s *Store, name string, how C.TsOpen, windows []QuotaWindow, wrap func(*handle) *H) (*H, error) {
+	var names []byte
+	limits := make([]C.int64_t, len(windows))
+	spans := make([]C.int64_t, len(windows))
+	for i, w := range windows {
+		names = AppendOwner(names, w.Name)
+		limits[i], spans[i] = C.int64_t(w.Limit), C.int64_t(w.Span)
+	}
+	var lp, sp *C.int64_t
+	if len(windows) > 0 {
+		lp, sp = &limits[0], &spans[0]
+	}
+	wn, wl := bytes(names)
+	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
+		return C.ts_open(p, n, l, &how, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
+	}, wrap)
+}
+
 // run makes the call c about key of the branch owners in scope s, with the
 // bytes of a value; a bucket, counters or a once answers in out, a rate
 // limit or quota in a. writes says whether it writes (on the store, a

@@ -50,9 +50,9 @@ type Counters struct{ *handle }
 
 // OpenCounters opens the counters name of s.
 func OpenCounters(s *Store, name string, ttl time.Duration, hasTTL bool, flushEvery time.Duration, hasFlush bool) (*Counters, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_counters_open(p, n, l, C.int64_t(ttl), C.bool(hasTTL), C.int64_t(flushEvery), C.bool(hasFlush), out, e)
-	}, func(h *handle) *Counters { return &Counters{h} })
+	how := C.TsOpen{kind: C.TS_OPEN_COUNTERS, has_ttl: C.bool(hasTTL), ttl_ns: C.int64_t(ttl),
+		has_flush_every: C.bool(hasFlush), flush_every_ns: C.int64_t(flushEvery)}
+	return openedAs(s, name, how, nil, func(h *handle) *Counters { return &Counters{h} })
 }
 
 // run makes the call c of op about key in scope s.
@@ -94,11 +94,13 @@ func (c *Counters) Clear(ctx context.Context, owners []byte) error {
 // RateLimit is an open rate limit.
 type RateLimit struct{ *handle }
 
-// OpenRateLimit opens the rate limit name of s.
-func OpenRateLimit(s *Store, name string, count uint64, per time.Duration, burst uint64, hasBurst bool) (*RateLimit, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_rate_limit_open(p, n, l, C.uint64_t(count), C.int64_t(per), C.uint64_t(burst), C.bool(hasBurst), out, e)
-	}, func(h *handle) *RateLimit { return &RateLimit{h} })
+// OpenRateLimit opens the rate limit name of s: count every per when
+// hasRate, burst at once when hasBurst. The core refuses a missing rate
+// and a negative count or burst.
+func OpenRateLimit(s *Store, name string, count int64, per time.Duration, hasRate bool, burst int64, hasBurst bool) (*RateLimit, error) {
+	how := C.TsOpen{kind: C.TS_OPEN_RATE_LIMIT, has_rate: C.bool(hasRate), count: C.int64_t(count), per_ns: C.int64_t(per),
+		has_burst: C.bool(hasBurst), burst: C.int64_t(burst)}
+	return openedAs(s, name, how, nil, func(h *handle) *RateLimit { return &RateLimit{h} })
 }
 
 // The operations of RateLimit.Use and Quota.Use.
@@ -112,7 +114,7 @@ const (
 // Use runs op (OpAllow, OpPeek or OpReset) on a key: allow takes n
 // requests together, or none; peek counts nothing. In a transaction (s not
 // nil) the core refuses it.
-func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func (r *RateLimit) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	return use(ctx, r.handle, s, false, owners, key, op, n)
 }
 
@@ -122,39 +124,24 @@ type Quota struct{ *handle }
 // QuotaWindow is a window a quota opens with.
 type QuotaWindow struct {
 	Name  string        // [a-z][a-z0-9_]{0,31}
-	Limit uint64        // uses per span
+	Limit int64         // uses per span; the core refuses a negative one
 	Span  time.Duration // how long the window lasts from its first use
 }
 
 // OpenQuota opens the quota name of s with its windows.
 func OpenQuota(s *Store, name string, windows []QuotaWindow) (*Quota, error) {
-	var names []byte
-	limits := make([]C.uint64_t, len(windows))
-	spans := make([]C.int64_t, len(windows))
-	for i, w := range windows {
-		names = AppendOwner(names, w.Name)
-		limits[i], spans[i] = C.uint64_t(w.Limit), C.int64_t(w.Span)
-	}
-	var lp *C.uint64_t
-	var sp *C.int64_t
-	if len(windows) > 0 {
-		lp, sp = &limits[0], &spans[0]
-	}
-	wn, wl := bytes(names)
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_quota_open(p, n, l, wn, wl, lp, sp, C.size_t(len(windows)), out, e)
-	}, func(h *handle) *Quota { return &Quota{h} })
+	return openedAs(s, name, C.TsOpen{kind: C.TS_OPEN_QUOTA}, windows, func(h *handle) *Quota { return &Quota{h} })
 }
 
 // Use runs op (OpAllow, OpRefund, OpPeek or OpReset) on a key, in scope s.
-func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func (q *Quota) Use(ctx context.Context, s *Scope, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	return use(ctx, q.handle, s, true, owners, key, op, n)
 }
 
 // use runs op on key of h, a rate limit or a quota, n times.
-func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n uint64) (Allowance, error) {
+func use(ctx context.Context, h *handle, s *Scope, writes bool, owners []byte, key string, op int32, n int64) (Allowance, error) {
 	var out C.TsAllowance
-	call := C.TsCall{op: C.int32_t(op), uses: C.uint64_t(n)}
+	call := C.TsCall{op: C.int32_t(op), uses: C.int64_t(n)}
 	err := h.run(ctx, s, writes, owners, key, nil, &call, nil, &out)
 	return allowance(&out, err)
 }

@@ -41,9 +41,8 @@ func (c *Caller) InsideRun(claim *Claim) *Caller {
 
 // OpenOnce opens the once name of s, keeping answers keep long.
 func OpenOnce(s *Store, name string, keep time.Duration, hasKeep bool) (*Once, error) {
-	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, l C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_once_open(p, n, l, C.int64_t(keep), C.bool(hasKeep), out, e)
-	}, func(h *handle) *Once { return &Once{h} })
+	how := C.TsOpen{kind: C.TS_OPEN_ONCE, has_keep: C.bool(hasKeep), keep_ns: C.int64_t(keep)}
+	return openedAs(s, name, how, nil, func(h *handle) *Once { return &Once{h} })
 }
 
 // Begin waits for any run of the key to end, then answers the value kept

@@ -36,10 +36,12 @@ const MmapNone = int64(C.TS_MMAP_NONE)
 
 // OpenOptions are the store options the C ABI takes beside the clock.
 type OpenOptions struct {
-	Readers int   // reader connections; 0 for the default
-	Memory  int64 // the memory budget in bytes; 0 for none
-	// MmapSize is the bytes of kv.db each reader maps: 0 for the default,
-	// MmapNone for none; other negative values are refused by the core.
+	// Readers is the reader connections and Memory the memory budget in
+	// bytes, 0 for each default. MmapSize is the bytes of kv.db each reader
+	// maps: 0 for the default, MmapNone for none. The core refuses another
+	// negative number in any of them, naming it.
+	Readers  int
+	Memory   int64
 	MmapSize int64
 	// ReleaseReadLocks has readers give back their read-mark lock at every
 	// read (TsStoreOptions.release_read_locks).
@@ -53,7 +55,7 @@ type OpenOptions struct {
 // start; clock, when not nil, is read before each call to move it.
 func Open(dir string, manual bool, start time.Time, clock func() time.Time, o OpenOptions) (*Store, error) {
 	opts := C.TsStoreOptions{
-		manual: C.bool(manual), readers: C.uint32_t(o.Readers), memory: C.uint64_t(o.Memory),
+		manual: C.bool(manual), readers: C.int64_t(o.Readers), memory: C.int64_t(o.Memory),
 		mmap_size: C.int64_t(o.MmapSize), release_read_locks: C.bool(o.ReleaseReadLocks),
 		share_with_group: C.bool(o.ShareWithGroup),
 	}
