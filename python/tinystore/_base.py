@@ -119,8 +119,8 @@ class StoreBase:
 
     def _rate_limit_native(self, name: str, rate: Any, burst: Any) -> _native.RateLimit:
         name = _check_name(name)
-        if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool) or burst < 1):
-            raise _invalid(name, f"burst must be a positive int, not {burst!r}")
+        if burst is not None and (not isinstance(burst, int) or isinstance(burst, bool)):
+            raise _invalid(name, f"burst must be an int, not {burst!r}")
         return _native.RateLimit(self._n, name, rate, burst)
 
     def _quota_native(self, name: str, windows: dict[str, Any]) -> _native.Quota:

@@ -77,11 +77,12 @@ impl RateLimit {
     /// Opens the rate limit `name`: `rate` ("5/m") and `burst` (the rate's count when None).
     #[new]
     #[pyo3(signature = (store, name, rate_: "_Rate", burst = None))]
-    fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Arg<'_>, burst: Option<u64>) -> PyResult<Self> {
-        let (n, per) = rate(rate_).map_err(|e| to_py(py, e.in_bucket(name)))?;
+    fn new(py: Python<'_>, store: &Store, name: &str, rate_: &Arg<'_>, burst: Option<i64>) -> PyResult<Self> {
+        let named = |e: tinystore::Error| to_py(py, e.in_bucket(name));
+        let (n, per) = rate(rate_).map_err(named)?;
         let mut b = store.store.rate_limit(name).rate(n, per);
         if let Some(burst) = burst {
-            b = b.burst(burst);
+            b = b.burst(tinystore::not_negative(burst, "a burst").map_err(named)?);
         }
         let inner = py.detach(|| b.open()).map_err(py_err(py))?;
         Ok(RateLimit { inner })
