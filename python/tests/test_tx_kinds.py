@@ -5,6 +5,9 @@ normally after each."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 import tinystore
@@ -140,3 +143,27 @@ def test_kv16_a_call_of_the_store_only_given_a_tx_is_refused_in_the_cores_text(
             hits._n.clear(tx._n)  # type: ignore[arg-type]
         assert e.value.bucket == "hits"
     assert hits.get("k") == 2
+
+
+def test_kv16_a_handle_of_another_store_is_refused_when_it_joins(
+    sync_store: tinystore.sync.Store, tmp_path: Path
+) -> None:
+    codes = sync_store.bucket("codes", str)
+    with tinystore.sync.open(tmp_path / "other") as other:
+        their_codes, their_hits = other.bucket("codes", str), other.counters("hits")
+        their_plan, their_sends = other.quota("messages", daily="2/1d"), other.once("sends", str)
+        with sync_store.tx() as tx:
+            # Each is refused at `with_`, before any call, in the core's text.
+            joins: dict[str, Callable[[], object]] = {
+                "codes": lambda: tx.with_(their_codes),
+                "hits": lambda: tx.with_(their_hits),
+                "messages": lambda: tx.with_(their_plan),
+                "sends": lambda: tx.with_(their_sends),
+            }
+            for name, join in joins.items():
+                with pytest.raises(tinystore.InvalidError, match="this handle is of another store") as e:
+                    join()
+                assert e.value.bucket == name
+            tx.with_(codes).set("c-1", "ada")
+        assert their_codes.get("c-1") is None
+    assert codes.get("c-1") == "ada"

@@ -579,10 +579,11 @@ class Tx:
     An open transaction: every call given it as its `scope` runs inside it
     and sees its own writes.
     """
-    def check_joins(self, /, handle: "RateLimit | Counters") -> None:
+    def check_joins(self, /, handle: "Bucket | Counters | Quota | Once | RateLimit") -> None:
         """
-        Refuses at once what cannot join the transaction (`tx.with`): a
-        rate limit, `flush_every` counters, a handle of another store.
+        Refuses at once, in the core's words, what cannot join the
+        transaction (`tx.with`): a rate limit, `flush_every` counters, a
+        handle of another store.
         """
     def commit(self, /) -> None:
         """

@@ -145,7 +145,7 @@ def kind_in_tx(tx: Any, handle: Any, asyncio_api: bool) -> Any:
     ``tx``, or ``InvalidError`` at once for what cannot join one. A bucket
     is the caller's; None for a handle of no kind here."""
     native = getattr(handle, "_n", None)
-    if isinstance(native, (_native.RateLimit, _native.Counters)):
+    if isinstance(native, (_native.Bucket, _native.Counters, _native.Quota, _native.Once, _native.RateLimit)):
         tx._n.check_joins(native)  # raises the engine's reason for what cannot join
     if isinstance(native, _native.Counters):
         return (TxCounters if asyncio_api else SyncTxCounters)(tx, native)

@@ -13,12 +13,14 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{BindingTx, Snapshot, tx_ended};
+use tinystore::{BindingTx, Joining, Scope, Snapshot, tx_ended};
 
+use crate::bucket::Bucket;
 use crate::completions::{Completions, Resolve, lock};
 use crate::convert::{Answered, Arg};
 use crate::errors::{py_err, to_py};
-use crate::limits::{Counters, RateLimit};
+use crate::limits::{Counters, Quota, RateLimit};
+use crate::once::Once;
 use crate::pending::Pending;
 
 /// An open transaction: every call given it as its `scope` runs inside it
@@ -32,17 +34,25 @@ pub struct Tx {
 
 #[pymethods]
 impl Tx {
-    /// Refuses at once what cannot join the transaction (`tx.with`): a
-    /// rate limit, `flush_every` counters, a handle of another store.
-    #[pyo3(signature = (handle: "RateLimit | Counters"))]
+    /// Refuses at once, in the core's words, what cannot join the
+    /// transaction (`tx.with`): a rate limit, `flush_every` counters, a
+    /// handle of another store.
+    #[pyo3(signature = (handle: "Bucket | Counters | Quota | Once | RateLimit"))]
     fn check_joins(&self, py: Python<'_>, handle: &Arg<'_>) -> PyResult<()> {
-        if let Ok(r) = handle.cast::<RateLimit>() {
-            return Err(to_py(py, self.session.refuse_rate_limit(&r.get().inner)));
-        }
-        if let Ok(c) = handle.cast::<Counters>() {
-            return self.session.check_counters(&c.get().inner).map_err(py_err(py));
-        }
-        Ok(())
+        let joining = if let Ok(b) = handle.cast::<Bucket>() {
+            Joining::Bucket(&b.get().raw)
+        } else if let Ok(c) = handle.cast::<Counters>() {
+            Joining::Counters(&c.get().inner)
+        } else if let Ok(q) = handle.cast::<Quota>() {
+            Joining::Quota(&q.get().inner)
+        } else if let Ok(o) = handle.cast::<Once>() {
+            Joining::Once(&o.get().raw)
+        } else if let Ok(r) = handle.cast::<RateLimit>() {
+            Joining::RateLimit(&r.get().inner)
+        } else {
+            return Ok(());
+        };
+        Scope::Tx(&self.session).join(joining).map_err(py_err(py))
     }
 
     /// Ends the transaction and commits it, without waiting: the future of
