@@ -11,7 +11,7 @@ use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
 
 use crate::completions::lock;
 use crate::convert::{Answered, Arg, Codec, branch, key_in, opt_span};
-use crate::errors::{invalid, py_err, to_py};
+use crate::errors::{py_err, to_py};
 use crate::reply::{self, Answer};
 use crate::scope::{Call, in_scope, on_store, run};
 use crate::store::Store;
@@ -148,12 +148,9 @@ impl Claim {
     }
 
     fn take(&self, py: Python<'_>) -> PyResult<tinystore::Claim> {
-        lock(&self.held).take().ok_or_else(|| {
-            to_py(
-                py,
-                invalid("this run already kept an answer or let go").at(&self.name, self.path.clone()),
-            )
-        })
+        lock(&self.held)
+            .take()
+            .ok_or_else(|| to_py(py, tinystore::claim_ended().at(&self.name, self.path.clone())))
     }
 
     /// The answer as a row; a value that does not fit lets the run go.
