@@ -42,14 +42,23 @@ fn kv13_a_bad_rate_names_its_window_and_the_quota_and_creates_nothing() {
 fn kv12_a_rate_limit_at_a_text_rate_lets_its_burst_through() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
-    let by_rate = store.rate_limit_at("guesses", "3/m", None).unwrap();
+    let by_rate = store.rate_limit_at("guesses", Some("3/m"), None).unwrap();
     assert_eq!(by_rate.burst(), 3, "the burst is the rate's count when not given");
-    let bursty = store.rate_limit_at("bursty", "3/m", Some(5)).unwrap();
+    let bursty = store.rate_limit_at("bursty", Some("3/m"), Some(5)).unwrap();
     assert_eq!(bursty.burst(), 5);
-    let Err(e) = store.rate_limit_at("bad", "0/m", None) else {
+    let Err(e) = store.rate_limit_at("bad", Some("0/m"), None) else {
         panic!("a rate of 0 is refused");
     };
     assert_eq!(e.kind(), ErrorKind::Invalid);
     assert_eq!(e.bucket(), Some("bad"));
     assert!(e.message().starts_with("rate \"0/m\""), "{e}");
+    let Err(e) = store.rate_limit_at("none", None, Some(5)) else {
+        panic!("a rate limit without a rate is refused");
+    };
+    assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("none")));
+    assert_eq!(e.message(), "a rate limit needs a rate: how many requests per span");
+    assert!(
+        store.names().unwrap().iter().all(|(n, _)| n != "none"),
+        "nothing is opened"
+    );
 }

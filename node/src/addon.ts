@@ -295,7 +295,7 @@ export declare class NativeStore {
   /** Opens a bucket of values of `value_type` with a `ttl` or an `idle` span. */
   bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
   /** Opens a rate limit: `rate` as `'5/m'`, and a `burst`. */
-  rateLimit(name: string, rate: string, burst?: number | undefined | null): NativeRateLimit
+  rateLimit(name: string, rate?: string | undefined | null, burst?: number | undefined | null): NativeRateLimit
   /** Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`). */
   quota(name: string, names: Array<string>, rates: Array<string>): NativeQuota
   /**

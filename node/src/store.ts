@@ -181,11 +181,12 @@ export class Store implements AsyncDisposable {
 	 * count when not given): `store.rateLimit('sign-in-guesses', { rate: '5/m', burst: 5 })`.
 	 */
 	rateLimit(name: string, options: RateLimitOptions): RateLimit {
-		if (typeof options?.rate !== 'string') {
-			throw new InvalidError("a rate limit needs a rate, as { rate: '5/m' }", { bucket: name })
+		const rate: unknown = options?.rate
+		if (rate !== undefined && typeof rate !== 'string') {
+			throw new InvalidError(`a rate is text as '5/m', not ${typeof rate}`, { bucket: String(name) })
 		}
 		try {
-			return new RateLimit(this.#native.rateLimit(name, options.rate, options.burst), name)
+			return new RateLimit(this.#native.rateLimit(name, rate as string | undefined, options?.burst), name)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

@@ -132,6 +132,14 @@ test('KV-12 rate limit: the state survives a reopen; a bad rate is InvalidError 
 			() => store.rateLimit('other', { rate: '5/min' as never }),
 			(e: unknown) => e instanceof InvalidError && e.message.includes('5/min'),
 		)
+		// A rate limit given no rate is refused in the engine's text.
+		assert.throws(
+			() => store.rateLimit('r0', {} as never),
+			(e: unknown) =>
+				e instanceof InvalidError &&
+				e.message === 'a rate limit needs a rate: how many requests per span (bucket r0)' &&
+				e.what.bucket === 'r0',
+		)
 		// A burst that is no whole number is named as the burst; which whole
 		// numbers a rate takes is the engine's to say.
 		for (const [burst, text] of [

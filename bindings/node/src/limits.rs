@@ -74,7 +74,12 @@ fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
 }
 
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
-pub(crate) fn open_rate_limit(store: &tinystore::Store, name: &str, rate: &str, burst: Option<f64>) -> Ts<RateLimit> {
+pub(crate) fn open_rate_limit(
+    store: &tinystore::Store,
+    name: &str,
+    rate: Option<&str>,
+    burst: Option<f64>,
+) -> Ts<RateLimit> {
     // The number is converted here; the core says which bursts a rate takes.
     let burst = burst
         .map(|n| tinystore::whole_number(n, "burst", 0..=MAX_SAFE))

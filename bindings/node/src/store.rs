@@ -208,10 +208,10 @@ impl NativeStore {
         &self,
         env: Env,
         name: String,
-        rate: String,
+        rate: Option<String>,
         burst: Option<f64>,
     ) -> napi::Result<NativeRateLimit> {
-        let r = limits::open_rate_limit(&self.store, &name, &rate, burst);
+        let r = limits::open_rate_limit(&self.store, &name, rate.as_deref(), burst);
         Ok(NativeRateLimit { limit: sync(&env, r)? })
     }
 

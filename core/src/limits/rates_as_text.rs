@@ -10,10 +10,16 @@ use super::{Quota, RateLimit};
 
 impl Store {
     /// Opens the rate limit `name` at `rate` (as `"5/m"`), letting `burst`
-    /// requests through at once (the rate's count when not given).
-    pub fn rate_limit_at(&self, name: &str, rate: &str, burst: Option<u64>) -> Result<RateLimit> {
-        let (count, per) = parse_rate(rate).map_err(|e| e.in_bucket(name))?;
-        let builder = self.rate_limit(name).rate(count, per);
+    /// requests through at once (the rate's count when not given). A rate
+    /// limit given no rate is refused in the builder's one text.
+    pub fn rate_limit_at(&self, name: &str, rate: Option<&str>, burst: Option<u64>) -> Result<RateLimit> {
+        let builder = match rate {
+            Some(rate) => {
+                let (count, per) = parse_rate(rate).map_err(|e| e.in_bucket(name))?;
+                self.rate_limit(name).rate(count, per)
+            }
+            None => self.rate_limit(name),
+        };
         match burst {
             Some(burst) => builder.burst(burst),
             None => builder,
