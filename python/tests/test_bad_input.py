@@ -191,7 +191,10 @@ def test_kv18_bad_limits_and_windows_are_invalid_naming_them(fixture: sync.Store
     with unchanged(s) as c:
         c.refused("burst 0", lambda: s.rate_limit("r0", rate="5/m", burst=0).allow("k"), tinystore.InvalidError, "burst")
         c.refused("a rate of a number", lambda: s.rate_limit("r0", rate=5).allow("k"), tinystore.InvalidError)  # type: ignore[arg-type]
-        c.refused("allow a negative n", lambda: guesses.allow("k", -1), tinystore.InvalidError)
+        negative = "a count of uses is -1: it cannot be negative"
+        c.refused("allow a negative n", lambda: guesses.allow("k", -1), tinystore.InvalidError, negative, "(bucket guesses, key k)")
+        c.refused("quota allow -1", lambda: messages.allow("k", -1), tinystore.InvalidError, negative, "(bucket messages, key k)")
+        c.refused("quota refund -1", lambda: messages.refund("k", -1), tinystore.InvalidError, negative, "(bucket messages, key k)")
         c.refused("allow a float n", lambda: guesses.allow("k", 1.5), tinystore.InvalidError)  # type: ignore[arg-type]
         c.refused("a quota without windows", lambda: s.quota("q0").allow("k"), tinystore.InvalidError, "q0")
         c.refused("a counter past int64", lambda: attempts.add("top", 2), tinystore.LimitError, "attempts", "top")

@@ -57,13 +57,16 @@ fn rate(obj: &Arg<'_>) -> Result<(u64, Duration), Error> {
     )))
 }
 
-pub(crate) fn count(py: Python<'_>, name: &str, n: &Arg<'_>, what: &str) -> PyResult<u64> {
-    n.extract::<u64>().map_err(|_| {
-        to_py(
-            py,
-            invalid(format!("{what} must be a positive int, not {}", type_name(n))).in_bucket(name),
-        )
-    })
+/// A call's count of uses `n`, the error naming the handle and key through
+/// `named`: a type that is no int is refused here, a negative count by the
+/// core, in every language's text.
+pub(crate) fn count(py: Python<'_>, named: impl FnOnce(Error) -> Error, n: &Arg<'_>) -> PyResult<u64> {
+    let signed = n
+        .extract::<i64>()
+        .map_err(|_| invalid(format!("n must be an int within int64, not {}", type_name(n))));
+    signed
+        .and_then(|n| tinystore::not_negative(n, "a count of uses"))
+        .map_err(|e| to_py(py, named(e)))
 }
 
 /// A rate limit (GCRA), kept in memory and written every second.
@@ -105,7 +108,7 @@ impl RateLimit {
     fn allow(&self, py: Python<'_>, key: &Arg<'_>, n: Option<&Arg<'_>>) -> PyResult<PyAllowance> {
         let k = key_in(py, self.inner.name(), key)?;
         let n = match n {
-            Some(n) => count(py, self.inner.name(), n, "n")?,
+            Some(n) => count(py, |e| self.inner.named(&k, e), n)?,
             None => 1,
         };
         py.detach(|| self.inner.allow_n(&k, n))
@@ -165,7 +168,7 @@ impl Quota {
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn allow(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
+        let n = count(py, |e| self.inner.named(&k, e), n)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
             |s, q| s.quota_allow(q, &k, n),
             |r| q.allow_n_then(&k, n, r.done()))
@@ -182,7 +185,7 @@ impl Quota {
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn refund(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        let n = count(py, self.inner.name(), n, "n")?;
+        let n = count(py, |e| self.inner.named(&k, e), n)?;
         run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
             |s, q| s.quota_refund(q, &k, n),
             |r| q.refund_n_then(&k, n, r.done()))

@@ -306,6 +306,15 @@ impl Quota {
         }
     }
 
+    /// `e`, naming this quota and `key` unless it names a key already: how
+    /// a binding names an error it found in a call's arguments.
+    pub fn named(&self, key: &[u8], e: Error) -> Error {
+        if e.path().is_some() {
+            return e;
+        }
+        e.at(&self.core.bucket.name, self.branch.show_with(Some(key)))
+    }
+
     fn target(&self, key: &[u8]) -> Result<Target> {
         self.core.bucket.store.inner.check_open()?;
         Target::new(&self.core.bucket, &self.branch, key)

@@ -169,8 +169,9 @@ impl RateLimit {
         }
     }
 
-    /// Names the key in an error that does not name one yet.
-    fn named(&self, key: &[u8], e: Error) -> Error {
+    /// `e`, naming this rate limit and `key` unless it names a key already:
+    /// how a binding names an error it found in a call's arguments.
+    pub fn named(&self, key: &[u8], e: Error) -> Error {
         if e.path().is_some() {
             return e;
         }
