@@ -93,6 +93,9 @@ test('KV-12 rate limit: burst at once, then the rate; peek counts nothing; reset
 	assert.equal(refused.ok, false)
 	assert.deepEqual(refused.retryAt, new Date(T0.getTime() + 100))
 	assert.ok((await rejection(limit.allow('ip', 4))) instanceof InvalidError, 'more than the burst')
+	const negative = await rejection(limit.allow('ip', -1))
+	assert.ok(negative instanceof InvalidError)
+	assert.equal(negative.message, 'a count of uses is -1: it cannot be negative (bucket api, key ip)')
 	store.clock.advance('100ms')
 	assert.equal((await limit.allow('ip')).ok, true)
 	await limit.reset('ip')
@@ -161,6 +164,11 @@ test('KV-13 quota: racing allows pass exactly the limit; n over the smallest lim
 	assert.equal(answers.filter((a) => a.ok).length, 10)
 	assert.equal((await q.peek('user')).windows.hourly.used, 10)
 	assert.ok((await rejection(q.allow('user', 11))) instanceof InvalidError)
+	for (const call of [() => q.allow('user', -1), () => q.refund('user', -1)]) {
+		const e = await rejection(call())
+		assert.ok(e instanceof InvalidError)
+		assert.equal(e.message, 'a count of uses is -1: it cannot be negative (bucket plan, key user)')
+	}
 	assert.throws(() => store.quota('none', {}), InvalidError)
 	assert.throws(() => store.quota('caps', { Weekly: '3/7d' }), InvalidError)
 	assert.throws(

@@ -110,20 +110,23 @@ fn take(env: napi_env, info: napi_callback_info) -> Ts<napi_value> {
     // The function owns the limit until it is collected, and it is running.
     let limit = unsafe { &*data.cast::<RateLimit>() };
     let n = if argc < 2 {
-        1
+        None
     } else {
         let mut n = 0.0;
         let status = unsafe { sys::napi_get_value_double(env, argv[1], &mut n) };
         if status != sys::Status::napi_ok {
             return Err(completions::invalid("allow takes a count: a number").in_bucket(limit.name()));
         }
-        crate::limits::count(Some(n)).map_err(|e| e.in_bucket(limit.name()))?
+        Some(n)
     };
+    // The count is checked once the key is read, so that its error names it.
+    let uses = |k: &[u8]| crate::limits::count(n).map_err(|e| limit.named(k, e));
     let mut buf = [0u8; 256];
     let a = match js::read_string_into(env, argv[0], &mut buf) {
-        Some(k) if !k.is_empty() => limit.allow_n(k, n)?,
+        Some(k) if !k.is_empty() => limit.allow_n(k, uses(k)?)?,
         _ => {
             let k = convert::key(env, argv[0]).map_err(|e| e.in_bucket(limit.name()))?;
+            let n = uses(&k)?;
             limit.allow_n(k, n)?
         }
     };

@@ -42,10 +42,12 @@ pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
     )
 }
 
-/// A count of requests or uses as a number; the core says which counts a
-/// call takes (1 up to a burst or a window's limit).
+/// A count of requests or uses as a number (1 when not given); the core
+/// refuses a negative one and says which counts a call takes (1 up to a
+/// burst or a window's limit).
 pub(crate) fn count(n: Option<f64>) -> Ts<u64> {
-    Ok(tinystore::whole_number(n.unwrap_or(1.0), "a count", 0..=MAX_SAFE)? as u64)
+    let n = tinystore::whole_number(n.unwrap_or(1.0), "a count of uses", -MAX_SAFE..=MAX_SAFE)?;
+    tinystore::not_negative(n, "a count of uses")
 }
 
 /// A counter's step (negative allowed): a safe integer `number`, or a
@@ -109,7 +111,7 @@ impl NativeRateLimit {
     pub fn allow<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
         let r = (|| {
             let k = key_in(env, self.limit.name(), &key)?;
-            let n = count(n).map_err(|e| e.in_bucket(self.limit.name()))?;
+            let n = count(n).map_err(|e| self.limit.named(&k, e))?;
             allowance(env.raw(), &self.limit.allow_n(k, n)?)
         })();
         completions::value(env, r)
@@ -160,7 +162,11 @@ impl NativeQuota {
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let name = self.quota.name();
-        let uses = (|| Ok((key_in(env, name, &key)?, count(n).map_err(|e| e.in_bucket(name))?)))();
+        let uses = (|| {
+            let k = key_in(env, name, &key)?;
+            let n = count(n).map_err(|e| self.quota.named(&k, e))?;
+            Ok((k, n))
+        })();
         let write = uses.map(|(k, n)| {
             if refund {
                 QuotaWrite::Refund(k, n)
