@@ -216,28 +216,9 @@ impl Codec {
     pub fn to_raw(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
         let is_bool = value.is_instance_of::<PyBool>();
         match self.kind {
-            ValueKind::Str => match value.cast::<PyString>() {
-                Ok(s) => Ok(Raw::text(
-                    s.to_str().map_err(|_| invalid("the text holds a lone surrogate"))?,
-                )),
-                Err(_) => Err(self.wrong(value)),
-            },
-            ValueKind::Bytes => {
-                if let Ok(b) = value.cast::<PyBytes>() {
-                    Ok(Raw::Bytes(b.as_bytes().to_vec()))
-                } else if let Ok(b) = value.cast::<PyByteArray>() {
-                    Ok(Raw::Bytes(b.to_vec()))
-                } else {
-                    Err(self.wrong(value))
-                }
-            }
-            ValueKind::Int if value.is_instance_of::<PyInt>() && !is_bool => match value.extract::<i64>() {
-                Ok(i) => Ok(Raw::int(i)),
-                Err(_) => Err(invalid(format!(
-                    "the integer {} is outside the 64-bit range an int bucket keeps",
-                    value.str().map(|s| s.to_string()).unwrap_or_default()
-                ))),
-            },
+            ValueKind::Str => text_row(value).unwrap_or_else(|| Err(self.wrong(value))),
+            ValueKind::Bytes => bytes_row(value).ok_or_else(|| self.wrong(value)),
+            ValueKind::Int if value.is_instance_of::<PyInt>() && !is_bool => int_row(value, "an int bucket"),
             // An int is a fine float (PEP 484); a bool is not.
             ValueKind::Float if (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>()) && !is_bool => {
                 match value.extract::<f64>() {
@@ -327,23 +308,13 @@ fn raw_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
         return Ok(Raw::Null);
     }
     if value.is_instance_of::<PyInt>() {
-        return value.extract::<i64>().map(Raw::int).map_err(|_| {
-            invalid(format!(
-                "the integer {} is outside the 64-bit range a row keeps",
-                value.str().map(|s| s.to_string()).unwrap_or_default()
-            ))
-        });
+        return int_row(value, "a row");
     }
-    if let Ok(b) = value.cast::<PyBytes>() {
-        return Ok(Raw::Bytes(b.as_bytes().to_vec()));
+    if let Some(row) = bytes_row(value) {
+        return Ok(row);
     }
-    if let Ok(b) = value.cast::<PyByteArray>() {
-        return Ok(Raw::Bytes(b.to_vec()));
-    }
-    if let Ok(s) = value.cast::<PyString>() {
-        return Ok(Raw::text(
-            s.to_str().map_err(|_| invalid("the text holds a lone surrogate"))?,
-        ));
+    if let Some(row) = text_row(value) {
+        return row;
     }
     if let Ok(m) = value.cast::<pyo3::types::PyMemoryView>()
         && let Ok(b) = m.call_method0("tobytes")
@@ -355,4 +326,29 @@ fn raw_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
         "a raw bucket holds None, an int or bytes, not {}",
         type_name(value)
     )))
+}
+
+/// A `str` as its row (None for another type); a lone surrogate is refused.
+fn text_row(value: &Bound<'_, PyAny>) -> Option<Result<Raw, Error>> {
+    let text = value.cast::<PyString>().ok()?.to_str();
+    Some(
+        text.map(Raw::text)
+            .map_err(|_| invalid("the text holds a lone surrogate")),
+    )
+}
+
+/// `bytes` or a `bytearray` as its row (None for another type).
+fn bytes_row(value: &Bound<'_, PyAny>) -> Option<Raw> {
+    if let Ok(b) = value.cast::<PyBytes>() {
+        return Some(Raw::Bytes(b.as_bytes().to_vec()));
+    }
+    value.cast::<PyByteArray>().ok().map(|b| Raw::Bytes(b.to_vec()))
+}
+
+/// An `int` as its row, refused past 64 bits as more than `holder` keeps.
+fn int_row(value: &Bound<'_, PyAny>, holder: &str) -> Result<Raw, Error> {
+    value.extract::<i64>().map(Raw::int).map_err(|_| {
+        let n = value.str().map(|s| s.to_string()).unwrap_or_default();
+        invalid(format!("the integer {n} is outside the 64-bit range {holder} keeps"))
+    })
 }
