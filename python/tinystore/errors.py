@@ -8,6 +8,8 @@ error: reads answer ``None``.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "Error",
     "InvalidError",
@@ -19,6 +21,9 @@ __all__ = [
     "IoError",
     "CallCancelledError",
 ]
+
+
+_BY_CODE: dict[str, type[Error]] = {}
 
 
 class Error(Exception):
@@ -34,6 +39,13 @@ class Error(Exception):
     """
 
     code: str = "ERROR"
+
+    def __init_subclass__(cls, code: str = "", **kwargs: Any) -> None:
+        # Each kind's class is the one `_from_native` builds for its code.
+        super().__init_subclass__(**kwargs)
+        if code:
+            cls.code = code
+            _BY_CODE[code] = cls
 
     def __init__(
         self,
@@ -60,67 +72,36 @@ class Error(Exception):
         return self.path
 
 
-class InvalidError(Error, ValueError):
+class InvalidError(Error, ValueError, code="INVALID"):
     """Bad input: a name, key, value, duration, rate, option or type. Nothing was written."""
 
-    code = "INVALID"
 
-
-class LimitError(Error):
+class LimitError(Error, code="LIMIT"):
     """A bound was reached: a value over 1 MiB, a counter past int64, a full memory bound."""
 
-    code = "LIMIT"
 
-
-class ConflictError(Error):
+class ConflictError(Error, code="CONFLICT"):
     """A version check failed: the key is absent, expired or at another version."""
 
-    code = "CONFLICT"
 
-
-class CorruptError(Error):
+class CorruptError(Error, code="CORRUPT"):
     """A stored value does not read as the handle's type, or the file is damaged."""
 
-    code = "CORRUPT"
 
-
-class ClosedError(Error):
+class ClosedError(Error, code="CLOSED"):
     """The store is closed."""
 
-    code = "CLOSED"
 
-
-class OutcomeUnknownError(Error):
+class OutcomeUnknownError(Error, code="OUTCOME_UNKNOWN"):
     """A group's commit failed: the write may or may not be in the file. Read before writing again."""
 
-    code = "OUTCOME_UNKNOWN"
 
-
-class IoError(Error):
+class IoError(Error, code="IO"):
     """The file system or SQLite failed; nothing of the call was written."""
 
-    code = "IO"
 
-
-class CallCancelledError(Error):
+class CallCancelledError(Error, code="CANCELLED"):
     """The call was given up before its write started; nothing was written."""
-
-    code = "CANCELLED"
-
-
-_BY_CODE: dict[str, type[Error]] = {
-    cls.code: cls
-    for cls in (
-        InvalidError,
-        LimitError,
-        ConflictError,
-        CorruptError,
-        ClosedError,
-        OutcomeUnknownError,
-        IoError,
-        CallCancelledError,
-    )
-}
 
 
 def _from_native(code: str, text: str, message: str, bucket: str | None, path: str | None) -> Error:
