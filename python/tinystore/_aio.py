@@ -21,7 +21,6 @@ from typing import Any, TypeVar, overload
 from . import _native
 from ._base import BucketBase, Key, StoreBase, open_native
 from ._custom import Codec, Raw, RawValue
-from ._handles import Rate
 from ._bucket_calls import AsyncBucketReads, BucketWrites
 from ._loop import awaited
 from ._scopes import OnLoop
@@ -104,7 +103,7 @@ def open(
 class Opening:
     """An opening store: await it, or use it as ``async with``."""
 
-    __slots__ = ("_dir", "_clock", "_memory", "_mmap_size", "_keep_read_locks", "_share_with_group", "_store")
+    __slots__ = ("_options", "_store")
 
     def __init__(
         self,
@@ -115,25 +114,11 @@ class Opening:
         keep_read_locks: bool | None = None,
         share_with_group: bool | None = None,
     ) -> None:
-        self._dir = dir
-        self._clock = clock
-        self._memory = memory
-        self._mmap_size = mmap_size
-        self._keep_read_locks = keep_read_locks
-        self._share_with_group = share_with_group
+        self._options = (dir, clock, memory, mmap_size, keep_read_locks, share_with_group)
         self._store: Store | None = None
 
     async def _open(self) -> Store:
-        return Store(
-            open_native(
-                self._dir,
-                self._clock,
-                self._memory,
-                self._mmap_size,
-                self._keep_read_locks,
-                self._share_with_group,
-            )
-        )
+        return Store(open_native(*self._options))
 
     def __await__(self) -> Generator[Any, None, Store]:
         return self._open().__await__()
@@ -149,10 +134,11 @@ class Opening:
             await self._store.close()
 
 
-class Store(StoreBase):
+class Store(StoreBase[RateLimit, Quota, Counters]):
     """An open store. Handles are opened from it; ``close`` writes what memory holds."""
 
     __slots__ = ()
+    _limits = (RateLimit, Quota, Counters)
 
     @overload
     def bucket(
@@ -214,26 +200,6 @@ class Store(StoreBase):
         the choice by type.
         """
         return Bucket(self._bucket_native(name, type, ttl, idle, codec))
-
-    def rate_limit(self, name: str, *, rate: Rate, burst: int | None = None) -> RateLimit:
-        """The rate limit ``name``: ``rate`` requests per span (``"5/m"``), at most ``burst``
-        at once (the rate's count when not given)::
-
-            guesses = store.rate_limit("sign-in-guesses", rate="5/m", burst=5)
-        """
-        return RateLimit(self._rate_limit_native(name, rate, burst))
-
-    def quota(self, name: str, /, **windows: Rate) -> Quota:
-        """The quota ``name`` with one to eight windows, each a name and a rate::
-
-            messages = store.quota("messages", session="100/5h", weekly="300/7d")
-        """
-        return Quota(self._quota_native(name, windows))
-
-    def counters(self, name: str, *, ttl: Duration | None = None, flush_every: Duration | None = None) -> Counters:
-        """The counters ``name``. ``ttl`` starts at a counter's first add and does not slide;
-        ``flush_every`` keeps counts in memory and writes them every period (a crash loses at most one)."""
-        return Counters(self._counters_native(name, ttl, flush_every))
 
     @overload
     def once(self, name: str, type: type[T], *, keep: Duration | None = None) -> Once[T]: ...

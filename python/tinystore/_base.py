@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 from . import _native
 from ._bucket_calls import BucketReads
@@ -12,9 +12,15 @@ from ._custom import Raw, custom_codec, raw_codec
 from ._time import Clock, Duration, to_millis
 from .errors import ClosedError, InvalidError
 
+if TYPE_CHECKING:
+    from ._handles import Handle, Rate
+
 __all__ = ["Key", "StoreBase", "BucketBase"]
 
 T = TypeVar("T")
+_R = TypeVar("_R", bound="Handle")
+_Q = TypeVar("_Q", bound="Handle")
+_C = TypeVar("_C", bound="Handle")
 
 Key = Union[str, bytes, int]
 """A key or an owner: text, bytes, or an integer (its decimal spelling: ``42`` and ``"42"`` are one key)."""
@@ -82,10 +88,12 @@ def _check_name(name: Any) -> str:
     return name
 
 
-class StoreBase:
-    """The parts of a store that do not wait: handles, the clock, names."""
+class StoreBase(Generic[_R, _Q, _C]):
+    """The parts of a store that do not wait: handles, the clock, names. Its
+    API's classes of rate limits, quotas and counters are ``_limits``."""
 
     __slots__ = ("_n", "_clock", "__weakref__")
+    _limits: tuple[type[_R], type[_Q], type[_C]]
 
     def __init__(self, native: _native.Store) -> None:
         self._n = native
@@ -109,6 +117,26 @@ class StoreBase:
     def names(self) -> list[tuple[str, str]]:
         """Every handle name in the file, with its kind (``"values"``, ``"quota"``, ...)."""
         return self._n.names()
+
+    def rate_limit(self, name: str, *, rate: Rate, burst: int | None = None) -> _R:
+        """The rate limit ``name``: ``rate`` requests per span (``"5/m"``), at most ``burst``
+        at once (the rate's count when not given)::
+
+            guesses = store.rate_limit("sign-in-guesses", rate="5/m", burst=5)
+        """
+        return self._limits[0](self._rate_limit_native(name, rate, burst))
+
+    def quota(self, name: str, /, **windows: Rate) -> _Q:
+        """The quota ``name`` with one to eight windows, each a name and a rate::
+
+            messages = store.quota("messages", session="100/5h", weekly="300/7d")
+        """
+        return self._limits[1](self._quota_native(name, windows))
+
+    def counters(self, name: str, *, ttl: Duration | None = None, flush_every: Duration | None = None) -> _C:
+        """The counters ``name``. ``ttl`` starts at a counter's first add and does not slide;
+        ``flush_every`` keeps counts in memory and writes them every period (a crash loses at most one)."""
+        return self._limits[2](self._counters_native(name, ttl, flush_every))
 
     def _bucket_native(
         self, name: str, tp: Any, ttl: Duration | None, idle: Duration | None, custom: Any = None

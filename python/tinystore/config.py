@@ -344,7 +344,7 @@ class FromEnv:
 
 
 def _open_native(
-    store: StoreBase,
+    store: StoreBase[Any, Any, Any],
     name: str,
     tp: type[T],
     defaults: T | None,
@@ -387,7 +387,7 @@ def _open_native(
 
 
 def open_config(
-    store: StoreBase,
+    store: StoreBase[Any, Any, Any],
     name: str,
     tp: type[T],
     *,

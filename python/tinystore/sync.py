@@ -25,7 +25,6 @@ from ._custom import Codec, Raw, RawValue
 from .config import FromEnv
 from .config import SyncConfig as Config
 from .config import open_sync_config as open_config
-from ._handles import Rate
 from ._bucket_calls import BucketWrites
 from ._results import Entry, Maintenance, _entry
 from ._sync_limits import Counters, Once, Quota, RateLimit
@@ -74,10 +73,11 @@ def open(
     return Store(open_native(dir, clock, memory, mmap_size, keep_read_locks, share_with_group))
 
 
-class Store(StoreBase):
+class Store(StoreBase[RateLimit, Quota, Counters]):
     """An open store, for synchronous code."""
 
     __slots__ = ()
+    _limits = (RateLimit, Quota, Counters)
 
     @overload
     def bucket(
@@ -123,26 +123,6 @@ class Store(StoreBase):
     ) -> Bucket[Any]:
         """The bucket ``name`` of values of ``type`` (see ``tinystore.Store.bucket``)."""
         return Bucket(self._bucket_native(name, type, ttl, idle, codec))
-
-    def rate_limit(self, name: str, *, rate: Rate, burst: int | None = None) -> RateLimit:
-        """The rate limit ``name``: ``rate`` requests per span (``"5/m"``), at most ``burst``
-        at once (the rate's count when not given)::
-
-            guesses = store.rate_limit("sign-in-guesses", rate="5/m", burst=5)
-        """
-        return RateLimit(self._rate_limit_native(name, rate, burst))
-
-    def quota(self, name: str, /, **windows: Rate) -> Quota:
-        """The quota ``name`` with one to eight windows, each a name and a rate::
-
-            messages = store.quota("messages", session="100/5h", weekly="300/7d")
-        """
-        return Quota(self._quota_native(name, windows))
-
-    def counters(self, name: str, *, ttl: Duration | None = None, flush_every: Duration | None = None) -> Counters:
-        """The counters ``name``. ``ttl`` starts at a counter's first add and does not slide;
-        ``flush_every`` keeps counts in memory and writes them every period (a crash loses at most one)."""
-        return Counters(self._counters_native(name, ttl, flush_every))
 
     @overload
     def once(self, name: str, type: type[T], *, keep: Duration | None = None) -> Once[T]: ...
