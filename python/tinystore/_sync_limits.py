@@ -12,7 +12,7 @@ from ._handles import Handle, RunChecks, allowance
 from ._results import Allowance
 from ._scopes import Scoped
 
-__all__ = ["RateLimit", "Quota", "Counters", "Once"]
+__all__ = ["RateLimit", "Quota", "Counters", "Once", "CounterCalls", "OnceCalls"]
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class Quota(Handle, Scoped):
 
     def peek(self, key: Key) -> Allowance:
         """The answer one use would get now, counting nothing."""
-        return allowance(self._n.peek(key))
+        return allowance(self._n.peek(key, self._in()))
 
     def refund(self, key: Key, n: int = 1) -> Allowance:
         """Gives ``n`` uses back to the windows that have not reset since (the work failed)."""
@@ -63,11 +63,10 @@ class Quota(Handle, Scoped):
         return self._n.reset(key, self._writes_in())
 
 
-class Counters(Handle, Scoped):
-    """Integer counters: ``add`` returns the new value; a missing counter is 0 (synchronous)."""
+class CounterCalls(Handle, Scoped):
+    """The calls of counters that a transaction has too."""
 
     __slots__ = ()
-    _shown = "tinystore.sync"
     _n: _native.Counters
 
     def add(self, key: Key, n: int = 1) -> int:
@@ -80,23 +79,44 @@ class Counters(Handle, Scoped):
 
     def get(self, key: Key) -> int:
         """The counter's value: 0 when missing or expired."""
-        return self._n.get(key)
+        return self._n.get(key, self._in())
 
     def delete(self, key: Key) -> bool:
         """Deletes the counter; says whether a live one was there."""
         return self._n.delete(key, self._writes_in())
+
+
+class Counters(CounterCalls):
+    """Integer counters: ``add`` returns the new value; a missing counter is 0 (synchronous)."""
+
+    __slots__ = ()
+    _shown = "tinystore.sync"
 
     def clear(self) -> None:
         """Deletes every counter of this branch and of the branches under it."""
         return self._n.clear(self._writes_in())
 
 
-class Once(Handle, Scoped, Generic[T]):
+class OnceCalls(Handle, Scoped, Generic[T]):
+    """The calls of a once that a transaction has too: its answers."""
+
+    __slots__ = ()
+    _n: _native.Once
+
+    def get(self, key: Key) -> T | None:
+        """The answer kept for ``key``, or None."""
+        return self._n.get(key, self._in())
+
+    def delete(self, key: Key) -> bool:
+        """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""
+        return self._n.delete(key, self._writes_in())
+
+
+class Once(OnceCalls[T]):
     """Runs a function once per key and keeps its answer (synchronous)."""
 
     __slots__ = ()
     _shown = "tinystore.sync"
-    _n: _native.Once
 
     def run(self, key: Key, fn: Callable[[], T]) -> T:
         """The answer kept for ``key``, or ``fn()`` kept. A run of the key
@@ -110,11 +130,3 @@ class Once(Handle, Scoped, Generic[T]):
             value = fn()
         claim.keep(value)
         return value
-
-    def get(self, key: Key) -> T | None:
-        """The answer kept for ``key``, or None."""
-        return self._n.get(key)
-
-    def delete(self, key: Key) -> bool:
-        """Forgets the answer kept for ``key`` (the next run runs again); says whether one was kept."""
-        return self._n.delete(key, self._writes_in())

@@ -15,103 +15,56 @@ The asyncio classes answer completed futures, as ``TxBucket`` does; the
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from . import _native
 from ._base import Key
-from ._handles import allowance
+from ._handles import Handle
 from ._loop import answering
-from ._results import Allowance
+from ._scopes import Scoped
+from ._sync_limits import CounterCalls, OnceCalls, Quota
 
 __all__ = ["TxCounters", "TxQuota", "TxOnce", "SyncTxCounters", "SyncTxQuota", "SyncTxOnce", "kind_in_tx"]
 
 T = TypeVar("T")
-R = TypeVar("R")
+J = TypeVar("J", bound="_Joined")
 
 
-class _Joined:
-    """A handle of a kind inside a transaction: the transaction's calls, or
-    ``ClosedError`` once it has ended (``check`` gives the error)."""
+class _Joined(Handle, Scoped):
+    """A handle of a kind inside a transaction: its calls, each in the
+    transaction, or ``ClosedError`` once it has ended."""
 
-    __slots__ = ("_tx", "_h")
+    __slots__ = ("_tx",)
 
     def __init__(self, tx: Any, handle: Any) -> None:
+        super().__init__(handle)
         self._tx = tx
-        self._h = handle
 
-    @property
-    def name(self) -> str:
-        """The handle's name."""
-        return str(self._h.name)
-
-    def _call(self, call: Callable[[_native.Tx], R]) -> R:
+    def _in(self) -> _native.Tx:
         self._tx._check_open()
-        return call(self._tx._n)
+        return self._tx._n
+
+    def under(self: J, *owners: Key) -> J:
+        """The branch of ``owners``, in the same transaction."""
+        return type(self)(self._tx, self._n.under(*owners))
 
 
-class SyncTxCounters(_Joined):
+class SyncTxCounters(_Joined, CounterCalls):
     """Durable counters inside a transaction (synchronous)."""
 
-    def under(self, *owners: Key) -> SyncTxCounters:
-        """The branch of ``owners``, in the same transaction."""
-        return type(self)(self._tx, self._h.under(*owners))
-
-    def add(self, key: Key, n: int = 1) -> int:
-        """Adds ``n``; the new value, as the transaction sees it."""
-        return self._call(lambda t: self._h.add(key, n, t))
-
-    def max(self, key: Key, n: int) -> int:
-        """Keeps the larger of the counter and ``n``; returns it."""
-        return self._call(lambda t: self._h.max(key, n, t))
-
-    def get(self, key: Key) -> int:
-        """The counter as the transaction sees it: 0 when missing or expired."""
-        return self._call(lambda t: self._h.get(key, t))
-
-    def delete(self, key: Key) -> bool:
-        """Deletes the counter; says whether a live one was there."""
-        return self._call(lambda t: self._h.delete(key, t))
+    __slots__ = ()
 
 
-class SyncTxQuota(_Joined):
+class SyncTxQuota(_Joined, Quota):
     """A quota inside a transaction (synchronous)."""
 
-    def under(self, *owners: Key) -> SyncTxQuota:
-        """The branch of ``owners``, in the same transaction."""
-        return type(self)(self._tx, self._h.under(*owners))
-
-    def allow(self, key: Key, n: int = 1) -> Allowance:
-        """Counts ``n`` uses in every window or in none; commits with the transaction."""
-        return allowance(self._call(lambda t: self._h.allow(key, n, t)))
-
-    def refund(self, key: Key, n: int = 1) -> Allowance:
-        """Gives ``n`` uses back to the windows that have not reset."""
-        return allowance(self._call(lambda t: self._h.refund(key, n, t)))
-
-    def peek(self, key: Key) -> Allowance:
-        """The answer one use would get, as the transaction sees it."""
-        return allowance(self._call(lambda t: self._h.peek(key, t)))
-
-    def reset(self, key: Key) -> None:
-        """Forgets the key."""
-        self._call(lambda t: self._h.reset(key, t))
+    __slots__ = ()
 
 
-class SyncTxOnce(_Joined, Generic[T]):
+class SyncTxOnce(_Joined, OnceCalls[T]):
     """A once's answers inside a transaction (synchronous): ``get`` and ``delete``."""
 
-    def under(self, *owners: Key) -> SyncTxOnce[T]:
-        """The branch of ``owners``, in the same transaction."""
-        return type(self)(self._tx, self._h.under(*owners))
-
-    def get(self, key: Key) -> T | None:
-        """The answer kept for ``key`` as the transaction sees it, or None."""
-        return self._call(lambda t: self._h.get(key, t))
-
-    def delete(self, key: Key) -> bool:
-        """Forgets the answer kept for ``key``; says whether one was kept."""
-        return self._call(lambda t: self._h.delete(key, t))
+    __slots__ = ()
 
 
 class TxCounters(SyncTxCounters):
