@@ -35,6 +35,7 @@ class _Joined(Handle, Scoped):
     transaction, or ``ClosedError`` once it has ended."""
 
     __slots__ = ("_tx",)
+    _shown = __name__
 
     def __init__(self, tx: Any, handle: Any) -> None:
         super().__init__(handle)
