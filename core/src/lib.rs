@@ -67,6 +67,7 @@ mod scope_kinds;
 mod signed_inputs;
 pub mod storage;
 mod store;
+mod thread_burst;
 mod tx;
 mod tx_kinds;
 mod values;
@@ -107,6 +108,7 @@ pub use scope_join::Joining;
 pub use signed_inputs::{MMAP_NONE, not_negative, sized_options};
 pub use store::Maintenance;
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
+pub use thread_burst::{ThreadBurstEnd, close_thread_burst, open_thread_burst, thread_burst_open};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota};
 pub use values::{

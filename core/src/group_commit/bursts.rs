@@ -35,8 +35,8 @@ impl Burst {
     pub fn start() -> Burst {
         let nested = BURST.with(|b| {
             let mut b = b.borrow_mut();
-            let nested = b.is_some();
-            b.get_or_insert_with(Vec::new);
+            let nested = b.0.is_some();
+            b.0.get_or_insert_with(Vec::new);
             nested
         });
         Burst {
@@ -47,9 +47,27 @@ impl Burst {
 }
 
 impl Drop for Burst {
+    /// Ends the burst; a guard dropped as its thread exits, after the
+    /// thread's own state, finds it ended there already.
     fn drop(&mut self) {
-        if self.outer {
-            close_bursts(BURST.with(|b| b.borrow_mut().take()).unwrap_or_default());
+        if self.outer
+            && let Ok(Some(writers)) = BURST.try_with(|b| b.borrow_mut().0.take())
+        {
+            close_bursts(writers);
+        }
+    }
+}
+
+/// The writers this thread's burst writes to. A thread that exits with a
+/// burst open ends it, whichever of its thread-locals goes first: else
+/// each writer would count it open for good, and hold every later group
+/// of a burst for the gap.
+pub(super) struct OpenBursts(pub(super) Option<Vec<Arc<Shared>>>);
+
+impl Drop for OpenBursts {
+    fn drop(&mut self) {
+        if let Some(writers) = self.0.take() {
+            close_bursts(writers);
         }
     }
 }
@@ -73,7 +91,7 @@ fn close_bursts(writers: Vec<Arc<Shared>>) {
 /// budget), which would otherwise keep their group waiting for the burst.
 /// Its later writes start a burst of their own.
 pub(crate) fn submit_held_now() {
-    let writers = BURST.with(|b| b.borrow_mut().as_mut().map(std::mem::take));
+    let writers = BURST.with(|b| b.borrow_mut().0.as_mut().map(std::mem::take));
     if let Some(writers) = writers {
         close_bursts(writers);
     }

@@ -36,7 +36,7 @@ mod submit;
 mod writer_thread;
 
 #[cfg(test)]
-mod submit_together_tests;
+pub(crate) mod submit_together_tests;
 
 use std::cell::Cell as StdCell;
 use std::collections::VecDeque;
@@ -52,6 +52,7 @@ use crate::error::Result;
 use crate::storage::hot::WriteConn;
 use crate::storage::turns::Turns;
 
+use bursts::OpenBursts;
 pub(crate) use bursts::submit_held_now;
 pub use bursts::{Burst, submit_together};
 pub(crate) use commit::WriteCtx;
@@ -95,7 +96,7 @@ thread_local! {
     static HELD: std::cell::RefCell<Vec<(usize, Arc<AtomicBool>)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Set inside [`submit_together`]: the writers this thread's burst
     /// writes to, each counting it among its open bursts.
-    static BURST: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
+    static BURST: std::cell::RefCell<OpenBursts> = const { std::cell::RefCell::new(OpenBursts(None)) };
 }
 
 /// Counts of what the writer committed: how well writes group.

@@ -168,7 +168,7 @@ impl Writer {
     pub(super) fn run_here_or_push(&self, q: MutexGuard<'_, Queue>, job: Box<dyn WriteOp>) {
         let alone = q.ops.is_empty()
             && q.bursts == 0
-            && BURST.with(|b| b.borrow().is_none())
+            && BURST.with(|b| b.borrow().0.is_none())
             && self.shared.last_group.load(Ordering::Relaxed) <= 1;
         match self.shared.conn.try_lock() {
             Ok(conn) if alone => {
@@ -181,7 +181,7 @@ impl Writer {
 
     /// Queues `job` for the next group, waking the writer when it waits.
     fn push(&self, mut q: MutexGuard<'_, Queue>, job: Box<dyn WriteOp>) {
-        let joins_burst = BURST.with(|b| match b.borrow_mut().as_mut() {
+        let joins_burst = BURST.with(|b| match b.borrow_mut().0.as_mut() {
             Some(writers) if !writers.iter().any(|w| Arc::ptr_eq(w, &self.shared)) => {
                 writers.push(self.shared.clone());
                 true

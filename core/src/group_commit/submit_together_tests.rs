@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use crate::{Options, Raw, RawBucket, Store, WriteOptions};
 
 /// A store with a test clock, and its bucket "b".
-fn store_with_bucket() -> (tempfile::TempDir, Store, RawBucket) {
+pub(crate) fn store_with_bucket() -> (tempfile::TempDir, Store, RawBucket) {
     let dir = tempfile::tempdir().unwrap();
     let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let store = Store::open_with(dir.path(), Options::new().test_clock(start)).unwrap();
@@ -16,7 +16,7 @@ fn store_with_bucket() -> (tempfile::TempDir, Store, RawBucket) {
 
 /// Runs `during` while a `tx` on another thread holds the writer's
 /// connection, then lets the writer go: writes made in `during` wait.
-fn with_writer_held(store: &Store, during: impl FnOnce()) {
+pub(crate) fn with_writer_held(store: &Store, during: impl FnOnce()) {
     let (held, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -74,7 +74,7 @@ fn kv15_writes_waiting_while_the_writer_is_busy_commit_as_one_group() {
 
 /// The thread a write's completion ran on, for a write submitted with
 /// `submit_waited` or without it.
-fn answered_on(b: &RawBucket, key: &[u8], waited: bool) -> std::thread::ThreadId {
+pub(crate) fn answered_on(b: &RawBucket, key: &[u8], waited: bool) -> std::thread::ThreadId {
     let (tx, rx) = std::sync::mpsc::channel();
     let submit = || {
         b.set_then(key, Raw::int(1), WriteOptions::default(), move |r| {
