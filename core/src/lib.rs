@@ -32,6 +32,7 @@
 //! its figures. The Python and Node packages use mimalloc.
 
 pub mod aio;
+mod answer_queue;
 mod backend;
 mod binding_tx;
 mod branches;
@@ -68,10 +69,12 @@ mod signed_inputs;
 pub mod storage;
 mod store;
 mod thread_burst;
+mod turn_writes;
 mod tx;
 mod tx_kinds;
 mod values;
 
+pub use answer_queue::{AnswerQueue, Wake};
 pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, ended as tx_ended};
 pub use branches::Branches;
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
@@ -109,6 +112,7 @@ pub use signed_inputs::{MMAP_NONE, not_negative, sized_options};
 pub use store::Maintenance;
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use thread_burst::{ThreadBurstEnd, close_thread_burst, open_thread_burst, thread_burst_open};
+pub use turn_writes::{TicketCell, TurnWrites, hand_over_turn};
 pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota};
 pub use values::{
