@@ -2,39 +2,38 @@
 //!
 //! Going out: a coroutine's write is converted at once (so bad input raises
 //! in the call). A bucket's write on a store without a memory budget is
-//! handed to the core there and then, inside a burst ([`tinystore::Burst`])
-//! that the loop's thread holds open until the iteration's writes are made
-//! (the end of `drain`, or the `flush` the first write scheduled): the
-//! writer runs each write while the loop makes the next, and commits them
-//! as one group when the burst ends. The loop's Python work and the
-//! writer's inserts overlap instead of taking turns. Every other write
+//! handed to the core there and then, inside the burst the loop's thread
+//! holds open ([`tinystore::open_thread_burst`]) until the iteration's
+//! writes are made (the end of `drain`, or the `flush` the first write
+//! scheduled): the writer runs each write while the loop makes the next, and
+//! commits them as one group when the burst ends. The loop's Python work and
+//! the writer's inserts overlap instead of taking turns. Every other write
 //! (limits, transactions, a store with a budget, whose submit may wait for
-//! memory) waits for the end of the iteration and is handed over with the
-//! rest in one tight loop without the GIL.
+//! memory) waits for the end of the iteration ([`tinystore::TurnWrites`])
+//! and is handed over with the rest in one tight loop without the GIL.
 //!
 //! Coming back: the core calls a write's completion on its writer thread
 //! once the group is durable. That thread must never wait for the GIL (it
 //! would stall every other write of the store), so a completion only pushes
-//! the result onto a queue and, when the queue was empty, writes one byte to
-//! a socket pair. The loop watches the other end with `add_reader` and
-//! `drain`s the queue: it converts each result to Python and resolves its
-//! future, on the loop's own thread. One wake-up serves every answer queued
-//! meanwhile. A bucket's write answers through a [`Pending`] instead of a
-//! future: `drain` wakes the task waiting on it there and then, and hands
-//! the writes those tasks make next to the core before it returns.
+//! the result onto the loop's [`tinystore::AnswerQueue`], which wakes the
+//! loop once per group by writing one byte to a socket pair. The loop
+//! watches the other end with `add_reader` and `drain`s the queue: it
+//! converts each result to Python and resolves its future, on the loop's own
+//! thread. One wake-up serves every answer queued meanwhile. A bucket's
+//! write answers through a [`Pending`] instead of a future: `drain` wakes
+//! the task waiting on it there and then, and hands the writes those tasks
+//! make next to the core before it returns.
 
-use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::{PyTraverseError, PyVisit};
-use tinystore::Store;
+use tinystore::{Store, TicketCell, TurnWrites};
 
 use crate::errors::to_py;
 use crate::pending::Pending;
@@ -42,7 +41,7 @@ use crate::pending::Pending;
 /// Turns a result into the Python value (or exception) of its future.
 pub type Resolve = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
-struct Answer {
+pub(crate) struct Answer {
     future: Py<PyAny>,
     resolve: Resolve,
     /// The store, held until the loop resolved the answer: the writer thread
@@ -51,42 +50,28 @@ struct Answer {
     store: Store,
 }
 
-pub struct Queue {
-    answers: Mutex<Vec<Answer>>,
-    wake: UnixStream,
-}
-
-impl Queue {
-    /// Queues the answer of `future`; called on any thread, never takes the GIL.
-    pub fn push(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
-        let answer = Answer {
+impl Answer {
+    /// The answer of `future`, which `resolve` makes on the loop's thread.
+    pub(crate) fn new(store: &Store, future: Py<PyAny>, resolve: Resolve) -> Answer {
+        Answer {
             future,
             resolve,
             store: store.clone(),
-        };
-        if push_first(&self.answers, answer) {
-            // On the writer thread, once the whole group is answered.
-            let wake = self.clone();
-            tinystore::after_answers(move || wake.wake());
         }
     }
+}
 
-    /// Queues the answer of `future` and wakes the loop at once, even on the
-    /// writer thread in the middle of a group: for the start of a
-    /// transaction, which the group waits on (waking after the group's
-    /// answers would wait for the transaction to end).
-    pub fn push_now(self: &Arc<Self>, store: &Store, future: Py<PyAny>, resolve: Resolve) {
-        lock(&self.answers).push(Answer {
-            future,
-            resolve,
-            store: store.clone(),
-        });
-        self.wake();
-    }
+/// The loop's answers (pushed on any thread, never with the GIL) and the
+/// socket pair's end that wakes it.
+pub(crate) type Queue = tinystore::AnswerQueue<Answer, Socket>;
 
+/// The end of the socket pair the writer writes a byte to.
+pub(crate) struct Socket(UnixStream);
+
+impl tinystore::Wake for Socket {
     fn wake(&self) {
         // A full socket buffer means a wake-up is already pending.
-        let _ = (&self.wake).write(&[1]);
+        let _ = (&self.0).write(&[1]);
     }
 }
 
@@ -94,64 +79,6 @@ impl Queue {
 /// guarded value whole, so the next call may go on with it.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Pushes `item` onto the list `m` guards; says whether it is the first
-/// there, since whoever adds the first wakes the side that empties it.
-fn push_first<T>(m: &Mutex<Vec<T>>, item: T) -> bool {
-    let mut list = lock(m);
-    list.push(item);
-    list.len() == 1
-}
-
-thread_local! {
-    /// The burst this loop's thread streams its bucket writes into, open
-    /// from the first write of an iteration (or the start of `drain`) to
-    /// the `flush` that ends it. A burst no one closes would hold each
-    /// group of the store for up to 2 ms.
-    static BURST: RefCell<OpenBurst> = const { RefCell::new(OpenBurst(None)) };
-}
-
-/// This thread's open burst, if any.
-struct OpenBurst(Option<tinystore::Burst>);
-
-impl Drop for OpenBurst {
-    /// Only when the thread exits with a burst open (its loop stopped before
-    /// the flush ran): ending it then may find the core's own thread-local
-    /// state gone, a panic that must not abort the process.
-    fn drop(&mut self) {
-        if let Some(b) = self.0.take() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(b)));
-        }
-    }
-}
-
-/// Opens this thread's burst unless one is open; says whether it opened one.
-fn open_burst() -> bool {
-    BURST.with(|b| {
-        let mut b = b.borrow_mut();
-        let opened = b.0.is_none();
-        if opened {
-            b.0 = Some(tinystore::Burst::start());
-        }
-        opened
-    })
-}
-
-/// Ends this thread's burst: the group its writes joined commits now.
-fn close_burst() {
-    let burst = BURST.with(|b| b.borrow_mut().0.take());
-    drop(burst);
-}
-
-/// Ends this thread's burst when dropped: `drain` closes it even when it
-/// returns early with an error.
-struct BurstEnd;
-
-impl Drop for BurstEnd {
-    fn drop(&mut self) {
-        close_burst();
-    }
 }
 
 /// The running event loop of this thread, as `asyncio.get_running_loop()`
@@ -203,34 +130,14 @@ struct Deferred {
     store: Store,
 }
 
-/// Where a write's cancellation goes: before the write reaches the core,
-/// it is simply never handed over; after, the core's ticket cancels it.
-#[derive(Default)]
-pub struct TicketCell {
-    cancelled: AtomicBool,
-    core: Mutex<Option<tinystore::Ticket>>,
-}
-
-impl TicketCell {
-    /// Cancels the write if its group has not started; else does nothing.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
-        if let Some(t) = lock(&self.core).as_ref() {
-            t.cancel();
-        }
-    }
-}
-
 /// The write queue and the answer queue of one event loop.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Completions {
-    pub queue: Arc<Queue>,
+    pub(crate) queue: Arc<Queue>,
     watched: UnixStream,
-    pending: Mutex<Vec<Deferred>>,
-    /// The answer buffer the last `drain` emptied, swapped for the queue's
-    /// next time: the writer pushes a group's answers without growing a
-    /// buffer answer by answer (a grow cost the writer thread ~4k
-    /// instructions, ~300 a write).
+    pending: Mutex<TurnWrites<Deferred>>,
+    /// The answer buffer the last `drain` emptied, traded for the queue's
+    /// next time (see `tinystore::AnswerQueue::swap`).
     answered: Mutex<Vec<Answer>>,
     /// A weak reference to the loop, to schedule `flush` without keeping it alive.
     pub(crate) loop_ref: Py<PyAny>,
@@ -310,15 +217,17 @@ impl Completions {
         if stream && lock(&this.pending).is_empty() {
             // Outside `drain` (which closes its own burst): end this one
             // with the iteration.
-            if open_burst()
+            if tinystore::open_thread_burst()
                 && let Err(e) = Completions::schedule_flush(slf)
             {
-                close_burst();
+                tinystore::close_thread_burst();
                 return Err(e);
             }
             match submit(future) {
-                Ok(t) => *lock(&ticket.core) = Some(t),
-                Err(e) => this.queue.push(store, spare, Box::new(move |py| Err(to_py(py, e)))),
+                Ok(t) => ticket.handed_over(t),
+                Err(e) => this
+                    .queue
+                    .push(Answer::new(store, spare, Box::new(move |py| Err(to_py(py, e))))),
             }
             return Ok(());
         }
@@ -329,7 +238,7 @@ impl Completions {
             ticket,
             store: store.clone(),
         };
-        if push_first(&this.pending, deferred) {
+        if lock(&this.pending).hold(deferred) {
             Completions::schedule_flush(slf)?;
         }
         Ok(())
@@ -380,12 +289,9 @@ impl Completions {
         watched.set_nonblocking(true)?;
         wake.set_nonblocking(true)?;
         Ok(Completions {
-            queue: Arc::new(Queue {
-                answers: Mutex::new(Vec::new()),
-                wake,
-            }),
+            queue: Arc::new(Queue::new(Socket(wake))),
             watched,
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(TurnWrites::new()),
             answered: Mutex::new(Vec::new()),
             loop_ref,
             succeeded: Mutex::new(None),
@@ -420,43 +326,32 @@ impl Completions {
             let mut p = lock(&self.pending);
             if p.is_empty() {
                 drop(p);
-                close_burst();
-                return; // and the buffer keeps its room
+                tinystore::close_thread_burst();
+                return;
             }
-            std::mem::take(&mut *p)
+            p.take()
         };
         let queue = self.queue.clone();
         let (spares, emptied) = py.detach(move || {
             let mut spares = Vec::with_capacity(writes.len());
-            // The writer wakes once, when all of them are queued.
-            tinystore::submit_together(|| {
-                for w in writes.drain(..) {
-                    if w.ticket.cancelled.load(Ordering::Acquire) {
-                        spares.push(w.future);
+            tinystore::hand_over_turn(&mut writes, |w| {
+                if w.ticket.cancelled() {
+                    spares.push(w.future);
+                    spares.push(w.spare);
+                    return;
+                }
+                match (w.submit)(w.future) {
+                    Ok(t) => {
+                        w.ticket.handed_over(t);
                         spares.push(w.spare);
-                        continue;
                     }
-                    match (w.submit)(w.future) {
-                        Ok(t) => {
-                            if w.ticket.cancelled.load(Ordering::Acquire) {
-                                t.cancel();
-                            }
-                            *lock(&w.ticket.core) = Some(t);
-                            spares.push(w.spare);
-                        }
-                        Err(e) => queue.push(&w.store, w.spare, Box::new(move |py| Err(to_py(py, e)))),
-                    }
+                    Err(e) => queue.push(Answer::new(&w.store, w.spare, Box::new(move |py| Err(to_py(py, e))))),
                 }
             });
-            close_burst();
             (spares, writes)
         });
         drop(spares); // with the GIL: these are the last references of some futures
-        // The next iteration's writes go into the emptied buffer, not a new one grown write by write.
-        let mut p = lock(&self.pending);
-        if p.is_empty() {
-            *p = emptied;
-        }
+        lock(&self.pending).give_back(emptied);
     }
 
     /// Resolves every queued future, on the loop's thread. A future that was
@@ -477,12 +372,12 @@ impl Completions {
         let mut fatal = None;
         // The tasks woken here write again: their writes stream into one
         // burst, which the flush at the end closes.
-        open_burst();
-        let _end = BurstEnd;
+        tinystore::open_thread_burst();
+        let _end = tinystore::ThreadBurstEnd;
         let mut answers = std::mem::take(&mut *lock(&self.answered));
         let succeeded = self.succeeded(py);
         loop {
-            std::mem::swap(&mut *lock(&self.queue.answers), &mut answers);
+            self.queue.swap(&mut answers);
             if answers.is_empty() {
                 break;
             }

@@ -19,9 +19,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit, ffi, intern};
+use tinystore::TicketCell;
 
 use crate::bucket::Bucket;
-use crate::completions::TicketCell;
 
 static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INVALID_STATE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

@@ -11,7 +11,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tinystore::{Store, Ticket as CoreTicket};
 
-use crate::completions::{Completions, Queue};
+use crate::completions::{self, Completions, Queue};
 use crate::convert::Answered;
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
@@ -49,14 +49,14 @@ impl<T: Send + 'static, A: Answer<T>> Reply<T, A> {
     /// Hands the outcome to the loop, which resolves the `Pending` with it.
     pub(crate) fn send(self, out: tinystore::Result<T>) {
         let answer = self.answer;
-        self.queue.push(
+        self.queue.push(completions::Answer::new(
             &self.store,
             self.future,
             Box::new(move |py| match out {
                 Ok(v) => answer(py, v),
                 Err(e) => Err(to_py(py, e)),
             }),
-        )
+        ))
     }
 }
 

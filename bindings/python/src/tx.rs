@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use tinystore::{BindingTx, Joining, Scope, Snapshot, tx_ended};
 
 use crate::bucket::Bucket;
-use crate::completions::{Completions, Resolve, lock};
+use crate::completions::{Answer, Completions, Resolve, lock};
 use crate::convert::{Answered, Arg};
 use crate::errors::{py_err, to_py};
 use crate::limits::{Counters, Quota, RateLimit};
@@ -132,11 +132,11 @@ pub fn start_then<'py>(
                     Ok(session) => tx_object(py, session, None),
                     Err(e) => Err(to_py(py, e)),
                 });
-                queue.push_now(&s1, ready, resolve)
+                queue.push_now(Answer::new(&s1, ready, resolve))
             },
             move |r| {
                 let resolve: Resolve = Box::new(move |py| r.map(|()| py.None()).map_err(|e| to_py(py, e)));
-                q2.push(&s2, done_answer, resolve)
+                q2.push(Answer::new(&s2, done_answer, resolve))
             },
         )
     })?;
