@@ -5,10 +5,10 @@
 //! must not park a thread, so each write's Promise is a raw `napi_deferred`
 //! handed to the core's completion form (`*_then`). The completion runs on
 //! the writer thread, which cannot touch JS; it pushes the answer onto this
-//! env's queue and, when the queue was empty, calls one shared threadsafe
-//! function once the writer has answered the whole group (the core's
-//! `after_answers`). The JS thread then settles everything queued in one
-//! go, so a group of 64 writes costs one cross-thread wake-up, not 64.
+//! env's [`tinystore::AnswerQueue`], which calls one shared threadsafe
+//! function once the writer has answered the whole group. The JS thread
+//! then settles everything queued in one go, so a group of 64 writes costs
+//! one cross-thread wake-up, not 64.
 //!
 //! Writes issued in one turn of the event loop (64 `set`s of a
 //! `Promise.all`) reach the writer as one group: [`crate::write_handoff`] hands
@@ -38,8 +38,8 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
@@ -54,7 +54,7 @@ use crate::write_handoff::Work;
 pub(crate) type Answer = Box<dyn FnOnce(napi_env) -> Ts<napi_value> + Send>;
 
 /// One settled write, waiting for the JS thread.
-struct Done {
+pub(crate) struct Done {
     whom: Whom,
     outcome: std::result::Result<Answer, tinystore::Error>,
     /// The version a bare set wrote, which its Promise answers without an
@@ -93,9 +93,12 @@ struct JsPromises {
 // thread alone (in `call_js`), after travelling through the queue.
 unsafe impl Send for Done {}
 
-/// The completion state of one napi env.
-pub(crate) struct Shared {
-    queue: Mutex<Vec<Done>>,
+/// The completion state of one napi env: its answers, and its side.
+pub(crate) type Shared = tinystore::AnswerQueue<Done, JsThread>;
+
+/// An env's side of its queue: the threadsafe function that wakes its
+/// thread, and what settling needs there.
+pub(crate) struct JsThread {
     tsfn: sys::napi_threadsafe_function,
     inflight: AtomicUsize,
     make_error: sys::napi_ref,
@@ -106,8 +109,17 @@ pub(crate) struct Shared {
 
 // SAFETY: `tsfn` is made for calls from any thread; `make_error` and the
 // ref/unref of `tsfn` are used only on the JS thread of this env.
-unsafe impl Send for Shared {}
-unsafe impl Sync for Shared {}
+unsafe impl Send for JsThread {}
+unsafe impl Sync for JsThread {}
+
+impl tinystore::Wake for JsThread {
+    /// Wakes the JS thread to settle what the queue holds (any thread).
+    fn wake(&self) {
+        unsafe {
+            sys::napi_call_threadsafe_function(self.tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
+        };
+    }
+}
 
 thread_local! {
     static SHARED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
@@ -148,13 +160,12 @@ pub(crate) fn init(env: napi_env, make_error: napi_value) -> Ts<()> {
     )?;
     js::check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref")?;
     crate::write_handoff::init(env)?;
-    let shared = Arc::new(Shared {
-        queue: Mutex::new(Vec::new()),
+    let shared = Arc::new(Shared::new(JsThread {
         tsfn,
         inflight: AtomicUsize::new(0),
         make_error,
         env,
-    });
+    }));
     SHARED.with(|s| *s.borrow_mut() = Some(shared));
     Ok(())
 }
@@ -174,7 +185,7 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     // from group to group: a new vector a group cost a large allocation
     // (and glibc's consolidation of its free lists) on each side.
     let mut batch = SPARE_DONE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    std::mem::swap(&mut *shared.queue.lock().unwrap_or_else(|p| p.into_inner()), &mut batch);
+    shared.swap(&mut batch);
     if env.is_null() {
         return; // the env is going away: nothing can be settled
     }
@@ -184,7 +195,7 @@ unsafe extern "C" fn call_js(env: napi_env, _cb: napi_value, _context: *mut c_vo
     }
     flush_settled(env);
     SPARE_DONE.with(|s| *s.borrow_mut() = batch);
-    shared.finish_n(env, n);
+    shared.waker().finish_n(env, n);
 }
 
 /// Sets up the package's Promises kept by number: `settled` and `failed`
@@ -304,7 +315,7 @@ fn settle(
         (Whom::Js(id), Ok(_)) => return answer_js(env, id, None, version),
         (_, outcome) => outcome.and_then(|answer| answer(env)),
     };
-    let err = match made.map_err(|e| shared.error_value(env, &e)) {
+    let err = match made.map_err(|e| shared.waker().error_value(env, &e)) {
         Ok(v) => match whom {
             Whom::Promise(d) => {
                 unsafe { sys::napi_resolve_deferred(env, d, v) };
@@ -330,7 +341,7 @@ fn settle(
     reject(env, whom, err);
 }
 
-impl Shared {
+impl JsThread {
     /// Counts a new pending Promise (JS thread only).
     fn begin(&self, env: napi_env) {
         if self.inflight.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -346,36 +357,6 @@ impl Shared {
         if self.inflight.fetch_sub(n, Ordering::Relaxed) == n {
             unsafe { sys::napi_unref_threadsafe_function(env, self.tsfn) };
         }
-    }
-
-    /// Queues a settled write (any thread); wakes the JS thread when the
-    /// queue was empty, so a whole group rides on one call.
-    fn push(self: &Arc<Self>, done: Done) {
-        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let was_empty = q.is_empty();
-        q.push(done);
-        drop(q);
-        if was_empty {
-            // On the writer thread this waits until the whole group is
-            // answered, so the JS thread settles the group in one pass.
-            let shared = self.clone();
-            tinystore::after_answers(move || shared.wake());
-        }
-    }
-
-    /// Queues a settled call and wakes the JS thread now, even on the
-    /// writer thread: for an answer the writer then waits on (a
-    /// transaction's turn), which must not wait for the group's end.
-    fn push_now(&self, done: Done) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(done);
-        self.wake();
-    }
-
-    /// Wakes the JS thread to settle what the queue holds (any thread).
-    fn wake(&self) {
-        unsafe {
-            sys::napi_call_threadsafe_function(self.tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
-        };
     }
 
     /// The JS error object of an engine error: an instance of the
@@ -395,7 +376,7 @@ impl Shared {
 /// Throws an engine error as the package's error class. Return the result
 /// from a `#[napi]` function: napi-rs leaves the pending exception alone.
 pub(crate) fn throw<T>(env: napi_env, e: tinystore::Error) -> napi::Result<T> {
-    let v = shared().and_then(|s| s.error_value(env, &e)).map_err(to_napi)?;
+    let v = shared().and_then(|s| s.waker().error_value(env, &e)).map_err(to_napi)?;
     unsafe { sys::napi_throw(env, v) };
     Err(napi::Error::new(napi::Status::PendingException, e.to_string()))
 }
@@ -521,10 +502,10 @@ impl Pending {
     /// function is ref'd already and no napi call is needed.
     pub(crate) fn kept_in_flight(id: u32) -> Option<(Pending, Completion)> {
         let shared = SHARED.with(|s| s.borrow().clone())?;
-        if shared.inflight.load(Ordering::Relaxed) == 0 {
+        if shared.waker().inflight.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let env = shared.env;
+        let env = shared.waker().env;
         Some(Pending::with(env, shared, ptr::NonNull::dangling().as_ptr(), id))
     }
 
@@ -536,7 +517,7 @@ impl Pending {
     }
 
     fn with(env: napi_env, shared: Arc<Shared>, deferred: sys::napi_deferred, js: u32) -> (Pending, Completion) {
-        shared.begin(env);
+        shared.waker().begin(env);
         let slot = Arc::new(Slot {
             deferred: AtomicPtr::new(deferred),
             js,
@@ -570,7 +551,7 @@ impl Pending {
     pub(crate) fn withdraw(self) -> bool {
         let taken = self.slot.take().is_some();
         if taken {
-            self.slot.shared.finish_n(self.env, 1);
+            self.slot.shared.waker().finish_n(self.env, 1);
         }
         taken
     }
@@ -579,9 +560,9 @@ impl Pending {
     pub(crate) fn reject_now(self, e: tinystore::Error) -> Ts<()> {
         if let Some(whom) = self.slot.take() {
             let shared = &self.slot.shared;
-            let v = shared.error_value(self.env, &e)?;
+            let v = shared.waker().error_value(self.env, &e)?;
             reject(self.env, whom, v);
-            shared.finish_n(self.env, 1);
+            shared.waker().finish_n(self.env, 1);
         }
         Ok(())
     }

@@ -17,13 +17,15 @@
 //!
 //! Invariants: the microtask is queued at most once a turn ([`HAND_OVER_DUE`]);
 //! it, or a `close`/`maintain` before it, hands over every held write and
-//! then ends the burst, so no burst outlives its turn.
+//! then ends the burst, so no burst outlives its turn (the core's
+//! [`tinystore::TurnWrites`] and [`tinystore::open_thread_burst`]).
 
 use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::Arc;
 
 use napi::sys::{self, napi_env, napi_value};
+use tinystore::TurnWrites;
 
 use crate::completions::{Completion, Pending};
 use crate::convert::Ts;
@@ -31,16 +33,11 @@ use crate::napi_values as js;
 
 thread_local! {
     /// Writes of this turn, waiting for the microtask that hands them over.
-    static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
-    /// The other vector of this turn's writes, kept for its room.
-    static SPARE_HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    static HELD: RefCell<TurnWrites<Held>> = const { RefCell::new(TurnWrites::new()) };
     /// `queueMicrotask` and the native function that hands them over, for this env.
     static HAND_OVER: RefCell<Option<(sys::napi_ref, sys::napi_ref)>> = const { RefCell::new(None) };
     /// Whether the microtask that ends this turn's writes is queued.
     static HAND_OVER_DUE: Cell<bool> = const { Cell::new(false) };
-    /// The burst this turn's bare sets stream into (see [`set`]), open from
-    /// the first of them to the microtask that ends the turn.
-    static BURST: RefCell<OpenBurst> = const { RefCell::new(OpenBurst(None)) };
 }
 
 /// Sets up this env's microtask: keeps `queueMicrotask` and the native
@@ -57,20 +54,6 @@ pub(crate) fn init(env: napi_env) -> Ts<()> {
     let kept = (js::keep(env, queue)?, js::keep(env, hand_over_fn)?);
     HAND_OVER.with(|u| *u.borrow_mut() = Some(kept));
     Ok(())
-}
-
-/// This thread's open burst, if any.
-struct OpenBurst(Option<tinystore::Burst>);
-
-impl Drop for OpenBurst {
-    /// Only when the thread exits with a burst open (its loop stopped before
-    /// the microtask ran): ending it then may find the core's own
-    /// thread-local state gone, a panic that must not abort the process.
-    fn drop(&mut self) {
-        if let Some(b) = self.0.take() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(b)));
-        }
-    }
 }
 
 /// A write checked and converted, waiting to be handed to the engine.
@@ -155,14 +138,10 @@ pub(crate) fn set(env: napi_env, mut args: SetArgs, id: u32, streams: bool) -> T
     stream(pending, args)
 }
 
-/// Gives a set to the writer now, in this turn's burst (see [`set`]).
+/// Gives a set to the writer now, in this thread's burst (see [`set`]),
+/// open from the turn's first streamed set to the microtask that ends it.
 fn stream(pending: Pending, args: SetArgs) -> Ts<()> {
-    BURST.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.0.is_none() {
-            b.0 = Some(tinystore::Burst::start());
-        }
-    });
+    tinystore::open_thread_burst();
     match args.submit() {
         Ok(()) => pending.queued(Ok(())),
         Err(e) if pending.withdraw() => Err(e),
@@ -188,7 +167,7 @@ pub(crate) fn set_from_c(mut args: SetArgs, id: u32, streams: bool) -> bool {
     if !streams || HELD.with(|c| !c.borrow().is_empty()) {
         // The microtask is queued: holding needs no napi call.
         HELD.with(|c| {
-            c.borrow_mut().push(Held {
+            c.borrow_mut().hold(Held {
                 pending,
                 work: Work::Set(args),
             })
@@ -229,7 +208,7 @@ impl SetArgs {
 
 /// Queues a checked write for the end of this turn.
 pub(crate) fn hold(env: napi_env, pending: Pending, work: Work) -> Ts<()> {
-    HELD.with(|c| c.borrow_mut().push(Held { pending, work }));
+    HELD.with(|c| c.borrow_mut().hold(Held { pending, work }));
     if !HAND_OVER_DUE.get() {
         schedule_hand_over(env)?;
     }
@@ -262,33 +241,14 @@ unsafe extern "C" fn hand_over(_env: napi_env, _info: sys::napi_callback_info) -
 /// `maintain`, so that writes issued before it are queued before it.
 pub(crate) fn hand_over_held() {
     HAND_OVER_DUE.set(false);
+    let mut held = HELD.with(|c| c.borrow_mut().take());
     // The burst of the sets streamed this turn ends last: held writes join its group.
-    let _end = BurstEnd;
-    // This turn's writes and a spare trade places, keeping their room (as completions.rs's call_js does).
-    let mut held = SPARE_HELD.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    HELD.with(|c| std::mem::swap(&mut *c.borrow_mut(), &mut held));
-    if held.is_empty() {
-        SPARE_HELD.with(|s| *s.borrow_mut() = held);
-        return;
-    }
-    tinystore::submit_together(|| {
-        for c in held.drain(..) {
-            let queued = match c.work {
-                Work::Call(submit) => submit(),
-                Work::Set(args) => args.submit(),
-            };
-            let _ = c.pending.queued(queued);
-        }
+    tinystore::hand_over_turn(&mut held, |c| {
+        let queued = match c.work {
+            Work::Call(submit) => submit(),
+            Work::Set(args) => args.submit(),
+        };
+        let _ = c.pending.queued(queued);
     });
-    SPARE_HELD.with(|s| *s.borrow_mut() = held);
-}
-
-/// Ends this thread's burst when dropped, even if a held write panics.
-struct BurstEnd;
-
-impl Drop for BurstEnd {
-    fn drop(&mut self) {
-        let burst = BURST.with(|b| b.borrow_mut().0.take());
-        drop(burst);
-    }
+    HELD.with(|c| c.borrow_mut().give_back(held));
 }
