@@ -292,8 +292,11 @@ export declare class NativeStore {
   transaction(): Promise<NativeTx>
   /** Opens a read snapshot of the file. */
   snapshot(): NativeSnapshot
-  /** Opens a bucket of values of `value_type` with a `ttl` or an `idle` span. */
-  bucket(name: string, ttl: unknown, idle: unknown, valueType: string): NativeBucket
+  /**
+   * Opens a bucket of values of `value_type` (`'auto'` when not given),
+   * or of the bytes of the package's `codec`, with a `ttl` or an `idle` span.
+   */
+  bucket(name: string, ttl: unknown, idle: unknown, valueType: string | undefined | null, codec: boolean): NativeBucket
   /** Opens a rate limit: `rate` as `'5/m'`, and a `burst`. */
   rateLimit(name: string, rate?: string | undefined | null, burst?: number | undefined | null): NativeRateLimit
   /** Opens a quota of windows `names[i]` at `rates[i]` (as `'100/5h'`). */

@@ -156,21 +156,10 @@ export class Store implements AsyncDisposable {
 	 */
 	bucket<T>(name: string, options: BucketOptions & { codec: Codec<T> }): Bucket<T>
 	bucket(name: string, options?: BucketOptions & { type?: ValueType; codec?: Codec<unknown> }): Bucket<unknown> {
-		if (options?.codec !== undefined) return this.#codecBucket(name, options)
+		const codec = options?.codec
+		if (codec !== undefined) checkCodec(codec, String(name))
 		try {
-			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type ?? 'auto'), [], this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
-	}
-
-	#codecBucket(name: string, options: BucketOptions & { type?: ValueType; codec?: unknown }): Bucket<unknown> {
-		checkCodec(options.codec, String(name))
-		if (options.type !== undefined) {
-			throw new InvalidError('a bucket takes a type or a codec, not both', { bucket: String(name) })
-		}
-		try {
-			return new Bucket(this.#native.bucket(name, options.ttl, options.idle, 'codec'), [], this.#native, options.codec)
+			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type, codec !== undefined), [], this.#native, codec)
 		} catch (e) {
 			throw invalidArg(e, { bucket: String(name) })
 		}

@@ -142,6 +142,18 @@ test('codec: a bucket of its own codec keeps the bytes it encodes, in and out of
 	)
 })
 
+test('codec: a bucket given a type and a codec is InvalidError naming it', async () => {
+	await using store = await testStore()
+	const both = { type: 'string', codec: pointText } as unknown as { codec: Codec<number[]> }
+	assert.throws(
+		() => store.bucket('points', both),
+		(e: unknown) =>
+			e instanceof InvalidError &&
+			e.message === 'a bucket takes a type or a codec, not both (bucket points)' &&
+			e.what?.bucket === 'points',
+	)
+})
+
 test('KV-5 take: a value the codec cannot decode is CorruptError and stays, in and out of transactions', async () => {
 	await using store = await testStore()
 	const points = store.bucket('points', { codec: pointText })

@@ -2,6 +2,8 @@
 //! (`scope.rs`): reads answer inline, and so do writes inside a
 //! transaction; a write on the store goes through the writer's completions.
 
+use std::time::{Duration, SystemTime};
+
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
@@ -32,17 +34,12 @@ pub(crate) fn show_path(owners: &[Vec<u8>], key: &[u8]) -> String {
 
 impl NativeBucket {
     fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
-        convert::key_in(env.raw(), js::raw(v), self.raw.name())
+        convert::arg_key(env, v, &self.raw)
     }
 
     /// Runs `f` with the bytes of a key (see [`convert::with_key`]).
     fn with_key<R>(&self, env: &Env, v: &Unknown<'_>, f: impl FnOnce(&[u8]) -> Ts<R>) -> Ts<R> {
         convert::with_key(env.raw(), js::raw(v), self.raw.name(), f)
-    }
-
-    /// An error about `key` of this bucket, named as the engine names it.
-    fn at(&self, e: tinystore::Error, key: &[u8]) -> tinystore::Error {
-        e.at(self.raw.name(), show_path(self.raw.owners(), key))
     }
 
     /// `r`, its error naming this bucket.
@@ -52,7 +49,7 @@ impl NativeBucket {
 
     /// The JS value of a row of this bucket's type; `Corrupt` names the key.
     fn decoded(&self, env: napi_env, raw: &Raw, key: &[u8]) -> Ts<napi_value> {
-        self.kind.decode(env, raw).map_err(|e| self.at(e, key))
+        self.kind.decode(env, raw).map_err(|e| self.raw.named(key, e))
     }
 
     /// The key, value and options of a `set` or a `create` (by `call`): a
@@ -71,12 +68,8 @@ impl NativeBucket {
     ) -> Ts<(Vec<u8>, Raw, WriteOptions)> {
         self.named((|| {
             let k = self.key(env, key)?;
-            let v = self
-                .kind
-                .encode(env.raw(), js::raw(value))
-                .map_err(|e| self.at(e, &k))?;
-            let ttl = convert::duration(env.raw(), js::raw(ttl), "ttl")?;
-            let at = expires_at.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+            let v = (self.kind.encode(env.raw(), js::raw(value))).map_err(|e| self.raw.named(&k, e))?;
+            let (ttl, at) = expiry_args(env, ttl, expires_at)?;
             let opts = self.raw.options_for(call, &k, ttl, at, convert::version(if_version)?)?;
             Ok((k, v, opts))
         })())
@@ -100,11 +93,8 @@ impl NativeBucket {
     /// The branch of `owner` under this one.
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeBucket> {
-        let owner = sync(env, self.key(env, &owner))?;
-        Ok(NativeBucket {
-            raw: self.raw.under(owner),
-            ..*self
-        })
+        let raw = convert::branch(env, &self.raw, &owner)?;
+        Ok(NativeBucket { raw, ..*self })
     }
 
     /// A handle of this bucket for the bare `get(handle, key)` of
@@ -141,7 +131,7 @@ impl NativeBucket {
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
-            Some(e) => convert::entry(env.raw(), self.kind, &e).map_err(|err| self.at(err, k)),
+            Some(e) => convert::entry(env.raw(), self.kind, &e).map_err(|err| self.raw.named(k, err)),
             None => js::undefined(env.raw()),
         });
         completions::value(env, r)
@@ -182,7 +172,7 @@ impl NativeBucket {
             let items = page
                 .entries
                 .iter()
-                .map(|e| convert::entry(env.raw(), self.kind, e).map_err(|err| self.at(err, e.key.as_bytes())));
+                .map(|e| convert::entry(env.raw(), self.kind, e).map_err(|err| self.raw.named(e.key.as_bytes(), err)));
             let next = match &page.next {
                 Some(k) => convert::key_value(env.raw(), k)?,
                 None => js::undefined(env.raw())?,
@@ -265,7 +255,7 @@ impl NativeBucket {
             self.named((|| Ok((self.key(env, &key)?, convert::version(if_version)?)))()),
         )?;
         let checked = |e: &Entry<Raw>| {
-            self.kind.check(&e.value).map_err(|err| self.at(err, &k))?;
+            self.kind.check(&e.value).map_err(|err| self.raw.named(&k, err))?;
             match &check {
                 Some(f) => js_check(env, js::raw(f), self.decoded(env.raw(), &e.value, &k)?),
                 None => Ok(()),
@@ -324,8 +314,7 @@ impl NativeBucket {
     ) -> napi::Result<Unknown<'e>> {
         let args = self.named((|| {
             let k = self.key(env, &key)?;
-            let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
-            let at = at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?;
+            let (ttl, at) = expiry_args(env, &ttl, at_ms)?;
             let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
             Ok(BucketWrite::Expire(k, expiry, if_version))
         })());
@@ -350,16 +339,10 @@ impl NativeBucket {
     fn answer_created(&self, env: napi_env, created: Created<Raw>, key: &[u8]) -> Ts<napi_value> {
         let written = created.written();
         let entry = match created {
-            Created::Written { version, expires_at } => js::object_of(
-                env,
-                &[
-                    ("key\0", convert::key_value(env, &tinystore::Key(key.to_vec()))?),
-                    ("value\0", js::undefined(env)?),
-                    ("version\0", convert::version_value(env, version)?),
-                    ("expiresAt\0", js::opt_date(env, expires_at)?),
-                ],
-            )?,
-            Created::Found(e) => convert::entry(env, self.kind, &e).map_err(|err| self.at(err, key))?,
+            Created::Written { version, expires_at } => {
+                convert::entry_of(env, &Key(key.to_vec()), js::undefined(env)?, version, expires_at)?
+            }
+            Created::Found(e) => convert::entry(env, self.kind, &e).map_err(|err| self.raw.named(key, err))?,
         };
         js::object_of(env, &[("written\0", js::boolean(env, written)?), ("entry\0", entry)])
     }
@@ -372,6 +355,13 @@ impl NativeBucket {
         }
     }
 }
+
+/// The expiry a write is given: a `ttl` (a duration) or a time (ms).
+fn expiry_args(env: &Env, ttl: &Unknown<'_>, at_ms: Option<f64>) -> Ts<(Option<Duration>, Option<SystemTime>)> {
+    let ttl = convert::duration(env, ttl, "ttl")?;
+    Ok((ttl, at_ms.map(|ms| convert::time(ms, "expiresAt")).transpose()?))
+}
+
 /// What a take on the store checks inside its write.
 type WriteCheck = Box<dyn FnOnce(&Entry<Raw>) -> Ts<()> + Send>;
 

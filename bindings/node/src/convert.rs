@@ -10,10 +10,12 @@
 
 use std::time::{Duration, SystemTime};
 
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
-use tinystore::{ByKind, ErrorKind, Raw, Version};
+use tinystore::{Branches, ByKind, ErrorKind, Raw, Version};
 
-use crate::completions::invalid;
+use crate::completions::{invalid, sync};
 use crate::napi_values as js;
 
 /// The largest integer a JS number holds exactly.
@@ -67,45 +69,31 @@ pub(crate) enum ValueKind {
 }
 
 impl ValueKind {
-    /// Every kind with its option's name, in the enum's order (`name`
-    /// indexes it by the kind).
-    const NAMES: [(ValueKind, &'static str); 11] = [
-        (ValueKind::Auto, "auto"),
-        (ValueKind::Json, "json"),
-        (ValueKind::String, "string"),
-        (ValueKind::Bytes, "bytes"),
-        (ValueKind::Int, "int"),
-        (ValueKind::BigInt, "bigint"),
-        (ValueKind::Float, "float"),
-        (ValueKind::Bool, "bool"),
-        (ValueKind::Set, "set"),
-        (ValueKind::Raw, "raw"),
-        (ValueKind::Codec, "codec"),
+    /// Every kind with its option's name and what a value of it is, in the
+    /// enum's order, so that the kind indexes it.
+    #[rustfmt::skip]
+    const NAMES: [(ValueKind, &'static str, &'static str); 11] = [
+        (ValueKind::Auto, "auto", "null, a boolean, a number, a bigint, a string, a Uint8Array, an object or an array"),
+        (ValueKind::Json, "json", "JSON text"),
+        (ValueKind::String, "string", "a string"),
+        (ValueKind::Bytes, "bytes", "a Uint8Array"),
+        (ValueKind::Int, "int", "an integer number"),
+        (ValueKind::BigInt, "bigint", "a bigint"),
+        (ValueKind::Float, "float", "a number"),
+        (ValueKind::Bool, "bool", "a boolean"),
+        (ValueKind::Set, "set", "null (a member has no value)"),
+        (ValueKind::Raw, "raw", "null, a bigint, an integer number, a string or a Uint8Array"),
+        (ValueKind::Codec, "codec", "a Uint8Array"),
     ];
 
     /// The kind named by a bucket's `type` option.
     pub(crate) fn parse(name: &str) -> Ts<ValueKind> {
-        let found = Self::NAMES.iter().find(|(_, n)| *n == name);
-        found.map(|(k, _)| *k).ok_or_else(|| {
+        let found = Self::NAMES.iter().find(|(_, n, _)| *n == name);
+        found.map(|(k, _, _)| *k).ok_or_else(|| {
             invalid(format!(
                 "type {name:?} is not a value type: use 'auto', 'json', 'string', 'bytes', 'int', 'bigint', 'float', 'bool', 'set' or 'raw'"
             ))
         })
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            ValueKind::Auto => "null, a boolean, a number, a bigint, a string, a Uint8Array, an object or an array",
-            ValueKind::Json => "JSON text",
-            ValueKind::String => "a string",
-            ValueKind::Bytes | ValueKind::Codec => "a Uint8Array",
-            ValueKind::Int => "an integer number",
-            ValueKind::BigInt => "a bigint",
-            ValueKind::Float => "a number",
-            ValueKind::Bool => "a boolean",
-            ValueKind::Set => "null (a member has no value)",
-            ValueKind::Raw => "null, a bigint, an integer number, a string or a Uint8Array",
-        }
     }
 
     /// Converts a JS value of this kind to its row. A value of another JS
@@ -134,7 +122,7 @@ impl ValueKind {
             invalid(format!(
                 "a bucket of type '{}' holds {}, not a {t}",
                 self.name(),
-                self.word()
+                Self::NAMES[self as usize].2
             ))
         };
         match (self, t) {
@@ -304,6 +292,16 @@ pub(crate) fn key_in(env: napi_env, v: napi_value, name: &str) -> Ts<Vec<u8>> {
     key(env, v).map_err(|e| e.in_bucket(name))
 }
 
+/// A key or an owner given to a method of `handle`; an error names the handle.
+pub(crate) fn arg_key(env: &Env, v: &Unknown<'_>, handle: &impl Branches) -> Ts<Vec<u8>> {
+    key_in(env.raw(), js::raw(v), handle.name())
+}
+
+/// The branch of `owner` under `handle`: every handle's `under`.
+pub(crate) fn branch<H: Branches>(env: &Env, handle: &H, owner: &Unknown<'_>) -> napi::Result<H> {
+    Ok(handle.under(&sync(env, arg_key(env, owner, handle))?))
+}
+
 /// A key or an owner: text, bytes, or an integer (its decimal spelling, so
 /// `42` and `'42'` are one key). Anything else is `Invalid` (KV-1).
 pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
@@ -332,7 +330,8 @@ pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
 
 /// A span: text as `'15m'` or `'1h30m'` (the engine's grammar), or a number
 /// of milliseconds. `undefined` or `null` is no span.
-pub(crate) fn duration(env: napi_env, v: napi_value, what: &str) -> Ts<Option<Duration>> {
+pub(crate) fn duration(env: &Env, v: &Unknown<'_>, what: &str) -> Ts<Option<Duration>> {
+    let (env, v) = (env.raw(), js::raw(v));
     match js::type_name(env, v) {
         "undefined" | "null" => Ok(None),
         "string" => {
@@ -385,13 +384,24 @@ pub(crate) fn version_value(env: napi_env, v: Version) -> Ts<napi_value> {
 
 /// `{ key, value, version, expiresAt }` of an entry.
 pub(crate) fn entry(env: napi_env, kind: ValueKind, e: &tinystore::Entry<Raw>) -> Ts<napi_value> {
+    entry_of(env, &e.key, kind.decode(env, &e.value)?, e.version, e.expires_at)
+}
+
+/// `{ key, value, version, expiresAt }` of a value already made.
+pub(crate) fn entry_of(
+    env: napi_env,
+    key: &tinystore::Key,
+    value: napi_value,
+    version: Version,
+    expires_at: Option<SystemTime>,
+) -> Ts<napi_value> {
     js::object_of(
         env,
         &[
-            ("key\0", key_value(env, &e.key)?),
-            ("value\0", kind.decode(env, &e.value)?),
-            ("version\0", version_value(env, e.version)?),
-            ("expiresAt\0", js::opt_date(env, e.expires_at)?),
+            ("key\0", key_value(env, key)?),
+            ("value\0", value),
+            ("version\0", version_value(env, version)?),
+            ("expiresAt\0", js::opt_date(env, expires_at)?),
         ],
     )
 }

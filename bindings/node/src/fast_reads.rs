@@ -18,7 +18,7 @@ use napi::sys::{self, napi_callback_info, napi_env, napi_value};
 use napi_derive::napi;
 use tinystore::{Raw, RawBucket};
 
-use crate::bucket::{NativeBucket, show_path};
+use crate::bucket::NativeBucket;
 use crate::completions;
 use crate::convert::{self, Ts, ValueKind};
 use crate::napi_values as js;
@@ -74,10 +74,7 @@ pub(crate) fn with_handle<'a, const N: usize>(
 fn value(env: napi_env, h: &Handle, key: &[u8]) -> Ts<napi_value> {
     let found: Option<Raw> = h.raw.entry(key)?.map(|e| e.value);
     match found {
-        Some(raw) => h
-            .kind
-            .decode(env, &raw)
-            .map_err(|e| e.at(h.raw.name(), show_path(h.raw.owners(), key))),
+        Some(raw) => h.kind.decode(env, &raw).map_err(|e| h.raw.named(key, e)),
         None => js::undefined(env),
     }
 }

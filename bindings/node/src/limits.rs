@@ -10,11 +10,10 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Allowance, Counters, Quota, RateLimit};
+use tinystore::{Allowance, Branches, Counters, Quota, RateLimit};
 
-use crate::bucket::show_path;
 use crate::completions::{self, nothing, sync};
-use crate::convert::{MAX_SAFE, Ts};
+use crate::convert::{MAX_SAFE, Ts, arg_key, branch};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, run, scope_of};
 use crate::writes::{CounterWrite, QuotaWrite, Written};
@@ -70,11 +69,6 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
     }
 }
 
-/// A key or an owner of the handle `name`.
-fn key_in(env: &Env, name: &str, key: &Unknown<'_>) -> Ts<Vec<u8>> {
-    crate::convert::key_in(env.raw(), js::raw(key), name)
-}
-
 /// Opens a rate limit: `rate` as `'5/m'`, `burst` (the rate's count when not given).
 pub(crate) fn open_rate_limit(
     store: &tinystore::Store,
@@ -100,9 +94,8 @@ impl NativeRateLimit {
     /// The branch of `owner`.
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeRateLimit> {
-        let owner = sync(env, key_in(env, self.limit.name(), &owner))?;
         Ok(NativeRateLimit {
-            limit: self.limit.under(owner),
+            limit: branch(env, &self.limit, &owner)?,
         })
     }
 
@@ -110,7 +103,7 @@ impl NativeRateLimit {
     #[napi]
     pub fn allow<'e>(&self, env: &'e Env, key: Unknown<'e>, n: Option<f64>) -> napi::Result<Unknown<'e>> {
         let r = (|| {
-            let k = key_in(env, self.limit.name(), &key)?;
+            let k = arg_key(env, &key, &self.limit)?;
             let n = count(n).map_err(|e| self.limit.named(&k, e))?;
             allowance(env.raw(), &self.limit.allow_n(k, n)?)
         })();
@@ -120,14 +113,14 @@ impl NativeRateLimit {
     /// The answer one request would get now, counting nothing.
     #[napi]
     pub fn peek<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<Unknown<'e>> {
-        let r = key_in(env, self.limit.name(), &key).and_then(|k| allowance(env.raw(), &self.limit.peek(k)?));
+        let r = arg_key(env, &key, &self.limit).and_then(|k| allowance(env.raw(), &self.limit.peek(k)?));
         completions::value(env, r)
     }
 
     /// Forgets the key: its next request has the full burst.
     #[napi]
     pub fn reset<'e>(&self, env: &'e Env, key: Unknown<'e>) -> napi::Result<()> {
-        let r = key_in(env, self.limit.name(), &key).and_then(|k| self.limit.reset(k));
+        let r = arg_key(env, &key, &self.limit).and_then(|k| self.limit.reset(k));
         sync(env, r)
     }
 }
@@ -143,9 +136,8 @@ impl NativeQuota {
     /// The branch of `owner`.
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeQuota> {
-        let owner = sync(env, key_in(env, self.quota.name(), &owner))?;
         Ok(NativeQuota {
-            quota: self.quota.under(owner),
+            quota: branch(env, &self.quota, &owner)?,
         })
     }
 
@@ -161,9 +153,8 @@ impl NativeQuota {
         refund: bool,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let name = self.quota.name();
         let uses = (|| {
-            let k = key_in(env, name, &key)?;
+            let k = arg_key(env, &key, &self.quota)?;
             let n = count(n).map_err(|e| self.quota.named(&k, e))?;
             Ok((k, n))
         })();
@@ -185,7 +176,7 @@ impl NativeQuota {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = key_in(env, self.quota.name(), &key)
+        let r = arg_key(env, &key, &self.quota)
             .and_then(|k| scope_of(&scope).quota_peek(&self.quota, &k))
             .and_then(|a| allowance(env.raw(), &a));
         completions::value(env, r)
@@ -199,7 +190,7 @@ impl NativeQuota {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let reset = key_in(env, self.quota.name(), &key).map(QuotaWrite::Reset);
+        let reset = arg_key(env, &key, &self.quota).map(QuotaWrite::Reset);
         run(env, &scope, &self.quota, reset, Written::to_js)
     }
 }
@@ -235,11 +226,8 @@ impl NativeCounters {
     /// The branch of `owner`.
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeCounters> {
-        let owner = sync(env, key_in(env, self.counters.name(), &owner))?;
-        Ok(NativeCounters {
-            counters: self.counters.under(owner),
-            big: self.big,
-        })
+        let counters = branch(env, &self.counters, &owner)?;
+        Ok(NativeCounters { counters, ..*self })
     }
 
     /// Adds `n` (1 when not given), or keeps the larger of the counter and
@@ -254,10 +242,9 @@ impl NativeCounters {
         max: bool,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let name = self.counters.name();
-        let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(name));
-        let (k, n) = sync(env, (|| Ok((key_in(env, name, &key)?, step?)))())?;
-        let (big, name, path) = (self.big, name.to_owned(), show_path(self.counters.owners(), &k));
+        let step = step(env.raw(), js::raw(&n)).map_err(|e| e.in_bucket(self.counters.name()));
+        let (k, n) = sync(env, (|| Ok((arg_key(env, &key, &self.counters)?, step?)))())?;
+        let (big, counters, key) = (self.big, self.counters.clone(), k.clone());
         let write = if max {
             CounterWrite::Max(k, n)
         } else {
@@ -269,7 +256,7 @@ impl NativeCounters {
             &self.counters,
             Ok(write),
             move |env, written| match written {
-                Written::Count(v) => value(env, big, v, true).map_err(|e| e.at(&name, path)),
+                Written::Count(v) => value(env, big, v, true).map_err(|e| counters.named(&key, e)),
                 written => Written::to_js(env, written),
             },
         )
@@ -283,10 +270,9 @@ impl NativeCounters {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = key_in(env, self.counters.name(), &key).and_then(|k| {
+        let r = arg_key(env, &key, &self.counters).and_then(|k| {
             let v = scope_of(&scope).counter_get(&self.counters, &k)?;
-            value(env.raw(), self.big, v, false)
-                .map_err(|e| e.at(self.counters.name(), show_path(self.counters.owners(), &k)))
+            value(env.raw(), self.big, v, false).map_err(|e| self.counters.named(&k, e))
         });
         completions::value(env, r)
     }
@@ -299,7 +285,7 @@ impl NativeCounters {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let delete = key_in(env, self.counters.name(), &key).map(CounterWrite::Delete);
+        let delete = arg_key(env, &key, &self.counters).map(CounterWrite::Delete);
         run(env, &scope, &self.counters, delete, Written::to_js)
     }
 

@@ -6,9 +6,8 @@
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{Begun, Claim, RawOnce};
+use tinystore::{Begun, Branches, Claim, RawOnce};
 
-use crate::bucket::show_path;
 use crate::caller::NativeContext;
 use crate::completions::{self, nothing, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
@@ -29,13 +28,14 @@ pub struct NativeOnce {
 pub struct NativeClaim {
     claim: Option<Claim>,
     kind: ValueKind,
-    name: String,
-    path: String,
+    /// The once and key an error of `keep` names.
+    once: RawOnce,
+    key: Vec<u8>,
 }
 
 impl NativeOnce {
-    pub(crate) fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
-        convert::key_in(env.raw(), js::raw(v), self.once.name())
+    fn key(&self, env: &Env, v: &Unknown<'_>) -> Ts<Vec<u8>> {
+        convert::arg_key(env, v, &self.once)
     }
 }
 
@@ -44,11 +44,8 @@ impl NativeOnce {
     /// The branch of `owner`: its keys run apart from the others.
     #[napi]
     pub fn under<'e>(&self, env: &'e Env, owner: Unknown<'e>) -> napi::Result<NativeOnce> {
-        let owner = sync(env, self.key(env, &owner))?;
-        Ok(NativeOnce {
-            once: self.once.under(owner),
-            kind: self.kind,
-        })
+        let once = convert::branch(env, &self.once, &owner)?;
+        Ok(NativeOnce { once, kind: self.kind })
     }
 
     /// Begins a run: resolves with `{ kept: true, value }` (JSON as text),
@@ -65,22 +62,24 @@ impl NativeOnce {
         caller: Option<&NativeContext>,
     ) -> napi::Result<Unknown<'e>> {
         let k = sync(env, self.key(env, &key))?;
-        let kind = self.kind;
-        let (name, path) = (self.once.name().to_owned(), show_path(self.once.owners(), &k));
-        let once = self.once.clone();
+        let (kind, once, key) = (self.kind, self.once.clone(), k.clone());
         let caller = caller.map(|c| c.0.clone()).unwrap_or_default();
+        let begin = self.once.clone();
         completions::write(
             env,
-            move |done| once.begin(k.clone(), &caller, done),
+            move |done| begin.begin(k.clone(), &caller, done),
             move |env, begun| {
                 let (kept, field, v) = match begun {
-                    Begun::Kept(raw) => (true, "value\0", kind.decode(env, &raw).map_err(|e| e.at(&name, path))?),
+                    Begun::Kept(raw) => {
+                        let v = kind.decode(env, &raw).map_err(|e| once.named(&key, e))?;
+                        (true, "value\0", v)
+                    }
                     Begun::Run(claim) => {
                         let claim = NativeClaim {
                             claim: Some(claim),
                             kind,
-                            name,
-                            path,
+                            once,
+                            key,
                         };
                         let v = unsafe { NativeClaim::to_napi_value(env, claim) }.map_err(napi_err)?;
                         (false, "claim\0", v)
@@ -102,8 +101,7 @@ impl NativeOnce {
         let r = self
             .key(env, &key)
             .and_then(|k| match scope_of(&scope).once_get(&self.once, &k)? {
-                Some(raw) => (self.kind.decode(env.raw(), &raw))
-                    .map_err(|e| e.at(self.once.name(), show_path(self.once.owners(), &k))),
+                Some(raw) => self.kind.decode(env.raw(), &raw).map_err(|e| self.once.named(&k, e)),
                 None => js::undefined(env.raw()),
             });
         completions::value(env, r)
@@ -117,13 +115,8 @@ impl NativeOnce {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        run(
-            env,
-            &scope,
-            &self.once,
-            self.key(env, &key).map(OnceDelete),
-            Written::to_js,
-        )
+        let delete = self.key(env, &key).map(OnceDelete);
+        run(env, &scope, &self.once, delete, Written::to_js)
     }
 }
 
@@ -151,7 +144,7 @@ impl NativeClaim {
             Ok(raw) => raw,
             Err(e) => {
                 claim.abandon();
-                return completions::throw(env.raw(), e.at(&self.name, self.path.clone()));
+                return completions::throw(env.raw(), self.once.named(&self.key, e));
             }
         };
         completions::write(

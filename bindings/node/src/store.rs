@@ -91,7 +91,7 @@ impl NativeStore {
     /// Moves a test clock forward; returns the new time in ms.
     #[napi]
     pub fn advance<'e>(&self, env: &'e Env, by: Unknown<'e>) -> napi::Result<f64> {
-        let r = convert::duration(env.raw(), js::raw(&by), "the clock's step").and_then(|d| {
+        let r = convert::duration(env, &by, "the clock's step").and_then(|d| {
             let d = d.ok_or_else(|| completions::invalid("advance takes a duration as '16m' or a number of ms"))?;
             self.store.clock().advance(d)
         });
@@ -178,7 +178,8 @@ impl NativeStore {
         Ok(NativeSnapshot { snapshot })
     }
 
-    /// Opens a bucket of values of `value_type` with a `ttl` or an `idle` span.
+    /// Opens a bucket of values of `value_type` (`'auto'` when not given),
+    /// or of the bytes of the package's `codec`, with a `ttl` or an `idle` span.
     #[napi]
     pub fn bucket<'e>(
         &self,
@@ -186,12 +187,17 @@ impl NativeStore {
         name: String,
         ttl: Unknown<'e>,
         idle: Unknown<'e>,
-        value_type: String,
+        value_type: Option<String>,
+        codec: bool,
     ) -> napi::Result<NativeBucket> {
         let r = (|| {
-            let kind = ValueKind::parse(&value_type)?;
-            let ttl = convert::duration(env.raw(), js::raw(&ttl), "ttl")?;
-            let idle = convert::duration(env.raw(), js::raw(&idle), "idle")?;
+            tinystore::type_or_codec(value_type.is_some(), codec).map_err(|e| e.in_bucket(&name))?;
+            let kind = match codec {
+                true => ValueKind::Codec,
+                false => ValueKind::parse(value_type.as_deref().unwrap_or("auto"))?,
+            };
+            let ttl = convert::duration(env, &ttl, "ttl")?;
+            let idle = convert::duration(env, &idle, "idle")?;
             let raw = tinystore::RawBucket::open(&self.store, &name, ttl, idle).map_err(|e| e.in_bucket(&name))?;
             Ok(NativeBucket {
                 raw,
@@ -247,10 +253,10 @@ impl NativeStore {
                 }
             };
             let mut b = self.store.counters(&name);
-            if let Some(d) = convert::duration(env.raw(), js::raw(&ttl), "ttl")? {
+            if let Some(d) = convert::duration(env, &ttl, "ttl")? {
                 b = b.ttl(d);
             }
-            if let Some(d) = convert::duration(env.raw(), js::raw(&flush_every), "flushEvery")? {
+            if let Some(d) = convert::duration(env, &flush_every, "flushEvery")? {
                 b = b.flush_every(d);
             }
             Ok((b.open().map_err(|e| e.in_bucket(&name))?, big))
@@ -270,7 +276,7 @@ impl NativeStore {
     ) -> napi::Result<NativeOnce> {
         let r = (|| {
             let kind = ValueKind::parse(&value_type)?;
-            let keep = convert::duration(env.raw(), js::raw(&keep), "keep")?;
+            let keep = convert::duration(env, &keep, "keep")?;
             let once = tinystore::RawOnce::open(&self.store, &name, keep).map_err(|e| e.in_bucket(&name))?;
             Ok(NativeOnce { once, kind })
         })();

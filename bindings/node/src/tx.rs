@@ -39,7 +39,8 @@ use crate::napi_values as js;
 enum End {
     Open,
     Ended(tinystore::Result<()>),
-    Awaited { completion: Completion, rolled_back: bool },
+    /// The Promise, and whether the end asked for is a rollback.
+    Awaited(Completion, bool),
 }
 
 /// Shared by the core's `done` (writer thread) and the [`NativeTx`] (JS thread).
@@ -57,20 +58,8 @@ impl Ending {
     fn meet(&self, arrived: End) {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match (std::mem::replace(&mut *g, End::Open), arrived) {
-            (
-                End::Awaited {
-                    completion,
-                    rolled_back,
-                },
-                End::Ended(r),
-            )
-            | (
-                End::Ended(r),
-                End::Awaited {
-                    completion,
-                    rolled_back,
-                },
-            ) => {
+            (End::Awaited(completion, rolled_back), End::Ended(r))
+            | (End::Ended(r), End::Awaited(completion, rolled_back)) => {
                 drop(g);
                 answer(completion, r, rolled_back);
             }
@@ -145,10 +134,7 @@ impl NativeTx {
         }
         self.ended = true;
         sync(env, pending.queued(Ok(())))?;
-        self.ending.meet(End::Awaited {
-            completion,
-            rolled_back,
-        });
+        self.ending.meet(End::Awaited(completion, rolled_back));
         // When the session cannot take the end (the writer already rolled it
         // back), the core's answer, which says why, still settles the Promise.
         let _ = end(&self.session);
