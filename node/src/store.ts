@@ -19,6 +19,15 @@ import { Tx } from './tx'
 import { crossingOf, dateArg, invalidArg, type TypedOptions, type ValueType, type ValueTypes } from './values'
 import { View } from './view'
 
+/** What `make` opens of the handle `name`; an argument of the wrong type is `InvalidError` naming it. */
+function opening<T>(name: string, make: () => T): T {
+	try {
+		return make()
+	} catch (e) {
+		throw invalidArg(e, { bucket: String(name) })
+	}
+}
+
 /** The options of `open`. */
 export interface OpenOptions {
 	/**
@@ -156,13 +165,9 @@ export class Store implements AsyncDisposable {
 	 */
 	bucket<T>(name: string, options: BucketOptions & { codec: Codec<T> }): Bucket<T>
 	bucket(name: string, options?: BucketOptions & { type?: ValueType; codec?: Codec<unknown> }): Bucket<unknown> {
-		const codec = options?.codec
+		const { ttl, idle, type, codec } = options ?? {}
 		if (codec !== undefined) checkCodec(codec, String(name))
-		try {
-			return new Bucket(this.#native.bucket(name, options?.ttl, options?.idle, options?.type, codec !== undefined), [], this.#native, codec)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
+		return opening(name, () => new Bucket(this.#native.bucket(name, ttl, idle, type, codec !== undefined), [], this.#native, codec))
 	}
 
 	/**
@@ -174,11 +179,7 @@ export class Store implements AsyncDisposable {
 		if (rate !== undefined && typeof rate !== 'string') {
 			throw new InvalidError(`a rate is text as '5/m', not ${typeof rate}`, { bucket: String(name) })
 		}
-		try {
-			return new RateLimit(this.#native.rateLimit(name, rate as string | undefined, options?.burst), name)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
+		return opening(name, () => new RateLimit(this.#native.rateLimit(name, rate as string | undefined, options?.burst), name))
 	}
 
 	/**
@@ -191,11 +192,7 @@ export class Store implements AsyncDisposable {
 			throw new InvalidError("a quota needs windows, as { weekly: '300/7d' }", { bucket: name })
 		}
 		const names = Object.keys(windows) as W[]
-		try {
-			return new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name, this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
+		return opening(name, () => new Quota<W>(this.#native.quota(name, names, names.map((w) => windows[w])), name, this.#native))
 	}
 
 	/**
@@ -206,12 +203,8 @@ export class Store implements AsyncDisposable {
 	/** Counters, an int64 a key, answering numbers: `store.counters('attempts', { ttl: '1h' })`. */
 	counters(name: string, options?: CountersOptions): Counters<number>
 	counters(name: string, options?: CountersOptions): Counters<number | bigint> {
-		try {
-			const counters = this.#native.counters(name, options?.ttl, options?.flushEvery, options?.type ?? 'int')
-			return new Counters(counters, name, this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
+		const type = options?.type ?? 'int'
+		return opening(name, () => new Counters(this.#native.counters(name, options?.ttl, options?.flushEvery, type), name, this.#native))
 	}
 
 	/** A once whose answers are scalars of one type (see `bucket`). */
@@ -224,11 +217,7 @@ export class Store implements AsyncDisposable {
 	once<T = unknown>(name: string, ...options: TypedOptions<OnceOptions, T>): Once<T>
 	once(name: string, options?: OnceOptions & { type?: ValueType }): Once<unknown> {
 		const type = options?.type ?? 'auto'
-		try {
-			return new Once(this.#native.once(name, options?.keep, type), name, crossingOf(type), [], this.#native)
-		} catch (e) {
-			throw invalidArg(e, { bucket: String(name) })
-		}
+		return opening(name, () => new Once(this.#native.once(name, options?.keep, type), name, crossingOf(type), [], this.#native))
 	}
 
 	/** Every name in the file, with its kind (`values`, `counters`, ...), by name. */

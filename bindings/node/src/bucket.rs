@@ -113,10 +113,8 @@ impl NativeBucket {
         key: Unknown<'e>,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let r = self.with_key(env, &key, |k| match scope_of(&scope).entry(&self.raw, k)? {
-            Some(e) => self.decoded(env.raw(), &e.value, k),
-            None => js::undefined(env.raw()),
-        });
+        let found = |k: &[u8]| self.answer_value(env.raw(), scope_of(&scope).entry(&self.raw, k)?, k);
+        let r = self.with_key(env, &key, found);
         completions::value(env, r)
     }
 
@@ -263,7 +261,7 @@ impl NativeBucket {
         };
         if scope.is_some() {
             let r = scope_of(&scope).take_checked(&self.raw, &k, if_version, checked);
-            return completions::value(env, r.and_then(|e| self.answer_taken(env.raw(), e, &k)));
+            return completions::value(env, r.and_then(|e| self.answer_value(env.raw(), e, &k)));
         }
         let kind = self.kind;
         // Without a check of the package's, the bucket's type is checked in
@@ -281,7 +279,7 @@ impl NativeBucket {
         completions::write(
             env,
             move |done| raw.take_then(&k, if_version, write_check, done),
-            move |env, taken| bucket.answer_taken(env, taken, &key),
+            move |env, taken| bucket.answer_value(env, taken, &key),
         )
     }
 
@@ -347,8 +345,8 @@ impl NativeBucket {
         js::object_of(env, &[("written\0", js::boolean(env, written)?), ("entry\0", entry)])
     }
 
-    /// The answer of a take: the value taken, or `undefined`.
-    fn answer_taken(&self, env: napi_env, taken: Option<Entry<Raw>>, key: &[u8]) -> Ts<napi_value> {
+    /// The answer of a read or a take: the value found, or `undefined`.
+    fn answer_value(&self, env: napi_env, taken: Option<Entry<Raw>>, key: &[u8]) -> Ts<napi_value> {
         match taken {
             Some(e) => self.decoded(env, &e.value, key),
             None => js::undefined(env),

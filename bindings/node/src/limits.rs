@@ -153,17 +153,13 @@ impl NativeQuota {
         refund: bool,
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        let uses = (|| {
-            let k = arg_key(env, &key, &self.quota)?;
+        let write = arg_key(env, &key, &self.quota).and_then(|k| {
             let n = count(n).map_err(|e| self.quota.named(&k, e))?;
-            Ok((k, n))
-        })();
-        let write = uses.map(|(k, n)| {
-            if refund {
+            Ok(if refund {
                 QuotaWrite::Refund(k, n)
             } else {
                 QuotaWrite::Allow(k, n)
-            }
+            })
         });
         run(env, &scope, &self.quota, write, Written::to_js)
     }
