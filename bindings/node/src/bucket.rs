@@ -158,9 +158,9 @@ impl NativeBucket {
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let r = (|| {
-            let after = match js::is_nullish(env.raw(), js::raw(&after)) {
-                true => None,
-                false => Some(Key(self.key(env, &after)?)),
+            let after = match js::type_name(env.raw(), js::raw(&after)) {
+                "undefined" | "null" => None,
+                _ => Some(Key(self.key(env, &after)?)),
             };
             // A number that is not a whole count is bad input, not a page
             // size to round (KV-18); the core says which sizes a page takes.

@@ -48,23 +48,33 @@ pub(crate) fn function(
     Ok(f)
 }
 
-/// What a napi finalizer frees: a `T` boxed by [`owning`].
+/// What a napi finalizer frees: a `T` boxed by [`owned_by`].
 unsafe extern "C" fn drop_boxed<T>(_env: napi_env, data: *mut c_void, _hint: *mut c_void) {
     drop(unsafe { Box::from_raw(data.cast::<T>()) });
+}
+
+/// The JS value `make` makes owning a box of `value` (its finalizer runs
+/// [`drop_boxed`]), and the address of `value`, which lives as long.
+fn owned_by<T>(value: T, make: impl FnOnce(*mut T) -> Ts<napi_value>) -> Ts<(napi_value, *const T)> {
+    let data = Box::into_raw(Box::new(value));
+    // Until the finalizer is added the value is still ours to drop.
+    make(data)
+        .map(|v| (v, data.cast_const()))
+        .inspect_err(|_| drop(unsafe { Box::from_raw(data) }))
 }
 
 /// An External that owns `value` until it is collected, and the address
 /// of `value`, which lives as long.
 pub(crate) fn external<T>(env: napi_env, value: T, what: &str) -> Ts<(napi_value, *const T)> {
-    let data = Box::into_raw(Box::new(value));
-    let mut out = ptr::null_mut();
-    let status =
-        unsafe { sys::napi_create_external(env, data.cast(), Some(drop_boxed::<T>), ptr::null_mut(), &mut out) };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { Box::from_raw(data) });
-        check(status, what)?;
-    }
-    Ok((out, data))
+    owned_by(value, |data| {
+        let mut out = ptr::null_mut();
+        let finalize = Some(drop_boxed::<T> as _);
+        check(
+            unsafe { sys::napi_create_external(env, data.cast(), finalize, ptr::null_mut(), &mut out) },
+            what,
+        )
+        .map(|()| out)
+    })
 }
 
 /// A bare JS function named `name` that runs `cb` with its data `value`,
@@ -75,23 +85,15 @@ pub(crate) fn function_owning<T>(
     cb: unsafe extern "C" fn(napi_env, sys::napi_callback_info) -> napi_value,
     value: T,
 ) -> Ts<(napi_value, *const T)> {
-    let data = Box::into_raw(Box::new(value));
-    let made = function(env, name, cb, data.cast()).and_then(|f| {
-        let status = unsafe {
-            sys::napi_add_finalizer(
-                env,
-                f,
-                data.cast(),
-                Some(drop_boxed::<T>),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
-        check(status, &format!("making {name}")).map(|()| f)
-    });
-    // Until the finalizer is added the value is still ours to drop.
-    made.map(|f| (f, data.cast_const()))
-        .inspect_err(|_| drop(unsafe { Box::from_raw(data) }))
+    owned_by(value, |data| {
+        let f = function(env, name, cb, data.cast())?;
+        let finalize = Some(drop_boxed::<T> as _);
+        check(
+            unsafe { sys::napi_add_finalizer(env, f, data.cast(), finalize, ptr::null_mut(), ptr::null_mut()) },
+            &format!("making {name}"),
+        )
+        .map(|()| f)
+    })
 }
 
 /// The first `N` arguments of a bare callback (`undefined` past those
@@ -132,11 +134,6 @@ pub(crate) fn type_name(env: napi_env, v: napi_value) -> &'static str {
         sys::ValueType::napi_bigint => "bigint",
         _ => "unknown",
     }
-}
-
-/// Whether a value is `undefined` or `null`: an option not given.
-pub(crate) fn is_nullish(env: napi_env, v: napi_value) -> bool {
-    matches!(type_name(env, v), "undefined" | "null")
 }
 
 /// The raw value of an argument.

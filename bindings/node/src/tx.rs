@@ -115,11 +115,6 @@ pub struct NativeTx {
 }
 
 impl NativeTx {
-    /// The engine's session this transaction drives.
-    pub(crate) fn session(&self) -> &BindingTx {
-        &self.session
-    }
-
     /// Ends the session with `end` and returns the Promise of the writer's answer.
     fn end<'e>(
         &mut self,
