@@ -23,7 +23,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::read_locks::{self, Lease};
-use crate::storage::hot::HotStatement;
+use crate::storage::direct_statements::DirectStatement;
 use crate::storage::{self, Cell, file, sql};
 
 /// The store's readers: a call takes a free one, or waits for its turn.
@@ -46,8 +46,8 @@ const SPARE_AT_MOST: usize = 4;
 /// twice a get, a sixth of a get's cost.
 pub(crate) struct ReaderConn {
     // Declared before `conn`, so dropped first (finalized before it closes).
-    cell_get: RefCell<Option<HotStatement>>,
-    cell_get_unmarked: RefCell<Option<HotStatement>>,
+    cell_get: RefCell<Option<DirectStatement>>,
+    cell_get_unmarked: RefCell<Option<DirectStatement>>,
     /// What this reader last learned of clear marks, if anything.
     marks: StdCell<Option<MarksSeen>>,
     conn: Connection,
@@ -110,12 +110,16 @@ impl ReaderConn {
     }
 
     /// One of the point read's statements, prepared once into `slot`.
-    fn statement<'s>(&'s self, slot: &'s RefCell<Option<HotStatement>>, sql: &str) -> Result<RefMut<'s, HotStatement>> {
+    fn statement<'s>(
+        &'s self,
+        slot: &'s RefCell<Option<DirectStatement>>,
+        sql: &str,
+    ) -> Result<RefMut<'s, DirectStatement>> {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
             // SAFETY: the statement is dropped before the connection closes
             // (field order).
-            *slot = Some(unsafe { HotStatement::prepare(&self.conn, sql)? });
+            *slot = Some(unsafe { DirectStatement::prepare(&self.conn, sql)? });
         }
         Ok(RefMut::map(slot, |s| s.as_mut().expect("prepared above")))
     }

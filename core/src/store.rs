@@ -270,7 +270,7 @@ impl Store {
         let lease = crate::read_locks::Lease::of(&file);
         let keep = options.sqlite.keep_read_locks.unwrap_or(!clock.is_manual());
         let readers = Readers::open(&file, n, mmap_size, keep.then_some(&lease))?;
-        let turns = storage::turns::Turns::open(&file, lease);
+        let turns = storage::write_lock_turns::Turns::open(&file, lease);
         let log_id = next_log_id();
         let writer = Writer::start(conn, turns, clock.clone(), log_id)?;
         let inner = Arc::new(StoreInner {

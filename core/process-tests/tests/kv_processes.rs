@@ -47,7 +47,7 @@ fn finish(child: Child) -> u32 {
 /// A measurement more than a check: how the turns come out depends on how
 /// the machine schedules two busy processes, and on a loaded CI machine one
 /// run in a few fell under the bound. The sign itself is checked by the unit
-/// test in `storage/turns.rs`. Run with
+/// test in `storage/write_lock_turns.rs`. Run with
 /// `cargo test -p tinystore-process-tests --test kv_processes -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement of turn-taking under load; run with --ignored on a quiet machine"]

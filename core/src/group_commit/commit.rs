@@ -9,7 +9,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage::hot::{HotStatement, WriteConn};
+use crate::storage::direct_statements::{DirectStatement, WriteConn};
 use crate::storage::{self, sql};
 
 use super::Shared;
@@ -42,7 +42,7 @@ impl<'a> WriteCtx<'a> {
     /// A statement of the common `set` (`storage::sql::CELL_SET` or, when a
     /// live key keeps its expiry, `CELL_SET_KEEPING_EXPIRY`), prepared once
     /// for the connection's life.
-    pub(crate) fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'a, HotStatement> {
+    pub(crate) fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'a, DirectStatement> {
         self.write_conn.cell_set(keeping_expiry)
     }
 

@@ -49,8 +49,8 @@ use rusqlite::Connection;
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::storage::hot::WriteConn;
-use crate::storage::turns::Turns;
+use crate::storage::direct_statements::WriteConn;
+use crate::storage::write_lock_turns::Turns;
 
 use bursts::OpenBursts;
 pub(crate) use bursts::submit_held_now;

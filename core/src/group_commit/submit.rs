@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, Weak};
 
 use crate::error::{Error, Result};
+use crate::storage::direct_statements::WriteConn;
 use crate::storage::file::BUSY_TIMEOUT;
-use crate::storage::hot::WriteConn;
 
 use super::commit::{WriteCtx, commit_group};
 use super::job::{Isolation, WriteOp, new_job};

@@ -27,7 +27,7 @@
 //!   changes) has not changed for [`QUIET`]. Under steady writes, from any
 //!   process, nothing is kept, and reads behave as SQLite's own.
 //! - **Never while this process writes.** The writer of the file in this
-//!   process ([`Lease::writing`], from `storage::turns`) lets go of every
+//!   process ([`Lease::writing`], from `storage::write_lock_turns`) lets go of every
 //!   kept lock before its `BEGIN` and keeps none until its commit (and the
 //!   checkpoint that follows it) is done.
 //! - **Never for long unused, nor once stale.** A thread of the process,

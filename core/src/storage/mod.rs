@@ -4,11 +4,11 @@
 //! Functions here take a connection and run inside whatever transaction the
 //! caller holds: a group's savepoint, a `tx`, or none for a plain read.
 
+pub mod direct_statements;
 pub mod file;
-pub mod hot;
 pub mod revisions;
 pub mod sql;
-pub mod turns;
+pub mod write_lock_turns;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -170,13 +170,13 @@ pub fn get(conn: &Connection, bucket: i64, path: &[u8], now: i64) -> Result<Opti
 /// with [`sql::CELL_GET`], whose one statement sees the row and its spill
 /// in one snapshot.
 pub fn get_with(
-    st: &mut hot::HotStatement,
+    st: &mut direct_statements::DirectStatement,
     conn: &Connection,
     bucket: i64,
     path: &[u8],
     now: i64,
 ) -> Result<Option<Cell>> {
-    use hot::Param;
+    use direct_statements::Param;
     let (found, _) = st.run(&[Param::Int(bucket), Param::Blob(path), Param::Int(now)], |row| {
         Ok(match row {
             None => Some(None),
@@ -270,7 +270,7 @@ pub enum SetExpiry {
 /// the row holds a spilled value, or, keeping a live key's expiry, when the
 /// row is not live: the caller then replaces it with [`put`].
 pub fn set_inline(
-    stmt: &mut hot::HotStatement,
+    stmt: &mut direct_statements::DirectStatement,
     bucket: i64,
     path: &[u8],
     version: i64,
@@ -280,7 +280,7 @@ pub fn set_inline(
 ) -> Result<bool> {
     debug_assert!(!spills(value), "a spilling value is written with put");
     value.check_size()?;
-    use hot::Param;
+    use direct_statements::Param;
     let (expires, keep_at) = match expiry {
         SetExpiry::Give(e) => (e, None),
         SetExpiry::KeepLiveElse(e) => (e, Some(Param::Int(now))),

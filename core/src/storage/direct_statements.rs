@@ -5,8 +5,8 @@
 //! memory of its own: a malloc, a copy and a free per key and per value)
 //! and converts each parameter and column through its generic `ToSql` and
 //! `ValueRef` layers. On a point read of 10,000 keys that was 640 of its
-//! 10.9k instructions, and 610 of a set's 10.6k. A [`HotStatement`] binds
-//! blobs `SQLITE_STATIC`, which is sound because [`HotStatement::run`]
+//! 10.9k instructions, and 610 of a set's 10.6k. A [`DirectStatement`] binds
+//! blobs `SQLITE_STATIC`, which is sound because [`DirectStatement::run`]
 //! binds, steps, reads and resets in one call: the borrowed bytes outlive
 //! every use SQLite makes of them.
 //!
@@ -22,7 +22,7 @@ use super::revisions::Revisions;
 use crate::error::{Error, Result};
 use crate::raw::Raw;
 
-/// A parameter of a [`HotStatement`], borrowed for one run.
+/// A parameter of a [`DirectStatement`], borrowed for one run.
 #[derive(Clone, Copy)]
 pub enum Param<'a> {
     /// SQL NULL.
@@ -53,7 +53,7 @@ impl<'a> Param<'a> {
 ///
 /// Invariant: it is finalized before its connection closes. The owner
 /// declares it before the connection, so that it drops first.
-pub struct HotStatement {
+pub struct DirectStatement {
     stmt: NonNull<ffi::sqlite3_stmt>,
     db: *mut ffi::sqlite3,
     params: usize,
@@ -61,15 +61,15 @@ pub struct HotStatement {
 
 // SAFETY: a statement may move between threads with its connection; it is
 // used by one thread at a time, under the same lock as the connection.
-unsafe impl Send for HotStatement {}
+unsafe impl Send for DirectStatement {}
 
-impl HotStatement {
+impl DirectStatement {
     /// Prepares `sql` on `conn`, persistent (SQLite keeps it out of its
     /// lookaside memory, since it lives as long as the connection).
     ///
     /// # Safety
     /// The statement must be dropped before `conn` is closed.
-    pub unsafe fn prepare(conn: &Connection, sql: &str) -> Result<HotStatement> {
+    pub unsafe fn prepare(conn: &Connection, sql: &str) -> Result<DirectStatement> {
         // SAFETY: the handle is the open connection's; SQLite copies what it
         // needs of `sql` (length given, no NUL needed).
         unsafe {
@@ -94,7 +94,7 @@ impl HotStatement {
                 }
             };
             let params = ffi::sqlite3_bind_parameter_count(stmt.as_ptr()) as usize;
-            Ok(HotStatement { stmt, db, params })
+            Ok(DirectStatement { stmt, db, params })
         }
     }
 
@@ -106,7 +106,7 @@ impl HotStatement {
         params: &[Param<'_>],
         read: impl FnOnce(Option<&Row<'_>>) -> Result<T>,
     ) -> Result<(T, usize)> {
-        assert_eq!(params.len(), self.params, "a hot statement binds all its parameters");
+        assert_eq!(params.len(), self.params, "a direct statement binds all its parameters");
         let st = self.stmt.as_ptr();
         // SAFETY: `st` is this live statement, used by this thread alone
         // (the owner's lock). Blobs are bound SQLITE_STATIC: they are
@@ -156,7 +156,7 @@ impl HotStatement {
     }
 }
 
-impl Drop for HotStatement {
+impl Drop for DirectStatement {
     fn drop(&mut self) {
         // SAFETY: the owner drops this before the connection (see the type).
         unsafe {
@@ -165,7 +165,7 @@ impl Drop for HotStatement {
     }
 }
 
-/// The row a [`HotStatement`] stepped to, readable until its run returns.
+/// The row a [`DirectStatement`] stepped to, readable until its run returns.
 pub struct Row<'a> {
     st: *mut ffi::sqlite3_stmt,
     _life: std::marker::PhantomData<&'a ()>,
@@ -232,8 +232,8 @@ unsafe fn failure(db: *mut ffi::sqlite3, rc: c_int) -> Error {
 /// life, and the block of revisions it gives versions from.
 pub struct WriteConn {
     // Declared before `conn`, so dropped first (finalized before it closes).
-    cell_set: std::cell::RefCell<HotStatement>,
-    cell_set_keeping: std::cell::RefCell<HotStatement>,
+    cell_set: std::cell::RefCell<DirectStatement>,
+    cell_set_keeping: std::cell::RefCell<DirectStatement>,
     revisions: Revisions,
     conn: Connection,
 }
@@ -242,9 +242,9 @@ impl WriteConn {
     /// Wraps the migrated write connection.
     pub fn new(conn: Connection) -> Result<WriteConn> {
         // SAFETY: the statement is a field declared before the connection.
-        let cell_set = unsafe { HotStatement::prepare(&conn, crate::storage::sql::CELL_SET)? };
+        let cell_set = unsafe { DirectStatement::prepare(&conn, crate::storage::sql::CELL_SET)? };
         // SAFETY: as above.
-        let keeping = unsafe { HotStatement::prepare(&conn, crate::storage::sql::CELL_SET_KEEPING_EXPIRY)? };
+        let keeping = unsafe { DirectStatement::prepare(&conn, crate::storage::sql::CELL_SET_KEEPING_EXPIRY)? };
         Ok(WriteConn {
             cell_set: std::cell::RefCell::new(cell_set),
             cell_set_keeping: std::cell::RefCell::new(keeping),
@@ -255,7 +255,7 @@ impl WriteConn {
 
     /// The common `set`'s statement: the one that lets a live key keep its
     /// expiry, or the one that gives it one.
-    pub fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'_, HotStatement> {
+    pub fn cell_set(&self, keeping_expiry: bool) -> std::cell::RefMut<'_, DirectStatement> {
         match keeping_expiry {
             true => self.cell_set_keeping.borrow_mut(),
             false => self.cell_set.borrow_mut(),
