@@ -151,7 +151,7 @@ impl PgSession {
 
     fn finish(&self, tx: PgTx, commit: bool, why: Error) {
         if self.open.swap(false, Ordering::AcqRel) {
-            self.store.inner.writer.session_ended();
+            self.store.inner.writer.binding_tx_ended();
         }
         let r = match commit {
             true => tx.commit(),
@@ -216,7 +216,7 @@ impl Store {
             let began = clock.now_millis();
             let tx = PgTx::begin(self, clock.is_manual().then_some(began), false)?;
             // Counted as open, as on kv.db, so that the guards see it.
-            self.inner.writer.session_began();
+            self.inner.writer.binding_tx_began();
             let open = Arc::new(AtomicBool::new(true));
             let pg = Arc::new(PgSession {
                 store: self.clone(),
@@ -263,25 +263,25 @@ impl Store {
                 let open = Arc::new(AtomicBool::new(true));
                 let writer = store.clone();
                 let log_id = store.inner.log_id;
-                let session = BindingTx {
+                let tx = BindingTx {
                     store,
                     pg: None,
                     lent: lent.clone(),
                     open: open.clone(),
                 };
-                writer.inner.writer.session_began();
+                writer.inner.writer.binding_tx_began();
                 /// Ends the transaction's marks however `serve` ends.
                 struct Served(Store, Arc<AtomicBool>);
                 impl Drop for Served {
                     fn drop(&mut self) {
                         self.1.store(false, Ordering::Release);
-                        self.0.inner.writer.session_ended();
+                        self.0.inner.writer.binding_tx_ended();
                     }
                 }
                 let _served = Served(writer, open);
                 serve(w, &lent, log_id, || {
                     if let Some(ready) = lock(&ready).take() {
-                        ready(Ok(session));
+                        ready(Ok(tx));
                     }
                 })
             },
@@ -310,8 +310,8 @@ impl Store {
                 let _ = dtx.send(r);
             },
         )?;
-        let session = rrx.recv().map_err(|_| Error::closed())??;
-        Ok((session, drx))
+        let tx = rrx.recv().map_err(|_| Error::closed())??;
+        Ok((tx, drx))
     }
 }
 

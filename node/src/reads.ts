@@ -15,10 +15,10 @@ import type { Scope } from './scope'
 import { type Crossing, crossingOf, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
 
 /**
- * A transaction or a view: the addon's session, and the scope that ends
+ * A transaction or a view: the addon's transaction or snapshot, and the scope that ends
  * when the function given it returns. @internal
  */
-export class Session<N extends NativeScope> {
+export class TxOrView<N extends NativeScope> {
 	/** @internal The transaction's or snapshot's calls. */
 	protected readonly native: N
 	readonly #scope: Scope
@@ -38,14 +38,14 @@ export class Session<N extends NativeScope> {
 	 * The reads of `bucket` (a `with(bucket)` argument, which the engine
 	 * admits: one of its store's) in this `kind`, transaction or view. @internal
 	 */
-	protected readsOf<T>(bucket: unknown, kind: 'transaction' | 'view', call: string): SessionReads<T> {
+	protected readsOf<T>(bucket: unknown, kind: 'transaction' | 'view', call: string): ScopedReads<T> {
 		const parts = typeof bucket === 'object' && bucket !== null ? bucketParts.get(bucket) : undefined
 		if (parts === undefined) {
 			throw new InvalidError(`${call} takes a bucket of the store (store.bucket(name) or a branch of one)`)
 		}
 		native.admit(this.native, parts.native)
 		const codec = parts.codec as Codec<T> | undefined
-		const reads = new SessionReads<T>(this.native, parts.native, parts.owners, this.#scope, kind, codec)
+		const reads = new ScopedReads<T>(this.native, parts.native, parts.owners, this.#scope, kind, codec)
 		reads.check()
 		return reads
 	}
@@ -71,7 +71,7 @@ export function callIn<R>(scope: Scope, kind: string, name: string, f: () => R):
 }
 
 /** One bucket (or branch) read through a transaction or snapshot. @internal */
-export class SessionReads<T> {
+export class ScopedReads<T> {
 	/** The transaction's or snapshot's calls. */
 	readonly source: NativeScope
 	/** The addon's bucket of this branch. */
@@ -104,14 +104,14 @@ export class SessionReads<T> {
 	}
 
 	/** The same reads on the branch of `owners`. */
-	under(owners: Key[]): SessionReads<T> {
+	under(owners: Key[]): ScopedReads<T> {
 		let native: NativeBucket
 		try {
 			native = branchOf(this.bucket, owners)
 		} catch (e) {
 			throw invalidArg(e, { bucket: this.bucket.name })
 		}
-		return new SessionReads<T>(this.source, native, [...this.owners, ...owners], this.scope, this.kind, this.codec)
+		return new ScopedReads<T>(this.source, native, [...this.owners, ...owners], this.scope, this.kind, this.codec)
 	}
 
 	/** Throws `ClosedError` once the transaction or view has ended. */
@@ -186,10 +186,10 @@ export class SessionReads<T> {
  */
 export class ScopedBucket<T> {
 	/** @internal */
-	protected readonly reads: SessionReads<T>
+	protected readonly reads: ScopedReads<T>
 
 	/** @internal Made by `with` and `under`. */
-	constructor(reads: SessionReads<T>) {
+	constructor(reads: ScopedReads<T>) {
 		this.reads = reads
 	}
 

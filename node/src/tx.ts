@@ -14,7 +14,7 @@ import { joinKind, type TxCounters, type TxOnce, type TxQuota } from './tx-kinds
 import type { Duration } from './durations'
 import type { NativeEntry, NativeTx } from './native'
 import { takeDecoded } from './codec'
-import { ScopedBucket, Session, type SessionReads } from './reads'
+import { ScopedBucket, TxOrView, type ScopedReads } from './reads'
 import { dateArg, type Key } from './values'
 
 /**
@@ -31,7 +31,7 @@ import { dateArg, type Key } from './values'
  * })
  * ```
  */
-export class Tx extends Session<NativeTx> {
+export class Tx extends TxOrView<NativeTx> {
 	/**
 	 * `bucket` (or a branch of it) inside this transaction: its writes commit
 	 * with the transaction's or not at all, and its reads see the
@@ -70,7 +70,7 @@ export class TxBucket<T> extends ScopedBucket<T> {
 	readonly #native: NativeTx
 
 	/** @internal Made by `tx.with` and `under`. */
-	constructor(native: NativeTx, reads: SessionReads<T>) {
+	constructor(native: NativeTx, reads: ScopedReads<T>) {
 		super(reads)
 		this.#native = native
 	}
@@ -147,6 +147,6 @@ export class TxBucket<T> extends ScopedBucket<T> {
 }
 
 /** The addon's arguments of a write after its key: the value encoded, the `ttl`, and `expiresAt` in ms. */
-function valueArgs<T>(r: SessionReads<T>, key: Key, value: T, options: CreateOptions | undefined) {
+function valueArgs<T>(r: ScopedReads<T>, key: Key, value: T, options: CreateOptions | undefined) {
 	return [r.encode(value, key), options?.ttl, dateArg(options?.expiresAt, 'expiresAt', { bucket: r.bucket.name })] as const
 }

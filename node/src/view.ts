@@ -7,7 +7,7 @@
 
 import type { Bucket } from './bucket'
 import type { NativeSnapshot } from './native'
-import { ScopedBucket, Session } from './reads'
+import { ScopedBucket, TxOrView } from './reads'
 import type { Key } from './values'
 
 /**
@@ -23,7 +23,7 @@ import type { Key } from './values'
  * ])
  * ```
  */
-export class View extends Session<NativeSnapshot> {
+export class View extends TxOrView<NativeSnapshot> {
 	/** `bucket` (or a branch of it) read in this view. A bucket of another store is `InvalidError`. */
 	with<T>(bucket: Bucket<T>): ViewBucket<T> {
 		return new ViewBucket<T>(this.readsOf<T>(bucket, 'view', 'view.with'))

@@ -32,7 +32,7 @@ enum Held {
 /// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
 /// when it is rolled back). `done` answers once the writer let go of it.
 struct Tx {
-    session: BindingTx,
+    binding: BindingTx,
     done: Mutex<Option<Receiver<Result<()>>>>,
 }
 
@@ -45,7 +45,7 @@ impl Tx {
     /// Rolls back what has not ended and waits until the writer let go.
     fn end(&self) {
         let done = self.take_done();
-        let _ = self.session.rollback();
+        let _ = self.binding.rollback();
         if let Some(done) = done {
             let _ = done.recv();
         }
@@ -56,7 +56,7 @@ impl Tx {
 pub(crate) unsafe fn scope_of<'a>(s: *const TsScope) -> Scope<'a> {
     match unsafe { s.as_ref() } {
         None => Scope::Direct,
-        Some(TsScope(Held::Tx(t))) => Scope::Tx(&t.session),
+        Some(TsScope(Held::Tx(t))) => Scope::Tx(&t.binding),
         Some(TsScope(Held::View(v))) => Scope::View(v),
     }
 }
@@ -87,9 +87,9 @@ pub unsafe extern "C" fn ts_tx_begin(
         }
         let (done_tx, done_rx) = mpsc::sync_channel(1);
         // A fired cancel ends the wait at once, even while another
-        // transaction holds the writer: a session that still arrives is
+        // transaction holds the writer: a `BindingTx` that still arrives is
         // dropped on the writer thread, which rolls it back.
-        let session = answer_or_give_up(
+        let binding = answer_or_give_up(
             cancel,
             |ready| {
                 st.transaction_then(ready, move |r| {
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn ts_tx_begin(
             },
         )?;
         let done = Mutex::new(Some(done_rx));
-        put(out, TsScope(Held::Tx(Tx { session, done })))
+        put(out, TsScope(Held::Tx(Tx { binding, done })))
     })
 }
 
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError)
         let done = t.take_done().ok_or_else(tinystore::tx_ended)?;
         // A commit that cannot reach the writer (the transaction timed out)
         // still has its answer on `done`, which says why.
-        let sent = t.session.commit();
+        let sent = t.binding.commit();
         done.recv().map_err(|_| tinystore::tx_ended())??;
         sent
     })
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn ts_tx_rollback(t: *const TsScope) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsScope) {
     if let Ok(t) = unsafe { tx(t) } {
-        t.session.hold_thread();
+        t.binding.hold_thread();
     }
 }
 

@@ -22,7 +22,7 @@ impl NativeContext {
     /// This context inside `tx`.
     #[napi]
     pub fn inside_tx(&self, tx: &NativeTx) -> NativeContext {
-        NativeContext(self.0.inside_tx(&tx.session, 0))
+        NativeContext(self.0.inside_tx(&tx.binding, 0))
     }
 
     /// This context inside the run `claim` holds.

@@ -20,7 +20,7 @@
 //! numbers in a shared `Uint32Array`) and each rejection in another
 //! (`failed(id, error)`); see [`crate::fast_writes`].
 //!
-//! A transaction's turn is the exception: the writer hands JS the session
+//! A transaction's turn is the exception: the writer hands JS the transaction
 //! and then waits for JS's calls, so that answer wakes the JS thread at
 //! once ([`Wake::AtOnce`]) instead of after the group, which would be never.
 //!

@@ -36,7 +36,7 @@ pub(crate) type NativeScope = Either<&'static NativeTx, &'static NativeSnapshot>
 pub(crate) fn scope_of<'a>(scope: &'a Option<NativeScope>) -> Scope<'a> {
     match scope {
         None => Scope::Direct,
-        Some(Either::A(tx)) => Scope::Tx(&tx.session),
+        Some(Either::A(tx)) => Scope::Tx(&tx.binding),
         Some(Either::B(view)) => Scope::View(&view.snapshot),
     }
 }

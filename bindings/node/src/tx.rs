@@ -2,22 +2,22 @@
 //! writer open while `fn` runs, sending its bucket calls one at a time.
 //!
 //! Why this shape: JS cannot hand the engine a closure that awaits, so the
-//! binding uses the core's session form. `NativeStore::transaction` hands
+//! binding uses the core's `BindingTx`. `NativeStore::transaction` hands
 //! `Store::transaction_then` to the writer without blocking the event loop;
-//! when the writer's turn comes it gives the session to `ready`, which
+//! when the writer's turn comes it gives the `BindingTx` to `ready`, which
 //! settles the Promise from the writer thread at once (`Wake::AtOnce`:
 //! the writer then waits on JS, so the answer cannot wait for the group's
 //! end).
-//! The writer then lends the session its connection, so each call runs on
+//! The writer then lends the transaction its connection, so each call runs on
 //! the JS thread inside the transaction and answers before it returns, as a
 //! read does; every call of a handle takes the transaction as its scope
-//! (`scope.rs`). `commit` and `rollback` end the session and resolve once
+//! (`scope.rs`). `commit` and `rollback` end the transaction and resolve once
 //! the writer has finished with it, through the same completions as any
 //! write.
 //!
 //! Invariants:
-//! - The writer runs nothing else while a session is open, so the package
-//!   ends every session it starts (commit after `fn`, rollback if it
+//! - The writer runs nothing else while a transaction is open, so the package
+//!   ends every transaction it starts (commit after `fn`, rollback if it
 //!   throws); one held past `tinystore::TX_LIMIT` is rolled back by the core.
 //! - The core calls `done` exactly once; [`Ending`] keeps its answer until
 //!   JS asks for it, so no Promise is made that nobody awaits.
@@ -87,13 +87,13 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
             let ending = Ending::new();
             let on_done = ending.clone();
             store.transaction_then(
-                move |r| ready(r.map(|session| (session, ending))),
+                move |r| ready(r.map(|binding| (binding, ending))),
                 move |r| on_done.meet(End::Ended(r)),
             )
         },
-        |env, (session, ending)| {
+        |env, (binding, ending)| {
             let tx = NativeTx {
-                session,
+                binding,
                 ending,
                 ended: false,
             };
@@ -109,13 +109,13 @@ pub(crate) fn begin<'e>(env: &'e Env, store: &tinystore::Store) -> napi::Result<
 /// it rolls back.
 #[napi]
 pub struct NativeTx {
-    pub(crate) session: BindingTx,
+    pub(crate) binding: BindingTx,
     ending: Ending,
     ended: bool,
 }
 
 impl NativeTx {
-    /// Ends the session with `end` and returns the Promise of the writer's answer.
+    /// Ends the transaction with `end` and returns the Promise of the writer's answer.
     fn end<'e>(
         &mut self,
         env: &'e Env,
@@ -130,9 +130,9 @@ impl NativeTx {
         self.ended = true;
         sync(env, pending.queued(Ok(())))?;
         self.ending.meet(End::Awaited(completion, rolled_back));
-        // When the session cannot take the end (the writer already rolled it
+        // When the transaction cannot take the end (the writer already rolled it
         // back), the core's answer, which says why, still settles the Promise.
-        let _ = end(&self.session);
+        let _ = end(&self.binding);
         Ok(js::unknown(env.raw(), promise))
     }
 }

@@ -26,7 +26,7 @@ impl CallerContext {
 
     /// This context inside `tx`, opened by the task whose id is `by`.
     fn inside_tx(&self, tx: &Tx, by: u64) -> CallerContext {
-        CallerContext(self.0.inside_tx(&tx.session, by))
+        CallerContext(self.0.inside_tx(&tx.binding, by))
     }
 
     /// This context inside the run `claim` holds.

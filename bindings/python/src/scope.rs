@@ -10,7 +10,7 @@
 //! every blocking call does. A call inside a transaction runs on this
 //! thread holding the GIL: it takes microseconds and crosses no thread, and
 //! releasing the GIL would cost more than the call. A thread that holds the
-//! session's lock never needs the GIL, so waiting for it with the GIL held
+//! transaction's lock never needs the GIL, so waiting for it with the GIL held
 //! cannot deadlock. A clear or a page, which may take longer, releases it.
 
 use pyo3::prelude::*;
@@ -35,7 +35,7 @@ fn where_of<'a, 'py>(scope: Option<&'a Bound<'py, PyAny>>) -> Where<'a, 'py> {
         return Where::Here(Scope::Direct);
     };
     if let Ok(tx) = s.cast::<Tx>() {
-        return Where::Here(Scope::Tx(&tx.get().session));
+        return Where::Here(Scope::Tx(&tx.get().binding));
     }
     if let Ok(view) = s.cast::<View>() {
         return Where::Here(Scope::View(&view.get().snap));

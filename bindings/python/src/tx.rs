@@ -3,7 +3,7 @@
 //!
 //! Starting a transaction waits for the writer's turn, which the asyncio
 //! API must not do on the loop: `Store.tx_then` answers a `Pending`
-//! through [`Completions`] when the writer hands out the session, and
+//! through [`Completions`] when the writer hands out the transaction, and
 //! another once the commit is durable. The sync API blocks its thread instead
 //! (`Store.tx`). The calls on an open transaction are the handles' own
 //! calls with the transaction as their `scope` (see `scope.rs`): they run
@@ -27,7 +27,7 @@ use crate::pending::Pending;
 /// and sees its own writes.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Tx {
-    pub(crate) session: BindingTx,
+    pub(crate) binding: BindingTx,
     /// The commit's result, for the sync API (the async API gets it in a future).
     done: Mutex<Option<Receiver<tinystore::Result<()>>>>,
 }
@@ -52,13 +52,13 @@ impl Tx {
         } else {
             return Ok(());
         };
-        Scope::Tx(&self.session).join(joining).map_err(py_err(py))
+        Scope::Tx(&self.binding).join(joining).map_err(py_err(py))
     }
 
     /// Ends the transaction and commits it, without waiting: the future of
     /// `Store.tx_then` says when it is durable.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        self.session.commit().map_err(py_err(py))
+        self.binding.commit().map_err(py_err(py))
     }
 
     /// Ends the transaction, commits it and waits until it is durable (sync API).
@@ -68,7 +68,7 @@ impl Tx {
             let done = done.ok_or_else(tx_ended)?;
             // A commit refused because the writer already ended the
             // transaction (it was open too long) answers with the reason.
-            let sent = self.session.commit();
+            let sent = self.binding.commit();
             match done.recv() {
                 Ok(r) => r,
                 Err(_) => sent.and(Err(tx_ended())),
@@ -79,7 +79,7 @@ impl Tx {
 
     /// Ends the transaction and writes nothing of it. Ending it twice is fine.
     fn rollback(&self) {
-        let _ = self.session.rollback();
+        let _ = self.binding.rollback();
     }
 }
 
@@ -98,11 +98,11 @@ impl View {
     }
 }
 
-fn tx_object(py: Python<'_>, session: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> Answered {
+fn tx_object(py: Python<'_>, binding: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> Answered {
     Ok(Py::new(
         py,
         Tx {
-            session,
+            binding,
             done: Mutex::new(done),
         },
     )?
@@ -129,7 +129,7 @@ pub fn start_then<'py>(
         store.transaction_then(
             move |r| {
                 let resolve: Resolve = Box::new(move |py| match r {
-                    Ok(session) => tx_object(py, session, None),
+                    Ok(binding) => tx_object(py, binding, None),
                     Err(e) => Err(to_py(py, e)),
                 });
                 queue.push_now(Answer::new(&s1, ready, resolve))
@@ -148,11 +148,11 @@ pub fn start_then<'py>(
 pub fn start(py: Python<'_>, store: &tinystore::Store) -> Answered {
     // A transaction of this thread's own store, or of the running task's.
     store.refuse_tx(&crate::caller::caller(py), 0).map_err(py_err(py))?;
-    let (session, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;
+    let (binding, done) = py.detach(|| store.transaction()).map_err(py_err(py))?;
     // The sync API's block runs on this thread: a blocking write of the same
     // store from it outside the transaction is refused, not a wait.
-    session.hold_thread();
-    tx_object(py, session, Some(done))
+    binding.hold_thread();
+    tx_object(py, binding, Some(done))
 }
 
 /// `Store.view`: opens a read snapshot.

@@ -229,13 +229,13 @@ impl Writer {
         Arc::as_ptr(&self.shared) as usize
     }
 
-    /// Counts a binding transaction served from now until [`Writer::session_ended`].
-    pub(crate) fn session_began(&self) {
+    /// Counts a binding transaction served from now until [`Writer::binding_tx_ended`].
+    pub(crate) fn binding_tx_began(&self) {
         self.shared.sessions.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The end of a transaction [`Writer::session_began`] counted.
-    pub(crate) fn session_ended(&self) {
+    /// The end of a transaction [`Writer::binding_tx_began`] counted.
+    pub(crate) fn binding_tx_ended(&self) {
         self.shared.sessions.fetch_sub(1, Ordering::AcqRel);
     }
 
