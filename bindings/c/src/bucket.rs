@@ -15,7 +15,7 @@ use crate::answers::submit;
 use crate::call::*;
 use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::waits::{refused, wait_on_store};
-use crate::{at_key, free, set, span};
+use crate::{free, set, span};
 
 /// A write's own options, as the caller got them: the core checks their
 /// shape for each call (a ttl or a time, not both; what each call takes).
@@ -65,11 +65,6 @@ pub type TsCheckFn = Option<unsafe extern "C" fn(ctx: u64, value: *const TsValue
 pub struct TsPage {
     pub(crate) page: Page<Raw>,
     pub(crate) want: i32,
-}
-
-/// Names `key` of `b`'s branch in an error that does not name a key yet.
-pub(crate) fn named(b: &RawBucket, key: &[u8], e: Error) -> Error {
-    at_key(b.name(), b.owners().iter().map(Vec::as_slice), key, e)
 }
 
 /// The options of a write of the kind `call`, checked in the core.
@@ -131,7 +126,7 @@ pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()
     match c.op {
         TS_OP_CLEAR => a.write(|done| rb.clear_then(done), |s| s.clear(rb))?,
         TS_OP_LIST => r.page = list(rb, a.scope, c, key)?,
-        _ => key_op(&a, &mut r).map_err(|e| named(rb, key, e))?,
+        _ => key_op(&a, &mut r).map_err(|e| rb.named(key, e))?,
     }
     set(out, r);
     Ok(())
@@ -208,7 +203,7 @@ fn list(rb: &RawBucket, scope: Scope, c: &TsCall, after: &[u8]) -> Result<*mut T
     };
     let page = scope.list(rb, &opts)?;
     for e in &page.entries {
-        value_view(&e.value, c.want).map_err(|x| named(rb, &e.key.0, x))?;
+        value_view(&e.value, c.want).map_err(|x| rb.named(&e.key.0, x))?;
     }
     Ok(Box::into_raw(Box::new(TsPage { page, want: c.want })))
 }
