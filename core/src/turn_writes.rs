@@ -121,13 +121,16 @@ impl TicketCell {
     }
 
     /// Keeps the ticket of the write handed over, and cancels it if the
-    /// write was given up meanwhile.
+    /// write was given up meanwhile. The flag is read under the lock,
+    /// after the ticket is kept: a `cancel` that set it later takes the
+    /// lock after this and finds the ticket, so no give-up falls between.
     #[inline]
     pub fn handed_over(&self, ticket: Ticket) {
+        let mut core = self.lock();
+        let kept = core.insert(ticket);
         if self.cancelled() {
-            ticket.cancel();
+            kept.cancel();
         }
-        *self.lock() = Some(ticket);
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Ticket>> {
