@@ -7,14 +7,14 @@
 use std::time::SystemTime;
 
 use tinystore::{
-    Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
-    WriteCall, WriteOptions, from_millis, to_millis,
+    Allowance, BucketWrite, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result,
+    Scope, Version, WriteCall, WriteOptions, Written, from_millis, to_millis,
 };
 
 use crate::answers::submit;
 use crate::call::*;
 use crate::value::{TsValue, raw_in, value_out, value_view};
-use crate::waits::{refused, wait_on_store};
+use crate::waits::refused;
 use crate::{free, set, span};
 
 /// A write's own options, as the caller got them: the core checks their
@@ -124,7 +124,7 @@ pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()
     let (rb, key, c) = (&*a.h, a.key, a.call);
     let mut r = TsResult::empty();
     match c.op {
-        TS_OP_CLEAR => a.write(|done| rb.clear_then(done), |s| s.clear(rb))?,
+        TS_OP_CLEAR => _ = a.write(BucketWrite::Clear)?,
         TS_OP_LIST => r.page = list(rb, a.scope, c, key)?,
         _ => key_op(&a, &mut r).map_err(|e| rb.named(key, e))?,
     }
@@ -135,63 +135,64 @@ pub(crate) fn bucket_op(a: Args<'_, RawBucket>, out: *mut TsResult) -> Result<()
 /// The calls of a bucket about one key, whose errors name it.
 fn key_op(a: &Args<'_, RawBucket>, r: &mut TsResult) -> Result<()> {
     let (rb, key, c) = (&*a.h, a.key, a.call);
-    let (st, name) = (rb.store(), rb.name());
     let raw = || unsafe { raw_in(c.kind, c.integer, a.value.as_ptr(), a.value.len()) };
     let opts = |call| write_options(&c.options, call);
-    match c.op {
-        TS_OP_GET => (r.found, r.entry) = found(a.scope.entry(rb, key)?, c.want)?,
-        TS_OP_HAS => r.found = a.scope.has(rb, key)?,
+    let k = || key.to_vec();
+    let write = match c.op {
+        TS_OP_GET => {
+            (r.found, r.entry) = found(a.scope.entry(rb, key)?, c.want)?;
+            return Ok(());
+        }
+        TS_OP_HAS => {
+            r.found = a.scope.has(rb, key)?;
+            return Ok(());
+        }
         TS_OP_SET | TS_OP_SUBMIT => {
             let (raw, opts) = (raw()?, opts(WriteCall::Set)?);
             // A submit on the store returns at once, its answer queued; in a
             // scope, or on a thread whose transaction holds the writer, it
             // is answered here, as a set is, and says so in `found`.
             r.found = c.op == TS_OP_SUBMIT;
-            if r.found && matches!(a.scope, Scope::Direct) && refused(st).is_none() {
+            if r.found && matches!(a.scope, Scope::Direct) && refused(rb.store()).is_none() {
                 r.found = false;
                 return submit(rb, key, raw, opts, c);
             }
-            let v = match a.scope {
-                Scope::Direct => wait_on_store(st, name, c.cancel, |done| rb.set_then(key, raw, opts, done)),
-                s => s.set(rb, key, raw, opts),
-            }?;
-            r.number = v.get();
+            BucketWrite::Set(k(), raw, opts)
         }
-        TS_OP_CREATE => {
-            let (raw, expiry) = (raw()?, opts(WriteCall::Create)?.expiry);
-            let created = match a.scope {
-                Scope::Direct => wait_on_store(st, name, c.cancel, |done| rb.create_then(key, raw, expiry, done)),
-                s => s.create(rb, key, raw, expiry),
-            }?;
+        TS_OP_CREATE => BucketWrite::Create(k(), raw()?, opts(WriteCall::Create)?.expiry),
+        TS_OP_TAKE => {
+            let check = decodes_as(c.want, c.check, c.check_ctx);
+            BucketWrite::Take(k(), opts(WriteCall::Take)?.if_version, Box::new(check))
+        }
+        TS_OP_DELETE => BucketWrite::Delete(k(), opts(WriteCall::Delete)?.if_version),
+        TS_OP_EXPIRE => {
+            let (expiry, at) = expire_options(&c.options)?;
+            BucketWrite::Expire(k(), expiry, at)
+        }
+        op => return Err(no_op("bucket", op)),
+    };
+    written(r, a.write(write)?, c.want).map(|_| ())
+}
+
+/// Fills `r` with what a write answered, an entry's value read as `want`;
+/// a quota's answer, which goes elsewhere, is returned.
+pub(crate) fn written(r: &mut TsResult, w: Written, want: i32) -> Result<Option<Allowance>> {
+    match w {
+        Written::Version(v) => r.number = v.get(),
+        Written::Created(created) => {
             r.found = created.written();
             r.entry = match created {
                 Created::Written { version, expires_at } => entry_of(TsValue::null(), version, expires_at),
-                Created::Found(e) => entry_of(value_out(&e.value, c.want)?, e.version, e.expires_at),
+                Created::Found(e) => entry_of(value_out(&e.value, want)?, e.version, e.expires_at),
             };
         }
-        TS_OP_TAKE => {
-            let at = opts(WriteCall::Take)?.if_version;
-            let decodes = decodes_as(c.want, c.check, c.check_ctx);
-            let taken = a.write(
-                |done| rb.take_then(key, at, decodes, done),
-                |s| s.take(rb, key, at, decodes),
-            )?;
-            (r.found, r.entry) = found(taken, c.want)?;
-        }
-        TS_OP_DELETE => {
-            let at = opts(WriteCall::Delete)?.if_version;
-            r.found = a.write(|done| rb.delete_then(key, at, done), |s| s.delete(rb, key, at))?;
-        }
-        TS_OP_EXPIRE => {
-            let (expiry, at) = expire_options(&c.options)?;
-            r.found = a.write(
-                |done| rb.expire_then(key, expiry, at, done),
-                |s| s.expire(rb, key, expiry, at),
-            )?;
-        }
-        op => return Err(no_op("bucket", op)),
+        Written::Taken(taken) => (r.found, r.entry) = found(taken, want)?,
+        Written::Found(f) => r.found = f,
+        Written::Count(n) => r.number = n,
+        Written::Allowance(a) => return Ok(Some(a)),
+        Written::Nothing => {}
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Lists a page of the branch's own keys after `after` (when the call has

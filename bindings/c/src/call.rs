@@ -13,14 +13,16 @@
 
 use std::borrow::Cow;
 
-use tinystore::{Branches, Counters, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Ticket};
+use tinystore::{
+    Branches, Counters, HandleWrite, Quota, RateLimit, RawBucket, RawConfig, RawOnce, Result, Scope, Store, Written,
+};
 
 use crate::answers::TsAnswers;
 use crate::bucket::{TsCheckFn, TsEntry, TsPage, TsWriteOptions, bucket_op};
 use crate::limits::{TsAllowance, counters_op, quota_op, rate_limit_op};
 use crate::once::{TsCaller, TsClaim, once_op};
 use crate::scope::{TsScope, scope_of};
-use crate::waits::{Done, TsCancel, wait_on_store};
+use crate::waits::{TsCancel, wait_on_store};
 use crate::{TsError, at_key, branch, bytes, free, guard, handle, invalid, owners_of};
 
 /// An open handle of a store: a bucket, counters, a rate limit, a quota, a
@@ -177,29 +179,27 @@ impl<C: Clone> Args<'_, C> {
     }
 }
 
-impl<C: Clone + Written> Args<'_, C> {
-    /// A write: on the store, submitted by `direct` and waited for under
-    /// the call's cancel; in a scope, the scope's own call.
-    pub fn write<T: Send + 'static>(
-        &self,
-        direct: impl FnOnce(Done<T>) -> Result<Ticket>,
-        scoped: impl FnOnce(Scope) -> Result<T>,
-    ) -> Result<T> {
+impl<C: Clone + OnStore> Args<'_, C> {
+    /// A write: on the store, handed to the writer and waited for under
+    /// the call's cancel; in a scope, run there.
+    pub fn write<W: HandleWrite<On = C>>(&self, w: W) -> Result<Written> {
         match self.scope {
-            Scope::Direct => wait_on_store(self.h.store(), self.h.name(), self.call.cancel, direct),
-            s => scoped(s),
+            Scope::Direct => wait_on_store(self.h.store(), self.h.name(), self.call.cancel, |done| {
+                w.to_writer(&self.h, done)
+            }),
+            s => w.in_scope(s, &self.h),
         }
     }
 }
 
 /// A handle whose writes go through its store's writer.
-pub(crate) trait Written: Branches {
+pub(crate) trait OnStore: Branches {
     fn store(&self) -> &Store;
 }
 
-macro_rules! written {
+macro_rules! on_store {
     ($($core:ident),*) => {$(
-        impl Written for $core {
+        impl OnStore for $core {
             fn store(&self) -> &Store {
                 $core::store(self)
             }
@@ -207,7 +207,7 @@ macro_rules! written {
     )*};
 }
 
-written!(Counters, Quota, RawOnce, RawBucket);
+on_store!(Counters, Quota, RawOnce, RawBucket);
 
 /// No operation `op` on the handle `what`.
 pub(crate) fn no_op(what: &str, op: i32) -> tinystore::Error {

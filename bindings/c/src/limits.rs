@@ -3,8 +3,9 @@
 
 use std::time::SystemTime;
 
-use tinystore::{Allowance, Counters, MAX_WINDOWS, Quota, RateLimit, Result, not_negative};
+use tinystore::{Allowance, CounterWrite, Counters, MAX_WINDOWS, Quota, QuotaWrite, RateLimit, Result, not_negative};
 
+use crate::bucket::written;
 use crate::call::*;
 use crate::set;
 
@@ -86,20 +87,21 @@ pub(crate) fn fill(out: *mut TsAllowance, a: &Allowance) {
 /// under it, on the store only. Inside a transaction, counters with
 /// flush_every are `TS_INVALID`.
 pub(crate) fn counters_op(a: Args<'_, Counters>, out: *mut TsResult) -> Result<()> {
-    let (h, key, n) = (&*a.h, a.key, a.call.n);
-    let name = h.name();
+    let (h, key, n) = (&*a.h, a.key.to_vec(), a.call.n);
     let mut r = TsResult::empty();
-    match a.call.op {
-        TS_OP_ADD => r.number = a.write(|done| h.add_then(key, n, done), |s| s.counter_add(h, key, n))?,
-        TS_OP_MAX => r.number = a.write(|done| h.max_then(key, n, done), |s| s.counter_max(h, key, n))?,
-        TS_OP_GET => r.number = a.scope.counter_get(h, key)?,
-        TS_OP_DELETE => r.found = a.write(|done| h.delete_then(key, done), |s| s.counter_delete(h, key))?,
-        TS_OP_CLEAR => a.write(
-            |done| h.clear_then(done),
-            |_| Err(tinystore::store_only_refused("clear", name)),
-        )?,
+    let write = match a.call.op {
+        TS_OP_ADD => CounterWrite::Add(key, n),
+        TS_OP_MAX => CounterWrite::Max(key, n),
+        TS_OP_GET => {
+            r.number = a.scope.counter_get(h, &key)?;
+            set(out, r);
+            return Ok(());
+        }
+        TS_OP_DELETE => CounterWrite::Delete(key),
+        TS_OP_CLEAR => CounterWrite::Clear,
         op => return Err(no_op("counters", op)),
-    }
+    };
+    written(&mut r, a.write(write)?, 0)?;
     set(out, r);
     Ok(())
 }
@@ -143,13 +145,18 @@ pub(crate) fn quota_op(a: Args<'_, Quota>, out: *mut TsAllowance) -> Result<()> 
         TS_OP_ALLOW | TS_OP_REFUND => uses(&a, name)?,
         _ => 0,
     };
-    let answer = match a.call.op {
-        TS_OP_ALLOW => a.write(|done| h.allow_n_then(key, n, done), |s| s.quota_allow(h, key, n))?,
-        TS_OP_REFUND => a.write(|done| h.refund_n_then(key, n, done), |s| s.quota_refund(h, key, n))?,
-        TS_OP_PEEK => a.scope.quota_peek(h, key)?,
-        TS_OP_RESET => return a.write(|done| h.reset_then(key, done), |s| s.quota_reset(h, key)),
+    let write = match a.call.op {
+        TS_OP_ALLOW => QuotaWrite::Allow(key.to_vec(), n),
+        TS_OP_REFUND => QuotaWrite::Refund(key.to_vec(), n),
+        TS_OP_PEEK => {
+            fill(out, &a.scope.quota_peek(h, key)?);
+            return Ok(());
+        }
+        TS_OP_RESET => QuotaWrite::Reset(key.to_vec()),
         op => return Err(no_op("quota", op)),
     };
-    fill(out, &answer);
+    if let Some(answer) = written(&mut TsResult::empty(), a.write(write)?, 0)? {
+        fill(out, &answer);
+    }
     Ok(())
 }

@@ -4,8 +4,9 @@
 //! (which waits for any run of the key in this process or another) and
 //! `ts_claim_keep` or `ts_claim_abandon`.
 
-use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, RawOnce, Result, Scope};
+use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, OnceDelete, RawOnce, Result, Scope};
 
+use crate::bucket::written;
 use crate::call::*;
 use crate::value::{raw_in, value_out};
 use crate::waits::answer_or_give_up;
@@ -76,7 +77,7 @@ pub(crate) fn once_op(a: Args<'_, RawOnce>, out: *mut TsResult) -> Result<()> {
         }
         TS_OP_GET => a.scope.once_get(h, key)?,
         TS_OP_DELETE => {
-            r.found = a.write(|done| h.delete_then(key, done), |s| s.once_delete(h, key))?;
+            written(&mut r, a.write(OnceDelete(key.to_vec()))?, c.want)?;
             None
         }
         op => return Err(no_op("once", op)),

@@ -8,13 +8,12 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions};
+use tinystore::{BucketWrite, Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions, Written};
 
 use crate::completions::{self, sync};
 use crate::convert::{self, MAX_SAFE, Ts, ValueKind};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, run, scope_of};
-use crate::writes::{BucketWrite, Written};
+use crate::scope::{NativeScope, run, scope_of, written_js};
 
 /// A bucket, or one branch of it, with the type of its values.
 #[napi]
@@ -197,7 +196,7 @@ impl NativeBucket {
     ) -> napi::Result<Unknown<'e>> {
         let args = self.prepare_set(env, WriteCall::Set, &key, &value, &ttl, expires_at, if_version);
         let set = args.map(|(k, v, opts)| BucketWrite::Set(k, v, opts));
-        run(env, &scope, &self.raw, set, Written::to_js)
+        run(env, &scope, &self.raw, set, written_js)
     }
 
     /// Writes a value if the key is absent, in `scope`; answers whether it
@@ -228,7 +227,7 @@ impl NativeBucket {
         run(env, &scope, &self.raw, create, move |env, written| {
             match (found, written) {
                 (Some((bucket, key)), Written::Created(created)) => bucket.answer_created(env, created, &key),
-                (_, written) => Written::to_js(env, written),
+                (_, written) => written_js(env, written),
             }
         })
     }
@@ -295,7 +294,7 @@ impl NativeBucket {
         let delete = self.named((|| {
             Ok(BucketWrite::Delete(self.key(env, &key)?, convert::version(if_version)?))
         })());
-        run(env, &scope, &self.raw, delete, Written::to_js)
+        run(env, &scope, &self.raw, delete, written_js)
     }
 
     /// Gives a live key a new expiry in `scope`: `ttl` (a duration) or
@@ -316,7 +315,7 @@ impl NativeBucket {
             let (expiry, if_version) = self.raw.expire_options(&k, ttl, at, convert::version(if_version)?)?;
             Ok(BucketWrite::Expire(k, expiry, if_version))
         })());
-        run(env, &scope, &self.raw, args, Written::to_js)
+        run(env, &scope, &self.raw, args, written_js)
     }
 
     /// Removes this branch and every branch under it, in `scope` (inside a
@@ -328,7 +327,7 @@ impl NativeBucket {
         env: &'e Env,
         #[napi(ts_arg_type = "NativeTx | NativeSnapshot")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
-        run(env, &scope, &self.raw, Ok(BucketWrite::Clear), Written::to_js)
+        run(env, &scope, &self.raw, Ok(BucketWrite::Clear), written_js)
     }
 }
 

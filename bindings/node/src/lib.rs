@@ -39,7 +39,6 @@ mod store;
 mod tx;
 mod view;
 mod write_handoff;
-mod writes;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;

@@ -10,13 +10,12 @@ use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Allowance, Branches, Counters, Quota, RateLimit};
+use tinystore::{Allowance, Branches, CounterWrite, Counters, Quota, QuotaWrite, RateLimit, Written};
 
-use crate::completions::{self, nothing, sync};
+use crate::completions::{self, sync};
 use crate::convert::{MAX_SAFE, Ts, arg_key, branch};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, run, scope_of};
-use crate::writes::{CounterWrite, QuotaWrite, Written};
+use crate::scope::{NativeScope, run, scope_of, written_js};
 
 /// `{ ok, left, retryAt, windows: { name: { used, limit, left, resetsAt } } }`.
 pub(crate) fn allowance(env: napi_env, a: &Allowance) -> Ts<napi_value> {
@@ -161,7 +160,7 @@ impl NativeQuota {
                 QuotaWrite::Allow(k, n)
             })
         });
-        run(env, &scope, &self.quota, write, Written::to_js)
+        run(env, &scope, &self.quota, write, written_js)
     }
 
     /// The answer one use would get now in `scope`, counting nothing.
@@ -187,7 +186,7 @@ impl NativeQuota {
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let reset = arg_key(env, &key, &self.quota).map(QuotaWrite::Reset);
-        run(env, &scope, &self.quota, reset, Written::to_js)
+        run(env, &scope, &self.quota, reset, written_js)
     }
 }
 
@@ -253,7 +252,7 @@ impl NativeCounters {
             Ok(write),
             move |env, written| match written {
                 Written::Count(v) => value(env, big, v, true).map_err(|e| counters.named(&key, e)),
-                written => Written::to_js(env, written),
+                written => written_js(env, written),
             },
         )
     }
@@ -282,13 +281,12 @@ impl NativeCounters {
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let delete = arg_key(env, &key, &self.counters).map(CounterWrite::Delete);
-        run(env, &scope, &self.counters, delete, Written::to_js)
+        run(env, &scope, &self.counters, delete, written_js)
     }
 
     /// Removes this branch's counters and every branch under it.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn clear<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
-        let counters = self.counters.clone();
-        completions::write(env, move |done| counters.clear_then(done), nothing)
+        run(env, &None, &self.counters, Ok(CounterWrite::Clear), written_js)
     }
 }

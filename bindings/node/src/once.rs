@@ -6,14 +6,13 @@
 use napi::Env;
 use napi::bindgen_prelude::{ToNapiValue, Unknown};
 use napi_derive::napi;
-use tinystore::{Begun, Branches, Claim, RawOnce};
+use tinystore::{Begun, Branches, Claim, OnceDelete, RawOnce};
 
 use crate::caller::NativeContext;
 use crate::completions::{self, nothing, sync};
 use crate::convert::{self, Ts, ValueKind, napi_err};
 use crate::napi_values as js;
-use crate::scope::{NativeScope, run, scope_of};
-use crate::writes::{OnceDelete, Written};
+use crate::scope::{NativeScope, run, scope_of, written_js};
 
 /// A once, or one branch of it, with the type of its answers.
 #[napi]
@@ -116,7 +115,7 @@ impl NativeOnce {
         #[napi(ts_arg_type = "NativeTx")] scope: Option<NativeScope>,
     ) -> napi::Result<Unknown<'e>> {
         let delete = self.key(env, &key).map(OnceDelete);
-        run(env, &scope, &self.once, delete, Written::to_js)
+        run(env, &scope, &self.once, delete, written_js)
     }
 }
 

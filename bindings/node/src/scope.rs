@@ -18,16 +18,17 @@ use napi::bindgen_prelude::Either5;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{napi_env, napi_value};
 use napi_derive::napi;
-use tinystore::{Joining, Scope};
+use tinystore::{HandleWrite, Joining, Scope, Written};
 
 use crate::bucket::NativeBucket;
 use crate::completions::{self, sync};
+use crate::convert;
 use crate::convert::Ts;
 use crate::limits::{NativeCounters, NativeQuota, NativeRateLimit};
+use crate::napi_values as js;
 use crate::once::NativeOnce;
 use crate::tx::NativeTx;
 use crate::view::NativeSnapshot;
-use crate::writes::{Write, Written};
 
 /// A call's `scope` argument.
 pub(crate) type NativeScope = Either<&'static NativeTx, &'static NativeSnapshot>;
@@ -66,7 +67,7 @@ pub fn admit(
 /// refused in a snapshot) at once, answering its JS value; on the store
 /// through the writer, answering a Promise of it. `answer` makes the JS
 /// value either way.
-pub(crate) fn run<'e, W: Write>(
+pub(crate) fn run<'e, W: HandleWrite>(
     env: &'e Env,
     scope: &Option<NativeScope>,
     on: &W::On,
@@ -80,4 +81,18 @@ pub(crate) fn run<'e, W: Write>(
     }
     let r = write.in_scope(scope_of(scope), on);
     completions::value(env, r.and_then(|v| answer(env.raw(), v)))
+}
+
+/// The JS value of an answer that needs nothing of its handle: a version
+/// as its text, whether a create wrote, a counter as a number. A take's
+/// value needs its bucket's type: `NativeBucket::take` converts it.
+pub(crate) fn written_js(env: napi_env, written: Written) -> Ts<napi_value> {
+    match written {
+        Written::Version(v) => convert::version_value(env, v),
+        Written::Created(c) => js::boolean(env, c.written()),
+        Written::Found(found) => js::boolean(env, found),
+        Written::Taken(_) | Written::Nothing => js::undefined(env),
+        Written::Count(v) => crate::limits::value(env, false, v, true),
+        Written::Allowance(a) => crate::limits::allowance(env, &a),
+    }
 }

@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use pyo3::{type_hint_identifier, type_hint_subscript, type_hint_union};
 use tinystore::{
-    Created, Entry, Error, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, from_millis,
+    BucketWrite, Created, Entry, Error, Key, ListOptions, Raw, RawBucket, Version, WriteCall, WriteOptions, Written,
+    from_millis,
 };
 
 use crate::completions::Completions;
@@ -20,7 +21,7 @@ use crate::convert::{Answered, Arg, Codec, branch, key_in, key_to_py, opt_span, 
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
-use crate::scope::{Call, Takes, in_scope, run, run_in, scope_of};
+use crate::scope::{Call, Takes, in_scope, run_in, scope_of};
 use crate::store::Store;
 
 /// One bucket (or branch of it) of the store.
@@ -166,7 +167,7 @@ fn answer_version(py: Python<'_>, v: Version) -> Answered {
 /// (the answer of every set: `to_string` cost a heap string and the
 /// formatting machinery each). The limited API makes a str only from
 /// encoded bytes: the digits pass CPython's ASCII check once.
-fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
+pub(crate) fn py_version(py: Python<'_>, v: Version) -> Py<PyAny> {
     let mut buf = [0u8; 20]; // i64::MIN spells in 20 bytes
     let mut at = buf.len();
     let n = v.get();
@@ -332,9 +333,8 @@ impl Bucket {
         let k = self.key(py, key)?;
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Set, &k, ttl, expires_at, if_version)?;
-        run!(self.call(), py, scope, answer_version, (k, raw, opts) => (k, raw, opts),
-            |s, b| s.set(b, &k, raw, opts),
-            |r| b.set_then(&k, raw, opts, r.done()))
+        self.call()
+            .write(py, scope, BucketWrite::Set(k, raw, opts), reply::written)
     }
 
     /// `set(key, value)` of the asyncio API: a coroutine that writes when
@@ -363,10 +363,12 @@ impl Bucket {
         let raw = self.value(py, &k, value)?;
         let opts = self.write_options(py, WriteCall::Create, &k, ttl, expires_at, None)?;
         let given = entry.then(|| (self.codec.clone(), self.raw.clone(), k.clone(), value.clone().unbind()));
-        let answer = move |py: Python<'_>, c| answer_created(py, given, c);
-        run!(self.call(), py, scope, answer, (k, raw, opts.expiry) => (k, raw, e),
-            |s, b| s.create(b, &k, raw, e),
-            |r| b.create_then(&k, raw, e, r.done()))
+        let answer = move |py: Python<'_>, w| match w {
+            Written::Created(c) => answer_created(py, given, c),
+            w => reply::written(py, w),
+        };
+        self.call()
+            .write(py, scope, BucketWrite::Create(k, raw, opts.expiry), answer)
     }
 
     /// Reads and deletes a key in one write; None when absent. A value that
@@ -377,11 +379,14 @@ impl Bucket {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Take, &k, None, None, if_version)?;
         let (codec, raw) = (self.codec.clone(), self.raw.clone());
-        let answer = move |py: Python<'_>, out| value_found(py, &codec, &raw, out);
-        let check = |codec: Arc<Codec>| move |e: &Entry<Raw>| codec.check(&e.value);
-        run!(self.call(), py, scope, answer, (k, opts.if_version, self.codec.clone()) => (k, v, codec),
-            |s, b| s.take(b, &k, v, check(codec)),
-            |r| b.take_then(&k, v, check(codec), r.done()))
+        let answer = move |py: Python<'_>, w| match w {
+            Written::Taken(out) => value_found(py, &codec, &raw, out),
+            w => reply::written(py, w),
+        };
+        let codec = self.codec.clone();
+        let check = Box::new(move |e: &Entry<Raw>| codec.check(&e.value));
+        self.call()
+            .write(py, scope, BucketWrite::Take(k, opts.if_version, check), answer)
     }
 
     /// Deletes a key; says whether a live key was there.
@@ -389,9 +394,8 @@ impl Bucket {
     fn delete(&self, py: Python<'_>, key: &Arg<'_>, if_version: Option<&Arg<'_>>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
         let opts = self.write_options(py, WriteCall::Delete, &k, None, None, if_version)?;
-        run!(self.call(), py, scope, reply::value, (k, opts.if_version) => (k, v),
-            |s, b| s.delete(b, &k, v),
-            |r| b.delete_then(&k, v, r.done()))
+        self.call()
+            .write(py, scope, BucketWrite::Delete(k, opts.if_version), reply::written)
     }
 
     /// Gives a live key a new expiry (a span or a time); says whether it was there.
@@ -411,16 +415,13 @@ impl Bucket {
             .raw
             .expire_options(&k, ttl, expires_at.map(from_millis), v)
             .map_err(py_err(py))?;
-        run!(self.call(), py, scope, reply::value, (k, e, v) => (k, e, v),
-            |s, b| s.expire(b, &k, e, v),
-            |r| b.expire_then(&k, e, v, r.done()))
+        self.call()
+            .write(py, scope, BucketWrite::Expire(k, e, v), reply::written)
     }
 
     /// Removes this branch and every branch under it.
     #[pyo3(signature = (scope: "_Scope" = None))]
     fn clear(&self, py: Python<'_>, scope: Option<&Arg<'_>>) -> Answered {
-        run!(self.call().long(), py, scope, reply::none, () => (),
-            |s, b| s.clear(b),
-            |r| b.clear_then(r.done()))
+        self.call().long().write(py, scope, BucketWrite::Clear, reply::written)
     }
 }

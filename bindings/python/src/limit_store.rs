@@ -14,7 +14,7 @@ use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateStep
 use crate::convert::{Answered, Arg};
 use crate::errors::py_err;
 use crate::reply;
-use crate::scope::{Call, on_store, run};
+use crate::scope::{Call, on_store};
 use crate::store::Store;
 
 /// An entry as Python gets it before `json.loads`: `(json_text, expires_ms)`.
@@ -86,9 +86,15 @@ impl LimitStore {
     /// block, or the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
     fn sweep(&self, py: Python<'_>, running: Option<&Arg<'_>>) -> Answered {
-        run!(Call::of(&self.ls, &self.store), py, on_store(py, running, || tinystore::store_only_refused("sweep", self.ls.name()))?, reply::value, () => (),
-            |_, ls| ls.sweep(),
-            |r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))))
+        let running = on_store(py, running, || tinystore::store_only_refused("sweep", self.ls.name()))?;
+        Call::of(&self.ls, &self.store).run(
+            py,
+            running,
+            (),
+            reply::value,
+            |_, ls, ()| ls.sweep(),
+            |ls, (), r| ls.sweep_then(move |out: tinystore::Result<Swept>| r.send(out.map(|s| s.removed))),
+        )
     }
 
     /// Entries held, as the count in the file says.
@@ -151,8 +157,13 @@ impl LimitUpdate {
     #[pyo3(signature = (changes, running: "asyncio.AbstractEventLoop | None" = None))]
     fn commit(&self, py: Python<'_>, changes: Vec<PyReturned>, running: Option<&Arg<'_>>) -> Answered {
         let running = on_store(py, running, || tinystore::store_only_refused("commit", &self.name))?;
-        run!(Call::of(&self.steps, &self.store), py, running, reply::value, returned(changes) => changes,
-            |_, steps| reply::blocking(|done| steps.commit_then(changes, done)),
-            |r| steps.commit_then(changes, r.done()))
+        Call::of(&self.steps, &self.store).run(
+            py,
+            running,
+            returned(changes),
+            reply::value,
+            |_, steps, changes| reply::blocking(|done| steps.commit_then(changes, done)),
+            |steps, changes, r| steps.commit_then(changes, r.done()),
+        )
     }
 }

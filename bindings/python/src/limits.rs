@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use tinystore::{Allowance, Counters as CoreCounters, Error, Quota as CoreQuota, RateLimit as CoreRateLimit};
+use tinystore::{
+    Allowance, CounterWrite, Counters as CoreCounters, Error, Quota as CoreQuota, QuotaWrite,
+    RateLimit as CoreRateLimit,
+};
 
 use crate::convert::{Answered, Arg, branch, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
-use crate::scope::{Call, in_scope, on_store, run};
+use crate::scope::{Call, in_scope};
 use crate::store::Store;
 
 /// An allowance as Python gets it:
@@ -26,10 +29,6 @@ pub(crate) fn allowance(a: Allowance) -> PyAllowance {
         .map(|(name, w)| (name, (w.used, w.limit, w.left, w.resets_at.map(tinystore::to_millis))))
         .collect();
     (a.ok, a.left, a.retry_at.map(tinystore::to_millis), windows)
-}
-
-fn py_allowance(py: Python<'_>, a: Allowance) -> Answered {
-    reply::value(py, allowance(a))
 }
 
 /// A rate like `"5/m"`, or a (count, duration) pair.
@@ -137,6 +136,12 @@ pub struct Quota {
     pub(crate) inner: CoreQuota,
 }
 
+impl Quota {
+    fn call(&self) -> Call<'_, CoreQuota> {
+        Call::of(&self.inner, self.inner.store())
+    }
+}
+
 #[pymethods]
 impl Quota {
     /// Opens the quota `name` with `windows`, a list of (name, rate).
@@ -169,9 +174,7 @@ impl Quota {
     fn allow(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, |e| self.inner.named(&k, e), n)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
-            |s, q| s.quota_allow(q, &k, n),
-            |r| q.allow_n_then(&k, n, r.done()))
+        self.call().write(py, scope, QuotaWrite::Allow(k, n), reply::written)
     }
 
     /// The answer one use would get now, counting nothing.
@@ -186,18 +189,14 @@ impl Quota {
     fn refund(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = count(py, |e| self.inner.named(&k, e), n)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, py_allowance, (k, n) => (k, n),
-            |s, q| s.quota_refund(q, &k, n),
-            |r| q.refund_n_then(&k, n, r.done()))
+        self.call().write(py, scope, QuotaWrite::Refund(k, n), reply::written)
     }
 
     /// Forgets the key.
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn reset(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::none, k => k,
-            |s, q| s.quota_reset(q, &k),
-            |r| q.reset_then(&k, r.done()))
+        self.call().write(py, scope, QuotaWrite::Reset(k), reply::written)
     }
 }
 
@@ -217,6 +216,12 @@ pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Arg<'_>) -> PyResult<i64> 
             invalid(format!("n must be a 64-bit int, not {}", type_name(n))).in_bucket(name),
         )
     })
+}
+
+impl Counters {
+    fn call(&self) -> Call<'_, CoreCounters> {
+        Call::of(&self.inner, self.inner.store())
+    }
 }
 
 #[pymethods]
@@ -261,9 +266,7 @@ impl Counters {
     fn add(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
-            |s, c| s.counter_add(c, &k, n),
-            |r| c.add_then(&k, n, r.done()))
+        self.call().write(py, scope, CounterWrite::Add(k, n), reply::written)
     }
 
     /// Keeps the larger of the counter and `n`; returns it.
@@ -271,9 +274,7 @@ impl Counters {
     fn max(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
         let n = int_arg(py, self.inner.name(), n)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, (k, n) => (k, n),
-            |s, c| s.counter_max(c, &k, n),
-            |r| c.max_then(&k, n, r.done()))
+        self.call().write(py, scope, CounterWrite::Max(k, n), reply::written)
     }
 
     /// The counter's value (0 when missing or expired).
@@ -287,17 +288,15 @@ impl Counters {
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn delete(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        run!(Call::of(&self.inner, self.inner.store()), py, scope, reply::value, k => k,
-            |s, c| s.counter_delete(c, &k),
-            |r| c.delete_then(&k, r.done()))
+        self.call().write(py, scope, CounterWrite::Delete(k), reply::written)
     }
 
     /// Deletes every counter of this branch and the branches under it, on
     /// the store (`running`: the asyncio loop that awaits it).
     #[pyo3(signature = (running: "asyncio.AbstractEventLoop | None" = None))]
     fn clear(&self, py: Python<'_>, running: Option<&Arg<'_>>) -> Answered {
-        run!(Call::of(&self.inner, self.inner.store()).long(), py, on_store(py, running, || tinystore::store_only_refused("clear", self.inner.name()))?, reply::none, () => (),
-            |_, c| c.clear(),
-            |r| c.clear_then(r.done()))
+        self.call()
+            .long()
+            .write(py, running, CounterWrite::Clear, reply::written)
     }
 }

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tinystore::{Begun, Raw, RawOnce, Store as CoreStore};
+use tinystore::{Begun, OnceDelete, Raw, RawOnce, Store as CoreStore};
 
 use crate::completions::lock;
 use crate::convert::{Answered, Arg, Codec, branch, key_in, opt_span};
 use crate::errors::{py_err, to_py};
 use crate::reply::{self, Answer};
-use crate::scope::{Call, in_scope, on_store, run};
+use crate::scope::{Call, in_scope, on_store};
 use crate::store::Store;
 
 /// One once (or a branch of it), with the codec of its answers.
@@ -118,9 +118,7 @@ impl Once {
     #[pyo3(signature = (key: "_Key", scope: "_Scope" = None))]
     fn delete(&self, py: Python<'_>, key: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = self.key(py, key)?;
-        run!(Call::of(&self.raw, self.raw.store()), py, scope, reply::value, k => k,
-            |s, o| s.once_delete(o, &k),
-            |r| o.delete_then(&k, r.done()))
+        Call::of(&self.raw, self.raw.store()).write(py, scope, OnceDelete(k), reply::written)
     }
 
     /// Begins a run, waiting for any run of the key elsewhere: (True,

@@ -9,7 +9,7 @@ use std::sync::{Arc, mpsc};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
-use tinystore::{Store, Ticket as CoreTicket};
+use tinystore::{Store, Ticket as CoreTicket, Written};
 
 use crate::completions::{self, Completions, Queue};
 use crate::convert::Answered;
@@ -24,6 +24,20 @@ impl<T, F: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'stat
 /// The answer of a call that answers a plain value.
 pub(crate) fn value<T: for<'py> IntoPyObject<'py>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
     v.into_py_any(py)
+}
+
+/// The answer of a write that needs nothing of its handle: a version as
+/// its text, whether a create wrote, a counter, a quota's allowance. A
+/// take's value needs its bucket's codec: `Bucket::take` converts it.
+pub(crate) fn written(py: Python<'_>, w: Written) -> PyResult<Py<PyAny>> {
+    match w {
+        Written::Version(v) => Ok(crate::bucket::py_version(py, v)),
+        Written::Created(c) => value(py, c.written()),
+        Written::Found(found) => value(py, found),
+        Written::Count(n) => value(py, n),
+        Written::Allowance(a) => value(py, crate::limits::allowance(a)),
+        Written::Taken(_) | Written::Nothing => Ok(py.None()),
+    }
 }
 
 /// The answer of a call that answers nothing.

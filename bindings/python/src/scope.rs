@@ -14,7 +14,7 @@
 //! cannot deadlock. A clear or a page, which may take longer, releases it.
 
 use pyo3::prelude::*;
-use tinystore::{Scope, Store, Ticket};
+use tinystore::{HandleWrite, Scope, Store, Ticket, Written};
 
 use crate::convert::{Answered, Arg};
 use crate::errors::{invalid, py_err, to_py};
@@ -142,6 +142,27 @@ impl<'a, H: Clone + Send + Sync + 'static> Call<'a, H> {
     }
 }
 
+impl<H: Clone + Send + Sync + 'static> Call<'_, H> {
+    /// [`Call::run`] of the core's write `w` of this handle: in the core's
+    /// scope on this thread, or handed to the writer for the running loop.
+    pub(crate) fn write<W: HandleWrite<On = H>, C: Answer<Written>>(
+        self,
+        py: Python<'_>,
+        scope: Option<&Arg<'_>>,
+        w: W,
+        answer: C,
+    ) -> Answered {
+        self.run(
+            py,
+            scope,
+            w,
+            answer,
+            |s, h, w| w.in_scope(s, h),
+            |h, w, r| w.to_writer(h, r.done()),
+        )
+    }
+}
+
 /// The `scope` of a call that runs on the store only, `running` (None to
 /// block, or the asyncio loop that awaits it): a `Tx` or a `View` is
 /// refused with the core's `refused` text for that call.
@@ -155,23 +176,3 @@ pub(crate) fn on_store<'a, 'py>(
         Where::Here(_) => Err(to_py(py, refused())),
     }
 }
-
-/// [`Call::run`] of one operation, with its two forms written against the
-/// same names: `run!(call, py, scope, answer, args => pattern, |s, h| here,
-/// |r| then)` runs `here` in the core's scope `s` on this thread, or hands
-/// the core `then`, whose completion is the reply `r`'s (`r.done()`); both
-/// see the handle `h` and the arguments `args` bound to `pattern`.
-macro_rules! run {
-    ($call:expr, $py:expr, $scope:expr, $answer:expr, $args:expr => $pat:pat,
-     |$s:pat_param, $h:ident| $here:expr, |$r:ident| $then:expr) => {
-        $call.run(
-            $py,
-            $scope,
-            $args,
-            $answer,
-            move |$s, $h, $pat| $here,
-            move |$h, $pat, $r| $then,
-        )
-    };
-}
-pub(crate) use run;
