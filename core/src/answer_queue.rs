@@ -101,12 +101,14 @@ mod tests {
     use crate::group_commit::submit_together_tests::with_writer_held;
     use crate::{Raw, RawBucket, Store, WriteOptions};
 
-    /// Counts its wake-ups, and how many answers had been pushed at each.
+    /// Counts its wake-ups, and how many answers had been pushed at each;
+    /// tells `woke`, when set, of each wake-up.
     #[derive(Default)]
     struct Counted {
         wakes: AtomicUsize,
         pushed: Arc<AtomicUsize>,
         pushed_at_wake: Mutex<Vec<usize>>,
+        woke: Mutex<Option<mpsc::Sender<()>>>,
     }
 
     impl Wake for Counted {
@@ -114,6 +116,9 @@ mod tests {
             self.wakes.fetch_add(1, Ordering::SeqCst);
             let at = self.pushed.load(Ordering::SeqCst);
             self.pushed_at_wake.lock().unwrap().push(at);
+            if let Some(woke) = self.woke.lock().unwrap().as_ref() {
+                let _ = woke.send(());
+            }
         }
     }
 
@@ -161,6 +166,8 @@ mod tests {
         let b = RawBucket::open(&store, "b", None, None).unwrap();
         let q = Arc::new(AnswerQueue::new(Counted::default()));
         let pushed = q.waker().pushed.clone();
+        let (woke, wake_seen) = mpsc::channel();
+        *q.waker().woke.lock().unwrap() = Some(woke);
         let (tx, rx) = mpsc::channel();
         // The writer is held while the writes queue, so that they form one group.
         with_writer_held(&store, || {
@@ -178,10 +185,7 @@ mod tests {
         for _ in 0..16 {
             rx.recv_timeout(Duration::from_secs(5)).unwrap();
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while q.waker().wakes.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wake_seen.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(
             *q.waker().pushed_at_wake.lock().unwrap(),
             [16],
