@@ -49,6 +49,7 @@ mod error;
 mod group_commit;
 mod guards;
 mod handle_writes;
+mod held_tx;
 mod in_tx;
 mod inspect;
 mod json_fields;
@@ -91,6 +92,7 @@ pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, reru
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;
 pub use handle_writes::{BucketWrite, CounterWrite, HandleWrite, OnceDelete, QuotaWrite, TakeCheck, Written};
+pub use held_tx::HeldTx;
 pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused, store_only_refused};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;

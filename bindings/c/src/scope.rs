@@ -10,10 +10,9 @@
 //! a closure (Go) begins it, sends its calls one at a time, then commits or
 //! rolls back. A call in a scope that has ended is `TS_CLOSED`.
 
-use std::sync::Mutex;
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc;
 
-use tinystore::{BindingTx, Error, ErrorKind, Result, Scope, Snapshot};
+use tinystore::{Error, ErrorKind, HeldTx, Result, Scope, Snapshot};
 
 use crate::store::{TsStore, store};
 use crate::waits::{TsCancel, answer_or_give_up};
@@ -23,45 +22,24 @@ use crate::{TsError, guard, invalid, put};
 pub struct TsScope(Held);
 
 enum Held {
-    Tx(Tx),
+    /// A transaction: its calls run inside one write of the store's writer,
+    /// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
+    /// when it is rolled back).
+    Tx(HeldTx),
     /// A read snapshot: every read sees the file as it was at its first read.
     View(Snapshot),
-}
-
-/// A transaction: its calls run inside one write of the store's writer,
-/// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
-/// when it is rolled back). `done` answers once the writer let go of it.
-struct Tx {
-    binding: BindingTx,
-    done: Mutex<Option<Receiver<Result<()>>>>,
-}
-
-impl Tx {
-    /// The wait for the writer to let go, taken once: `None` after the end.
-    fn take_done(&self) -> Option<Receiver<Result<()>>> {
-        self.done.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// Rolls back what has not ended and waits until the writer let go.
-    fn end(&self) {
-        let done = self.take_done();
-        let _ = self.binding.rollback();
-        if let Some(done) = done {
-            let _ = done.recv();
-        }
-    }
 }
 
 /// The core's scope of `s`: on the store itself when it is null.
 pub(crate) unsafe fn scope_of<'a>(s: *const TsScope) -> Scope<'a> {
     match unsafe { s.as_ref() } {
         None => Scope::Direct,
-        Some(TsScope(Held::Tx(t))) => Scope::Tx(&t.binding),
+        Some(TsScope(Held::Tx(t))) => Scope::Tx(t),
         Some(TsScope(Held::View(v))) => Scope::View(v),
     }
 }
 
-unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a Tx> {
+unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a HeldTx> {
     match unsafe { s.as_ref() } {
         Some(TsScope(Held::Tx(t))) => Ok(t),
         Some(TsScope(Held::View(_))) => Err(invalid("a view is not a transaction")),
@@ -104,8 +82,7 @@ pub unsafe extern "C" fn ts_tx_begin(
                 )
             },
         )?;
-        let done = Mutex::new(Some(done_rx));
-        put(out, TsScope(Held::Tx(Tx { binding, done })))
+        put(out, TsScope(Held::Tx(HeldTx::new(binding, Some(done_rx)))))
     })
 }
 
@@ -115,15 +92,7 @@ pub unsafe extern "C" fn ts_tx_begin(
 /// is `TS_INVALID`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError) -> i32 {
-    guard(err, || {
-        let t = unsafe { tx(t) }?;
-        let done = t.take_done().ok_or_else(tinystore::tx_ended)?;
-        // A commit that cannot reach the writer (the transaction timed out)
-        // still has its answer on `done`, which says why.
-        let sent = t.binding.commit();
-        done.recv().map_err(|_| tinystore::tx_ended())??;
-        sent
-    })
+    guard(err, || unsafe { tx(t) }?.commit_wait())
 }
 
 /// Rolls the transaction back, writing nothing of it, and waits until the
@@ -132,7 +101,7 @@ pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_rollback(t: *const TsScope) {
     if let Ok(t) = unsafe { tx(t) } {
-        t.end();
+        t.rollback_wait();
     }
 }
 
@@ -147,7 +116,7 @@ pub unsafe extern "C" fn ts_tx_rollback(t: *const TsScope) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_tx_hold_thread(t: *const TsScope) {
     if let Ok(t) = unsafe { tx(t) } {
-        t.binding.hold_thread();
+        t.hold_thread();
     }
 }
 
@@ -179,7 +148,7 @@ pub unsafe extern "C" fn ts_scope_free(s: *mut TsScope) {
         return;
     }
     match *unsafe { Box::from_raw(s) } {
-        TsScope(Held::Tx(t)) => t.end(),
+        TsScope(Held::Tx(t)) => t.rollback_wait(),
         TsScope(Held::View(v)) => v.close(),
     }
 }

@@ -9,14 +9,13 @@
 //! calls with the transaction as their `scope` (see `scope.rs`): they run
 //! on the caller's thread inside the transaction.
 
-use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{BindingTx, Joining, Scope, Snapshot, tx_ended};
+use tinystore::{BindingTx, HeldTx, Joining, Scope, Snapshot};
 
 use crate::bucket::Bucket;
-use crate::completions::{Answer, Completions, Resolve, lock};
+use crate::completions::{Answer, Completions, Resolve};
 use crate::convert::{Answered, Arg};
 use crate::errors::{py_err, to_py};
 use crate::limits::{Counters, Quota, RateLimit};
@@ -27,9 +26,9 @@ use crate::pending::Pending;
 /// and sees its own writes.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Tx {
-    pub(crate) binding: BindingTx,
-    /// The commit's result, for the sync API (the async API gets it in a future).
-    done: Mutex<Option<Receiver<tinystore::Result<()>>>>,
+    /// The sync API waits for the end's answer here; the async API gets it
+    /// in a `Pending` (see `start_then`).
+    pub(crate) binding: HeldTx,
 }
 
 #[pymethods]
@@ -63,18 +62,7 @@ impl Tx {
 
     /// Ends the transaction, commits it and waits until it is durable (sync API).
     fn commit_wait(&self, py: Python<'_>) -> PyResult<()> {
-        let done = lock(&self.done).take();
-        py.detach(|| {
-            let done = done.ok_or_else(tx_ended)?;
-            // A commit refused because the writer already ended the
-            // transaction (it was open too long) answers with the reason.
-            let sent = self.binding.commit();
-            match done.recv() {
-                Ok(r) => r,
-                Err(_) => sent.and(Err(tx_ended())),
-            }
-        })
-        .map_err(py_err(py))
+        py.detach(|| self.binding.commit_wait()).map_err(py_err(py))
     }
 
     /// Ends the transaction and writes nothing of it. Ending it twice is fine.
@@ -99,14 +87,8 @@ impl View {
 }
 
 fn tx_object(py: Python<'_>, binding: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> Answered {
-    Ok(Py::new(
-        py,
-        Tx {
-            binding,
-            done: Mutex::new(done),
-        },
-    )?
-    .into_any())
+    let binding = HeldTx::new(binding, done);
+    Ok(Py::new(py, Tx { binding })?.into_any())
 }
 
 /// `Store.tx_then`: starts a transaction without blocking the loop

@@ -1,0 +1,113 @@
+//! A binding's transaction held by a caller that may block its thread
+//! (Python's sync API, Go through the C ABI): the [`BindingTx`] and the
+//! answer of its end, which the caller waits for.
+//!
+//! Invariants:
+//! - The end's answer is taken once: the first `commit_wait` or
+//!   `rollback_wait` waits for it, and every end after that is
+//!   [`crate::tx_ended`] or nothing.
+//! - A commit the transaction can no longer take (the writer rolled it back
+//!   past [`crate::TX_LIMIT`]) still answers with why, from the writer's
+//!   own answer, not with the refusal of the late commit.
+
+use std::ops::Deref;
+use std::sync::Mutex;
+use std::sync::mpsc::Receiver;
+
+use crate::binding_tx::{BindingTx, ended};
+use crate::error::Result;
+
+/// An open transaction and the answer of its end.
+pub struct HeldTx {
+    binding: BindingTx,
+    done: Mutex<Option<Receiver<Result<()>>>>,
+}
+
+impl HeldTx {
+    /// The transaction `binding`, whose end answers on `done` (as
+    /// [`crate::Store::transaction_then`]'s `done` does); `None` when the
+    /// caller takes that answer elsewhere and ends it with `commit`.
+    pub fn new(binding: BindingTx, done: Option<Receiver<Result<()>>>) -> HeldTx {
+        HeldTx {
+            binding,
+            done: Mutex::new(done),
+        }
+    }
+
+    fn take_done(&self) -> Option<Receiver<Result<()>>> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Commits and waits until what the transaction wrote is durable, or
+    /// answers why nothing was. A second end is `Closed`.
+    pub fn commit_wait(&self) -> Result<()> {
+        let done = self.take_done().ok_or_else(ended)?;
+        let sent = self.binding.commit();
+        match done.recv() {
+            Ok(r) => r.and(sent),
+            Err(_) => sent.and(Err(ended())),
+        }
+    }
+
+    /// Rolls back, writing nothing, and waits until the writer has let go.
+    /// Ending twice is fine.
+    pub fn rollback_wait(&self) {
+        let done = self.take_done();
+        let _ = self.binding.rollback();
+        if let Some(done) = done {
+            let _ = done.recv();
+        }
+    }
+}
+
+impl Deref for HeldTx {
+    type Target = BindingTx;
+
+    fn deref(&self) -> &BindingTx {
+        &self.binding
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ErrorKind, Raw, RawBucket, Store, WriteOptions};
+
+    use super::HeldTx;
+
+    fn held(store: &Store) -> HeldTx {
+        let (binding, done) = store.transaction().unwrap();
+        HeldTx::new(binding, Some(done))
+    }
+
+    #[test]
+    fn commit_waits_for_durability_and_ends_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let b = RawBucket::open(&store, "codes", None, None).unwrap();
+        let tx = held(&store);
+        crate::Scope::Tx(&tx)
+            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
+            .unwrap();
+        tx.commit_wait().unwrap();
+        assert!(
+            b.entry(b"a").unwrap().is_some(),
+            "committed before commit_wait returned"
+        );
+        assert_eq!(tx.commit_wait().unwrap_err().kind(), ErrorKind::Closed);
+        tx.rollback_wait();
+    }
+
+    #[test]
+    fn rollback_writes_nothing_and_a_commit_after_it_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let b = RawBucket::open(&store, "codes", None, None).unwrap();
+        let tx = held(&store);
+        crate::Scope::Tx(&tx)
+            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
+            .unwrap();
+        tx.rollback_wait();
+        assert!(b.entry(b"a").unwrap().is_none());
+        assert_eq!(tx.commit_wait().unwrap_err().kind(), ErrorKind::Closed);
+    }
+}
