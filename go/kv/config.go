@@ -33,10 +33,9 @@ type Config[T any] struct {
 	h     *native.Config
 	shape shape
 
-	mu      sync.Mutex
-	gen     uint64
-	cached  T
-	refused uint64 // the generation whose kept values Validate refused
+	mu     sync.Mutex
+	gen    uint64
+	cached T
 }
 
 // ConfigOption is an option of OpenConfig.
@@ -310,21 +309,23 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 	if err != nil {
 		return nil, configInvalid(name, "a layer does not marshal: %v", err)
 	}
-	h, err := native.OpenConfig((*native.Store)(store), name, string(fj), string(lj))
+	var check func([]byte) error
+	if _, ok := any(new(T)).(interface{ Validate() error }); ok {
+		check = func(b []byte) error {
+			t, err := decodeAs[T](sh, b)
+			if err != nil {
+				return err
+			}
+			return any(&t).(interface{ Validate() error }).Validate()
+		}
+	}
+	h, err := native.OpenConfig((*native.Store)(store), name, string(fj), string(lj), check)
 	if err != nil {
 		return nil, err
 	}
 	c := &Config[T]{h: h, shape: sh}
-	loaded, err := c.load()
-	if err != nil {
+	if _, err := c.load(); err != nil {
 		return nil, err
-	}
-	// load left out kept values Validate refuses; layers it refuses are
-	// the program's own mistake, refused here rather than served.
-	if v, ok := any(&loaded).(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return nil, configInvalid(name, "the layers are refused by the config's check: %v", err)
-		}
 	}
 	return c, nil
 }
@@ -342,34 +343,22 @@ func (c *Config[T]) load() (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	t, err := c.decode(b)
+	t, err := decodeAs[T](c.shape, b)
 	if err != nil {
 		return zero, err
-	}
-	// A Validate that refuses the kept values together leaves them all out.
-	if v, ok := any(&t).(interface{ Validate() error }); ok && c.refused != g {
-		if verr := v.Validate(); verr != nil {
-			c.refused = g
-			c.h.RefuseKept(g, verr.Error())
-			if b, err = c.h.Get(); err != nil {
-				return zero, err
-			}
-			if t, err = c.decode(b); err != nil {
-				return zero, err
-			}
-		}
 	}
 	c.gen, c.cached = g, t
 	return t, nil
 }
 
-func (c *Config[T]) decode(b []byte) (T, error) {
+// decodeAs reads the core's JSON of a config of shape sh as a T.
+func decodeAs[T any](sh shape, b []byte) (T, error) {
 	var t T
 	var tree any
 	if err := json.Unmarshal(b, &tree); err != nil {
 		return t, err
 	}
-	scale(tree, c.shape.durations, 1e6)
+	scale(tree, sh.durations, 1e6)
 	b, err := json.Marshal(tree)
 	if err != nil {
 		return t, err
@@ -408,11 +397,6 @@ func (c *Config[T]) Update(ctx context.Context, change func(*T)) error {
 		return err
 	}
 	change(&next)
-	if v, ok := any(&next).(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return configInvalid(c.h.Name, "the config refused the update: %v", err)
-		}
-	}
 	tree, err := toEngine(next, c.shape)
 	if err != nil {
 		return configInvalid(c.h.Name, "the settings do not marshal: %v", err)

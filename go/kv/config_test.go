@@ -177,8 +177,10 @@ func TestKV20UpdateAndReset(t *testing.T) {
 		t.Fatalf("another handle sees it at once: %+v", got)
 	}
 	err := c.Update(ctx, func(s *cfgSettings) { s.Port = 1; s.Limits.Burst = 500 })
-	if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), "burst 500 is over rps 200") {
-		t.Fatalf("Validate refuses: %v", err)
+	var te *tinystore.Error
+	if !errors.As(err, &te) || te.Kind != tinystore.ErrInvalid || te.Bucket != "app" ||
+		te.Message != "the config refused the update: burst 500 is over rps 200" {
+		t.Fatalf("Validate refuses, in the core's words, naming the config: %#v", err)
 	}
 	if c.Get().Port != 8080 {
 		t.Fatal("a refused update wrote something")

@@ -199,6 +199,9 @@ typedef struct TsScope TsScope;
 // An open store.
 typedef struct TsStore TsStore;
 
+// Where a check's reason for a refusal goes.
+typedef struct TsWhy TsWhy;
+
 // A borrowed look at a `TsError`; its pointers live as long as the error.
 typedef struct TsErrorView {
   // The kind's code (`TS_INVALID`...).
@@ -376,6 +379,21 @@ typedef struct TsAllowance {
   struct TsWindow windows[8];
 } TsAllowance;
 
+// The program's own check of a whole config, which the core runs where it
+// checks one: at open over the layers, at each update over the result,
+// and over the kept values (a refusal leaves them out).
+typedef struct TsValidate {
+  // Accepts the config `json` (its JSON text, read only during the
+  // call) with true; refuses it with false, the reason given to
+  // `ts_why_set(why, ...)`. Called on any thread.
+  bool (*check)(size_t ctx, const uint8_t *json, size_t json_len, struct TsWhy *why);
+  // Called once, when the core is done with `ctx` (the config is freed,
+  // or its open failed).
+  void (*release)(size_t ctx);
+  // The caller's own, passed back to `check` and `release`.
+  size_t ctx;
+} TsValidate;
+
 // One record of the engine's log; its text belongs to the caller, who
 // frees each part with `ts_bytes_free`.
 typedef struct TsLogRecord {
@@ -551,8 +569,13 @@ int32_t ts_call(const struct TsHandle *h,
                 struct TsAllowance *allowance,
                 struct TsError **err);
 
+// Gives the refusal of a `TsValidate` check its reason (UTF-8; a bad
+// byte is replaced).
+void ts_why_set(struct TsWhy *why, const uint8_t *text, size_t len);
+
 // Opens config `name` with the field description `fields` and the layers
-// `layers` (both JSON). The handle goes to `out`.
+// `layers` (both JSON), checked by `validate` (null for none). The handle
+// goes to `out`.
 int32_t ts_config_open(const struct TsStore *s,
                        const uint8_t *name,
                        size_t name_len,
@@ -560,6 +583,7 @@ int32_t ts_config_open(const struct TsStore *s,
                        size_t fields_len,
                        const uint8_t *layers,
                        size_t layers_len,
+                       const struct TsValidate *validate,
                        struct TsHandle **out,
                        struct TsError **err);
 
@@ -582,11 +606,6 @@ uint64_t ts_config_generation(const struct TsHandle *c);
 // Blocks until the generation passes `after`, or `timeout_ms`; returns the
 // generation then (0 for null).
 uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeout_ms);
-
-// Leaves out every kept value of generation `generation`: the caller's own
-// validator refuses the config built with them, for the reason `why`
-// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
-void ts_config_refuse_kept(const struct TsHandle *c, uint64_t generation, const uint8_t *why, size_t why_len);
 
 // Starts queueing the engine's records; false when another logger of the
 // process took them first.

@@ -1,9 +1,13 @@
 //! Config (KV-20): the core's `RawConfig` on JSON text. The Go package
 //! describes a struct as the core's fields (`[{"path", "type", "default",
-//! "secret", "required", "env"}]`) and converts; every rule is the core's.
+//! "secret", "required", "env"}]`) and converts; every rule is the core's,
+//! and the program's own check of a whole config (Go's `Validate`) is
+//! called back where the core checks one.
+
+use std::sync::Arc;
 
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema};
+use tinystore::config::{Layers, Schema, Validator};
 
 use crate::call::{Kind, TsHandle};
 use crate::store::{TsStore, store};
@@ -28,9 +32,70 @@ unsafe fn give_text(s: String, out: *mut *mut u8, out_len: *mut usize) -> tinyst
     Ok(())
 }
 
-/// Opens config `name` with the field description `fields` and the layers
-/// `layers` (both JSON). The handle goes to `out`.
+/// The program's own check of a whole config, which the core runs where it
+/// checks one: at open over the layers, at each update over the result,
+/// and over the kept values (a refusal leaves them out).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TsValidate {
+    /// Accepts the config `json` (its JSON text, read only during the
+    /// call) with true; refuses it with false, the reason given to
+    /// `ts_why_set(why, ...)`. Called on any thread.
+    pub check: Option<unsafe extern "C" fn(ctx: usize, json: *const u8, json_len: usize, why: *mut TsWhy) -> bool>,
+    /// Called once, when the core is done with `ctx` (the config is freed,
+    /// or its open failed).
+    pub release: Option<unsafe extern "C" fn(ctx: usize)>,
+    /// The caller's own, passed back to `check` and `release`.
+    pub ctx: usize,
+}
+
+/// Where a check's reason for a refusal goes.
+pub struct TsWhy(Option<String>);
+
+/// Gives the refusal of a `TsValidate` check its reason (UTF-8; a bad
+/// byte is replaced).
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_why_set(why: *mut TsWhy, text: *const u8, len: usize) {
+    if let Some(w) = unsafe { why.as_mut() } {
+        w.0 = Some(String::from_utf8_lossy(unsafe { bytes(text, len) }).into_owned());
+    }
+}
+
+/// A `TsValidate` the core holds: released when its last holder drops it.
+struct Held(TsValidate);
+
+// SAFETY: `TsValidate` says its functions may be called on any thread.
+unsafe impl Send for Held {}
+unsafe impl Sync for Held {}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.release {
+            unsafe { release(self.0.ctx) };
+        }
+    }
+}
+
+/// The core's validator of `v` (null: none). Taken even without a check,
+/// so that `release` runs exactly once.
+unsafe fn validator(v: *const TsValidate) -> Option<Validator> {
+    let held = Arc::new(Held(*unsafe { v.as_ref() }?));
+    held.0.check?;
+    Some(Arc::new(move |value| {
+        let (json, mut why) = (value.to_string(), TsWhy(None));
+        let check = held.0.check.expect("checked above");
+        match unsafe { check(held.0.ctx, json.as_ptr(), json.len(), &mut why) } {
+            true => Ok(()),
+            false => Err(why.0.unwrap_or_default()),
+        }
+    }))
+}
+
+/// Opens config `name` with the field description `fields` and the layers
+/// `layers` (both JSON), checked by `validate` (null for none). The handle
+/// goes to `out`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn ts_config_open(
     s: *const TsStore,
     name: *const u8,
@@ -39,18 +104,18 @@ pub unsafe extern "C" fn ts_config_open(
     fields_len: usize,
     layers: *const u8,
     layers_len: usize,
+    validate: *const TsValidate,
     out: *mut *mut TsHandle,
     err: *mut *mut TsError,
 ) -> i32 {
+    let validator = unsafe { validator(validate) };
     guard(err, || {
         let st = unsafe { store(s) }?;
         let name = unsafe { text(name, name_len, "config name") }?;
         let schema = Schema::from_json(unsafe { text(fields, fields_len, "config fields") }?)?;
         let layers = Layers::from_json(unsafe { text(layers, layers_len, "config layers") }?)?;
-        put(
-            out,
-            TsHandle(Kind::Config(RawConfig::open(st, name, schema, layers, None)?)),
-        )
+        let raw = RawConfig::open(st, name, schema, layers, validator)?;
+        put(out, TsHandle(Kind::Config(raw)))
     })
 }
 
@@ -102,14 +167,4 @@ pub unsafe extern "C" fn ts_config_generation(c: *const TsHandle) -> u64 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_config_wait(c: *const TsHandle, after: u64, timeout_ms: u64) -> u64 {
     unsafe { config(c) }.map_or(0, |c| c.wait(after, std::time::Duration::from_millis(timeout_ms)))
-}
-
-/// Leaves out every kept value of generation `generation`: the caller's own
-/// validator refuses the config built with them, for the reason `why`
-/// (UTF-8, shown by `ts_config_json` with `sources`). A later change is checked again.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_refuse_kept(c: *const TsHandle, generation: u64, why: *const u8, why_len: usize) {
-    if let Ok(c) = unsafe { config(c) } {
-        c.refuse_kept(generation, &String::from_utf8_lossy(unsafe { bytes(why, why_len) }));
-    }
 }

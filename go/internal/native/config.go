@@ -2,11 +2,15 @@ package native
 
 /*
 #include "tinystore.h"
+
+extern _Bool tsGoConfigCheck(uintptr_t ctx, uint8_t *json, size_t json_len, TsWhy *why);
+extern void tsGoConfigRelease(uintptr_t ctx);
 */
 import "C"
 
 import (
 	"runtime"
+	"runtime/cgo"
 	"time"
 )
 
@@ -15,12 +19,23 @@ import (
 type Config struct{ *handle }
 
 // OpenConfig opens config name of s with the core's field description and
-// layers, both JSON.
-func OpenConfig(s *Store, name, fields, layers string) (*Config, error) {
+// layers, both JSON. check, when not nil, is the program's own check of a
+// whole config (its JSON): the core runs it where it checks one, and an
+// error refuses the config, for the error's text.
+func OpenConfig(s *Store, name, fields, layers string, check func(json []byte) error) (*Config, error) {
 	f, fl := text(fields)
 	l, ll := text(layers)
+	var v *C.TsValidate
+	if check != nil {
+		// The core releases the handle once it is done with the check.
+		v = &C.TsValidate{
+			check:   (*[0]byte)(C.tsGoConfigCheck),
+			release: (*[0]byte)(C.tsGoConfigRelease),
+			ctx:     C.uintptr_t(cgo.NewHandle(check)),
+		}
+	}
 	return opened(s, name, func(p *C.TsStore, n *C.uint8_t, nl C.size_t, out **C.TsHandle, e **C.TsError) C.int32_t {
-		return C.ts_config_open(p, n, nl, f, fl, l, ll, out, e)
+		return C.ts_config_open(p, n, nl, f, fl, l, ll, v, out, e)
 	}, func(h *handle) *Config { return &Config{h} })
 }
 
@@ -77,13 +92,4 @@ func (c *Config) Wait(after uint64, timeout time.Duration) uint64 {
 	g := uint64(C.ts_config_wait(c.ptr, C.uint64_t(after), C.uint64_t(timeout.Milliseconds())))
 	runtime.KeepAlive(c)
 	return g
-}
-
-// RefuseKept leaves out every kept value of generation gen: the program's
-// Validate refuses the config built with them, for the reason why.
-func (c *Config) RefuseKept(gen uint64, why string) {
-	w, n := text(why)
-	C.ts_config_refuse_kept(c.ptr, C.uint64_t(gen), w, n)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(why)
 }
