@@ -95,7 +95,7 @@ export declare class NativeConfig {
    * Opens config `name` on `store`: `fields` and `layers` are the core's
    * JSON descriptions.
    */
-  static open(store: NativeStore, name: string, fields: string, layers: string): NativeConfig
+  static open(store: NativeStore, name: string, fields: string, layers: string, validate?: ((json: string) => string | undefined) | undefined): NativeConfig
   /** The whole config as JSON, from memory. */
   get(): string
   /** Each field's source, as a JSON list. */
@@ -103,11 +103,9 @@ export declare class NativeConfig {
   /** The generation: it grows with every change seen. */
   generation(): number
   /**
-   * Leaves out every kept value of generation `generation`: the
-   * package's `validate` refuses the config built with them, for `why`.
+   * Checks the fields of `patch` (JSON) that change, here, `validate`
+   * among the checks; writes them on a thread of its own.
    */
-  refuseKept(generation: number, why: string): void
-  /** Checks and keeps the fields of `patch` (JSON) that change. */
   update(patch: string): Promise<void>
   /** Gives the field, or struct of fields, at `path` back to the layers. */
   reset(path: string): Promise<void>

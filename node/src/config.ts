@@ -165,14 +165,11 @@ function describe(schema: Schema, at: string, out: object[]): void {
 /** Typed settings kept in a store (KV-20). */
 export class Config<S extends Schema> {
 	readonly #native: NativeConfig
-	readonly #validate: ((s: Settings<S>) => string | void) | undefined
 	#cached: [number, Settings<S>] | undefined
-	#refused = -1
 
 	/** @internal Made by {@link openConfig}. */
-	constructor(nativeConfig: NativeConfig, validate: ((s: Settings<S>) => string | void) | undefined) {
+	constructor(nativeConfig: NativeConfig) {
 		this.#native = nativeConfig
-		this.#validate = validate
 	}
 
 	/**
@@ -183,40 +180,9 @@ export class Config<S extends Schema> {
 	get(): Settings<S> {
 		const g = this.#native.generation()
 		if (this.#cached === undefined || this.#cached[0] !== g) {
-			let value = JSON.parse(this.#native.get()) as Settings<S>
-			const why = this.#refusal(value)
-			if (why !== undefined && this.#refused !== g) {
-				this.#refused = g
-				this.#native.refuseKept(g, why)
-				value = JSON.parse(this.#native.get()) as Settings<S>
-			}
-			this.#cached = [g, value]
+			this.#cached = [g, JSON.parse(this.#native.get()) as Settings<S>]
 		}
 		return this.#cached[1]
-	}
-
-	/**
-	 * Refuses layers that `validate` refuses: `get` leaves out kept values
-	 * it refuses, but the layers under them are the program's.
-	 *
-	 * @internal
-	 */
-	checkLayers(name: string): void {
-		const why = this.#refusal(this.get())
-		if (why !== undefined) {
-			throw new InvalidError(`config ${JSON.stringify(name)}: the layers are refused by the config's check: ${why}`)
-		}
-	}
-
-	/** Why `validate` refuses `s`, if it does. */
-	#refusal(s: Settings<S>): string | undefined {
-		if (!this.#validate) return undefined
-		try {
-			const why = this.#validate(s)
-			return typeof why === 'string' ? why : undefined
-		} catch (e) {
-			return e instanceof Error ? e.message : String(e)
-		}
 	}
 
 	/**
@@ -229,8 +195,6 @@ export class Config<S extends Schema> {
 	async update(change: (s: Settings<S>) => Settings<S> | void): Promise<void> {
 		const copy = structuredClone(this.get())
 		const result = change(copy) ?? copy
-		const why = this.#refusal(result)
-		if (why !== undefined) throw new InvalidError(`the config refused the update: ${why}`)
 		await this.#native.update(JSON.stringify(result))
 	}
 
@@ -309,8 +273,19 @@ export function openConfig<S extends Schema>(store: Store, name: string, schema:
 		const vars = env.vars ?? process.env
 		layers.env = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined))
 	}
-	const n = native.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers))
-	const config = new Config<S>(n, options?.validate)
-	config.checkLayers(name)
-	return config
+	const validate = options?.validate
+	// The engine calls this where it checks a whole config; a string refuses it.
+	const check = validate && ((json: string) => refusal(validate, JSON.parse(json) as Settings<S>))
+	const n = native.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers), check)
+	return new Config<S>(n)
+}
+
+/** Why `validate` refuses `s`, if it does: its answer, or what it threw. */
+function refusal<S>(validate: (s: S) => string | void, s: S): string | undefined {
+	try {
+		const why = validate(s)
+		return typeof why === 'string' ? why : undefined
+	} catch (e) {
+		return e instanceof Error ? e.message : String(e)
+	}
 }

@@ -126,7 +126,10 @@ test('KV-20 update is checked before anything is written, and reset gives fields
 			s.port = 1
 			s.limits.burst = 500
 		}),
-		(e: unknown) => e instanceof InvalidError && /burst 500 is over rps 200/.test(e.message),
+		(e: unknown) =>
+			e instanceof InvalidError &&
+			e.what.bucket === 'app' &&
+			/^the config refused the update: burst 500 is over rps 200\b/.test(e.message),
 	)
 	await assert.rejects(
 		cfg.update((s) => ({ ...s, port: 'eighty' as unknown as number })),

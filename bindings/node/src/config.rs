@@ -1,17 +1,26 @@
 //! Config (KV-20): the core's `RawConfig` on JSON text. The package's
 //! `config.ts` describes a schema object as the core's fields and converts
-//! values; every rule stays in the core. Updates, resets and waits for a
-//! change run on a thread of their own (they are rare), never on the event
-//! loop.
+//! values; every rule stays in the core, and the package's `validate` is
+//! called back where the core checks a whole config. Updates' writes,
+//! resets and waits for a change run on a thread of their own (they are
+//! rare), never on the event loop.
+//!
+//! Invariant: `validate` is JS, so the core may call it only on the env's
+//! thread. It calls it at open, in `get` and `sources`, and in an update's
+//! checks, which this file makes on that thread; an update's write, a
+//! reset and a wait, the calls made elsewhere, never run it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
+use napi::sys::{self, napi_env};
 use napi_derive::napi;
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema};
+use tinystore::config::{Layers, Schema, Validator, Value};
 
 use crate::completions::{self, nothing, sync};
 use crate::napi_values as js;
@@ -21,6 +30,78 @@ use crate::store::NativeStore;
 #[napi]
 pub struct NativeConfig {
     raw: Arc<RawConfig>,
+    _validate: Option<KeptValidate>,
+}
+
+/// The package's `validate`, kept alive while its config is.
+struct KeptValidate {
+    env: napi_env,
+    func: sys::napi_ref,
+    /// Cleared when the config is collected, before the function may go.
+    alive: Arc<AtomicBool>,
+}
+
+impl Drop for KeptValidate {
+    fn drop(&mut self) {
+        self.alive.store(false, Ordering::Release);
+        unsafe { sys::napi_delete_reference(self.env, self.func) };
+    }
+}
+
+/// What the core calls: the kept function, on its env's thread only.
+struct JsValidate {
+    env: napi_env,
+    func: sys::napi_ref,
+    thread: ThreadId,
+    alive: Arc<AtomicBool>,
+}
+
+// SAFETY: the env and reference are used only on the thread that made them
+// (`check` refuses any other), and only while `alive`.
+unsafe impl Send for JsValidate {}
+unsafe impl Sync for JsValidate {}
+
+impl JsValidate {
+    /// `validate(json)` answers a string to refuse the config, for that reason.
+    fn check(&self, value: &Value) -> Result<(), String> {
+        if !self.alive.load(Ordering::Acquire) || std::thread::current().id() != self.thread {
+            return Err("validate runs only on its config's own JS thread".to_owned());
+        }
+        let answer = (|| {
+            let out = js::call_kept(self.env, self.func, &[js::string(self.env, &value.to_string())?])?;
+            match js::type_name(self.env, out) {
+                "string" => js::read_string(self.env, out).map(|b| Some(String::from_utf8_lossy(&b).into_owned())),
+                _ => Ok(None),
+            }
+        })();
+        match answer {
+            Ok(None) => Ok(()),
+            Ok(Some(why)) => Err(why),
+            Err(e) => {
+                // The package's wrapper never throws; a throw left pending
+                // would surface in an unrelated call.
+                let mut thrown = std::ptr::null_mut();
+                unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut thrown) };
+                Err(e.message().to_owned())
+            }
+        }
+    }
+}
+
+/// Keeps `f` and makes the core's validator of it.
+fn validator(env: napi_env, f: &Unknown<'_>) -> tinystore::Result<(KeptValidate, Validator)> {
+    let func = js::keep(env, js::raw(f))?;
+    let alive = Arc::new(AtomicBool::new(true));
+    let js = JsValidate {
+        env,
+        func,
+        thread: std::thread::current().id(),
+        alive: alive.clone(),
+    };
+    Ok((
+        KeptValidate { env, func, alive },
+        Arc::new(move |v: &Value| js.check(v)),
+    ))
 }
 
 #[napi]
@@ -34,14 +115,20 @@ impl NativeConfig {
         name: String,
         fields: String,
         layers: String,
+        #[napi(ts_arg_type = "((json: string) => string | undefined) | undefined")] validate: Option<Unknown<'_>>,
     ) -> napi::Result<NativeConfig> {
+        let (kept, check) = match validate {
+            Some(f) => sync(&env, validator(env.raw(), &f)).map(|(k, v)| (Some(k), Some(v)))?,
+            None => (None, None),
+        };
         let r = (|| {
             let schema = Schema::from_json(&fields)?;
             let layers = Layers::from_json(&layers)?;
-            RawConfig::open(&store.store, &name, schema, layers, None)
+            RawConfig::open(&store.store, &name, schema, layers, check)
         })();
         Ok(NativeConfig {
             raw: Arc::new(sync(&env, r)?),
+            _validate: kept,
         })
     }
 
@@ -63,18 +150,12 @@ impl NativeConfig {
         self.raw.generation() as f64
     }
 
-    /// Leaves out every kept value of generation `generation`: the
-    /// package's `validate` refuses the config built with them, for `why`.
-    #[napi]
-    pub fn refuse_kept(&self, generation: f64, why: String) {
-        self.raw.refuse_kept(generation as u64, &why);
-    }
-
-    /// Checks and keeps the fields of `patch` (JSON) that change.
+    /// Checks the fields of `patch` (JSON) that change, here, `validate`
+    /// among the checks; writes them on a thread of its own.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn update<'e>(&self, env: &'e Env, patch: String) -> napi::Result<Unknown<'e>> {
-        let raw = self.raw.clone();
-        completions::off_thread(env, move || raw.update_json(&patch), nothing)
+        let checked = self.raw.check_update_json(&patch);
+        completions::off_thread(env, move || checked?.map_or(Ok(()), |u| u.write()), nothing)
     }
 
     /// Gives the field, or struct of fields, at `path` back to the layers.

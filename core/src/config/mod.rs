@@ -188,13 +188,29 @@ pub struct RawConfig {
     base: BTreeMap<String, (Value, Source)>,
     validator: Option<Validator>,
     built: Mutex<Option<Built>>,
-    /// A generation whose kept values the language's own validator refused.
-    refused: Mutex<Option<(u64, String)>>,
 }
 
 impl std::fmt::Debug for RawConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RawConfig({:?})", self.name)
+    }
+}
+
+/// An update every check has passed, to be written: see
+/// [`RawConfig::check_update`].
+pub struct CheckedUpdate {
+    shared: Arc<Shared>,
+    changes: Vec<Change>,
+}
+
+impl CheckedUpdate {
+    /// Keeps the changed fields, in one durable write; every handle sees
+    /// them once it returns.
+    pub fn write(self) -> Result<()> {
+        let rows = self.shared.lock().rows.clone();
+        self.shared.kept.write(&rows, self.changes)?;
+        self.shared.refresh()?;
+        Ok(())
     }
 }
 
@@ -224,7 +240,6 @@ impl RawConfig {
             base,
             validator,
             built: Mutex::new(None),
-            refused: Mutex::new(None),
         };
         if let Some(check) = &cfg.validator {
             let layers_only = cfg.layers_value();
@@ -267,9 +282,14 @@ impl RawConfig {
 
     /// [`RawConfig::update`] of a patch given as JSON text, for the bindings.
     pub fn update_json(&self, patch: &str) -> Result<()> {
+        self.check_update_json(patch)?.map_or(Ok(()), CheckedUpdate::write)
+    }
+
+    /// [`RawConfig::check_update`] of a patch given as JSON text.
+    pub fn check_update_json(&self, patch: &str) -> Result<Option<CheckedUpdate>> {
         let v: Value = serde_json::from_str(patch)
             .map_err(|e| Error::invalid(format!("a config update is not JSON: {e}")).in_bucket(&self.name))?;
-        self.update(&v)
+        self.check_update(&v)
     }
 
     /// Where each field's value came from, secret fields left out, with any
@@ -291,15 +311,6 @@ impl RawConfig {
         self.shared.wait(after, timeout)
     }
 
-    /// Leaves out every kept value of generation `generation`, because the
-    /// language's own validator (one that cannot run inside the engine)
-    /// refuses the config built with them; `sources` reports `why`. A later
-    /// change is checked again.
-    pub fn refuse_kept(&self, generation: u64, why: &str) {
-        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some((generation, why.to_owned()));
-        *self.built.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
     /// Reads the file for changes now, as the watcher thread does every
     /// [`POLL`]; returns whether there were any.
     pub fn refresh(&self) -> Result<bool> {
@@ -312,6 +323,14 @@ impl RawConfig {
     /// emptied required fields are refused, the validator sees the whole
     /// result, and only then is anything written, in one write.
     pub fn update(&self, patch: &Value) -> Result<()> {
+        self.check_update(patch)?.map_or(Ok(()), CheckedUpdate::write)
+    }
+
+    /// The checks of [`RawConfig::update`], the validator's among them, on
+    /// the caller's thread; `None` when nothing changes. A binding whose
+    /// validator must run on its own thread (JS) checks there and writes
+    /// elsewhere.
+    pub fn check_update(&self, patch: &Value) -> Result<Option<CheckedUpdate>> {
         let name = &self.name;
         if !patch.is_object() {
             return Err(Error::invalid("a config update is an object of the fields to change").in_bucket(name));
@@ -344,16 +363,16 @@ impl RawConfig {
             changes.push(Change::Set(f.path.clone(), fitted));
         }
         if changes.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         if let Some(check) = &self.validator {
             check(&candidate)
                 .map_err(|why| Error::invalid(format!("the config refused the update: {why}")).in_bucket(name))?;
         }
-        let rows = self.shared.lock().rows.clone();
-        self.shared.kept.write(&rows, changes)?;
-        self.shared.refresh()?;
-        Ok(())
+        Ok(Some(CheckedUpdate {
+            shared: self.shared.clone(),
+            changes,
+        }))
     }
 
     /// Gives a field, or every field of the struct at `path`, back to the
@@ -400,7 +419,7 @@ impl RawConfig {
         if let Some(b) = b.as_ref().filter(|b| b.generation == generation) {
             return Ok((b.value.clone(), b.sources.clone()));
         }
-        let (value, sources) = self.build(generation, &rows.rows);
+        let (value, sources) = self.build(&rows.rows);
         let value = Arc::new(value);
         *b = Some(Built {
             generation,
@@ -413,7 +432,7 @@ impl RawConfig {
     /// Lays the kept rows over the layers. A kept value that no longer fits
     /// its field, or is kept for a secret or unknown field, is left out and
     /// logged; kept values the validator refuses together are all left out.
-    fn build(&self, generation: u64, rows: &BTreeMap<String, kept::KeptRow>) -> (Value, Vec<FieldSource>) {
+    fn build(&self, rows: &BTreeMap<String, kept::KeptRow>) -> (Value, Vec<FieldSource>) {
         let mut value = Value::Object(Default::default());
         let mut sources = Vec::with_capacity(self.schema.fields.len());
         for f in &self.schema.fields {
@@ -450,17 +469,9 @@ impl RawConfig {
                 }
             }
         }
-        let refused = self
-            .refused
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, why)| why);
         let refusal = match (any_kept, &self.validator) {
-            (false, _) => None,
-            (true, Some(check)) => check(&value).err().or(refused),
-            (true, None) => refused,
+            (true, Some(check)) => check(&value).err(),
+            _ => None,
         };
         if let Some(why) = refusal {
             let why = format!("the config refuses the kept values together: {why}");
