@@ -500,7 +500,7 @@ class Store:
     """
     An open store (a directory holding kv.db).
     """
-    def __new__(cls, /, dir: str | PathLike[str], clock_ms: SupportsIndex | None = None, memory: SupportsIndex | None = None, mmap_size: SupportsIndex | None = None, keep_read_locks: bool | None = None, share_with_group: bool | None = None) -> Store:
+    def __new__(cls, /, dir: str | PathLike[str], clock_ms: SupportsIndex | None = None, memory: "int | None" = None, mmap_size: "int | None" = None, keep_read_locks: bool | None = None, share_with_group: bool | None = None) -> Store:
         """
         Opens the store in `dir`; `clock_ms` gives it a manual test clock,
         `memory` a memory budget in bytes (`Options::memory`), `mmap_size`

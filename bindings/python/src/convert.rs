@@ -77,6 +77,20 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// An int argument as the core's signed number, which the core checks:
+/// a bool or another type is refused here, naming `what`, and an int past
+/// i128 is held at the end of its sign, where every check of the core
+/// refuses it.
+pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<i128, Error> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(invalid(format!("{what} must be an int, not {}", type_name(obj))));
+    }
+    Ok(obj.extract::<i128>().unwrap_or_else(|_| match obj.gt(0) {
+        Ok(true) => i128::MAX,
+        _ => i128::MIN,
+    }))
+}
+
 /// A duration: text in the core's grammar (`"15m"`, `"1h30m"`) or a
 /// `datetime.timedelta`. `what` names the option in messages.
 pub fn span(obj: &Bound<'_, PyAny>, what: &str) -> Result<Duration, Error> {
