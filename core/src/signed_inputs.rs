@@ -14,6 +14,14 @@ pub fn not_negative(n: i64, what: &str) -> Result<u64> {
     u64::try_from(n).map_err(|_| Error::invalid(format!("{what} is {n}: it cannot be negative")))
 }
 
+/// An integer argument that must fit int64 (a counter's step, a count
+/// before [`not_negative`] reads it), from a language whose integers are
+/// wider (Python's int, JavaScript's bigint). Another is `Invalid` naming
+/// `what`.
+pub fn int64_arg(n: i128, what: &str) -> Result<i64> {
+    i64::try_from(n).map_err(|_| Error::invalid(format!("{what} is {n}: it must fit int64, from -2^63 to 2^63-1")))
+}
+
 /// A store's size in bytes (`memory`, `mmap_size`), `option` as the
 /// caller's language spells it: a whole number from 0 to 2^64-1. Another
 /// is `Invalid` naming the option, and the caller opens nothing. What 0
@@ -78,6 +86,19 @@ mod tests {
             );
         }
         assert!(sized_options(Options::new(), 2, 1 << 20, MMAP_NONE).is_ok());
+    }
+
+    #[test]
+    fn an_int64_argument_is_one_text_past_either_end() {
+        assert_eq!(int64_arg(i64::MIN.into(), "a counter's step").unwrap(), i64::MIN);
+        for n in [i128::from(i64::MAX) + 1, i128::from(i64::MIN) - 1] {
+            let e = int64_arg(n, "a counter's step").unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Invalid);
+            assert_eq!(
+                e.message(),
+                format!("a counter's step is {n}: it must fit int64, from -2^63 to 2^63-1")
+            );
+        }
     }
 
     #[test]

@@ -229,6 +229,8 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	await c.refused('add past a safe integer', () => attempts.add('k', 2 ** 53), InvalidError, 'whole number from -(2^53-1) to 2^53-1', 'attempts')
 	await c.refused('a bigint counter past int64', () => big.add('top', 2n), LimitError, 'int64', 'wide', 'top')
 	await c.refused('a bigint step past int64', () => big.add('k', 2n ** 63n), InvalidError, 'int64', 'wide')
+	const stepPast = "a counter's step is 9223372036854775808: it must fit int64, from -2^63 to 2^63-1"
+	await c.refused("a bigint step past int64's text", () => big.add('k', 2n ** 63n), InvalidError, stepPast, '(bucket wide)')
 	c.done()
 	assert.equal(await attempts.get('k'), 0, 'a refused add changes nothing')
 	assert.equal(await big.get('top'), 2n ** 63n - 2n, 'a refused add changes nothing')
