@@ -87,7 +87,7 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use codec_choice::type_or_codec;
 pub use config::{Config, RawConfig};
-pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
+pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, duration_from_nanos, parse_duration, parse_rate};
 pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;

@@ -169,6 +169,14 @@ def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Sto
             tinystore.InvalidError,
             "negative",
         )
+        not_span = ": a span of time is from 0 to 2^53 - 1 ms, never negative"
+        c.refused(
+            "a negative ttl in the core's text",
+            lambda: s.bucket("t0", int, ttl=dt.timedelta(minutes=-1)).get("k"),
+            tinystore.InvalidError,
+            "ttl is -60000000000 ns" + not_span,
+            "(bucket t0)",
+        )
         c.refused(
             "a call's ttl of a number",
             lambda: s.bucket("texts", str).set("k", "v", ttl=60),  # type: ignore[arg-type]

@@ -100,11 +100,8 @@ pub fn span(obj: &Bound<'_, PyAny>, what: &str) -> Result<Duration, Error> {
     }
     if let Ok(d) = obj.cast::<PyDelta>() {
         let (days, secs, micros) = (d.get_days(), d.get_seconds(), d.get_microseconds());
-        if days < 0 {
-            return Err(invalid(format!("{what} is a negative timedelta")));
-        }
-        let micros = (days as u64 * 86_400 + secs as u64) * 1_000_000 + micros as u64;
-        return Ok(Duration::from_micros(micros));
+        let micros = (i128::from(days) * 86_400 + i128::from(secs)) * 1_000_000 + i128::from(micros);
+        return tinystore::duration_from_nanos(micros * 1_000, what);
     }
     Err(invalid(format!(
         "{what} must be a duration as text (\"15m\", \"30d\", \"1h30m\") or a timedelta, not {}",
