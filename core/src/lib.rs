@@ -123,7 +123,7 @@ pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
-    WriteCall, WriteOptions,
+    WriteCall, WriteOptions, page_size,
 };
 
 /// The examples of `core/README.md`, run as doctests so the README stays true.

@@ -1,7 +1,8 @@
 //! Numbers a caller's language holds signed (Go's `int` and `int64`, C's
-//! `int64_t`) where the core takes them unsigned: a store's sizes, a
-//! rate's count and burst, a window's limit. The core refuses a negative
-//! one, naming it, so that every language that can pass one says the same.
+//! `int64_t`) or wider (Python's int, JavaScript's bigint) where the core
+//! takes them unsigned or as int64: a store's sizes, a rate's count and
+//! burst, a window's limit, a counter's step. The core refuses one out of
+//! range, naming it, so that every language that can pass one says the same.
 
 use crate::error::{Error, Result};
 use crate::store::Options;

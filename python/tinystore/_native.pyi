@@ -59,7 +59,7 @@ class Bucket:
         """
         Whether a live key is there.
         """
-    def list(self, /, after: "_Key | None" = None, limit: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> "_Page":
+    def list(self, /, after: "_Key | None" = None, limit: "int | None" = None, scope: "Tx | View | None" = None) -> "_Page":
         """
         One page of this branch's keys: (entries, next cursor or None).
         """

@@ -83,7 +83,11 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
 /// refuses it.
 pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<i128, Error> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(invalid(format!("{what} must be an int, not {}", type_name(obj))));
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        return Err(invalid(format!(
+            "{what} must be an int, not {} {shown}",
+            type_name(obj)
+        )));
     }
     Ok(obj.extract::<i128>().unwrap_or_else(|_| match obj.gt(0) {
         Ok(true) => i128::MAX,
