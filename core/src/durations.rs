@@ -74,27 +74,52 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 pub const MAX_DURATION_MILLIS: f64 = 9_007_199_254_740_991.0;
 
 /// A duration given as a number of milliseconds, as a binding of a language
-/// without a duration type passes one (Node's `ttl: 60_000`).
+/// without a duration type passes one (Node's `ttl: 60_000`), `what` naming
+/// it in the refusal.
 ///
 /// NaN, an infinity, a negative number and a number past
 /// [`MAX_DURATION_MILLIS`] are `Invalid`, naming the number: refused, never
-/// saturated, so `2 ** 64` ms is an error rather than the end of time.
+/// saturated, so `2 ** 64` ms is an error rather than the end of time. The
+/// text is [`duration_from_nanos`]'s.
 ///
 /// ```
 /// # use std::time::Duration;
-/// assert_eq!(tinystore::duration_from_millis(1500.0).unwrap(), Duration::from_millis(1500));
-/// assert!(tinystore::duration_from_millis(2f64.powi(64)).is_err());
+/// assert_eq!(tinystore::duration_from_millis(1500.0, "ttl").unwrap(), Duration::from_millis(1500));
+/// assert!(tinystore::duration_from_millis(2f64.powi(64), "ttl").is_err());
 /// ```
-pub fn duration_from_millis(ms: f64) -> Result<Duration> {
+pub fn duration_from_millis(ms: f64, what: &str) -> Result<Duration> {
     if !(0.0..=MAX_DURATION_MILLIS).contains(&ms) {
-        return Err(Error::invalid(format!(
-            "a duration of {ms} ms is not a span of time: give a number of milliseconds from 0 to 2^53 - 1"
-        )));
+        return Err(not_a_span(what, ms, "ms"));
     }
     // Whole milliseconds exactly (a double's seconds would round them), a
     // fraction cut to the nanosecond below (rounding could make it a whole ms).
     let whole = ms.trunc();
     Ok(Duration::from_millis(whole as u64) + Duration::from_nanos(((ms - whole) * 1e6) as u64))
+}
+
+/// A duration given as a signed number of nanoseconds (C's `int64_t`, a
+/// Python `timedelta` counted in nanoseconds), `what` naming it: from 0 to
+/// [`MAX_DURATION_MILLIS`] milliseconds, like [`duration_from_millis`], and
+/// refused in the same words past either end.
+///
+/// ```
+/// # use std::time::Duration;
+/// assert_eq!(tinystore::duration_from_nanos(1500, "ttl").unwrap(), Duration::from_nanos(1500));
+/// assert!(tinystore::duration_from_nanos(-1, "ttl").is_err());
+/// ```
+pub fn duration_from_nanos(ns: i128, what: &str) -> Result<Duration> {
+    const MAX_NANOS: i128 = MAX_DURATION_MILLIS as i128 * 1_000_000;
+    match ns {
+        0..=MAX_NANOS => Ok(Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32)),
+        _ => Err(not_a_span(what, ns, "ns")),
+    }
+}
+
+/// The one refusal of a duration given as a number.
+fn not_a_span(what: &str, n: impl std::fmt::Display, unit: &str) -> Error {
+    Error::invalid(format!(
+        "{what} is {n} {unit}: a span of time is from 0 to 2^53 - 1 ms, never negative"
+    ))
 }
 
 /// Parses a rate such as `"5/m"`, `"100/5h"` or `"300/7d"` into a count and a span.
@@ -151,10 +176,10 @@ mod tests {
 
     #[test]
     fn kv18_durations_in_milliseconds_refuse_what_is_not_a_span() {
-        assert_eq!(duration_from_millis(0.0).unwrap(), Duration::ZERO);
-        assert_eq!(duration_from_millis(1.5).unwrap(), Duration::from_micros(1500));
+        assert_eq!(duration_from_millis(0.0, "ttl").unwrap(), Duration::ZERO);
+        assert_eq!(duration_from_millis(1.5, "ttl").unwrap(), Duration::from_micros(1500));
         assert_eq!(
-            duration_from_millis(MAX_DURATION_MILLIS).unwrap(),
+            duration_from_millis(MAX_DURATION_MILLIS, "ttl").unwrap(),
             Duration::from_millis((1 << 53) - 1)
         );
         for (bad, shown) in [
@@ -165,9 +190,29 @@ mod tests {
             (2f64.powi(64), "18446744073709552000"),
             (f64::MAX, "1797693134862315"),
         ] {
-            let e = duration_from_millis(bad).unwrap_err();
+            let e = duration_from_millis(bad, "ttl").unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::Invalid, "{bad}");
             assert!(e.message().contains(shown), "{bad}: {e}");
+        }
+        assert_eq!(
+            duration_from_millis(-1.0, "ttl").unwrap_err().message(),
+            "ttl is -1 ms: a span of time is from 0 to 2^53 - 1 ms, never negative"
+        );
+    }
+
+    #[test]
+    fn kv18_durations_in_nanoseconds_say_what_milliseconds_say() {
+        let max = MAX_DURATION_MILLIS as i128 * 1_000_000;
+        assert_eq!(duration_from_nanos(0, "ttl").unwrap(), Duration::ZERO);
+        assert_eq!(
+            duration_from_nanos(max, "ttl").unwrap(),
+            Duration::from_millis((1 << 53) - 1)
+        );
+        for bad in [-5, max + 1] {
+            assert_eq!(
+                duration_from_nanos(bad, "keep").unwrap_err().message(),
+                format!("keep is {bad} ns: a span of time is from 0 to 2^53 - 1 ms, never negative")
+            );
         }
     }
 

@@ -87,7 +87,7 @@ pub use clock::{Clock, from_millis, to_millis};
 pub use codec::{decode, encode};
 pub use codec_choice::type_or_codec;
 pub use config::{Config, RawConfig};
-pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, parse_rate};
+pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, duration_from_nanos, parse_duration, parse_rate};
 pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;
@@ -114,7 +114,7 @@ pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use scope::{CheckedTake, Scope};
 pub use scope_join::Joining;
-pub use signed_inputs::{MMAP_NONE, not_negative, sized_options};
+pub use signed_inputs::{MMAP_NONE, int64_arg, not_negative, sized_options, store_size};
 pub use store::Maintenance;
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use thread_burst::{ThreadBurstEnd, close_thread_burst, open_thread_burst, thread_burst_open};
@@ -123,7 +123,7 @@ pub use tx::{Tx, TxBucket, View, ViewBucket};
 pub use tx_kinds::{TxCounters, TxOnce, TxQuota};
 pub use values::{
     CLEAR_BOUND, Created, DEFAULT_PAGE, Entry, Expiry, ListOptions, MAX_PAGE, MAX_PAGE_BYTES, Page, RawBucket, Version,
-    WriteCall, WriteOptions,
+    WriteCall, WriteOptions, page_size,
 };
 
 /// The examples of `core/README.md`, run as doctests so the README stays true.

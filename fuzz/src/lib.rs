@@ -310,7 +310,7 @@ pub fn durations_and_rates(data: &[u8]) {
         // is a span exactly when it is a number from 0 to 2^53 - 1, never
         // saturated, and a refusal names the number.
         let ms = f64::from_le_bytes(data[..8].try_into().unwrap());
-        match duration_from_millis(ms) {
+        match duration_from_millis(ms, "a duration") {
             Ok(d) => {
                 assert!((0.0..=MAX_DURATION_MILLIS).contains(&ms), "{ms} ms was accepted");
                 assert_eq!(d.as_millis(), ms.trunc() as u128, "{ms} ms");

@@ -191,6 +191,8 @@ func TestKV18BadDurationsAndRatesAreInvalidQuotingThem(t *testing.T) {
 		c.refused("rate "+quoted(r), err, tinystore.ErrInvalid, quoted(r))
 	}
 	c.refused("a negative ttl", errOf(kv.OpenBucket[int](s, "t0", kv.TTL(-time.Minute))), tinystore.ErrInvalid, "ttl", "negative", "t0")
+	notSpan := ": a span of time is from 0 to 2^53 - 1 ms, never negative"
+	c.refused("a negative ttl in the core's text", errOf(kv.OpenBucket[int](s, "t0", kv.TTL(-time.Minute))), tinystore.ErrInvalid, "ttl is -60000000000 ns"+notSpan, "(bucket t0)")
 	c.refused("a negative idle", errOf(kv.OpenBucket[int](s, "t0", kv.Idle(-time.Second))), tinystore.ErrInvalid, "idle", "negative", "t0")
 	c.refused("a negative keep", errOf(kv.OpenOnce[int](s, "o0", kv.Keep(-time.Hour))), tinystore.ErrInvalid, "keep", "negative", "o0")
 	c.refused("a negative counters ttl", errOf(kv.OpenCounters(s, "c0", kv.TTL(-time.Hour))), tinystore.ErrInvalid, "ttl", "negative", "c0")

@@ -284,7 +284,7 @@ func (b *Bucket[T]) All(ctx context.Context) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		after := ""
 		for {
-			page, err := b.List(ctx, ListOptions{After: after, Limit: 1000})
+			page, err := b.List(ctx, ListOptions{After: after, Limit: native.MaxPage})
 			if err != nil {
 				yield(Entry[T]{}, err)
 				return

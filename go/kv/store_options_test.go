@@ -85,6 +85,10 @@ func TestMmapSizeNegativeIsInvalidNamesTheOptionAndOpensNothing(t *testing.T) {
 			if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("mmap_size is %d", size)) {
 				t.Fatalf("MmapSize %d: %v, want ErrInvalid naming the option mmap_size", size, err)
 			}
+			want := fmt.Sprintf("tinystore: invalid: the store option mmap_size is %d: a size in bytes is a whole number from 0 to 2^64-1; nothing was opened", size)
+			if err.Error() != want {
+				t.Fatalf("MmapSize %d: %q, want the core's one text %q", size, err, want)
+			}
 		}
 	}
 	if after := must[[]byte](t)(os.ReadFile(filepath.Join(dir, "kv.db"))); !bytes.Equal(before, after) {

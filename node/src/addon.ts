@@ -388,6 +388,9 @@ export declare function forwardLogs(sink: (record: [level: string, target: strin
  */
 export declare function init(makeError: (code: string, message: string, bucket?: string, key?: string) => Error): void
 
+/** The most keys one page of `list` holds (`tinystore::MAX_PAGE`). */
+export declare const MAX_PAGE: number
+
 /** An entry as JS sees it before `JSON.parse`: `{ value, expiresAt }`. */
 export interface NativeLimitEntry {
   /** The value as JSON text. */

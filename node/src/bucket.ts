@@ -7,7 +7,7 @@
 import { branchOf } from './handles'
 import { type Codec, decodeWith, encodeWith, takeDecoded } from './codec'
 import type { Duration } from './durations'
-import { bareSet, type NativeBucket, type NativeEntry, type SetHandle, setHandle } from './native'
+import { bareSet, type NativeBucket, type NativeEntry, native, type SetHandle, setHandle } from './native'
 import { waitsForOwnTx, writeOnStore } from './scope'
 import { type SignalOptions, withSignal } from './signals'
 import { type Crossing, crossingOf, dateArg, decodeAs, encodeAs, invalidArg, type Key, showKey, type ValueType } from './values'
@@ -331,7 +331,7 @@ export class Bucket<T> {
 	async *all(): AsyncGenerator<Entry<T>, void, undefined> {
 		let after: Key | undefined
 		for (;;) {
-			const page = await this.list({ after, limit: 1000 })
+			const page = await this.list({ after, limit: native.MAX_PAGE })
 			yield* page.entries
 			if (page.next === undefined) return
 			after = page.next

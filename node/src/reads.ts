@@ -172,7 +172,7 @@ export class ScopedReads<T> {
 	async *all(): AsyncGenerator<Entry<T>, void, undefined> {
 		let after: Key | undefined
 		for (;;) {
-			const page = this.list({ after, limit: 1000 })
+			const page = this.list({ after, limit: native.MAX_PAGE })
 			yield* page.entries
 			if (page.next === undefined) return
 			after = page.next

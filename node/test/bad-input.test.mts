@@ -174,6 +174,8 @@ test('KV-18 bad durations and rates are InvalidError quoting them, NaN and Infin
 		await c.refused(`a set's ttl ${quoted(d)}`, () => texts.set('kept', 'w', { ttl: d as Loose }), InvalidError)
 	}
 	// A duration may be a number of milliseconds: only a whole, finite, non-negative one.
+	const notSpan = ': a span of time is from 0 to 2^53 - 1 ms, never negative'
+	await c.refused('a negative ttl in the core\'s text', () => store.bucket('t0', { ttl: -60000 }).get('k'), InvalidError, `ttl is -60000 ms${notSpan}`)
 	for (const ms of [NaN, Infinity, -Infinity, -1]) {
 		await c.refused(`ttl ${ms} ms`, () => store.bucket('t0', { ttl: ms as Loose }).get('k'), InvalidError, 'ttl')
 		await c.refused(`expire in ${ms} ms`, () => texts.expire('kept', ms as Loose), InvalidError)
@@ -229,6 +231,8 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	await c.refused('add past a safe integer', () => attempts.add('k', 2 ** 53), InvalidError, 'whole number from -(2^53-1) to 2^53-1', 'attempts')
 	await c.refused('a bigint counter past int64', () => big.add('top', 2n), LimitError, 'int64', 'wide', 'top')
 	await c.refused('a bigint step past int64', () => big.add('k', 2n ** 63n), InvalidError, 'int64', 'wide')
+	const stepPast = "a counter's step is 9223372036854775808: it must fit int64, from -2^63 to 2^63-1"
+	await c.refused("a bigint step past int64's text", () => big.add('k', 2n ** 63n), InvalidError, stepPast, '(bucket wide)')
 	c.done()
 	assert.equal(await attempts.get('k'), 0, 'a refused add changes nothing')
 	assert.equal(await big.get('top'), 2n ** 63n - 2n, 'a refused add changes nothing')

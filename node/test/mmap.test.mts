@@ -32,3 +32,13 @@ test('KV-18 mmapSize: a negative, fractional or non-number size is InvalidError 
 		assert.equal(existsSync(join(dir, 'kv.db')), false, `${String(mmapSize)} created kv.db`)
 	}
 })
+
+test('KV-18 mmapSize and memory: a whole number below 0 or past 2^64-1 is the core\'s one text', async () => {
+	for (const [option, n, shown] of [['mmapSize', -1, '-1'], ['memory', -1, '-1'], ['mmapSize', 2 ** 64, '18446744073709551616']] as const) {
+		const dir = freshDir()
+		const e = await rejection(open(dir, { clock: T0, [option]: n }))
+		assert.ok(e instanceof InvalidError, `${option} ${n}: ${e}`)
+		assert.equal(e.message, `the store option ${option} is ${shown}: a size in bytes is a whole number from 0 to 2^64-1; nothing was opened`)
+		assert.equal(existsSync(join(dir, 'kv.db')), false, `${option} ${n} created kv.db`)
+	}
+})

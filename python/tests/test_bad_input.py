@@ -169,6 +169,14 @@ def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Sto
             tinystore.InvalidError,
             "negative",
         )
+        not_span = ": a span of time is from 0 to 2^53 - 1 ms, never negative"
+        c.refused(
+            "a negative ttl in the core's text",
+            lambda: s.bucket("t0", int, ttl=dt.timedelta(minutes=-1)).get("k"),
+            tinystore.InvalidError,
+            "ttl is -60000000000 ns" + not_span,
+            "(bucket t0)",
+        )
         c.refused(
             "a call's ttl of a number",
             lambda: s.bucket("texts", str).set("k", "v", ttl=60),  # type: ignore[arg-type]
@@ -200,6 +208,13 @@ def test_kv18_bad_limits_and_windows_are_invalid_naming_them(fixture: sync.Store
         c.refused("a counter past int64", lambda: attempts.add("top", 2), tinystore.LimitError, "attempts", "top")
         c.refused("add past int64 itself", lambda: attempts.add("k", 2**63), tinystore.InvalidError, "attempts")
         c.refused("add a float", lambda: attempts.add("k", 0.5), tinystore.InvalidError, "attempts")  # type: ignore[arg-type]
+        past = ": it must fit int64, from -2^63 to 2^63-1"
+        step_past = "a counter's step is 9223372036854775808" + past
+        c.refused("a step past int64's text", lambda: attempts.add("k", 2**63), tinystore.InvalidError, step_past, "(bucket attempts)")
+        count_past = "a count of uses is -9223372036854775809" + past
+        c.refused("allow n past int64", lambda: guesses.allow("k", -(2**63) - 1), tinystore.InvalidError, count_past, "(bucket guesses, key k)")
+        c.refused("add a bool", lambda: attempts.add("k", True), tinystore.InvalidError, "n must be an int, not bool", "attempts")
+        c.refused("allow a bool", lambda: guesses.allow("k", True), tinystore.InvalidError, "n must be an int, not bool", "guesses")
     assert attempts.get("top") == 2**63 - 2, "a refused add changes nothing"
 
 

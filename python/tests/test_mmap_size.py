@@ -52,3 +52,15 @@ def test_a_bad_mmap_size_is_invalid_names_the_option_and_writes_nothing(
     refused_untouched: Callable[..., None], bad: Any
 ) -> None:
     refused_untouched("mmap_size", mmap_size=bad)
+
+
+@pytest.mark.parametrize(("option", "n"), [("mmap_size", -1), ("memory", -1), ("mmap_size", 1 << 64)])
+def test_a_size_past_0_to_2_64_is_the_cores_one_text(tmp_path: Path, option: str, n: int) -> None:
+    options: dict[str, Any] = {option: n}
+    with pytest.raises(tinystore.InvalidError) as e:
+        sync.open(tmp_path / "store", **options)
+    assert str(e.value) == (
+        f"invalid: the store option {option} is {n}: a size in bytes is a whole number from 0 to 2^64-1;"
+        " nothing was opened"
+    )
+    assert not (tmp_path / "store").exists()

@@ -26,9 +26,6 @@ Key = Union[str, bytes, int]
 """A key or an owner: text, bytes, or an integer (its decimal spelling: ``42`` and ``"42"`` are one key)."""
 
 
-_MAX_MMAP = (1 << 64) - 1
-
-
 def open_native(
     dir: str | os.PathLike[str],
     clock: Any,
@@ -46,12 +43,6 @@ def open_native(
     created."""
     if not isinstance(dir, (str, os.PathLike)):
         raise InvalidError(f"a store opens a directory (str or path), not {type(dir).__name__}")
-    if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 0):
-        raise InvalidError(f"memory is a budget in bytes, a non-negative int, not {memory!r}")
-    if mmap_size is not None and (
-        not isinstance(mmap_size, int) or isinstance(mmap_size, bool) or not 0 <= mmap_size <= _MAX_MMAP
-    ):
-        raise InvalidError(f"mmap_size is a size in bytes, a non-negative int (0 maps nothing), not {mmap_size!r}")
     if keep_read_locks is not None and not isinstance(keep_read_locks, bool):
         raise InvalidError(f"keep_read_locks is True or False, not {keep_read_locks!r}")
     if share_with_group is not None and not isinstance(share_with_group, bool):

@@ -59,7 +59,7 @@ class Bucket:
         """
         Whether a live key is there.
         """
-    def list(self, /, after: "_Key | None" = None, limit: SupportsIndex | None = None, scope: "Tx | View | None" = None) -> "_Page":
+    def list(self, /, after: "_Key | None" = None, limit: "int | None" = None, scope: "Tx | View | None" = None) -> "_Page":
         """
         One page of this branch's keys: (entries, next cursor or None).
         """
@@ -500,7 +500,7 @@ class Store:
     """
     An open store (a directory holding kv.db).
     """
-    def __new__(cls, /, dir: str | PathLike[str], clock_ms: SupportsIndex | None = None, memory: SupportsIndex | None = None, mmap_size: SupportsIndex | None = None, keep_read_locks: bool | None = None, share_with_group: bool | None = None) -> Store:
+    def __new__(cls, /, dir: str | PathLike[str], clock_ms: SupportsIndex | None = None, memory: "int | None" = None, mmap_size: "int | None" = None, keep_read_locks: bool | None = None, share_with_group: bool | None = None) -> Store:
         """
         Opens the store in `dir`; `clock_ms` gives it a manual test clock,
         `memory` a memory budget in bytes (`Options::memory`), `mmap_size`

@@ -60,6 +60,9 @@
 // The caller gave up before its write started; nothing was written.
 #define TS_CANCELLED 8
 
+// The most keys one page of a list holds (the core's `MAX_PAGE`).
+#define TS_MAX_PAGE 1000
+
 // Reads a key (bucket: its entry; counters: the value; once: the kept answer).
 #define TS_OP_GET 1
 
@@ -315,8 +318,8 @@ typedef struct TsCall {
   uint64_t check_ctx;
   // A list: whether the key argument is the cursor to list after.
   bool has_after;
-  // A list: at most how many keys (0 for the default).
-  uint32_t limit;
+  // A list: at most how many keys, 1 to `TS_MAX_PAGE` (0 for the default).
+  int64_t limit;
   // The runs of once the caller is inside (begin; null: none).
   const struct TsCaller *caller;
   // On the store, lets another thread give up on a write before its

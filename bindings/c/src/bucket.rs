@@ -200,7 +200,10 @@ pub(crate) fn written(r: &mut TsResult, w: Written, want: i32) -> Result<Option<
 fn list(rb: &RawBucket, scope: Scope, c: &TsCall, after: &[u8]) -> Result<*mut TsPage> {
     let opts = ListOptions {
         after: c.has_after.then(|| Key(after.to_vec())),
-        limit: (c.limit > 0).then_some(c.limit as usize),
+        limit: match c.limit {
+            0 => None,
+            n => Some(tinystore::page_size(n.into()).map_err(|e| e.in_bucket(rb.name()))?),
+        },
     };
     let page = scope.list(rb, &opts)?;
     for e in &page.entries {

@@ -45,6 +45,10 @@ pub unsafe extern "C" fn ts_handle_free(h: *mut TsHandle) {
     unsafe { free(h) }
 }
 
+/// The most keys one page of a list holds (the core's `MAX_PAGE`).
+pub const TS_MAX_PAGE: u32 = 1000;
+const _: () = assert!(TS_MAX_PAGE as usize == tinystore::MAX_PAGE);
+
 /// Reads a key (bucket: its entry; counters: the value; once: the kept answer).
 pub const TS_OP_GET: i32 = 1;
 /// Whether a bucket's live key is there.
@@ -108,8 +112,8 @@ pub struct TsCall {
     pub check_ctx: u64,
     /// A list: whether the key argument is the cursor to list after.
     pub has_after: bool,
-    /// A list: at most how many keys (0 for the default).
-    pub limit: u32,
+    /// A list: at most how many keys, 1 to `TS_MAX_PAGE` (0 for the default).
+    pub limit: i64,
     /// The runs of once the caller is inside (begin; null: none).
     pub caller: *const TsCaller,
     /// On the store, lets another thread give up on a write before its

@@ -345,11 +345,9 @@ pub(crate) fn branch<'a, H: Branches>(h: &'a H, owners: &[u8]) -> Result<Cow<'a,
     ))
 }
 
-/// A span in nanoseconds, refused when negative.
+/// A span in nanoseconds, by the core's rule for durations given as numbers.
 pub(crate) fn span(ns: i64, what: &str) -> Result<Duration> {
-    u64::try_from(ns)
-        .map(Duration::from_nanos)
-        .map_err(|_| invalid(format!("a {what} of {ns} ns is negative")))
+    tinystore::duration_from_nanos(ns.into(), what)
 }
 
 /// The span of a handle `name` opens with, when `has` says it is given;

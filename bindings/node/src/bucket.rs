@@ -11,9 +11,13 @@ use napi_derive::napi;
 use tinystore::{BucketWrite, Created, Entry, Key, ListOptions, Raw, RawBucket, WriteCall, WriteOptions, Written};
 
 use crate::completions::{self, sync};
-use crate::convert::{self, MAX_SAFE, Ts, ValueKind};
+use crate::convert::{self, Ts, ValueKind};
 use crate::napi_values as js;
 use crate::scope::{NativeScope, run, scope_of, written_js};
+
+/// The most keys one page of `list` holds (`tinystore::MAX_PAGE`).
+#[napi]
+pub const MAX_PAGE: u32 = tinystore::MAX_PAGE as u32;
 
 /// A bucket, or one branch of it, with the type of its values.
 #[napi]
@@ -163,8 +167,11 @@ impl NativeBucket {
             };
             // A number that is not a whole count is bad input, not a page
             // size to round (KV-18); the core says which sizes a page takes.
-            let limit = limit.map(|l| tinystore::whole_number(l, "a page size (limit)", 0..=MAX_SAFE));
-            let limit = self.named(limit.transpose())?.map(|l| l as usize);
+            let limit = limit.map(|l| match l.fract() == 0.0 {
+                true => tinystore::page_size(l as i128),
+                false => tinystore::whole_number(l, "a page size (limit)", 1..=i64::from(MAX_PAGE)).map(|l| l as usize),
+            });
+            let limit = self.named(limit.transpose())?;
             let page = scope_of(&scope).list(&self.raw, &ListOptions { after, limit })?;
             let items = page
                 .entries

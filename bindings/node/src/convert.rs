@@ -352,7 +352,7 @@ pub(crate) fn duration(env: &Env, v: &Unknown<'_>, what: &str) -> Ts<Option<Dura
 /// A number of milliseconds as a span, by the core's rule: negative, NaN,
 /// infinite or past 2^53 - 1 is `Invalid` naming `what` and the number.
 pub(crate) fn millis(ms: f64, what: &str) -> Ts<Duration> {
-    tinystore::duration_from_millis(ms).map_err(|e| invalid(format!("{what}: {}", e.message())))
+    tinystore::duration_from_millis(ms, what)
 }
 
 /// A time as milliseconds since the Unix epoch (what `Date.getTime()` gives).

@@ -63,7 +63,7 @@ fn allow_function(env: napi_env, limit: &NativeRateLimit) -> Ts<napi_value> {
 /// still alive, and `key` points to `len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tinystore_rate_limit_allow(limit: *const RateLimit, key: *const u8, len: u32, n: f64) -> f64 {
-    if limit.is_null() || key.is_null() || len == 0 || !(1.0..=9_007_199_254_740_991.0).contains(&n) {
+    if limit.is_null() || key.is_null() || len == 0 || !(1.0..=tinystore::MAX_SAFE_INTEGER as f64).contains(&n) {
         return f64::NAN;
     }
     if (n as u64) as f64 != n {

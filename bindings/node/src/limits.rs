@@ -58,10 +58,8 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
             "a counter's step (a bigint holds int64)",
             -MAX_SAFE..=MAX_SAFE,
         ),
-        "bigint" => match js::read_bigint(env, v)? {
-            Some(i) if i64::try_from(i).is_ok() => Ok(i as i64),
-            _ => Err(completions::invalid("the bigint step is outside the int64 range")),
-        },
+        // A bigint past 128 bits is past int64 too: held at i128's end.
+        "bigint" => tinystore::int64_arg(js::read_bigint(env, v)?.unwrap_or(i128::MAX), "a counter's step"),
         t => Err(completions::invalid(format!(
             "a counter's step is a number or a bigint, not {t}"
         ))),

@@ -17,7 +17,7 @@ use tinystore::{
 };
 
 use crate::completions::Completions;
-use crate::convert::{Answered, Arg, Codec, branch, key_in, key_to_py, opt_span, version};
+use crate::convert::{Answered, Arg, Codec, branch, int_of, key_in, key_to_py, opt_span, version};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 use crate::reply;
@@ -293,12 +293,12 @@ impl Bucket {
     }
 
     /// One page of this branch's keys: (entries, next cursor or None).
-    #[pyo3(signature = (after: "_Key | None" = None, limit = None, scope: "Tx | View | None" = None) -> "_Page")]
+    #[pyo3(signature = (after: "_Key | None" = None, limit: "int | None" = None, scope: "Tx | View | None" = None) -> "_Page")]
     fn list(
         &self,
         py: Python<'_>,
         after: Option<&Arg<'_>>,
-        limit: Option<usize>,
+        limit: Option<&Arg<'_>>,
         scope: Option<&Arg<'_>>,
     ) -> PyResult<(Vec<PyEntry>, Option<Py<PyAny>>)> {
         let scope = scope_of(py, scope)?;
@@ -306,6 +306,10 @@ impl Bucket {
             Some(a) => Some(Key(self.key(py, a)?)),
             None => None,
         };
+        let limit = limit
+            .map(|l| int_of(l, "a page size (limit)").and_then(tinystore::page_size))
+            .transpose()
+            .map_err(|e| to_py(py, e.in_bucket(self.raw.name())))?;
         let opts = ListOptions { after, limit };
         let page = run_in(py, scope, Takes::Long, || scope.list(&self.raw, &opts))?;
         let entries = page

@@ -77,6 +77,24 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// An int argument as the core's signed number, which the core checks:
+/// a bool or another type is refused here, naming `what`, and an int past
+/// i128 is held at the end of its sign, where every check of the core
+/// refuses it.
+pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<i128, Error> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        return Err(invalid(format!(
+            "{what} must be an int, not {} {shown}",
+            type_name(obj)
+        )));
+    }
+    Ok(obj.extract::<i128>().unwrap_or_else(|_| match obj.gt(0) {
+        Ok(true) => i128::MAX,
+        _ => i128::MIN,
+    }))
+}
+
 /// A duration: text in the core's grammar (`"15m"`, `"1h30m"`) or a
 /// `datetime.timedelta`. `what` names the option in messages.
 pub fn span(obj: &Bound<'_, PyAny>, what: &str) -> Result<Duration, Error> {
@@ -86,11 +104,8 @@ pub fn span(obj: &Bound<'_, PyAny>, what: &str) -> Result<Duration, Error> {
     }
     if let Ok(d) = obj.cast::<PyDelta>() {
         let (days, secs, micros) = (d.get_days(), d.get_seconds(), d.get_microseconds());
-        if days < 0 {
-            return Err(invalid(format!("{what} is a negative timedelta")));
-        }
-        let micros = (days as u64 * 86_400 + secs as u64) * 1_000_000 + micros as u64;
-        return Ok(Duration::from_micros(micros));
+        let micros = (i128::from(days) * 86_400 + i128::from(secs)) * 1_000_000 + i128::from(micros);
+        return tinystore::duration_from_nanos(micros * 1_000, what);
     }
     Err(invalid(format!(
         "{what} must be a duration as text (\"15m\", \"30d\", \"1h30m\") or a timedelta, not {}",

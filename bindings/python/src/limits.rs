@@ -12,7 +12,7 @@ use tinystore::{
     RateLimit as CoreRateLimit,
 };
 
-use crate::convert::{Answered, Arg, branch, key_in, opt_span, span, type_name};
+use crate::convert::{Answered, Arg, branch, int_of, key_in, opt_span, span, type_name};
 use crate::errors::{invalid, py_err, to_py};
 use crate::reply;
 use crate::scope::{Call, in_scope};
@@ -57,13 +57,11 @@ fn rate(obj: &Arg<'_>) -> Result<(u64, Duration), Error> {
 }
 
 /// A call's count of uses `n`, the error naming the handle and key through
-/// `named`: a type that is no int is refused here, a negative count by the
-/// core, in every language's text.
+/// `named`: a type that is no int is refused here, a count past int64 or
+/// below 0 by the core, in every language's text.
 pub(crate) fn count(py: Python<'_>, named: impl FnOnce(Error) -> Error, n: &Arg<'_>) -> PyResult<u64> {
-    let signed = n
-        .extract::<i64>()
-        .map_err(|_| invalid(format!("n must be an int within int64, not {}", type_name(n))));
-    signed
+    int_of(n, "n")
+        .and_then(|n| tinystore::int64_arg(n, "a count of uses"))
         .and_then(|n| tinystore::not_negative(n, "a count of uses"))
         .map_err(|e| to_py(py, named(e)))
 }
@@ -206,16 +204,12 @@ pub struct Counters {
     pub(crate) inner: CoreCounters,
 }
 
-pub(crate) fn int_arg(py: Python<'_>, name: &str, n: &Arg<'_>) -> PyResult<i64> {
-    if n.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(to_py(py, invalid("n must be an int, not bool").in_bucket(name)));
-    }
-    n.extract::<i64>().map_err(|_| {
-        to_py(
-            py,
-            invalid(format!("n must be a 64-bit int, not {}", type_name(n))).in_bucket(name),
-        )
-    })
+/// A counter's step `n`: a type that is no int is refused here, a step
+/// past int64 by the core.
+pub(crate) fn step(py: Python<'_>, name: &str, n: &Arg<'_>) -> PyResult<i64> {
+    int_of(n, "n")
+        .and_then(|n| tinystore::int64_arg(n, "a counter's step"))
+        .map_err(|e| to_py(py, e.in_bucket(name)))
 }
 
 impl Counters {
@@ -265,7 +259,7 @@ impl Counters {
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn add(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
+        let n = step(py, self.inner.name(), n)?;
         self.call().write(py, scope, CounterWrite::Add(k, n), reply::written)
     }
 
@@ -273,7 +267,7 @@ impl Counters {
     #[pyo3(signature = (key: "_Key", n: "int", scope: "_Scope" = None))]
     fn max(&self, py: Python<'_>, key: &Arg<'_>, n: &Arg<'_>, scope: Option<&Arg<'_>>) -> Answered {
         let k = key_in(py, self.inner.name(), key)?;
-        let n = int_arg(py, self.inner.name(), n)?;
+        let n = step(py, self.inner.name(), n)?;
         self.call().write(py, scope, CounterWrite::Max(k, n), reply::written)
     }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use tinystore::{Options, Store as CoreStore, from_millis, to_millis};
 
-use crate::convert::{Answered, Arg, span};
+use crate::convert::{Answered, Arg, int_of, span};
 use crate::errors::{py_err, to_py};
 use crate::pending::Pending;
 
@@ -27,13 +27,13 @@ impl Store {
     /// reads (`Options::keep_read_locks`), `share_with_group` whether the
     /// files it creates are its group's too (`Options::share_with_group`).
     #[new]
-    #[pyo3(signature = (dir, clock_ms=None, memory=None, mmap_size=None, keep_read_locks=None, share_with_group=None))]
+    #[pyo3(signature = (dir, clock_ms=None, memory: "int | None" = None, mmap_size: "int | None" = None, keep_read_locks=None, share_with_group=None))]
     fn new(
         py: Python<'_>,
         dir: PathBuf,
         clock_ms: Option<i64>,
-        memory: Option<usize>,
-        mmap_size: Option<u64>,
+        memory: Option<&Arg<'_>>,
+        mmap_size: Option<&Arg<'_>>,
         keep_read_locks: Option<bool>,
         share_with_group: Option<bool>,
     ) -> PyResult<Store> {
@@ -41,11 +41,13 @@ impl Store {
         if let Some(ms) = clock_ms {
             opts = opts.test_clock(from_millis(ms));
         }
-        if let Some(bytes) = memory {
-            opts = opts.memory(bytes);
+        let size = |obj: &Arg<'_>, option| int_of(obj, option).and_then(|n| tinystore::store_size(option, n));
+        if let Some(n) = memory {
+            let bytes = size(n, "memory").map_err(|e| to_py(py, e))?;
+            opts = opts.memory(usize::try_from(bytes).unwrap_or(usize::MAX));
         }
-        if let Some(bytes) = mmap_size {
-            opts = opts.mmap_size(bytes);
+        if let Some(n) = mmap_size {
+            opts = opts.mmap_size(size(n, "mmap_size").map_err(|e| to_py(py, e))?);
         }
         if let Some(on) = keep_read_locks {
             opts = opts.keep_read_locks(on);

@@ -38,6 +38,15 @@ pub(crate) use writes::op_clear;
 
 /// The most keys one page of `list` holds.
 pub const MAX_PAGE: usize = 1000;
+/// A page size a caller gave as a signed number: 1 to [`MAX_PAGE`] keys.
+/// Another is `Invalid`; the caller names the bucket.
+pub fn page_size(n: i128) -> Result<usize> {
+    match usize::try_from(n) {
+        Ok(n @ 1..=MAX_PAGE) => Ok(n),
+        _ => Err(Error::invalid(format!("a page holds 1 to {MAX_PAGE} keys, not {n}"))),
+    }
+}
+
 /// The keys of a page when the call does not say.
 pub const DEFAULT_PAGE: usize = 100;
 /// The most bytes of values one page holds.

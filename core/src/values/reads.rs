@@ -201,10 +201,10 @@ pub(crate) fn list_with(
     opts: &ListOptions,
     scan: impl FnOnce(&[u8], &[u8], usize) -> Result<(Vec<storage::ScanRow>, bool)>,
 ) -> Result<Page<Raw>> {
-    let limit = opts.limit.unwrap_or(DEFAULT_PAGE);
-    if limit == 0 || limit > MAX_PAGE {
-        return Err(Error::invalid(format!("a page holds 1 to {MAX_PAGE} keys, not {limit}")).in_bucket(&core.name));
-    }
+    let limit = match opts.limit {
+        Some(n) => super::page_size(n as i128).map_err(|e| e.in_bucket(&core.name))?,
+        None => DEFAULT_PAGE,
+    };
     let (lo, hi) = branch.own_keys();
     let after = match &opts.after {
         Some(k) => branch.after(&k.0),

@@ -184,11 +184,12 @@ pub(super) fn list(h: &Handles, input: &mut Input, closed: bool) {
     let owners = input.owners();
     let after = input.key();
     let has_after = input.bool();
-    let limit = match input.u8() % 4 {
+    let limit = match input.u8() % 5 {
         0 => 0,
         1 => 1001,
-        2 => u32::MAX,
-        _ => u32::from(input.u8()),
+        2 => i64::from(u32::MAX),
+        3 => -1 - i64::from(input.u8()),
+        _ => i64::from(input.u8()),
     };
     let want = input.kind();
     let c = TsCall {

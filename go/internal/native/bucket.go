@@ -24,6 +24,9 @@ import (
 	"unsafe"
 )
 
+// MaxPage is the most keys one page of List holds (TS_MAX_PAGE).
+const MaxPage = int(C.TS_MAX_PAGE)
+
 // Kind is how a value crosses the ABI, and how a row is asked to read.
 type Kind int32
 
@@ -300,10 +303,7 @@ func (b *Bucket) Clear(ctx context.Context, s *Scope, owners []byte) error {
 // (when hasAfter), at most limit (0 for the default); next is the cursor
 // of the next page.
 func (b *Bucket) List(ctx context.Context, s *Scope, owners []byte, after string, hasAfter bool, limit int, want Kind) (entries []Entry, next string, more bool, err error) {
-	if limit < 0 || limit > 1<<31 {
-		limit = 1 << 31 // the core refuses it, naming the limit
-	}
-	c := C.TsCall{has_after: C.bool(hasAfter), limit: C.uint32_t(limit), want: C.int32_t(want)}
+	c := C.TsCall{has_after: C.bool(hasAfter), limit: C.int64_t(limit), want: C.int32_t(want)}
 	out, err := b.run(ctx, s, C.TS_OP_LIST, owners, after, nil, &c)
 	if err != nil {
 		return nil, "", false, err

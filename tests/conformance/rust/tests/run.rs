@@ -251,7 +251,12 @@ impl Runner {
             (Handle::Bucket(b, _), "list") => {
                 let opts = ListOptions {
                     after: step.get("after").map(|a| tinystore::Key(text(a).into_bytes())),
-                    limit: step.get("limit").map(|l| l.as_u64().unwrap() as usize),
+                    // A case's limit may be negative, which a usize cannot hold:
+                    // it goes through the check every binding's signed limit does.
+                    limit: step
+                        .get("limit")
+                        .map(|l| tinystore::page_size(l.as_i64().unwrap().into()).map_err(|e| e.in_bucket(b.name())))
+                        .transpose()?,
                 };
                 let page = b.list(&opts)?;
                 let keys: Vec<String> = page.entries.iter().map(|e| lossy(&e.key)).collect();
