@@ -34,6 +34,7 @@
 pub mod aio;
 mod answer_queue;
 mod backend;
+mod binding_refusals;
 mod binding_tx;
 mod branches;
 mod bucket;
@@ -78,6 +79,7 @@ mod tx_kinds;
 mod values;
 
 pub use answer_queue::{AnswerQueue, Wake};
+pub use binding_refusals::Refusal;
 pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, ended as tx_ended};
 pub use branches::Branches;
 pub use bucket::{Bucket, BucketBuilder, KeyCall};

@@ -3,6 +3,7 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,13 +138,20 @@ func TestKV16HandleUsedAfterItsTransactionIsClosed(t *testing.T) {
 		_, _, err := inView.Get(ctx, "k")
 		return err
 	}))
-	for name, h := range map[string]*kv.Bucket[string]{"tx": inTx, "view": inView} {
+	for name, h := range map[string]*kv.Bucket[string]{"transaction": inTx, "view": inView} {
+		ended := func(err error) {
+			t.Helper()
+			isKind(t, err, tinystore.ErrClosed)
+			if want := "the " + name + " has ended: use its handles inside its function"; !strings.Contains(err.Error(), want) {
+				t.Fatalf("a %s's handle after its end: %v, want %q", name, err, want)
+			}
+		}
 		_, _, err := h.Get(ctx, "k")
-		isKind(t, err, tinystore.ErrClosed)
+		ended(err)
 		_, err = h.List(ctx, kv.ListOptions{})
-		isKind(t, err, tinystore.ErrClosed)
-		if name == "tx" {
-			isKind(t, h.Set(ctx, "k", "late"), tinystore.ErrClosed)
+		ended(err)
+		if name == "transaction" {
+			ended(h.Set(ctx, "k", "late"))
 		}
 	}
 	if v, _ := get(t, b, "k"); v != "v" {

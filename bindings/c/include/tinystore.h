@@ -489,6 +489,16 @@ int32_t ts_codec_fault(const uint8_t *word,
                        size_t detail_len,
                        struct TsError **err);
 
+// The core's error for a refusal the caller finds before its call reaches
+// the core, named by a word (`tx_ended`, `view_ended`, ...: see
+// `tinystore::Refusal::named`) with its detail, so that every language
+// words it alike; the caller names its bucket and key.
+int32_t ts_refusal(const uint8_t *word,
+                   size_t word_len,
+                   const uint8_t *detail,
+                   size_t detail_len,
+                   struct TsError **err);
+
 // Builds an error the caller found itself, so that its text is rendered
 // as the core renders every error: about the handle `name` when it is not
 // empty (a handle used after its transaction ended, a closed store), and

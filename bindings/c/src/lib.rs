@@ -258,6 +258,27 @@ pub unsafe extern "C" fn ts_codec_fault(
     })
 }
 
+/// The core's error for a refusal the caller finds before its call reaches
+/// the core, named by a word (`tx_ended`, `view_ended`, ...: see
+/// `tinystore::Refusal::named`) with its detail, so that every language
+/// words it alike; the caller names its bucket and key.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_refusal(
+    word: *const u8,
+    word_len: usize,
+    detail: *const u8,
+    detail_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    guard(err, || {
+        let word = unsafe { text(word, word_len, "refusal") }?;
+        let detail = String::from_utf8_lossy(unsafe { bytes(detail, detail_len) });
+        let refusal =
+            tinystore::Refusal::named(word, &detail).ok_or_else(|| invalid(format!("no refusal {word:?}")))?;
+        Err(refusal.error())
+    })
+}
+
 /// Builds an error the caller found itself, so that its text is rendered
 /// as the core renders every error: about the handle `name` when it is not
 /// empty (a handle used after its transaction ended, a closed store), and
