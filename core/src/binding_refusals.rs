@@ -16,8 +16,6 @@ pub enum Refusal<'a> {
     ViewEnded,
     /// A call on a store that is closed.
     StoreClosed,
-    /// A call still waiting for its answer when the store closed.
-    Unanswered,
     /// A call given up (its context, task or signal) before it started.
     CancelledBeforeStart,
     /// A call that runs a function (`run`, `tx`, `view`), given this instead.
@@ -26,7 +24,7 @@ pub enum Refusal<'a> {
 
 impl<'a> Refusal<'a> {
     /// The refusal a binding names by a word (`tx_ended`, `view_ended`,
-    /// `store_closed`, `unanswered`, `cancelled_before_start`, and
+    /// `store_closed`, `cancelled_before_start`, and
     /// `run_needs_function`, `tx_needs_function`, `view_needs_function`
     /// with what it was given as `detail`).
     pub fn named(word: &str, detail: &'a str) -> Option<Refusal<'a>> {
@@ -34,7 +32,6 @@ impl<'a> Refusal<'a> {
             "tx_ended" => Refusal::TxEnded,
             "view_ended" => Refusal::ViewEnded,
             "store_closed" => Refusal::StoreClosed,
-            "unanswered" => Refusal::Unanswered,
             "cancelled_before_start" => Refusal::CancelledBeforeStart,
             "run_needs_function" => Refusal::NeedsFunction("a run", detail),
             "tx_needs_function" => Refusal::NeedsFunction("a transaction", detail),
@@ -50,7 +47,6 @@ impl<'a> Refusal<'a> {
             Refusal::TxEnded => scope_ended("transaction"),
             Refusal::ViewEnded => scope_ended("view"),
             Refusal::StoreClosed => Error::closed(),
-            Refusal::Unanswered => Error::new(ErrorKind::Closed, "the store closed before the call was answered"),
             Refusal::CancelledBeforeStart => cancelled_before_start(),
             Refusal::NeedsFunction(call, got) => Error::new(
                 ErrorKind::Invalid,
@@ -86,11 +82,6 @@ mod tests {
             ),
             ("store_closed", ErrorKind::Closed, "the store is closed"),
             (
-                "unanswered",
-                ErrorKind::Closed,
-                "the store closed before the call was answered",
-            ),
-            (
                 "cancelled_before_start",
                 ErrorKind::Cancelled,
                 "the caller gave up before the call started; nothing was written",
@@ -105,5 +96,14 @@ mod tests {
             assert_eq!((e.kind(), e.message()), (kind, text), "{word}");
         }
         assert_eq!(Refusal::named("no such word", ""), None);
+    }
+
+    #[test]
+    fn a_call_waiting_when_the_store_closed_says_so() {
+        let e = Error::unanswered();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::Closed, "the store closed before the call was answered")
+        );
     }
 }
