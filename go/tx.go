@@ -65,11 +65,8 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := fn((*Tx)(n)); err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return &Error{Kind: ErrCancelled, Message: "the context ended before the transaction committed; nothing was written", Cause: ctx.Err()}
-	}
 	committed = true
-	return n.Commit()
+	return n.Commit(ctx)
 }
 
 // View runs fn on one read snapshot: every read fn makes through

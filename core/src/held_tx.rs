@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use crate::binding_tx::{BindingTx, ended};
+use crate::cancel::Cancel;
 use crate::error::Result;
 
 /// An open transaction and the answer of its end.
@@ -41,8 +42,15 @@ impl HeldTx {
     /// Commits and waits until what the transaction wrote is durable, or
     /// answers why nothing was. A second end is `Closed`.
     pub fn commit_wait(&self) -> Result<()> {
+        self.commit_wait_unless(None)
+    }
+
+    /// As [`HeldTx::commit_wait`], but a `cancel` that has fired rolls the
+    /// transaction back instead, as [`BindingTx::commit_unless`] does, and
+    /// answers `Cancelled` once the writer has let go.
+    pub fn commit_wait_unless(&self, cancel: Option<&Cancel>) -> Result<()> {
         let done = self.take_done().ok_or_else(ended)?;
-        let sent = self.binding.commit();
+        let sent = self.binding.commit_unless(cancel);
         match done.recv() {
             Ok(r) => r.and(sent),
             Err(_) => sent.and(Err(ended())),
@@ -109,5 +117,24 @@ mod tests {
         tx.rollback_wait();
         assert!(b.entry(b"a").unwrap().is_none());
         assert_eq!(tx.commit_wait().unwrap_err().kind(), ErrorKind::Closed);
+    }
+
+    #[test]
+    fn a_commit_given_up_rolls_back_in_the_one_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let b = RawBucket::open(&store, "codes", None, None).unwrap();
+        let tx = held(&store);
+        crate::Scope::Tx(&tx)
+            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
+            .unwrap();
+        let cancel = crate::Cancel::new();
+        cancel.fire();
+        let e = tx.commit_wait_unless(Some(&cancel)).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::Cancelled, crate::cancel::cancelled_before_commit().message())
+        );
+        assert!(b.entry(b"a").unwrap().is_none(), "a commit given up wrote");
     }
 }

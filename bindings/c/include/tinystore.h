@@ -652,8 +652,9 @@ int32_t ts_tx_begin(const struct TsStore *s, const struct TsCancel *cancel, stru
 // Commits the transaction and waits until it is durable. A failed group
 // commit is `TS_OUTCOME_UNKNOWN`; a transaction held past the core's limit
 // was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`; a view
-// is `TS_INVALID`.
-int32_t ts_tx_commit(const struct TsScope *t, struct TsError **err);
+// is `TS_INVALID`. When `cancel` (which may be null) has fired, it rolls
+// back instead, writing nothing, and is `TS_CANCELLED`.
+int32_t ts_tx_commit(const struct TsScope *t, const struct TsCancel *cancel, struct TsError **err);
 
 // Rolls the transaction back, writing nothing of it, and waits until the
 // writer has let go of it. Nothing happens to a transaction that has ended,

@@ -18,7 +18,7 @@ use tinystore::{CallerContext, Cancel, Error, Result, Store, Ticket};
 /// for: a write whose group has not started never runs, and a wait (for a
 /// run of once) ends; the call returns `TS_CANCELLED`.
 // The core's `Cancel`, which says what is given up and when.
-pub struct TsCancel(Arc<Cancel>);
+pub struct TsCancel(pub(crate) Arc<Cancel>);
 
 /// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
 #[unsafe(no_mangle)]

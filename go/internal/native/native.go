@@ -99,7 +99,8 @@ func made(code int, message, bucket string, ctx context.Context) error {
 
 // Cancelled is the error of a call whose context ended before it started.
 func Cancelled(ctx context.Context, bucket string) error {
-	return made(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx)
+	code, message := Refusal("cancelled_before_start", "")
+	return made(code, message, bucket, ctx)
 }
 
 // failure converts the ABI's error and frees it.

@@ -58,19 +58,26 @@ func open(ctx context.Context, s *Store, ended string, f func(p *C.TsStore, out 
 	return sc, nil
 }
 
-// Commit commits the transaction and waits until it is durable. The
-// transaction has ended after it, whatever the result.
-func (s *Scope) Commit() error {
+// Commit commits the transaction and waits until it is durable, or rolls
+// it back when ctx has ended (the core's rule and text). The transaction
+// has ended after it, whatever the result.
+func (s *Scope) Commit(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ptr == nil {
 		return Refused(s.ended, "", "")
 	}
 	var e *C.TsError
-	rc := C.ts_tx_commit(s.ptr, &e)
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		if c != nil && ctx.Err() != nil {
+			// AfterFunc fires on a goroutine of its own, maybe after the commit.
+			C.ts_cancel_fire(c)
+		}
+		return C.ts_tx_commit(s.ptr, c, &e)
+	})
 	C.ts_scope_free(s.ptr)
 	s.ptr = nil
-	return failure(rc, e, nil)
+	return failure(rc, e, ctx)
 }
 
 // HoldThread marks the calling OS thread as the transaction's until it
