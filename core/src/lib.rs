@@ -93,7 +93,9 @@ pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, parse_duration, p
 pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;
-pub use handle_writes::{BucketWrite, CounterWrite, HandleWrite, OnceDelete, QuotaWrite, TakeCheck, Written};
+pub use handle_writes::{
+    BucketWrite, CounterWrite, HandleWrite, OnceDelete, QuotaWrite, TakeCheck, Written, undecodable_take,
+};
 pub use held_tx::HeldTx;
 pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused, store_only_refused};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};
