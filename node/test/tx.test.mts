@@ -211,8 +211,12 @@ test('KV-16 tx and view: bad arguments are InvalidError, and a closed store is C
 	const store = await testStore()
 	await using other = await testStore()
 	const b = store.bucket('b')
-	assert.ok((await rejection(store.tx(undefined as never))) instanceof InvalidError)
-	assert.ok((await rejection(store.view('fn' as never))) instanceof InvalidError)
+	const noTxFn = await rejection(store.tx(undefined as never))
+	assert.ok(noTxFn instanceof InvalidError)
+	assert.match(noTxFn.message, /^a transaction needs a function to call, not undefined undefined/)
+	const noViewFn = await rejection(store.view('fn' as never))
+	assert.ok(noViewFn instanceof InvalidError)
+	assert.match(noViewFn.message, /^a view needs a function to call, not string fn/)
 	// A handle of another store: the engine's one refusal, at with, for every kind that joins.
 	const otherStore = { message: /^this handle is of another store: a transaction or a view takes the handles of its own store/ }
 	await store.tx((tx) => {
