@@ -82,20 +82,22 @@ mod tests {
 
     use super::HeldTx;
 
-    fn held(store: &Store) -> HeldTx {
+    /// A held transaction of `store` that has set `a` in the bucket `codes`.
+    fn held_with_a_set(store: &Store) -> (RawBucket, HeldTx) {
+        let b = RawBucket::open(store, "codes", None, None).unwrap();
         let (binding, done) = store.transaction().unwrap();
-        HeldTx::new(binding, Some(done))
+        let tx = HeldTx::new(binding, Some(done));
+        crate::Scope::Tx(&tx)
+            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
+            .unwrap();
+        (b, tx)
     }
 
     #[test]
     fn commit_waits_for_durability_and_ends_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = RawBucket::open(&store, "codes", None, None).unwrap();
-        let tx = held(&store);
-        crate::Scope::Tx(&tx)
-            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
-            .unwrap();
+        let (b, tx) = held_with_a_set(&store);
         tx.commit_wait().unwrap();
         assert!(
             b.entry(b"a").unwrap().is_some(),
@@ -109,11 +111,7 @@ mod tests {
     fn rollback_writes_nothing_and_a_commit_after_it_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = RawBucket::open(&store, "codes", None, None).unwrap();
-        let tx = held(&store);
-        crate::Scope::Tx(&tx)
-            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
-            .unwrap();
+        let (b, tx) = held_with_a_set(&store);
         tx.rollback_wait();
         assert!(b.entry(b"a").unwrap().is_none());
         assert_eq!(tx.commit_wait().unwrap_err().kind(), ErrorKind::Closed);
@@ -123,11 +121,7 @@ mod tests {
     fn a_commit_given_up_rolls_back_in_the_one_text() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = RawBucket::open(&store, "codes", None, None).unwrap();
-        let tx = held(&store);
-        crate::Scope::Tx(&tx)
-            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
-            .unwrap();
+        let (b, tx) = held_with_a_set(&store);
         let cancel = crate::Cancel::new();
         cancel.fire();
         let e = tx.commit_wait_unless(Some(&cancel)).unwrap_err();
