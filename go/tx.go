@@ -42,7 +42,7 @@ type View native.Scope
 //	})
 func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
-		return &Error{Kind: ErrInvalid, Message: "Tx needs a function to run; it was nil"}
+		return native.Refused("tx_needs_function", "nil", "")
 	}
 	// fn runs on this OS thread, where the transaction marks itself: the
 	// thread is the caller's context the engine reads. A write of fn outside
@@ -65,11 +65,8 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := fn((*Tx)(n)); err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return &Error{Kind: ErrCancelled, Message: "the context ended before the transaction committed; nothing was written", Cause: ctx.Err()}
-	}
 	committed = true
-	return n.Commit()
+	return n.Commit(ctx)
 }
 
 // View runs fn on one read snapshot: every read fn makes through
@@ -79,7 +76,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 // snapshot may still read. fn's error is View's.
 func (s *Store) View(ctx context.Context, fn func(v *View) error) error {
 	if fn == nil {
-		return &Error{Kind: ErrInvalid, Message: "View needs a function to run; it was nil"}
+		return native.Refused("view_needs_function", "nil", "")
 	}
 	n, err := native.OpenView(ctx, s.n())
 	if err != nil {

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
+use crate::binding_refusals::Refusal;
 use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::{Ticket, WriteCtx};
 use crate::in_tx::InTx;
@@ -99,7 +100,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A call on a transaction that has ended: one text for every language.
 pub fn ended() -> Error {
-    Error::new(ErrorKind::Closed, "the transaction has ended")
+    Refusal::TxEnded.error()
 }
 
 /// An open transaction of a binding: see [`Store::transaction_then`].
@@ -580,9 +581,7 @@ impl Snapshot {
             return Err(crate::postgres::unsupported("this read in a snapshot"));
         };
         let g = held.conn();
-        let conn = g
-            .as_ref()
-            .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
+        let conn = g.as_ref().ok_or_else(|| Refusal::ViewEnded.error())?;
         f(conn, self.now)
     }
 
@@ -603,9 +602,7 @@ impl Snapshot {
         let pg = self.pg.as_ref()?;
         Some(self.check(bucket).and_then(|()| {
             let g = lock(&pg.tx);
-            let tx = g
-                .as_ref()
-                .ok_or_else(|| Error::new(ErrorKind::Closed, "the snapshot is closed"))?;
+            let tx = g.as_ref().ok_or_else(|| Refusal::ViewEnded.error())?;
             f(tx)
         }))
     }

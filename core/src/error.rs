@@ -115,6 +115,13 @@ impl Error {
         Error::new(ErrorKind::Closed, "the store is closed")
     }
 
+    /// A call still waiting for its answer (a write, a transaction, a run
+    /// of once's answer) when the store closed: one text for every
+    /// language.
+    pub fn unanswered() -> Error {
+        Error::new(ErrorKind::Closed, "the store closed before the call was answered")
+    }
+
     /// Names the bucket and the path of owners and key this error is about.
     pub fn at(mut self, bucket: &str, path: impl Into<String>) -> Error {
         self.bucket = Some(bucket.to_owned());

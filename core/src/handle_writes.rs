@@ -9,7 +9,7 @@
 //! Whatever the handle, the answer is a [`Written`]: a binding converts it
 //! to its language in one place.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::group_commit::Ticket;
 use crate::in_tx::store_only_refused;
 use crate::limits::{Allowance, Counters, Quota, RawOnce};
@@ -38,6 +38,16 @@ pub enum Written {
 /// A take's check of the value inside the write: an error keeps the value
 /// (see [`Scope::take`]).
 pub type TakeCheck = Box<dyn FnOnce(&Entry<Raw>) -> Result<()> + Send>;
+
+/// What a take answers when its check (a binding's own decode, which says
+/// only yes or no) refuses the value: `Corrupt`, and the value stays. One
+/// text for every language.
+pub fn undecodable_take() -> Error {
+    Error::new(
+        ErrorKind::Corrupt,
+        "the value does not decode as the bucket's type or codec; it stays",
+    )
+}
 
 /// A write of the handle `On`: the same core call inside a transaction and
 /// on the store.
@@ -180,6 +190,28 @@ mod tests {
         binding.commit().unwrap();
         done.recv().unwrap().unwrap();
         out
+    }
+
+    /// A take whose binding's check says no is `Corrupt` in the one text,
+    /// and the value stays.
+    #[test]
+    fn a_take_its_check_refuses_leaves_the_value() {
+        let (_dir, store) = open();
+        let b = RawBucket::open(&store, "codes", None, None).unwrap();
+        b.set(b"k", Raw::text("v"), WriteOptions::default()).unwrap();
+        let check: TakeCheck = Box::new(|_| Err(undecodable_take()));
+        let e = BucketWrite::Take(b"k".to_vec(), None, check)
+            .in_scope(Scope::Direct, &b)
+            .err()
+            .unwrap();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (
+                ErrorKind::Corrupt,
+                "the value does not decode as the bucket's type or codec; it stays"
+            )
+        );
+        assert!(b.entry(b"k").unwrap().is_some(), "a refused take took the value");
     }
 
     /// A write handed to the writer answers `done` with the same kind of

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::Receiver;
 
 use crate::binding_tx::{BindingTx, ended};
+use crate::cancel::Cancel;
 use crate::error::Result;
 
 /// An open transaction and the answer of its end.
@@ -41,8 +42,15 @@ impl HeldTx {
     /// Commits and waits until what the transaction wrote is durable, or
     /// answers why nothing was. A second end is `Closed`.
     pub fn commit_wait(&self) -> Result<()> {
+        self.commit_wait_unless(None)
+    }
+
+    /// As [`HeldTx::commit_wait`], but a `cancel` that has fired rolls the
+    /// transaction back instead, as [`BindingTx::commit_unless`] does, and
+    /// answers `Cancelled` once the writer has let go.
+    pub fn commit_wait_unless(&self, cancel: Option<&Cancel>) -> Result<()> {
         let done = self.take_done().ok_or_else(ended)?;
-        let sent = self.binding.commit();
+        let sent = self.binding.commit_unless(cancel);
         match done.recv() {
             Ok(r) => r.and(sent),
             Err(_) => sent.and(Err(ended())),
@@ -74,20 +82,22 @@ mod tests {
 
     use super::HeldTx;
 
-    fn held(store: &Store) -> HeldTx {
+    /// A held transaction of `store` that has set `a` in the bucket `codes`.
+    fn held_with_a_set(store: &Store) -> (RawBucket, HeldTx) {
+        let b = RawBucket::open(store, "codes", None, None).unwrap();
         let (binding, done) = store.transaction().unwrap();
-        HeldTx::new(binding, Some(done))
+        let tx = HeldTx::new(binding, Some(done));
+        crate::Scope::Tx(&tx)
+            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
+            .unwrap();
+        (b, tx)
     }
 
     #[test]
     fn commit_waits_for_durability_and_ends_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = RawBucket::open(&store, "codes", None, None).unwrap();
-        let tx = held(&store);
-        crate::Scope::Tx(&tx)
-            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
-            .unwrap();
+        let (b, tx) = held_with_a_set(&store);
         tx.commit_wait().unwrap();
         assert!(
             b.entry(b"a").unwrap().is_some(),
@@ -101,13 +111,24 @@ mod tests {
     fn rollback_writes_nothing_and_a_commit_after_it_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = RawBucket::open(&store, "codes", None, None).unwrap();
-        let tx = held(&store);
-        crate::Scope::Tx(&tx)
-            .set(&b, b"a", Raw::text("1"), WriteOptions::default())
-            .unwrap();
+        let (b, tx) = held_with_a_set(&store);
         tx.rollback_wait();
         assert!(b.entry(b"a").unwrap().is_none());
         assert_eq!(tx.commit_wait().unwrap_err().kind(), ErrorKind::Closed);
+    }
+
+    #[test]
+    fn a_commit_given_up_rolls_back_in_the_one_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (b, tx) = held_with_a_set(&store);
+        let cancel = crate::Cancel::new();
+        cancel.fire();
+        let e = tx.commit_wait_unless(Some(&cancel)).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::Cancelled, crate::cancel::cancelled_before_commit().message())
+        );
+        assert!(b.entry(b"a").unwrap().is_none(), "a commit given up wrote");
     }
 }

@@ -34,6 +34,7 @@
 pub mod aio;
 mod answer_queue;
 mod backend;
+mod binding_refusals;
 mod binding_tx;
 mod branches;
 mod bucket;
@@ -78,6 +79,7 @@ mod tx_kinds;
 mod values;
 
 pub use answer_queue::{AnswerQueue, Wake};
+pub use binding_refusals::Refusal;
 pub use binding_tx::{BindingTx, Snapshot, TX_LIMIT, ended as tx_ended};
 pub use branches::Branches;
 pub use bucket::{Bucket, BucketBuilder, KeyCall};
@@ -91,7 +93,9 @@ pub use durations::{MAX_DURATION_MILLIS, duration_from_millis, duration_from_nan
 pub use error::{Error, ErrorKind, Result, inside_tx_error, nested_tx_error, rerun_error};
 pub use group_commit::{Burst, GroupStats, Ticket, after_answers, submit_together, submit_waited};
 pub use guards::CallerContext;
-pub use handle_writes::{BucketWrite, CounterWrite, HandleWrite, OnceDelete, QuotaWrite, TakeCheck, Written};
+pub use handle_writes::{
+    BucketWrite, CounterWrite, HandleWrite, OnceDelete, QuotaWrite, TakeCheck, Written, undecodable_take,
+};
 pub use held_tx::HeldTx;
 pub use in_tx::{flush_every_refused, once_run_refused, other_store_refused, rate_limit_refused, store_only_refused};
 pub use inspect::{FileStats, Inspector, NameInfo, Row};

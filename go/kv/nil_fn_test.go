@@ -17,14 +17,14 @@ func TestKV18NilFunctionsAreInvalid(t *testing.T) {
 	s, _ := openManual(t)
 	once := must[*kv.Once[int]](t)(kv.OpenOnce[int](s, "sends"))
 	for what, err := range map[string]error{
-		"Tx":   s.Tx(ctx, nil),
-		"View": s.View(ctx, nil),
-		"Run": func() error {
+		"a transaction": s.Tx(ctx, nil),
+		"a view":        s.View(ctx, nil),
+		"a run": func() error {
 			_, err := once.Run(ctx, "k", nil)
 			return err
 		}(),
 	} {
-		if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), what+" needs a function") {
+		if !errors.Is(err, tinystore.ErrInvalid) || !strings.Contains(err.Error(), what+" needs a function to call, not nil") {
 			t.Errorf("%s with a nil function: %v", what, err)
 		}
 	}

@@ -60,7 +60,8 @@ func (o *Once[T]) Run(ctx context.Context, key any, fn func(ctx context.Context)
 		return zero, err
 	}
 	if fn == nil {
-		return zero, native.MadeAtKey(o.name, o.owners, k, native.CodeInvalid, "Run needs a function to run; it was nil")
+		code, message := native.Refusal("run_needs_function", "nil")
+		return zero, native.MadeAtKey(o.name, o.owners, k, code, message)
 	}
 	caller, _ := ctx.Value(running{}).(*native.Caller)
 	kept, v, claim, err := o.h.Begin(ctx, caller, o.owners, k, o.c.want)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,9 @@ func TestKV19ACallAfterCloseIsClosed(t *testing.T) {
 	isKind(t, err, tinystore.ErrClosed)
 	_, err = store.Maintain(ctx)
 	isKind(t, err, tinystore.ErrClosed)
+	if want := "the store is closed"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("Maintain after Close: %v, want %q", err, want)
+	}
 }
 
 func TestKV19AFileThatIsNotAStoreIsRefusedAndLeftUntouched(t *testing.T) {

@@ -3,6 +3,7 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,13 +138,20 @@ func TestKV16HandleUsedAfterItsTransactionIsClosed(t *testing.T) {
 		_, _, err := inView.Get(ctx, "k")
 		return err
 	}))
-	for name, h := range map[string]*kv.Bucket[string]{"tx": inTx, "view": inView} {
+	for name, h := range map[string]*kv.Bucket[string]{"transaction": inTx, "view": inView} {
+		ended := func(err error) {
+			t.Helper()
+			isKind(t, err, tinystore.ErrClosed)
+			if want := "the " + name + " has ended: use its handles inside its function"; !strings.Contains(err.Error(), want) {
+				t.Fatalf("a %s's handle after its end: %v, want %q", name, err, want)
+			}
+		}
 		_, _, err := h.Get(ctx, "k")
-		isKind(t, err, tinystore.ErrClosed)
+		ended(err)
 		_, err = h.List(ctx, kv.ListOptions{})
-		isKind(t, err, tinystore.ErrClosed)
-		if name == "tx" {
-			isKind(t, h.Set(ctx, "k", "late"), tinystore.ErrClosed)
+		ended(err)
+		if name == "transaction" {
+			ended(h.Set(ctx, "k", "late"))
 		}
 	}
 	if v, _ := get(t, b, "k"); v != "v" {
@@ -192,14 +200,20 @@ func TestKV16TxWithAnEndedContextWritesNothing(t *testing.T) {
 	if !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) || ran {
 		t.Fatalf("Tx with an ended context: %v (ran %v), want ErrCancelled before fn", err, ran)
 	}
+	if want := "the caller gave up before the call started; nothing was written"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("Tx with an ended context: %v, want %q", err, want)
+	}
 	live, stop := context.WithCancel(ctx)
 	err = store.Tx(live, func(tx *kv.Tx) error {
 		ok(t, b.WithTx(tx).Set(ctx, "k", "v"))
 		stop() // the caller gives up before the commit
 		return nil
 	})
-	if !errors.Is(err, tinystore.ErrCancelled) {
-		t.Fatalf("Tx whose context ended before the commit: %v, want ErrCancelled", err)
+	if !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Tx whose context ended before the commit: %v, want ErrCancelled and context.Canceled", err)
+	}
+	if want := "the caller gave up before the transaction committed; nothing was written"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("Tx whose context ended before the commit: %v, want %q", err, want)
 	}
 	if _, found := get(t, b, "k"); found {
 		t.Fatal("a transaction whose caller gave up wrote")
@@ -230,6 +244,9 @@ func TestKV16TxWaitingForTheWriterGivesUpWhenItsContextEnds(t *testing.T) {
 	err := store.Tx(short, func(tx *kv.Tx) error { ran = true; return nil })
 	if !errors.Is(err, tinystore.ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) || ran {
 		t.Fatalf("a Tx that gave up waiting: %v (ran %v), want ErrCancelled without running", err, ran)
+	}
+	if want := "the caller gave up before the call started; nothing was written"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("a Tx that gave up waiting: %v, want %q", err, want)
 	}
 	close(release)
 	ok(t, <-first)

@@ -431,6 +431,13 @@ export declare function parseDuration(text: string): number
 export declare function rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 
 /**
+ * The engine's text of a refusal the package finds before its call
+ * reaches the engine (`tx_ended`, `view_ended`, ...: see
+ * `tinystore::Refusal::named`), so that every language words it alike.
+ */
+export declare function refusal(word: string, detail?: string | undefined | null): string
+
+/**
  * `owner/owner/key` as the engine shows a key in a message, for the
  * package's own messages about a key (a codec's failure).
  */

@@ -8,7 +8,7 @@
 import type { Duration } from './durations'
 import { InvalidError } from './errors'
 import { branchOf, kindParts } from './handles'
-import type { NativeOnce } from './native'
+import { native, type NativeOnce } from './native'
 import { callerContext, runInsideRun, writeOnStore } from './scope'
 import { type SignalOptions, withSignal } from './signals'
 import { type Crossing, decodeAs, encodeAs, type Key, showKey } from './values'
@@ -74,7 +74,7 @@ export class Once<T> {
 	async run(key: Key, fn: () => T | Promise<T>, options?: SignalOptions): Promise<T> {
 		if (typeof fn !== 'function') {
 			// Refused before the key is claimed, rather than a TypeError from inside the run.
-			throw new InvalidError(`a run needs a function to call, not ${typeof fn} ${String(fn)}`, {
+			throw new InvalidError(native.refusal('run_needs_function', `${typeof fn} ${String(fn)}`), {
 				bucket: this.name,
 				key: showKey(key, this.#owners),
 			})

@@ -257,7 +257,7 @@ export class Store implements AsyncDisposable {
 	 */
 	async tx<R>(fn: (tx: Tx) => R | Promise<R>, options?: SignalOptions): Promise<R> {
 		if (typeof fn !== 'function') {
-			throw new InvalidError('tx takes a function: store.tx(async (tx) => { ... })')
+			throw new InvalidError(native.refusal('tx_needs_function', `${typeof fn} ${String(fn)}`))
 		}
 		refuseNestedTx(this.#native)
 		const signal = signalOf(options, {})
@@ -312,20 +312,20 @@ export class Store implements AsyncDisposable {
 	 */
 	async view<R>(fn: (view: View) => R | Promise<R>): Promise<R> {
 		if (typeof fn !== 'function') {
-			throw new InvalidError('view takes a function: store.view(async (v) => { ... })')
+			throw new InvalidError(native.refusal('view_needs_function', `${typeof fn} ${String(fn)}`))
 		}
-		let native
+		let snapshot
 		try {
-			native = this.#native.snapshot()
+			snapshot = this.#native.snapshot()
 		} catch (e) {
 			throw invalidArg(e, {})
 		}
 		const scope: Scope = { open: true }
 		try {
-			return await fn(new View(native, scope))
+			return await fn(new View(snapshot, scope))
 		} finally {
 			scope.open = false
-			native.close()
+			snapshot.close()
 		}
 	}
 

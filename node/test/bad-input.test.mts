@@ -325,10 +325,11 @@ test('KV-18 a once run of something not callable is InvalidError naming it, and 
 	for (const [fn, shown] of [
 		['sent', 'string sent'],
 		[42, 'number 42'],
-		[undefined, 'undefined'],
+		[undefined, 'undefined undefined'],
 		[null, 'object null'],
 	] as const) {
-		await c.refused(`run of ${String(fn)}`, () => sends.run('k', fn as Loose), InvalidError, shown, 'sends')
+		const text = `a run needs a function to call, not ${shown}`
+		await c.refused(`run of ${String(fn)}`, () => sends.run('k', fn as Loose), InvalidError, text, 'sends')
 	}
 	c.done()
 	// Nothing was claimed: the key runs at once.

@@ -211,8 +211,12 @@ test('KV-16 tx and view: bad arguments are InvalidError, and a closed store is C
 	const store = await testStore()
 	await using other = await testStore()
 	const b = store.bucket('b')
-	assert.ok((await rejection(store.tx(undefined as never))) instanceof InvalidError)
-	assert.ok((await rejection(store.view('fn' as never))) instanceof InvalidError)
+	const noTxFn = await rejection(store.tx(undefined as never))
+	assert.ok(noTxFn instanceof InvalidError)
+	assert.match(noTxFn.message, /^a transaction needs a function to call, not undefined undefined/)
+	const noViewFn = await rejection(store.view('fn' as never))
+	assert.ok(noViewFn instanceof InvalidError)
+	assert.match(noViewFn.message, /^a view needs a function to call, not string fn/)
 	// A handle of another store: the engine's one refusal, at with, for every kind that joins.
 	const otherStore = { message: /^this handle is of another store: a transaction or a view takes the handles of its own store/ }
 	await store.tx((tx) => {
@@ -301,23 +305,25 @@ test('KV-16 tx and view: a handle used after the end is ClosedError', async () =
 	assert.ok(committed && rolledBack && viewed)
 	assert.equal(committed.tx.open, false)
 	assert.equal(viewed.v.open, false)
+	const ended = (kind: string) => `the ${kind} has ended: use its handles inside its function`
 	assert.throws(() => committed?.tx.with(b), ClosedError)
 	assert.throws(() => viewed?.v.with(b), ClosedError)
-	const calls: Promise<unknown>[] = [
-		committed.h.get('k'),
-		committed.h.set('k', 2),
-		committed.h.take('k'),
-		committed.h.under('x').list(),
-		rolledBack.set('k', 3),
-		rolledBack.has('k'),
-		viewed.h.get('k'),
-		viewed.h.list(),
-		viewed.h.under('x').entry('k'),
+	const calls: [string, Promise<unknown>][] = [
+		['transaction', committed.h.get('k')],
+		['transaction', committed.h.set('k', 2)],
+		['transaction', committed.h.take('k')],
+		['transaction', committed.h.under('x').list()],
+		['transaction', rolledBack.set('k', 3)],
+		['transaction', rolledBack.has('k')],
+		['view', viewed.h.get('k')],
+		['view', viewed.h.list()],
+		['view', viewed.h.under('x').entry('k')],
 	]
-	for (const call of calls) {
+	for (const [kind, call] of calls) {
 		const e = await rejection(call)
 		assert.ok(e instanceof ClosedError, String(e))
 		assert.equal((e as ClosedError).what.bucket, 'b')
+		assert.match((e as ClosedError).message, new RegExp(`^${ended(kind)}`))
 	}
 	assert.equal(await b.get('k'), 1)
 })

@@ -365,7 +365,7 @@ async def test_kv18_the_async_api_refuses_the_same_inputs(tmp_path: Path) -> Non
             assert str(e.value), what
         with pytest.raises(tinystore.InvalidError) as e:
             await sends.run("k", 42)  # type: ignore[arg-type]
-        assert "int 42" in str(e.value) and "sends" in str(e.value)
+        assert "a run needs a function to call, not int 42" in str(e.value) and "sends" in str(e.value)
         with pytest.raises(tinystore.InvalidError) as e:
             await anything.set("k", {1, 2})
         assert "set {1, 2}" in str(e.value) and "anything" in str(e.value)

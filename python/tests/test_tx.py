@@ -164,19 +164,20 @@ async def test_kv16_handle_after_the_end_is_closed(store: tinystore.Store) -> No
     async with store.tx() as tx:
         t = tx.bucket(b)
         await t.set("k", 1)
-    with pytest.raises(tinystore.ClosedError):
+    ended = "has ended: use its handles inside its function"
+    with pytest.raises(tinystore.ClosedError, match=f"the transaction {ended}"):
         await t.get("k")
-    with pytest.raises(tinystore.ClosedError):
+    with pytest.raises(tinystore.ClosedError, match=f"the transaction {ended}"):
         await tx.bucket(b).set("k", 2)
     with pytest.raises(SoldOut):
         async with store.tx() as tx2:
             t2 = tx2.bucket(b)
             raise SoldOut()
-    with pytest.raises(tinystore.ClosedError):
+    with pytest.raises(tinystore.ClosedError, match=f"the transaction {ended}"):
         await t2.set("k", 3)
     async with store.view() as v:
         vb = v.bucket(b)
-    with pytest.raises(tinystore.ClosedError):
+    with pytest.raises(tinystore.ClosedError, match=f"the view {ended}"):
         await vb.get("k")
     assert await b.get("k") == 1
 

@@ -412,8 +412,11 @@ async def test_kv19_calls_after_close_are_closed(tmp_path: Path) -> None:
     await store.close()  # twice is fine
     assert store.closed
     for call in (b.get("k"), b.set("k", "v"), b.take("k"), b.list(), store.maintain()):
-        with pytest.raises(tinystore.ClosedError):
+        with pytest.raises(tinystore.ClosedError, match="the store is closed"):
             await call
+    for scope in (store.tx, store.view):
+        with pytest.raises(tinystore.ClosedError, match="the store is closed"):
+            scope()
     # The value was durable: a reopened store reads it.
     async with tinystore.open(tmp_path / "d") as again:
         assert await again.bucket("b", str).get("k") == "v"

@@ -57,7 +57,7 @@ class Transaction:
 
     async def __aenter__(self) -> Tx:
         if self._tx is not None or self._done is not None:
-            raise _closed("transaction")  # one `async with` per store.tx()
+            raise _closed("tx")  # one `async with` per store.tx()
         # The task is the caller: a task started inside a transaction may
         # open its own, which waits its turn.
         task = id(asyncio.current_task())

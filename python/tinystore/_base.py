@@ -157,7 +157,7 @@ class StoreBase(Generic[_R, _Q, _C]):
 
     def _check_open(self) -> None:
         if self._n.is_closed():
-            raise ClosedError("the store is closed")
+            raise ClosedError(_native.refusal("store_closed"))
 
     def __repr__(self) -> str:
         return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"

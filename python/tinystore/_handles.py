@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, Union
 
+from . import _native
 from ._base import Key
 from ._results import Allowance, WindowUsage
 from ._time import Duration, from_millis
@@ -64,5 +65,5 @@ class RunChecks:
         """What a run calls must be callable: anything else is bad input (KV-18),
         refused before the key is claimed, not a TypeError from inside the run."""
         if not callable(fn):
-            msg = f"a run needs a function to call, not {type(fn).__name__} {fn!r}"
+            msg = _native.refusal("run_needs_function", f"{type(fn).__name__} {fn!r}")
             raise InvalidError(msg, bucket=native.name)

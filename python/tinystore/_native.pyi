@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "refusal", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -639,6 +639,13 @@ def next_logs(max: SupportsIndex, timeout: SupportsFloat | SupportsIndex) -> lis
     """
     Up to `max` records as `(levelno, logger name, message)`, waiting at
     most `timeout` seconds for the first.
+    """
+
+def refusal(word: str, detail: str = "") -> str:
+    """
+    The core's text of a refusal the package finds before its call reaches
+    the core (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
+    so that every language words it alike.
     """
 
 def stop_logs() -> None:

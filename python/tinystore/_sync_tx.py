@@ -31,7 +31,7 @@ _W = TypeVar("_W", bound="_ViewBase")
 
 
 def _closed(what: str) -> ClosedError:
-    return ClosedError(f"the {what} has ended")
+    return ClosedError(_native.refusal(f"{what}_ended"))
 
 
 class _Tx(Protocol):
@@ -57,7 +57,7 @@ class Transaction:
 
     def __enter__(self) -> Tx:
         if self._tx is not None:
-            raise _closed("transaction")  # one `with` per store.tx()
+            raise _closed("tx")  # one `with` per store.tx()
         # The engine refuses one inside another of this thread's.
         self._tx = Tx(self._store.tx())
         return self._tx
@@ -122,7 +122,7 @@ class Tx:
 
     def _check_open(self) -> None:
         if self._ended:
-            raise _closed("transaction")
+            raise _closed("tx")
 
     def __repr__(self) -> str:
         return f"<{self._shown}.Tx{' ended' if self._ended else ''}>"
@@ -141,7 +141,7 @@ class TxBucket(BucketWrites[T]):
 
     def _in(self) -> _native.Tx:
         if self._tx._ended:
-            raise _closed("transaction")
+            raise _closed("tx")
         return self._tx._n
 
     def under(self: _B, *owners: Key) -> _B:

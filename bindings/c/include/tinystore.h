@@ -510,6 +510,16 @@ int32_t ts_codec_fault(const uint8_t *word,
                        size_t detail_len,
                        struct TsError **err);
 
+// The core's error for a refusal the caller finds before its call reaches
+// the core, named by a word (`tx_ended`, `view_ended`, ...: see
+// `tinystore::Refusal::named`) with its detail, so that every language
+// words it alike; the caller names its bucket and key.
+int32_t ts_refusal(const uint8_t *word,
+                   size_t word_len,
+                   const uint8_t *detail,
+                   size_t detail_len,
+                   struct TsError **err);
+
 // Builds an error the caller found itself, so that its text is rendered
 // as the core renders every error: about the handle `name` when it is not
 // empty (a handle used after its transaction ended, a closed store), and
@@ -664,8 +674,9 @@ int32_t ts_tx_begin(const struct TsStore *s, const struct TsCancel *cancel, stru
 // Commits the transaction and waits until it is durable. A failed group
 // commit is `TS_OUTCOME_UNKNOWN`; a transaction held past the core's limit
 // was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`; a view
-// is `TS_INVALID`.
-int32_t ts_tx_commit(const struct TsScope *t, struct TsError **err);
+// is `TS_INVALID`. When `cancel` (which may be null) has fired, it rolls
+// back instead, writing nothing, and is `TS_CANCELLED`.
+int32_t ts_tx_commit(const struct TsScope *t, const struct TsCancel *cancel, struct TsError **err);
 
 // Rolls the transaction back, writing nothing of it, and waits until the
 // writer has let go of it. Nothing happens to a transaction that has ended,

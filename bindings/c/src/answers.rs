@@ -13,7 +13,7 @@
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tinystore::{Error, ErrorKind, Raw, RawBucket, Result, Version, WriteOptions};
+use tinystore::{Error, Raw, RawBucket, Result, Version, WriteOptions};
 
 use crate::call::TsCall;
 use crate::{TS_OK, TsError, code_of, invalid};
@@ -108,13 +108,7 @@ impl Drop for Reply {
             return;
         }
         if let Some(q) = self.queue.take() {
-            q.give(
-                self.token,
-                Err(Error::new(
-                    ErrorKind::Closed,
-                    "the store closed before the write was answered",
-                )),
-            );
+            q.give(self.token, Err(Error::unanswered()));
         }
     }
 }

@@ -7,8 +7,8 @@
 use std::time::SystemTime;
 
 use tinystore::{
-    Allowance, BucketWrite, Created, Entry, Error, ErrorKind, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result,
-    Scope, Version, WriteCall, WriteOptions, Written, from_millis, to_millis,
+    Allowance, BucketWrite, Created, Entry, Expiry, Key, ListOptions, Page, Raw, RawBucket, Result, Scope, Version,
+    WriteCall, WriteOptions, Written, from_millis, to_millis,
 };
 
 use crate::answers::submit;
@@ -224,10 +224,7 @@ pub(crate) fn decodes_as(
         let v = value_view(&e.value, want)?;
         match check {
             // SAFETY: the caller gave `check` and `check_ctx` for this call.
-            Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(Error::new(
-                ErrorKind::Corrupt,
-                "the value does not decode as the bucket's type; it stays",
-            )),
+            Some(f) if unsafe { f(check_ctx, &v) } != 0 => Err(tinystore::undecodable_take()),
             _ => Ok(()),
         }
     }

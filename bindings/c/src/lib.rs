@@ -249,12 +249,43 @@ pub unsafe extern "C" fn ts_codec_fault(
     detail_len: usize,
     err: *mut *mut TsError,
 ) -> i32 {
+    let (word, detail) = unsafe { (bytes(word, word_len), bytes(detail, detail_len)) };
+    named_error(err, "codec fault", word, detail, |w, d| {
+        tinystore::CodecFault::named(w, d).map(|f| f.error())
+    })
+}
+
+/// The core's error for a refusal the caller finds before its call reaches
+/// the core, named by a word (`tx_ended`, `view_ended`, ...: see
+/// `tinystore::Refusal::named`) with its detail, so that every language
+/// words it alike; the caller names its bucket and key.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_refusal(
+    word: *const u8,
+    word_len: usize,
+    detail: *const u8,
+    detail_len: usize,
+    err: *mut *mut TsError,
+) -> i32 {
+    let (word, detail) = unsafe { (bytes(word, word_len), bytes(detail, detail_len)) };
+    named_error(err, "refusal", word, detail, |w, d| {
+        tinystore::Refusal::named(w, d).map(|r| r.error())
+    })
+}
+
+/// The error a core table names by `word` with its `detail` (a codec's
+/// fault, a refusal): `TS_INVALID` for a word it does not know.
+fn named_error(
+    err: *mut *mut TsError,
+    what: &str,
+    word: &[u8],
+    detail: &[u8],
+    named: impl FnOnce(&str, &str) -> Option<Error>,
+) -> i32 {
     guard(err, || {
-        let word = unsafe { text(word, word_len, "codec fault") }?;
-        let detail = String::from_utf8_lossy(unsafe { bytes(detail, detail_len) });
-        let fault =
-            tinystore::CodecFault::named(word, &detail).ok_or_else(|| invalid(format!("no codec fault {word:?}")))?;
-        Err(fault.error())
+        let word = std::str::from_utf8(word).map_err(|_| invalid(format!("the {what} is not UTF-8 text")))?;
+        let detail = String::from_utf8_lossy(detail);
+        Err(named(word, &detail).ok_or_else(|| invalid(format!("no {what} {word:?}")))?)
     })
 }
 

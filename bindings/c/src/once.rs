@@ -4,7 +4,7 @@
 //! (which waits for any run of the key in this process or another) and
 //! `ts_claim_keep` or `ts_claim_abandon`.
 
-use tinystore::{Begun, CallerContext, Claim, Error, ErrorKind, OnceDelete, RawOnce, Result, Scope};
+use tinystore::{Begun, CallerContext, Claim, Error, OnceDelete, RawOnce, Result, Scope};
 
 use crate::bucket::written;
 use crate::call::*;
@@ -111,12 +111,7 @@ pub unsafe extern "C" fn ts_claim_keep(
         c.keep(raw, move |r| {
             let _ = tx.send(r);
         });
-        rx.recv().unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::Closed,
-                "the store closed before the answer was kept",
-            ))
-        })
+        rx.recv().unwrap_or_else(|_| Err(Error::unanswered()))
     })
 }
 

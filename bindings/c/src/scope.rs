@@ -12,7 +12,7 @@
 
 use std::sync::mpsc;
 
-use tinystore::{Error, ErrorKind, HeldTx, Result, Scope, Snapshot};
+use tinystore::{HeldTx, Result, Scope, Snapshot};
 
 use crate::store::{TsStore, store};
 use crate::waits::{TsCancel, answer_or_give_up};
@@ -76,10 +76,7 @@ pub unsafe extern "C" fn ts_tx_begin(
             },
             |ticket| {
                 ticket.cancel();
-                Error::new(
-                    ErrorKind::Cancelled,
-                    "gave up waiting for the writer; nothing was written",
-                )
+                tinystore::cancelled_before_start()
             },
         )?;
         put(out, TsScope(Held::Tx(HeldTx::new(binding, Some(done_rx)))))
@@ -89,10 +86,14 @@ pub unsafe extern "C" fn ts_tx_begin(
 /// Commits the transaction and waits until it is durable. A failed group
 /// commit is `TS_OUTCOME_UNKNOWN`; a transaction held past the core's limit
 /// was rolled back (`TS_LIMIT`); one that has ended is `TS_CLOSED`; a view
-/// is `TS_INVALID`.
+/// is `TS_INVALID`. When `cancel` (which may be null) has fired, it rolls
+/// back instead, writing nothing, and is `TS_CANCELLED`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, err: *mut *mut TsError) -> i32 {
-    guard(err, || unsafe { tx(t) }?.commit_wait())
+pub unsafe extern "C" fn ts_tx_commit(t: *const TsScope, cancel: *const TsCancel, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let cancel = unsafe { cancel.as_ref() }.map(|c| &*c.0);
+        unsafe { tx(t) }?.commit_wait_unless(cancel)
+    })
 }
 
 /// Rolls the transaction back, writing nothing of it, and waits until the

@@ -12,13 +12,13 @@
 
 use std::sync::{Arc, mpsc};
 
-use tinystore::{CallerContext, Cancel, Error, ErrorKind, Result, Store, Ticket};
+use tinystore::{CallerContext, Cancel, Error, Result, Store, Ticket};
 
 /// A way for one thread to give up on a call another thread is waiting
 /// for: a write whose group has not started never runs, and a wait (for a
 /// run of once) ends; the call returns `TS_CANCELLED`.
 // The core's `Cancel`, which says what is given up and when.
-pub struct TsCancel(Arc<Cancel>);
+pub struct TsCancel(pub(crate) Arc<Cancel>);
 
 /// A new cancel, not fired; free it with `ts_cancel_free` once the call returned.
 #[unsafe(no_mangle)]
@@ -71,12 +71,7 @@ pub(crate) fn wait<T: Send + 'static>(
         Some(c) => tinystore::cancellable(&c.0, submitted)?,
         None => submitted()?,
     };
-    rx.recv().unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::Closed,
-            "the store closed before the write was answered",
-        ))
-    })
+    rx.recv().unwrap_or_else(|_| Err(Error::unanswered()))
 }
 
 /// Waits for the answer that `start` hands its completion, or until
@@ -99,12 +94,7 @@ pub(crate) fn answer_or_give_up<T: Send + 'static, S: Send + 'static>(
             let _ = gave_up.try_send(Err(give_up(started)));
         });
     }
-    rx.recv().unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::Closed,
-            "the store closed before the call was answered",
-        ))
-    })
+    rx.recv().unwrap_or_else(|_| Err(Error::unanswered()))
 }
 
 /// Whether the core refuses a write to `store` from this thread: it holds

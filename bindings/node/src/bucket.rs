@@ -384,8 +384,5 @@ fn js_check(env: &Env, f: napi_value, value: napi_value) -> Ts<()> {
     // A throw leaves its exception pending; the check's `false` says it.
     let mut thrown = std::ptr::null_mut();
     unsafe { napi::sys::napi_get_and_clear_last_exception(env, &mut thrown) };
-    Err(tinystore::Error::new(
-        tinystore::ErrorKind::Corrupt,
-        "the bucket's codec could not decode the value; it stays",
-    ))
+    Err(tinystore::undecodable_take())
 }

@@ -473,7 +473,7 @@ impl Drop for Completion {
         if self.slot.armed.load(Ordering::Acquire)
             && let Some(whom) = self.slot.take()
         {
-            let e = tinystore::Error::new(ErrorKind::Closed, "the store closed before this call finished");
+            let e = tinystore::Error::unanswered();
             self.slot.shared.push(Done {
                 whom,
                 outcome: Err(e),

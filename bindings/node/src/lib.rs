@@ -95,6 +95,16 @@ pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
         .ok_or_else(|| napi::Error::from_reason(format!("no codec fault {word:?}")))
 }
 
+/// The engine's text of a refusal the package finds before its call
+/// reaches the engine (`tx_ended`, `view_ended`, ...: see
+/// `tinystore::Refusal::named`), so that every language words it alike.
+#[napi]
+pub fn refusal(word: String, detail: Option<String>) -> napi::Result<String> {
+    tinystore::Refusal::named(&word, detail.as_deref().unwrap_or(""))
+        .map(|r| r.error().message().to_owned())
+        .ok_or_else(|| napi::Error::from_reason(format!("no refusal {word:?}")))
+}
+
 /// `owner/owner/key` as the engine shows a key in a message, for the
 /// package's own messages about a key (a codec's failure).
 #[napi(

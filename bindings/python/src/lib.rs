@@ -56,6 +56,7 @@ mod _native {
         logs::{forward_logs, next_logs, stop_logs},
         once::{Claim, Once},
         pending::Pending,
+        refusal,
         store::Store,
         tx::{Tx, View},
     };
@@ -72,6 +73,17 @@ fn codec_fault(word: &str, detail: &str) -> PyResult<String> {
     tinystore::CodecFault::named(word, detail)
         .map(|f| f.error().message().to_owned())
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no codec fault {word:?}")))
+}
+
+/// The core's text of a refusal the package finds before its call reaches
+/// the core (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
+/// so that every language words it alike.
+#[pyfunction]
+#[pyo3(signature = (word, detail=""))]
+fn refusal(word: &str, detail: &str) -> PyResult<String> {
+    tinystore::Refusal::named(word, detail)
+        .map(|r| r.error().message().to_owned())
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no refusal {word:?}")))
 }
 
 /// The text of an error the package finds itself, as the core renders

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::row_codec::panic_text;
 
 use super::commit::WriteCtx;
@@ -91,10 +91,7 @@ where
             (_, _, Some(e)) => Err(e),
             (Some(Ok(_)), Some(e), _) => Err(Error::outcome_unknown(e)),
             (Some(r), _, _) => r,
-            (None, _, None) => Err(Error::new(
-                ErrorKind::Cancelled,
-                "the write was cancelled before it started",
-            )),
+            (None, _, None) => Err(crate::cancel::cancelled_before_start()),
         };
         if let (Some(done), Some(state)) = (self.done.take(), self.state.take()) {
             if !ON_WRITER.with(|w| w.get()) {

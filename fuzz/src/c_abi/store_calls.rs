@@ -49,7 +49,9 @@ pub(super) fn transaction(h: &Handles, input: &mut Input, closed: bool) {
     let want = input.kind();
     call_get(input, "tx_get", |out, err| unsafe { get(b, tx, &key, want, out, err) });
     if input.bool() {
-        call(input, "tx_commit", |err| unsafe { ts_tx_commit(tx, err) });
+        call(input, "tx_commit", |err| unsafe {
+            ts_tx_commit(tx, std::ptr::null(), err)
+        });
     } else {
         unsafe { ts_tx_rollback(tx) };
     }

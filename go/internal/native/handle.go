@@ -132,7 +132,7 @@ func (h *handle) call(ctx context.Context, s *Scope, writes bool, f func(sc *C.T
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		if s.ptr == nil {
-			return Made(CodeClosed, s.ended, h.Name)
+			return Refused(s.ended, "", h.Name)
 		}
 		rc = f(s.ptr, nil, &e)
 	case writes:

@@ -64,6 +64,31 @@ func CodecFault(word, detail string) string {
 	return C.GoStringN((*C.char)(unsafe.Pointer(v.message)), C.int(v.message_len))
 }
 
+// Refusal is the core's error code and text for a refusal the Go package
+// finds before its call reaches the core (word "tx_ended", "view_ended",
+// ...: see tinystore::Refusal::named), so that every language words it
+// alike.
+func Refusal(word, detail string) (int, string) {
+	w, wl := text(word)
+	d, dl := text(detail)
+	var e *C.TsError
+	rc := C.ts_refusal(w, wl, d, dl, &e)
+	if rc == C.TS_OK {
+		return CodeInvalid, detail
+	}
+	defer C.ts_error_free(e)
+	var v C.TsErrorView
+	C.ts_error_view(e, &v)
+	return int(v.code), C.GoStringN((*C.char)(unsafe.Pointer(v.message)), C.int(v.message_len))
+}
+
+// Refused is the error of Refusal(word, detail), about the handle bucket
+// when it is not empty.
+func Refused(word, detail, bucket string) error {
+	code, message := Refusal(word, detail)
+	return made(code, message, bucket, nil)
+}
+
 func made(code int, message, bucket string, ctx context.Context) error {
 	n, nl := text(bucket)
 	m, ml := text(message)
@@ -74,7 +99,8 @@ func made(code int, message, bucket string, ctx context.Context) error {
 
 // Cancelled is the error of a call whose context ended before it started.
 func Cancelled(ctx context.Context, bucket string) error {
-	return made(CodeCancelled, "the context ended before the call started: "+ctx.Err().Error(), bucket, ctx)
+	code, message := Refusal("cancelled_before_start", "")
+	return made(code, message, bucket, ctx)
 }
 
 // failure converts the ABI's error and frees it.

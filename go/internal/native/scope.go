@@ -18,13 +18,13 @@ import (
 type Scope struct {
 	mu    sync.RWMutex
 	ptr   *C.TsScope
-	ended string // the message of a call after the end
+	ended string // the word of the core's refusal of a call after the end
 }
 
 // BeginTx waits for the writer's turn and begins a transaction; ctx ending
 // before it starts gives up on it.
 func BeginTx(ctx context.Context, s *Store) (*Scope, error) {
-	return open(ctx, s, "the transaction has ended: a handle of Tx works only inside its function",
+	return open(ctx, s, "tx_ended",
 		func(p *C.TsStore, out **C.TsScope, e **C.TsError) C.int32_t {
 			return withCancel(ctx, func(c *C.TsCancel) C.int32_t { return C.ts_tx_begin(p, c, out, e) })
 		})
@@ -32,7 +32,7 @@ func BeginTx(ctx context.Context, s *Store) (*Scope, error) {
 
 // OpenView opens a read snapshot of s.
 func OpenView(ctx context.Context, s *Store) (*Scope, error) {
-	return open(ctx, s, "the view has ended: a handle of View works only inside its function",
+	return open(ctx, s, "view_ended",
 		func(p *C.TsStore, out **C.TsScope, e **C.TsError) C.int32_t { return C.ts_view_open(p, out, e) })
 }
 
@@ -58,19 +58,26 @@ func open(ctx context.Context, s *Store, ended string, f func(p *C.TsStore, out 
 	return sc, nil
 }
 
-// Commit commits the transaction and waits until it is durable. The
-// transaction has ended after it, whatever the result.
-func (s *Scope) Commit() error {
+// Commit commits the transaction and waits until it is durable, or rolls
+// it back when ctx has ended (the core's rule and text). The transaction
+// has ended after it, whatever the result.
+func (s *Scope) Commit(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ptr == nil {
-		return Made(CodeClosed, s.ended, "")
+		return Refused(s.ended, "", "")
 	}
 	var e *C.TsError
-	rc := C.ts_tx_commit(s.ptr, &e)
+	rc := withCancel(ctx, func(c *C.TsCancel) C.int32_t {
+		if c != nil && ctx.Err() != nil {
+			// AfterFunc fires on a goroutine of its own, maybe after the commit.
+			C.ts_cancel_fire(c)
+		}
+		return C.ts_tx_commit(s.ptr, c, &e)
+	})
 	C.ts_scope_free(s.ptr)
 	s.ptr = nil
-	return failure(rc, e, nil)
+	return failure(rc, e, ctx)
 }
 
 // HoldThread marks the calling OS thread as the transaction's until it

@@ -93,7 +93,7 @@ func release[P comparable](mu *sync.RWMutex, p *P, free func(P)) {
 }
 
 // closedErr is the error of a store-level call after Close.
-func closedErr() error { return Made(CodeClosed, "the store is closed", "") }
+func closedErr() error { return Refused("store_closed", "", "") }
 
 // Close writes what memory holds, closes the file and frees the handle.
 // Calls after it are Closed; a second Close does nothing.
