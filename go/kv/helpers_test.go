@@ -3,6 +3,7 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,16 @@ func isKind(t *testing.T, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Fatalf("got %v, want an error of kind %v", err, want)
+	}
+}
+
+// says fails unless err is of kind want and its text holds text, the
+// core's words for it.
+func says(t *testing.T, err, want error, text string) {
+	t.Helper()
+	isKind(t, err, want)
+	if !strings.Contains(err.Error(), text) {
+		t.Fatalf("got %v, want %q", err, text)
 	}
 }
 
