@@ -118,7 +118,7 @@ pub use read_locks::{ReadLockCounts, read_lock_counts};
 pub use row_codec::{AsRow, ByType, Codec, CodecError, CodecFault, RowCodec, WithCodec};
 pub use scope::{CheckedTake, Scope};
 pub use scope_join::Joining;
-pub use signed_inputs::{MMAP_NONE, int64_arg, not_negative, sized_options, store_size};
+pub use signed_inputs::{MMAP_NONE, Signed, int64_arg, not_negative, sized_options, store_size};
 pub use store::Maintenance;
 pub use store::{DEFAULT_MMAP_SIZE, FILE_NAME, Options, SqliteOptions, Store, check_name};
 pub use thread_burst::{ThreadBurstEnd, close_thread_burst, open_thread_burst, thread_burst_open};

@@ -233,6 +233,8 @@ test('KV-18 bad limits, windows and counts are InvalidError naming them', async 
 	await c.refused('a bigint step past int64', () => big.add('k', 2n ** 63n), InvalidError, 'int64', 'wide')
 	const stepPast = "a counter's step is 9223372036854775808: it must fit int64, from -2^63 to 2^63-1"
 	await c.refused("a bigint step past int64's text", () => big.add('k', 2n ** 63n), InvalidError, stepPast, '(bucket wide)')
+	const wide = -(2n ** 200n)
+	await c.refused('a bigint step past 128 bits, shown as given', () => big.add('k', wide), InvalidError, `a counter's step is ${wide}: it must fit int64`)
 	c.done()
 	assert.equal(await attempts.get('k'), 0, 'a refused add changes nothing')
 	assert.equal(await big.get('top'), 2n ** 63n - 2n, 'a refused add changes nothing')
@@ -245,7 +247,7 @@ test('KV-18 bad calls are InvalidError and write nothing', async () => {
 	const c = await catalogue(store, dir)
 	await c.refused('a page of 0', () => texts.list({ limit: 0 }), InvalidError, '0', 'texts')
 	await c.refused('a page of 1001', () => texts.list({ limit: 1001 }), InvalidError, '1001', 'texts')
-	await c.refused('a page of 1.5', () => texts.list({ limit: 1.5 }), InvalidError, '1.5', 'limit', 'texts')
+	await c.refused('a page of 1.5', () => texts.list({ limit: 1.5 }), InvalidError, 'a page (limit) holds 1 to 1000 keys, not 1.5', 'texts')
 	for (const limit of [NaN, Infinity, -1, '10' as Loose]) {
 		await c.refused(`a page of ${String(limit)}`, () => texts.list({ limit }), InvalidError)
 	}

@@ -26,6 +26,10 @@ test('KV-1 keys: an integer is its decimal spelling, for keys and owners', async
 	await b.set(42, 'forty-two')
 	assert.equal(await b.get('42'), 'forty-two')
 	assert.equal(await b.get(42n), 'forty-two')
+	// Any bigint, as any Python int, is a key by its decimal spelling.
+	const wide = -(2n ** 200n)
+	await b.set(wide, 'wide')
+	assert.equal(await b.get(String(wide)), 'wide')
 	await b.under(7).set('k', 'owned')
 	assert.equal(await b.under('7').get('k'), 'owned')
 })

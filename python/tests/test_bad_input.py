@@ -213,6 +213,7 @@ def test_kv18_bad_limits_and_windows_are_invalid_naming_them(fixture: sync.Store
         c.refused("a step past int64's text", lambda: attempts.add("k", 2**63), tinystore.InvalidError, step_past, "(bucket attempts)")
         count_past = "a count of uses is -9223372036854775809" + past
         c.refused("allow n past int64", lambda: guesses.allow("k", -(2**63) - 1), tinystore.InvalidError, count_past, "(bucket guesses, key k)")
+        c.refused("a step past 128 bits, shown as given", lambda: attempts.add("k", -(2**200)), tinystore.InvalidError, f"a counter's step is {-(2**200)}" + past)
         c.refused("add a bool", lambda: attempts.add("k", True), tinystore.InvalidError, "n must be an int, not bool", "attempts")
         c.refused("allow a bool", lambda: guesses.allow("k", True), tinystore.InvalidError, "n must be an int, not bool", "guesses")
     assert attempts.get("top") == 2**63 - 2, "a refused add changes nothing"
@@ -224,6 +225,7 @@ def test_kv18_bad_calls_are_invalid_and_write_nothing(fixture: sync.Store, tmp_p
     with unchanged(s) as c:
         c.refused("a page of 0", lambda: texts.list(limit=0), tinystore.InvalidError, "0", "texts")
         c.refused("a page of 1001", lambda: texts.list(limit=1001), tinystore.InvalidError, "1001", "texts")
+        c.refused("a page past 128 bits", lambda: texts.list(limit=2**130), tinystore.InvalidError, f"a page (limit) holds 1 to 1000 keys, not {2**130}", "texts")
         c.refused("an if_version of a float", lambda: texts.set("kept", "w", if_version=1.5), tinystore.InvalidError)  # type: ignore[arg-type]
         c.refused("a made-up if_version", lambda: texts.set("kept", "w", if_version="nope"), tinystore.InvalidError)
         c.refused(

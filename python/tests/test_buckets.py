@@ -20,6 +20,8 @@ async def kv01_int_and_text_are_one_key(store: tinystore.Store) -> None:
     assert await b.get(b"42") == "x"
     await b.under(7).set("k", "owned")
     assert await b.under("7").get("k") == "owned"
+    await b.set(-(2**200), "wide")
+    assert await b.get(str(-(2**200))) == "wide"
 
 
 async def test_kv01_int_and_text_are_one_key(store: tinystore.Store) -> None:

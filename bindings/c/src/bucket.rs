@@ -202,7 +202,7 @@ fn list(rb: &RawBucket, scope: Scope, c: &TsCall, after: &[u8]) -> Result<*mut T
         after: c.has_after.then(|| Key(after.to_vec())),
         limit: match c.limit {
             0 => None,
-            n => Some(tinystore::page_size(n.into()).map_err(|e| e.in_bucket(rb.name()))?),
+            n => Some(tinystore::page_size(n).map_err(|e| e.in_bucket(rb.name()))?),
         },
     };
     let page = scope.list(rb, &opts)?;

@@ -312,10 +312,7 @@ pub(crate) fn key(env: napi_env, v: napi_value) -> Ts<Vec<u8>> {
             let i = tinystore::whole_number(n, "a number key", -MAX_SAFE..=MAX_SAFE)?;
             Ok(tinystore::AsKey::key_bytes(&i).into_owned())
         }
-        "bigint" => match js::read_bigint(env, v)? {
-            Some(i) => Ok(i.to_string().into_bytes()),
-            None => Err(invalid("a bigint key has more than 128 bits")),
-        },
+        "bigint" => Ok(js::signed_bigint(env, v)?.to_string().into_bytes()),
         "object" => match js::read_bytes(env, v)? {
             Some(b) => Ok(b),
             None => Err(invalid(

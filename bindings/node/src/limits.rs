@@ -58,8 +58,7 @@ pub(crate) fn step(env: napi_env, v: napi_value) -> Ts<i64> {
             "a counter's step (a bigint holds int64)",
             -MAX_SAFE..=MAX_SAFE,
         ),
-        // A bigint past 128 bits is past int64 too: held at i128's end.
-        "bigint" => tinystore::int64_arg(js::read_bigint(env, v)?.unwrap_or(i128::MAX), "a counter's step"),
+        "bigint" => tinystore::int64_arg(js::signed_bigint(env, v)?, "a counter's step"),
         t => Err(completions::invalid(format!(
             "a counter's step is a number or a bigint, not {t}"
         ))),

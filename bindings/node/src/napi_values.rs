@@ -208,6 +208,20 @@ pub(crate) fn read_bigint(env: napi_env, v: napi_value) -> Ts<Option<i128>> {
     Ok(Some(if sign != 0 { -m } else { m }))
 }
 
+/// A JS bigint as the core's signed number: past 128 bits, its decimal text.
+pub(crate) fn signed_bigint(env: napi_env, v: napi_value) -> Ts<tinystore::Signed> {
+    if let Some(n) = read_bigint(env, v)? {
+        return Ok(n.into());
+    }
+    let mut text = ptr::null_mut();
+    check(
+        unsafe { sys::napi_coerce_to_string(env, v, &mut text) },
+        "spelling a bigint",
+    )?;
+    let text = String::from_utf8(read_string(env, text)?).unwrap_or_default();
+    Ok(tinystore::Signed::Other(text.into()))
+}
+
 /// The bytes of a `Uint8Array` (a `Buffer` is one), or `None` for any other value.
 pub(crate) fn read_bytes(env: napi_env, v: napi_value) -> Ts<Option<Vec<u8>>> {
     let mut is_typed = false;

@@ -47,17 +47,11 @@ impl NativeStore {
             if let Some(ms) = clock_ms {
                 options = options.test_clock(convert::time(ms, "the clock")?);
             }
-            // A fraction, NaN or an infinity is no number of bytes to round; a
-            // whole number goes to the core's rule for sizes.
-            let bytes = |n: f64, option| match n.fract() == 0.0 {
-                true => tinystore::store_size(option, n as i128),
-                false => tinystore::whole_number(n, option, 0..=tinystore::MAX_SAFE_INTEGER).map(|n| n as u64),
-            };
             if let Some(n) = memory {
-                options = options.memory(usize::try_from(bytes(n, "memory")?).unwrap_or(usize::MAX));
+                options = options.memory(usize::try_from(tinystore::store_size("memory", n)?).unwrap_or(usize::MAX));
             }
             if let Some(n) = mmap_size {
-                options = options.mmap_size(bytes(n, "mmapSize")?);
+                options = options.mmap_size(tinystore::store_size("mmapSize", n)?);
             }
             if let Some(on) = keep_read_locks {
                 options = options.keep_read_locks(on);

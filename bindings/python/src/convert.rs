@@ -79,9 +79,8 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
 
 /// An int argument as the core's signed number, which the core checks:
 /// a bool or another type is refused here, naming `what`, and an int past
-/// i128 is held at the end of its sign, where every check of the core
-/// refuses it.
-pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<i128, Error> {
+/// i128 goes as its decimal text, which every check of the core refuses.
+pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<tinystore::Signed, Error> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
         let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
         return Err(invalid(format!(
@@ -89,10 +88,10 @@ pub fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> Result<i128, Error> {
             type_name(obj)
         )));
     }
-    Ok(obj.extract::<i128>().unwrap_or_else(|_| match obj.gt(0) {
-        Ok(true) => i128::MAX,
-        _ => i128::MIN,
-    }))
+    Ok(match obj.extract::<i128>() {
+        Ok(n) => n.into(),
+        Err(_) => tinystore::Signed::Other(obj.str().map(|t| t.to_string()).unwrap_or_default().into()),
+    })
 }
 
 /// A duration: text in the core's grammar (`"15m"`, `"1h30m"`) or a

@@ -40,10 +40,13 @@ pub(crate) use writes::op_clear;
 pub const MAX_PAGE: usize = 1000;
 /// A page size a caller gave as a signed number: 1 to [`MAX_PAGE`] keys.
 /// Another is `Invalid`; the caller names the bucket.
-pub fn page_size(n: i128) -> Result<usize> {
-    match usize::try_from(n) {
-        Ok(n @ 1..=MAX_PAGE) => Ok(n),
-        _ => Err(Error::invalid(format!("a page holds 1 to {MAX_PAGE} keys, not {n}"))),
+pub fn page_size(n: impl Into<crate::Signed>) -> Result<usize> {
+    let n = n.into();
+    match n.whole().map(usize::try_from) {
+        Some(Ok(n @ 1..=MAX_PAGE)) => Ok(n),
+        _ => Err(Error::invalid(format!(
+            "a page (limit) holds 1 to {MAX_PAGE} keys, not {n}"
+        ))),
     }
 }
 

@@ -255,7 +255,7 @@ impl Runner {
                     // it goes through the check every binding's signed limit does.
                     limit: step
                         .get("limit")
-                        .map(|l| tinystore::page_size(l.as_i64().unwrap().into()).map_err(|e| e.in_bucket(b.name())))
+                        .map(|l| tinystore::page_size(l.as_i64().unwrap()).map_err(|e| e.in_bucket(b.name())))
                         .transpose()?,
                 };
                 let page = b.list(&opts)?;
