@@ -191,5 +191,8 @@ func (s *Store) Now() time.Time {
 // give Options.Clock. The core refuses it as ErrInvalid on an ordinary
 // store or for d < 0, since its clock never moves back.
 func (s *Store) Advance(d time.Duration) error {
-	return s.n().SetClock(s.Now().Add(d))
+	if s.n().Manual() {
+		_ = s.n().SyncClock()
+	}
+	return s.n().Advance(d)
 }

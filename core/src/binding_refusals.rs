@@ -18,15 +18,21 @@ pub enum Refusal<'a> {
     StoreClosed,
     /// A call given up (its context, task or signal) before it started.
     CancelledBeforeStart,
-    /// A call that runs a function (`run`, `tx`, `view`), given this instead.
+    /// A call that runs a function (`run`, `tx`, `view`, a limit store's
+    /// `update`), given this instead.
     NeedsFunction(&'a str, &'a str),
+    /// A limit store's call, or what its `apply` returned, of a type the
+    /// store does not take: what it must be, and what it was given.
+    LimitStoreTakes(&'static str, &'a str),
 }
 
 impl<'a> Refusal<'a> {
     /// The refusal a binding names by a word (`tx_ended`, `view_ended`,
     /// `store_closed`, `cancelled_before_start`, and
-    /// `run_needs_function`, `tx_needs_function`, `view_needs_function`
-    /// with what it was given as `detail`).
+    /// `run_needs_function`, `tx_needs_function`, `view_needs_function`,
+    /// `update_needs_function`, and a limit store's `limit_store`,
+    /// `limit_keys`, `limit_key`, `limit_changes`, `limit_changed_key`,
+    /// `limit_entry`, `limit_expiry`, with what it was given as `detail`).
     pub fn named(word: &str, detail: &'a str) -> Option<Refusal<'a>> {
         Some(match word {
             "tx_ended" => Refusal::TxEnded,
@@ -36,6 +42,17 @@ impl<'a> Refusal<'a> {
             "run_needs_function" => Refusal::NeedsFunction("a run", detail),
             "tx_needs_function" => Refusal::NeedsFunction("a transaction", detail),
             "view_needs_function" => Refusal::NeedsFunction("a view", detail),
+            "update_needs_function" => Refusal::NeedsFunction("an update", detail),
+            "limit_store" => Refusal::LimitStoreTakes("a limit store opens over an open store", detail),
+            "limit_keys" => Refusal::LimitStoreTakes("a limit store's keys are a list of strings", detail),
+            "limit_key" => Refusal::LimitStoreTakes("a limit store key is a string", detail),
+            "limit_changes" => Refusal::LimitStoreTakes(
+                "apply returns a map of key to entry (null to delete), or nothing",
+                detail,
+            ),
+            "limit_changed_key" => Refusal::LimitStoreTakes("a key apply returns is a string", detail),
+            "limit_entry" => Refusal::LimitStoreTakes("an entry is a value and its expiry, or null to delete", detail),
+            "limit_expiry" => Refusal::LimitStoreTakes("an entry's expiry is a number of ms", detail),
             _ => return None,
         })
     }
@@ -52,6 +69,7 @@ impl<'a> Refusal<'a> {
                 ErrorKind::Invalid,
                 format!("{call} needs a function to call, not {got}"),
             ),
+            Refusal::LimitStoreTakes(takes, got) => Error::invalid(format!("{takes}, not {got}")),
         }
     }
 }
@@ -95,6 +113,11 @@ mod tests {
             let e = Refusal::named(word, "nil").expect(word).error();
             assert_eq!((e.kind(), e.message()), (kind, text), "{word}");
         }
+        let e = Refusal::named("limit_expiry", "str '1'").expect("limit_expiry").error();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::Invalid, "an entry's expiry is a number of ms, not str '1'")
+        );
         assert_eq!(Refusal::named("no such word", ""), None);
     }
 

@@ -102,8 +102,8 @@ pub use inspect::{FileStats, Inspector, NameInfo, Row};
 pub use json_fields::json_field_name;
 pub use key::{AsKey, Branch, Key, MAX_PATH, show_key, show_path, split_path};
 pub use limit_store::{
-    Change, Commit, DEFAULT_MAX_ENTRIES, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder, LimitUpdate,
-    MAX_LIMIT_KEYS, MAX_LIMIT_VALUE, Returned, ReturnedEntry, Swept, UpdateSteps, Updated,
+    Change, Commit, DEFAULT_MAX_ENTRIES, LIMIT_STORE_NAME, LimitEntry, LimitEvent, LimitStore, LimitStoreBuilder,
+    LimitUpdate, MAX_LIMIT_KEYS, MAX_LIMIT_VALUE, Returned, ReturnedEntry, Swept, UpdateSteps, Updated,
 };
 pub use limits::{
     Allowance, Begun, Claim, Counters, CountersBuilder, MAX_WINDOWS, MEMORY_BOUND, ONCE_HEARTBEAT, ONCE_LEASE,

@@ -274,6 +274,18 @@ fn kv10_versions_never_repeat_across_delete_expiry_and_reopen() {
 }
 
 #[test]
+fn kv10_a_version_is_the_text_a_version_wrote_and_no_other_number() {
+    for text in ["0", "-5", "x", ""] {
+        let e = text.parse::<tinystore::Version>().unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::Invalid, format!("{text:?} is not a version").as_str())
+        );
+    }
+    assert_eq!("1".parse::<tinystore::Version>().unwrap().get(), 1);
+}
+
+#[test]
 fn kv10_a_store_writing_after_another_stores_clear_writes_above_the_mark() {
     // Each writer gives versions from a block it reserved in the file. A
     // store whose block another store has since passed must not give a

@@ -290,6 +290,29 @@ fn store_bad_calls_are_invalid_and_name_what_was_wrong() {
 }
 
 #[test]
+fn store_a_bound_out_of_range_is_one_text_naming_the_store() {
+    let (_dir, store) = manual();
+    for n in [0, -1, i128::from(i64::MAX) + 1] {
+        let e = LimitStore::builder(&store)
+            .name("sends")
+            .max_entries_given(n)
+            .open()
+            .unwrap_err();
+        assert_eq!((e.kind(), e.bucket()), (ErrorKind::Invalid, Some("sends")));
+        assert_eq!(
+            e.message(),
+            format!("max_entries (maxEntries) is {n}: a limit store holds a whole number of entries from 1 to 2^63-1")
+        );
+    }
+    let ls = LimitStore::builder(&store)
+        .name("sends")
+        .max_entries_given(5)
+        .open()
+        .unwrap();
+    assert_eq!((ls.name(), ls.max_entries()), ("sends", 5));
+}
+
+#[test]
 fn store_the_bound_warns_at_80_percent_once_a_minute() {
     let t = Two::with(|b| b.max_entries(10));
     let now = t.now();

@@ -32,10 +32,10 @@ func WithCodec(c Codec) CodecOption { return CodecOption{c} }
 func (o CodecOption) applyBucket(c *bucketConfig) { c.codec = o.c }
 
 // withCustom makes c keep its values through the user's codec: bytes in,
-// and every row asked as it is, so that a row of another kind is reported
-// here, and checked inside a Take.
+// and rows read by the core's rule for a codec, which refuses a row of
+// another kind, inside a Take too.
 func (c *codec[T]) withCustom(custom Codec) *codec[T] {
-	return &codec[T]{kind: native.KindBytes, want: native.KindRaw, rt: c.rt, check: true, custom: custom}
+	return &codec[T]{kind: native.KindBytes, want: native.KindCodec, rt: c.rt, check: true, custom: custom}
 }
 
 func (c *codec[T]) encodeCustom(v T) (out native.Value, err error) {
@@ -55,13 +55,6 @@ func (c *codec[T]) encodeCustom(v T) (out native.Value, err error) {
 }
 
 func (c *codec[T]) decodeCustom(v native.Value) (out T, err error) {
-	if v.Kind != native.KindBytes && v.Kind != native.KindText && v.Kind != native.KindJSON {
-		kind := "integer"
-		if v.Kind == native.KindNull {
-			kind = "nothing"
-		}
-		return out, errors.New(native.CodecFault("row_not_bytes", kind))
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = errors.New(native.CodecFault("decode", fmt.Sprintf("it panicked: %v", p)))

@@ -23,9 +23,9 @@ func (v Version) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 
 // UnmarshalText reads a version MarshalText wrote.
 func (v *Version) UnmarshalText(b []byte) error {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || n <= 0 {
-		return native.Made(native.CodeInvalid, strconv.Quote(string(b))+" is not a version", "")
+	n, err := native.ParseVersion(string(b))
+	if err != nil {
+		return err
 	}
 	v.rev = n
 	return nil

@@ -122,6 +122,9 @@ func TestKV18BadInputIsInvalidAndNamesWhatWasWrong(t *testing.T) {
 		t.Fatalf("a KeyError does not wrap a *tinystore.Error of its kind: %#v", err)
 	}
 	isKind(t, new(kv.Version).UnmarshalText([]byte("x")), tinystore.ErrInvalid)
+	for _, text := range []string{"0", "-5"} {
+		says(t, new(kv.Version).UnmarshalText([]byte(text)), tinystore.ErrInvalid, strconv.Quote(text)+" is not a version")
+	}
 }
 
 func TestKV19ACallAfterCloseIsClosed(t *testing.T) {

@@ -143,6 +143,10 @@ export declare class NativeCounters {
 export declare class NativeLimitStore {
   /** Opens the limit store of `store` with a bound of `max_entries`. */
   static open(store: NativeStore, maxEntries?: number | undefined | null, name?: string | undefined | null): NativeLimitStore
+  /** The name a limit store's rows live under unless it is given one. */
+  static defaultName(): string
+  /** The name its rows live under, which its errors name. */
+  get name(): string
   /** The bound on entries. */
   get maxEntries(): number
   /** The live entries of `keys`, in their order (`null`: absent). */

@@ -102,14 +102,25 @@ export interface LimitStore {
 
 type NativeEntry = ReturnType<NativeLimitStore['read']>[number]
 
-const NAME = 'limit-store'
+/** The core's refusal of a type the limit store `name` does not take. */
+function refused(word: string, got: unknown, name: string, key?: string): InvalidError {
+	return new InvalidError(native.refusal(word, shown(got)), key === undefined ? { bucket: name } : { bucket: name, key })
+}
 
-function keyList(keys: readonly string[]): string[] {
-	if (!Array.isArray(keys)) throw new InvalidError('keys must be an array of strings', { bucket: NAME })
+function shown(got: unknown): string {
+	let text: string
+	try {
+		text = `${typeof got} ${String(got)}`
+	} catch {
+		text = typeof got
+	}
+	return text.slice(0, 200)
+}
+
+function keyList(keys: readonly string[], name: string): string[] {
+	if (!Array.isArray(keys)) throw refused('limit_keys', keys, name)
 	for (const k of keys) {
-		if (typeof k !== 'string') {
-			throw new InvalidError(`a limit store key must be a string, not ${typeof k}`, { bucket: NAME })
-		}
+		if (typeof k !== 'string') throw refused('limit_key', k, name)
 	}
 	return [...keys]
 }
@@ -130,27 +141,20 @@ type Returned = Parameters<NativeLimitUpdate['commit']>[0][number]
  * value as JSON text (or why it is not), or no expiry to delete it. The
  * core checks the keys and the expiry.
  */
-function returned(changes: LimitChanges): Returned[] {
+function returned(changes: LimitChanges, name: string): Returned[] {
 	if (changes === undefined || changes === null) return []
-	if (typeof changes !== 'object') {
-		throw new InvalidError('apply must return a Map or an object of entries (or nothing)', { bucket: NAME })
-	}
+	if (typeof changes !== 'object') throw refused('limit_changes', changes, name)
 	const pairs: Iterable<[string, LimitEntry | null]> =
 		changes instanceof Map ? changes.entries() : Object.entries(changes as Record<string, LimitEntry | null>)
 	const out: Returned[] = []
 	for (const [key, entry] of pairs) {
-		const what = { bucket: NAME, key: String(key) }
-		if (typeof key !== 'string') throw new InvalidError(`apply returned a key that is not a string: ${String(key)}`, what)
+		if (typeof key !== 'string') throw refused('limit_changed_key', key, name)
 		if (entry === null) {
 			out.push({ key })
 			continue
 		}
-		if (typeof entry !== 'object' || entry === undefined) {
-			throw new InvalidError('an entry must be { value, expiresAt } or null', what)
-		}
-		if (typeof entry.expiresAt !== 'number') {
-			throw new InvalidError(`expiresAt must be a number of ms, not ${typeof entry.expiresAt}`, what)
-		}
+		if (typeof entry !== 'object' || entry === undefined) throw refused('limit_entry', entry, name, key)
+		if (typeof entry.expiresAt !== 'number') throw refused('limit_expiry', entry.expiresAt, name, key)
 		let text: string | undefined
 		let notJson: string | undefined
 		try {
@@ -165,9 +169,9 @@ function returned(changes: LimitChanges): Returned[] {
 }
 
 /** One run of `apply` on the update's entries; the update is given up if it throws. */
-function runApply(u: NativeLimitUpdate, keys: string[], apply: LimitApply): Returned[] {
+function runApply(u: NativeLimitUpdate, name: string, keys: string[], apply: LimitApply): Returned[] {
 	try {
-		return returned(apply(entryMap(keys, u.entries()), u.now()))
+		return returned(apply(entryMap(keys, u.entries()), u.now()), name)
 	} catch (e) {
 		u.cancel()
 		throw e
@@ -189,11 +193,12 @@ class KvLimitStore implements LimitStore {
 	}
 
 	async update(keys: readonly string[], apply: LimitApply): Promise<ReadonlyMap<string, LimitEntry>> {
-		if (typeof apply !== 'function') throw new InvalidError('update needs an apply function', { bucket: NAME })
-		const list = keyList(keys)
+		const name = this.#native.name
+		if (typeof apply !== 'function') throw refused('update_needs_function', apply, name)
+		const list = keyList(keys, name)
 		const u = this.#native.begin(list)
 		try {
-			while (!(await u.commit(runApply(u, list, apply)))) {
+			while (!(await u.commit(runApply(u, name, list, apply)))) {
 				// another update changed a key meanwhile: apply runs again on the entries now
 			}
 			return entryMap(list, u.entries())
@@ -203,7 +208,7 @@ class KvLimitStore implements LimitStore {
 	}
 
 	async read(keys: readonly string[]): Promise<ReadonlyMap<string, LimitEntry>> {
-		const list = keyList(keys)
+		const list = keyList(keys, this.#native.name)
 		return entryMap(list, this.#native.read(list))
 	}
 
@@ -227,10 +232,11 @@ class KvLimitStore implements LimitStore {
  */
 export function limitStore(store: Store, options: LimitStoreOptions = {}): LimitStore {
 	const nativeStore = nativeOf.get(store)
-	if (nativeStore === undefined) throw new InvalidError('limitStore takes a store from open()', { bucket: NAME })
+	const name = options.name ?? native.NativeLimitStore.defaultName()
+	if (nativeStore === undefined) throw refused('limit_store', store, name)
 	const max = options.maxEntries
 	if (max !== undefined && typeof max !== 'number') {
-		throw new InvalidError(`maxEntries must be a number, not ${typeof max}`, { bucket: NAME })
+		throw new InvalidError(`maxEntries must be a number, not ${typeof max}`, { bucket: name })
 	}
 	const logger = options.logger ?? console
 	return new KvLimitStore(native.NativeLimitStore.open(nativeStore, max, options.name), logger)

@@ -176,6 +176,7 @@ test('KV-18 bad durations and rates are InvalidError quoting them, NaN and Infin
 	// A duration may be a number of milliseconds: only a whole, finite, non-negative one.
 	const notSpan = ': a span of time is from 0 to 2^53 - 1 ms, never negative'
 	await c.refused('a negative ttl in the core\'s text', () => store.bucket('t0', { ttl: -60000 }).get('k'), InvalidError, `ttl is -60000 ms${notSpan}`)
+	await c.refused('advance by a negative step in the core\'s text', () => store.clock.advance(-1000), InvalidError, `the clock's step is -1000 ms${notSpan}`)
 	for (const ms of [NaN, Infinity, -Infinity, -1]) {
 		await c.refused(`ttl ${ms} ms`, () => store.bucket('t0', { ttl: ms as Loose }).get('k'), InvalidError, 'ttl')
 		await c.refused(`expire in ${ms} ms`, () => texts.expire('kept', ms as Loose), InvalidError)

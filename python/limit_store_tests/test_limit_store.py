@@ -353,3 +353,69 @@ def test_store_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     assert lines[0] == "[True, True, True, True, True, False]"
     assert "value=5" in lines[1]
     assert lines[-1] == "0"
+
+
+REFUSED: list[tuple[str, str, str | None]] = [
+    ("keys as text", "a limit store's keys are a list of strings, not str 'abc'", None),
+    ("a key of bytes", "a limit store key is a string, not bytes b'k'", None),
+    ("no apply", "an update needs a function to call, not NoneType None", None),
+    ("apply returning an int", "apply returns a map of key to entry (null to delete), or nothing, not int 5", None),
+    ("an entry of an int", "an entry is a value and its expiry, or null to delete, not int 5", "k"),
+    ("an expiry of text", "an entry's expiry is a number of ms, not str 'soon'", "k"),
+]
+
+
+def _refused_call(ls: SyncLimitStore, case: str) -> None:
+    calls: dict[str, object] = {
+        "keys as text": lambda: ls.read("abc"),
+        "a key of bytes": lambda: ls.read([b"k"]),  # type: ignore[list-item]
+        "no apply": lambda: ls.update(["k"], None),  # type: ignore[arg-type]
+        "apply returning an int": lambda: ls.update(["k"], lambda _, __: 5),  # type: ignore[arg-type,return-value]
+        "an entry of an int": lambda: ls.update(["k"], lambda _, __: {"k": 5}),  # type: ignore[dict-item]
+        "an expiry of text": lambda: ls.update(["k"], lambda _, __: {"k": LimitEntry(1, "soon")}),  # type: ignore[arg-type]
+    }
+    call = calls[case]
+    assert callable(call)
+    call()
+
+
+@pytest.mark.parametrize(("case", "message", "key"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_store_a_type_it_does_not_take_is_the_cores_text_naming_the_store(
+    tmp_path: Path, case: str, message: str, key: str | None
+) -> None:
+    with tinystore.sync.open(tmp_path, clock=START) as store:
+        ls = limit_store(store, name="sends")
+        with pytest.raises(tinystore.InvalidError) as e:
+            _refused_call(ls, case)
+        assert (e.value.message, e.value.bucket, e.value.path) == (message, "sends", key)
+
+
+def test_store_a_bound_out_of_range_is_the_cores_one_text_naming_the_store(tmp_path: Path) -> None:
+    with tinystore.sync.open(tmp_path, clock=START) as store:
+        for n in (0, -1, 2**63, 2**200):
+            with pytest.raises(tinystore.InvalidError) as e:
+                limit_store(store, max_entries=n, name="sends")
+            shown = n if n <= 2**63 else 2**127 - 1
+            assert (e.value.message, e.value.bucket) == (
+                f"max_entries (maxEntries) is {shown}: a limit store holds a whole number of entries from 1 to 2^63-1",
+                "sends",
+            )
+        with pytest.raises(tinystore.InvalidError) as bad:
+            limit_store(store, max_entries="5", name="sends")  # type: ignore[call-overload]
+        assert bad.value.bucket == "sends"
+        with pytest.raises(tinystore.InvalidError) as not_a_store:
+            limit_store(object(), name="sends")  # type: ignore[call-overload]
+        assert not_a_store.value.bucket == "sends"
+        assert not_a_store.value.message.startswith("a limit store opens over an open store, not object ")
+        assert limit_store(store, max_entries=2**63 - 1).max_entries == 2**63 - 1
+
+
+def test_store_the_cores_refusals_name_the_store_it_was_given(tmp_path: Path) -> None:
+    with tinystore.sync.open(tmp_path, clock=START) as store:
+        ls = limit_store(store, name="sends")
+        with pytest.raises(tinystore.InvalidError) as e:
+            ls.update(["k"], lambda _, now: {"z": LimitEntry(1, now)})
+        assert (e.value.bucket, e.value.path) == ("sends", "z")
+        with pytest.raises(tinystore.InvalidError) as twice:
+            ls.read(["a", "a"])
+        assert twice.value.bucket == "sends"

@@ -178,6 +178,12 @@ def test_kv18_bad_durations_and_rates_are_invalid_quoting_them(fixture: sync.Sto
             "(bucket t0)",
         )
         c.refused(
+            "advance by a negative step in the core's text",
+            lambda: s.clock.advance(dt.timedelta(seconds=-1)),
+            tinystore.InvalidError,
+            "the clock's step is -1000000000 ns" + not_span,
+        )
+        c.refused(
             "a call's ttl of a number",
             lambda: s.bucket("texts", str).set("k", "v", ttl=60),  # type: ignore[arg-type]
             tinystore.InvalidError,

@@ -236,13 +236,19 @@ class LimitStore:
     """
     A limit store over an open store.
     """
-    def __new__(cls, /, store: Store, max_entries: SupportsIndex | None = None, name: str | None = None) -> LimitStore:
+    def __new__(cls, /, store: Store, max_entries: "int | None" = None, name: str | None = None) -> LimitStore:
         """
-        Opens the limit store of `store`, bounded to `max_entries`.
+        Opens the limit store of `store`, bounded to `max_entries` (an int
+        the core checks).
         """
     def begin(self, /, keys: SupportsGetItem[int, str]) -> LimitUpdate:
         """
         Starts an update of `keys`: reads their entries for `apply`.
+        """
+    @staticmethod
+    def default_name() -> str:
+        """
+        The name a limit store's rows live under unless it is given one.
         """
     def entries(self, /) -> int:
         """
@@ -252,6 +258,11 @@ class LimitStore:
     def max_entries(self, /) -> int:
         """
         The bound on entries.
+        """
+    @property
+    def name(self, /) -> str:
+        """
+        The name its rows live under, which its errors name.
         """
     def read(self, /, keys: SupportsGetItem[int, str]) -> list[tuple[str, int] | None]:
         """

@@ -45,9 +45,6 @@ __all__ = ["LimitEntry", "Changes", "Apply", "LimitStore", "SyncLimitStore", "li
 LOGGER = logging.getLogger("tinystore.limit_store")
 """Where the ``limit-store-filling`` warning and the ``limit-store-full`` error go."""
 
-_NAME = "limit-store"
-
-
 @dataclass(frozen=True)
 class LimitEntry:
     """One entry: a JSON value (at most 4 KB of JSON) and when it expires."""
@@ -81,6 +78,7 @@ class _NativeUpdate(Protocol):
 
 class _NativeLimitStore(Protocol):
     max_entries: int
+    name: str
 
     def read(self, keys: list[str]) -> list[_Native]: ...
     def begin(self, keys: list[str]) -> _NativeUpdate: ...
@@ -88,30 +86,24 @@ class _NativeLimitStore(Protocol):
 
 
 def _open_native(store: Any, max_entries: int | None, name: str | None) -> _NativeLimitStore:
-    if max_entries is not None and (not isinstance(max_entries, int) or isinstance(max_entries, bool)):
-        raise InvalidError(
-            f"max_entries must be an int, not {type(max_entries).__name__}",
-            bucket=_NAME,
-        )
-    if max_entries is not None and max_entries < 1:
-        raise InvalidError(
-            f"max_entries must be 1 or more, not {max_entries}",
-            bucket=_NAME,
-        )
-    cls = getattr(_native, "LimitStore")
-    return cast(_NativeLimitStore, cls(store._n, max_entries, name))
+    return cast(_NativeLimitStore, _native.LimitStore(store._n, max_entries, name))
 
 
-def _invalid(message: str, key: str | None = None) -> InvalidError:
-    return InvalidError(message, bucket=_NAME, path=key)
+def _refused(word: str, got: object, name: str, key: str | None = None) -> InvalidError:
+    """The core's refusal of a type the limit store ``name`` does not take."""
+    return InvalidError(_native.refusal(word, _shown(got)), bucket=name, path=key)
 
 
-def _keys(keys: Sequence[str]) -> list[str]:
+def _shown(got: object) -> str:
+    return f"{type(got).__name__} {got!r}"[:200]
+
+
+def _keys(native: _NativeLimitStore, keys: Sequence[str]) -> list[str]:
     if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
-        raise _invalid(f"keys must be a list of str, not {type(keys).__name__}")
+        raise _refused("limit_keys", keys, native.name)
     for k in keys:
         if not isinstance(k, str):
-            raise _invalid(f"a limit store key must be a str, not {type(k).__name__}")
+            raise _refused("limit_key", k, native.name)
     return list(keys)
 
 
@@ -123,7 +115,7 @@ def _entries(keys: list[str], raw: list[_Native]) -> dict[str, LimitEntry]:
     return out
 
 
-def _returned(changes: Changes) -> list[_Returned]:
+def _returned(name: str, changes: Changes) -> list[_Returned]:
     """What ``apply`` returned, as the core takes it: ``(key, None)`` deletes,
     ``(key, (json_text, None, expires_at))`` writes, ``(key, (None, why,
     expires_at))`` is a value ``json.dumps`` refused. The core checks the
@@ -131,19 +123,19 @@ def _returned(changes: Changes) -> list[_Returned]:
     if changes is None:
         return []
     if not isinstance(changes, Mapping):
-        raise _invalid(f"apply must return a mapping of key to LimitEntry or None, not {type(changes).__name__}")
+        raise _refused("limit_changes", changes, name)
     out: list[_Returned] = []
     for key, entry in changes.items():
         if not isinstance(key, str):
-            raise _invalid(f"apply returned a key that is not a str: {key!r}")
+            raise _refused("limit_changed_key", key, name)
         if entry is None:
             out.append((key, None))
             continue
         if not isinstance(entry, LimitEntry):
-            raise _invalid(f"an entry must be a LimitEntry or None, not {type(entry).__name__}", key)
+            raise _refused("limit_entry", entry, name, key)
         at = entry.expires_at
         if isinstance(at, bool) or not isinstance(at, (int, float)):
-            raise _invalid(f"expires_at must be a number of ms, not {at!r}", key)
+            raise _refused("limit_expiry", at, name, key)
         try:
             text, why = json.dumps(entry.value, separators=(",", ":"), allow_nan=False), None
         except (TypeError, ValueError) as e:
@@ -159,10 +151,10 @@ def _ms(at: int | float) -> float:
         return float("inf") if at > 0 else float("-inf")
 
 
-def _run_apply(u: _NativeUpdate, keys: list[str], apply: Apply) -> list[_Returned]:
+def _run_apply(u: _NativeUpdate, name: str, keys: list[str], apply: Apply) -> list[_Returned]:
     """One run of ``apply`` on the update's entries; the update is given up if it raises."""
     try:
-        return _returned(apply(_entries(keys, u.entries()), u.now()))
+        return _returned(name, apply(_entries(keys, u.entries()), u.now()))
     except BaseException:
         u.cancel()
         raise
@@ -170,8 +162,8 @@ def _run_apply(u: _NativeUpdate, keys: list[str], apply: Apply) -> list[_Returne
 
 def _begin(native: _NativeLimitStore, keys: Sequence[str], apply: Apply) -> tuple[list[str], _NativeUpdate]:
     if not callable(apply):
-        raise _invalid("update needs an apply function")
-    names = _keys(keys)
+        raise InvalidError(_native.refusal("update_needs_function", _shown(apply)), bucket=native.name)
+    names = _keys(native, keys)
     return names, native.begin(names)
 
 
@@ -197,7 +189,7 @@ class _Handle:
         return self._n.max_entries
 
     def _read(self, keys: Sequence[str]) -> dict[str, LimitEntry]:
-        names = _keys(keys)
+        names = _keys(self._n, keys)
         return _entries(names, self._n.read(names))
 
 
@@ -220,7 +212,7 @@ class LimitStore(_Handle):
         loop = asyncio.get_running_loop()
         try:
             while True:
-                if await u.commit(_run_apply(u, names, apply), loop):
+                if await u.commit(_run_apply(u, self._n.name, names, apply), loop):
                     return _entries(names, u.entries())
         finally:
             _log(u.take_events())
@@ -246,7 +238,7 @@ class SyncLimitStore(_Handle):
         """As :meth:`LimitStore.update`, blocking."""
         names, u = _begin(self._n, keys, apply)
         try:
-            while not u.commit(_run_apply(u, names, apply)):
+            while not u.commit(_run_apply(u, self._n.name, names, apply)):
                 pass
             return _entries(names, u.entries())
         finally:
@@ -277,4 +269,4 @@ def limit_store(
         return LimitStore(_open_native(store, max_entries, name))
     if isinstance(store, _SyncStore):
         return SyncLimitStore(_open_native(store, max_entries, name))
-    raise _invalid(f"limit_store takes a store from tinystore.open or tinystore.sync.open, not {type(store).__name__}")
+    raise _refused("limit_store", store, name if name is not None else _native.LimitStore.default_name())

@@ -169,6 +169,10 @@
 // `TS_KIND_INT` or `TS_KIND_BYTES`.
 #define TS_KIND_RAW 9
 
+// Reading only: the row's bytes for a bucket's own codec, answered as
+// `TS_KIND_BYTES`; a row of another kind is `TS_CORRUPT` in the core's text.
+#define TS_KIND_CODEC 10
+
 // A queue of answers, shared by the writes submitted to it.
 typedef struct TsAnswers TsAnswers;
 
@@ -548,6 +552,10 @@ void ts_answers_free(struct TsAnswers *q);
 // caller's. Returns 0 at once for a null queue or `cap` 0.
 size_t ts_answers_wait(const struct TsAnswers *q, struct TsAnswer *out, size_t cap);
 
+// The version the text says, as a version's `Display` wrote it, to `out`;
+// other text is `TS_INVALID` in the core's words.
+int32_t ts_version_parse(const uint8_t *text, size_t len, int64_t *out, struct TsError **err);
+
 // How many entries the page holds.
 size_t ts_page_len(const struct TsPage *p);
 
@@ -732,6 +740,10 @@ int32_t ts_store_group_stats(const struct TsStore *s, struct TsGroupStats *out, 
 // back: an earlier time is `TS_INVALID`, or (`follow`) leaves the clock
 // where it is. A store without a test clock is `TS_INVALID`.
 int32_t ts_store_set_clock(const struct TsStore *s, int64_t ms, bool follow, struct TsError **err);
+
+// Moves a test clock forward by `ns`. A negative step is `TS_INVALID`, as
+// is a store without a test clock.
+int32_t ts_store_advance(const struct TsStore *s, int64_t ns, struct TsError **err);
 
 // The number this store's log records carry (`TsLogRecord.store`); 0 for
 // a closed store.

@@ -15,7 +15,7 @@ use crate::answers::submit;
 use crate::call::*;
 use crate::value::{TsValue, raw_in, value_out, value_view};
 use crate::waits::refused;
-use crate::{free, set, span};
+use crate::{TsError, free, guard, set, span};
 
 /// A write's own options, as the caller got them: the core checks their
 /// shape for each call (a ttl or a time, not both; what each call takes).
@@ -87,6 +87,17 @@ fn option_parts(o: &TsWriteOptions) -> Result<OptionParts> {
         o.has_at.then(|| from_millis(o.at_ms)),
         o.has_if_version.then(|| Version::from_raw(o.if_version)),
     ))
+}
+
+/// The version the text says, as a version's `Display` wrote it, to `out`;
+/// other text is `TS_INVALID` in the core's words.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_version_parse(text: *const u8, len: usize, out: *mut i64, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let v: Version = String::from_utf8_lossy(unsafe { crate::bytes(text, len) }).parse()?;
+        set(out, v.get());
+        Ok(())
+    })
 }
 
 /// Whether there is a live entry, and it with its value read as `want`

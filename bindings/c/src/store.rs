@@ -159,6 +159,16 @@ pub unsafe extern "C" fn ts_store_set_clock(s: *const TsStore, ms: i64, follow: 
     })
 }
 
+/// Moves a test clock forward by `ns`. A negative step is `TS_INVALID`, as
+/// is a store without a test clock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_store_advance(s: *const TsStore, ns: i64, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let step = crate::span(ns, "the clock's step")?;
+        unsafe { store(s) }?.clock().advance(step).map(|_| ())
+    })
+}
+
 /// The number this store's log records carry (`TsLogRecord.store`); 0 for
 /// a closed store.
 #[unsafe(no_mangle)]

@@ -31,6 +31,9 @@ pub const TS_KIND_JSON: i32 = 8;
 /// Reading only: the row as it is kept, answered as `TS_KIND_NULL`,
 /// `TS_KIND_INT` or `TS_KIND_BYTES`.
 pub const TS_KIND_RAW: i32 = 9;
+/// Reading only: the row's bytes for a bucket's own codec, answered as
+/// `TS_KIND_BYTES`; a row of another kind is `TS_CORRUPT` in the core's text.
+pub const TS_KIND_CODEC: i32 = 10;
 
 /// A value: `kind` says which of `integer` and `bytes` holds it.
 #[repr(C)]
@@ -98,6 +101,7 @@ pub(crate) fn read_as(raw: &Raw, want: i32) -> Result<(i32, i64, Option<&[u8]>)>
             Raw::Int(i) => (TS_KIND_INT, *i, None),
             Raw::Bytes(b) => (TS_KIND_BYTES, 0, Some(b)),
         },
+        TS_KIND_CODEC => (TS_KIND_BYTES, 0, Some(raw.as_codec_bytes()?)),
         _ => return Err(invalid(format!("no value kind {want}"))),
     })
 }

@@ -57,17 +57,26 @@ impl NativeLimitStore {
     #[napi(factory)]
     pub fn open(env: Env, store: &NativeStore, max_entries: Option<f64>, name: Option<String>) -> napi::Result<Self> {
         let r = (|| {
-            let mut b = LimitStore::builder(&store.store);
+            let name = name.as_deref().unwrap_or(tinystore::LIMIT_STORE_NAME);
+            let mut b = LimitStore::builder(&store.store).name(name);
             if let Some(n) = max_entries {
-                let n = tinystore::whole_number(n, "maxEntries", 1..=tinystore::MAX_SAFE_INTEGER)?;
-                b = b.max_entries(n as usize);
-            }
-            if let Some(name) = name {
-                b = b.name(&name);
+                b = b.max_entries_given(n);
             }
             b.open()
         })();
         Ok(NativeLimitStore { ls: sync(&env, r)? })
+    }
+
+    /// The name a limit store's rows live under unless it is given one.
+    #[napi]
+    pub fn default_name() -> &'static str {
+        tinystore::LIMIT_STORE_NAME
+    }
+
+    /// The name its rows live under, which its errors name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.ls.name().to_owned()
     }
 
     /// The bound on entries.

@@ -11,7 +11,7 @@
 use pyo3::prelude::*;
 use tinystore::{LimitEntry, ReturnedEntry, Store as CoreStore, Swept, UpdateSteps};
 
-use crate::convert::{Answered, Arg};
+use crate::convert::{Answered, Arg, int_of};
 use crate::errors::py_err;
 use crate::reply;
 use crate::scope::{Call, on_store};
@@ -40,24 +40,34 @@ pub struct LimitStore {
 
 #[pymethods]
 impl LimitStore {
-    /// Opens the limit store of `store`, bounded to `max_entries`.
+    /// Opens the limit store of `store`, bounded to `max_entries` (an int
+    /// the core checks).
     #[new]
-    #[pyo3(signature = (store, max_entries=None, name=None))]
-    fn new(py: Python<'_>, store: &Store, max_entries: Option<usize>, name: Option<String>) -> PyResult<LimitStore> {
+    #[pyo3(signature = (store, max_entries: "int | None" = None, name=None))]
+    fn new(py: Python<'_>, store: &Store, max_entries: Option<&Arg<'_>>, name: Option<String>) -> PyResult<LimitStore> {
         let core = store.store.clone();
-        let ls = py
-            .detach(|| {
-                let mut b = tinystore::LimitStore::builder(&core);
-                if let Some(n) = max_entries {
-                    b = b.max_entries(n);
-                }
-                if let Some(name) = &name {
-                    b = b.name(name);
-                }
-                b.open()
-            })
-            .map_err(py_err(py))?;
+        let mut b = tinystore::LimitStore::builder(&core);
+        if let Some(name) = &name {
+            b = b.name(name);
+        }
+        if let Some(n) = max_entries.filter(|n| !n.is_none()) {
+            let named = |e: tinystore::Error| e.in_bucket(name.as_deref().unwrap_or(tinystore::LIMIT_STORE_NAME));
+            b = b.max_entries_given(int_of(n, "max_entries").map_err(named).map_err(py_err(py))?);
+        }
+        let ls = py.detach(|| b.open()).map_err(py_err(py))?;
         Ok(LimitStore { ls, store: core })
+    }
+
+    /// The name a limit store's rows live under unless it is given one.
+    #[staticmethod]
+    fn default_name() -> &'static str {
+        tinystore::LIMIT_STORE_NAME
+    }
+
+    /// The name its rows live under, which its errors name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.ls.name()
     }
 
     /// The bound on entries.

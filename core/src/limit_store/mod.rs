@@ -26,6 +26,7 @@
 
 mod commit;
 mod deadline;
+mod given;
 mod on_postgres;
 mod steps;
 mod sweep;
@@ -186,7 +187,8 @@ pub struct Swept {
 pub struct LimitStoreBuilder {
     store: Store,
     name: String,
-    max_entries: usize,
+    /// As given, signed or wider, so that `open` is the one check of it.
+    max_entries: crate::Signed,
     deadline: Duration,
     in_flight: usize,
 }
@@ -200,8 +202,15 @@ impl LimitStoreBuilder {
     }
 
     /// The bound on entries (default 1,000,000).
-    pub fn max_entries(mut self, n: usize) -> Self {
-        self.max_entries = n;
+    pub fn max_entries(self, n: usize) -> Self {
+        self.max_entries_given(n as i128)
+    }
+
+    /// The bound on entries as a language holds it, signed or wider
+    /// (Python's int, a JavaScript number with a fraction): `open` refuses one out of
+    /// range, in the one text every language gives.
+    pub fn max_entries_given(mut self, n: impl Into<crate::Signed>) -> Self {
+        self.max_entries = n.into();
         self
     }
 
@@ -223,9 +232,9 @@ impl LimitStoreBuilder {
     /// store starts a sweep of expired entries, as an instance's start does.
     pub fn open(self) -> Result<LimitStore> {
         let bad = |what: String| Err(Error::invalid(what).in_bucket(&self.name));
-        if self.max_entries == 0 || self.max_entries > i64::MAX as usize {
-            return bad(format!("maxEntries must be 1 or more, not {}", self.max_entries));
-        }
+        let Some(max_entries) = given::max_entries(&self.max_entries) else {
+            return bad(given::max_entries_refused(&self.max_entries));
+        };
         if self.deadline.is_zero() {
             return bad("a limit store's deadline must be longer than zero".into());
         }
@@ -244,7 +253,7 @@ impl LimitStoreBuilder {
             shared: Arc::new(Shared {
                 store: self.store.clone(),
                 core,
-                max_entries: self.max_entries,
+                max_entries,
                 deadline: self.deadline,
                 max_in_flight: self.in_flight,
                 in_flight: Arc::new(AtomicUsize::new(0)),
@@ -376,7 +385,7 @@ impl LimitStore {
         LimitStoreBuilder {
             store: store.clone(),
             name: LIMIT_STORE_NAME.to_owned(),
-            max_entries: DEFAULT_MAX_ENTRIES,
+            max_entries: (DEFAULT_MAX_ENTRIES as i128).into(),
             deadline: LIMIT_DEADLINE,
             in_flight: LIMIT_IN_FLIGHT,
         }

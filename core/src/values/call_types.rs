@@ -36,10 +36,13 @@ impl fmt::Display for Version {
 
 impl FromStr for Version {
     type Err = Error;
+    /// The text [`Version`]'s `Display` wrote: a revision of the file, which
+    /// counts from 1, so no other number is one (KV-10).
     fn from_str(s: &str) -> Result<Version> {
-        s.parse()
-            .map(Version)
-            .map_err(|_| Error::invalid(format!("{s:?} is not a version")))
+        match s.parse::<i64>() {
+            Ok(n) if n >= 1 => Ok(Version(n)),
+            _ => Err(Error::invalid(format!("{s:?} is not a version"))),
+        }
     }
 }
 

@@ -31,9 +31,9 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 	}
 	var opts []kv.CallOption
 	if v, ok := s["if_version"]; ok {
-		saved, ok := r.versions[v.(string)]
-		if !ok {
-			panic(unknown{"no version was saved as " + v.(string)})
+		saved, err := r.version(v)
+		if err != nil {
+			return out{}, err
 		}
 		opts = append(opts, kv.IfVersion(saved))
 	}
@@ -206,6 +206,20 @@ func (r *runner) call(s step, tx *kv.Tx, index int) (out, error) {
 }
 
 // entryOut is an entry's answer, its expiry as ms from the store's now.
+// version is a saved version by its name, or {"text": ...}: text as a
+// caller gives it, read by UnmarshalText.
+func (r *runner) version(v any) (kv.Version, error) {
+	if o, ok := v.(map[string]any); ok {
+		var given kv.Version
+		return given, given.UnmarshalText([]byte(o["text"].(string)))
+	}
+	saved, ok := r.versions[v.(string)]
+	if !ok {
+		panic(unknown{"no version was saved as " + v.(string)})
+	}
+	return saved, nil
+}
+
 func (r *runner) entryOut(v cases.Value, version kv.Version, expiresAt time.Time) out {
 	o := out{kind: outEntry, value: v, version: version}
 	if !expiresAt.IsZero() {

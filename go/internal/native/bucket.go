@@ -42,7 +42,17 @@ const (
 	KindUint64  Kind = C.TS_KIND_UINT64
 	KindJSON    Kind = C.TS_KIND_JSON
 	KindRaw     Kind = C.TS_KIND_RAW
+	KindCodec   Kind = C.TS_KIND_CODEC
 )
+
+// ParseVersion reads a version's text by the core's rule: what a version
+// wrote, and nothing else, is one.
+func ParseVersion(s string) (int64, error) {
+	p, n := text(s)
+	var v C.int64_t
+	var e *C.TsError
+	return int64(v), failure(C.ts_version_parse(p, n, &v, &e), e, nil)
+}
 
 // Value is a value as it crosses: Kind says which of Int and Bytes holds it.
 // Going in, Bytes is only read during the call.

@@ -170,6 +170,15 @@ func (s *Store) setClock(t time.Time, follow bool) error {
 	})
 }
 
+// Advance moves a manual store's clock forward by d; the core refuses a
+// negative d, since the clock never moves back.
+func (s *Store) Advance(d time.Duration) error {
+	return s.with(func(p *C.TsStore) error {
+		var e *C.TsError
+		return failure(C.ts_store_advance(p, C.int64_t(d), &e), e, nil)
+	})
+}
+
 // Manual says whether the store has a test clock.
 func (s *Store) Manual() bool { return s.manual }
 

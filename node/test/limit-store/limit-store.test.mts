@@ -322,3 +322,53 @@ test('store: the README example runs as written', async () => {
 		rmSync(file, { force: true })
 	}
 })
+
+const refusedCalls: Array<[string, (ls: LimitStore) => Promise<unknown>, string, string | undefined]> = [
+	['keys as text', (ls) => ls.read('abc' as unknown as string[]), "a limit store's keys are a list of strings, not string abc", undefined],
+	['a key of a number', (ls) => ls.read([5 as unknown as string]), 'a limit store key is a string, not number 5', undefined],
+	['no apply', (ls) => ls.update(['k'], null as unknown as LimitApplyOf), 'an update needs a function to call, not object null', undefined],
+	['apply returning a number', (ls) => ls.update(['k'], () => 5 as unknown as undefined), 'apply returns a map of key to entry (null to delete), or nothing, not number 5', undefined],
+	['an entry of a number', (ls) => ls.update(['k'], () => ({ k: 5 as unknown as LimitEntry })), 'an entry is a value and its expiry, or null to delete, not number 5', 'k'],
+	['an expiry of text', (ls) => ls.update(['k'], () => ({ k: { value: 1, expiresAt: 'soon' as unknown as number } })), "an entry's expiry is a number of ms, not string soon", 'k'],
+]
+type LimitApplyOf = Parameters<LimitStore['update']>[1]
+
+for (const [what, call, message, key] of refusedCalls) {
+	test(`store: ${what} is the core's text naming the store`, async () => {
+		const store = await open(freshDir(), { clock: T0 })
+		const e = await rejection(call(limitStore(store, { name: 'sends' })))
+		assert.ok(e instanceof InvalidError, String(e))
+		assert.ok(e.message.startsWith(`${message} (bucket sends`), e.message)
+		assert.deepEqual(e.what, key === undefined ? { bucket: 'sends' } : { bucket: 'sends', key })
+		await store.close()
+	})
+}
+
+test("store: a bound out of range is the core's one text naming the store", async () => {
+	const store = await open(freshDir(), { clock: T0 })
+	for (const n of [0, -1, 1.5, Number.NaN]) {
+		const e = (() => {
+			try {
+				limitStore(store, { maxEntries: n, name: 'sends' })
+			} catch (err) {
+				return err as InvalidError
+			}
+			return assert.fail('accepted')
+		})()
+		assert.ok(e instanceof InvalidError, String(e))
+		assert.equal(
+			e.message,
+			`max_entries (maxEntries) is ${n}: a limit store holds a whole number of entries from 1 to 2^63-1 (bucket sends)`,
+		)
+		assert.equal(e.what.bucket, 'sends')
+	}
+	assert.throws(
+		() => limitStore({} as Store, { name: 'sends' }),
+		(e: unknown) => e instanceof InvalidError && e.what.bucket === 'sends' && e.message.startsWith('a limit store opens over an open store, not object'),
+	)
+	assert.equal(limitStore(store, { maxEntries: Number.MAX_SAFE_INTEGER }).maxEntries, Number.MAX_SAFE_INTEGER)
+	const ls = limitStore(store, { name: 'sends' })
+	const stranger = await rejection(ls.update(['k'], () => ({ z: null })))
+	assert.deepEqual(stranger.what, { bucket: 'sends', key: 'z' })
+	await store.close()
+})

@@ -330,6 +330,7 @@ export class Runner {
 	}
 
 	version(name) {
+		if (typeof name === 'object' && name !== null) return String(name.text)
 		if (!this.versions.has(name)) throw new Error(`no version saved as ${name}`)
 		return this.versions.get(name)
 	}

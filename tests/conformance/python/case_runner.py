@@ -144,6 +144,10 @@ class Runner:
 
     # ---- calls ----
 
+    def version(self, given: Any) -> str:
+        """A saved version by its name, or ``{"text": ...}``: text as a caller gives it."""
+        return str(given["text"]) if isinstance(given, dict) else self.versions[given]
+
     async def call(self, step: dict[str, Any], index: int = 0) -> Out:
         """Runs one call; raises the API's error, or ``UnknownInCase``."""
         op = step["op"]
@@ -153,7 +157,7 @@ class Runner:
             if isinstance(k, str):
                 k = k.replace("{i}", str(index))
         n = step.get("n", 1)
-        if_version = self.versions[step["if_version"]] if "if_version" in step else None
+        if_version = self.version(step["if_version"]) if "if_version" in step else None
         h = self.handle(step)
         b = h.api
         if self.in_tx is not None and not step.get("outside") and op != "run":

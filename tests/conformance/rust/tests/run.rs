@@ -181,7 +181,12 @@ impl Runner {
         let key = step.get("key").map(|k| text(k).replace("{i}", &index.to_string()));
         let k = || key.clone().expect("the call names a key").into_bytes();
         let n = step.get("n").and_then(Value::as_i64).unwrap_or(1);
-        let if_version = step.get("if_version").map(|v| self.versions[v.as_str().unwrap()]);
+        // A saved version by its name, or `{"text": ...}`: text as a caller gives it.
+        let if_version = match step.get("if_version") {
+            Some(Value::Object(o)) => Some(text(&o["text"]).parse::<Version>()?),
+            Some(v) => Some(self.versions[v.as_str().unwrap()]),
+            None => None,
+        };
         let ttl = step.get("ttl").map(span).transpose()?;
         match (self.handle(step), op) {
             (Handle::Coded(b), "set") => Ok(Out::Json(json!(b.set(k(), &string(&step["value"]))?.get()))),
