@@ -34,11 +34,16 @@ impl From<i128> for Signed {
     }
 }
 
-impl From<i64> for Signed {
-    fn from(n: i64) -> Self {
-        Signed::Whole(n.into())
-    }
+macro_rules! whole_from {
+    ($($t:ty)*) => {$(
+        impl From<$t> for Signed {
+            fn from(n: $t) -> Self {
+                Signed::Whole(n as i128)
+            }
+        }
+    )*};
 }
+whole_from!(i32 i64 u32 u64 usize);
 
 impl From<f64> for Signed {
     fn from(n: f64) -> Self {

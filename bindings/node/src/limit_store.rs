@@ -56,14 +56,12 @@ impl NativeLimitStore {
     /// Opens the limit store of `store` with a bound of `max_entries`.
     #[napi(factory)]
     pub fn open(env: Env, store: &NativeStore, max_entries: Option<f64>, name: Option<String>) -> napi::Result<Self> {
-        let r = (|| {
-            let name = name.as_deref().unwrap_or(tinystore::LIMIT_STORE_NAME);
-            let mut b = LimitStore::builder(&store.store).name(name);
-            if let Some(n) = max_entries {
-                b = b.max_entries_given(n);
-            }
-            b.open()
-        })();
+        let name = name.as_deref().unwrap_or(tinystore::LIMIT_STORE_NAME);
+        let mut b = LimitStore::builder(&store.store).name(name);
+        if let Some(n) = max_entries {
+            b = b.max_entries_given(n);
+        }
+        let r = b.open();
         Ok(NativeLimitStore { ls: sync(&env, r)? })
     }
 
