@@ -47,11 +47,11 @@ impl<'a> Refusal<'a> {
             "limit_keys" => Refusal::LimitStoreTakes("a limit store's keys are a list of strings", detail),
             "limit_key" => Refusal::LimitStoreTakes("a limit store key is a string", detail),
             "limit_changes" => Refusal::LimitStoreTakes(
-                "apply returns a map of key to entry (null to delete), or nothing",
+                "apply returns a map of key to entry (none to delete it), or nothing",
                 detail,
             ),
             "limit_changed_key" => Refusal::LimitStoreTakes("a key apply returns is a string", detail),
-            "limit_entry" => Refusal::LimitStoreTakes("an entry is a value and its expiry, or null to delete", detail),
+            "limit_entry" => Refusal::LimitStoreTakes("an entry is a value and its expiry, or none to delete the key", detail),
             "limit_expiry" => Refusal::LimitStoreTakes("an entry's expiry is a number of ms", detail),
             _ => return None,
         })

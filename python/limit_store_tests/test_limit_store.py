@@ -359,8 +359,8 @@ REFUSED: list[tuple[str, str, str | None]] = [
     ("keys as text", "a limit store's keys are a list of strings, not str 'abc'", None),
     ("a key of bytes", "a limit store key is a string, not bytes b'k'", None),
     ("no apply", "an update needs a function to call, not NoneType None", None),
-    ("apply returning an int", "apply returns a map of key to entry (null to delete), or nothing, not int 5", None),
-    ("an entry of an int", "an entry is a value and its expiry, or null to delete, not int 5", "k"),
+    ("apply returning an int", "apply returns a map of key to entry (none to delete it), or nothing, not int 5", None),
+    ("an entry of an int", "an entry is a value and its expiry, or none to delete the key, not int 5", "k"),
     ("an expiry of text", "an entry's expiry is a number of ms, not str 'soon'", "k"),
 ]
 

@@ -327,8 +327,8 @@ const refusedCalls: Array<[string, (ls: LimitStore) => Promise<unknown>, string,
 	['keys as text', (ls) => ls.read('abc' as unknown as string[]), "a limit store's keys are a list of strings, not string abc", undefined],
 	['a key of a number', (ls) => ls.read([5 as unknown as string]), 'a limit store key is a string, not number 5', undefined],
 	['no apply', (ls) => ls.update(['k'], null as unknown as LimitApplyOf), 'an update needs a function to call, not object null', undefined],
-	['apply returning a number', (ls) => ls.update(['k'], () => 5 as unknown as undefined), 'apply returns a map of key to entry (null to delete), or nothing, not number 5', undefined],
-	['an entry of a number', (ls) => ls.update(['k'], () => ({ k: 5 as unknown as LimitEntry })), 'an entry is a value and its expiry, or null to delete, not number 5', 'k'],
+	['apply returning a number', (ls) => ls.update(['k'], () => 5 as unknown as undefined), 'apply returns a map of key to entry (none to delete it), or nothing, not number 5', undefined],
+	['an entry of a number', (ls) => ls.update(['k'], () => ({ k: 5 as unknown as LimitEntry })), 'an entry is a value and its expiry, or none to delete the key, not number 5', 'k'],
 	['an expiry of text', (ls) => ls.update(['k'], () => ({ k: { value: 1, expiresAt: 'soon' as unknown as number } })), "an entry's expiry is a number of ms, not string soon", 'k'],
 ]
 type LimitApplyOf = Parameters<LimitStore['update']>[1]
