@@ -343,9 +343,10 @@ export declare function callerContext(): NativeContext
 
 /**
  * The engine's message for a fault of a bucket's own codec (`encode`,
- * `decode`, `not_bytes`), so that every language words it alike.
+ * `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+ * `json_decode`), so that every language words it alike.
  */
-export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
+export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string): string
 
 /** Clears the armed cancel, if the call did not take it. */
 export declare function disarmCancel(): void

@@ -613,7 +613,8 @@ class View:
 def codec_fault(word: str, detail: str) -> str:
     """
     The core's message for a fault of a bucket's own codec (`encode`,
-    `decode`, `not_bytes`), so that every language words it alike.
+    `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+    `json_key`, `json_decode`), so that every language words it alike.
     """
 
 def error_text(code: str, message: str, bucket: str | None = None, path: str | None = None) -> str:
