@@ -109,8 +109,17 @@ export declare class NativeConfig {
   update(patch: string): Promise<void>
   /** Gives the field, or struct of fields, at `path` back to the layers. */
   reset(path: string): Promise<void>
-  /** Resolves with the generation once it passes `after`, or after `timeoutMs`. */
-  wait(after: number, timeoutMs: number): Promise<number>
+  /** The config's changes from now on. */
+  watch(): NativeConfigWatch
+}
+
+/** A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`). */
+export declare class NativeConfigWatch {
+  /**
+   * Waits one step on a thread of its own: true for a change, false for
+   * none yet, null when the watch is over.
+   */
+  next(): Promise<boolean | null>
 }
 
 /** The transactions and runs of once the running code is inside. */

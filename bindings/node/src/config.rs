@@ -13,14 +13,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
-use std::time::Duration;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_env};
 use napi_derive::napi;
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema, Validator, Value};
+use tinystore::config::{ConfigWatch, Layers, Schema, Validator, Value, WatchStep};
 
 use crate::completions::{self, nothing, sync};
 use crate::napi_values as js;
@@ -165,15 +164,36 @@ impl NativeConfig {
         completions::off_thread(env, move || raw.reset(&path), nothing)
     }
 
-    /// Resolves with the generation once it passes `after`, or after `timeoutMs`.
-    #[napi(ts_return_type = "Promise<number>")]
-    pub fn wait<'e>(&self, env: &'e Env, after: f64, timeout_ms: f64) -> napi::Result<Unknown<'e>> {
-        let raw = self.raw.clone();
-        let timeout = Duration::from_millis(timeout_ms.clamp(0.0, 60_000.0) as u64);
+    /// The config's changes from now on.
+    #[napi]
+    pub fn watch(&self) -> NativeConfigWatch {
+        NativeConfigWatch {
+            steps: Arc::new(self.raw.watch(None)),
+        }
+    }
+}
+
+/// A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`).
+#[napi]
+pub struct NativeConfigWatch {
+    steps: Arc<ConfigWatch>,
+}
+
+#[napi]
+impl NativeConfigWatch {
+    /// Waits one step on a thread of its own: true for a change, false for
+    /// none yet, null when the watch is over.
+    #[napi(ts_return_type = "Promise<boolean | null>")]
+    pub fn next<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let steps = self.steps.clone();
         completions::off_thread(
             env,
-            move || Ok(raw.wait(after as u64, timeout)),
-            |env, g| js::number(env, g as f64),
+            move || Ok(steps.next()),
+            |env, step| match step {
+                WatchStep::Changed => js::boolean(env, true),
+                WatchStep::Quiet => js::boolean(env, false),
+                WatchStep::Ended => js::null(env),
+            },
         )
     }
 }

@@ -3,11 +3,10 @@
 //! core's fields and converts values; every rule stays in the core.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema, Validator, Value};
+use tinystore::config::{Layers, Schema, Validator, Value, WatchStep};
 
 use crate::errors::py_err;
 use crate::store::Store;
@@ -79,8 +78,27 @@ impl Config {
         self.raw.generation()
     }
 
-    /// Waits for a generation past `after`, at most `timeout_ms`, blocking.
-    fn wait(&self, py: Python<'_>, after: u64, timeout_ms: u64) -> u64 {
-        py.detach(|| self.raw.wait(after, Duration::from_millis(timeout_ms)))
+    /// The config's changes from now on, ending after `timeout_ms` without one.
+    #[pyo3(signature = (timeout_ms=None))]
+    fn watch(&self, py: Python<'_>, timeout_ms: Option<f64>) -> PyResult<ConfigWatch> {
+        let timeout = timeout_ms.map(|ms| tinystore::duration_from_millis(ms, "a watch's timeout"));
+        Ok(ConfigWatch(self.raw.watch(timeout.transpose().map_err(py_err(py))?)))
+    }
+}
+
+/// A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`).
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct ConfigWatch(tinystore::config::ConfigWatch);
+
+#[pymethods]
+impl ConfigWatch {
+    /// Waits one step, blocking: True for a change, False for none yet,
+    /// None when the watch is over.
+    fn next(&self, py: Python<'_>) -> Option<bool> {
+        match py.detach(|| self.0.next()) {
+            WatchStep::Changed => Some(true),
+            WatchStep::Quiet => Some(false),
+            WatchStep::Ended => None,
+        }
     }
 }

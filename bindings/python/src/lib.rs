@@ -49,7 +49,7 @@ mod _native {
         caller::CallerContext,
         codec_fault,
         completions::Completions,
-        config::Config,
+        config::{Config, ConfigWatch},
         error_text, json_field_name,
         limit_store::{LimitStore, LimitUpdate},
         limits::{Counters, Quota, RateLimit},

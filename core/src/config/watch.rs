@@ -6,6 +6,11 @@
 //! handle sees it at once. A change made by another process on the same
 //! file is found by a watcher thread that reads the config's stamp row
 //! (one indexed read) every [`POLL`], so it is seen within a second.
+//!
+//! A program watches through a [`ConfigWatch`]: its rules (how long one
+//! step waits, when a change is reported, when the watch ends) are here,
+//! and a binding only steps it on its runtime and hands each change to the
+//! program.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -17,6 +22,65 @@ use crate::store::Store;
 
 /// How often the watcher thread reads a config's stamp.
 pub const POLL: Duration = Duration::from_millis(200);
+
+/// The longest one step of a [`ConfigWatch`] waits, so that a caller who
+/// can give up (a context, a signal, a task) is heard from this often.
+pub const WATCH_STEP: Duration = Duration::from_millis(250);
+
+/// What one step of a [`ConfigWatch`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchStep {
+    /// The config changed since the last change reported: read it now
+    /// (changes made meanwhile are skipped to the latest).
+    Changed,
+    /// Nothing changed in this step: step again, unless the caller gave up.
+    Quiet,
+    /// The watch is over: the store closed, or the watch's timeout passed
+    /// without a change.
+    Ended,
+}
+
+/// The changes of one config from the moment the watch began, by any
+/// handle or process. A failed read of another process's changes is
+/// logged by the watcher thread and the watch goes on.
+pub struct ConfigWatch {
+    shared: Arc<Shared>,
+    timeout: Option<Duration>,
+    /// The generation last reported, and since when nothing changed.
+    state: Mutex<(u64, Option<Instant>)>,
+}
+
+impl ConfigWatch {
+    pub(crate) fn new(shared: Arc<Shared>, timeout: Option<Duration>) -> ConfigWatch {
+        let seen = shared.generation();
+        ConfigWatch {
+            shared,
+            timeout,
+            state: Mutex::new((seen, None)),
+        }
+    }
+
+    /// Waits for the next change, at most [`WATCH_STEP`].
+    pub fn next(&self) -> WatchStep {
+        let now = Instant::now();
+        let (seen, quiet_since) = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            (st.0, *st.1.get_or_insert(now))
+        };
+        let left = self.timeout.map(|t| t.saturating_sub(now - quiet_since));
+        let g = self.shared.wait(seen, left.map_or(WATCH_STEP, |l| l.min(WATCH_STEP)));
+        if g > seen {
+            *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (g, None);
+            return WatchStep::Changed;
+        }
+        let timed_out = self.timeout.is_some_and(|t| quiet_since.elapsed() >= t);
+        if timed_out || self.shared.kept.store().is_closed() {
+            WatchStep::Ended
+        } else {
+            WatchStep::Quiet
+        }
+    }
+}
 
 /// What the handles of one config share.
 pub(crate) struct Shared {
