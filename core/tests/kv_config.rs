@@ -471,3 +471,30 @@ fn kv20_a_watch_reports_each_change_once_and_ends_when_the_store_closes() {
     store.close().unwrap();
     assert_eq!(steps.next(), WatchStep::Ended, "the store closed");
 }
+
+#[test]
+fn kv20_a_watch_step_answers_without_a_thread_waiting() {
+    use std::sync::Arc;
+    use std::sync::mpsc::channel;
+    use tinystore::config::WatchStep;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let cfg = open(&store, &[]).unwrap();
+    let steps = Arc::new(cfg.raw().watch(None));
+    let (tx, rx) = channel();
+    let step = |tx: std::sync::mpsc::Sender<WatchStep>| steps.next_then(move |s| tx.send(s).unwrap());
+    step(tx.clone());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), WatchStep::Quiet);
+    step(tx.clone());
+    cfg.update(|s| s.port = 1).unwrap();
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(200)).unwrap(),
+        WatchStep::Changed,
+        "a change answers at once"
+    );
+    step(tx.clone());
+    store.close().unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), WatchStep::Ended);
+    step(tx);
+    assert_eq!(rx.try_recv().unwrap(), WatchStep::Ended, "on a closed store, at once");
+}

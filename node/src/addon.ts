@@ -116,8 +116,8 @@ export declare class NativeConfig {
 /** A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`). */
 export declare class NativeConfigWatch {
   /**
-   * Waits one step on a thread of its own: true for a change, false for
-   * none yet, null when the watch is over.
+   * Waits one step, no thread waiting: true for a change, false for none
+   * yet, null when the watch is over.
    */
   next(): Promise<boolean | null>
 }

@@ -228,6 +228,18 @@ def test_kv20_a_watch_ends_at_its_timeout_or_when_the_store_closes(tmp_path: Pat
     assert list(changes) == []  # the store closed
 
 
+async def test_kv20_an_async_watch_ends_at_its_timeout_or_when_the_store_closes(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path / "data")
+    cfg = tinystore.open_config(store, "app", Settings)
+    assert [s async for s in cfg.watch(timeout=0.3)] == []  # no change within its timeout
+    changes = cfg.watch()
+    last = asyncio.ensure_future(anext(changes))
+    await asyncio.sleep(0.05)
+    await store.close()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(last, timeout=2)
+
+
 def test_kv20_rows_kept_in_kv_db(store: tinystore.Store) -> None:
     tinystore.open_config(store, "app", Settings)
     assert ("app", "config") in store.names()

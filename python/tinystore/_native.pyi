@@ -200,6 +200,11 @@ class ConfigWatch:
         Waits one step, blocking: True for a change, False for none yet,
         None when the watch is over.
         """
+    def next_then(self, /, running: Any) -> Pending:
+        """
+        The step as a `Pending` of the loop `running`, no thread waiting:
+        the config's watcher thread answers it through the loop's queue.
+        """
 
 @final
 class Counters:

@@ -267,10 +267,11 @@ class Watch(Generic[T]):
         return self
 
     async def __anext__(self) -> T:
-        # The core decides each step; a step waits a bounded time, so a
-        # task cancelled meanwhile leaves no thread waiting long.
+        # The core decides each step and answers it on this loop: no thread
+        # waits for a change.
+        running = asyncio.get_running_loop()
         while True:
-            changed = await asyncio.to_thread(self._steps.next)
+            changed = await self._steps.next_then(running)
             if changed is None:
                 raise StopAsyncIteration
             if changed:
