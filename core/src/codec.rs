@@ -18,6 +18,10 @@ use std::fmt;
 use crate::error::{Error, Result};
 use crate::raw::Raw;
 
+/// The start of every refusal of a value JSON cannot write, in every
+/// language (`crate::CodecFault`'s JSON faults, and the checks below).
+pub(crate) const NO_JSON: &str = "the value cannot be written as JSON";
+
 /// Encodes `value` into the row its type keeps.
 pub fn encode<T: Serialize + ?Sized + 'static>(value: &T) -> Result<Raw> {
     if let Some(bytes) = as_bytes(value) {
@@ -29,7 +33,7 @@ pub fn encode<T: Serialize + ?Sized + 'static>(value: &T) -> Result<Raw> {
             value.serialize(FiniteCheck).map_err(|e| Error::invalid(e.0))?;
             crate::json_fields::to_json(value)
                 .map(Raw::Bytes)
-                .map_err(|e| Error::invalid(format!("the value cannot be written as JSON: {e}")))
+                .map_err(|e| Error::invalid(format!("{NO_JSON}: {e}")))
         }
         Err(ProbeError::Invalid(m)) => Err(Error::invalid(m)),
     }
@@ -242,7 +246,7 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 impl ser::Error for CheckError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        CheckError(format!("the value cannot be written as JSON: {msg}"))
+        CheckError(format!("{NO_JSON}: {msg}"))
     }
 }
 
@@ -251,7 +255,7 @@ fn finite(v: f64) -> Result<(), CheckError> {
         Ok(())
     } else {
         Err(CheckError(format!(
-            "the value cannot be written as JSON: it holds the float {v}, which JSON has no way to write"
+            "{NO_JSON}: it holds the float {v}, which JSON has no way to write"
         )))
     }
 }

@@ -13,6 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::codec::NO_JSON;
 use crate::error::{Error, Result};
 use crate::raw::Raw;
 
@@ -88,8 +89,9 @@ pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".into())
 }
 
-/// What a bucket's own codec (the user's encode and decode) did wrong: each
-/// is one error, with one message in every language.
+/// What a bucket's own codec (the user's encode and decode), or a JSON
+/// bucket's, did wrong: each is one error, with one message in every
+/// language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodecFault<'a> {
     /// Its encode failed (an error, an exception or a panic), saying this.
@@ -100,17 +102,30 @@ pub enum CodecFault<'a> {
     NotBytes(&'a str),
     /// The row is of this kind, not bytes, so the codec cannot read it.
     RowNotBytes(&'a str),
+    /// The language's JSON library could not write the value, saying this.
+    JsonEncode(&'a str),
+    /// The value holds one of this type, which JSON has no way to write.
+    JsonType(&'a str),
+    /// The value holds a map whose keys are of this type, not text.
+    JsonKey(&'a str),
+    /// A JSON bucket's row does not parse as JSON, the library saying this.
+    JsonDecode(&'a str),
 }
 
 impl<'a> CodecFault<'a> {
     /// The fault a binding names by a word (`encode`, `decode`, `not_bytes`,
-    /// `row_not_bytes`) with its detail, for a codec in its own language.
+    /// `row_not_bytes`, `json_encode`, `json_type`, `json_key`,
+    /// `json_decode`) with its detail, for a codec in its own language.
     pub fn named(word: &str, detail: &'a str) -> Option<CodecFault<'a>> {
         Some(match word {
             "encode" => CodecFault::Encode(detail),
             "decode" => CodecFault::Decode(detail),
             "not_bytes" => CodecFault::NotBytes(detail),
             "row_not_bytes" => CodecFault::RowNotBytes(detail),
+            "json_encode" => CodecFault::JsonEncode(detail),
+            "json_type" => CodecFault::JsonType(detail),
+            "json_key" => CodecFault::JsonKey(detail),
+            "json_decode" => CodecFault::JsonDecode(detail),
             _ => return None,
         })
     }
@@ -119,6 +134,17 @@ impl<'a> CodecFault<'a> {
     /// `Corrupt` for a row that does not read back.
     pub fn error(self) -> Error {
         match self {
+            CodecFault::JsonEncode(why) => Error::invalid(format!("{NO_JSON}: {why}")),
+            // Bytes have their own row kind, which every language reads:
+            // the hint names it, since JSON would keep them as numbers or text.
+            CodecFault::JsonType("bytes") => Error::invalid(format!(
+                "{NO_JSON}: it holds bytes, which JSON has no way to write: keep them in a bytes bucket, or as text"
+            )),
+            CodecFault::JsonType(ty) => Error::invalid(format!(
+                "{NO_JSON}: it holds a value of type {ty}, which JSON has no way to write"
+            )),
+            CodecFault::JsonKey(ty) => Error::invalid(format!("{NO_JSON}: its keys are text, not {ty}")),
+            CodecFault::JsonDecode(why) => Error::corrupt(format!("the row is not JSON: {why}")),
             CodecFault::Encode(why) => Error::invalid(format!("the bucket's codec could not encode the value: {why}")),
             CodecFault::Decode(why) => Error::corrupt(format!("the bucket's codec could not decode the value: {why}")),
             CodecFault::NotBytes(got) => Error::invalid(format!("the bucket's codec gave {got}, not bytes")),
@@ -177,5 +203,50 @@ impl RowCodec<Raw> for AsRow {
     }
     fn decode_owned(&self, row: Raw) -> Result<Raw> {
         Ok(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn every_json_word_names_its_fault() {
+        for (word, detail, kind, text) in [
+            (
+                "json_encode",
+                "a cycle",
+                ErrorKind::Invalid,
+                "the value cannot be written as JSON: a cycle",
+            ),
+            (
+                "json_type",
+                "function",
+                ErrorKind::Invalid,
+                "the value cannot be written as JSON: it holds a value of type function, which JSON has no way to write",
+            ),
+            (
+                "json_type",
+                "bytes",
+                ErrorKind::Invalid,
+                "the value cannot be written as JSON: it holds bytes, which JSON has no way to write: keep them in a bytes bucket, or as text",
+            ),
+            (
+                "json_key",
+                "tuple",
+                ErrorKind::Invalid,
+                "the value cannot be written as JSON: its keys are text, not tuple",
+            ),
+            (
+                "json_decode",
+                "line 1",
+                ErrorKind::Corrupt,
+                "the row is not JSON: line 1",
+            ),
+        ] {
+            let e = CodecFault::named(word, detail).expect(word).error();
+            assert_eq!((e.kind(), e.message()), (kind, text), "{word}");
+        }
     }
 }

@@ -370,6 +370,24 @@ fn kv20_the_environment_stands_where_it_is_given() {
 }
 
 #[test]
+fn kv20_the_environment_is_one_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let err = Config::builder(&store, "twice", defaults())
+        .env("APP", Vec::<String>::new())
+        .env("OTHER", Vec::<String>::new())
+        .duration("timeout")
+        .open()
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::Invalid);
+    assert_eq!(err.message(), "the environment is one layer: give FromEnv once");
+    assert_eq!(err.bucket(), Some("twice"), "{err}");
+    let layers = r#"{"layers": [{"env": {"prefix": "APP"}}, {"defaults": {}}, {"env": {"prefix": "APP"}}]}"#;
+    assert_eq!(tinystore::config::Layers::from_json(layers).unwrap().env_after, Some(0));
+}
+
+#[test]
 fn kv20_every_bad_variable_and_missing_field_in_one_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
@@ -431,4 +449,52 @@ fn kv20_a_variable_is_the_path_in_upper_snake_case() {
     .open()
     .unwrap();
     assert_eq!(cfg.get().unwrap().HTTPServer, "0.0.0.0:80");
+}
+
+#[test]
+fn kv20_a_watch_reports_each_change_once_and_ends_when_the_store_closes() {
+    use tinystore::config::{WATCH_STEP, WatchStep};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let cfg = open(&store, &[]).unwrap();
+    let steps = cfg.raw().watch(None);
+    let started = std::time::Instant::now();
+    assert_eq!(steps.next(), WatchStep::Quiet, "nothing changed");
+    assert!(started.elapsed() >= WATCH_STEP, "a quiet step waits its whole step");
+    cfg.update(|s| s.port = 1).unwrap();
+    cfg.update(|s| s.port = 2).unwrap();
+    assert_eq!(steps.next(), WatchStep::Changed, "two changes, reported once");
+    assert_eq!(steps.next(), WatchStep::Quiet);
+    let timed = cfg.raw().watch(Some(Duration::from_millis(300)));
+    assert_eq!(timed.next(), WatchStep::Quiet);
+    assert_eq!(timed.next(), WatchStep::Ended, "its timeout passed without a change");
+    store.close().unwrap();
+    assert_eq!(steps.next(), WatchStep::Ended, "the store closed");
+}
+
+#[test]
+fn kv20_a_watch_step_answers_without_a_thread_waiting() {
+    use std::sync::Arc;
+    use std::sync::mpsc::channel;
+    use tinystore::config::WatchStep;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let cfg = open(&store, &[]).unwrap();
+    let steps = Arc::new(cfg.raw().watch(None));
+    let (tx, rx) = channel();
+    let step = |tx: std::sync::mpsc::Sender<WatchStep>| steps.next_then(move |s| tx.send(s).unwrap());
+    step(tx.clone());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), WatchStep::Quiet);
+    step(tx.clone());
+    cfg.update(|s| s.port = 1).unwrap();
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(200)).unwrap(),
+        WatchStep::Changed,
+        "a change answers at once"
+    );
+    step(tx.clone());
+    store.close().unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(2)).unwrap(), WatchStep::Ended);
+    step(tx);
+    assert_eq!(rx.try_recv().unwrap(), WatchStep::Ended, "on a closed store, at once");
 }

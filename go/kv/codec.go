@@ -111,7 +111,7 @@ func (c *codec[T]) encode(v T) (native.Value, error) {
 	case native.KindJSON:
 		b, err := json.Marshal(v)
 		if err != nil {
-			return out, fmt.Errorf("the value cannot be written as JSON: %w", err)
+			return out, jsonFault(err)
 		}
 		out.Bytes = b
 	}
@@ -168,8 +168,19 @@ func (c *codec[T]) decode(v native.Value) (T, error) {
 		*(*float32)(unsafe.Pointer(rv.UnsafeAddr())) = math.Float32frombits(uint32(v.Int))
 	case native.KindJSON:
 		if err := json.Unmarshal(v.Bytes, &out); err != nil {
+			if _, syntax := err.(*json.SyntaxError); syntax {
+				return out, codecErr{native.CodecFault("json_decode", err.Error()), err}
+			}
 			return out, fmt.Errorf("the JSON does not decode as %s: %w", c.rt, err)
 		}
 	}
 	return out, nil
+}
+
+// jsonFault is what encoding/json could not write, in the core's words.
+func jsonFault(err error) error {
+	if t, ok := err.(*json.UnsupportedTypeError); ok {
+		return codecErr{native.CodecFault("json_type", t.Type.String()), err}
+	}
+	return codecErr{native.CodecFault("json_encode", err.Error()), err}
 }

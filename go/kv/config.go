@@ -3,7 +3,6 @@ package kv
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -41,18 +40,19 @@ type Config[T any] struct {
 // ConfigOption is an option of OpenConfig.
 type ConfigOption interface{ applyConfig(*configSpec) }
 
+// configSpec is the layers in the order given: a Defaults value, or an
+// *envSpec. The core reads the environment where it stands, and refuses a
+// second one.
 type configSpec struct {
-	defaults []any
-	env      *envSpec
+	layers []any
+	// vars are EnvVars', read by the environment layer.
+	vars map[string]string
+	envs int
 }
 
 type envSpec struct {
 	prefix string
 	files  []string
-	vars   map[string]string
-	// after is how many Defaults the environment is over; -1 for all of
-	// them (EnvVars without FromEnv).
-	after int
 }
 
 type configOption func(*configSpec)
@@ -63,7 +63,7 @@ func (f configOption) applyConfig(s *configSpec) { f(s) }
 // map[string]any (as a JSON or YAML library reads a file), which sets the
 // fields it names. Later layers are over earlier ones.
 func Defaults(v any) ConfigOption {
-	return configOption(func(s *configSpec) { s.defaults = append(s.defaults, v) })
+	return configOption(func(s *configSpec) { s.layers = append(s.layers, v) })
 }
 
 // FromEnv reads the environment: the .env files (a later one over an
@@ -72,21 +72,15 @@ func Defaults(v any) ConfigOption {
 // given among the layers: over the Defaults before it, under those after.
 func FromEnv(prefix string, files ...string) ConfigOption {
 	return configOption(func(s *configSpec) {
-		if s.env == nil {
-			s.env = &envSpec{}
-		}
-		s.env.prefix, s.env.files, s.env.after = prefix, files, len(s.defaults)
+		s.layers = append(s.layers, &envSpec{prefix, files})
+		s.envs++
 	})
 }
 
-// EnvVars makes FromEnv read vars instead of the process's environment.
+// EnvVars makes FromEnv read vars instead of the process's environment;
+// without FromEnv, they are read with no prefix, over every Defaults.
 func EnvVars(vars map[string]string) ConfigOption {
-	return configOption(func(s *configSpec) {
-		if s.env == nil {
-			s.env = &envSpec{after: -1}
-		}
-		s.env.vars = vars
-	})
+	return configOption(func(s *configSpec) { s.vars = vars })
 }
 
 // Source says where a field's value came from.
@@ -274,23 +268,21 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 			sh.lists = append(sh.lists, f.Path)
 		}
 	}
-	layers := map[string]any{}
-	defaults := make([]any, 0, len(spec.defaults))
-	for _, d := range spec.defaults {
-		tree, err := toEngine(d, sh)
-		if err != nil {
-			return nil, configInvalid(name, "a Defaults layer does not marshal: %v", err)
-		}
-		defaults = append(defaults, tree)
+	if spec.envs == 0 && spec.vars != nil {
+		spec.layers = append(spec.layers, &envSpec{})
 	}
-	layers["defaults"] = defaults
-	if spec.env != nil {
-		layers["prefix"] = spec.env.prefix
-		layers["envFiles"] = spec.env.files
-		if spec.env.after >= 0 {
-			layers["envAfter"] = spec.env.after
+	layers := make([]map[string]any, 0, len(spec.layers))
+	for _, l := range spec.layers {
+		env, ok := l.(*envSpec)
+		if !ok {
+			tree, err := toEngine(l, sh)
+			if err != nil {
+				return nil, configInvalid(name, "a Defaults layer does not marshal: %v", err)
+			}
+			layers = append(layers, map[string]any{"defaults": tree})
+			continue
 		}
-		vars := spec.env.vars
+		vars := spec.vars
 		if vars == nil {
 			vars = map[string]string{}
 			for _, kv := range os.Environ() {
@@ -299,13 +291,13 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 				}
 			}
 		}
-		layers["env"] = vars
+		layers = append(layers, map[string]any{"env": map[string]any{"prefix": env.prefix, "files": env.files, "vars": vars}})
 	}
 	fj, err := json.Marshal(fields)
 	if err != nil {
 		return nil, err
 	}
-	lj, err := json.Marshal(layers)
+	lj, err := json.Marshal(map[string]any{"layers": layers})
 	if err != nil {
 		return nil, configInvalid(name, "a layer does not marshal: %v", err)
 	}
@@ -435,19 +427,18 @@ func (c *Config[T]) Sources() ([]Source, error) {
 //
 //	for s := range settings.Watch(ctx) { server.SetRate(s.Limits.RPS) }
 func (c *Config[T]) Watch(ctx context.Context) iter.Seq[T] {
-	seen := c.h.Generation()
+	steps, err := c.h.Watch()
 	return func(yield func(T) bool) {
-		for ctx.Err() == nil {
-			g := c.h.Wait(seen, 250*time.Millisecond)
-			if g > seen {
-				seen = g
+		// The core decides each step; a step waits a bounded time, so
+		// ctx's end is heard within it.
+		for err == nil && ctx.Err() == nil {
+			switch steps.Next() {
+			case 1:
 				t, err := c.load()
 				if err != nil || !yield(t) {
 					return
 				}
-				continue
-			}
-			if _, err := c.h.Get(); errors.Is(err, tinystore.ErrClosed) {
+			case -1:
 				return
 			}
 		}

@@ -122,6 +122,13 @@ func TestKV20EnvParsesEachType(t *testing.T) {
 	}
 }
 
+func TestKV20TheEnvironmentIsOneLayer(t *testing.T) {
+	store, _ := openStore(t)
+	_, err := kv.OpenConfig[cfgSettings](store, "twice", kv.FromEnv("APP"), kv.FromEnv("OTHER"),
+		kv.EnvVars(map[string]string{}))
+	says(t, err, tinystore.ErrInvalid, "the environment is one layer: give FromEnv once (bucket twice)")
+}
+
 func TestKV20BadVariableNamesItself(t *testing.T) {
 	store, _ := openStore(t)
 	for name, text := range map[string]string{
@@ -287,6 +294,37 @@ func TestKV20WatchSeesAnotherProcess(t *testing.T) {
 		}
 	case <-time.After(500 * time.Millisecond):
 		t.Fatal("this process's own change not seen at once")
+	}
+}
+
+func TestKV20AWatchEndsWithItsContextOrTheStore(t *testing.T) {
+	store, _ := openStore(t)
+	c := openSettings(t, store)
+	ended := func(watch func(func(cfgSettings) bool)) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			for range watch {
+			}
+			close(done)
+		}()
+		return done
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	byCtx := ended(c.Watch(ctx))
+	byStore := ended(c.Watch(context.Background()))
+	cancel()
+	within(t, byCtx, "its context ended")
+	ok(t, store.Close())
+	within(t, byStore, "the store closed")
+}
+
+// within fails unless done closes within a second of what.
+func within(t *testing.T, done chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatalf("a watch goes on after %s", what)
 	}
 }
 

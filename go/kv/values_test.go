@@ -185,3 +185,18 @@ func TestKV03ARawMessageIsKeptAsTheJSONItHolds(t *testing.T) {
 		t.Fatal("a row that is not JSON was taken as a RawMessage")
 	}
 }
+
+func TestKV03WhatJSONCannotKeepIsTheCoresText(t *testing.T) {
+	store, _ := openManual(t)
+	docs := must[*kv.Bucket[any]](t)(kv.OpenBucket[any](store, "docs"))
+	err := docs.Set(ctx, "k", make(chan int))
+	keyError(t, err, tinystore.ErrInvalid, "docs", "k")
+	says(t, err, tinystore.ErrInvalid,
+		"the value cannot be written as JSON: it holds a value of type chan int, which JSON has no way to write (bucket docs, key k)")
+	says(t, docs.Set(ctx, "k", math.NaN()), tinystore.ErrInvalid, "the value cannot be written as JSON: json: ")
+	raw := must[*kv.Bucket[[]byte]](t)(kv.OpenBucket[[]byte](store, "docs"))
+	ok(t, raw.Set(ctx, "k", []byte("{no")))
+	_, _, err = docs.Entry(ctx, "k")
+	says(t, err, tinystore.ErrCorrupt, "the row is not JSON: ")
+	keyError(t, err, tinystore.ErrCorrupt, "docs", "k")
+}

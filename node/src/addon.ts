@@ -109,8 +109,17 @@ export declare class NativeConfig {
   update(patch: string): Promise<void>
   /** Gives the field, or struct of fields, at `path` back to the layers. */
   reset(path: string): Promise<void>
-  /** Resolves with the generation once it passes `after`, or after `timeoutMs`. */
-  wait(after: number, timeoutMs: number): Promise<number>
+  /** The config's changes from now on. */
+  watch(): NativeConfigWatch
+}
+
+/** A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`). */
+export declare class NativeConfigWatch {
+  /**
+   * Waits one step, no thread waiting: true for a change, false for none
+   * yet, null when the watch is over.
+   */
+  next(): Promise<boolean | null>
 }
 
 /** The transactions and runs of once the running code is inside. */
@@ -347,9 +356,10 @@ export declare function callerContext(): NativeContext
 
 /**
  * The engine's message for a fault of a bucket's own codec (`encode`,
- * `decode`, `not_bytes`), so that every language words it alike.
+ * `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+ * `json_decode`), so that every language words it alike.
  */
-export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes', detail: string): string
+export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string): string
 
 /** Clears the armed cancel, if the call did not take it. */
 export declare function disarmCancel(): void

@@ -214,21 +214,16 @@ export class Config<S extends Schema> {
 	 * Ends when the store closes or `signal` (an `AbortSignal`) aborts.
 	 */
 	watch(options?: { signal?: { readonly aborted: boolean } }): AsyncIterableIterator<Settings<S>> {
-		let seen = this.#native.generation()
+		const steps = this.#native.watch()
 		let stopped = false
 		const signal = options?.signal
+		// The engine decides each step; a step waits a bounded time, so an
+		// abort is heard within it.
 		const next = async (): Promise<IteratorResult<Settings<S>>> => {
 			while (!stopped && !signal?.aborted) {
-				const g = await this.#native.wait(seen, 250)
-				if (g > seen && !stopped) {
-					seen = g
-					return { done: false, value: this.get() }
-				}
-				try {
-					this.#native.get()
-				} catch {
-					break
-				}
+				const changed = await steps.next()
+				if (changed === null) break
+				if (changed && !stopped) return { done: false, value: this.get() }
 			}
 			return { done: true, value: undefined }
 		}
@@ -254,30 +249,23 @@ export function openConfig<S extends Schema>(store: Store, name: string, schema:
 	if (nativeStore === undefined) throw new InvalidError(`config ${JSON.stringify(name)}: not a store`)
 	const fields: object[] = []
 	describe(schema, '', fields)
-	const defaults: object[] = []
-	let env = options?.env
-	let envAfter: number | undefined
-	for (const layer of options?.defaults ?? []) {
-		if (!(layer instanceof EnvLayer)) {
-			defaults.push(layer)
-			continue
-		}
-		if (env !== undefined) throw new InvalidError(`config ${JSON.stringify(name)}: the environment is one layer: give fromEnv once`)
-		env = layer.options
-		envAfter = defaults.length
-	}
-	const layers: Record<string, unknown> = { defaults, envAfter }
-	if (env) {
-		layers.prefix = env.prefix
-		layers.envFiles = env.files ?? []
-		const vars = env.vars ?? process.env
-		layers.env = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined))
-	}
+	// In the order given: the engine reads the environment where it stands,
+	// and refuses a second one.
+	const given = [...(options?.defaults ?? [])]
+	if (options?.env) given.push(new EnvLayer(options.env))
+	const layers = { layers: given.map((layer) => (layer instanceof EnvLayer ? envLayer(layer.options) : { defaults: layer })) }
 	const validate = options?.validate
 	// The engine calls this where it checks a whole config; a string refuses it.
 	const check = validate && ((json: string) => refusal(validate, JSON.parse(json) as Settings<S>))
 	const n = native.NativeConfig.open(nativeStore, name, JSON.stringify(fields), JSON.stringify(layers), check)
 	return new Config<S>(n)
+}
+
+/** An environment layer as the engine reads it. */
+function envLayer(env: EnvOptions): object {
+	const vars = env.vars ?? process.env
+	const read = Object.fromEntries(Object.entries(vars).filter(([, v]) => v !== undefined))
+	return { env: { prefix: env.prefix, files: env.files ?? [], vars: read } }
 }
 
 /** Why `validate` refuses `s`, if it does: its answer, or what it threw. */

@@ -193,13 +193,27 @@ test('KV-20 watch sees a change by another process within a second', async () =>
 	await store.close()
 })
 
+test('KV-20 a watch ends when its signal aborts or the store closes', async () => {
+	const { store } = await fresh()
+	const cfg = openConfig(store, 'app', schema)
+	const aborted = new AbortController()
+	const stopped = cfg.watch({ signal: aborted.signal })
+	const first = stopped.next()
+	aborted.abort()
+	assert.equal((await first).done, true, 'an abort is heard within a step')
+	const changes = cfg.watch()
+	const last = changes.next()
+	await store.close()
+	assert.equal((await last).done, true, 'the store closed')
+})
+
 test('KV-20 fromEnv stands where it is given among the defaults', async () => {
 	const { store } = await fresh()
 	const fromFile = { port: 7070 }
 	const env = fromEnv('APP', { vars: { APP_PORT: '9090' } })
 	assert.equal(openConfig(store, 'over', schema, { defaults: [env, fromFile] }).get().port, 7070, 'a later object is over the environment')
 	assert.equal(openConfig(store, 'under', schema, { defaults: [fromFile, env] }).get().port, 9090)
-	throwsInvalid(() => openConfig(store, 'twice', schema, { defaults: [env], env: { prefix: 'APP' } }), /give fromEnv once/)
+	throwsInvalid(() => openConfig(store, 'twice', schema, { defaults: [env], env: { prefix: 'APP' } }), /the environment is one layer: give FromEnv once/)
 	await store.close()
 })
 

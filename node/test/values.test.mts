@@ -143,3 +143,23 @@ test('KV-1 keys: a read finds a key of any length and spelling, and names a bad 
 	await store.close()
 	assert.equal((await rejection(b.get('k'))).code, 'CLOSED')
 })
+
+test('KV-3 what JSON cannot keep, and a row that is not JSON, are the engine\'s one text', async () => {
+	await using store = await testStore()
+	const docs = store.bucket<unknown>('docs', { type: 'json' })
+	const noJson = 'the value cannot be written as JSON: '
+	const at = ' (bucket docs, key k)'
+	const undef = await rejection(docs.set('k', undefined))
+	assert.ok(undef instanceof InvalidError)
+	assert.equal(undef.message, `${noJson}it holds a value of type undefined, which JSON has no way to write${at}`)
+	const big = await rejection(docs.set('k', { n: 1n }))
+	assert.ok(big instanceof InvalidError)
+	assert.ok(big.message.startsWith(noJson) && big.message.endsWith(at), big.message)
+	await store.bucket('docs', { type: 'bytes' }).set('k', new TextEncoder().encode('{no'))
+	for (const read of [docs.get('k'), docs.take('k')]) {
+		const bad = await rejection(read)
+		assert.equal(bad.code, 'CORRUPT')
+		assert.ok(bad.message.startsWith('the row is not JSON: ') && bad.message.endsWith(at), bad.message)
+	}
+	assert.equal((await store.bucket('docs', { type: 'bytes' }).get('k'))?.length, 3, 'a take leaves the row')
+})

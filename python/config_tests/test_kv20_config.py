@@ -215,6 +215,31 @@ async def test_kv20_watch_sees_another_process(store: tinystore.Store) -> None:
     await changes.aclose()
 
 
+def test_kv20_a_watch_ends_at_its_timeout_or_when_the_store_closes(tmp_path: Path) -> None:
+    with tinystore.sync.open(tmp_path / "data") as store:
+        cfg = tinystore.sync.open_config(store, "app", Settings)
+        started = time.monotonic()
+        assert list(cfg.watch(timeout=0.3)) == []  # no change within its timeout
+        assert 0.3 <= time.monotonic() - started < 2
+        with pytest.raises(tinystore.InvalidError) as e:
+            cfg.watch(timeout=-1)
+        assert e.value.message == "a watch's timeout is -1000 ms: a span of time is from 0 to 2^53 - 1 ms, never negative"
+        changes = cfg.watch()
+    assert list(changes) == []  # the store closed
+
+
+async def test_kv20_an_async_watch_ends_at_its_timeout_or_when_the_store_closes(tmp_path: Path) -> None:
+    store = await tinystore.open(tmp_path / "data")
+    cfg = tinystore.open_config(store, "app", Settings)
+    assert [s async for s in cfg.watch(timeout=0.3)] == []  # no change within its timeout
+    changes = cfg.watch()
+    last = asyncio.ensure_future(anext(changes))
+    await asyncio.sleep(0.05)
+    await store.close()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(last, timeout=2)
+
+
 def test_kv20_rows_kept_in_kv_db(store: tinystore.Store) -> None:
     tinystore.open_config(store, "app", Settings)
     assert ("app", "config") in store.names()
@@ -241,7 +266,7 @@ def test_kv20_from_env_stands_where_it_is_given(store: tinystore.Store) -> None:
     assert over.get().port == 7070  # a mapping after the environment is over it
     under = tinystore.open_config(store, "under", Settings, layers=[from_file, env])
     assert under.get().port == 9090
-    with pytest.raises(tinystore.InvalidError, match="give FromEnv once"):
+    with pytest.raises(tinystore.InvalidError, match=r"^invalid: the environment is one layer: give FromEnv once \(bucket twice\)$"):
         tinystore.open_config(store, "twice", Settings, layers=[env], env_prefix="APP")
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import enum
 import json
+import math
 import uuid
 from typing import Literal, Optional, TypedDict
 
@@ -185,3 +186,24 @@ def test_kv03_sync_values_too(sync_store: tinystore.sync.Store) -> None:
     assert sessions.take("k") is None
 
 
+
+
+def test_kv03_what_json_cannot_keep_is_the_cores_text(sync_store: tinystore.sync.Store) -> None:
+    anything = sync_store.bucket("anything")
+    no_json = "the value cannot be written as JSON: "
+    for value, text in [
+        ({"a": b"x"}, no_json + "it holds bytes, which JSON has no way to write: keep them in a bytes bucket, or as text"),
+        ({(1, 2): "x"}, no_json + "its keys are text, not tuple"),
+        ([object()], no_json + "it holds a value of type object, which JSON has no way to write"),
+    ]:
+        with pytest.raises(tinystore.InvalidError) as e:
+            anything.set("k", value)
+        assert (e.value.message, e.value.bucket, e.value.path) == (text, "anything", "k")
+    with pytest.raises(tinystore.InvalidError) as e:
+        anything.set("k", [math.nan])
+    assert e.value.message.startswith(no_json + "Out of range float"), e.value.message  # json's own words follow
+    sync_store.bucket("anything", bytes).set("k", b"{no")
+    with pytest.raises(tinystore.CorruptError) as c:
+        anything.get("k")
+    assert c.value.message.startswith("the row is not JSON: "), c.value.message
+    assert sync_store.bucket("anything", bytes).get("k") == b"{no"

@@ -72,6 +72,18 @@ class Mismatch(ValueError):
         return f"{''.join(self.where).lstrip('.')}: {self.what}"
 
 
+class _NotJson(Mismatch):
+    """A value JSON cannot write: the core's fault of that word, with where inside it."""
+
+    def __init__(self, word: str, detail: str, where: tuple[str, ...] = ()) -> None:
+        super().__init__(_native.codec_fault(word, detail), where)
+        self.word = word
+        self.detail = detail
+
+    def inside(self, step: str) -> Mismatch:
+        return _NotJson(self.word, self.detail, (step, *self.where))
+
+
 def _name(tp: Any) -> str:
     if tp is None or tp is type(None):
         return "None"
@@ -122,16 +134,18 @@ def _build(tp: Any) -> Codec:
         try:
             data = dump(value)
             return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except _NotJson:
+            raise
         except Mismatch as e:
             raise Mismatch(f"the value does not fit the type {name}: {e}") from None
         except ValueError as e:  # NaN or infinity: JSON cannot write it
-            raise Mismatch(f"the value cannot be written as JSON: {e}") from None
+            raise _NotJson("json_encode", str(e)) from None
 
     def decode(raw: bytes) -> Any:
         try:
             data = json.loads(raw)
         except ValueError as e:
-            raise Mismatch(f"the stored value is not JSON: {e}") from None
+            raise Mismatch(_native.codec_fault("json_decode", str(e))) from None
         try:
             return load(data)
         except Mismatch as e:
@@ -147,7 +161,7 @@ def _pydantic_codec(tp: Any, name: str) -> Codec:
         try:
             return value.model_dump_json().encode()
         except Exception as e:  # pydantic's serialization errors
-            raise Mismatch(f"the value cannot be written as JSON: {e}") from None
+            raise _NotJson("json_encode", str(e)) from None
 
     def decode(raw: bytes) -> Any:
         try:
@@ -268,7 +282,7 @@ def _plain(tp: Any) -> _Fn | None:
 
 
 def _no_bytes(v: Any) -> Any:
-    raise Mismatch("bytes inside a JSON value are not supported: use a bytes bucket, or text")
+    raise _NotJson("json_type", "bytes")
 
 
 def _dump_enum(tp: type[enum.Enum]) -> _Fn:
@@ -474,7 +488,7 @@ def _dump_dict(key: Any, value: Any) -> _Fn:
         if key is int and (not isinstance(k, int) or isinstance(k, bool)):
             raise Mismatch(f"expected int keys, got {type(k).__name__}")
         if key is not int and not isinstance(k, str):
-            raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+            raise _NotJson("json_key", type(k).__name__)
         return str(k)
 
     def dump(v: Any) -> Any:
@@ -510,13 +524,13 @@ def _dump_any(v: Any) -> Any:
         return [_dump_any(x) for x in v]
     if isinstance(v, (set, frozenset)):
         # JSON has no sets: kept as a list it would read back as a list, in no set order.
-        raise Mismatch(f"{type(v).__name__} {v!r} cannot be written as JSON (a bucket of type set[...] keeps sets)")
+        raise _NotJson("json_encode", f"{type(v).__name__} {v!r}: a bucket of type set[...] keeps sets")
     if isinstance(v, bytes):
         return _no_bytes(v)
     tp = type(v)
     if dataclasses.is_dataclass(tp) or _is_pydantic(tp) or isinstance(v, (enum.Enum, *_DATES, uuid.UUID, decimal.Decimal)):
         return _dumper(tp)(v)
-    raise Mismatch(f"{tp.__name__} cannot be written as JSON")
+    raise _NotJson("json_type", tp.__name__)
 
 
 def _any_key(k: Any) -> str:
@@ -524,7 +538,7 @@ def _any_key(k: Any) -> str:
         return k
     if isinstance(k, int) and not isinstance(k, bool):
         return str(k)
-    raise Mismatch(f"JSON keys are text, got {type(k).__name__}")
+    raise _NotJson("json_key", type(k).__name__)
 
 
 # ---- reading: JSON data to a Python value of a type, checked ----

@@ -12,7 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, List, SupportsFloat, SupportsIndex, final
 
-__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "refusal", "stop_logs"]
+__all__ = ["MAX_PAGE", "Bucket", "CallerContext", "Claim", "Completions", "Config", "ConfigWatch", "Counters", "LimitStore", "LimitUpdate", "Once", "Pending", "Quota", "RateLimit", "Store", "Tx", "View", "codec_fault", "error_text", "forward_logs", "json_field_name", "next_logs", "refusal", "stop_logs"]
 
 MAX_PAGE: Final[int]
 """
@@ -185,9 +185,25 @@ class Config:
         """
         Checks and keeps the fields of `patch` (JSON) that change, blocking.
         """
-    def wait(self, /, after: SupportsIndex, timeout_ms: SupportsIndex) -> int:
+    def watch(self, /, timeout_ms: SupportsFloat | SupportsIndex | None = None) -> ConfigWatch:
         """
-        Waits for a generation past `after`, at most `timeout_ms`, blocking.
+        The config's changes from now on, ending after `timeout_ms` without one.
+        """
+
+@final
+class ConfigWatch:
+    """
+    A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`).
+    """
+    def next(self, /) -> bool | None:
+        """
+        Waits one step, blocking: True for a change, False for none yet,
+        None when the watch is over.
+        """
+    def next_then(self, /, running: Any) -> Pending:
+        """
+        The step as a `Pending` of the loop `running`, no thread waiting:
+        the config's watcher thread answers it through the loop's queue.
         """
 
 @final
@@ -624,7 +640,8 @@ class View:
 def codec_fault(word: str, detail: str) -> str:
     """
     The core's message for a fault of a bucket's own codec (`encode`,
-    `decode`, `not_bytes`), so that every language words it alike.
+    `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+    `json_key`, `json_decode`), so that every language words it alike.
     """
 
 def error_text(code: str, message: str, bucket: str | None = None, path: str | None = None) -> str:

@@ -249,35 +249,33 @@ class Config(_ConfigBase[T]):
             async for s in settings.watch():
                 server.set_rate(s.limits.rps)
         """
-        return Watch(self, self._n.generation(), timeout)
+        return Watch(self, _steps(self._n, timeout))
+
+
+def _steps(native: _native.Config, timeout: float | None) -> _native.ConfigWatch:
+    return native.watch(None if timeout is None else timeout * 1000)
 
 
 class Watch(Generic[T]):
-    """The changes of a config, from the generation ``watch`` was called at."""
+    """The changes of a config, from the moment ``watch`` was called."""
 
-    def __init__(self, config: Config[T], seen: int, timeout: float | None) -> None:
+    def __init__(self, config: Config[T], steps: _native.ConfigWatch) -> None:
         self._config = config
-        self._seen = seen
-        self._timeout = timeout
+        self._steps = steps
 
     def __aiter__(self) -> Watch[T]:
         return self
 
     async def __anext__(self) -> T:
-        native = self._config._n
-        waited = 0.0
+        # The core decides each step and answers it on this loop: no thread
+        # waits for a change.
+        running = asyncio.get_running_loop()
         while True:
-            g = await asyncio.to_thread(native.wait, self._seen, 250)
-            if g > self._seen:
-                self._seen = g
-                return self._config.get()
-            waited += 0.25
-            if self._timeout is not None and waited >= self._timeout:
+            changed = await self._steps.next_then(running)
+            if changed is None:
                 raise StopAsyncIteration
-            try:
-                native.get()
-            except Exception:
-                raise StopAsyncIteration from None
+            if changed:
+                return self._config.get()
 
     async def aclose(self) -> None:
         """Stops watching (nothing is held between changes)."""
@@ -300,24 +298,12 @@ class SyncConfig(_ConfigBase[T]):
         """The settings after every change from now on, by any handle or
         process; ends when the store closes, or after ``timeout`` seconds
         without a change."""
-        seen = self._n.generation()
+        steps = _steps(self._n, timeout)
 
         def changes() -> Iterator[T]:
-            nonlocal seen
-            waited = 0.0
-            while True:
-                g = self._n.wait(seen, 250)
-                if g > seen:
-                    seen, waited = g, 0.0
+            while (changed := steps.next()) is not None:
+                if changed:
                     yield self.get()
-                    continue
-                waited += 0.25
-                if timeout is not None and waited >= timeout:
-                    return
-                try:
-                    self._n.get()
-                except Exception:
-                    return
 
         return changes()
 
@@ -343,6 +329,11 @@ class FromEnv:
         object.__setattr__(self, "environ", environ)
 
 
+def _env_layer(env: FromEnv) -> dict[str, Any]:
+    environ = os.environ if env.environ is None else env.environ
+    return {"env": {"prefix": env.prefix, "files": [os.fspath(f) for f in env.files], "vars": dict(environ)}}
+
+
 def _open_native(
     store: StoreBase[Any, Any, Any],
     name: str,
@@ -366,23 +357,12 @@ def _open_native(
         if validate is not None:
             validate(value)
 
-    mappings: list[Any] = []
-    env: FromEnv | None = None
-    env_after: int | None = None
-    for layer in layers:
-        if isinstance(layer, FromEnv):
-            if env is not None or env_prefix is not None:
-                raise InvalidError(f"config {name!r}: the environment is one layer: give FromEnv once", bucket=name)
-            env, env_after = layer, len(mappings)
-        else:
-            mappings.append(_to_json(dict(layer)))
-    if env is None and env_prefix is not None:
-        env = FromEnv(env_prefix, *env_files, environ=environ)
-    spec: dict[str, Any] = {"defaults": mappings, "envAfter": env_after}
-    if env is not None:
-        spec["prefix"] = env.prefix
-        spec["envFiles"] = [os.fspath(f) for f in env.files]
-        spec["env"] = dict(os.environ if env.environ is None else env.environ)
+    given = [*layers]
+    if env_prefix is not None:
+        given.append(FromEnv(env_prefix, *env_files, environ=environ))
+    # In the order given: the core reads the environment where it stands,
+    # and refuses a second one.
+    spec = {"layers": [_env_layer(x) if isinstance(x, FromEnv) else {"defaults": _to_json(dict(x))} for x in given]}
     return _native.Config(store._n, name, json.dumps(fields), json.dumps(spec), check), shape
 
 

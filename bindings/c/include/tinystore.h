@@ -505,8 +505,9 @@ void ts_error_free(struct TsError *err);
 // Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
 void ts_bytes_free(uint8_t *ptr, size_t len);
 
-// The core's error for a fault of a bucket's own codec, named by a word
-// (`encode`, `decode`, `row_not_bytes`) with its detail, so that every
+// The core's error for a fault of a bucket's own codec or of JSON, named by
+// a word (`encode`, `decode`, `row_not_bytes`, `json_encode`, `json_type`,
+// `json_decode`) with its detail, so that every
 // language words it alike; the caller names its bucket and key.
 int32_t ts_codec_fault(const uint8_t *word,
                        size_t word_len,
@@ -624,9 +625,13 @@ int32_t ts_config_change(const struct TsHandle *c,
 // The config's generation: it grows with every change seen (0 for null).
 uint64_t ts_config_generation(const struct TsHandle *c);
 
-// Blocks until the generation passes `after`, or `timeout_ms`; returns the
-// generation then (0 for null).
-uint64_t ts_config_wait(const struct TsHandle *c, uint64_t after, uint64_t timeout_ms);
+// A watch of the config's changes from now on, as a handle to `out`
+// (`ts_handle_free` frees it); each step is the core's.
+int32_t ts_config_watch(const struct TsHandle *c, struct TsHandle **out, struct TsError **err);
+
+// Waits one step of the watch `w`, blocking: 1 for a change, 0 for none
+// yet, -1 when the watch is over (and for a handle that is not a watch).
+int32_t ts_config_watch_next(const struct TsHandle *w);
 
 // Starts queueing the engine's records; false when another logger of the
 // process took them first.

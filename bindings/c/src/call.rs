@@ -37,6 +37,8 @@ pub(crate) enum Kind {
     Once(RawOnce),
     /// Config has calls of its own (`config.rs`).
     Config(RawConfig),
+    /// A watch of a config's changes (`config.rs`).
+    ConfigWatch(tinystore::config::ConfigWatch),
 }
 
 /// Frees a handle. Null is ignored.
@@ -264,7 +266,7 @@ pub unsafe extern "C" fn ts_call(
             Kind::RateLimit(r) => rate_limit_op(Args::of(r, &shared)?, allowance),
             Kind::Quota(q) => quota_op(Args::of(q, &shared)?, allowance),
             Kind::Once(o) => once_op(Args::of(o, &shared)?, out),
-            Kind::Config(_) => Err(no_op("config", shared.call.op)),
+            Kind::Config(_) | Kind::ConfigWatch(_) => Err(no_op("config", shared.call.op)),
         }
     })
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema, Validator};
+use tinystore::config::{Layers, Schema, Validator, WatchStep};
 
 use crate::call::{Kind, TsHandle};
 use crate::store::{TsStore, store};
@@ -162,9 +162,26 @@ pub unsafe extern "C" fn ts_config_generation(c: *const TsHandle) -> u64 {
     unsafe { config(c) }.map_or(0, RawConfig::generation)
 }
 
-/// Blocks until the generation passes `after`, or `timeout_ms`; returns the
-/// generation then (0 for null).
+/// A watch of the config's changes from now on, as a handle to `out`
+/// (`ts_handle_free` frees it); each step is the core's.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ts_config_wait(c: *const TsHandle, after: u64, timeout_ms: u64) -> u64 {
-    unsafe { config(c) }.map_or(0, |c| c.wait(after, std::time::Duration::from_millis(timeout_ms)))
+pub unsafe extern "C" fn ts_config_watch(c: *const TsHandle, out: *mut *mut TsHandle, err: *mut *mut TsError) -> i32 {
+    guard(err, || {
+        let w = unsafe { config(c) }?.watch(None);
+        put(out, TsHandle(Kind::ConfigWatch(w)))
+    })
+}
+
+/// Waits one step of the watch `w`, blocking: 1 for a change, 0 for none
+/// yet, -1 when the watch is over (and for a handle that is not a watch).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ts_config_watch_next(w: *const TsHandle) -> i32 {
+    match unsafe { handle(w, "config watch") }.map(|h| &h.0) {
+        Ok(Kind::ConfigWatch(w)) => match w.next() {
+            WatchStep::Changed => 1,
+            WatchStep::Quiet => 0,
+            WatchStep::Ended => -1,
+        },
+        _ => -1,
+    }
 }

@@ -238,8 +238,9 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
     code
 }
 
-/// The core's error for a fault of a bucket's own codec, named by a word
-/// (`encode`, `decode`, `row_not_bytes`) with its detail, so that every
+/// The core's error for a fault of a bucket's own codec or of JSON, named by
+/// a word (`encode`, `decode`, `row_not_bytes`, `json_encode`, `json_type`,
+/// `json_decode`) with its detail, so that every
 /// language words it alike; the caller names its bucket and key.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_codec_fault(

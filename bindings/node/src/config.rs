@@ -1,28 +1,27 @@
 //! Config (KV-20): the core's `RawConfig` on JSON text. The package's
 //! `config.ts` describes a schema object as the core's fields and converts
 //! values; every rule stays in the core, and the package's `validate` is
-//! called back where the core checks a whole config. Updates' writes,
-//! resets and waits for a change run on a thread of their own (they are
-//! rare), never on the event loop.
+//! called back where the core checks a whole config. Updates' writes and
+//! resets run on a thread of their own (they are rare), never on the event
+//! loop; a watch's step is answered from the config's watcher thread.
 //!
 //! Invariant: `validate` is JS, so the core may call it only on the env's
 //! thread. It calls it at open, in `get` and `sources`, and in an update's
 //! checks, which this file makes on that thread; an update's write, a
-//! reset and a wait, the calls made elsewhere, never run it.
+//! reset and a watch's step, the calls made elsewhere, never run it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
-use std::time::Duration;
 
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi::sys::{self, napi_env};
 use napi_derive::napi;
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema, Validator, Value};
+use tinystore::config::{ConfigWatch, Layers, Schema, Validator, Value, WatchStep};
 
-use crate::completions::{self, nothing, sync};
+use crate::completions::{self, Pending, nothing, sync};
 use crate::napi_values as js;
 use crate::store::NativeStore;
 
@@ -165,15 +164,36 @@ impl NativeConfig {
         completions::off_thread(env, move || raw.reset(&path), nothing)
     }
 
-    /// Resolves with the generation once it passes `after`, or after `timeoutMs`.
-    #[napi(ts_return_type = "Promise<number>")]
-    pub fn wait<'e>(&self, env: &'e Env, after: f64, timeout_ms: f64) -> napi::Result<Unknown<'e>> {
-        let raw = self.raw.clone();
-        let timeout = Duration::from_millis(timeout_ms.clamp(0.0, 60_000.0) as u64);
-        completions::off_thread(
-            env,
-            move || Ok(raw.wait(after as u64, timeout)),
-            |env, g| js::number(env, g as f64),
-        )
+    /// The config's changes from now on.
+    #[napi]
+    pub fn watch(&self) -> NativeConfigWatch {
+        NativeConfigWatch {
+            steps: Arc::new(self.raw.watch(None)),
+        }
+    }
+}
+
+/// A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`).
+#[napi]
+pub struct NativeConfigWatch {
+    steps: Arc<ConfigWatch>,
+}
+
+#[napi]
+impl NativeConfigWatch {
+    /// Waits one step, no thread waiting: true for a change, false for none
+    /// yet, null when the watch is over.
+    #[napi(ts_return_type = "Promise<boolean | null>")]
+    pub fn next<'e>(&self, env: &'e Env) -> napi::Result<Unknown<'e>> {
+        let (pending, completion, promise) = sync(env, Pending::new(env.raw()))?;
+        self.steps.next_then(move |step| {
+            completion.send(Ok(Box::new(move |env| match step {
+                WatchStep::Changed => js::boolean(env, true),
+                WatchStep::Quiet => js::boolean(env, false),
+                WatchStep::Ended => js::null(env),
+            })))
+        });
+        sync(env, pending.queued(Ok(())))?;
+        Ok(js::unknown(env.raw(), promise))
     }
 }

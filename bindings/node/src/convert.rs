@@ -180,7 +180,7 @@ impl ValueKind {
                 let text = raw.as_json()?;
                 serde_json::from_slice::<serde::de::IgnoredAny>(text)
                     .map(|_| ())
-                    .map_err(|e| tinystore::Error::new(ErrorKind::Corrupt, format!("the row is not JSON: {e}")))
+                    .map_err(|e| tinystore::CodecFault::JsonDecode(&e.to_string()).error())
             }
             ValueKind::String => raw.as_text().map(|_| ()),
             ValueKind::Bytes => raw.as_bytes().map(|_| ()),

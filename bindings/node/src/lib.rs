@@ -87,8 +87,11 @@ pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) 
 }
 
 /// The engine's message for a fault of a bucket's own codec (`encode`,
-/// `decode`, `not_bytes`), so that every language words it alike.
-#[napi(ts_args_type = "word: 'encode' | 'decode' | 'not_bytes', detail: string")]
+/// `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+/// `json_decode`), so that every language words it alike.
+#[napi(
+    ts_args_type = "word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string"
+)]
 pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
     tinystore::CodecFault::named(&word, &detail)
         .map(|f| f.error().message().to_owned())

@@ -3,19 +3,24 @@
 //! core's fields and converts values; every rule stays in the core.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use tinystore::RawConfig;
-use tinystore::config::{Layers, Schema, Validator, Value};
+use tinystore::config::{Layers, Schema, Validator, Value, WatchStep};
 
+use pyo3::IntoPyObjectExt;
+
+use crate::completions::{Answer, Completions, Resolve};
 use crate::errors::py_err;
+use crate::pending::Pending;
 use crate::store::Store;
 
 /// One config: its value, sources and changes as JSON text.
 #[pyclass(frozen, module = "tinystore._native")]
 pub struct Config {
     raw: Arc<RawConfig>,
+    /// The store, which a watch's answers hold until the loop took them.
+    store: tinystore::Store,
 }
 
 #[pymethods]
@@ -51,7 +56,10 @@ impl Config {
                 RawConfig::open(&store, &name, schema, layers, validator)
             })
             .map_err(py_err(py))?;
-        Ok(Config { raw: Arc::new(raw) })
+        Ok(Config {
+            raw: Arc::new(raw),
+            store,
+        })
     }
 
     /// The whole config as JSON, from memory.
@@ -79,8 +87,53 @@ impl Config {
         self.raw.generation()
     }
 
-    /// Waits for a generation past `after`, at most `timeout_ms`, blocking.
-    fn wait(&self, py: Python<'_>, after: u64, timeout_ms: u64) -> u64 {
-        py.detach(|| self.raw.wait(after, Duration::from_millis(timeout_ms)))
+    /// The config's changes from now on, ending after `timeout_ms` without one.
+    #[pyo3(signature = (timeout_ms=None))]
+    fn watch(&self, py: Python<'_>, timeout_ms: Option<f64>) -> PyResult<ConfigWatch> {
+        let timeout = timeout_ms.map(|ms| tinystore::duration_from_millis(ms, "a watch's timeout"));
+        Ok(ConfigWatch {
+            steps: Arc::new(self.raw.watch(timeout.transpose().map_err(py_err(py))?)),
+            store: self.store.clone(),
+        })
+    }
+}
+
+/// A watch of one config: each step is the core's (`tinystore::config::ConfigWatch`).
+#[pyclass(frozen, module = "tinystore._native")]
+pub struct ConfigWatch {
+    steps: Arc<tinystore::config::ConfigWatch>,
+    store: tinystore::Store,
+}
+
+/// A step as Python has it: True for a change, False for none yet, None
+/// when the watch is over.
+fn step_py(step: WatchStep) -> Option<bool> {
+    match step {
+        WatchStep::Changed => Some(true),
+        WatchStep::Quiet => Some(false),
+        WatchStep::Ended => None,
+    }
+}
+
+#[pymethods]
+impl ConfigWatch {
+    /// Waits one step, blocking: True for a change, False for none yet,
+    /// None when the watch is over.
+    fn next(&self, py: Python<'_>) -> Option<bool> {
+        step_py(py.detach(|| self.steps.next()))
+    }
+
+    /// The step as a `Pending` of the loop `running`, no thread waiting:
+    /// the config's watcher thread answers it through the loop's queue.
+    fn next_then<'py>(&self, running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Pending>> {
+        let completions = &Completions::of_loop(running)?;
+        let pending = Completions::new_pending(completions)?;
+        let (queue, store) = (completions.get().queue.clone(), self.store.clone());
+        let future = pending.clone().into_any().unbind();
+        self.steps.next_then(move |step| {
+            let resolve: Resolve = Box::new(move |py| step_py(step).into_py_any(py));
+            queue.push(Answer::new(&store, future, resolve))
+        });
+        Ok(pending)
     }
 }

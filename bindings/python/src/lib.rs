@@ -49,7 +49,7 @@ mod _native {
         caller::CallerContext,
         codec_fault,
         completions::Completions,
-        config::Config,
+        config::{Config, ConfigWatch},
         error_text, json_field_name,
         limit_store::{LimitStore, LimitUpdate},
         limits::{Counters, Quota, RateLimit},
@@ -67,7 +67,8 @@ mod _native {
 }
 
 /// The core's message for a fault of a bucket's own codec (`encode`,
-/// `decode`, `not_bytes`), so that every language words it alike.
+/// `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+/// `json_key`, `json_decode`), so that every language words it alike.
 #[pyfunction]
 fn codec_fault(word: &str, detail: &str) -> PyResult<String> {
     tinystore::CodecFault::named(word, detail)

@@ -41,7 +41,7 @@ use serde_json::json;
 pub use fields::{Field, FieldType, MAX_FIELD_PATH, MAX_FIELD_VALUE, MAX_KEPT, Schema};
 pub use serde_json::Value;
 pub use typed::{Config, ConfigBuilder, Watch, millis};
-pub use watch::POLL;
+pub use watch::{ConfigWatch, POLL, WATCH_STEP, WatchStep};
 
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -71,46 +71,56 @@ pub struct Layers {
     /// Where the environment stands among the layers: over the first this
     /// many `defaults` and under the rest. `None` puts it over them all.
     pub env_after: Option<usize>,
+    /// How many environment layers the program gave.
+    envs_given: usize,
 }
 
 impl Layers {
-    /// Reads the options bindings send: `{"defaults": [...], "prefix":
-    /// "APP", "envFiles": [".env"], "envAfter": 1, "env": {"NAME":
-    /// "value"} }`, where `envAfter` says how many defaults the environment
-    /// comes after (all of them when it is left out).
+    /// Reads the layers bindings send, in the order the program gave them:
+    /// `{"layers": [{"defaults": {...}}, {"env": {"prefix": "APP",
+    /// "files": [".env"], "vars": {"NAME": "value"}}}]}`. An `env` layer
+    /// stands where it is given, over the defaults before it; without
+    /// `vars` it reads the process's variables.
     pub fn from_json(text: &str) -> Result<Layers> {
         let v: Value =
             serde_json::from_str(text).map_err(|e| Error::invalid(format!("a config's layers are not JSON: {e}")))?;
         let mut layers = Layers::default();
-        if let Some(Value::Array(d)) = v.get("defaults") {
-            layers.defaults = d.clone();
-        }
-        layers.env_prefix = v.get("prefix").and_then(Value::as_str).map(str::to_owned);
-        if let Some(after) = v.get("envAfter").filter(|a| !a.is_null()) {
-            let after = after
-                .as_u64()
-                .filter(|&a| a as usize <= layers.defaults.len())
-                .ok_or_else(|| Error::invalid(format!("a config's envAfter {after} is not a count of its defaults")))?;
-            layers.env_after = Some(after as usize);
-        }
-        if let Some(Value::Array(files)) = v.get("envFiles") {
-            for f in files {
+        for layer in v.get("layers").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(d) = layer.get("defaults") {
+                layers.defaults.push(d.clone());
+                continue;
+            }
+            let env = layer
+                .get("env")
+                .ok_or_else(|| Error::invalid("a config's layer is {\"defaults\": ...} or {\"env\": ...}"))?;
+            let mut files = Vec::new();
+            for f in env.get("files").and_then(Value::as_array).into_iter().flatten() {
                 let f = f
                     .as_str()
                     .ok_or_else(|| Error::invalid("a config's .env files are paths"))?;
-                layers.env_files.push(PathBuf::from(f));
+                files.push(PathBuf::from(f));
             }
-        }
-        if let Some(Value::Object(vars)) = v.get("env") {
-            let mut out = Vec::with_capacity(vars.len());
-            for (k, val) in vars {
-                if let Some(s) = val.as_str() {
-                    out.push((k.clone(), s.to_owned()));
-                }
+            let prefix = env.get("prefix").and_then(Value::as_str).unwrap_or_default();
+            layers.add_env(prefix, files);
+            if let Some(Value::Object(vars)) = env.get("vars") {
+                let vars = vars
+                    .iter()
+                    .filter_map(|(k, val)| Some((k.clone(), val.as_str()?.to_owned())));
+                layers.env_vars = Some(vars.collect());
             }
-            layers.env_vars = Some(out);
         }
         Ok(layers)
+    }
+
+    /// The environment as the next layer. A config reads it once: a second
+    /// is counted, and refused when the config opens.
+    fn add_env(&mut self, prefix: &str, files: Vec<PathBuf>) {
+        self.envs_given += 1;
+        if self.envs_given == 1 {
+            self.env_prefix = Some(prefix.to_owned());
+            self.env_after = Some(self.defaults.len());
+            self.env_files = files;
+        }
     }
 }
 
@@ -227,6 +237,9 @@ impl RawConfig {
     ) -> Result<RawConfig> {
         crate::store::check_name(name)?;
         store.inner.check_open()?;
+        if layers.envs_given > 1 {
+            return Err(Error::invalid("the environment is one layer: give FromEnv once").in_bucket(name));
+        }
         let base = build_base(&schema, &layers).map_err(|e| e.in_bucket(name))?;
         let shared = Shared::of(store, name)?;
         if !store.is_manual() {
@@ -309,6 +322,12 @@ impl RawConfig {
     /// watcher thread of a store with a test clock too.
     pub fn wait(&self, after: u64, timeout: Duration) -> u64 {
         self.shared.wait(after, timeout)
+    }
+
+    /// Watches the config's changes from now on (see [`ConfigWatch`]); it
+    /// ends after `timeout` without a change, when one is given.
+    pub fn watch(&self, timeout: Option<Duration>) -> ConfigWatch {
+        ConfigWatch::new(self.shared.clone(), timeout)
     }
 
     /// Reads the file for changes now, as the watcher thread does every

@@ -61,11 +61,9 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> ConfigBuilder<T> {
     /// earlier, a missing one skipped), then the process's variables, each
     /// named `PREFIX_` and the field's path in upper snake case. The
     /// environment is over the `defaults` given before it and under those
-    /// given after.
+    /// given after. It is one layer: a config given it twice does not open.
     pub fn env<P: Into<PathBuf>>(mut self, prefix: &str, files: impl IntoIterator<Item = P>) -> Self {
-        self.layers.env_prefix = Some(prefix.to_owned());
-        self.layers.env_after = Some(self.layers.defaults.len());
-        self.layers.env_files = files.into_iter().map(Into::into).collect();
+        self.layers.add_env(prefix, files.into_iter().map(Into::into).collect());
         self
     }
 

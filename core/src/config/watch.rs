@@ -6,6 +6,11 @@
 //! handle sees it at once. A change made by another process on the same
 //! file is found by a watcher thread that reads the config's stamp row
 //! (one indexed read) every [`POLL`], so it is seen within a second.
+//!
+//! A program watches through a [`ConfigWatch`]: its rules (how long one
+//! step waits, when a change is reported, when the watch ends) are here,
+//! and a binding only steps it on its runtime and hands each change to the
+//! program.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -18,6 +23,94 @@ use crate::store::Store;
 /// How often the watcher thread reads a config's stamp.
 pub const POLL: Duration = Duration::from_millis(200);
 
+/// The longest one step of a [`ConfigWatch`] waits, so that a caller who
+/// can give up (a context, a signal, a task) is heard from this often.
+pub const WATCH_STEP: Duration = Duration::from_millis(250);
+
+/// What one step of a [`ConfigWatch`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchStep {
+    /// The config changed since the last change reported: read it now
+    /// (changes made meanwhile are skipped to the latest).
+    Changed,
+    /// Nothing changed in this step: step again, unless the caller gave up.
+    Quiet,
+    /// The watch is over: the store closed, or the watch's timeout passed
+    /// without a change.
+    Ended,
+}
+
+/// The changes of one config from the moment the watch began, by any
+/// handle or process. A failed read of another process's changes is
+/// logged by the watcher thread and the watch goes on.
+pub struct ConfigWatch {
+    shared: Arc<Shared>,
+    timeout: Option<Duration>,
+    /// The generation last reported, and since when nothing changed.
+    state: Mutex<(u64, Option<Instant>)>,
+}
+
+impl ConfigWatch {
+    pub(crate) fn new(shared: Arc<Shared>, timeout: Option<Duration>) -> ConfigWatch {
+        let seen = shared.generation();
+        ConfigWatch {
+            shared,
+            timeout,
+            state: Mutex::new((seen, None)),
+        }
+    }
+
+    /// Waits for the next change, at most [`WATCH_STEP`].
+    pub fn next(&self) -> WatchStep {
+        let (seen, quiet_since, wait) = self.begin();
+        let g = self.shared.wait(seen, wait);
+        self.end(seen, quiet_since, g)
+    }
+
+    /// [`ConfigWatch::next`] without a thread waiting: `done` is called
+    /// with the step on the config's watcher thread (or here, when the
+    /// step is known at once), for a binding that answers on its loop.
+    pub fn next_then(self: &Arc<Self>, done: impl FnOnce(WatchStep) + Send + 'static) {
+        let (seen, quiet_since, wait) = self.begin();
+        let this = self.clone();
+        let fired = move |g| done(this.end(seen, quiet_since, g));
+        self.shared.when_past(seen, Instant::now() + wait, Box::new(fired));
+    }
+
+    /// The generation last reported, since when nothing changed, and how
+    /// long this step waits.
+    fn begin(&self) -> (u64, Instant, Duration) {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let quiet_since = *st.1.get_or_insert(now);
+        let left = self.timeout.map(|t| t.saturating_sub(now - quiet_since));
+        (st.0, quiet_since, left.map_or(WATCH_STEP, |l| l.min(WATCH_STEP)))
+    }
+
+    /// The step that found generation `g`.
+    fn end(&self, seen: u64, quiet_since: Instant, g: u64) -> WatchStep {
+        if g > seen {
+            *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (g, None);
+            return WatchStep::Changed;
+        }
+        let timed_out = self.timeout.is_some_and(|t| quiet_since.elapsed() >= t);
+        if timed_out || self.shared.kept.store().is_closed() {
+            WatchStep::Ended
+        } else {
+            WatchStep::Quiet
+        }
+    }
+}
+
+/// A step waiting for the watcher thread: it fires, with the generation
+/// then, once the generation passes `after`, at `until`, or when the store
+/// closes.
+struct Waiter {
+    after: u64,
+    until: Instant,
+    fired: Box<dyn FnOnce(u64) + Send>,
+}
+
 /// What the handles of one config share.
 pub(crate) struct Shared {
     pub kept: KeptStore,
@@ -27,6 +120,7 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     watching: AtomicBool,
+    waiters: Mutex<Vec<Waiter>>,
 }
 
 #[derive(Default)]
@@ -65,6 +159,7 @@ impl Shared {
             state: Mutex::new(State { rows, generation: 1 }),
             changed: Condvar::new(),
             watching: AtomicBool::new(false),
+            waiters: Mutex::new(Vec::new()),
         });
         reg.push((id, name.to_owned(), Arc::downgrade(&shared)));
         Ok(shared)
@@ -90,7 +185,42 @@ impl Shared {
         st.generation += 1;
         drop(st);
         self.changed.notify_all();
+        self.fire(false);
         Ok(true)
+    }
+
+    /// Calls `fired` once the generation passes `after`, at `until`, or
+    /// when the store closes, on the watcher thread (or here, at once).
+    fn when_past(self: &Arc<Self>, after: u64, until: Instant, fired: Box<dyn FnOnce(u64) + Send>) {
+        self.start_watching();
+        let st = self.lock();
+        if st.generation > after || self.kept.store().is_closed() {
+            let g = st.generation;
+            drop(st);
+            return fired(g);
+        }
+        // Pushed under the state's lock: a change made after the check
+        // fires it, since `refresh` fires once the generation moved.
+        self.waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Waiter { after, until, fired });
+    }
+
+    /// Fires the waiters whose generation passed or whose time came, or
+    /// (`all`) every one.
+    fn fire(&self, all: bool) {
+        let g = self.generation();
+        let now = Instant::now();
+        let due: Vec<Waiter> = {
+            let mut waiters = self.waiters.lock().unwrap_or_else(|p| p.into_inner());
+            let (due, wait) = waiters.drain(..).partition(|w| all || g > w.after || now >= w.until);
+            *waiters = wait;
+            due
+        };
+        for w in due {
+            (w.fired)(g);
+        }
     }
 
     /// The generation now: it grows with every change seen.
@@ -144,13 +274,16 @@ fn watch_loop(weak: Weak<Shared>) {
         std::thread::sleep(POLL);
         let Some(shared) = weak.upgrade() else { return };
         if shared.kept.store().is_closed() {
+            shared.fire(true);
             return;
         }
         if let Err(e) = shared.refresh() {
             if shared.kept.store().is_closed() {
+                shared.fire(true);
                 return;
             }
             log::warn!(store = shared.log_id; "tinystore: config {:?}: reading changes failed: {e}", shared.name);
         }
+        shared.fire(false);
     }
 }

@@ -11,7 +11,6 @@ import "C"
 import (
 	"runtime"
 	"runtime/cgo"
-	"time"
 )
 
 // Config is an open config (KV-20): values, sources and patches cross as
@@ -86,10 +85,25 @@ func (c *Config) Generation() uint64 {
 	return g
 }
 
-// Wait blocks until the generation passes after, or timeout; it returns
-// the generation then.
-func (c *Config) Wait(after uint64, timeout time.Duration) uint64 {
-	g := uint64(C.ts_config_wait(c.ptr, C.uint64_t(after), C.uint64_t(timeout.Milliseconds())))
-	runtime.KeepAlive(c)
-	return g
+// Watch is a watch of the config's changes from now on; each step is the
+// core's.
+func (c *Config) Watch() (*ConfigWatch, error) {
+	var ptr *C.TsHandle
+	if err := c.answer(func(e **C.TsError) C.int32_t { return C.ts_config_watch(c.ptr, &ptr, e) }); err != nil {
+		return nil, err
+	}
+	w := &ConfigWatch{&handle{store: c.store, Name: c.Name, ptr: ptr}}
+	runtime.SetFinalizer(w.handle, func(h *handle) { C.ts_handle_free(h.ptr) })
+	return w, nil
+}
+
+// ConfigWatch is a watch of a config's changes.
+type ConfigWatch struct{ *handle }
+
+// Next waits one step, blocking: 1 for a change, 0 for none yet, -1 when
+// the watch is over.
+func (w *ConfigWatch) Next() int {
+	step := int(C.ts_config_watch_next(w.ptr))
+	runtime.KeepAlive(w)
+	return step
 }
