@@ -51,7 +51,9 @@ impl<'a> Refusal<'a> {
                 detail,
             ),
             "limit_changed_key" => Refusal::LimitStoreTakes("a key apply returns is a string", detail),
-            "limit_entry" => Refusal::LimitStoreTakes("an entry is a value and its expiry, or none to delete the key", detail),
+            "limit_entry" => {
+                Refusal::LimitStoreTakes("an entry is a value and its expiry, or none to delete the key", detail)
+            }
             "limit_expiry" => Refusal::LimitStoreTakes("an entry's expiry is a number of ms", detail),
             _ => return None,
         })
