@@ -506,9 +506,8 @@ void ts_error_free(struct TsError *err);
 void ts_bytes_free(uint8_t *ptr, size_t len);
 
 // The core's error for a fault of a bucket's own codec or of JSON, named by
-// a word (`encode`, `decode`, `row_not_bytes`, `json_encode`, `json_type`,
-// `json_decode`) with its detail, so that every
-// language words it alike; the caller names its bucket and key.
+// a word (see `tinystore::CodecFault::named`) with its detail, so that
+// every language words it alike; the caller names its bucket and key.
 int32_t ts_codec_fault(const uint8_t *word,
                        size_t word_len,
                        const uint8_t *detail,

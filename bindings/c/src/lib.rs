@@ -239,9 +239,8 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
 }
 
 /// The core's error for a fault of a bucket's own codec or of JSON, named by
-/// a word (`encode`, `decode`, `row_not_bytes`, `json_encode`, `json_type`,
-/// `json_decode`) with its detail, so that every
-/// language words it alike; the caller names its bucket and key.
+/// a word (see `tinystore::CodecFault::named`) with its detail, so that
+/// every language words it alike; the caller names its bucket and key.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_codec_fault(
     word: *const u8,

@@ -203,7 +203,7 @@ impl LimitStoreBuilder {
 
     /// The bound on entries (default 1,000,000).
     pub fn max_entries(self, n: usize) -> Self {
-        self.max_entries_given(n as i128)
+        self.max_entries_given(n)
     }
 
     /// The bound on entries as a language holds it, signed or wider
@@ -385,7 +385,7 @@ impl LimitStore {
         LimitStoreBuilder {
             store: store.clone(),
             name: LIMIT_STORE_NAME.to_owned(),
-            max_entries: (DEFAULT_MAX_ENTRIES as i128).into(),
+            max_entries: DEFAULT_MAX_ENTRIES.into(),
             deadline: LIMIT_DEADLINE,
             in_flight: LIMIT_IN_FLIGHT,
         }
