@@ -12,7 +12,7 @@
 
 use std::sync::mpsc;
 
-use tinystore::{HeldTx, Result, Scope, Snapshot};
+use tinystore::{BlockingTx, Result, Scope, Snapshot};
 
 use crate::store::{TsStore, store};
 use crate::waits::{TsCancel, answer_or_give_up};
@@ -25,7 +25,7 @@ enum Held {
     /// A transaction: its calls run inside one write of the store's writer,
     /// which runs nothing else until it ends (or after `tinystore::TX_LIMIT`,
     /// when it is rolled back).
-    Tx(HeldTx),
+    Tx(BlockingTx),
     /// A read snapshot: every read sees the file as it was at its first read.
     View(Snapshot),
 }
@@ -39,7 +39,7 @@ pub(crate) unsafe fn scope_of<'a>(s: *const TsScope) -> Scope<'a> {
     }
 }
 
-unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a HeldTx> {
+unsafe fn tx<'a>(s: *const TsScope) -> Result<&'a BlockingTx> {
     match unsafe { s.as_ref() } {
         Some(TsScope(Held::Tx(t))) => Ok(t),
         Some(TsScope(Held::View(_))) => Err(invalid("a view is not a transaction")),
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn ts_tx_begin(
                 tinystore::cancelled_before_start()
             },
         )?;
-        put(out, TsScope(Held::Tx(HeldTx::new(binding, Some(done_rx)))))
+        put(out, TsScope(Held::Tx(BlockingTx::new(binding, Some(done_rx)))))
     })
 }
 

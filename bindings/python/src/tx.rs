@@ -12,7 +12,7 @@
 use std::sync::mpsc::Receiver;
 
 use pyo3::prelude::*;
-use tinystore::{BindingTx, HeldTx, Joining, Scope, Snapshot};
+use tinystore::{BindingTx, BlockingTx, Joining, Scope, Snapshot};
 
 use crate::bucket::Bucket;
 use crate::completions::{Answer, Completions, Resolve};
@@ -28,7 +28,7 @@ use crate::pending::Pending;
 pub struct Tx {
     /// The sync API waits for the end's answer here; the async API gets it
     /// in a `Pending` (see `start_then`).
-    pub(crate) binding: HeldTx,
+    pub(crate) binding: BlockingTx,
 }
 
 #[pymethods]
@@ -87,7 +87,7 @@ impl View {
 }
 
 fn tx_object(py: Python<'_>, binding: BindingTx, done: Option<Receiver<tinystore::Result<()>>>) -> Answered {
-    let binding = HeldTx::new(binding, done);
+    let binding = BlockingTx::new(binding, done);
     Ok(Py::new(py, Tx { binding })?.into_any())
 }
 

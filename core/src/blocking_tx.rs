@@ -19,17 +19,17 @@ use crate::cancel::Cancel;
 use crate::error::Result;
 
 /// An open transaction and the answer of its end.
-pub struct HeldTx {
+pub struct BlockingTx {
     binding: BindingTx,
     done: Mutex<Option<Receiver<Result<()>>>>,
 }
 
-impl HeldTx {
+impl BlockingTx {
     /// The transaction `binding`, whose end answers on `done` (as
     /// [`crate::Store::transaction_then`]'s `done` does); `None` when the
     /// caller takes that answer elsewhere and ends it with `commit`.
-    pub fn new(binding: BindingTx, done: Option<Receiver<Result<()>>>) -> HeldTx {
-        HeldTx {
+    pub fn new(binding: BindingTx, done: Option<Receiver<Result<()>>>) -> BlockingTx {
+        BlockingTx {
             binding,
             done: Mutex::new(done),
         }
@@ -45,7 +45,7 @@ impl HeldTx {
         self.commit_wait_unless(None)
     }
 
-    /// As [`HeldTx::commit_wait`], but a `cancel` that has fired rolls the
+    /// As [`BlockingTx::commit_wait`], but a `cancel` that has fired rolls the
     /// transaction back instead, as [`BindingTx::commit_unless`] does, and
     /// answers `Cancelled` once the writer has let go.
     pub fn commit_wait_unless(&self, cancel: Option<&Cancel>) -> Result<()> {
@@ -68,7 +68,7 @@ impl HeldTx {
     }
 }
 
-impl Deref for HeldTx {
+impl Deref for BlockingTx {
     type Target = BindingTx;
 
     fn deref(&self) -> &BindingTx {
@@ -80,13 +80,13 @@ impl Deref for HeldTx {
 mod tests {
     use crate::{ErrorKind, Raw, RawBucket, Store, WriteOptions};
 
-    use super::HeldTx;
+    use super::BlockingTx;
 
     /// A held transaction of `store` that has set `a` in the bucket `codes`.
-    fn held_with_a_set(store: &Store) -> (RawBucket, HeldTx) {
+    fn held_with_a_set(store: &Store) -> (RawBucket, BlockingTx) {
         let b = RawBucket::open(store, "codes", None, None).unwrap();
         let (binding, done) = store.transaction().unwrap();
-        let tx = HeldTx::new(binding, Some(done));
+        let tx = BlockingTx::new(binding, Some(done));
         crate::Scope::Tx(&tx)
             .set(&b, b"a", Raw::text("1"), WriteOptions::default())
             .unwrap();
