@@ -17,6 +17,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::raw::Raw;
+use crate::row_codec::CodecFault;
 
 /// The start of every refusal of a value JSON cannot write, in every
 /// language (`crate::CodecFault`'s JSON faults, and the checks below).
@@ -56,20 +57,18 @@ fn as_bytes<T: ?Sized + 'static>(value: &T) -> Option<&Vec<u8>> {
 pub fn decode<T: DeserializeOwned + 'static>(raw: &Raw) -> Result<T> {
     if TypeId::of::<T>() == TypeId::of::<Vec<u8>>() {
         let Raw::Bytes(bytes) = raw else {
-            return Err(Error::corrupt(format!(
-                "{} does not read as Vec<u8>: bytes are kept as a bytes row",
-                raw.a_row()
-            )));
+            let why = format!("it is {}, and bytes are kept as a bytes row", raw.a_row());
+            return Err(CodecFault::RowType {
+                ty: "Vec<u8>",
+                why: &why,
+            }
+            .error());
         };
         return bytes_as(bytes.clone());
     }
     T::deserialize(RowDe(raw)).map_err(|e| {
-        Error::corrupt(format!(
-            "{} does not read as {}: {}",
-            raw.a_row(),
-            short_type::<T>(),
-            e.0
-        ))
+        let ty = short_type::<T>();
+        CodecFault::RowType { ty: &ty, why: &e.0 }.error()
     })
 }
 
@@ -91,9 +90,26 @@ fn bytes_as<T: 'static>(bytes: Vec<u8>) -> Result<T> {
     out.ok_or_else(|| Error::corrupt("Vec<u8> did not decode as itself"))
 }
 
-fn short_type<T>() -> &'static str {
+/// `T` as its code would spell it: every path cut to its last name
+/// (`Vec<String>`, not `alloc::vec::Vec<alloc::string::String>`).
+fn short_type<T>() -> String {
     let full = std::any::type_name::<T>();
-    full.rsplit("::").next().unwrap_or(full)
+    let mut out = String::with_capacity(full.len());
+    let mut name = String::new();
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            name.push(c);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            name.clear(); // a module of the path: only its last name stays
+        } else {
+            out.push_str(&name);
+            name.clear();
+            out.push(c);
+        }
+    }
+    out + &name
 }
 
 // ---------- the probe serializer ----------
@@ -633,6 +649,22 @@ mod tests {
         assert_eq!(
             decode::<Session>(&Raw::Bytes(b"{".to_vec())).unwrap_err().kind(),
             crate::ErrorKind::Corrupt
+        );
+    }
+
+    #[test]
+    fn a_row_of_another_type_names_the_type_as_code_spells_it() {
+        let e = decode::<Vec<String>>(&Raw::Int(3)).unwrap_err();
+        assert!(e.message().starts_with("the row does not read as Vec<String>: "), "{e}");
+        let e = decode::<Option<std::collections::BTreeMap<String, u8>>>(&Raw::Int(3)).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("the row does not read as Option<BTreeMap<String, u8>>: "),
+            "{e}"
+        );
+        assert_eq!(
+            decode::<Vec<u8>>(&Raw::Int(3)).unwrap_err().message(),
+            "the row does not read as Vec<u8>: it is an integer row, and bytes are kept as a bytes row"
         );
     }
 }

@@ -110,13 +110,21 @@ pub enum CodecFault<'a> {
     JsonKey(&'a str),
     /// A JSON bucket's row does not parse as JSON, the library saying this.
     JsonDecode(&'a str),
+    /// The value is not of the handle's type (named as its language names
+    /// it), saying why.
+    ValueType { ty: &'a str, why: &'a str },
+    /// The row does not read as the handle's type, saying why: the row
+    /// stays as it is.
+    RowType { ty: &'a str, why: &'a str },
 }
 
 impl<'a> CodecFault<'a> {
     /// The fault a binding names by a word (`encode`, `decode`, `not_bytes`,
     /// `row_not_bytes`, `json_encode`, `json_type`, `json_key`,
-    /// `json_decode`) with its detail, for a codec in its own language.
-    pub fn named(word: &str, detail: &'a str) -> Option<CodecFault<'a>> {
+    /// `json_decode`, `value_type`, `row_type`) with its detail, for a codec
+    /// in its own language; `ty` is the handle's type, which only
+    /// `value_type` and `row_type` name.
+    pub fn named(word: &str, detail: &'a str, ty: &'a str) -> Option<CodecFault<'a>> {
         Some(match word {
             "encode" => CodecFault::Encode(detail),
             "decode" => CodecFault::Decode(detail),
@@ -126,6 +134,8 @@ impl<'a> CodecFault<'a> {
             "json_type" => CodecFault::JsonType(detail),
             "json_key" => CodecFault::JsonKey(detail),
             "json_decode" => CodecFault::JsonDecode(detail),
+            "value_type" => CodecFault::ValueType { ty, why: detail },
+            "row_type" => CodecFault::RowType { ty, why: detail },
             _ => return None,
         })
     }
@@ -148,6 +158,8 @@ impl<'a> CodecFault<'a> {
             CodecFault::Encode(why) => Error::invalid(format!("the bucket's codec could not encode the value: {why}")),
             CodecFault::Decode(why) => Error::corrupt(format!("the bucket's codec could not decode the value: {why}")),
             CodecFault::NotBytes(got) => Error::invalid(format!("the bucket's codec gave {got}, not bytes")),
+            CodecFault::ValueType { ty, why } => Error::invalid(format!("the value does not fit the type {ty}: {why}")),
+            CodecFault::RowType { ty, why } => Error::corrupt(format!("the row does not read as {ty}: {why}")),
             CodecFault::RowNotBytes(kind) => Error::corrupt(format!(
                 "{} does not read through the bucket's codec, which reads bytes",
                 crate::raw::a_row_of(kind)
@@ -212,7 +224,7 @@ mod tests {
     use crate::ErrorKind;
 
     #[test]
-    fn every_json_word_names_its_fault() {
+    fn every_json_and_type_word_names_its_fault() {
         for (word, detail, kind, text) in [
             (
                 "json_encode",
@@ -244,8 +256,20 @@ mod tests {
                 ErrorKind::Corrupt,
                 "the row is not JSON: line 1",
             ),
+            (
+                "value_type",
+                "[0]: got str",
+                ErrorKind::Invalid,
+                "the value does not fit the type list[int]: [0]: got str",
+            ),
+            (
+                "row_type",
+                "[0]: got str",
+                ErrorKind::Corrupt,
+                "the row does not read as list[int]: [0]: got str",
+            ),
         ] {
-            let e = CodecFault::named(word, detail).expect(word).error();
+            let e = CodecFault::named(word, detail, "list[int]").expect(word).error();
             assert_eq!((e.kind(), e.message()), (kind, text), "{word}");
         }
     }

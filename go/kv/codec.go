@@ -148,18 +148,18 @@ func (c *codec[T]) decode(v native.Value) (T, error) {
 	case native.KindInt:
 		if rv.CanInt() {
 			if rv.OverflowInt(v.Int) {
-				return out, fmt.Errorf("the integer %d does not fit %s", v.Int, c.rt)
+				return out, c.rowFault(fmt.Sprintf("%d is out of its range", v.Int), nil)
 			}
 			rv.SetInt(v.Int)
 		} else {
 			if v.Int < 0 || rv.OverflowUint(uint64(v.Int)) {
-				return out, fmt.Errorf("the integer %d does not fit %s", v.Int, c.rt)
+				return out, c.rowFault(fmt.Sprintf("%d is out of its range", v.Int), nil)
 			}
 			rv.SetUint(uint64(v.Int))
 		}
 	case native.KindUint64:
 		if rv.OverflowUint(uint64(v.Int)) {
-			return out, fmt.Errorf("the integer %d does not fit %s", uint64(v.Int), c.rt)
+			return out, c.rowFault(fmt.Sprintf("%d is out of its range", uint64(v.Int)), nil)
 		}
 		rv.SetUint(uint64(v.Int))
 	case native.KindFloat:
@@ -171,10 +171,16 @@ func (c *codec[T]) decode(v native.Value) (T, error) {
 			if _, syntax := err.(*json.SyntaxError); syntax {
 				return out, codecErr{native.CodecFault("json_decode", err.Error()), err}
 			}
-			return out, fmt.Errorf("the JSON does not decode as %s: %w", c.rt, err)
+			return out, c.rowFault(err.Error(), err)
 		}
 	}
 	return out, nil
+}
+
+// rowFault is a row that does not read as T, in the core's words,
+// wrapping err when there is one.
+func (c *codec[T]) rowFault(why string, err error) error {
+	return codecErr{native.TypeFault("row_type", why, c.rt.String()), err}
 }
 
 // jsonFault is what encoding/json could not write, in the core's words.

@@ -161,6 +161,17 @@ func TestKV03ARowReadAsAnotherTypeIsCorrupt(t *testing.T) {
 	}
 }
 
+func TestKV03ARowNotOfTheTypeSaysWhyInTheCoresText(t *testing.T) {
+	store, _ := openManual(t)
+	ok(t, must[*kv.Bucket[int64]](t)(kv.OpenBucket[int64](store, "mixed")).Set(ctx, "n", 1000))
+	_, _, err := must[*kv.Bucket[int8]](t)(kv.OpenBucket[int8](store, "mixed")).Get(ctx, "n")
+	says(t, err, tinystore.ErrCorrupt, "corrupt: the row does not read as int8: 1000 is out of its range (bucket mixed, key n)")
+	ok(t, must[*kv.Bucket[any]](t)(kv.OpenBucket[any](store, "mixed")).Set(ctx, "p", map[string]any{"name": 5}))
+	_, _, err = must[*kv.Bucket[profile]](t)(kv.OpenBucket[profile](store, "mixed")).Get(ctx, "p")
+	says(t, err, tinystore.ErrCorrupt, "corrupt: the row does not read as kv_test.profile: json: cannot unmarshal number ")
+	keyError(t, err, tinystore.ErrCorrupt, "mixed", "p")
+}
+
 func TestKV03ARawMessageIsKeptAsTheJSONItHolds(t *testing.T) {
 	store, _ := openManual(t)
 	docs := must[*kv.Bucket[json.RawMessage]](t)(kv.OpenBucket[json.RawMessage](store, "profiles"))

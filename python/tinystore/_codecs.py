@@ -137,7 +137,7 @@ def _build(tp: Any) -> Codec:
         except _NotJson:
             raise
         except Mismatch as e:
-            raise Mismatch(f"the value does not fit the type {name}: {e}") from None
+            raise Mismatch(_native.codec_fault("value_type", str(e), name)) from None
         except ValueError as e:  # NaN or infinity: JSON cannot write it
             raise _NotJson("json_encode", str(e)) from None
 
@@ -149,7 +149,7 @@ def _build(tp: Any) -> Codec:
         try:
             return load(data)
         except Mismatch as e:
-            raise Mismatch(f"the stored value does not read as {name}: {e}") from None
+            raise Mismatch(_native.codec_fault("row_type", str(e), name)) from None
 
     return Codec("json", name, encode, decode)
 
@@ -157,7 +157,7 @@ def _build(tp: Any) -> Codec:
 def _pydantic_codec(tp: Any, name: str) -> Codec:
     def encode(value: Any) -> bytes:
         if not isinstance(value, tp):
-            raise Mismatch(f"the value does not fit the type {name}: {_got(value)}")
+            raise Mismatch(_native.codec_fault("value_type", _got(value), name))
         try:
             return value.model_dump_json().encode()
         except Exception as e:  # pydantic's serialization errors
@@ -167,7 +167,7 @@ def _pydantic_codec(tp: Any, name: str) -> Codec:
         try:
             return tp.model_validate_json(raw)
         except Exception as e:  # pydantic.ValidationError
-            raise Mismatch(f"the stored value does not read as {name}: {e}") from None
+            raise Mismatch(_native.codec_fault("row_type", str(e), name)) from None
 
     return Codec("json", name, encode, decode)
 

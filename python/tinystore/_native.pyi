@@ -637,11 +637,13 @@ class View:
         Ends the snapshot; later reads are `Closed`.
         """
 
-def codec_fault(word: str, detail: str) -> str:
+def codec_fault(word: str, detail: str, type_name: str = "") -> str:
     """
     The core's message for a fault of a bucket's own codec (`encode`,
-    `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
-    `json_key`, `json_decode`), so that every language words it alike.
+    `decode`, `not_bytes`), of JSON (`json_encode`, `json_type`, `json_key`,
+    `json_decode`) or of a value or row not of the handle's type
+    `type_name` (`value_type`, `row_type`), so that every language words it
+    alike.
     """
 
 def error_text(code: str, message: str, bucket: str | None = None, path: str | None = None) -> str:

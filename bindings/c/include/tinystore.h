@@ -505,13 +505,17 @@ void ts_error_free(struct TsError *err);
 // Frees bytes the ABI handed out (a `TsValue`'s or `TsEntry`'s). Null is ignored.
 void ts_bytes_free(uint8_t *ptr, size_t len);
 
-// The core's error for a fault of a bucket's own codec or of JSON, named by
-// a word (see `tinystore::CodecFault::named`) with its detail, so that
-// every language words it alike; the caller names its bucket and key.
+// The core's error for a fault of a bucket's own codec, of JSON, or of a
+// value or row not of the handle's type `ty` (which only `value_type` and
+// `row_type` name), named by a word (see `tinystore::CodecFault::named`)
+// with its detail, so that every language words it alike; the caller
+// names its bucket and key.
 int32_t ts_codec_fault(const uint8_t *word,
                        size_t word_len,
                        const uint8_t *detail,
                        size_t detail_len,
+                       const uint8_t *ty,
+                       size_t ty_len,
                        struct TsError **err);
 
 // The core's error for a refusal the caller finds before its call reaches

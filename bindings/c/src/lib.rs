@@ -238,20 +238,25 @@ pub(crate) fn guard(err: *mut *mut TsError, f: impl FnOnce() -> Result<()>) -> i
     code
 }
 
-/// The core's error for a fault of a bucket's own codec or of JSON, named by
-/// a word (see `tinystore::CodecFault::named`) with its detail, so that
-/// every language words it alike; the caller names its bucket and key.
+/// The core's error for a fault of a bucket's own codec, of JSON, or of a
+/// value or row not of the handle's type `ty` (which only `value_type` and
+/// `row_type` name), named by a word (see `tinystore::CodecFault::named`)
+/// with its detail, so that every language words it alike; the caller
+/// names its bucket and key.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ts_codec_fault(
     word: *const u8,
     word_len: usize,
     detail: *const u8,
     detail_len: usize,
+    ty: *const u8,
+    ty_len: usize,
     err: *mut *mut TsError,
 ) -> i32 {
-    let (word, detail) = unsafe { (bytes(word, word_len), bytes(detail, detail_len)) };
+    let (word, detail, ty) = unsafe { (bytes(word, word_len), bytes(detail, detail_len), bytes(ty, ty_len)) };
+    let ty = String::from_utf8_lossy(ty);
     named_error(err, "codec fault", word, detail, |w, d| {
-        tinystore::CodecFault::named(w, d).map(|f| f.error())
+        tinystore::CodecFault::named(w, d, &ty).map(|f| f.error())
     })
 }
 

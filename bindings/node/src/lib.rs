@@ -93,7 +93,7 @@ pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) 
     ts_args_type = "word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string"
 )]
 pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
-    tinystore::CodecFault::named(&word, &detail)
+    tinystore::CodecFault::named(&word, &detail, "")
         .map(|f| f.error().message().to_owned())
         .ok_or_else(|| napi::Error::from_reason(format!("no codec fault {word:?}")))
 }

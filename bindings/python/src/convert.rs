@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTuple};
-use tinystore::{Branches, Error, ErrorKind, Raw, Version};
+use tinystore::{Branches, CodecFault, Error, ErrorKind, Raw, Version};
 
 use crate::errors::{corrupt, from_codec, invalid, to_py};
 
@@ -219,11 +219,12 @@ impl Codec {
     }
 
     fn wrong(&self, value: &Bound<'_, PyAny>) -> Error {
-        invalid(format!(
-            "the value does not fit the type {}: got {}",
-            self.type_name,
-            type_name(value)
-        ))
+        let why = format!("got {}", type_name(value));
+        CodecFault::ValueType {
+            ty: &self.type_name,
+            why: &why,
+        }
+        .error()
     }
 
     /// A Python value as a row, refusing a value of another type (`Invalid`).

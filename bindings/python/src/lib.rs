@@ -67,11 +67,14 @@ mod _native {
 }
 
 /// The core's message for a fault of a bucket's own codec (`encode`,
-/// `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
-/// `json_key`, `json_decode`), so that every language words it alike.
+/// `decode`, `not_bytes`), of JSON (`json_encode`, `json_type`, `json_key`,
+/// `json_decode`) or of a value or row not of the handle's type
+/// `type_name` (`value_type`, `row_type`), so that every language words it
+/// alike.
 #[pyfunction]
-fn codec_fault(word: &str, detail: &str) -> PyResult<String> {
-    tinystore::CodecFault::named(word, detail)
+#[pyo3(signature = (word, detail, type_name = ""))]
+fn codec_fault(word: &str, detail: &str, type_name: &str) -> PyResult<String> {
+    tinystore::CodecFault::named(word, detail, type_name)
         .map(|f| f.error().message().to_owned())
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no codec fault {word:?}")))
 }

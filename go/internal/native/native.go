@@ -48,13 +48,20 @@ func Made(code int, message, bucket string) error {
 }
 
 // CodecFault is the core's message for a fault of a bucket's own codec
-// (word "encode", "decode" or "row_not_bytes"), so that every language
-// words it alike.
+// or of JSON (word "encode", "decode", "row_not_bytes", "json_type", ...),
+// so that every language words it alike.
 func CodecFault(word, detail string) string {
+	return TypeFault(word, detail, "")
+}
+
+// TypeFault is the core's message for a value, or a row, not of the
+// handle's type ty (word "value_type" or "row_type").
+func TypeFault(word, detail, ty string) string {
 	w, wl := text(word)
 	d, dl := text(detail)
+	t, tl := text(ty)
 	var e *C.TsError
-	rc := C.ts_codec_fault(w, wl, d, dl, &e)
+	rc := C.ts_codec_fault(w, wl, d, dl, t, tl, &e)
 	if rc == C.TS_OK {
 		return detail
 	}
