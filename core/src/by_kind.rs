@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result};
 use crate::raw::Raw;
+use crate::signed_inputs::Signed;
 
 /// The largest integer a float64 holds exactly, 2^53 - 1 (JavaScript's
 /// `Number.MAX_SAFE_INTEGER`).
@@ -69,14 +70,25 @@ impl Raw {
 
     /// An integer of any width (a JavaScript `bigint`): an integer row in
     /// int64's range, eight bytes in uint64's beyond it (as a `u64` is kept),
-    /// `Invalid` past both.
-    pub fn integer(i: i128) -> Result<Raw> {
-        if let Ok(i) = i64::try_from(i) {
-            Ok(Raw::int(i))
-        } else if let Ok(u) = u64::try_from(i) {
-            Ok(Raw::uint64(u))
-        } else {
-            Err(Error::invalid(format!("the integer {i} is outside int64 and uint64")))
+    /// `Invalid` past both, showing the number given.
+    pub fn integer(n: impl Into<Signed>) -> Result<Raw> {
+        let n = n.into();
+        match n.whole() {
+            Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
+            Some(i) if u64::try_from(i).is_ok() => Ok(Raw::uint64(i as u64)),
+            _ => Err(Error::invalid(format!("the integer {n} is outside int64 and uint64"))),
+        }
+    }
+
+    /// An integer kept as an integer row (a Python `int`, a raw bucket's
+    /// `bigint`): `Invalid` past int64's range, showing the number given.
+    pub fn int64_of(n: impl Into<Signed>) -> Result<Raw> {
+        let n = n.into();
+        match n.whole().map(i64::try_from) {
+            Some(Ok(i)) => Ok(Raw::int(i)),
+            _ => Err(Error::invalid(format!(
+                "the integer {n} is outside int64, the integers a row keeps"
+            ))),
         }
     }
 
@@ -146,15 +158,24 @@ mod tests {
     #[test]
     fn kv03_an_integer_of_any_width_keeps_the_row_of_its_range() {
         assert_eq!(Raw::integer(-1).unwrap(), Raw::Int(-1));
-        assert_eq!(Raw::integer(i64::MIN.into()).unwrap(), Raw::Int(i64::MIN));
-        assert_eq!(Raw::integer(u64::MAX.into()).unwrap(), Raw::uint64(u64::MAX));
-        assert!(
-            Raw::integer(i128::from(u64::MAX) + 1)
-                .unwrap_err()
-                .message()
-                .contains("outside int64")
+        assert_eq!(Raw::integer(i64::MIN).unwrap(), Raw::Int(i64::MIN));
+        assert_eq!(Raw::integer(u64::MAX).unwrap(), Raw::uint64(u64::MAX));
+        assert_eq!(
+            Raw::integer(i128::from(u64::MAX) + 1).unwrap_err().message(),
+            "the integer 18446744073709551616 is outside int64 and uint64"
         );
         assert!(Raw::integer(i128::from(i64::MIN) - 1).is_err());
+        let past_128_bits = Signed::Other("1".repeat(40).into());
+        assert_eq!(
+            Raw::integer(past_128_bits.clone()).unwrap_err().message(),
+            format!("the integer {} is outside int64 and uint64", "1".repeat(40))
+        );
+        assert_eq!(Raw::int64_of(i64::MIN).unwrap(), Raw::Int(i64::MIN));
+        assert_eq!(
+            Raw::int64_of(u64::MAX).unwrap_err().message(),
+            "the integer 18446744073709551615 is outside int64, the integers a row keeps"
+        );
+        assert!(Raw::int64_of(past_128_bits).is_err());
     }
 
     #[test]

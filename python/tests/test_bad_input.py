@@ -130,8 +130,10 @@ def test_kv18_bad_values_are_refused_naming_them(fixture: sync.Store) -> None:
         c.refused("NaN inside JSON", lambda: numbers.set("k", [1.0, math.nan]), tinystore.InvalidError, "numbers")
         c.refused("infinity inside JSON", lambda: numbers.set("k", [math.inf]), tinystore.InvalidError, "numbers")
         c.refused("NaN in an untyped bucket", lambda: anything.set("k", {"x": math.nan}), tinystore.InvalidError)
-        c.refused("an int past int64", lambda: ints.set("k", 2**63), tinystore.InvalidError, "ints")
-        c.refused("an int below int64", lambda: ints.set("k", -(2**63) - 1), tinystore.InvalidError, "ints")
+        past = "is outside int64, the integers a row keeps (bucket ints, key k)"
+        c.refused("an int past int64", lambda: ints.set("k", 2**63), tinystore.InvalidError, f"the integer {2**63} {past}")
+        c.refused("an int below int64", lambda: ints.set("k", -(2**63) - 1), tinystore.InvalidError, f"{-(2**63) - 1} {past}")
+        c.refused("an int past 128 bits", lambda: ints.set("k", 2**200), tinystore.InvalidError, f"the integer {2**200} {past}")
         c.refused("text in an int bucket", lambda: ints.set("k", "1"), tinystore.InvalidError, "int", "ints")  # type: ignore[arg-type]
         c.refused("a float in an int bucket", lambda: ints.set("k", 1.5), tinystore.InvalidError, "int")  # type: ignore[arg-type]
         c.refused("None in an int bucket", lambda: ints.set("k", None), tinystore.InvalidError, "int")  # type: ignore[arg-type]

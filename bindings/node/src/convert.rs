@@ -129,10 +129,7 @@ impl ValueKind {
             (ValueKind::Json | ValueKind::Auto, "string") => Ok(Raw::json(js::read_string(env, v)?)),
             (ValueKind::Auto, "number") => Ok(Raw::number(js::read_f64(env, v)?)),
             (ValueKind::Auto, "boolean") => Ok(Raw::bool(js::read_bool(env, v)?)),
-            (ValueKind::Auto, "bigint") => match js::read_bigint(env, v)? {
-                Some(i) => Raw::integer(i),
-                None => Err(invalid("the bigint is outside int64 and uint64")),
-            },
+            (ValueKind::Auto | ValueKind::BigInt, "bigint") => Raw::integer(js::signed_bigint(env, v)?),
             (ValueKind::String, "string") => {
                 let bytes = js::read_string(env, v)?;
                 // The bytes came from a JS string, so they are UTF-8.
@@ -149,18 +146,10 @@ impl ValueKind {
                 let what = "a value of type 'int' (type 'bigint' holds int64)";
                 Ok(Raw::int(tinystore::whole_number(n, what, -MAX_SAFE..=MAX_SAFE)?))
             }
-            (ValueKind::BigInt, "bigint") => match js::read_bigint(env, v)? {
-                Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
-                Some(i) if u64::try_from(i).is_ok() => Ok(Raw::uint64(i as u64)),
-                _ => Err(invalid("the bigint is outside int64 and uint64")),
-            },
             (ValueKind::Float, "number") => Ok(Raw::float(js::read_f64(env, v)?)),
             (ValueKind::Bool, "boolean") => Ok(Raw::bool(js::read_bool(env, v)?)),
             (ValueKind::Auto | ValueKind::Set | ValueKind::Raw, "null") => Ok(Raw::Null),
-            (ValueKind::Raw, "bigint") => match js::read_bigint(env, v)? {
-                Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
-                _ => Err(invalid("the bigint is outside int64, the integers a row keeps")),
-            },
+            (ValueKind::Raw, "bigint") => Raw::int64_of(js::signed_bigint(env, v)?),
             (ValueKind::Raw, "number") => {
                 let n = js::read_f64(env, v)?;
                 let what = "a number in a raw bucket (a bigint holds int64)";

@@ -233,7 +233,7 @@ impl Codec {
         match self.kind {
             ValueKind::Str => text_row(value).unwrap_or_else(|| Err(self.wrong(value))),
             ValueKind::Bytes => bytes_row(value).ok_or_else(|| self.wrong(value)),
-            ValueKind::Int if value.is_instance_of::<PyInt>() && !is_bool => int_row(value, "an int bucket"),
+            ValueKind::Int if value.is_instance_of::<PyInt>() && !is_bool => int_row(value),
             // An int is a fine float (PEP 484); a bool is not.
             ValueKind::Float if (value.is_instance_of::<PyFloat>() || value.is_instance_of::<PyInt>()) && !is_bool => {
                 match value.extract::<f64>() {
@@ -323,7 +323,7 @@ fn raw_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
         return Ok(Raw::Null);
     }
     if value.is_instance_of::<PyInt>() {
-        return int_row(value, "a row");
+        return int_row(value);
     }
     if let Some(row) = bytes_row(value) {
         return Ok(row);
@@ -360,10 +360,10 @@ fn bytes_row(value: &Bound<'_, PyAny>) -> Option<Raw> {
     value.cast::<PyByteArray>().ok().map(|b| Raw::Bytes(b.to_vec()))
 }
 
-/// An `int` as its row, refused past 64 bits as more than `holder` keeps.
-fn int_row(value: &Bound<'_, PyAny>, holder: &str) -> Result<Raw, Error> {
-    value.extract::<i64>().map(Raw::int).map_err(|_| {
-        let n = value.str().map(|s| s.to_string()).unwrap_or_default();
-        invalid(format!("the integer {n} is outside the 64-bit range {holder} keeps"))
-    })
+/// An `int` as its row (the core refuses one past int64).
+fn int_row(value: &Bound<'_, PyAny>) -> Result<Raw, Error> {
+    match value.extract::<i64>() {
+        Ok(i) => Ok(Raw::int(i)),
+        Err(_) => Raw::int64_of(int_of(value, "an integer")?),
+    }
 }
