@@ -10,6 +10,8 @@ import datetime
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from tinystore.errors import Error as _Error
+
 _Key = str | bytes | int
 _Span = str | datetime.timedelta
 _Rate = str | tuple[int, _Span]

@@ -355,11 +355,12 @@ export declare function admit(scope: NativeTx | NativeSnapshot, handle: NativeBu
 export declare function callerContext(): NativeContext
 
 /**
- * The engine's message for a fault of a bucket's own codec (`encode`,
+ * The package's error for a fault of a bucket's own codec (`encode`,
  * `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
- * `json_decode`), so that every language words it alike.
+ * `json_decode`) about `bucket` and `key`: the engine's kind and text, so
+ * that every language words and classes it alike.
  */
-export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string): string
+export declare function codecFault(word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string, bucket: string, key: string): Error
 
 /** Clears the armed cancel, if the call did not take it. */
 export declare function disarmCancel(): void
@@ -445,11 +446,12 @@ export declare function parseDuration(text: string): number
 export declare function rateLimitAllow(limit: NativeRateLimit): ((key: unknown, n?: number) => number | object) & { address: number }
 
 /**
- * The engine's text of a refusal the package finds before its call
- * reaches the engine (`tx_ended`, `view_ended`, ...: see
- * `tinystore::Refusal::named`), so that every language words it alike.
+ * The package's error for a refusal it finds before its call reaches the
+ * engine (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
+ * about `bucket` and `key` when given: the engine's kind and text, so that
+ * every language words and classes it alike.
  */
-export declare function refusal(word: string, detail?: string | undefined | null): string
+export declare function refusal(word: string, detail?: string | undefined | null, bucket?: string | undefined | null, key?: string | undefined | null): Error
 
 /**
  * `owner/owner/key` as the engine shows a key in a message, for the

@@ -45,13 +45,10 @@ export function encodeWith<T>(codec: Codec<T>, value: T, bucket: string, key: ()
 	try {
 		out = codec.encode(value)
 	} catch (e) {
-		throw new InvalidError(native.codecFault('encode', String((e as Error)?.message ?? e)), {
-			bucket,
-			key: key(),
-		})
+		throw native.codecFault('encode', String((e as Error)?.message ?? e), bucket, key())
 	}
 	if (!(out instanceof Uint8Array)) {
-		throw new InvalidError(native.codecFault('not_bytes', typeof out), { bucket, key: key() })
+		throw native.codecFault('not_bytes', typeof out, bucket, key())
 	}
 	return out
 }
@@ -61,10 +58,7 @@ export function decodeWith<T>(codec: Codec<T>, bytes: unknown, bucket: string, k
 	try {
 		return codec.decode(bytes as Uint8Array)
 	} catch (e) {
-		throw new CorruptError(native.codecFault('decode', String((e as Error)?.message ?? e)), {
-			bucket,
-			key: key(),
-		})
+		throw native.codecFault('decode', String((e as Error)?.message ?? e), bucket, key())
 	}
 }
 

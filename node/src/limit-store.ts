@@ -103,8 +103,8 @@ export interface LimitStore {
 type NativeEntry = ReturnType<NativeLimitStore['read']>[number]
 
 /** The core's refusal of a type the limit store `name` does not take. */
-function refused(word: string, got: unknown, name: string, key?: string): InvalidError {
-	return new InvalidError(native.refusal(word, shown(got)), key === undefined ? { bucket: name } : { bucket: name, key })
+function refused(word: string, got: unknown, name: string, key?: string): Error {
+	return native.refusal(word, shown(got), name, key)
 }
 
 function shown(got: unknown): string {

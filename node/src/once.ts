@@ -74,10 +74,7 @@ export class Once<T> {
 	async run(key: Key, fn: () => T | Promise<T>, options?: SignalOptions): Promise<T> {
 		if (typeof fn !== 'function') {
 			// Refused before the key is claimed, rather than a TypeError from inside the run.
-			throw new InvalidError(native.refusal('run_needs_function', `${typeof fn} ${String(fn)}`), {
-				bucket: this.name,
-				key: showKey(key, this.#owners),
-			})
+			throw native.refusal('run_needs_function', `${typeof fn} ${String(fn)}`, this.name, showKey(key, this.#owners))
 		}
 		// The engine refuses a run inside a transaction of the store, or
 		// inside a run of the same key: each would wait for itself.

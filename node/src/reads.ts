@@ -62,7 +62,7 @@ export class TxOrView<N extends NativeScope> {
  * type `InvalidError`. @internal
  */
 export function callIn<R>(scope: Scope, kind: string, name: string, f: () => R): R {
-	if (!scope.open) throw new ClosedError(native.refusal(kind === 'view' ? 'view_ended' : 'tx_ended'), { bucket: name })
+	if (!scope.open) throw native.refusal(kind === 'view' ? 'view_ended' : 'tx_ended', undefined, name)
 	try {
 		return f()
 	} catch (e) {

@@ -257,7 +257,7 @@ export class Store implements AsyncDisposable {
 	 */
 	async tx<R>(fn: (tx: Tx) => R | Promise<R>, options?: SignalOptions): Promise<R> {
 		if (typeof fn !== 'function') {
-			throw new InvalidError(native.refusal('tx_needs_function', `${typeof fn} ${String(fn)}`))
+			throw native.refusal('tx_needs_function', `${typeof fn} ${String(fn)}`)
 		}
 		refuseNestedTx(this.#native)
 		const signal = signalOf(options, {})
@@ -312,7 +312,7 @@ export class Store implements AsyncDisposable {
 	 */
 	async view<R>(fn: (view: View) => R | Promise<R>): Promise<R> {
 		if (typeof fn !== 'function') {
-			throw new InvalidError(native.refusal('view_needs_function', `${typeof fn} ${String(fn)}`))
+			throw native.refusal('view_needs_function', `${typeof fn} ${String(fn)}`)
 		}
 		let snapshot
 		try {

@@ -162,10 +162,10 @@ export function toJson(value: unknown, bucket: string, key: () => string): strin
 	try {
 		text = JSON.stringify(value)
 	} catch (e) {
-		throw new InvalidError(native.codecFault('json_encode', String((e as Error)?.message ?? e)), { bucket, key: key() })
+		throw native.codecFault('json_encode', String((e as Error)?.message ?? e), bucket, key())
 	}
 	if (text === undefined) {
-		throw new InvalidError(native.codecFault('json_type', typeof value), { bucket, key: key() })
+		throw native.codecFault('json_type', typeof value, bucket, key())
 	}
 	return text
 }
@@ -175,7 +175,7 @@ export function fromJson(text: unknown, bucket: string, key: () => string): unkn
 	try {
 		return JSON.parse(text as string)
 	} catch (e) {
-		throw new CorruptError(native.codecFault('json_decode', String((e as Error)?.message ?? e)), { bucket, key: key() })
+		throw native.codecFault('json_decode', String((e as Error)?.message ?? e), bucket, key())
 	}
 }
 

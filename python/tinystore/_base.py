@@ -10,7 +10,7 @@ from ._bucket_calls import BucketReads
 from ._codecs import Codec, codec_for
 from ._custom import Raw, custom_codec, raw_codec
 from ._time import Clock, Duration, to_millis
-from .errors import ClosedError, InvalidError
+from .errors import InvalidError
 
 if TYPE_CHECKING:
     from ._handles import Handle, Rate
@@ -157,7 +157,7 @@ class StoreBase(Generic[_R, _Q, _C]):
 
     def _check_open(self) -> None:
         if self._n.is_closed():
-            raise ClosedError(_native.refusal("store_closed"))
+            raise _native.refusal("store_closed")
 
     def __repr__(self) -> str:
         return f"<tinystore.{type(self).__qualname__} {self.dir!r}{' closed' if self.closed else ''}>"

@@ -9,7 +9,6 @@ from . import _native
 from ._base import Key
 from ._results import Allowance, WindowUsage
 from ._time import Duration, from_millis
-from .errors import InvalidError
 
 __all__ = ["Handle", "Rate", "allowance", "RunChecks"]
 
@@ -65,5 +64,4 @@ class RunChecks:
         """What a run calls must be callable: anything else is bad input (KV-18),
         refused before the key is claimed, not a TypeError from inside the run."""
         if not callable(fn):
-            msg = _native.refusal("run_needs_function", f"{type(fn).__name__} {fn!r}")
-            raise InvalidError(msg, bucket=native.name)
+            raise _native.refusal("run_needs_function", f"{type(fn).__name__} {fn!r}", native.name)

@@ -671,11 +671,12 @@ def next_logs(max: SupportsIndex, timeout: SupportsFloat | SupportsIndex) -> lis
     most `timeout` seconds for the first.
     """
 
-def refusal(word: str, detail: str = "") -> str:
+def refusal(word: str, detail: str = "", bucket: str | None = None, path: str | None = None) -> "_Error":
     """
-    The core's text of a refusal the package finds before its call reaches
+    The package's exception for a refusal it finds before its call reaches
     the core (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
-    so that every language words it alike.
+    about `bucket` and `path` when given: the core's kind and text, so that
+    every language words and classes it alike.
     """
 
 def stop_logs() -> None:
@@ -694,6 +695,8 @@ import asyncio
 import datetime
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from tinystore.errors import Error as _Error
 
 _Key = str | bytes | int
 _Span = str | datetime.timedelta

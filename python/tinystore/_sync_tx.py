@@ -16,7 +16,7 @@ from . import _native
 from ._base import Key
 from ._bucket_calls import BucketReads, BucketWrites
 from ._tx_kinds import SyncTxCounters, SyncTxOnce, SyncTxQuota, kind_in_tx
-from .errors import ClosedError
+from .errors import Error
 
 if TYPE_CHECKING:
     from ._sync_limits import Counters, Once, Quota, RateLimit
@@ -30,8 +30,8 @@ _V = TypeVar("_V", bound="ViewBucket[Any]")
 _W = TypeVar("_W", bound="_ViewBase")
 
 
-def _closed(what: str) -> ClosedError:
-    return ClosedError(_native.refusal(f"{what}_ended"))
+def _closed(what: str) -> Error:
+    return _native.refusal(f"{what}_ended")
 
 
 class _Tx(Protocol):

@@ -37,7 +37,7 @@ from typing import Any, Optional, Protocol, Union, cast, overload
 
 from . import _native
 from ._aio import Store as _AsyncStore
-from .errors import InvalidError
+from .errors import Error
 from .sync import Store as _SyncStore
 
 __all__ = ["LimitEntry", "Changes", "Apply", "LimitStore", "SyncLimitStore", "limit_store", "LOGGER"]
@@ -89,9 +89,9 @@ def _open_native(store: Any, max_entries: int | None, name: str | None) -> _Nati
     return cast(_NativeLimitStore, _native.LimitStore(store._n, max_entries, name))
 
 
-def _refused(word: str, got: object, name: str, key: str | None = None) -> InvalidError:
+def _refused(word: str, got: object, name: str, key: str | None = None) -> Error:
     """The core's refusal of a type the limit store ``name`` does not take."""
-    return InvalidError(_native.refusal(word, _shown(got)), bucket=name, path=key)
+    return _native.refusal(word, _shown(got), name, key)
 
 
 def _shown(got: object) -> str:
@@ -162,7 +162,7 @@ def _run_apply(u: _NativeUpdate, name: str, keys: list[str], apply: Apply) -> li
 
 def _begin(native: _NativeLimitStore, keys: Sequence[str], apply: Apply) -> tuple[list[str], _NativeUpdate]:
     if not callable(apply):
-        raise InvalidError(_native.refusal("update_needs_function", _shown(apply)), bucket=native.name)
+        raise _native.refusal("update_needs_function", _shown(apply), native.name)
     names = _keys(native, keys)
     return names, native.begin(names)
 

@@ -77,35 +77,68 @@ pub fn error_codes() -> Vec<&'static str> {
 /// takes its message from here, so no binding builds that text again.
 #[napi]
 pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) -> String {
-    let e = tinystore::Error::new(tinystore::ErrorKind::Invalid, message);
+    about(
+        tinystore::Error::new(tinystore::ErrorKind::Invalid, message),
+        bucket,
+        key,
+    )
+    .text()
+}
+
+/// The package's error for a fault of a bucket's own codec (`encode`,
+/// `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
+/// `json_decode`) about `bucket` and `key`: the engine's kind and text, so
+/// that every language words and classes it alike.
+#[napi(
+    ts_args_type = "word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string, bucket: string, key: string",
+    ts_return_type = "Error"
+)]
+pub fn codec_fault<'e>(
+    env: &'e Env,
+    word: String,
+    detail: String,
+    bucket: String,
+    key: String,
+) -> napi::Result<Unknown<'e>> {
+    let e = tinystore::CodecFault::named(&word, &detail, "").map(|f| f.error().at(&bucket, key));
+    error_object(
+        env,
+        e.ok_or_else(|| completions::invalid(format!("no codec fault {word:?}"))),
+    )
+}
+
+/// The package's error for a refusal it finds before its call reaches the
+/// engine (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
+/// about `bucket` and `key` when given: the engine's kind and text, so that
+/// every language words and classes it alike.
+#[napi(ts_return_type = "Error")]
+pub fn refusal<'e>(
+    env: &'e Env,
+    word: String,
+    detail: Option<String>,
+    bucket: Option<String>,
+    key: Option<String>,
+) -> napi::Result<Unknown<'e>> {
+    let e = tinystore::Refusal::named(&word, detail.as_deref().unwrap_or("")).map(|r| about(r.error(), bucket, key));
+    error_object(
+        env,
+        e.ok_or_else(|| completions::invalid(format!("no refusal {word:?}"))),
+    )
+}
+
+/// `e` about `bucket` and `key`, when given.
+fn about(e: tinystore::Error, bucket: Option<String>, key: Option<String>) -> tinystore::Error {
     match (bucket, key) {
         (Some(b), Some(k)) => e.at(&b, k),
         (Some(b), None) => e.in_bucket(&b),
         _ => e,
     }
-    .text()
 }
 
-/// The engine's message for a fault of a bucket's own codec (`encode`,
-/// `decode`, `not_bytes`) or of JSON (`json_encode`, `json_type`,
-/// `json_decode`), so that every language words it alike.
-#[napi(
-    ts_args_type = "word: 'encode' | 'decode' | 'not_bytes' | 'json_encode' | 'json_type' | 'json_decode', detail: string"
-)]
-pub fn codec_fault(word: String, detail: String) -> napi::Result<String> {
-    tinystore::CodecFault::named(&word, &detail, "")
-        .map(|f| f.error().message().to_owned())
-        .ok_or_else(|| napi::Error::from_reason(format!("no codec fault {word:?}")))
-}
-
-/// The engine's text of a refusal the package finds before its call
-/// reaches the engine (`tx_ended`, `view_ended`, ...: see
-/// `tinystore::Refusal::named`), so that every language words it alike.
-#[napi]
-pub fn refusal(word: String, detail: Option<String>) -> napi::Result<String> {
-    tinystore::Refusal::named(&word, detail.as_deref().unwrap_or(""))
-        .map(|r| r.error().message().to_owned())
-        .ok_or_else(|| napi::Error::from_reason(format!("no refusal {word:?}")))
+/// The package's error object (see `makeError`) for `e`, to throw.
+fn error_object<'e>(env: &'e Env, e: convert::Ts<tinystore::Error>) -> napi::Result<Unknown<'e>> {
+    let made = e.and_then(|e| completions::shared()?.waker().error_value(env.raw(), &e));
+    completions::value(env, made)
 }
 
 /// `owner/owner/key` as the engine shows a key in a message, for the

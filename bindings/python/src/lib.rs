@@ -79,15 +79,22 @@ fn codec_fault(word: &str, detail: &str, type_name: &str) -> PyResult<String> {
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no codec fault {word:?}")))
 }
 
-/// The core's text of a refusal the package finds before its call reaches
+/// The package's exception for a refusal it finds before its call reaches
 /// the core (`tx_ended`, `view_ended`, ...: see `tinystore::Refusal::named`),
-/// so that every language words it alike.
+/// about `bucket` and `path` when given: the core's kind and text, so that
+/// every language words and classes it alike.
 #[pyfunction]
-#[pyo3(signature = (word, detail=""))]
-fn refusal(word: &str, detail: &str) -> PyResult<String> {
-    tinystore::Refusal::named(word, detail)
-        .map(|r| r.error().message().to_owned())
-        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no refusal {word:?}")))
+#[pyo3(signature = (word, detail = "", bucket = None, path = None) -> "_Error")]
+fn refusal(py: Python<'_>, word: &str, detail: &str, bucket: Option<&str>, path: Option<&str>) -> PyResult<Py<PyAny>> {
+    let e = tinystore::Refusal::named(word, detail)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no refusal {word:?}")))?
+        .error();
+    let e = match (bucket, path) {
+        (Some(b), Some(p)) => e.at(b, p),
+        (Some(b), None) => e.in_bucket(b),
+        _ => e,
+    };
+    Ok(errors::to_py(py, e).into_value(py).into_any())
 }
 
 /// The text of an error the package finds itself, as the core renders
