@@ -129,6 +129,17 @@ impl Error {
         self
     }
 
+    /// Names what a binding says this error is about: a bucket and a path
+    /// ([`Error::at`]), a bucket alone ([`Error::in_bucket`]), or nothing (a
+    /// path without its bucket names nothing).
+    pub fn about(self, bucket: Option<&str>, path: Option<&str>) -> Error {
+        match (bucket, path) {
+            (Some(b), Some(p)) => self.at(b, p),
+            (Some(b), None) => self.in_bucket(b),
+            _ => self,
+        }
+    }
+
     /// Names the bucket this error is about, when no single key is.
     pub fn in_bucket(mut self, bucket: &str) -> Error {
         if self.bucket.is_none() {

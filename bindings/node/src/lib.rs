@@ -77,12 +77,9 @@ pub fn error_codes() -> Vec<&'static str> {
 /// takes its message from here, so no binding builds that text again.
 #[napi]
 pub fn error_text(message: String, bucket: Option<String>, key: Option<String>) -> String {
-    about(
-        tinystore::Error::new(tinystore::ErrorKind::Invalid, message),
-        bucket,
-        key,
-    )
-    .text()
+    tinystore::Error::new(tinystore::ErrorKind::Invalid, message)
+        .about(bucket.as_deref(), key.as_deref())
+        .text()
 }
 
 /// The package's error for a fault of a bucket's own codec (`encode`,
@@ -119,20 +116,12 @@ pub fn refusal<'e>(
     bucket: Option<String>,
     key: Option<String>,
 ) -> napi::Result<Unknown<'e>> {
-    let e = tinystore::Refusal::named(&word, detail.as_deref().unwrap_or("")).map(|r| about(r.error(), bucket, key));
+    let e = tinystore::Refusal::named(&word, detail.as_deref().unwrap_or(""))
+        .map(|r| r.error().about(bucket.as_deref(), key.as_deref()));
     error_object(
         env,
         e.ok_or_else(|| completions::invalid(format!("no refusal {word:?}"))),
     )
-}
-
-/// `e` about `bucket` and `key`, when given.
-fn about(e: tinystore::Error, bucket: Option<String>, key: Option<String>) -> tinystore::Error {
-    match (bucket, key) {
-        (Some(b), Some(k)) => e.at(&b, k),
-        (Some(b), None) => e.in_bucket(&b),
-        _ => e,
-    }
 }
 
 /// The package's error object (see `makeError`) for `e`, to throw.

@@ -89,12 +89,7 @@ fn refusal(py: Python<'_>, word: &str, detail: &str, bucket: Option<&str>, path:
     let e = tinystore::Refusal::named(word, detail)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("no refusal {word:?}")))?
         .error();
-    let e = match (bucket, path) {
-        (Some(b), Some(p)) => e.at(b, p),
-        (Some(b), None) => e.in_bucket(b),
-        _ => e,
-    };
-    Ok(errors::to_py(py, e).into_value(py).into_any())
+    Ok(errors::to_py(py, e.about(bucket, path)).into_value(py).into_any())
 }
 
 /// The text of an error the package finds itself, as the core renders
@@ -104,12 +99,7 @@ fn refusal(py: Python<'_>, word: &str, detail: &str, bucket: Option<&str>, path:
 #[pyo3(signature = (code, message, bucket=None, path=None))]
 fn error_text(code: &str, message: &str, bucket: Option<&str>, path: Option<&str>) -> String {
     let kind = tinystore::ErrorKind::ALL.into_iter().find(|k| k.code() == code);
-    let mut e = tinystore::Error::new(kind.unwrap_or(tinystore::ErrorKind::Invalid), message);
-    match (bucket, path) {
-        (Some(b), Some(p)) => e = e.at(b, p),
-        (Some(b), None) => e = e.in_bucket(b),
-        _ => {}
-    }
+    let e = tinystore::Error::new(kind.unwrap_or(tinystore::ErrorKind::Invalid), message).about(bucket, path);
     if kind.is_some() { e.to_string() } else { e.text() }
 }
 
