@@ -15,13 +15,9 @@ use serde::ser::{self, Impossible, Serialize};
 use std::any::{Any, TypeId};
 use std::fmt;
 
+use crate::codec_fault::{CodecFault, NO_JSON};
 use crate::error::{Error, Result};
 use crate::raw::Raw;
-use crate::row_codec::CodecFault;
-
-/// The start of every refusal of a value JSON cannot write, in every
-/// language (`crate::CodecFault`'s JSON faults, and the checks below).
-pub(crate) const NO_JSON: &str = "the value cannot be written as JSON";
 
 /// Encodes `value` into the row its type keeps.
 pub fn encode<T: Serialize + ?Sized + 'static>(value: &T) -> Result<Raw> {

@@ -156,7 +156,7 @@ fn changes(u: &LimitUpdate, keys: &[String], returned: Vec<(String, Returned)>) 
         };
         let value = e
             .json
-            .map_err(|why| crate::row_codec::CodecFault::JsonEncode(&why).error().at(name, &key))?;
+            .map_err(|why| crate::codec_fault::CodecFault::JsonEncode(&why).error().at(name, &key))?;
         if !e.expires_at.is_finite() {
             let shown = match e.expires_at {
                 at if at.is_nan() => "NaN",
