@@ -73,9 +73,9 @@ impl Raw {
     /// `Invalid` past both, showing the number given.
     pub fn integer(n: impl Into<Signed>) -> Result<Raw> {
         let n = n.into();
-        match n.whole() {
-            Some(i) if i64::try_from(i).is_ok() => Ok(Raw::int(i as i64)),
-            Some(i) if u64::try_from(i).is_ok() => Ok(Raw::uint64(i as u64)),
+        match (n.fits::<i64>(), n.fits::<u64>()) {
+            (Some(i), _) => Ok(Raw::int(i)),
+            (None, Some(u)) => Ok(Raw::uint64(u)),
             _ => Err(Error::invalid(format!("the integer {n} is outside int64 and uint64"))),
         }
     }
@@ -84,12 +84,9 @@ impl Raw {
     /// `bigint`): `Invalid` past int64's range, showing the number given.
     pub fn int64_of(n: impl Into<Signed>) -> Result<Raw> {
         let n = n.into();
-        match n.whole().map(i64::try_from) {
-            Some(Ok(i)) => Ok(Raw::int(i)),
-            _ => Err(Error::invalid(format!(
-                "the integer {n} is outside int64, the integers a row keeps"
-            ))),
-        }
+        n.fits::<i64>()
+            .map(Raw::int)
+            .ok_or_else(|| Error::invalid(format!("the integer {n} is outside int64, the integers a row keeps")))
     }
 
     /// The row as an integer a float64 holds exactly: an integer row within

@@ -26,6 +26,11 @@ impl Signed {
             Signed::Other(_) => None,
         }
     }
+
+    /// The number as a `T`, when it is a whole number a `T` holds.
+    pub fn fits<T: TryFrom<i128>>(&self) -> Option<T> {
+        self.whole().and_then(|n| T::try_from(n).ok())
+    }
 }
 
 impl From<i128> for Signed {
@@ -79,8 +84,7 @@ pub fn not_negative(n: i64, what: &str) -> Result<u64> {
 /// `what`.
 pub fn int64_arg(n: impl Into<Signed>, what: &str) -> Result<i64> {
     let n = n.into();
-    n.whole()
-        .and_then(|w| i64::try_from(w).ok())
+    n.fits::<i64>()
         .ok_or_else(|| Error::invalid(format!("{what} is {n}: it must fit int64, from -2^63 to 2^63-1")))
 }
 
@@ -90,7 +94,7 @@ pub fn int64_arg(n: impl Into<Signed>, what: &str) -> Result<i64> {
 /// means is each option's and each language's own.
 pub fn store_size(option: &str, n: impl Into<Signed>) -> Result<u64> {
     let n = n.into();
-    n.whole().and_then(|w| u64::try_from(w).ok()).ok_or_else(|| {
+    n.fits::<u64>().ok_or_else(|| {
         Error::invalid(format!(
             "the store option {option} is {n}: a size in bytes is a whole number from 0 to 2^64-1; nothing was opened"
         ))

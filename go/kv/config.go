@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,6 @@ type configSpec struct {
 	layers []any
 	// vars are EnvVars', read by the environment layer.
 	vars map[string]string
-	envs int
 }
 
 type envSpec struct {
@@ -73,7 +73,6 @@ func Defaults(v any) ConfigOption {
 func FromEnv(prefix string, files ...string) ConfigOption {
 	return configOption(func(s *configSpec) {
 		s.layers = append(s.layers, &envSpec{prefix, files})
-		s.envs++
 	})
 }
 
@@ -268,7 +267,8 @@ func OpenConfig[T any](store *tinystore.Store, name string, opts ...ConfigOption
 			sh.lists = append(sh.lists, f.Path)
 		}
 	}
-	if spec.envs == 0 && spec.vars != nil {
+	isEnv := func(l any) bool { _, ok := l.(*envSpec); return ok }
+	if spec.vars != nil && !slices.ContainsFunc(spec.layers, isEnv) {
 		spec.layers = append(spec.layers, &envSpec{})
 	}
 	layers := make([]map[string]any, 0, len(spec.layers))

@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tinystore::RawConfig;
 use tinystore::config::{Layers, Schema, Validator, Value, WatchStep};
-
-use pyo3::IntoPyObjectExt;
 
 use crate::completions::{Answer, Completions, Resolve};
 use crate::errors::py_err;

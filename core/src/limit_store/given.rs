@@ -8,9 +8,7 @@ use crate::Signed;
 /// The bound on entries, when it is one: 1 or more, and no more than the
 /// count of entries, an int64, can hold.
 pub(super) fn max_entries(n: &Signed) -> Option<usize> {
-    n.whole()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n >= 1 && n as u64 <= i64::MAX as u64)
+    n.fits::<usize>().filter(|&n| n >= 1 && n as u64 <= i64::MAX as u64)
 }
 
 /// The refusal of a bound that is not one.

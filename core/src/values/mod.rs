@@ -42,8 +42,8 @@ pub const MAX_PAGE: usize = 1000;
 /// Another is `Invalid`; the caller names the bucket.
 pub fn page_size(n: impl Into<crate::Signed>) -> Result<usize> {
     let n = n.into();
-    match n.whole().map(usize::try_from) {
-        Some(Ok(n @ 1..=MAX_PAGE)) => Ok(n),
+    match n.fits::<usize>() {
+        Some(n @ 1..=MAX_PAGE) => Ok(n),
         _ => Err(Error::invalid(format!(
             "a page (limit) holds 1 to {MAX_PAGE} keys, not {n}"
         ))),
